@@ -1,0 +1,305 @@
+/**
+ * DataStream and KeyedStream: the typed, fluent API that builds transformations. (KeyedStream
+ * extends DataStream, as in Flink, so both live in this file: a subclass in another module would
+ * need its base class at module-evaluation time, which the import cycle cannot give.)
+ */
+import { EddyError } from "../core/errors.ts";
+import type { Key } from "../core/key.ts";
+import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
+import type { OutputTag } from "../core/output-tag.ts";
+import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
+import { printSink } from "../connector/print-sink.ts";
+import type { Sink } from "../connector/sink.ts";
+import type {
+  OneInputFactory,
+  OneInputTransformation,
+  PhysicalTransformation,
+  Transformation,
+} from "../graph/transformation.ts";
+import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
+import type {
+  Collector,
+  FilterFunction,
+  KeyedProcessFunction,
+  KeySelector,
+  MapFunction,
+  ProcessFunction,
+  ReduceFunction,
+} from "../runtime/functions.ts";
+import type { AnyKeySelector, OneInputOperator, OperatorContext, Output } from "../runtime/operator.ts";
+import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
+import { processOperator } from "../runtime/operators/process-operator.ts";
+import {
+  fieldAggregation,
+  rollingReduceOperator,
+  type AggregationKind,
+} from "../runtime/operators/rolling-reduce-operator.ts";
+import { sinkOperator } from "../runtime/operators/sink-operator.ts";
+import { filterOperator, flatMapOperator, mapOperator } from "../runtime/operators/stateless-operators.ts";
+import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
+import { ConnectedStreams } from "./connected-streams.ts";
+import type { JobBuilder } from "./job-builder.ts";
+
+type AnyFactory<IN, OUT> = (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>;
+
+/** Settings shared by every operator handle: `.uid()`, `.name()`, `.setParallelism()`. */
+abstract class OperatorHandle {
+  protected readonly builder: JobBuilder;
+  /** @internal */
+  readonly _transformation: Transformation;
+
+  constructor(builder: JobBuilder, transformation: Transformation) {
+    this.builder = builder;
+    this._transformation = transformation;
+  }
+
+  /** Stable operator id; savepoints match state to operators by it. Set it on stateful operators. */
+  uid(id: string): this {
+    if (typeof id !== "string" || id.length === 0) throw new TypeError("uid needs a non-empty string");
+    this.#physical("uid").uid = id;
+    return this;
+  }
+
+  /** Display name in logs, errors and metrics. */
+  name(name: string): this {
+    if (typeof name !== "string" || name.length === 0) throw new TypeError("name needs a non-empty string");
+    this.#physical("name").name = name;
+    return this;
+  }
+
+  setParallelism(parallelism: number): this {
+    checkParallelism(parallelism, MAX_MAX_PARALLELISM);
+    this.#physical("setParallelism").parallelism = parallelism;
+    return this;
+  }
+
+  setMaxParallelism(maxParallelism: number): this {
+    checkParallelism(1, maxParallelism);
+    this.#physical("setMaxParallelism").maxParallelism = maxParallelism;
+    return this;
+  }
+
+  #physical(what: string): PhysicalTransformation {
+    const t = this._transformation;
+    if (t.kind === "source" || t.kind === "one-input" || t.kind === "two-input") return t;
+    throw new EddyError("NOT_AN_OPERATOR", `${what}() applies to an operator, not to a ${t.kind} of streams`, {
+      domain: "config",
+    });
+  }
+}
+
+export class DataStream<T> extends OperatorHandle {
+  /** @internal */
+  constructor(builder: JobBuilder, transformation: Transformation) {
+    super(builder, transformation);
+  }
+
+  /** @internal adds a one-input operator consuming this stream. */
+  _transform<R>(name: string, factory: AnyFactory<T, R>, stateful: boolean, keySelector?: AnyKeySelector): DataStream<R> {
+    return new DataStream<R>(this.builder, this._addOneInput(name, factory, stateful, keySelector, false));
+  }
+
+  /** @internal */
+  _addOneInput<R>(
+    name: string,
+    factory: AnyFactory<T, R>,
+    stateful: boolean,
+    keySelector: AnyKeySelector | undefined,
+    isSink: boolean,
+  ): OneInputTransformation {
+    return this.builder.add({
+      kind: "one-input",
+      id: this.builder.nextId(),
+      name,
+      uid: undefined,
+      parallelism: undefined,
+      maxParallelism: undefined,
+      stateful,
+      input: this._transformation,
+      factory: factory as unknown as OneInputFactory,
+      keySelector,
+      isSink,
+    });
+  }
+
+  map<R>(fn: MapFunction<T, R>): DataStream<R> {
+    requireFunction(fn, "map");
+    return this._transform("Map", mapOperator(fn), false);
+  }
+
+  filter(fn: FilterFunction<T>): DataStream<T> {
+    requireFunction(fn, "filter");
+    return this._transform("Filter", filterOperator(fn), false);
+  }
+
+  /** Emits zero or more records per input record through `out.collect(...)`. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  flatMap<R = any>(fn: (value: T, out: Collector<R>) => void): DataStream<R> {
+    requireFunction(fn, "flatMap");
+    return this._transform("FlatMap", flatMapOperator(fn), false);
+  }
+
+  /** Partitions by key: every record with the same key reaches the same subtask and state. */
+  keyBy<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
+    requireFunction(keySelector, "keyBy");
+    const t = this.builder.add({
+      kind: "partition",
+      id: this.builder.nextId(),
+      input: this._transformation,
+      partitioner: { type: "key-group", keySelector },
+    });
+    return new KeyedStream<T, K>(this.builder, t, keySelector);
+  }
+
+  process<R>(fn: ProcessFunction<T, R>): DataStream<R> {
+    requireProcessFunction(fn, "process");
+    return this._transform("Process", processOperator(fn), false);
+  }
+
+  /** Merges streams of the same type (no order between them). */
+  union(...others: DataStream<T>[]): DataStream<T> {
+    const t = this.builder.add({
+      kind: "union",
+      id: this.builder.nextId(),
+      inputs: [this._transformation, ...others.map((o) => o._transformation)],
+    });
+    return new DataStream<T>(this.builder, t);
+  }
+
+  /** Pairs this stream with another, possibly of another type, for a two-input function. */
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
+    return new ConnectedStreams<T, T2>(this.builder, this, other);
+  }
+
+  assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): DataStream<T> {
+    return this._transform("Timestamps/Watermarks", timestampsAndWatermarksOperator(strategy), false);
+  }
+
+  /** The records this operator emitted to `tag` with `ctx.output(tag, value)`. */
+  getSideOutput<S>(tag: OutputTag<S>): DataStream<S> {
+    const t = this.builder.add({
+      kind: "side-output",
+      id: this.builder.nextId(),
+      input: this._transformation,
+      tag: tag as OutputTag<unknown>,
+    });
+    return new DataStream<S>(this.builder, t);
+  }
+
+  sinkTo(sink: Sink<T>, name = "Sink"): DataStreamSink<T> {
+    if (sink === null || typeof sink !== "object" || typeof sink.createWriter !== "function") {
+      throw new TypeError("sinkTo needs a sink object with createWriter(context)");
+    }
+    return new DataStreamSink<T>(this.builder, this._addOneInput(name, sinkOperator(sink), false, undefined, true));
+  }
+
+  /** Writes one JSON line per record to standard output. */
+  print(): DataStreamSink<T> {
+    return this.sinkTo(printSink<T>(), "Sink: Print");
+  }
+
+  rebalance(): DataStream<T> {
+    return this.#partition({ type: "rebalance" });
+  }
+
+  rescale(): DataStream<T> {
+    return this.#partition({ type: "rescale" });
+  }
+
+  broadcast(): DataStream<T> {
+    return this.#partition({ type: "broadcast" });
+  }
+
+  forward(): DataStream<T> {
+    return this.#partition({ type: "forward" });
+  }
+
+  /** Sends each record to `partitioner(key, numPartitions)`. */
+  partitionCustom<K>(partitioner: (key: K, numPartitions: number) => number, keySelector: KeySelector<T, K>): DataStream<T> {
+    requireFunction(partitioner, "partitionCustom");
+    requireFunction(keySelector, "partitionCustom");
+    return this.#partition({ type: "custom", keySelector, partition: partitioner as (key: never, n: number) => number });
+  }
+
+  #partition(partitioner: PartitionerSpec): DataStream<T> {
+    const t = this.builder.add({ kind: "partition", id: this.builder.nextId(), input: this._transformation, partitioner });
+    return new DataStream<T>(this.builder, t);
+  }
+}
+
+export class KeyedStream<T, K extends Key> extends DataStream<T> {
+  readonly #keySelector: KeySelector<T, K>;
+
+  /** @internal */
+  constructor(builder: JobBuilder, transformation: Transformation, keySelector: KeySelector<T, K>) {
+    super(builder, transformation);
+    this.#keySelector = keySelector;
+  }
+
+  /** @internal */
+  get _keySelector(): KeySelector<T, K> {
+    return this.#keySelector;
+  }
+
+  /** A process function with keyed state and timers of the current key. */
+  override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
+    requireProcessFunction(fn, "process");
+    return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector);
+  }
+
+  /** Rolling reduce: emits the key's running result after every record. */
+  reduce(fn: ReduceFunction<T>): DataStream<T> {
+    requireFunction(fn, "reduce");
+    return this._transform("Reduce", rollingReduceOperator(fn), true, this.#keySelector);
+  }
+
+  /** Rolling sum of `field` (or of the records themselves when they are numbers). */
+  sum(field?: NumericField<T>): DataStream<T> {
+    return this.#aggregate("sum", field);
+  }
+
+  /** Rolling minimum of `field`; other fields keep the key's first record (see minBy). */
+  min(field?: NumericField<T>): DataStream<T> {
+    return this.#aggregate("min", field);
+  }
+
+  max(field?: NumericField<T>): DataStream<T> {
+    return this.#aggregate("max", field);
+  }
+
+  /** Rolling record with the smallest `field` (the first one on ties). */
+  minBy(field?: NumericField<T>): DataStream<T> {
+    return this.#aggregate("minBy", field);
+  }
+
+  maxBy(field?: NumericField<T>): DataStream<T> {
+    return this.#aggregate("maxBy", field);
+  }
+
+  #aggregate(kind: AggregationKind, field: string | undefined): DataStream<T> {
+    const name = field === undefined ? kind[0]!.toUpperCase() + kind.slice(1) : `${kind}(${field})`;
+    const stream = this._transform<T>(name, (ctx, output) => rollingReduceOperator<T>(fieldAggregation(kind, field, ctx.operatorName))(ctx, output), true, this.#keySelector);
+    return stream;
+  }
+}
+
+/** The names of number-valued fields of T (any string when T is not a record type). */
+export type NumericField<T> = T extends object ? { [P in keyof T]: T[P] extends number ? P : never }[keyof T] & string : string;
+
+/** The handle of a sink: sets uid, name and parallelism. */
+export class DataStreamSink<T> extends OperatorHandle {
+  declare readonly __type?: T;
+}
+
+export function requireFunction(fn: unknown, what: string): void {
+  if (typeof fn !== "function") throw new TypeError(`${what} needs a function, got ${fn === null ? "null" : typeof fn}`);
+}
+
+export function requireProcessFunction(fn: unknown, what: string, ...methods: string[]): void {
+  const needed = methods.length === 0 ? ["processElement"] : methods;
+  for (const m of needed) {
+    if (fn === null || typeof fn !== "object" || typeof (fn as Record<string, unknown>)[m] !== "function") {
+      throw new TypeError(`${what} needs an object with a ${m}(value, ctx, out) method`);
+    }
+  }
+}

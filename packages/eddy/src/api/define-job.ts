@@ -1,0 +1,48 @@
+/** A job is a module whose default export is `defineJob(name, (env) => { ... })` (DESIGN §2). */
+import { EddyError } from "../core/errors.ts";
+import { StreamExecutionEnvironment } from "./environment.ts";
+
+const JOB_BRAND = Symbol.for("eddy.job");
+
+export interface JobDefinition {
+  readonly name: string;
+  readonly build: (env: StreamExecutionEnvironment) => void;
+  readonly [JOB_BRAND]: true;
+}
+
+export function defineJob(name: string, build: (env: StreamExecutionEnvironment) => void): JobDefinition {
+  if (typeof name !== "string" || name.trim().length === 0) throw new TypeError("defineJob needs a non-empty job name");
+  if (typeof build !== "function") throw new TypeError("defineJob needs a function (env) => { ... }");
+  return Object.freeze({ name, build, [JOB_BRAND]: true as const });
+}
+
+export function isJobDefinition(value: unknown): value is JobDefinition {
+  return typeof value === "object" && value !== null && (value as Record<symbol, unknown>)[JOB_BRAND] === true;
+}
+
+/** Accepts a job definition or a module namespace whose default export is one. */
+export function resolveJob(jobOrModule: unknown, what = "job"): JobDefinition {
+  if (isJobDefinition(jobOrModule)) return jobOrModule;
+  if (typeof jobOrModule === "object" && jobOrModule !== null && "default" in jobOrModule) {
+    const def = (jobOrModule as { default: unknown }).default;
+    if (isJobDefinition(def)) return def;
+  }
+  throw new EddyError("NOT_A_JOB", `${what} does not export a job: use \`export default defineJob("name", (env) => { ... })\``, {
+    domain: "config",
+  });
+}
+
+/** Runs the job function against a fresh environment and returns it. */
+export function buildJob(job: JobDefinition): StreamExecutionEnvironment {
+  const env = new StreamExecutionEnvironment();
+  try {
+    job.build(env);
+  } catch (e) {
+    if (e instanceof EddyError) throw e;
+    throw new EddyError("JOB_BUILD_FAILED", `building job '${job.name}' failed: ${e instanceof Error ? e.message : String(e)}`, {
+      domain: "config",
+      cause: e,
+    });
+  }
+  return env;
+}

@@ -1,0 +1,94 @@
+/** The job's entry point: sources and job-wide settings (Flink's StreamExecutionEnvironment). */
+import { collectionSource, sequenceSource } from "../connector/collection-source.ts";
+import type { Source } from "../connector/source.ts";
+import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
+import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
+import type { SourceTransformation } from "../graph/transformation.ts";
+import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
+import { DataStream } from "./data-stream.ts";
+import { JobBuilder } from "./job-builder.ts";
+
+export const DEFAULT_AUTO_WATERMARK_INTERVAL_MS = 200;
+
+export class StreamExecutionEnvironment {
+  readonly #builder = new JobBuilder();
+  #parallelism: number | undefined;
+  #maxParallelism: number | undefined;
+  #autoWatermarkIntervalMs = DEFAULT_AUTO_WATERMARK_INTERVAL_MS;
+
+  /** Elements of a finite list, in order (one non-parallel source). */
+  fromElements<T>(...values: T[]): DataStream<T> {
+    return this.#addSource(collectionSource(values), "Source: Elements");
+  }
+
+  /** Elements of a finite iterable, in order; the iterable is read when the job is built. */
+  fromCollection<T>(values: Iterable<T>): DataStream<T> {
+    return this.#addSource(collectionSource([...values]), "Source: Collection");
+  }
+
+  /** The numbers from..to inclusive, split across parallel source subtasks. */
+  fromSequence(from: number, to: number): DataStream<number> {
+    return this.#addSource(sequenceSource(from, to), "Source: Sequence");
+  }
+
+  /** A source with event time assigned by `strategy`. */
+  fromSource<T>(source: Source<T, unknown>, watermarkStrategy: WatermarkStrategy<T>, name: string): DataStream<T> {
+    if (typeof name !== "string" || name.length === 0) throw new TypeError("fromSource needs a name");
+    const stream = this.#addSource(source, name);
+    return stream._transform(`${name}: Timestamps/Watermarks`, timestampsAndWatermarksOperator(watermarkStrategy), false);
+  }
+
+  /** Default parallelism of every operator of this job. */
+  setParallelism(parallelism: number): this {
+    checkParallelism(parallelism, MAX_MAX_PARALLELISM);
+    this.#parallelism = parallelism;
+    return this;
+  }
+
+  getParallelism(): number | undefined {
+    return this.#parallelism;
+  }
+
+  /** Number of key groups of keyed state; fixed for the life of the job's state. */
+  setMaxParallelism(maxParallelism: number): this {
+    checkParallelism(1, maxParallelism);
+    this.#maxParallelism = maxParallelism;
+    return this;
+  }
+
+  getMaxParallelism(): number | undefined {
+    return this.#maxParallelism;
+  }
+
+  /** How often periodic watermark generators are asked for a watermark (processing time). */
+  setAutoWatermarkInterval(intervalMs: number): this {
+    if (!(Number.isFinite(intervalMs) && intervalMs > 0)) {
+      throw new RangeError(`auto-watermark interval must be a positive number of ms, got ${intervalMs}`);
+    }
+    this.#autoWatermarkIntervalMs = intervalMs;
+    return this;
+  }
+
+  getAutoWatermarkInterval(): number {
+    return this.#autoWatermarkIntervalMs;
+  }
+
+  /** @internal read by the executor after the job function has run. */
+  _builder(): JobBuilder {
+    return this.#builder;
+  }
+
+  #addSource<T>(source: Source<T, unknown>, name: string): DataStream<T> {
+    const t: SourceTransformation = this.#builder.add({
+      kind: "source",
+      id: this.#builder.nextId(),
+      name,
+      uid: undefined,
+      parallelism: undefined,
+      maxParallelism: undefined,
+      stateful: false,
+      source: source as Source<unknown, unknown>,
+    });
+    return new DataStream<T>(this.#builder, t);
+  }
+}

@@ -1,0 +1,97 @@
+/**
+ * The source contract, split-based like Flink's FLIP-27 sources. A split is a unit of work (a
+ * file, a Kafka partition, a range of a generator). The split enumerator runs once per job on the
+ * coordinator and assigns splits to readers; a reader runs in each source subtask, polls its
+ * splits without blocking, and reports each split's position for checkpoints.
+ */
+
+export type Boundedness = "bounded" | "continuous";
+
+/** What `pollNext` says about the reader after the call. */
+export type InputStatus =
+  /** More records are available right now: call `pollNext` again soon. */
+  | "more"
+  /** Nothing available now: wait for `isAvailable()` before polling again. */
+  | "nothing"
+  /** The reader has finished (bounded sources only): never called again. */
+  | "end";
+
+/** Where a reader emits. */
+export interface ReaderOutput<T> {
+  /** Emits a record, with the timestamp it carries at the source (e.g. a Kafka record time). */
+  collect(value: T, timestamp?: number): void;
+}
+
+export interface SourceReaderContext {
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  /** Asks the enumerator for another split (pull-based assignment). */
+  sendSplitRequest(): void;
+}
+
+/**
+ * Reads the splits assigned to one subtask. Never called concurrently; never blocks.
+ * Call order: start, then addSplits / notifyNoMoreSplits / pollNext / snapshotState in any
+ * order, then close (which may be called twice).
+ */
+export interface SourceReader<T, SplitT> {
+  start?(): void;
+  /** Emits a bounded amount of records (a few thousand at most) and says what follows. */
+  pollNext(output: ReaderOutput<T>): InputStatus;
+  /** Resolves when `pollNext` may have records again after it returned "nothing". */
+  isAvailable(): Promise<void>;
+  addSplits(splits: readonly SplitT[]): void;
+  /** No split will be assigned any more; a bounded reader may end once its splits are done. */
+  notifyNoMoreSplits(): void;
+  /** The positions of the splits this reader holds (checkpoints restore from them). */
+  snapshotState(checkpointId: number): SplitT[];
+  close?(): void;
+}
+
+export interface SplitEnumeratorContext<SplitT> {
+  readonly parallelism: number;
+  assignSplits(subtaskIndex: number, splits: readonly SplitT[]): void;
+  signalNoMoreSplits(subtaskIndex: number): void;
+}
+
+/** Discovers splits and assigns them to readers. Runs on the coordinator; never concurrently. */
+export interface SplitEnumerator<SplitT> {
+  start?(): void;
+  /** A reader (subtask) has been registered and can take splits. */
+  addReader(subtaskIndex: number): void;
+  handleSplitRequest?(subtaskIndex: number): void;
+  /** Splits of a failed reader come back to be assigned again. */
+  addSplitsBack?(splits: readonly SplitT[], subtaskIndex: number): void;
+  snapshotState?(checkpointId: number): unknown;
+  close?(): void;
+}
+
+export interface Source<T, SplitT = unknown> {
+  readonly boundedness: Boundedness;
+  /** The largest parallelism that makes sense (e.g. 1 for a source that cannot be split). */
+  readonly maxParallelism?: number;
+  createEnumerator(context: SplitEnumeratorContext<SplitT>): SplitEnumerator<SplitT>;
+  createReader(context: SourceReaderContext): SourceReader<T, SplitT>;
+}
+
+/**
+ * An enumerator for a fixed list of splits: split i goes to reader i mod parallelism, then every
+ * reader is told that no more splits come. Enough for sources whose splits are known upfront.
+ */
+export function staticSplitEnumerator<SplitT>(
+  context: SplitEnumeratorContext<SplitT>,
+  splits: readonly SplitT[],
+): SplitEnumerator<SplitT> {
+  return {
+    addReader(subtaskIndex) {
+      const mine = splits.filter((_, i) => i % context.parallelism === subtaskIndex);
+      if (mine.length > 0) context.assignSplits(subtaskIndex, mine);
+      context.signalNoMoreSplits(subtaskIndex);
+    },
+  };
+}
+
+const ALWAYS_AVAILABLE = Promise.resolve();
+export function alwaysAvailable(): Promise<void> {
+  return ALWAYS_AVAILABLE;
+}

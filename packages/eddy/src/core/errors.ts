@@ -1,0 +1,73 @@
+/**
+ * The one error type of Eddy. Every failure carries a stable `code`, a `domain` saying whose
+ * fault it is, and a retry hint, so the restart strategy, the CLI and the UI can act on it
+ * without parsing messages.
+ */
+
+/** Whose fault a failure is. */
+export type ErrorDomain =
+  /** User code threw, or user input (a key, a timestamp) was invalid. */
+  | "user"
+  /** An external system (broker, database, file system) failed. */
+  | "external"
+  /** The job was configured or built wrongly (graph, options). Detected before running. */
+  | "config"
+  /** A bug in Eddy itself. */
+  | "internal";
+
+export interface EddyErrorOptions {
+  readonly domain: ErrorDomain;
+  /** Whether restarting the failed task may succeed. */
+  readonly retryable?: boolean;
+  /** Operator name the failure happened in, when known. */
+  readonly operator?: string;
+  /** Subtask index the failure happened in, when known. */
+  readonly subtask?: number;
+  readonly cause?: unknown;
+}
+
+export class EddyError extends Error {
+  readonly code: string;
+  readonly domain: ErrorDomain;
+  readonly retryable: boolean;
+  readonly operator: string | undefined;
+  readonly subtask: number | undefined;
+
+  constructor(code: string, message: string, options: EddyErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "EddyError";
+    this.code = code;
+    this.domain = options.domain;
+    this.retryable = options.retryable ?? options.domain === "external";
+    this.operator = options.operator;
+    this.subtask = options.subtask;
+  }
+}
+
+/** Renders a thrown value as a one-line description without internals. */
+export function describeCause(cause: unknown): string {
+  if (cause instanceof Error) return `${cause.name}: ${cause.message}`;
+  return String(cause);
+}
+
+/**
+ * Wraps a failure of user code once, naming the operator and subtask. An error that is already
+ * an EddyError with an operator is returned as is, so nesting never produces "in X: in X: ...".
+ */
+export function userFunctionError(operator: string, subtask: number, cause: unknown): EddyError {
+  if (cause instanceof EddyError && cause.operator !== undefined) return cause;
+  if (cause instanceof EddyError) {
+    return new EddyError(cause.code, `${cause.message} (operator '${operator}', subtask ${subtask})`, {
+      domain: cause.domain,
+      retryable: cause.retryable,
+      operator,
+      subtask,
+      cause: cause.cause ?? cause,
+    });
+  }
+  return new EddyError(
+    "USER_FUNCTION_FAILED",
+    `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}`,
+    { domain: "user", retryable: false, operator, subtask, cause },
+  );
+}

@@ -1,0 +1,180 @@
+/**
+ * Compiles transformations into the physical plan: operators with resolved parallelism and ids,
+ * edges with partitioners, and chains (operators fused into one task). Pure and deterministic:
+ * every worker compiling the same job gets the same plan (DESIGN §2).
+ */
+import { EddyError } from "../core/errors.ts";
+import { checkParallelism, defaultMaxParallelism } from "../core/key-group.ts";
+import type { Logger } from "../core/logger.ts";
+import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
+import type { AnyKeySelector } from "../runtime/operator.ts";
+import { isPhysical, type PhysicalTransformation, type Transformation } from "./transformation.ts";
+
+export interface PlanEdge {
+  readonly source: PlanNode;
+  readonly target: PlanNode;
+  /** 0 for one-input operators; 0 or 1 for two-input operators. */
+  readonly inputIndex: 0 | 1;
+  readonly partitioner: PartitionerSpec;
+  /** Side output tag id, or undefined for the main output. */
+  readonly sideTag: string | undefined;
+  /** Whether source and target run in one task with direct calls. */
+  readonly chained: boolean;
+}
+
+export interface PlanNode {
+  readonly transformation: PhysicalTransformation;
+  readonly name: string;
+  /** Stable id: the uid, or one derived from the position in the graph. */
+  readonly operatorId: string;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly keySelectors: readonly (AnyKeySelector | undefined)[] | undefined;
+  readonly inputs: PlanEdge[];
+  readonly outputs: PlanEdge[];
+}
+
+/** Operators that run as one task: `nodes[0]` is the head, the rest are chained behind it. */
+export interface PlanChain {
+  readonly index: number;
+  readonly nodes: readonly PlanNode[];
+  readonly parallelism: number;
+  readonly name: string;
+}
+
+export interface Plan {
+  readonly jobName: string;
+  /** In topological order. */
+  readonly nodes: readonly PlanNode[];
+  readonly chains: readonly PlanChain[];
+}
+
+export interface PlanOptions {
+  readonly jobName: string;
+  readonly parallelism: number;
+  readonly maxParallelism: number | undefined;
+  readonly logger: Logger;
+}
+
+interface ResolvedInput {
+  readonly node: PhysicalTransformation;
+  readonly partitioner: PartitionerSpec | undefined;
+  readonly sideTag: string | undefined;
+}
+
+function resolveInputs(t: Transformation): ResolvedInput[] {
+  switch (t.kind) {
+    case "source":
+    case "one-input":
+    case "two-input":
+      return [{ node: t, partitioner: undefined, sideTag: undefined }];
+    case "partition":
+      return resolveInputs(t.input).map((r) => ({ ...r, partitioner: t.partitioner }));
+    case "union":
+      return t.inputs.flatMap(resolveInputs);
+    case "side-output":
+      return resolveInputs(t.input).map((r) => ({ ...r, sideTag: t.tag.id }));
+  }
+}
+
+function slug(name: string): string {
+  return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "operator";
+}
+
+export function compilePlan(transformations: readonly Transformation[], options: PlanOptions): Plan {
+  const physical = transformations.filter(isPhysical).sort((a, b) => a.id - b.id);
+  const nodes = new Map<PhysicalTransformation, PlanNode>();
+  const uids = new Set<string>();
+
+  for (const t of physical) {
+    let parallelism = t.parallelism ?? options.parallelism;
+    if (t.kind === "source" && t.source.maxParallelism !== undefined) {
+      if (t.parallelism !== undefined && t.parallelism > t.source.maxParallelism) {
+        throw new EddyError(
+          "SOURCE_PARALLELISM",
+          `source '${t.name}' supports parallelism ≤ ${t.source.maxParallelism}, got ${t.parallelism}`,
+          { domain: "config" },
+        );
+      }
+      parallelism = Math.min(parallelism, t.source.maxParallelism);
+    }
+    const maxParallelism = t.maxParallelism ?? options.maxParallelism ?? defaultMaxParallelism(parallelism);
+    try {
+      checkParallelism(parallelism, maxParallelism);
+    } catch (e) {
+      throw new EddyError("INVALID_PARALLELISM", `operator '${t.name}': ${(e as Error).message}`, { domain: "config" });
+    }
+    if (t.uid !== undefined) {
+      if (uids.has(t.uid)) throw new EddyError("DUPLICATE_UID", `uid '${t.uid}' is used by more than one operator`, { domain: "config" });
+      uids.add(t.uid);
+    } else if (t.stateful) {
+      options.logger.warn("stateful operator has no uid; savepoints match state by uid, so set one with .uid(...)", {
+        operator: t.name,
+      });
+    }
+    const keySelectors =
+      t.kind === "one-input" ? (t.keySelector === undefined ? undefined : [t.keySelector]) : t.kind === "two-input" ? t.keySelectors : undefined;
+    nodes.set(t, {
+      transformation: t,
+      name: t.name,
+      operatorId: t.uid ?? `${slug(t.name)}-${t.id}`,
+      parallelism,
+      maxParallelism,
+      keySelectors,
+      inputs: [],
+      outputs: [],
+    });
+  }
+
+  for (const t of physical) {
+    const target = nodes.get(t)!;
+    const inputLists: (readonly Transformation[])[] =
+      t.kind === "source" ? [] : t.kind === "one-input" ? [[t.input]] : [[t.input1], [t.input2]];
+    const resolved = inputLists.map((list, inputIndex) => list.flatMap(resolveInputs).map((r) => ({ ...r, inputIndex })));
+    const all = resolved.flat();
+    for (const r of all) {
+      const source = nodes.get(r.node)!;
+      const partitioner: PartitionerSpec =
+        r.partitioner ?? (source.parallelism === target.parallelism ? { type: "forward" } : { type: "rebalance" });
+      if (partitioner.type === "forward" && source.parallelism !== target.parallelism) {
+        throw new EddyError(
+          "FORWARD_PARALLELISM_MISMATCH",
+          `forward edge '${source.name}' → '${target.name}' needs equal parallelism (${source.parallelism} vs ${target.parallelism})`,
+          { domain: "config" },
+        );
+      }
+      const chained = partitioner.type === "forward" && t.kind === "one-input" && all.length === 1;
+      const edge: PlanEdge = {
+        source,
+        target,
+        inputIndex: r.inputIndex as 0 | 1,
+        partitioner,
+        sideTag: r.sideTag,
+        chained,
+      };
+      source.outputs.push(edge);
+      target.inputs.push(edge);
+    }
+  }
+
+  const ordered = physical.map((t) => nodes.get(t)!);
+  const chains: PlanChain[] = [];
+  for (const node of ordered) {
+    const isHead = !(node.inputs.length === 1 && node.inputs[0]!.chained);
+    if (!isHead) continue;
+    const members: PlanNode[] = [];
+    const visit = (n: PlanNode): void => {
+      members.push(n);
+      for (const e of n.outputs) if (e.chained) visit(e.target);
+    };
+    visit(node);
+    members.sort((a, b) => a.transformation.id - b.transformation.id);
+    chains.push({
+      index: chains.length,
+      nodes: members,
+      parallelism: node.parallelism,
+      name: members.map((m) => m.name).join(" -> "),
+    });
+  }
+  return { jobName: options.jobName, nodes: ordered, chains };
+}

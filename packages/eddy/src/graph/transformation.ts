@@ -1,0 +1,74 @@
+/**
+ * Transformations: the logical graph the DataStream API builds. Physical ones become operators;
+ * virtual ones (partition, union, side output) only shape the edges between them. Mutable while
+ * the job function runs (`.uid()`, `.name()`, `.setParallelism()` set fields); `compilePlan`
+ * reads them once and never changes them.
+ */
+import type { OutputTag } from "../core/output-tag.ts";
+import type { Source } from "../connector/source.ts";
+import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
+import type { AnyKeySelector, OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../runtime/operator.ts";
+
+export type OneInputFactory = (ctx: OperatorContext, output: Output<unknown>) => OneInputOperator<unknown>;
+export type TwoInputFactory = (ctx: OperatorContext, output: Output<unknown>) => TwoInputOperator<unknown, unknown>;
+
+interface PhysicalBase {
+  /** Creation order; inputs always have smaller ids, so id order is a topological order. */
+  readonly id: number;
+  name: string;
+  uid: string | undefined;
+  /** Explicit parallelism, or undefined for the job default. */
+  parallelism: number | undefined;
+  maxParallelism: number | undefined;
+  /** Whether the operator keeps state (it then should have a uid for savepoints). */
+  readonly stateful: boolean;
+}
+
+export interface SourceTransformation extends PhysicalBase {
+  readonly kind: "source";
+  readonly source: Source<unknown, unknown>;
+}
+
+export interface OneInputTransformation extends PhysicalBase {
+  readonly kind: "one-input";
+  readonly input: Transformation;
+  readonly factory: OneInputFactory;
+  /** The key selector when the input is a keyed stream. */
+  readonly keySelector: AnyKeySelector | undefined;
+  readonly isSink: boolean;
+}
+
+export interface TwoInputTransformation extends PhysicalBase {
+  readonly kind: "two-input";
+  readonly input1: Transformation;
+  readonly input2: Transformation;
+  readonly factory: TwoInputFactory;
+  readonly keySelectors: readonly [AnyKeySelector, AnyKeySelector] | undefined;
+}
+
+export interface PartitionTransformation {
+  readonly kind: "partition";
+  readonly id: number;
+  readonly input: Transformation;
+  readonly partitioner: PartitionerSpec;
+}
+
+export interface UnionTransformation {
+  readonly kind: "union";
+  readonly id: number;
+  readonly inputs: readonly Transformation[];
+}
+
+export interface SideOutputTransformation {
+  readonly kind: "side-output";
+  readonly id: number;
+  readonly input: Transformation;
+  readonly tag: OutputTag<unknown>;
+}
+
+export type PhysicalTransformation = SourceTransformation | OneInputTransformation | TwoInputTransformation;
+export type Transformation = PhysicalTransformation | PartitionTransformation | UnionTransformation | SideOutputTransformation;
+
+export function isPhysical(t: Transformation): t is PhysicalTransformation {
+  return t.kind === "source" || t.kind === "one-input" || t.kind === "two-input";
+}

@@ -1,0 +1,64 @@
+/**
+ * `eddy`: the public API. Everything a job module imports comes from here; deep imports are not
+ * part of the contract (package.json `exports` lists only this file and `eddy/testing`).
+ */
+export { defineJob, type JobDefinition } from "./api/define-job.ts";
+export { StreamExecutionEnvironment } from "./api/environment.ts";
+export { DataStream, KeyedStream, DataStreamSink, type NumericField } from "./api/data-stream.ts";
+export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams.ts";
+export type {
+  Collector,
+  CoProcessFunction,
+  FilterFunction,
+  FlatMapFunction,
+  KeyedCoProcessFunction,
+  KeyedProcessContext,
+  KeyedProcessFunction,
+  KeyedRuntimeContext,
+  KeyedStateStore,
+  KeySelector,
+  MapFunction,
+  OnTimerContext,
+  ProcessContext,
+  ProcessFunction,
+  ReduceFunction,
+  RuntimeContext,
+  TimerService,
+} from "./runtime/functions.ts";
+export {
+  WatermarkStrategy,
+  type TimestampAssigner,
+  type WatermarkGenerator,
+  type WatermarkOutput,
+} from "./core/watermark-strategy.ts";
+export { OutputTag } from "./core/output-tag.ts";
+export { EddyError, type ErrorDomain } from "./core/errors.ts";
+export type { Key } from "./core/key.ts";
+export type { Clock } from "./core/clock.ts";
+export { SystemClock } from "./core/clock.ts";
+export type { Logger } from "./core/logger.ts";
+export { MAX_WATERMARK, MIN_WATERMARK } from "./core/time.ts";
+export {
+  AggregatingStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  ValueStateDescriptor,
+  type AggregateFunction,
+  type StateTtlConfig,
+  type StateDescriptorOptions,
+} from "./state/descriptors.ts";
+export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state/state.ts";
+export type {
+  Boundedness,
+  InputStatus,
+  ReaderOutput,
+  Source,
+  SourceReader,
+  SourceReaderContext,
+  SplitEnumerator,
+  SplitEnumeratorContext,
+} from "./connector/source.ts";
+export { staticSplitEnumerator } from "./connector/source.ts";
+export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
+export type { JobResult } from "./cluster/inline-executor.ts";

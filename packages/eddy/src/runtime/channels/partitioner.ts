@@ -1,0 +1,148 @@
+/**
+ * Partitioners decide which downstream subtask receives a record (Flink's StreamPartitioner).
+ * A spec is what the graph records; `createChannelSelector` turns it into the per-subtask object
+ * the record writer calls once per record.
+ */
+import { EddyError } from "../../core/errors.ts";
+import { invalidKeyReason, type Key } from "../../core/key.ts";
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../../core/key-group.ts";
+import type { AnyKeySelector } from "../operator.ts";
+
+export type PartitionerSpec =
+  /** Subtask i sends to subtask i. Needs equal parallelism; such edges are chained when possible. */
+  | { readonly type: "forward" }
+  /** Round-robin over all downstream subtasks. */
+  | { readonly type: "rebalance" }
+  /** Round-robin over a local subset of downstream subtasks (fewer connections than rebalance). */
+  | { readonly type: "rescale" }
+  /** Every record to every downstream subtask. */
+  | { readonly type: "broadcast" }
+  /** keyBy: to the subtask owning the key's key group. */
+  | { readonly type: "key-group"; readonly keySelector: AnyKeySelector }
+  /** A user function picks the partition from the key. */
+  | {
+      readonly type: "custom";
+      readonly keySelector: AnyKeySelector;
+      readonly partition: (key: never, numPartitions: number) => number;
+    };
+
+/** Picks the channel of a record. Returns BROADCAST for "every channel". Never called concurrently. */
+export interface ChannelSelector {
+  /** hot path */
+  select(value: unknown): number;
+}
+
+export const BROADCAST = -1;
+
+export interface ChannelSelectorContext {
+  readonly senderIndex: number;
+  readonly senderParallelism: number;
+  readonly receiverParallelism: number;
+  readonly receiverMaxParallelism: number;
+  /** Name of the receiving operator, for errors about keys. */
+  readonly receiverName: string;
+}
+
+export function createChannelSelector(spec: PartitionerSpec, ctx: ChannelSelectorContext): ChannelSelector {
+  const n = ctx.receiverParallelism;
+  switch (spec.type) {
+    case "forward": {
+      if (ctx.senderParallelism !== n) {
+        throw new EddyError(
+          "FORWARD_PARALLELISM_MISMATCH",
+          `forward edge into '${ctx.receiverName}' needs equal parallelism (${ctx.senderParallelism} → ${n})`,
+          { domain: "config" },
+        );
+      }
+      const channel = ctx.senderIndex;
+      return { select: () => channel };
+    }
+    case "rebalance":
+      return roundRobin(range(0, n), ctx.senderIndex);
+    case "rescale":
+      return roundRobin(rescaleTargets(ctx.senderIndex, ctx.senderParallelism, n), 0);
+    case "broadcast":
+      return { select: () => BROADCAST };
+    case "key-group":
+      return keyGroupSelector(spec.keySelector, ctx);
+    case "custom":
+      return customSelector(spec.keySelector, spec.partition as (key: unknown, n: number) => number, ctx);
+  }
+}
+
+function range(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let i = from; i < to; i++) out.push(i);
+  return out;
+}
+
+function roundRobin(targets: readonly number[], start: number): ChannelSelector {
+  let next = start % targets.length;
+  return {
+    select(): number {
+      const channel = targets[next]!;
+      next = next + 1 === targets.length ? 0 : next + 1;
+      return channel;
+    },
+  };
+}
+
+/**
+ * Flink's rescale: when the receiver is wider, sender i feeds the receivers
+ * [floor(i*n/p), floor((i+1)*n/p)); when narrower, sender i feeds receiver floor(i*n/p).
+ */
+export function rescaleTargets(senderIndex: number, senderParallelism: number, receiverParallelism: number): number[] {
+  if (receiverParallelism >= senderParallelism) {
+    const from = Math.floor((senderIndex * receiverParallelism) / senderParallelism);
+    const to = Math.floor(((senderIndex + 1) * receiverParallelism) / senderParallelism);
+    return range(from, Math.max(to, from + 1));
+  }
+  return [Math.floor((senderIndex * receiverParallelism) / senderParallelism)];
+}
+
+/** Validates a key selector's result, with an error naming the operator. */
+export function checkedKey(keySelector: AnyKeySelector, value: unknown, operatorName: string): Key {
+  const key = keySelector(value);
+  const reason = invalidKeyReason(key);
+  if (reason !== undefined) {
+    throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, {
+      domain: "user",
+      retryable: false,
+      operator: operatorName,
+    });
+  }
+  return key as Key;
+}
+
+function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
+  const maxP = ctx.receiverMaxParallelism;
+  const p = ctx.receiverParallelism;
+  return {
+    select(value: unknown): number {
+      const key = checkedKey(keySelector, value, ctx.receiverName);
+      return computeOperatorIndexForKeyGroup(maxP, p, assignToKeyGroup(key, maxP));
+    },
+  };
+}
+
+function customSelector(
+  keySelector: AnyKeySelector,
+  partition: (key: unknown, n: number) => number,
+  ctx: ChannelSelectorContext,
+): ChannelSelector {
+  const n = ctx.receiverParallelism;
+  return {
+    select(value: unknown): number {
+      const key = keySelector(value);
+      const channel = partition(key, n);
+      if (!Number.isInteger(channel) || channel < 0 || channel >= n) {
+        throw new EddyError(
+          "INVALID_PARTITION",
+          `custom partitioner before '${ctx.receiverName}' returned ${channel}; expected an integer in [0, ${n})`,
+          { domain: "user", retryable: false, operator: ctx.receiverName },
+        );
+      }
+      return channel;
+    },
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * The operator contract. An operator is a flat object with a few hooks; the task calls them,
+ * never concurrently, in this order: open() once; then any interleaving of processElement,
+ * processWatermark, processWatermarkStatus and mail (timers); endInput() once per input when that
+ * input is exhausted (after the final MAX watermark); close() once. close() is also called on
+ * cancellation and failure (it may then run without endInput) and must not throw for that reason.
+ */
+import type { Clock } from "../core/clock.ts";
+import type { Logger } from "../core/logger.ts";
+import type { OutputTag } from "../core/output-tag.ts";
+import type { KeyGroupRange } from "../core/key-group.ts";
+/** A key selector as the runtime stores it; its result is validated per record. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyKeySelector = (value: any) => unknown;
+
+/** Where an operator sends what it produces. Implemented by chaining and network outputs. */
+export interface Output<T> {
+  /** hot path: one call per record. */
+  collect(value: T, timestamp: number): void;
+  /** Emits to the side output named by `tag`; a no-op when nothing consumes that tag. */
+  collectSide<S>(tag: OutputTag<S>, value: S, timestamp: number): void;
+  /** Forwards event time. Callers emit only increasing watermarks. */
+  emitWatermark(watermark: number): void;
+  emitWatermarkStatus(idle: boolean): void;
+}
+
+export interface OneInputOperator<IN> {
+  open?(): void;
+  /** hot path */
+  processElement(value: IN, timestamp: number): void;
+  /** Fires everything the watermark triggers, then forwards it. */
+  processWatermark(watermark: number): void;
+  processWatermarkStatus?(idle: boolean): void;
+  endInput?(): void;
+  close?(): void;
+}
+
+export interface TwoInputOperator<IN1, IN2> {
+  open?(): void;
+  processElement1(value: IN1, timestamp: number): void;
+  processElement2(value: IN2, timestamp: number): void;
+  /** The combined watermark: the minimum over both inputs. */
+  processWatermark(watermark: number): void;
+  processWatermarkStatus?(idle: boolean): void;
+  endInput?(input: 1 | 2): void;
+  close?(): void;
+}
+
+/** Everything an operator instance may use, fixed when it is created. */
+export interface OperatorContext {
+  /** Operator name for errors and metrics, e.g. "Map" or the user's `.name(...)`. */
+  readonly operatorName: string;
+  /** Stable operator id (the user's uid or a derived one); state is matched by it. */
+  readonly operatorId: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  /** Key groups this subtask owns (for keyed operators; the full range otherwise). */
+  readonly keyGroupRange: KeyGroupRange;
+  /** Key selector(s) of the keyed input(s), or undefined for non-keyed operators. */
+  readonly keySelectors: readonly (AnyKeySelector | undefined)[] | undefined;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Runs `action` on the task thread between records (the mailbox). Safe from any callback. */
+  postMail(action: () => void): void;
+  /** Services shared by the whole job run (collect results, stdout). */
+  readonly job: JobServices;
+  /** Periodic watermark emission interval, from the job configuration. */
+  readonly autoWatermarkIntervalMs: number;
+}
+
+/** Job-wide services provided by the executor. */
+export interface JobServices {
+  readonly jobName: string;
+  /** Appends to the named in-memory result list (collect sinks). */
+  collect(sinkName: string, value: unknown): void;
+  /** Writes a line to the job's standard output (print sinks). */
+  writeStdout(line: string): void;
+}

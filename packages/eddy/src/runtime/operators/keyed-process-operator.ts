@@ -1,0 +1,155 @@
+/**
+ * KeyedProcessFunction and KeyedCoProcessFunction: keyed state and timers of the current key.
+ * A watermark first fires every event-time timer it passes (in timestamp order), then is
+ * forwarded. Output of an event-time timer carries the timer's timestamp; output of a
+ * processing-time timer carries none.
+ */
+import { userFunctionError } from "../../core/errors.ts";
+import type { Key } from "../../core/key.ts";
+import type { OutputTag } from "../../core/output-tag.ts";
+import { hasTimestamp, NO_TIMESTAMP } from "../../core/time.ts";
+import type {
+  Collector,
+  KeyedCoProcessFunction,
+  KeyedProcessFunction,
+  KeyedRuntimeContext,
+  OnTimerContext,
+  TimerService,
+} from "../functions.ts";
+import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
+import { KeyedSupport, requireKeySelector, type TimerDomain } from "./keyed-support.ts";
+import { callUser, runtimeContextOf } from "./process-operator.ts";
+import { TimestampedCollector } from "./timestamped-collector.ts";
+
+/** The context of one keyed operator, reused for every record and timer. */
+class KeyedContext<K> implements OnTimerContext<K> {
+  readonly #keyed: KeyedSupport;
+  readonly #output: Output<unknown>;
+  currentTimestamp = NO_TIMESTAMP;
+  domain: TimerDomain = "event";
+
+  constructor(keyed: KeyedSupport, output: Output<unknown>) {
+    this.#keyed = keyed;
+    this.#output = output;
+  }
+
+  getCurrentKey(): K {
+    return this.#keyed.backend.getCurrentKey() as K;
+  }
+  timestamp(): number | undefined {
+    return hasTimestamp(this.currentTimestamp) ? this.currentTimestamp : undefined;
+  }
+  timerService(): TimerService {
+    return this.#keyed.timerService;
+  }
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.#output.collectSide(tag, value, this.currentTimestamp);
+  }
+  timeDomain(): "event-time" | "processing-time" {
+    return this.domain === "event" ? "event-time" : "processing-time";
+  }
+  getState: KeyedSupport["stateStore"]["getState"] = (d) => this.#keyed.stateStore.getState(d);
+  getListState: KeyedSupport["stateStore"]["getListState"] = (d) => this.#keyed.stateStore.getListState(d);
+  getMapState: KeyedSupport["stateStore"]["getMapState"] = (d) => this.#keyed.stateStore.getMapState(d);
+  getReducingState: KeyedSupport["stateStore"]["getReducingState"] = (d) => this.#keyed.stateStore.getReducingState(d);
+  getAggregatingState: KeyedSupport["stateStore"]["getAggregatingState"] = (d) =>
+    this.#keyed.stateStore.getAggregatingState(d);
+}
+
+interface TimerHook<K, OUT> {
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<OUT>): void;
+}
+
+/** Builds the keyed support, context and collector shared by the one- and two-input variants. */
+function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: TimerHook<K, OUT>) {
+  const collector = new TimestampedCollector(output);
+  let context: KeyedContext<K> | undefined;
+  const keyed = new KeyedSupport(ctx, (domain, timestamp) => {
+    if (fn.onTimer === undefined) return;
+    const c = context!;
+    c.domain = domain;
+    c.currentTimestamp = domain === "event" ? timestamp : NO_TIMESTAMP;
+    collector.timestamp = c.currentTimestamp;
+    try {
+      fn.onTimer(timestamp, c, collector);
+    } catch (e) {
+      throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+    }
+  });
+  context = new KeyedContext<K>(keyed, output as Output<unknown>);
+  const runtimeContext: KeyedRuntimeContext = { ...runtimeContextOf(ctx), ...keyed.stateStore };
+  return { keyed, context, collector, runtimeContext };
+}
+
+export function keyedProcessOperator<K extends Key, IN, OUT>(fn: KeyedProcessFunction<K, IN, OUT>) {
+  return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
+    const keySelector = requireKeySelector(ctx, 0);
+    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
+    return {
+      open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
+      processElement(value, timestamp) {
+        keyed.setKeyFromRecord(keySelector, value);
+        context.currentTimestamp = timestamp;
+        context.domain = "event";
+        collector.timestamp = timestamp;
+        try {
+          fn.processElement(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processWatermark(watermark) {
+        keyed.timers.advanceWatermark(watermark);
+        output.emitWatermark(watermark);
+      },
+      processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      close() {
+        keyed.close();
+        callUser(ctx, () => fn.close?.());
+      },
+    };
+  };
+}
+
+export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>) {
+  return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
+    const keySelector1 = requireKeySelector(ctx, 0);
+    const keySelector2 = requireKeySelector(ctx, 1);
+    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
+    const before = (timestamp: number): void => {
+      context.currentTimestamp = timestamp;
+      context.domain = "event";
+      collector.timestamp = timestamp;
+    };
+    return {
+      open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
+      processElement1(value, timestamp) {
+        keyed.setKeyFromRecord(keySelector1, value);
+        before(timestamp);
+        try {
+          fn.processElement1(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processElement2(value, timestamp) {
+        keyed.setKeyFromRecord(keySelector2, value);
+        before(timestamp);
+        try {
+          fn.processElement2(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processWatermark(watermark) {
+        keyed.timers.advanceWatermark(watermark);
+        output.emitWatermark(watermark);
+      },
+      processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      close() {
+        keyed.close();
+        callUser(ctx, () => fn.close?.());
+      },
+    };
+  };
+}

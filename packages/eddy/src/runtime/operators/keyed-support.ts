@@ -1,0 +1,121 @@
+/**
+ * What every keyed operator needs: a state backend scoped to the current key, a timer service,
+ * and the per-record step that extracts, validates and sets the key. One instance per operator
+ * subtask.
+ */
+import { EddyError } from "../../core/errors.ts";
+import type { Key } from "../../core/key.ts";
+import { assignToKeyGroup } from "../../core/key-group.ts";
+import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
+import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
+import { checkedKey } from "../channels/partitioner.ts";
+import type { KeyedStateStore, TimerService } from "../functions.ts";
+import type { AnyKeySelector, OperatorContext } from "../operator.ts";
+import { InternalTimerService } from "../timer-service.ts";
+
+export type TimerDomain = "event" | "processing";
+export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
+
+export class KeyedSupport {
+  readonly backend: HeapKeyedStateBackend;
+  readonly timers: InternalTimerService;
+  /** User-facing timer service bound to the current key and the void namespace. */
+  readonly timerService: TimerService;
+  /** User-facing keyed state access (handles follow the current key). */
+  readonly stateStore: KeyedStateStore;
+  readonly #ctx: OperatorContext;
+
+  constructor(ctx: OperatorContext, onTimer: OnTimer) {
+    this.#ctx = ctx;
+    this.backend = new HeapKeyedStateBackend({ keyGroupRange: ctx.keyGroupRange, clock: ctx.clock });
+    this.timers = new InternalTimerService({
+      clock: ctx.clock,
+      keyGroupRange: ctx.keyGroupRange,
+      postMail: (action) => ctx.postMail(action),
+      onTimer: (domain, timestamp, key, keyGroup, namespace) => {
+        this.backend.setCurrentKey(key, keyGroup);
+        onTimer(domain, timestamp, key, keyGroup, namespace);
+      },
+    });
+    const backend = this.backend;
+    const timers = this.timers;
+    const checkTime = (timestamp: number, what: string): void => {
+      if (typeof timestamp !== "number" || Number.isNaN(timestamp)) {
+        throw new EddyError("INVALID_TIMER", `${what} needs a timestamp in ms, got ${String(timestamp)}`, {
+          domain: "user",
+          retryable: false,
+        });
+      }
+    };
+    this.timerService = {
+      currentProcessingTime: () => ctx.clock.now(),
+      currentWatermark: () => timers.currentWatermark,
+      registerEventTimeTimer(timestamp) {
+        checkTime(timestamp, "registerEventTimeTimer");
+        timers.registerEventTimeTimer(backend.getCurrentKey(), backend.getCurrentKeyGroup(), VOID_NAMESPACE, timestamp);
+      },
+      registerProcessingTimeTimer(timestamp) {
+        checkTime(timestamp, "registerProcessingTimeTimer");
+        timers.registerProcessingTimeTimer(backend.getCurrentKey(), backend.getCurrentKeyGroup(), VOID_NAMESPACE, timestamp);
+      },
+      deleteEventTimeTimer(timestamp) {
+        timers.deleteEventTimeTimer(backend.getCurrentKey(), backend.getCurrentKeyGroup(), VOID_NAMESPACE, timestamp);
+      },
+      deleteProcessingTimeTimer(timestamp) {
+        timers.deleteProcessingTimeTimer(backend.getCurrentKey(), backend.getCurrentKeyGroup(), VOID_NAMESPACE, timestamp);
+      },
+    };
+    this.stateStore = {
+      getState: (d) => backend.getState(d),
+      getListState: (d) => backend.getListState(d),
+      getMapState: (d) => backend.getMapState(d),
+      getReducingState: (d) => backend.getReducingState(d),
+      getAggregatingState: (d) => backend.getAggregatingState(d),
+    };
+  }
+
+  /** hot path: sets the current key from a record of input `input` (0 or 1). */
+  setKeyFromRecord(keySelector: AnyKeySelector, value: unknown): void {
+    const key = checkedKey(keySelector, value, this.#ctx.operatorName);
+    this.backend.setCurrentKey(key, assignToKeyGroup(key, this.#ctx.maxParallelism));
+  }
+
+  get currentWatermark(): number {
+    return this.timers.currentWatermark;
+  }
+
+  close(): void {
+    this.timers.close();
+  }
+}
+
+/** The key selector of keyed input `index`, or a config error naming the operator. */
+export function requireKeySelector(ctx: OperatorContext, index: number): AnyKeySelector {
+  const selector = ctx.keySelectors?.[index];
+  if (selector === undefined) {
+    throw new EddyError("NOT_KEYED", `operator '${ctx.operatorName}' needs a keyed input (use keyBy first)`, {
+      domain: "config",
+    });
+  }
+  return selector;
+}
+
+/** The timer service of a non-keyed process function: time queries only. */
+export function nonKeyedTimerService(ctx: OperatorContext, currentWatermark: () => number): TimerService {
+  const fail = (): never => {
+    throw new EddyError(
+      "TIMERS_NEED_KEYED_STREAM",
+      `timers are only available on keyed streams (operator '${ctx.operatorName}'); use keyBy(...).process(...)`,
+      { domain: "user", retryable: false },
+    );
+  };
+  return {
+    currentProcessingTime: () => ctx.clock.now(),
+    currentWatermark,
+    registerEventTimeTimer: fail,
+    registerProcessingTimeTimer: fail,
+    deleteEventTimeTimer: fail,
+    deleteProcessingTimeTimer: fail,
+  };
+}
+

@@ -1,0 +1,105 @@
+/** Non-keyed ProcessFunction and CoProcessFunction: per-record context, side outputs, no timers. */
+import { userFunctionError } from "../../core/errors.ts";
+import type { OutputTag } from "../../core/output-tag.ts";
+import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
+import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
+import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
+import { nonKeyedTimerService } from "./keyed-support.ts";
+import { TimestampedCollector } from "./timestamped-collector.ts";
+
+/** The context object of one operator, reused for every record. */
+class NonKeyedContext implements ProcessContext {
+  readonly #output: Output<unknown>;
+  readonly #timerService;
+  currentTimestamp = Number.NaN;
+  currentWatermark = MIN_WATERMARK;
+
+  constructor(ctx: OperatorContext, output: Output<unknown>) {
+    this.#output = output;
+    this.#timerService = nonKeyedTimerService(ctx, () => this.currentWatermark);
+  }
+
+  timestamp(): number | undefined {
+    return hasTimestamp(this.currentTimestamp) ? this.currentTimestamp : undefined;
+  }
+
+  timerService() {
+    return this.#timerService;
+  }
+
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.#output.collectSide(tag, value, this.currentTimestamp);
+  }
+}
+
+export function runtimeContextOf(ctx: OperatorContext): RuntimeContext {
+  return { operatorName: ctx.operatorName, subtaskIndex: ctx.subtaskIndex, parallelism: ctx.parallelism };
+}
+
+/** Calls a user lifecycle hook, wrapping failures with the operator name. */
+export function callUser(ctx: OperatorContext, hook: () => void): void {
+  try {
+    hook();
+  } catch (e) {
+    throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+  }
+}
+
+export function processOperator<IN, OUT>(fn: ProcessFunction<IN, OUT>) {
+  return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
+    const context = new NonKeyedContext(ctx, output as Output<unknown>);
+    const collector = new TimestampedCollector(output);
+    return {
+      open: () => callUser(ctx, () => fn.open?.(runtimeContextOf(ctx))),
+      processElement(value, timestamp) {
+        context.currentTimestamp = timestamp;
+        collector.timestamp = timestamp;
+        try {
+          fn.processElement(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processWatermark(watermark) {
+        context.currentWatermark = watermark;
+        output.emitWatermark(watermark);
+      },
+      processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      close: () => callUser(ctx, () => fn.close?.()),
+    };
+  };
+}
+
+export function coProcessOperator<IN1, IN2, OUT>(fn: CoProcessFunction<IN1, IN2, OUT>) {
+  return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
+    const context = new NonKeyedContext(ctx, output as Output<unknown>);
+    const collector = new TimestampedCollector(output);
+    return {
+      open: () => callUser(ctx, () => fn.open?.(runtimeContextOf(ctx))),
+      processElement1(value, timestamp) {
+        context.currentTimestamp = timestamp;
+        collector.timestamp = timestamp;
+        try {
+          fn.processElement1(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processElement2(value, timestamp) {
+        context.currentTimestamp = timestamp;
+        collector.timestamp = timestamp;
+        try {
+          fn.processElement2(value, context, collector);
+        } catch (e) {
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+      },
+      processWatermark(watermark) {
+        context.currentWatermark = watermark;
+        output.emitWatermark(watermark);
+      },
+      processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      close: () => callUser(ctx, () => fn.close?.()),
+    };
+  };
+}

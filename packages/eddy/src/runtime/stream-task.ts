@@ -1,0 +1,308 @@
+/**
+ * A task runs one subtask of a chain: its head (a source reader or the first operator), the
+ * operators chained behind it, and the record writers of its network outputs. Its loop is Flink's
+ * mailbox loop: `runSlice` runs pending mail, then processes input up to a budget, then returns so
+ * the executor can run other tasks and the event loop can breathe. Nothing here awaits.
+ *
+ * Invariants: the task is driven by one caller, never concurrently; input is taken only while
+ * every output channel has credit (backpressure); a watermark reaches the head only once the
+ * valve of its input says it advanced; operators see endInput only after the MAX watermark.
+ */
+import { EddyError } from "../core/errors.ts";
+import { END_OF_INPUT, type StreamElement } from "../core/elements.ts";
+import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
+import type { ReaderOutput, SourceReader } from "../connector/source.ts";
+import type { InputChannel } from "./channels/local-channel.ts";
+import type { RecordWriter } from "./channels/record-writer.ts";
+import type { Mailbox } from "./mailbox.ts";
+import type { OneInputOperator, Output, TwoInputOperator } from "./operator.ts";
+import { StatusWatermarkValve } from "./watermark-valve.ts";
+
+export type TaskHead =
+  | { readonly kind: "source"; readonly reader: SourceReader<unknown, unknown>; readonly output: Output<unknown> }
+  | { readonly kind: "one-input"; readonly operator: OneInputOperator<unknown> }
+  | { readonly kind: "two-input"; readonly operator: TwoInputOperator<unknown, unknown> };
+
+export interface TaskInput {
+  readonly channel: InputChannel;
+  /** Which logical input of the head (0, or 1 for the second input of a two-input operator). */
+  readonly inputIndex: 0 | 1;
+  /** Index of this channel among the channels of its logical input (for the valve). */
+  readonly channelIndex: number;
+}
+
+export interface StreamTaskOptions {
+  readonly name: string;
+  readonly subtaskIndex: number;
+  readonly head: TaskHead;
+  readonly inputs: readonly TaskInput[];
+  /** Every operator of the chain in topological order, head first (the source head has none). */
+  readonly operators: readonly (OneInputOperator<unknown> | TwoInputOperator<unknown, unknown>)[];
+  readonly writers: readonly RecordWriter[];
+  readonly mailbox: Mailbox;
+  /** Records processed per slice before the task yields. */
+  readonly maxRecordsPerSlice: number;
+  /** Called once when the source reader says data may be available again. */
+  readonly wake: () => void;
+}
+
+export type TaskState = "created" | "running" | "finished" | "closed";
+
+export class StreamTask {
+  readonly name: string;
+  readonly subtaskIndex: number;
+  readonly #o: StreamTaskOptions;
+  readonly #valves: StatusWatermarkValve[];
+  /** Channels per logical input not yet ended. */
+  readonly #openChannels: number[];
+  readonly #inputEnded: boolean[];
+  readonly #inputWatermarks: number[];
+  readonly #inputIdle: boolean[];
+  #combinedWatermark = MIN_WATERMARK;
+  #combinedIdle = false;
+  #state: TaskState = "created";
+  /** Round-robin position over input channels, for fairness between upstream subtasks. */
+  #nextInput = 0;
+  #sourceWaiting = false;
+  #sourceEnded = false;
+  readonly #readerOutput: ReaderOutput<unknown> | undefined;
+  recordsIn = 0;
+
+  constructor(options: StreamTaskOptions) {
+    this.#o = options;
+    this.name = options.name;
+    this.subtaskIndex = options.subtaskIndex;
+    const numInputs = options.head.kind === "two-input" ? 2 : options.head.kind === "one-input" ? 1 : 0;
+    const perInput = [0, 0];
+    for (const input of options.inputs) perInput[input.inputIndex]!++;
+    this.#valves = [];
+    for (let i = 0; i < numInputs; i++) this.#valves.push(new StatusWatermarkValve(perInput[i]!));
+    this.#openChannels = perInput.slice(0, numInputs);
+    this.#inputEnded = this.#openChannels.map(() => false);
+    this.#inputWatermarks = this.#openChannels.map(() => MIN_WATERMARK);
+    this.#inputIdle = this.#openChannels.map(() => false);
+    const head = options.head;
+    if (head.kind === "source") {
+      const output = head.output;
+      this.#readerOutput = {
+        collect: (value, timestamp) => {
+          this.recordsIn++;
+          output.collect(value, timestamp ?? NO_TIMESTAMP);
+        },
+      };
+    }
+  }
+
+  get state(): TaskState {
+    return this.#state;
+  }
+
+  get isFinished(): boolean {
+    return this.#state === "finished" || this.#state === "closed";
+  }
+
+  /** Opens operators, tail first so nothing emits into an unopened operator. */
+  open(): void {
+    if (this.#state !== "created") return;
+    for (let i = this.#o.operators.length - 1; i >= 0; i--) this.#o.operators[i]!.open?.();
+    if (this.#o.head.kind === "source") this.#o.head.reader.start?.();
+    this.#state = "running";
+    // A task without inputs (a sink with no upstream cannot exist, but a union of nothing could)
+    // finishes at once.
+    if (this.#o.head.kind !== "source" && this.#o.inputs.length === 0) this.#finish();
+  }
+
+  /** Whether `runSlice` would make progress now. */
+  get isRunnable(): boolean {
+    if (this.#o.mailbox.hasMail) return true;
+    if (this.#state !== "running" || !this.#writable()) return false;
+    if (this.#o.head.kind === "source") return !this.#sourceWaiting;
+    for (const input of this.#o.inputs) if (input.channel.hasData) return true;
+    return false;
+  }
+
+  runSlice(): void {
+    this.#o.mailbox.drain();
+    if (this.#state !== "running") return;
+    if (this.#o.head.kind === "source") this.#pollSource(this.#o.head.reader);
+    else this.#processInput();
+    if (this.#state === "running") for (const w of this.#o.writers) w.flush();
+  }
+
+  #writable(): boolean {
+    const writers = this.#o.writers;
+    for (let i = 0; i < writers.length; i++) if (!writers[i]!.isWritable) return false;
+    return true;
+  }
+
+  #pollSource(reader: SourceReader<unknown, unknown>): void {
+    const budget = this.#o.maxRecordsPerSlice;
+    const start = this.recordsIn;
+    while (this.recordsIn - start < budget && this.#writable()) {
+      const status = reader.pollNext(this.#readerOutput!);
+      if (status === "more") continue;
+      if (status === "end") {
+        this.#sourceEnded = true;
+        const head = this.#o.head as Extract<TaskHead, { kind: "source" }>;
+        head.output.emitWatermark(MAX_WATERMARK);
+        this.#finish();
+        return;
+      }
+      this.#sourceWaiting = true;
+      reader.isAvailable().then(
+        () => {
+          this.#sourceWaiting = false;
+          this.#o.wake();
+        },
+        (e: unknown) => this.#o.mailbox.post(() => {
+          throw e;
+        }),
+      );
+      return;
+    }
+  }
+
+  #processInput(): void {
+    const inputs = this.#o.inputs;
+    const n = inputs.length;
+    const budget = this.#o.maxRecordsPerSlice;
+    let processed = 0;
+    let idleScans = 0;
+    while (processed < budget && this.#state === "running" && this.#writable()) {
+      const input = inputs[this.#nextInput]!;
+      this.#nextInput = this.#nextInput + 1 === n ? 0 : this.#nextInput + 1;
+      const element = input.channel.poll();
+      if (element === undefined) {
+        if (++idleScans >= n) return;
+        continue;
+      }
+      idleScans = 0;
+      processed += this.#handle(element, input);
+    }
+  }
+
+  /** Handles one element; returns the number of records it carried. */
+  #handle(element: StreamElement, input: TaskInput): number {
+    switch (element.kind) {
+      case "records":
+        return this.#processRecords(element.values, element.timestamps, input.inputIndex);
+      case "watermark": {
+        const advanced = this.#valves[input.inputIndex]!.inputWatermark(input.channelIndex, element.timestamp);
+        if (advanced !== undefined) this.#inputWatermarkAdvanced(input.inputIndex, advanced);
+        return 0;
+      }
+      case "status": {
+        const result = this.#valves[input.inputIndex]!.inputWatermarkStatus(input.channelIndex, element.idle);
+        if (result.watermark !== undefined) this.#inputWatermarkAdvanced(input.inputIndex, result.watermark);
+        if (result.statusChanged !== undefined) this.#inputStatusChanged(input.inputIndex, result.statusChanged === "idle");
+        return 0;
+      }
+      case "barrier":
+        // Checkpoint barriers are aligned and acted on by the checkpointing layer (a later issue);
+        // until then a barrier can only come from a newer sender, which is an internal error.
+        throw new EddyError("UNEXPECTED_BARRIER", `task '${this.name}' received a checkpoint barrier but checkpointing is off`, {
+          domain: "internal",
+        });
+      case "end":
+        this.#channelEnded(input.inputIndex);
+        return 0;
+    }
+  }
+
+  #processRecords(values: unknown[], timestamps: number[], inputIndex: 0 | 1): number {
+    const head = this.#o.head;
+    const n = values.length;
+    // hot path
+    if (head.kind === "one-input") {
+      const op = head.operator;
+      for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!);
+    } else if (head.kind === "two-input") {
+      const op = head.operator;
+      if (inputIndex === 0) for (let i = 0; i < n; i++) op.processElement1(values[i], timestamps[i]!);
+      else for (let i = 0; i < n; i++) op.processElement2(values[i], timestamps[i]!);
+    }
+    this.recordsIn += n;
+    return n;
+  }
+
+  #inputWatermarkAdvanced(inputIndex: number, watermark: number): void {
+    this.#inputWatermarks[inputIndex] = watermark;
+    this.#emitCombinedWatermark();
+  }
+
+  /** The head's watermark is the minimum over its logical inputs, ignoring idle ones. */
+  #emitCombinedWatermark(): void {
+    let min = Number.POSITIVE_INFINITY;
+    let anyActive = false;
+    for (let i = 0; i < this.#inputWatermarks.length; i++) {
+      if (this.#inputIdle[i]) continue;
+      anyActive = true;
+      min = Math.min(min, this.#inputWatermarks[i]!);
+    }
+    if (!anyActive) min = Math.max(...this.#inputWatermarks);
+    if (min > this.#combinedWatermark) {
+      this.#combinedWatermark = min;
+      const head = this.#o.head;
+      if (head.kind !== "source") head.operator.processWatermark(min);
+    }
+  }
+
+  #inputStatusChanged(inputIndex: number, idle: boolean): void {
+    this.#inputIdle[inputIndex] = idle;
+    const allIdle = this.#inputIdle.every(Boolean);
+    if (!allIdle) this.#emitCombinedWatermark();
+    if (allIdle !== this.#combinedIdle) {
+      this.#combinedIdle = allIdle;
+      const head = this.#o.head;
+      if (head.kind !== "source") head.operator.processWatermarkStatus?.(allIdle);
+    }
+  }
+
+  #channelEnded(inputIndex: 0 | 1): void {
+    if (--this.#openChannels[inputIndex]! > 0) return;
+    this.#inputEnded[inputIndex] = true;
+    const head = this.#o.head;
+    if (head.kind === "two-input") head.operator.endInput?.((inputIndex + 1) as 1 | 2);
+    else if (head.kind === "one-input") head.operator.endInput?.();
+    if (this.#inputEnded.every(Boolean)) this.#finish();
+  }
+
+  /** All input is consumed: end the chained operators, flush, tell downstream, close. */
+  #finish(): void {
+    const ops = this.#o.operators;
+    const first = this.#o.head.kind === "source" ? 0 : 1;
+    for (let i = first; i < ops.length; i++) (ops[i] as OneInputOperator<unknown>).endInput?.();
+    for (const writer of this.#o.writers) writer.broadcastElement(END_OF_INPUT);
+    this.#state = "finished";
+    this.close();
+  }
+
+  /** Closes operators and the reader. Idempotent; also used on cancellation and failure. */
+  close(): void {
+    if (this.#state === "closed") return;
+    const wasFinished = this.#state === "finished";
+    this.#state = "closed";
+    this.#o.mailbox.clear();
+    let failure: unknown;
+    for (const op of this.#o.operators) {
+      try {
+        op.close?.();
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    if (this.#o.head.kind === "source") {
+      try {
+        this.#o.head.reader.close?.();
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+    // A failing close on the normal path fails the job; on cancellation the first failure wins.
+    if (failure !== undefined && wasFinished) throw failure;
+  }
+
+  get sourceEnded(): boolean {
+    return this.#sourceEnded;
+  }
+}

@@ -1,0 +1,346 @@
+/**
+ * InternalTimerService: the timers of one keyed operator subtask (Flink's
+ * `InternalTimerServiceImpl`). A timer is (key, namespace, timestamp) in one of two domains:
+ * event time (fired by watermarks) and processing time (fired by the clock, through the
+ * mailbox). Timers are deduplicated per domain and stored per key group, so they can be
+ * snapshotted and rescaled with the keyed state.
+ *
+ * Semantics chosen where Flink leaves room:
+ * - `advanceWatermark(w)` fires every event-time timer with timestamp ≤ w, including timers
+ *   registered while firing and timers registered earlier for a time ≤ the current watermark —
+ *   even when `w` equals the current watermark (the operator normally calls it only when the
+ *   watermark advances, as Flink does). A watermark that goes back is an internal error.
+ * - Processing-time firing (a mail) fires every timer ≤ `clock.now()` in (timestamp,
+ *   registration) order, including timers registered while firing for a time ≤ now (Flink does
+ *   the same; a timer that re-registers itself at `now` forever is a user bug).
+ * - Registering an existing timer keeps its original registration order; deleting an absent one
+ *   is a no-op.
+ *
+ * Cost per domain: a binary min-heap of timers ordered by (timestamp, registration sequence),
+ * with each timer knowing its heap index, so register, delete and fire are O(log n) with proper
+ * removal (no tombstones; the heap holds exactly the live timers); plus per key group a nested
+ * Map key → namespace → timestamp → timer for O(1) deduplication. A duplicate registration
+ * allocates nothing.
+ *
+ * Never called concurrently: every method runs on the task thread; the clock callback only
+ * posts mail.
+ */
+
+import type { Clock, ScheduledCallback } from "../core/clock.ts";
+import { EddyError } from "../core/errors.ts";
+import { mapKeyOf } from "../core/key.ts";
+import type { Key, MapKey } from "../core/key.ts";
+
+export type TimerDomain = "event" | "processing";
+export type TimerNamespace = string | number;
+
+export type OnTimerCallback = (
+  domain: TimerDomain,
+  timestamp: number,
+  key: Key,
+  keyGroup: number,
+  namespace: TimerNamespace,
+) => void;
+
+export interface InternalTimerServiceOptions {
+  readonly clock: Clock;
+  /** The key groups this subtask owns (inclusive); structurally core's `KeyGroupRange`. */
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  /** Called on the task thread for every fired timer, in timestamp order. May register timers. */
+  readonly onTimer: OnTimerCallback;
+  /** Hands an action to the task's mailbox; the clock callback never fires timers directly. */
+  readonly postMail: (action: () => void) => void;
+}
+
+/** A timer as `timersForKeyGroup` reports it. */
+export interface TimerEntry {
+  readonly domain: TimerDomain;
+  readonly timestamp: number;
+  readonly key: Key;
+  readonly namespace: TimerNamespace;
+}
+
+export class InternalTimerService {
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  readonly #clock: Clock;
+  readonly #onTimer: OnTimerCallback;
+  readonly #postMail: (action: () => void) => void;
+  readonly #event: TimerQueue;
+  readonly #processing: TimerQueue;
+  #currentWatermark = Number.NEGATIVE_INFINITY;
+  /** The one armed clock callback, for the earliest processing timer at `#armedAt`. */
+  #armed: ScheduledCallback | undefined = undefined;
+  #armedAt = Number.NaN;
+  #closed = false;
+
+  constructor(options: InternalTimerServiceOptions) {
+    const { start, end } = options.keyGroupRange;
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
+      throw internal("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);
+    }
+    this.keyGroupRange = Object.freeze({ start, end });
+    this.#clock = options.clock;
+    this.#onTimer = options.onTimer;
+    this.#postMail = options.postMail;
+    this.#event = new TimerQueue(end - start + 1);
+    this.#processing = new TimerQueue(end - start + 1);
+  }
+
+  get currentWatermark(): number {
+    return this.#currentWatermark;
+  }
+
+  currentProcessingTime(): number {
+    return this.#clock.now();
+  }
+
+  registerEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
+    this.#event.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
+  }
+
+  deleteEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
+    this.#event.remove(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+  }
+
+  registerProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
+    const timer = this.#processing.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
+    if (timer !== undefined && this.#processing.peek() === timer) this.#arm();
+  }
+
+  deleteProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
+    const wasHead = this.#processing.remove(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+    if (wasHead) this.#arm();
+  }
+
+  /** Fires, synchronously and in timestamp order, every event-time timer with timestamp ≤ `watermark`. */
+  advanceWatermark(watermark: number): void {
+    if (!(watermark >= this.#currentWatermark)) {
+      throw internal(
+        "WATERMARK_REGRESSED",
+        `watermark went back from ${this.#currentWatermark} to ${watermark}; watermarks never decrease`,
+      );
+    }
+    this.#currentWatermark = watermark;
+    const queue = this.#event;
+    for (let t = queue.peek(); t !== undefined && t.timestamp <= watermark; t = queue.peek()) {
+      queue.poll();
+      this.#onTimer("event", t.timestamp, t.key, t.keyGroup, t.namespace);
+    }
+  }
+
+  numEventTimeTimers(): number {
+    return this.#event.size;
+  }
+
+  numProcessingTimeTimers(): number {
+    return this.#processing.size;
+  }
+
+  /** Every timer of one key group (event-time first), for snapshots. Do not register while iterating. */
+  *timersForKeyGroup(keyGroup: number): Generator<TimerEntry, void, undefined> {
+    const index = this.#index(keyGroup);
+    for (const t of this.#event.ofGroup(index)) {
+      yield { domain: "event", timestamp: t.timestamp, key: t.key, namespace: t.namespace };
+    }
+    for (const t of this.#processing.ofGroup(index)) {
+      yield { domain: "processing", timestamp: t.timestamp, key: t.key, namespace: t.namespace };
+    }
+  }
+
+  /** Cancels the clock callback; pending mail becomes a no-op. May be called more than once. */
+  close(): void {
+    this.#closed = true;
+    this.#armed?.cancel();
+    this.#armed = undefined;
+    this.#armedAt = Number.NaN;
+  }
+
+  /** Keeps exactly one clock callback armed, for the earliest processing timer (if any). */
+  #arm(): void {
+    if (this.#closed) return;
+    const head = this.#processing.peek();
+    if (head !== undefined && this.#armed !== undefined && this.#armedAt === head.timestamp) return;
+    this.#armed?.cancel();
+    this.#armed = undefined;
+    this.#armedAt = Number.NaN;
+    if (head === undefined) return;
+    this.#armedAt = head.timestamp;
+    this.#armed = this.#clock.schedule(head.timestamp, this.#onClock);
+  }
+
+  readonly #onClock = (): void => {
+    this.#armed = undefined;
+    this.#armedAt = Number.NaN;
+    this.#postMail(this.#fireProcessingTimers);
+  };
+
+  readonly #fireProcessingTimers = (): void => {
+    if (this.#closed) return;
+    const now = this.#clock.now();
+    const queue = this.#processing;
+    try {
+      for (let t = queue.peek(); t !== undefined && t.timestamp <= now; t = queue.peek()) {
+        queue.poll();
+        this.#onTimer("processing", t.timestamp, t.key, t.keyGroup, t.namespace);
+      }
+    } finally {
+      this.#arm();
+    }
+  };
+
+  #index(keyGroup: number): number {
+    const { start, end } = this.keyGroupRange;
+    if ((keyGroup | 0) !== keyGroup || keyGroup < start || keyGroup > end) {
+      throw internal(
+        "KEY_GROUP_OUT_OF_RANGE",
+        `key group ${keyGroup} is outside this timer service's key-group range [${start}, ${end}]`,
+      );
+    }
+    return keyGroup - start;
+  }
+}
+
+class Timer {
+  /** Position in the heap array; -1 once removed. */
+  heapIndex = -1;
+  constructor(
+    readonly timestamp: number,
+    readonly seq: number,
+    readonly key: Key,
+    readonly mapKey: MapKey,
+    readonly keyGroup: number,
+    readonly kgIndex: number,
+    readonly namespace: TimerNamespace,
+  ) {}
+}
+
+type NamespaceTimers = Map<TimerNamespace, Map<number, Timer>>;
+
+/** The timers of one domain: dedup maps per key group + a min-heap over all of them. */
+class TimerQueue {
+  /** Per key group index: key → namespace → timestamp → timer. No empty inner maps. */
+  readonly #groups: (Map<MapKey, NamespaceTimers> | undefined)[];
+  /** Min-heap by (timestamp, seq); `heap[i].heapIndex === i`. */
+  readonly #heap: Timer[] = [];
+  #seq = 0;
+
+  constructor(numGroups: number) {
+    this.#groups = new Array<Map<MapKey, NamespaceTimers> | undefined>(numGroups).fill(undefined);
+  }
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  peek(): Timer | undefined {
+    return this.#heap[0];
+  }
+
+  /** Adds the timer unless it exists; returns the new timer, or undefined for a duplicate. */
+  add(key: Key, keyGroup: number, kgIndex: number, ns: TimerNamespace, timestamp: number): Timer | undefined {
+    const mapKey = mapKeyOf(key);
+    let byKey = this.#groups[kgIndex];
+    if (byKey === undefined) this.#groups[kgIndex] = byKey = new Map();
+    let byNs = byKey.get(mapKey);
+    if (byNs === undefined) byKey.set(mapKey, (byNs = new Map()));
+    let byTs = byNs.get(ns);
+    if (byTs === undefined) byNs.set(ns, (byTs = new Map()));
+    else if (byTs.has(timestamp)) return undefined;
+    const timer = new Timer(timestamp, this.#seq++, key, mapKey, keyGroup, kgIndex, ns);
+    byTs.set(timestamp, timer);
+    timer.heapIndex = this.#heap.length;
+    this.#heap.push(timer);
+    this.#siftUp(timer.heapIndex);
+    return timer;
+  }
+
+  /** Removes the timer if present; returns whether it was the head of the heap. */
+  remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
+    const timer = this.#groups[kgIndex]?.get(mapKey)?.get(ns)?.get(timestamp);
+    if (timer === undefined) return false;
+    const wasHead = timer.heapIndex === 0;
+    this.#unindex(timer);
+    this.#removeAt(timer.heapIndex);
+    return wasHead;
+  }
+
+  /** Removes and returns the earliest timer. */
+  poll(): Timer | undefined {
+    const head = this.#heap[0];
+    if (head === undefined) return undefined;
+    this.#unindex(head);
+    this.#removeAt(0);
+    return head;
+  }
+
+  *ofGroup(kgIndex: number): Generator<Timer, void, undefined> {
+    const byKey = this.#groups[kgIndex];
+    if (byKey === undefined) return;
+    for (const byNs of byKey.values()) for (const byTs of byNs.values()) yield* byTs.values();
+  }
+
+  #unindex(timer: Timer): void {
+    const byKey = this.#groups[timer.kgIndex]!;
+    const byNs = byKey.get(timer.mapKey)!;
+    const byTs = byNs.get(timer.namespace)!;
+    byTs.delete(timer.timestamp);
+    if (byTs.size !== 0) return;
+    byNs.delete(timer.namespace);
+    if (byNs.size !== 0) return;
+    byKey.delete(timer.mapKey);
+  }
+
+  #removeAt(i: number): void {
+    const heap = this.#heap;
+    const removed = heap[i]!;
+    removed.heapIndex = -1;
+    const last = heap.pop()!;
+    if (last === removed) return;
+    heap[i] = last;
+    last.heapIndex = i;
+    if (i > 0 && less(last, heap[(i - 1) >> 1]!)) this.#siftUp(i);
+    else this.#siftDown(i);
+  }
+
+  #siftUp(i: number): void {
+    const heap = this.#heap;
+    const timer = heap[i]!;
+    while (i > 0) {
+      const parentIndex = (i - 1) >> 1;
+      const parent = heap[parentIndex]!;
+      if (!less(timer, parent)) break;
+      heap[i] = parent;
+      parent.heapIndex = i;
+      i = parentIndex;
+    }
+    heap[i] = timer;
+    timer.heapIndex = i;
+  }
+
+  #siftDown(i: number): void {
+    const heap = this.#heap;
+    const n = heap.length;
+    const timer = heap[i]!;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const child = r < n && less(heap[r]!, heap[l]!) ? r : l;
+      const c = heap[child]!;
+      if (!less(c, timer)) break;
+      heap[i] = c;
+      c.heapIndex = i;
+      i = child;
+    }
+    heap[i] = timer;
+    timer.heapIndex = i;
+  }
+}
+
+function less(a: Timer, b: Timer): boolean {
+  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
+}
+
+function internal(code: string, message: string): EddyError {
+  return new EddyError(code, message, { domain: "internal", retryable: false });
+}

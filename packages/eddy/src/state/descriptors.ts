@@ -1,0 +1,186 @@
+/**
+ * State descriptors: what user code declares to get a keyed state handle. A descriptor names the
+ * state (the name is its identity inside an operator and in savepoints), fixes its kind, and
+ * carries options. Descriptors are immutable and validated when constructed.
+ */
+
+import { EddyError } from "../core/errors.ts";
+
+export type StateKind = "value" | "list" | "map" | "reducing" | "aggregating";
+
+/**
+ * Time-to-live of state entries, in processing time. An expired entry is never returned.
+ * `onCreateAndWrite` (default): the clock restarts when the entry is written; `onReadAndWrite`:
+ * also when it is read. Value, reducing and aggregating state expire as a whole; list state per
+ * element; map state per map entry.
+ */
+export interface StateTtlConfig {
+  readonly ttlMs: number;
+  readonly updateType?: "onCreateAndWrite" | "onReadAndWrite";
+}
+
+export interface StateDescriptorOptions {
+  readonly ttl?: StateTtlConfig;
+  /**
+   * `"deep"` (default): values are copied when written and when read, so user code can never
+   * change what state holds by mutating an object. `"none"`: no copies; only for values the user
+   * never mutates after writing or reading them (or primitives, which are never copied anyway).
+   */
+  readonly copy?: "deep" | "none";
+}
+
+/**
+ * What map-state user keys may be: compared by value, like JS Map keys of these types. Other
+ * values (objects, arrays, null, undefined, symbols) are rejected by `put` at run time — a JS Map
+ * would compare objects by identity, which cannot survive a snapshot; use a string key instead.
+ * (Not a type constraint on `UK`, so that generic code can pass `UK` through unconstrained.)
+ */
+export type MapStateUserKey = string | number | bigint | boolean;
+
+/** Incremental aggregation: `add` may mutate and return the accumulator it is given. */
+export interface AggregateFunction<IN, ACC, OUT> {
+  createAccumulator(): ACC;
+  add(value: IN, accumulator: ACC): ACC;
+  getResult(accumulator: ACC): OUT;
+  merge?(a: ACC, b: ACC): ACC;
+}
+
+/** Normalized, validated TTL: `updateType` is always set. */
+export interface ResolvedTtl {
+  readonly ttlMs: number;
+  readonly updateType: "onCreateAndWrite" | "onReadAndWrite";
+}
+
+/** What every descriptor has; the backend reads only these plus the kind-specific function. */
+export interface StateDescriptorBase {
+  readonly kind: StateKind;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+}
+
+export class ValueStateDescriptor<T> implements StateDescriptorBase {
+  readonly kind = "value" as const;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  /** Type-only marker (no runtime field) so a descriptor of strings is not one of numbers. */
+  declare readonly __type?: T;
+
+  constructor(name: string, options?: StateDescriptorOptions) {
+    this.name = validName(name);
+    this.ttl = resolveTtl(name, options?.ttl);
+    this.copy = resolveCopy(name, options?.copy);
+    Object.freeze(this);
+  }
+}
+
+export class ListStateDescriptor<T> implements StateDescriptorBase {
+  readonly kind = "list" as const;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  declare readonly __type?: T;
+
+  constructor(name: string, options?: StateDescriptorOptions) {
+    this.name = validName(name);
+    this.ttl = resolveTtl(name, options?.ttl);
+    this.copy = resolveCopy(name, options?.copy);
+    Object.freeze(this);
+  }
+}
+
+export class MapStateDescriptor<UK, UV> implements StateDescriptorBase {
+  readonly kind = "map" as const;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  declare readonly __type?: [UK, UV];
+
+  constructor(name: string, options?: StateDescriptorOptions) {
+    this.name = validName(name);
+    this.ttl = resolveTtl(name, options?.ttl);
+    this.copy = resolveCopy(name, options?.copy);
+    Object.freeze(this);
+  }
+}
+
+export class ReducingStateDescriptor<T> implements StateDescriptorBase {
+  readonly kind = "reducing" as const;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  readonly reduceFn: (a: T, b: T) => T;
+
+  constructor(name: string, reduceFn: (a: T, b: T) => T, options?: StateDescriptorOptions) {
+    this.name = validName(name);
+    if (typeof reduceFn !== "function") throw invalid(name, "needs a reduce function (a, b) => value");
+    this.reduceFn = reduceFn;
+    this.ttl = resolveTtl(name, options?.ttl);
+    this.copy = resolveCopy(name, options?.copy);
+    Object.freeze(this);
+  }
+}
+
+export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptorBase {
+  readonly kind = "aggregating" as const;
+  readonly name: string;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  readonly aggregateFunction: AggregateFunction<IN, ACC, OUT>;
+
+  constructor(name: string, aggregateFunction: AggregateFunction<IN, ACC, OUT>, options?: StateDescriptorOptions) {
+    this.name = validName(name);
+    const f = aggregateFunction as Partial<AggregateFunction<IN, ACC, OUT>> | null | undefined;
+    if (
+      f === null ||
+      typeof f !== "object" ||
+      typeof f.createAccumulator !== "function" ||
+      typeof f.add !== "function" ||
+      typeof f.getResult !== "function"
+    ) {
+      throw invalid(name, "needs an aggregate function with createAccumulator(), add(value, acc) and getResult(acc)");
+    }
+    this.aggregateFunction = aggregateFunction;
+    this.ttl = resolveTtl(name, options?.ttl);
+    this.copy = resolveCopy(name, options?.copy);
+    Object.freeze(this);
+  }
+}
+
+function validName(name: unknown): string {
+  if (typeof name !== "string" || name.trim() === "") {
+    throw new EddyError("INVALID_STATE_DESCRIPTOR", `a state name must be a non-empty string, got ${describe(name)}`, {
+      domain: "config",
+      retryable: false,
+    });
+  }
+  return name;
+}
+
+function resolveTtl(name: string, ttl: StateTtlConfig | undefined): ResolvedTtl | undefined {
+  if (ttl === undefined) return undefined;
+  if (ttl === null || typeof ttl !== "object") throw invalid(name, `ttl must be an object { ttlMs }, got ${describe(ttl)}`);
+  const { ttlMs, updateType = "onCreateAndWrite" } = ttl;
+  if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
+    throw invalid(name, `ttl.ttlMs must be a positive finite number of milliseconds, got ${describe(ttlMs)}`);
+  }
+  if (updateType !== "onCreateAndWrite" && updateType !== "onReadAndWrite") {
+    throw invalid(name, `ttl.updateType must be "onCreateAndWrite" or "onReadAndWrite", got ${describe(updateType)}`);
+  }
+  return Object.freeze({ ttlMs, updateType });
+}
+
+function resolveCopy(name: string, copy: unknown): "deep" | "none" {
+  if (copy === undefined || copy === "deep") return "deep";
+  if (copy === "none") return "none";
+  throw invalid(name, `copy must be "deep" or "none", got ${describe(copy)}`);
+}
+
+function invalid(name: string, what: string): EddyError {
+  return new EddyError("INVALID_STATE_DESCRIPTOR", `state '${name}': ${what}`, { domain: "config", retryable: false });
+}
+
+function describe(v: unknown): string {
+  return typeof v === "string" ? JSON.stringify(v) : typeof v === "bigint" ? `${v}n` : String(v);
+}

@@ -1,0 +1,253 @@
+/**
+ * The heap keyed state backend (the default): all keyed state of one operator subtask in JS
+ * maps, stored per key group of the subtask's key-group range.
+ *
+ * Call order: the operator calls `setCurrentKey(key, keyGroup)` once per record or timer, then
+ * user code uses handles obtained from `getState` & co. Never called concurrently; every method
+ * runs on the task thread.
+ */
+
+import type { Clock } from "../core/clock.ts";
+import { EddyError } from "../core/errors.ts";
+import { mapKeyOf } from "../core/key.ts";
+import type { Key } from "../core/key.ts";
+import type {
+  AggregatingStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  StateDescriptorBase,
+  ValueStateDescriptor,
+} from "./descriptors.ts";
+import {
+  HeapAggregatingState,
+  HeapListState,
+  HeapMapState,
+  HeapReducingState,
+  HeapValueState,
+} from "./heap-state-handles.ts";
+import type {
+  HeapKvState,
+  InternalAggregatingState,
+  InternalListState,
+  InternalMapState,
+  InternalReducingState,
+  InternalValueState,
+} from "./heap-state-handles.ts";
+import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE } from "./state-table.ts";
+import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
+
+export { VOID_NAMESPACE } from "./state-table.ts";
+export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
+
+export interface HeapKeyedStateBackendOptions {
+  /** The key groups this subtask owns (inclusive). */
+  readonly keyGroupRange: KeyGroupRangeLike;
+  /** Processing time for TTL. */
+  readonly clock: Clock;
+}
+
+/** One stored (key, namespace) value of a state, as `entries()` reports it. */
+export interface KeyedStateEntry {
+  readonly key: Key;
+  readonly namespace: Namespace;
+  /** As stored: the value or accumulator; a fresh array for list state; a fresh Map for map state. */
+  readonly value: unknown;
+}
+
+interface RegisteredState {
+  readonly table: StateTable;
+  readonly handle: HeapKvState;
+}
+
+export class HeapKeyedStateBackend {
+  readonly keyGroupRange: KeyGroupRangeLike;
+  readonly #clock: Clock;
+  readonly #ctx = new KeyContext();
+  readonly #states = new Map<string, RegisteredState>();
+
+  constructor(options: HeapKeyedStateBackendOptions) {
+    const { start, end } = options.keyGroupRange;
+    if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
+      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`, {
+        domain: "internal",
+        retryable: false,
+      });
+    }
+    this.keyGroupRange = Object.freeze({ start, end });
+    this.#clock = options.clock;
+  }
+
+  /**
+   * Makes `key` (of key group `keyGroup`, computed by the caller) the current key of every
+   * handle. Throws an internal error when `keyGroup` is not in this backend's range.
+   */
+  setCurrentKey(key: Key, keyGroup: number): void {
+    // hot path
+    const range = this.keyGroupRange;
+    if ((keyGroup | 0) !== keyGroup || keyGroup < range.start || keyGroup > range.end) {
+      throw keyGroupOutOfRange(keyGroup, range);
+    }
+    const ctx = this.#ctx;
+    ctx.key = key;
+    ctx.mapKey = mapKeyOf(key);
+    ctx.keyGroup = keyGroup;
+    ctx.kgIndex = keyGroup - range.start;
+    ctx.epoch++;
+  }
+
+  getCurrentKey(): Key {
+    if (this.#ctx.kgIndex < 0) throw noKeyYet();
+    return this.#ctx.key;
+  }
+
+  getCurrentKeyGroup(): number {
+    if (this.#ctx.kgIndex < 0) throw noKeyYet();
+    return this.#ctx.keyGroup;
+  }
+
+  getState<T>(descriptor: ValueStateDescriptor<T>): InternalValueState<T> {
+    return this.#register(descriptor, (t) => new HeapValueState<T>(descriptor, t));
+  }
+
+  getListState<T>(descriptor: ListStateDescriptor<T>): InternalListState<T> {
+    return this.#register(descriptor, (t) => new HeapListState<T>(descriptor, t));
+  }
+
+  getMapState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): InternalMapState<UK, UV> {
+    return this.#register(descriptor, (t) => new HeapMapState<UK, UV>(descriptor, t));
+  }
+
+  getReducingState<T>(descriptor: ReducingStateDescriptor<T>): InternalReducingState<T> {
+    return this.#register(descriptor, (t) => new HeapReducingState<T>(descriptor, t));
+  }
+
+  getAggregatingState<IN, ACC, OUT>(
+    descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
+  ): InternalAggregatingState<IN, OUT> {
+    return this.#register(
+      descriptor,
+      (t) => new HeapAggregatingState<IN, ACC, OUT>(descriptor, t),
+    );
+  }
+
+  /** Names of every registered state, in registration order. */
+  stateNames(): string[] {
+    return [...this.#states.keys()];
+  }
+
+  /** The descriptor a state was first registered with (kind, ttl, copy). */
+  descriptorOf(stateName: string): StateDescriptorBase {
+    return this.#get(stateName).handle.descriptor;
+  }
+
+  /** Number of keys holding any value of the state (expired ones not cleaned yet included). */
+  numKeys(stateName: string): number {
+    return this.#get(stateName).table.numKeys;
+  }
+
+  /**
+   * Every visible (key, namespace, value) of a state in one key group, for snapshots. Expired
+   * values and elements are left out. Do not write to the state while iterating.
+   */
+  *entries(stateName: string, keyGroup: number): Generator<KeyedStateEntry, void, undefined> {
+    const { table, handle } = this.#get(stateName);
+    const kgIndex = table.indexOf(keyGroup);
+    const now = handle.descriptor.ttl === undefined ? 0 : this.#clock.now();
+    const kind = handle.descriptor.kind;
+    for (const { key, namespace, cell } of table.cellsOfGroup(kgIndex)) {
+      const value = snapshotCellValue(kind, cell, now);
+      if (value !== undefined) yield { key, namespace, value };
+    }
+  }
+
+  /**
+   * Reads one key's value without changing the current key (queryable state): what the handle's
+   * read would return (list: array, map: Map, aggregating: the result), or undefined when
+   * nothing is stored. Does not refresh TTL and does not clean up.
+   */
+  getValueForKey(stateName: string, key: Key, keyGroup: number, namespace: Namespace = VOID_NAMESPACE): unknown {
+    const { table, handle } = this.#get(stateName);
+    const entry = table.lookup(mapKeyOf(key), table.indexOf(keyGroup));
+    if (entry === undefined) return undefined;
+    const cell = namespace === VOID_NAMESPACE ? entry.voidCell : entry.nsCells?.get(namespace);
+    if (cell === undefined) return undefined;
+    const now = handle.descriptor.ttl === undefined ? 0 : this.#clock.now();
+    return handle.queryValue(cell, now);
+  }
+
+  /**
+   * Examines up to `maxEntries` keys of every state with TTL at its cleanup cursor and drops what
+   * expired. Bounded work for the task loop to call when idle. Returns the number of removed
+   * (key, namespace) values.
+   */
+  cleanupExpired(maxEntries: number): number {
+    let removed = 0;
+    for (const { table } of this.#states.values()) removed += table.cleanupExpired(maxEntries);
+    return removed;
+  }
+
+  #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
+    const existing = this.#states.get(descriptor.name);
+    if (existing !== undefined) {
+      checkCompatible(existing.handle.descriptor, descriptor);
+      // Same name and kind, hence created by the same factory; only the type parameters may differ.
+      return existing.handle as H;
+    }
+    const table = new StateTable(
+      descriptor.name,
+      descriptor.kind,
+      descriptor.ttl,
+      this.keyGroupRange,
+      this.#ctx,
+      this.#clock,
+    );
+    const handle = create(table);
+    this.#states.set(descriptor.name, { table, handle });
+    return handle;
+  }
+
+  #get(stateName: string): RegisteredState {
+    const state = this.#states.get(stateName);
+    if (state === undefined) {
+      throw new EddyError(
+        "UNKNOWN_STATE",
+        `no keyed state named '${stateName}' (registered: ${[...this.#states.keys()].join(", ") || "none"})`,
+        { domain: "user", retryable: false },
+      );
+    }
+    return state;
+  }
+}
+
+function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase): void {
+  if (existing.kind !== asked.kind) {
+    throw new EddyError(
+      "STATE_KIND_MISMATCH",
+      `state '${asked.name}' is ${article(existing.kind)} ${existing.kind} state; it cannot also be used as ` +
+        `${article(asked.kind)} ${asked.kind} state — give the new state another name`,
+      { domain: "user", retryable: false },
+    );
+  }
+  const a = existing.ttl;
+  const b = asked.ttl;
+  if (a?.ttlMs !== b?.ttlMs || a?.updateType !== b?.updateType || existing.copy !== asked.copy) {
+    throw new EddyError(
+      "STATE_DESCRIPTOR_MISMATCH",
+      `state '${asked.name}' was registered with other options (ttl, copy); one name must always ` +
+        `be used with the same options`,
+      { domain: "user", retryable: false },
+    );
+  }
+}
+
+function article(kind: string): string {
+  return kind === "aggregating" ? "an" : "a";
+}
+
+function noKeyYet(): EddyError {
+  return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called", {
+    domain: "internal",
+    retryable: false,
+  });
+}

@@ -1,0 +1,431 @@
+/**
+ * The five keyed state handles of the heap backend. A handle is bound to the backend's current
+ * key (through its StateTable) and to its own current namespace.
+ *
+ * Copying (descriptor `copy: "deep"`): values are copied on the way in and on the way out, and
+ * user functions (reduce, aggregate) only ever see copies, so no object held in state is
+ * reachable from user code and the backend never mutates a stored object in place.
+ *
+ * Ordering inside every write: copies and user functions run first, the cell is created last, so
+ * a throwing user function or an uncopyable value leaves no empty cell behind.
+ *
+ * TTL: every access of a state with TTL first runs one incremental cleanup step (2 keys), then
+ * removes what it touches if it expired (lazy cleanup).
+ */
+
+import { EddyError } from "../core/errors.ts";
+import { copyValue } from "./copy-value.ts";
+import type {
+  AggregateFunction,
+  StateDescriptorBase,
+  StateKind,
+} from "./descriptors.ts";
+import { purgeCell, VOID_NAMESPACE } from "./state-table.ts";
+import type { Cell, Namespace, StateTable } from "./state-table.ts";
+import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
+
+/** What the windows layer (and other runtime code) needs beyond the user-facing interface. */
+export interface InternalKvState {
+  readonly name: string;
+  readonly kind: StateKind;
+  /** Scopes the handle below the current key; stays until set again. Default VOID_NAMESPACE. */
+  setCurrentNamespace(namespace: Namespace): void;
+  getCurrentNamespace(): Namespace;
+}
+
+export type InternalValueState<T> = ValueState<T> & InternalKvState;
+export type InternalListState<T> = ListState<T> & InternalKvState;
+export type InternalMapState<UK, UV> = MapState<UK, UV> & InternalKvState;
+export type InternalReducingState<T> = ReducingState<T> & InternalKvState;
+export type InternalAggregatingState<IN, OUT> = AggregatingState<IN, OUT> & InternalKvState;
+
+export abstract class HeapKvState implements InternalKvState {
+  protected readonly table: StateTable;
+  /** 0 when the state has no TTL. */
+  protected readonly ttlMs: number;
+  protected readonly refreshOnRead: boolean;
+  protected readonly deep: boolean;
+  protected ns: Namespace = VOID_NAMESPACE;
+  protected isVoid = true;
+
+  constructor(
+    readonly descriptor: StateDescriptorBase,
+    table: StateTable,
+  ) {
+    this.table = table;
+    this.ttlMs = descriptor.ttl?.ttlMs ?? 0;
+    this.refreshOnRead = descriptor.ttl?.updateType === "onReadAndWrite";
+    this.deep = descriptor.copy === "deep";
+  }
+
+  get name(): string {
+    return this.descriptor.name;
+  }
+
+  get kind(): StateKind {
+    return this.descriptor.kind;
+  }
+
+  setCurrentNamespace(namespace: Namespace): void {
+    this.ns = namespace;
+    this.isVoid = namespace === VOID_NAMESPACE;
+  }
+
+  getCurrentNamespace(): Namespace {
+    return this.ns;
+  }
+
+  clear(): void {
+    if (this.ttlMs !== 0) this.table.cleanupStep();
+    const entry = this.table.currentEntry();
+    if (entry !== undefined) this.table.removeCurrentCell(entry, this.ns, this.isVoid);
+  }
+
+  /** The user-facing value of any cell (queryable state): no TTL refresh, no cleanup. */
+  abstract queryValue(cell: Cell, now: number): unknown;
+
+  /** The current (key, namespace) cell as stored, expired or not. */
+  protected rawCell(): Cell | undefined {
+    // hot path
+    const entry = this.table.currentEntry();
+    if (entry === undefined) return undefined;
+    return this.isVoid ? entry.voidCell : entry.nsCells?.get(this.ns);
+  }
+
+  /**
+   * The current cell if anything in it is visible, after dropping what expired (lists and maps
+   * lose their expired elements). `read` refreshes an onReadAndWrite TTL of a value cell.
+   */
+  protected visibleCell(read: boolean): Cell | undefined {
+    if (this.ttlMs === 0) return this.rawCell();
+    this.table.cleanupStep();
+    const cell = this.rawCell();
+    if (cell === undefined) return undefined;
+    const now = this.table.now();
+    if (purgeCell(this.descriptor.kind, cell, now)) {
+      this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
+      return undefined;
+    }
+    if (read && this.refreshOnRead && cell.expiry === undefined) cell.expiresAt = now + this.ttlMs;
+    return cell;
+  }
+
+  protected copyIn<V>(value: V): V {
+    return this.deep ? copyValue(value) : value;
+  }
+}
+
+export class HeapValueState<T> extends HeapKvState implements InternalValueState<T> {
+  value(): T | undefined {
+    // hot path
+    const cell = this.visibleCell(true);
+    if (cell === undefined) return undefined;
+    return (this.deep ? copyValue(cell.value) : cell.value) as T;
+  }
+
+  update(value: T): void {
+    // hot path
+    if (value === undefined) return this.clear();
+    const stored = this.deep ? copyValue(value) : value;
+    if (this.ttlMs !== 0) this.table.cleanupStep();
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    cell.value = stored;
+    if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+  }
+
+  queryValue(cell: Cell, now: number): unknown {
+    return cell.expiresAt <= now ? undefined : this.copyIn(cell.value);
+  }
+}
+
+export class HeapReducingState<T> extends HeapKvState implements InternalReducingState<T> {
+  readonly #reduce: (a: T, b: T) => T;
+
+  constructor(descriptor: StateDescriptorBase & { readonly reduceFn: (a: T, b: T) => T }, table: StateTable) {
+    super(descriptor, table);
+    this.#reduce = descriptor.reduceFn;
+  }
+
+  get(): T | undefined {
+    const cell = this.visibleCell(true);
+    return cell === undefined ? undefined : this.copyIn(cell.value as T);
+  }
+
+  add(value: T): void {
+    const current = this.visibleCell(false);
+    const next =
+      current === undefined ? this.copyIn(value) : this.#reduce(this.copyIn(current.value as T), this.copyIn(value));
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    cell.value = next;
+    if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+  }
+
+  queryValue(cell: Cell, now: number): unknown {
+    return cell.expiresAt <= now ? undefined : this.copyIn(cell.value);
+  }
+}
+
+export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements InternalAggregatingState<IN, OUT> {
+  readonly #fn: AggregateFunction<IN, ACC, OUT>;
+
+  constructor(
+    descriptor: StateDescriptorBase & { readonly aggregateFunction: AggregateFunction<IN, ACC, OUT> },
+    table: StateTable,
+  ) {
+    super(descriptor, table);
+    this.#fn = descriptor.aggregateFunction;
+  }
+
+  get(): OUT | undefined {
+    const cell = this.visibleCell(true);
+    return cell === undefined ? undefined : this.#fn.getResult(this.copyIn(cell.value as ACC));
+  }
+
+  add(value: IN): void {
+    const current = this.visibleCell(false);
+    const acc = current === undefined ? this.#fn.createAccumulator() : this.copyIn(current.value as ACC);
+    const next = this.#fn.add(this.copyIn(value), acc);
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    cell.value = next;
+    if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+  }
+
+  queryValue(cell: Cell, now: number): unknown {
+    return cell.expiresAt <= now ? undefined : this.#fn.getResult(this.copyIn(cell.value as ACC));
+  }
+}
+
+export class HeapListState<T> extends HeapKvState implements InternalListState<T> {
+  get(): T[] {
+    const cell = this.visibleCell(true);
+    if (cell === undefined) return [];
+    const values = cell.value as T[];
+    if (this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs);
+    if (!this.deep) return values.slice();
+    const out = new Array<T>(values.length);
+    for (let i = 0; i < values.length; i++) out[i] = copyValue(values[i]!);
+    return out;
+  }
+
+  add(value: T): void {
+    this.#append([this.copyIn(value)]);
+  }
+
+  addAll(values: Iterable<T>): void {
+    this.#append(this.#copyAll(values));
+  }
+
+  update(values: Iterable<T>): void {
+    const copies = this.#copyAll(values);
+    this.clear();
+    this.#append(copies);
+  }
+
+  queryValue(cell: Cell, now: number): unknown {
+    const values = listVisibleAt(cell, now);
+    return values.length === 0 ? undefined : values.map((v) => this.copyIn(v));
+  }
+
+  #copyAll(values: Iterable<T>): T[] {
+    const out: T[] = [];
+    for (const v of values) out.push(this.copyIn(v));
+    return out;
+  }
+
+  #append(copies: T[]): void {
+    if (copies.length === 0) return;
+    if (this.ttlMs !== 0) this.visibleCell(false); // drops expired elements first
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    if (cell.value === undefined) {
+      cell.value = copies;
+      if (this.ttlMs !== 0) cell.expiry = [];
+    } else {
+      const values = cell.value as T[];
+      for (let i = 0; i < copies.length; i++) values.push(copies[i]!);
+    }
+    if (this.ttlMs !== 0) {
+      const exp = this.table.now() + this.ttlMs;
+      const exps = cell.expiry as number[];
+      for (let i = 0; i < copies.length; i++) exps.push(exp);
+      cell.expiresAt = exp;
+    }
+  }
+}
+
+export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapState<UK, UV> {
+  get(key: UK): UV | undefined {
+    const cell = this.#mapCell();
+    if (cell === undefined) return undefined;
+    const map = cell.value as Map<UK, UV>;
+    if (this.ttlMs !== 0 && !this.#liveEntry(cell, key)) return undefined;
+    const v = map.get(key);
+    return this.deep ? copyValue(v) : v;
+  }
+
+  contains(key: UK): boolean {
+    const cell = this.#mapCell();
+    if (cell === undefined) return false;
+    if (this.ttlMs !== 0) return this.#liveEntry(cell, key);
+    return (cell.value as Map<UK, UV>).has(key);
+  }
+
+  put(key: UK, value: UV): void {
+    checkUserKey(this.name, key);
+    const copy = this.copyIn(value);
+    if (this.ttlMs !== 0) this.table.cleanupStep();
+    this.#set(key, copy);
+  }
+
+  putAll(entries: Iterable<readonly [UK, UV]>): void {
+    const copies: [UK, UV][] = [];
+    for (const [k, v] of entries) {
+      checkUserKey(this.name, k);
+      copies.push([k, this.copyIn(v)]);
+    }
+    if (copies.length === 0) return;
+    if (this.ttlMs !== 0) this.table.cleanupStep();
+    for (let i = 0; i < copies.length; i++) this.#set(copies[i]![0], copies[i]![1]);
+  }
+
+  remove(key: UK): void {
+    const cell = this.#mapCell();
+    if (cell === undefined) return;
+    (cell.value as Map<UK, UV>).delete(key);
+    (cell.expiry as Map<UK, number> | undefined)?.delete(key);
+    this.#dropIfEmpty(cell);
+  }
+
+  isEmpty(): boolean {
+    return this.#liveMap(false) === undefined;
+  }
+
+  entries(): IterableIterator<[UK, UV]> {
+    const map = this.#liveMap(true);
+    if (map === undefined) return ([] as [UK, UV][]).values();
+    return this.deep ? copiedEntries(map) : map.entries();
+  }
+
+  keys(): IterableIterator<UK> {
+    const map = this.#liveMap(true);
+    return map === undefined ? ([] as UK[]).values() : map.keys();
+  }
+
+  values(): IterableIterator<UV> {
+    const map = this.#liveMap(true);
+    if (map === undefined) return ([] as UV[]).values();
+    return this.deep ? copiedValues(map) : map.values();
+  }
+
+  queryValue(cell: Cell, now: number): unknown {
+    const map = cell.value as Map<UK, UV>;
+    const expiry = cell.expiry as Map<UK, number> | undefined;
+    const out = new Map<UK, UV>();
+    if (cell.expiresAt > now) {
+      for (const [k, v] of map) if (expiry === undefined || expiry.get(k)! > now) out.set(k, this.copyIn(v));
+    }
+    return out.size === 0 ? undefined : out;
+  }
+
+  /** The current map cell, unless it expired as a whole (then it is removed). */
+  #mapCell(): Cell | undefined {
+    if (this.ttlMs === 0) return this.rawCell();
+    this.table.cleanupStep();
+    const cell = this.rawCell();
+    if (cell === undefined) return undefined;
+    if (cell.expiresAt <= this.table.now()) {
+      this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
+      return undefined;
+    }
+    return cell;
+  }
+
+  /** With TTL: whether `key` is present and unexpired; drops it if expired, refreshes on read. */
+  #liveEntry(cell: Cell, key: UK): boolean {
+    const expiry = cell.expiry as Map<UK, number>;
+    const exp = expiry.get(key);
+    if (exp === undefined) return false;
+    const now = this.table.now();
+    if (exp <= now) {
+      (cell.value as Map<UK, UV>).delete(key);
+      expiry.delete(key);
+      this.#dropIfEmpty(cell);
+      return false;
+    }
+    if (this.refreshOnRead) {
+      expiry.set(key, now + this.ttlMs);
+      cell.expiresAt = now + this.ttlMs;
+    }
+    return true;
+  }
+
+  /**
+   * The current map without expired entries, or undefined when empty. `read` (iteration, not
+   * isEmpty) refreshes every entry under onReadAndWrite.
+   */
+  #liveMap(read: boolean): Map<UK, UV> | undefined {
+    const cell = this.visibleCell(false);
+    if (cell === undefined) return undefined;
+    if (read && this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs);
+    return cell.value as Map<UK, UV>;
+  }
+
+  #set(key: UK, copy: UV): void {
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    if (cell.value === undefined) {
+      cell.value = new Map<UK, UV>();
+      if (this.ttlMs !== 0) cell.expiry = new Map<UK, number>();
+    }
+    (cell.value as Map<UK, UV>).set(key, copy);
+    if (this.ttlMs !== 0) {
+      const exp = this.table.now() + this.ttlMs;
+      (cell.expiry as Map<UK, number>).set(key, exp);
+      cell.expiresAt = exp;
+    }
+  }
+
+  #dropIfEmpty(cell: Cell): void {
+    if ((cell.value as Map<UK, UV>).size === 0) {
+      this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
+    }
+  }
+}
+
+/** Sets every element/entry expiry of a list or map cell to `exp` (onReadAndWrite). */
+function refreshAll(cell: Cell, exp: number): void {
+  const expiry = cell.expiry;
+  if (expiry === undefined) return;
+  if (Array.isArray(expiry)) expiry.fill(exp);
+  else for (const k of expiry.keys()) expiry.set(k, exp);
+  cell.expiresAt = exp;
+}
+
+function listVisibleAt(cell: Cell, now: number): unknown[] {
+  if (cell.expiresAt <= now) return [];
+  const values = cell.value as unknown[];
+  const exps = cell.expiry as number[] | undefined;
+  if (exps === undefined) return values;
+  return values.filter((_, i) => exps[i]! > now);
+}
+
+function* copiedEntries<UK, UV>(map: Map<UK, UV>): Generator<[UK, UV], undefined, unknown> {
+  for (const [k, v] of map) yield [k, copyValue(v)];
+  return undefined;
+}
+
+function* copiedValues<UV>(map: Map<unknown, UV>): Generator<UV, undefined, unknown> {
+  for (const v of map.values()) yield copyValue(v);
+  return undefined;
+}
+
+function checkUserKey(stateName: string, key: unknown): void {
+  const t = typeof key;
+  if (t === "string" || t === "bigint" || t === "boolean") return;
+  if (t === "number") return;
+  throw new EddyError(
+    "INVALID_MAP_STATE_KEY",
+    `map state '${stateName}': a map key must be a string, number, bigint or boolean, got ` +
+      `${key === null ? "null" : t}; objects would compare by identity, which a snapshot cannot keep — ` +
+      `use a string key instead`,
+    { domain: "user", retryable: false },
+  );
+}

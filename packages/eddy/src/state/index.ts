@@ -1,0 +1,43 @@
+/**
+ * state/ — keyed state: descriptors, user-facing handles, and the heap backend.
+ *
+ * May import: core/ only.
+ *
+ * Invariants:
+ * - Everything keyed is stored per key group of the backend's key-group range, so it can be
+ *   snapshotted and rescaled by key-group range.
+ * - With `copy: "deep"` (the default) no object held in state is reachable from user code: values
+ *   are copied on write and on read, and user functions only see copies.
+ * - An expired TTL entry is never returned; cleared or emptied values leave no entry behind.
+ * - Handles and the backend run on the task thread only; nothing here is called concurrently.
+ */
+
+export { copyValue } from "./copy-value.ts";
+export {
+  AggregatingStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  ValueStateDescriptor,
+} from "./descriptors.ts";
+export type {
+  AggregateFunction,
+  MapStateUserKey,
+  StateDescriptorBase,
+  StateDescriptorOptions,
+  StateKind,
+  StateTtlConfig,
+} from "./descriptors.ts";
+export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
+export { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
+export type { HeapKeyedStateBackendOptions, KeyedStateEntry } from "./heap-keyed-state-backend.ts";
+export type {
+  InternalAggregatingState,
+  InternalKvState,
+  InternalListState,
+  InternalMapState,
+  InternalReducingState,
+  InternalValueState,
+} from "./heap-state-handles.ts";
+export { VOID_NAMESPACE } from "./state-table.ts";
+export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";

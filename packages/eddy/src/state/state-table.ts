@@ -1,0 +1,319 @@
+/**
+ * The storage of one keyed state (one descriptor name) in the heap backend: per key group, a JS
+ * Map from the key's map identity to a `KeyEntry`, which holds one `Cell` per namespace.
+ *
+ * Invariants:
+ * - `groups[kg - range.start]` holds exactly the keys of key group `kg`; nothing keyed lives
+ *   anywhere else, so snapshots and rescaling work per key group.
+ * - No empty entries: a cell whose value is cleared, or whose list/map became empty, is removed,
+ *   and a key without cells is removed from its group map. `numKeys` counts group-map entries.
+ * - Stored objects are never mutated in place by the backend, except the list array and the Map
+ *   of list/map cells (which `entries()` therefore copies).
+ * - TTL: `Cell.expiresAt` is the expiry of a value cell, and an upper bound of the element
+ *   expiries of a list/map cell (Infinity without TTL); an entry is expired when `expiresAt <= now`.
+ *
+ * Costs: current-key lookup is one Map.get per (state, record), cached until the next
+ * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
+ */
+
+import type { Clock } from "../core/clock.ts";
+import { EddyError } from "../core/errors.ts";
+import type { Key, MapKey } from "../core/key.ts";
+import type { ResolvedTtl, StateKind } from "./descriptors.ts";
+
+/** Scope of keyed state below the key: the window for window operators, else VOID_NAMESPACE. */
+export type Namespace = string | number;
+
+/** The namespace of state that is not scoped below the key. No window namespace is `""`. */
+export const VOID_NAMESPACE: Namespace = "";
+
+/** Inclusive range of key groups; structurally the same as core's `KeyGroupRange`. */
+export interface KeyGroupRangeLike {
+  readonly start: number;
+  readonly end: number;
+}
+
+/** The backend's current key, shared by every table of one backend. Mutated only by the backend. */
+export class KeyContext {
+  key: Key = "";
+  mapKey: MapKey = "";
+  keyGroup = -1;
+  /** `keyGroup - range.start`; -1 before the first `setCurrentKey`. */
+  kgIndex = -1;
+  /** Bumped on every `setCurrentKey`; tables cache their current entry per epoch. */
+  epoch = 0;
+}
+
+export class Cell {
+  constructor(
+    /** value kinds: the value or accumulator; list: unknown[]; map: Map<unknown, unknown>. */
+    public value: unknown,
+    public expiresAt: number,
+    /** Per-element (list, parallel array) or per-entry (map) expiry; only with TTL. */
+    public expiry: number[] | Map<unknown, number> | undefined,
+  ) {}
+}
+
+export class KeyEntry {
+  voidCell: Cell | undefined = undefined;
+  nsCells: Map<Namespace, Cell> | undefined = undefined;
+  constructor(
+    readonly key: Key,
+    readonly mapKey: MapKey,
+  ) {}
+
+  isEmpty(): boolean {
+    return this.voidCell === undefined && (this.nsCells === undefined || this.nsCells.size === 0);
+  }
+}
+
+/** Hops over empty key groups allowed per incremental cleanup step (bounds its cost). */
+const INCREMENTAL_GROUP_HOPS = 8;
+
+export class StateTable {
+  /** Per key group, indexed by `keyGroup - range.start`; undefined until first written. */
+  readonly #groups: (Map<MapKey, KeyEntry> | undefined)[];
+  readonly #range: KeyGroupRangeLike;
+  readonly #ctx: KeyContext;
+  readonly #clock: Clock;
+  #numKeys = 0;
+  /** `#cacheEntry` is the current key's entry (or undefined: none) while `#cacheEpoch === ctx.epoch`. */
+  #cacheEpoch = -1;
+  #cacheEntry: KeyEntry | undefined = undefined;
+  /** Cleanup cursor: the group index it scans next, and a live iterator over a group being scanned. */
+  #cursorGroup = 0;
+  #cursorIter: Iterator<KeyEntry> | undefined = undefined;
+  /** Group index of the group `#cursorIter` iterates. */
+  #cursorKgIndex = 0;
+
+  constructor(
+    readonly name: string,
+    readonly kind: StateKind,
+    readonly ttl: ResolvedTtl | undefined,
+    range: KeyGroupRangeLike,
+    ctx: KeyContext,
+    clock: Clock,
+  ) {
+    this.#range = range;
+    this.#ctx = ctx;
+    this.#clock = clock;
+    this.#groups = new Array<Map<MapKey, KeyEntry> | undefined>(range.end - range.start + 1).fill(undefined);
+  }
+
+  get numKeys(): number {
+    return this.#numKeys;
+  }
+
+  now(): number {
+    return this.#clock.now();
+  }
+
+  /** The current key's entry, or undefined when the key has no state here. */
+  currentEntry(): KeyEntry | undefined {
+    // hot path
+    const ctx = this.#ctx;
+    if (this.#cacheEpoch !== ctx.epoch) {
+      if (ctx.kgIndex < 0) throw noCurrentKey(this.name);
+      this.#cacheEpoch = ctx.epoch;
+      this.#cacheEntry = this.#groups[ctx.kgIndex]?.get(ctx.mapKey);
+    }
+    return this.#cacheEntry;
+  }
+
+  /** The current key's cell for `ns`, created empty (value undefined) when absent. */
+  cellForWrite(ns: Namespace, isVoid: boolean, initialValue: unknown): Cell {
+    let entry = this.currentEntry();
+    if (entry === undefined) {
+      const ctx = this.#ctx;
+      let group = this.#groups[ctx.kgIndex];
+      if (group === undefined) this.#groups[ctx.kgIndex] = group = new Map();
+      entry = new KeyEntry(ctx.key, ctx.mapKey);
+      group.set(ctx.mapKey, entry);
+      this.#numKeys++;
+      this.#cacheEntry = entry;
+    }
+    let cell = isVoid ? entry.voidCell : entry.nsCells?.get(ns);
+    if (cell === undefined) {
+      cell = new Cell(initialValue, Number.POSITIVE_INFINITY, undefined);
+      if (isVoid) entry.voidCell = cell;
+      else (entry.nsCells ??= new Map()).set(ns, cell);
+    }
+    return cell;
+  }
+
+  /** Removes the cell of `ns` from `entry`, and `entry` from its group when it became empty. */
+  removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
+    if (isVoid) entry.voidCell = undefined;
+    else entry.nsCells?.delete(ns);
+    if (!entry.isEmpty()) return;
+    const group = this.#groups[kgIndex];
+    if (group !== undefined && group.get(entry.mapKey) === entry) {
+      group.delete(entry.mapKey);
+      this.#numKeys--;
+    }
+    if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
+  }
+
+  removeCurrentCell(entry: KeyEntry, ns: Namespace, isVoid: boolean): void {
+    this.removeCell(entry, ns, isVoid, this.#ctx.kgIndex);
+  }
+
+  /** The entry of any key (no current-key change); `kgIndex` must be in range. */
+  lookup(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    return this.#groups[kgIndex]?.get(mapKey);
+  }
+
+  /** Every (key, namespace, cell) of one key group (index), expired cells included. */
+  *cellsOfGroup(kgIndex: number): Generator<{ key: Key; namespace: Namespace; cell: Cell }> {
+    const group = this.#groups[kgIndex];
+    if (group === undefined) return;
+    for (const entry of group.values()) {
+      if (entry.voidCell !== undefined) yield { key: entry.key, namespace: VOID_NAMESPACE, cell: entry.voidCell };
+      if (entry.nsCells !== undefined) {
+        for (const [namespace, cell] of entry.nsCells) yield { key: entry.key, namespace, cell };
+      }
+    }
+  }
+
+  /** One incremental cleanup step, run by every access of a state with TTL. */
+  cleanupStep(): void {
+    if (this.#numKeys !== 0) this.cleanupExpired(2, INCREMENTAL_GROUP_HOPS);
+  }
+
+  /**
+   * Examines up to `maxEntries` keys at the cleanup cursor (hopping over at most `maxGroupHops`
+   * key groups) and drops what expired. Returns the number of cells removed.
+   */
+  cleanupExpired(maxEntries: number, maxGroupHops = this.#groups.length): number {
+    if (this.ttl === undefined || this.#numKeys === 0) return 0;
+    const now = this.#clock.now();
+    const groups = this.#groups;
+    let examined = 0;
+    let hops = 0;
+    let removed = 0;
+    while (examined < maxEntries) {
+      if (this.#cursorIter === undefined) {
+        if (hops >= maxGroupHops) break;
+        hops++;
+        const group = groups[this.#cursorGroup];
+        const index = this.#cursorGroup;
+        this.#cursorGroup = index + 1 === groups.length ? 0 : index + 1;
+        if (group === undefined || group.size === 0) continue;
+        this.#cursorIter = group.values();
+        this.#cursorKgIndex = index;
+      }
+      const next = this.#cursorIter.next();
+      if (next.done === true) {
+        this.#cursorIter = undefined;
+        continue;
+      }
+      examined++;
+      removed += this.#purgeEntry(next.value, now, this.#cursorKgIndex);
+    }
+    return removed;
+  }
+
+  #purgeEntry(entry: KeyEntry, now: number, kgIndex: number): number {
+    let removed = 0;
+    if (entry.voidCell !== undefined && purgeCell(this.kind, entry.voidCell, now)) {
+      this.removeCell(entry, VOID_NAMESPACE, true, kgIndex);
+      removed++;
+    }
+    if (entry.nsCells !== undefined) {
+      for (const [ns, cell] of entry.nsCells) {
+        if (purgeCell(this.kind, cell, now)) {
+          this.removeCell(entry, ns, false, kgIndex);
+          removed++;
+        }
+      }
+    }
+    return removed;
+  }
+
+  /** Range check for key groups handed in by callers other than the current-key path. */
+  indexOf(keyGroup: number): number {
+    if (!Number.isInteger(keyGroup) || keyGroup < this.#range.start || keyGroup > this.#range.end) {
+      throw keyGroupOutOfRange(keyGroup, this.#range);
+    }
+    return keyGroup - this.#range.start;
+  }
+}
+
+/**
+ * Drops expired elements of a list/map cell in place; returns true when the whole cell is
+ * expired or empty (the caller removes it). Value cells are all-or-nothing.
+ */
+export function purgeCell(kind: StateKind, cell: Cell, now: number): boolean {
+  if (cell.expiresAt <= now) return true;
+  const expiry = cell.expiry;
+  if (expiry === undefined) return false;
+  if (kind === "list") {
+    const values = cell.value as unknown[];
+    const exps = expiry as number[];
+    let w = 0;
+    for (let r = 0; r < values.length; r++) {
+      if (exps[r]! > now) {
+        values[w] = values[r];
+        exps[w] = exps[r]!;
+        w++;
+      }
+    }
+    values.length = w;
+    exps.length = w;
+    return w === 0;
+  }
+  if (kind === "map") {
+    const map = cell.value as Map<unknown, unknown>;
+    for (const [k, exp] of expiry as Map<unknown, number>) {
+      if (exp <= now) {
+        map.delete(k);
+        (expiry as Map<unknown, number>).delete(k);
+      }
+    }
+    return map.size === 0;
+  }
+  return false;
+}
+
+/**
+ * The stored value of a cell without what expired, for snapshots: value kinds as stored (never
+ * mutated in place, so sharing is safe); list and map cells as a fresh shallow copy of the
+ * collection. Undefined when nothing is visible. Does not modify the cell.
+ */
+export function snapshotCellValue(kind: StateKind, cell: Cell, now: number): unknown {
+  if (cell.expiresAt <= now) return undefined;
+  const expiry = cell.expiry;
+  if (kind === "list") {
+    const values = cell.value as unknown[];
+    if (expiry === undefined) return values.length === 0 ? undefined : values.slice();
+    const exps = expiry as number[];
+    const out: unknown[] = [];
+    for (let i = 0; i < values.length; i++) if (exps[i]! > now) out.push(values[i]);
+    return out.length === 0 ? undefined : out;
+  }
+  if (kind === "map") {
+    const map = cell.value as Map<unknown, unknown>;
+    if (expiry === undefined) return map.size === 0 ? undefined : new Map(map);
+    const out = new Map<unknown, unknown>();
+    for (const [k, v] of map) if ((expiry as Map<unknown, number>).get(k)! > now) out.set(k, v);
+    return out.size === 0 ? undefined : out;
+  }
+  return cell.value;
+}
+
+export function keyGroupOutOfRange(keyGroup: number, range: KeyGroupRangeLike): EddyError {
+  return new EddyError(
+    "KEY_GROUP_OUT_OF_RANGE",
+    `key group ${keyGroup} is outside this backend's key-group range [${range.start}, ${range.end}]`,
+    { domain: "internal", retryable: false },
+  );
+}
+
+function noCurrentKey(name: string): EddyError {
+  return new EddyError(
+    "NO_CURRENT_KEY",
+    `keyed state '${name}' was accessed without a current key; keyed state is available only while ` +
+      `processing a record or timer of a keyed stream`,
+    { domain: "user", retryable: false },
+  );
+}

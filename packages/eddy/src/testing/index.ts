@@ -1,0 +1,10 @@
+/**
+ * `eddy/testing`: run jobs in-process and test operators in isolation.
+ * May import every layer; nothing imports it except tests.
+ */
+export { collectSink } from "./collect-sink.ts";
+export { runJob, type JobHandle } from "./run-job.ts";
+export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
+export { ManualClock } from "../core/clock.ts";
+export type { RunOptions } from "../cluster/local-job.ts";
+export type { JobResult } from "../cluster/inline-executor.ts";

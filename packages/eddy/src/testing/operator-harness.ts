@@ -1,0 +1,165 @@
+/**
+ * Pushes elements, watermarks and processing-time advances into one operator and records what it
+ * emits, without building a job. Mail (processing-time timers) runs after every push, as the task
+ * loop would run it between records.
+ */
+import { ManualClock } from "../core/clock.ts";
+import type { Key } from "../core/key.ts";
+import { defaultMaxParallelism, keyGroupRangeForOperator } from "../core/key-group.ts";
+import { silentLogger } from "../core/logger.ts";
+import type { OutputTag } from "../core/output-tag.ts";
+import { hasTimestamp, NO_TIMESTAMP } from "../core/time.ts";
+import type { KeyedProcessFunction, KeySelector, ProcessFunction } from "../runtime/functions.ts";
+import { Mailbox } from "../runtime/mailbox.ts";
+import type { OneInputOperator, OperatorContext, Output } from "../runtime/operator.ts";
+import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
+import { processOperator } from "../runtime/operators/process-operator.ts";
+
+export type HarnessEvent<T> =
+  | { readonly type: "record"; readonly value: T; readonly timestamp: number | undefined }
+  | { readonly type: "watermark"; readonly watermark: number }
+  | { readonly type: "status"; readonly idle: boolean };
+
+export interface HarnessOptions {
+  /** Drives processing time; a fresh ManualClock at 0 by default. */
+  readonly clock?: ManualClock;
+  readonly maxParallelism?: number;
+  readonly operatorName?: string;
+}
+
+export class OperatorTestHarness<IN, OUT> {
+  readonly clock: ManualClock;
+  readonly #operator: OneInputOperator<IN>;
+  readonly #mailbox: Mailbox;
+  readonly #events: HarnessEvent<OUT>[] = [];
+  readonly #side = new Map<string, { value: unknown; timestamp: number | undefined }[]>();
+  #opened = false;
+  #closed = false;
+
+  constructor(
+    factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
+    keySelector: ((value: IN) => unknown) | undefined,
+    options: HarnessOptions = {},
+  ) {
+    this.clock = options.clock ?? new ManualClock(0);
+    this.#mailbox = new Mailbox(() => {});
+    const maxParallelism = options.maxParallelism ?? defaultMaxParallelism(1);
+    const ts = (t: number): number | undefined => (hasTimestamp(t) ? t : undefined);
+    const output: Output<OUT> = {
+      collect: (value, timestamp) => void this.#events.push({ type: "record", value, timestamp: ts(timestamp) }),
+      collectSide: (tag, value, timestamp) => {
+        let list = this.#side.get(tag.id);
+        if (list === undefined) this.#side.set(tag.id, (list = []));
+        list.push({ value, timestamp: ts(timestamp) });
+      },
+      emitWatermark: (watermark) => void this.#events.push({ type: "watermark", watermark }),
+      emitWatermarkStatus: (idle) => void this.#events.push({ type: "status", idle }),
+    };
+    const ctx: OperatorContext = {
+      operatorName: options.operatorName ?? "operator-under-test",
+      operatorId: "operator-under-test",
+      subtaskIndex: 0,
+      parallelism: 1,
+      maxParallelism,
+      keyGroupRange: keyGroupRangeForOperator(maxParallelism, 1, 0),
+      keySelectors: keySelector === undefined ? undefined : [keySelector],
+      clock: this.clock,
+      logger: silentLogger,
+      postMail: (action) => this.#mailbox.post(action),
+      job: { jobName: "harness", collect() {}, writeStdout() {} },
+      autoWatermarkIntervalMs: 200,
+    };
+    this.#operator = factory(ctx, output);
+  }
+
+  static forProcessFunction<IN, OUT>(fn: ProcessFunction<IN, OUT>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
+    return new OperatorTestHarness<IN, OUT>(processOperator(fn), undefined, options);
+  }
+
+  static forKeyedProcessFunction<K extends Key, IN, OUT>(
+    fn: KeyedProcessFunction<K, IN, OUT>,
+    keySelector: KeySelector<IN, K>,
+    options?: HarnessOptions,
+  ): OperatorTestHarness<IN, OUT> {
+    return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
+  }
+
+  /** Opens the operator (done implicitly by the first push). */
+  open(): this {
+    if (!this.#opened) {
+      this.#opened = true;
+      this.#operator.open?.();
+      this.#mailbox.drain();
+    }
+    return this;
+  }
+
+  processElement(value: IN, timestamp?: number): this {
+    this.open();
+    this.#operator.processElement(value, timestamp ?? NO_TIMESTAMP);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  processWatermark(watermark: number): this {
+    this.open();
+    this.#operator.processWatermark(watermark);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  processWatermarkStatus(idle: boolean): this {
+    this.open();
+    this.#operator.processWatermarkStatus?.(idle);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  /** Moves processing time to `timeMs` and runs the timers that became due. */
+  setProcessingTime(timeMs: number): this {
+    this.open();
+    this.clock.advanceTo(timeMs);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  advanceProcessingTime(ms: number): this {
+    return this.setProcessingTime(this.clock.now() + ms);
+  }
+
+  endInput(): this {
+    this.open();
+    this.#operator.endInput?.();
+    this.#mailbox.drain();
+    return this;
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#operator.close?.();
+  }
+
+  /** Everything emitted on the main output, in order. */
+  output(): HarnessEvent<OUT>[] {
+    return [...this.#events];
+  }
+
+  /** Values of the records emitted on the main output. */
+  records(): OUT[] {
+    return this.#events.flatMap((e) => (e.type === "record" ? [e.value] : []));
+  }
+
+  watermarks(): number[] {
+    return this.#events.flatMap((e) => (e.type === "watermark" ? [e.watermark] : []));
+  }
+
+  sideOutput<S>(tag: OutputTag<S>): { value: S; timestamp: number | undefined }[] {
+    return [...((this.#side.get(tag.id) ?? []) as { value: S; timestamp: number | undefined }[])];
+  }
+
+  clearOutput(): void {
+    this.#events.length = 0;
+    this.#side.clear();
+  }
+}
