@@ -1,0 +1,174 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { test } from "node:test";
+import { defineJob, EddyError, WatermarkStrategy } from "eddy";
+import { collectSink, runJob } from "eddy/testing";
+
+async function failureOf(job: ReturnType<typeof defineJob>, parallelism = 1): Promise<EddyError> {
+  const handle = runJob(job, { parallelism });
+  const error = await handle.done.then(
+    () => assert.fail("the job should have failed"),
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof EddyError, `expected an EddyError, got ${String(error)}`);
+  return error;
+}
+
+test("a failing user function fails the job with the operator, subtask and cause", async () => {
+  const error = await failureOf(
+    defineJob("boom", (env) => {
+      env
+        .fromSequence(1, 100)
+        .map((n) => {
+          if (n === 42) throw new Error("no 42 allowed");
+          return n;
+        })
+        .name("Reject42")
+        .sinkTo(collectSink("out"));
+    }),
+  );
+  assert.equal(error.domain, "user");
+  assert.equal(error.operator, "Reject42");
+  assert.equal(error.subtask, 0);
+  assert.match(error.message, /Reject42/);
+  assert.match(error.message, /subtask 0/);
+  assert.match(error.message, /no 42 allowed/);
+});
+
+test("a failure in a downstream subtask names that subtask", async () => {
+  const error = await failureOf(
+    defineJob("boom-keyed", (env) => {
+      env
+        .fromSequence(0, 999)
+        .keyBy((n) => n % 10)
+        .process<number>({
+          processElement(n) {
+            if (n === 777) throw new TypeError("bad record");
+          },
+        })
+        .name("Picky")
+        .sinkTo(collectSink("out"));
+    }),
+    4,
+  );
+  assert.equal(error.operator, "Picky");
+  assert.match(error.message, /TypeError: bad record/);
+  assert.equal(typeof error.subtask, "number");
+});
+
+for (const [label, selector] of [
+  ["undefined", () => undefined],
+  ["null", () => null],
+  ["an object", () => ({ id: 1 })],
+  ["NaN", () => Number.NaN],
+] as const) {
+  test(`a key selector returning ${label} fails with a clear error naming the operator`, async () => {
+    const error = await failureOf(
+      defineJob("bad-key", (env) => {
+        env
+          .fromElements(1, 2, 3)
+          .keyBy(selector as unknown as (n: number) => string)
+          .reduce((a, b) => a + b)
+          .name("Totals")
+          .sinkTo(collectSink("out"));
+      }),
+    );
+    assert.equal(error.code, "INVALID_KEY");
+    assert.match(error.message, /Totals/);
+    assert.match(error.message, /invalid key/);
+  });
+}
+
+for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, "1000"]) {
+  test(`a timestamp assigner returning ${String(bad)} fails with a clear error`, async () => {
+    const error = await failureOf(
+      defineJob("bad-ts", (env) => {
+        env
+          .fromElements({ ts: 1 })
+          .assignTimestampsAndWatermarks(
+            WatermarkStrategy.forMonotonousTimestamps<{ ts: number }>().withTimestampAssigner(() => bad as number),
+          )
+          .name("Stamps")
+          .sinkTo(collectSink("out"));
+      }),
+    );
+    assert.equal(error.code, "INVALID_TIMESTAMP");
+    assert.match(error.message, /Stamps/);
+  });
+}
+
+test("timers on a non-keyed stream fail with a hint to use keyBy", async () => {
+  const error = await failureOf(
+    defineJob("no-keyed-timers", (env) => {
+      env
+        .fromElements(1)
+        .process<number>({
+          processElement(_v, ctx) {
+            ctx.timerService().registerEventTimeTimer(10);
+          },
+        })
+        .sinkTo(collectSink("out"));
+    }),
+  );
+  assert.match(error.message, /keyBy/);
+});
+
+test("a summed field that is not a number fails naming the field", async () => {
+  const error = await failureOf(
+    defineJob("bad-sum", (env) => {
+      env
+        .fromElements({ k: "a", n: 1 }, { k: "a", n: "2" as unknown as number })
+        .keyBy((r) => r.k)
+        .sum("n")
+        .sinkTo(collectSink("out"));
+    }),
+  );
+  assert.match(error.message, /field 'n'/);
+});
+
+const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+
+/** A project directory outside the workspace with eddy installed, as a user would have it. */
+function userProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-cli-"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(resolve(import.meta.dirname, "../packages/eddy"), join(dir, "node_modules", "eddy"), "dir");
+  return dir;
+}
+
+test("the CLI exits non-zero with the job's error message, not a stack dump", () => {
+  const dir = userProject();
+  const job = join(dir, "failing-job.ts");
+  writeFileSync(
+    job,
+    `import { defineJob } from "eddy";
+export default defineJob("failing", (env) => {
+  env.fromElements(1, 2, 3).map((n: number) => { if (n === 2) throw new Error("two is bad"); return n; }).name("Check").print();
+});
+`,
+  );
+  const run = spawnSync(process.execPath, [eddyBin, "run", job], { encoding: "utf8", cwd: dir });
+  assert.equal(run.status, 1);
+  assert.match(run.stderr, /eddy: job 'failing' failed: user function failed in operator 'Check' \(subtask 0\): Error: two is bad/);
+  assert.doesNotMatch(run.stderr, /    at /, "no stack trace");
+  assert.equal(run.stdout, "1\n", "records before the failure were printed");
+});
+
+test("the CLI explains a module without a job and unknown commands", () => {
+  const dir = userProject();
+  const notJob = join(dir, "not-a-job.ts");
+  writeFileSync(notJob, "export const x = 1;\n");
+  const run = spawnSync(process.execPath, [eddyBin, "run", notJob], { encoding: "utf8" });
+  assert.equal(run.status, 1);
+  assert.match(run.stderr, /does not export a job/);
+  const unknown = spawnSync(process.execPath, [eddyBin, "frobnicate"], { encoding: "utf8" });
+  assert.equal(unknown.status, 2);
+  assert.match(unknown.stderr, /unknown command 'frobnicate'/);
+  const help = spawnSync(process.execPath, [eddyBin, "--help"], { encoding: "utf8" });
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /eddy run <job.ts>/);
+});

@@ -1,0 +1,43 @@
+/** Deterministic test data shared by the job-level tests. */
+
+/** A small seeded PRNG (mulberry32): the same seed gives the same sequence on every machine. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+export interface Event {
+  readonly user: string;
+  readonly ts: number;
+  readonly amount: number;
+}
+
+/**
+ * `n` events over `users` users with timestamps i*stepMs plus jitter in [0, maxDisorderMs), then
+ * locally shuffled, so no event arrives more than maxDisorderMs after a later-stamped one.
+ */
+export function outOfOrderEvents(n: number, users: number, stepMs: number, maxDisorderMs: number, seed = 7): Event[] {
+  const rnd = prng(seed);
+  const events: Event[] = [];
+  for (let i = 0; i < n; i++) {
+    events.push({
+      user: `u${Math.floor(rnd() * users)}`,
+      ts: 1_700_000_000_000 + i * stepMs + Math.floor(rnd() * maxDisorderMs),
+      amount: Math.floor(rnd() * 1000),
+    });
+  }
+  // Sorting by a noisy key keeps every event within maxDisorderMs of its place in time.
+  const noisy = events.map((e) => ({ e, k: e.ts + rnd() * maxDisorderMs }));
+  noisy.sort((a, b) => a.k - b.k);
+  return noisy.map((x) => x.e);
+}
+
+export function sortBy<T>(values: readonly T[], key: (v: T) => string): T[] {
+  return [...values].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
