@@ -19,6 +19,7 @@ import type {
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "./keyed-support.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
+import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 
 /** The context of one keyed operator, reused for every record and timer. */
@@ -81,8 +82,9 @@ function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: Timer
   return { keyed, context, collector, runtimeContext };
 }
 
-export function keyedProcessOperator<K extends Key, IN, OUT>(fn: KeyedProcessFunction<K, IN, OUT>) {
+export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProcessFunction<K, IN, OUT>) {
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
+    const fn = perSubtaskInstance(userFn);
     const keySelector = requireKeySelector(ctx, 0);
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
     return {
@@ -111,8 +113,9 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(fn: KeyedProcessFun
   };
 }
 
-export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>) {
+export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(userFn: KeyedCoProcessFunction<K, IN1, IN2, OUT>) {
   return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
+    const fn = perSubtaskInstance(userFn);
     const keySelector1 = requireKeySelector(ctx, 0);
     const keySelector2 = requireKeySelector(ctx, 1);
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);

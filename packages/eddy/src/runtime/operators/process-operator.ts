@@ -5,6 +5,7 @@ import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
 import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
 import { nonKeyedTimerService } from "./keyed-support.ts";
+import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 
 /** The context object of one operator, reused for every record. */
@@ -45,8 +46,9 @@ export function callUser(ctx: OperatorContext, hook: () => void): void {
   }
 }
 
-export function processOperator<IN, OUT>(fn: ProcessFunction<IN, OUT>) {
+export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
+    const fn = perSubtaskInstance(userFn);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
     const collector = new TimestampedCollector(output);
     return {
@@ -70,8 +72,9 @@ export function processOperator<IN, OUT>(fn: ProcessFunction<IN, OUT>) {
   };
 }
 
-export function coProcessOperator<IN1, IN2, OUT>(fn: CoProcessFunction<IN1, IN2, OUT>) {
+export function coProcessOperator<IN1, IN2, OUT>(userFn: CoProcessFunction<IN1, IN2, OUT>) {
   return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
+    const fn = perSubtaskInstance(userFn);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
     const collector = new TimestampedCollector(output);
     return {
