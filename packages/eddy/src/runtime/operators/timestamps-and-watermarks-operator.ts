@@ -69,6 +69,14 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
     return {
       open: arm,
       processElement(value, timestamp) {
+        if (assigner === undefined && !hasTimestamp(timestamp)) {
+          // No assigner and no timestamp from the source: the record has no event time and
+          // the generator does not see it (it cannot move event time).
+          if (idleTimeoutMs !== undefined) lastRecordAtMs = ctx.clock.now();
+          if (idle) wmOutput.markActive();
+          output.collect(value, timestamp);
+          return;
+        }
         let ts = timestamp;
         try {
           if (assigner !== undefined) ts = assigner(value, hasTimestamp(timestamp) ? timestamp : undefined);
