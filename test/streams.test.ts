@@ -205,7 +205,7 @@ test("rebalance, rescale, broadcast and custom partitioning deliver every record
   for (const r of handle.collected<string>("custom").map(parse)) assert.equal(r.idx, r.n % 3);
 });
 
-test("operators on forward edges with equal parallelism are chained; keyBy and parallelism changes split chains", () => {
+test("operators on forward edges with equal parallelism are chained; keyBy and parallelism changes split chains", async () => {
   const handle = runJob(
     defineJob("chaining", (env) => {
       env
@@ -226,5 +226,5 @@ test("operators on forward edges with equal parallelism are chained; keyBy and p
     handle.plan.chains.map((c) => c.name),
     ["Source: Sequence -> Map -> Filter", "Sum -> Map", "Map -> Sink"],
   );
-  return handle.done;
+  await handle.done;
 });

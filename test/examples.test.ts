@@ -1,0 +1,79 @@
+/** The examples run in CI, and their output is checked against a direct computation. */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { runJob } from "eddy/testing";
+import wordCount from "../examples/word-count.ts";
+import { fraudDetectionJob, LARGE_AMOUNT, SMALL_AMOUNT, WINDOW_MS, type Alert } from "../examples/fraud-detection.ts";
+import { orderPaymentsJob, PAYMENT_TIMEOUT_MS, sampleData, type OrderEvent } from "../examples/order-payments.ts";
+import { transactionAt, withDefaults, type Transaction } from "../examples/transactions.ts";
+
+async function printed<T>(job: Parameters<typeof runJob>[0], parallelism = 1): Promise<T[]> {
+  const lines: string[] = [];
+  const handle = runJob(job, { parallelism, stdout: (line) => lines.push(line) });
+  await handle.done;
+  return lines.map((l) => JSON.parse(l) as T);
+}
+
+test("examples/word-count.ts prints the rolling count of every word", async () => {
+  const out = await printed<{ word: string; count: number }>(wordCount);
+  assert.deepEqual(out, [
+    { word: "to", count: 1 },
+    { word: "be", count: 1 },
+    { word: "or", count: 1 },
+    { word: "not", count: 1 },
+    { word: "to", count: 2 },
+    { word: "be", count: 2 },
+  ]);
+});
+
+/** The batch oracle: per account, the rule over the history sorted by (timestamp, id). */
+function fraudOracle(count: number): Alert[] {
+  const o = withDefaults({ count });
+  const byAccount = new Map<string, Transaction[]>();
+  for (let i = 0; i < count; i++) {
+    const tx = transactionAt(i, o);
+    byAccount.set(tx.account, [...(byAccount.get(tx.account) ?? []), tx]);
+  }
+  const alerts: Alert[] = [];
+  for (const txs of byAccount.values()) {
+    txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id);
+    let last: Transaction | undefined;
+    for (const tx of txs) {
+      if (last !== undefined && tx.timestamp - last.timestamp > WINDOW_MS) last = undefined;
+      if (tx.amount > LARGE_AMOUNT && last !== undefined) {
+        alerts.push({ account: tx.account, smallTransactionId: last.id, largeTransactionId: tx.id, amount: tx.amount, timestamp: tx.timestamp });
+        last = undefined;
+      } else if (tx.amount < SMALL_AMOUNT) {
+        last = tx;
+      }
+    }
+  }
+  return alerts;
+}
+
+const byId = (a: Alert, b: Alert) => a.largeTransactionId - b.largeTransactionId;
+
+for (const parallelism of [1, 2]) {
+  test(`examples/fraud-detection.ts finds exactly the alerts of a batch recomputation (parallelism ${parallelism})`, async () => {
+    const count = 60_000;
+    const out = await printed<Alert | { late: Transaction }>(fraudDetectionJob(count), parallelism);
+    assert.ok(out.every((r) => !("late" in r)), "the generator's disorder is within the watermark bound");
+    const expected = fraudOracle(count).sort(byId);
+    assert.ok(expected.length > 20, "the data produces alerts");
+    assert.deepEqual((out as Alert[]).sort(byId), expected);
+  });
+}
+
+test("examples/order-payments.ts reports each order paid or unpaid by event time alone", async () => {
+  const count = 500;
+  const out = await printed<OrderEvent>(orderPaymentsJob(count), 2);
+  const { orders, payments } = sampleData(count);
+  const paidAt = new Map(payments.map((p) => [p.orderId, p.paidAt]));
+  const expected = orders
+    .map((o) => {
+      const at = paidAt.get(o.orderId);
+      return `${o.orderId}:${at !== undefined && at - o.placedAt <= PAYMENT_TIMEOUT_MS ? "paid" : "unpaid"}`;
+    })
+    .sort();
+  assert.deepEqual(out.map((e) => `${e.orderId}:${e.kind}`).sort(), expected);
+});
