@@ -15,8 +15,8 @@ import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import { createChannelSelector } from "../runtime/channels/partitioner.ts";
 import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
-import type { JobServices, OneInputOperator, OperatorContext, TwoInputOperator } from "../runtime/operator.ts";
-import { chainedTarget, networkTarget, RoutingOutput, type OutputTarget } from "../runtime/outputs.ts";
+import type { JobServices, OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../runtime/operator.ts";
+import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 
 export interface ExecutorOptions {
@@ -203,7 +203,7 @@ export class InlineExecution {
         const mailbox = new Mailbox(() => this.#wake());
         const writers: RecordWriter[] = [];
         const operators = new Map<PlanNode, AnyOperator>();
-        const outputs = new Map<PlanNode, RoutingOutput>();
+        const outputs = new Map<PlanNode, Output<unknown>>();
 
         // Build tail first so each operator is created with its downstream already in place.
         for (let n = chain.nodes.length - 1; n >= 0; n--) {
@@ -213,7 +213,7 @@ export class InlineExecution {
           for (const edge of node.outputs) {
             let target: OutputTarget;
             if (edge.chained) {
-              target = chainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
+              target = new ChainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
             } else {
               const selector = createChannelSelector(edge.partitioner, {
                 senderIndex: subtask,
@@ -224,12 +224,12 @@ export class InlineExecution {
               });
               const writer = new RecordWriter(channels[edgeIds.get(edge)!]![subtask]!, selector, this.#options.batchRecords);
               writers.push(writer);
-              target = networkTarget(writer);
+              target = new NetworkTarget(writer);
             }
             if (edge.sideTag === undefined) main.push(target);
             else side.set(edge.sideTag, [...(side.get(edge.sideTag) ?? []), target]);
           }
-          const output = new RoutingOutput(main, side);
+          const output = createOutput(main, side);
           outputs.set(node, output);
           const t = node.transformation;
           if (t.kind === "source") continue;

@@ -16,20 +16,87 @@ export interface OutputTarget {
   status(idle: boolean): void;
 }
 
-export function chainedTarget(operator: OneInputOperator<unknown>): OutputTarget {
-  return {
-    record: (value, timestamp) => operator.processElement(value, timestamp),
-    watermark: (watermark) => operator.processWatermark(watermark),
-    status: (idle) => operator.processWatermarkStatus?.(idle),
-  };
+/** Direct calls into the next operator of the chain. */
+export class ChainedTarget implements OutputTarget {
+  readonly operator: OneInputOperator<unknown>;
+  constructor(operator: OneInputOperator<unknown>) {
+    this.operator = operator;
+  }
+  record(value: unknown, timestamp: number): void {
+    this.operator.processElement(value, timestamp);
+  }
+  watermark(watermark: number): void {
+    this.operator.processWatermark(watermark);
+  }
+  status(idle: boolean): void {
+    this.operator.processWatermarkStatus?.(idle);
+  }
 }
 
-export function networkTarget(writer: RecordWriter): OutputTarget {
-  return {
-    record: (value, timestamp) => writer.write(value, timestamp),
-    watermark: (watermark) => writer.broadcastElement({ kind: "watermark", timestamp: watermark }),
-    status: (idle) => writer.broadcastElement(idle ? STATUS_IDLE : STATUS_ACTIVE),
-  };
+/** Into a record writer (a network edge). */
+export class NetworkTarget implements OutputTarget {
+  readonly writer: RecordWriter;
+  constructor(writer: RecordWriter) {
+    this.writer = writer;
+  }
+  record(value: unknown, timestamp: number): void {
+    this.writer.write(value, timestamp);
+  }
+  watermark(watermark: number): void {
+    this.writer.broadcastElement({ kind: "watermark", timestamp: watermark });
+  }
+  status(idle: boolean): void {
+    this.writer.broadcastElement(idle ? STATUS_IDLE : STATUS_ACTIVE);
+  }
+}
+
+/**
+ * The output for a node: the common single-target shapes get their own classes so the per-record
+ * call goes straight to the operator or writer (one call per hop instead of two).
+ */
+export function createOutput(main: readonly OutputTarget[], side: ReadonlyMap<string, readonly OutputTarget[]>): Output<unknown> {
+  if (side.size === 0 && main.length === 1) {
+    const only = main[0]!;
+    if (only instanceof ChainedTarget) return new ChainingOutput(only.operator);
+    if (only instanceof NetworkTarget) return new WriterOutput(only.writer);
+  }
+  return new RoutingOutput(main, side);
+}
+
+class ChainingOutput implements Output<unknown> {
+  readonly #operator: OneInputOperator<unknown>;
+  constructor(operator: OneInputOperator<unknown>) {
+    this.#operator = operator;
+  }
+  collect(value: unknown, timestamp: number): void {
+    this.#operator.processElement(value, timestamp);
+  }
+  collectSide(): void {}
+  emitWatermark(watermark: number): void {
+    this.#operator.processWatermark(watermark);
+  }
+  emitWatermarkStatus(idle: boolean): void {
+    this.#operator.processWatermarkStatus?.(idle);
+  }
+}
+
+class WriterOutput implements Output<unknown> {
+  readonly #target: NetworkTarget;
+  readonly #writer: RecordWriter;
+  constructor(writer: RecordWriter) {
+    this.#writer = writer;
+    this.#target = new NetworkTarget(writer);
+  }
+  collect(value: unknown, timestamp: number): void {
+    this.#writer.write(value, timestamp);
+  }
+  collectSide(): void {}
+  emitWatermark(watermark: number): void {
+    this.#target.watermark(watermark);
+  }
+  emitWatermarkStatus(idle: boolean): void {
+    this.#target.status(idle);
+  }
 }
 
 const NO_TARGETS: readonly OutputTarget[] = [];
@@ -40,8 +107,6 @@ export class RoutingOutput implements Output<unknown> {
   readonly #single: OutputTarget | undefined;
   readonly #side: ReadonlyMap<string, readonly OutputTarget[]>;
   readonly #all: readonly OutputTarget[];
-  /** Records emitted to main targets (for metrics). */
-  recordsOut = 0;
 
   constructor(main: readonly OutputTarget[], side: ReadonlyMap<string, readonly OutputTarget[]>) {
     this.#main = main;
@@ -51,7 +116,6 @@ export class RoutingOutput implements Output<unknown> {
   }
 
   collect(value: unknown, timestamp: number): void {
-    this.recordsOut++;
     const single = this.#single;
     if (single !== undefined) {
       single.record(value, timestamp);

@@ -18,6 +18,8 @@ interface Rec {
   tags: string[];
 }
 
+const rec = (name: string, ...tags: string[]): Rec => ({ name, tags });
+
 function backend(start = 0, end = 127): HeapKeyedStateBackend {
   return new HeapKeyedStateBackend({ keyGroupRange: { start, end }, clock: new ManualClock(0) });
 }
@@ -117,7 +119,7 @@ test("copy: 'none' stores and returns the very object", () => {
   const b = backend();
   const s = b.getState(new ValueStateDescriptor<Rec>("rec", { copy: "none" }));
   at(b, "k");
-  const written: Rec = { name: "a", tags: [] };
+  const written: Rec = rec("a");
   s.update(written);
   assert.equal(s.value(), written);
 });
@@ -126,21 +128,21 @@ test("list state: elements are copied in and out; get returns a fresh array", ()
   const b = backend();
   const s = b.getListState(new ListStateDescriptor<Rec>("recs"));
   at(b, "k");
-  const one: Rec = { name: "one", tags: [] };
-  const two: Rec = { name: "two", tags: [] };
+  const one: Rec = rec("one");
+  const two: Rec = rec("two");
   s.add(one);
   s.addAll([two]);
   one.tags.push("x");
   two.name = "changed";
   const got = s.get();
-  assert.deepEqual(got, [{ name: "one", tags: [] }, { name: "two", tags: [] }]);
+  assert.deepEqual(got, [rec("one"), rec("two")]);
   got[0]!.tags.push("y");
-  got.push({ name: "three", tags: [] });
-  assert.deepEqual(s.get(), [{ name: "one", tags: [] }, { name: "two", tags: [] }]);
-  const replacement = [{ name: "r", tags: [] }];
+  got.push(rec("three"));
+  assert.deepEqual(s.get(), [rec("one"), rec("two")]);
+  const replacement = [rec("r")];
   s.update(replacement);
   replacement[0]!.name = "changed";
-  assert.deepEqual(s.get(), [{ name: "r", tags: [] }]);
+  assert.deepEqual(s.get(), [rec("r")]);
   s.update([]);
   assert.deepEqual(s.get(), []);
   assert.equal(b.numKeys("recs"), 0);
@@ -150,16 +152,16 @@ test("map state: values are copied in and out; iteration yields copies", () => {
   const b = backend();
   const s = b.getMapState(new MapStateDescriptor<string, Rec>("m"));
   at(b, "k");
-  const v: Rec = { name: "a", tags: [] };
+  const v: Rec = rec("a");
   s.put("x", v);
   s.putAll([["y", v]]);
   v.tags.push("mutated");
-  assert.deepEqual(s.get("x"), { name: "a", tags: [] });
+  assert.deepEqual(s.get("x"), rec("a"));
   s.get("x")!.tags.push("1");
   for (const [, value] of s.entries()) value.tags.push("2");
   for (const value of s.values()) value.tags.push("3");
-  assert.deepEqual(s.get("x"), { name: "a", tags: [] });
-  assert.deepEqual(s.get("y"), { name: "a", tags: [] });
+  assert.deepEqual(s.get("x"), rec("a"));
+  assert.deepEqual(s.get("y"), rec("a"));
   assert.deepEqual([...s.keys()], ["x", "y"]);
   assert.equal(s.contains("x"), true);
   s.remove("x");
@@ -231,11 +233,11 @@ test("aggregating state: the accumulator is never aliased by values, results or 
       getResult: (acc) => acc.all.length,
     }),
   );
-  const v: Rec = { name: "x", tags: [] };
+  const v: Rec = rec("x");
   objects.add(v);
   v.tags.push("mutated");
   const [stored] = [...b.entries("objs", kgOf("k"))];
-  assert.deepEqual(stored!.value, { all: [{ name: "x", tags: [] }] });
+  assert.deepEqual(stored!.value, { all: [rec("x")] });
 });
 
 test("a throwing user function leaves no empty entry behind", () => {

@@ -19,13 +19,8 @@ import type {
   StateDescriptorBase,
   ValueStateDescriptor,
 } from "./descriptors.ts";
-import {
-  HeapAggregatingState,
-  HeapListState,
-  HeapMapState,
-  HeapReducingState,
-  HeapValueState,
-} from "./heap-state-handles.ts";
+import { HeapMapState } from "./heap-map-state.ts";
+import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState } from "./heap-state-handles.ts";
 import type {
   HeapKvState,
   InternalAggregatingState,

@@ -24,9 +24,11 @@ export class KeyedSupport {
   /** User-facing keyed state access (handles follow the current key). */
   readonly stateStore: KeyedStateStore;
   readonly #ctx: OperatorContext;
+  readonly #maxParallelism: number;
 
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
+    this.#maxParallelism = ctx.maxParallelism;
     this.backend = new HeapKeyedStateBackend({ keyGroupRange: ctx.keyGroupRange, clock: ctx.clock });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
@@ -76,8 +78,10 @@ export class KeyedSupport {
 
   /** hot path: sets the current key from a record of input `input` (0 or 1). */
   setKeyFromRecord(keySelector: AnyKeySelector, value: unknown): void {
-    const key = checkedKey(keySelector, value, this.#ctx.operatorName);
-    this.backend.setCurrentKey(key, assignToKeyGroup(key, this.#ctx.maxParallelism));
+    const key: unknown = keySelector(value);
+    // Strings and finite numbers skip the general validation (the common case).
+    const valid = typeof key === "string" || (typeof key === "number" && key - key === 0) ? (key as Key) : checkedKey(() => key, value, this.#ctx.operatorName);
+    this.backend.setCurrentKey(valid, assignToKeyGroup(valid, this.#maxParallelism));
   }
 
   get currentWatermark(): number {

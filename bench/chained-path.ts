@@ -1,0 +1,137 @@
+/**
+ * Micro-benchmark of the chained per-record path, inline (one thread):
+ *
+ *   source → map → filter → keyBy → rolling reduce → discarding sink
+ *
+ * beside baselines computing the same result in the same run: a hand-written loop (the floor of
+ * JavaScript here) and Node object-mode streams (a peer). Every variant folds its output into a
+ * checksum, and the checksums must agree, so no variant can skip work.
+ *
+ *   node --import tsx bench/chained-path.ts [records=5000000] [rounds=5]
+ *
+ * Reports the median of `rounds` runs per variant and the ratios to the hand-written loop.
+ */
+import { Readable, Transform, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { defineJob, type Sink } from "eddy";
+import { runJob } from "eddy/testing";
+
+const N = Number(process.argv[2] ?? 5_000_000);
+const ROUNDS = Number(process.argv[3] ?? 5);
+const KEYS = 1000;
+
+interface Rec {
+  key: number;
+  value: number;
+}
+
+const toRecord = (n: number): Rec => ({ key: n % KEYS, value: n });
+const keep = (r: Rec): boolean => r.value % 3 !== 0;
+const combine = (a: Rec, b: Rec): Rec => ({ key: a.key, value: a.value + b.value });
+/** Order-independent fold of the emitted records. */
+const fold = (sum: number, r: Rec): number => (sum + r.value * (r.key + 1)) % 1_000_000_007;
+
+function handWritten(): number {
+  const acc = new Map<number, Rec>();
+  let checksum = 0;
+  for (let n = 0; n < N; n++) {
+    const r = toRecord(n);
+    if (!keep(r)) continue;
+    const prev = acc.get(r.key);
+    const next = prev === undefined ? r : combine(prev, r);
+    acc.set(r.key, next);
+    checksum = fold(checksum, next);
+  }
+  return checksum;
+}
+
+async function eddy(): Promise<number> {
+  let checksum = 0;
+  const discard: Sink<Rec> = {
+    createWriter: () => ({
+      write(r) {
+        checksum = fold(checksum, r);
+      },
+    }),
+  };
+  const handle = runJob(
+    defineJob("bench-chained-path", (env) => {
+      env
+        .fromSequence(0, N - 1)
+        .map(toRecord)
+        .filter(keep)
+        .keyBy((r) => r.key)
+        .reduce(combine)
+        .uid("reduce")
+        .sinkTo(discard);
+    }),
+  );
+  await handle.done;
+  return checksum;
+}
+
+async function nodeStreams(): Promise<number> {
+  let checksum = 0;
+  const acc = new Map<number, Rec>();
+  async function* numbers() {
+    // Batches of 1024 per chunk keep the generator from dominating.
+    for (let n = 0; n < N; n += 1024) {
+      const end = Math.min(N, n + 1024);
+      for (let i = n; i < end; i++) yield i;
+    }
+  }
+  await pipeline(
+    Readable.from(numbers()),
+    new Transform({ objectMode: true, transform: (n: number, _e, cb) => cb(null, toRecord(n)) }),
+    new Transform({ objectMode: true, transform: (r: Rec, _e, cb) => (keep(r) ? cb(null, r) : cb()) }),
+    new Transform({
+      objectMode: true,
+      transform(r: Rec, _e, cb) {
+        const prev = acc.get(r.key);
+        const next = prev === undefined ? r : combine(prev, r);
+        acc.set(r.key, next);
+        cb(null, next);
+      },
+    }),
+    new Writable({
+      objectMode: true,
+      write(r: Rec, _e, cb) {
+        checksum = fold(checksum, r);
+        cb();
+      },
+    }),
+  );
+  return checksum;
+}
+
+function median(values: number[]): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
+
+const variants: [string, () => number | Promise<number>][] = [
+  ["hand-written loop", handWritten],
+  ["eddy (inline, chained)", eddy],
+  ["node object-mode streams", nodeStreams],
+];
+const times = new Map<string, number[]>(variants.map(([name]) => [name, []]));
+let expected: number | undefined;
+for (let round = 0; round < ROUNDS; round++) {
+  for (const [name, run] of variants) {
+    const start = process.hrtime.bigint();
+    const checksum = await run();
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    expected ??= checksum;
+    if (checksum !== expected) throw new Error(`${name} computed ${checksum}, expected ${expected}`);
+    times.get(name)!.push(ms);
+  }
+}
+const base = median(times.get("hand-written loop")!);
+process.stdout.write(`records: ${N.toLocaleString("en")}, keys: ${KEYS}, rounds: ${ROUNDS} (median)\n`);
+for (const [name] of variants) {
+  const ms = median(times.get(name)!);
+  const rate = (N / ms) * 1000;
+  process.stdout.write(
+    `${name.padEnd(28)} ${ms.toFixed(0).padStart(7)} ms  ${(rate / 1e6).toFixed(2).padStart(6)} M rec/s  ${(ms / base).toFixed(2)}× the loop\n`,
+  );
+}
