@@ -11,9 +11,13 @@ export class RecordWriter {
   readonly #channels: readonly OutputChannel[];
   readonly #selector: ChannelSelector;
   readonly #batchRecords: number;
-  /** Pending batch per channel; `values[c].length === timestamps[c].length`. */
+  /**
+   * Pending batch per channel, preallocated to the batch size: slots [0, fill[c]) are filled.
+   * A batch is trimmed to its fill when it is pushed.
+   */
   #values: unknown[][];
   #timestamps: number[][];
+  readonly #fill: number[];
   /** Records written through this writer (for metrics). */
   recordsOut = 0;
 
@@ -21,8 +25,9 @@ export class RecordWriter {
     this.#channels = channels;
     this.#selector = selector;
     this.#batchRecords = batchRecords;
-    this.#values = channels.map(() => []);
-    this.#timestamps = channels.map(() => []);
+    this.#values = channels.map(() => new Array<unknown>(batchRecords));
+    this.#timestamps = channels.map(() => new Array<number>(batchRecords));
+    this.#fill = channels.map(() => 0);
   }
 
   /** hot path */
@@ -37,18 +42,26 @@ export class RecordWriter {
   }
 
   #append(channel: number, value: unknown, timestamp: number): void {
-    const values = this.#values[channel]!;
-    values.push(value);
-    this.#timestamps[channel]!.push(timestamp);
-    if (values.length >= this.#batchRecords) this.#flushChannel(channel);
+    const n = this.#fill[channel]!;
+    this.#values[channel]![n] = value;
+    this.#timestamps[channel]![n] = timestamp;
+    this.#fill[channel] = n + 1;
+    if (n + 1 >= this.#batchRecords) this.#flushChannel(channel);
   }
 
   #flushChannel(channel: number): void {
+    const n = this.#fill[channel]!;
+    if (n === 0) return;
     const values = this.#values[channel]!;
-    if (values.length === 0) return;
-    this.#channels[channel]!.push({ kind: "records", values, timestamps: this.#timestamps[channel]! });
-    this.#values[channel] = [];
-    this.#timestamps[channel] = [];
+    const timestamps = this.#timestamps[channel]!;
+    if (n < values.length) {
+      values.length = n;
+      timestamps.length = n;
+    }
+    this.#channels[channel]!.push({ kind: "records", values, timestamps });
+    this.#values[channel] = new Array<unknown>(this.#batchRecords);
+    this.#timestamps[channel] = new Array<number>(this.#batchRecords);
+    this.#fill[channel] = 0;
   }
 
   flush(): void {
