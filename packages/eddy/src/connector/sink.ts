@@ -2,7 +2,7 @@
  * The sink contract: one writer per sink subtask. Exactly-once sinks add a committer (a later
  * issue); this is the writer side every sink has.
  */
-import type { JobServices } from "../runtime/operator.ts";
+import type { JobServices } from "../core/job-services.ts";
 
 export interface SinkContext {
   readonly subtaskIndex: number;

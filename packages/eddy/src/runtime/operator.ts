@@ -9,6 +9,9 @@ import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import type { KeyGroupRange } from "../core/key-group.ts";
+import type { JobServices } from "../core/job-services.ts";
+
+export type { JobServices };
 /** A key selector as the runtime stores it; its result is validated per record. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyKeySelector = (value: any) => unknown;
@@ -67,13 +70,4 @@ export interface OperatorContext {
   readonly job: JobServices;
   /** Periodic watermark emission interval, from the job configuration. */
   readonly autoWatermarkIntervalMs: number;
-}
-
-/** Job-wide services provided by the executor. */
-export interface JobServices {
-  readonly jobName: string;
-  /** Appends to the named in-memory result list (collect sinks). */
-  collect(sinkName: string, value: unknown): void;
-  /** Writes a line to the job's standard output (print sinks). */
-  writeStdout(line: string): void;
 }
