@@ -32,7 +32,14 @@ export function rollingReduceOperator<T>(fn: ReduceFunction<T>) {
             throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
           }
         }
-        state.update(copyValue(result));
+        let stored: T;
+        try {
+          stored = copyValue(result);
+        } catch (e) {
+          // e.g. VALUE_NOT_COPYABLE for class instances: name the operator.
+          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        }
+        state.update(stored);
         output.collect(result, timestamp);
       },
       processWatermark: (watermark) => output.emitWatermark(watermark),
