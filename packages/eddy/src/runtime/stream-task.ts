@@ -64,7 +64,6 @@ export class StreamTask {
   /** Round-robin position over input channels, for fairness between upstream subtasks. */
   #nextInput = 0;
   #sourceWaiting = false;
-  #sourceEnded = false;
   readonly #readerOutput: ReaderOutput<unknown> | undefined;
   recordsIn = 0;
 
@@ -142,7 +141,6 @@ export class StreamTask {
       const status = reader.pollNext(this.#readerOutput!);
       if (status === "more") continue;
       if (status === "end") {
-        this.#sourceEnded = true;
         const head = this.#o.head as Extract<TaskHead, { kind: "source" }>;
         head.output.emitWatermark(MAX_WATERMARK);
         this.#finish();
@@ -300,9 +298,5 @@ export class StreamTask {
     }
     // A failing close on the normal path fails the job; on cancellation the first failure wins.
     if (failure !== undefined && wasFinished) throw failure;
-  }
-
-  get sourceEnded(): boolean {
-    return this.#sourceEnded;
   }
 }

@@ -18,8 +18,6 @@ export class RecordWriter {
   #values: unknown[][];
   #timestamps: number[][];
   readonly #fill: number[];
-  /** Records written through this writer (for metrics). */
-  recordsOut = 0;
 
   constructor(channels: readonly OutputChannel[], selector: ChannelSelector, batchRecords: number) {
     this.#channels = channels;
@@ -33,7 +31,6 @@ export class RecordWriter {
   /** hot path */
   write(value: unknown, timestamp: number): void {
     const channel = this.#channels.length === 1 ? 0 : this.#selector.select(value);
-    this.recordsOut++;
     if (channel === BROADCAST) {
       for (let c = 0; c < this.#channels.length; c++) this.#append(c, value, timestamp);
     } else {
