@@ -5,6 +5,8 @@
  * different keys (1 !== "1").
  */
 
+import { EddyError } from "./errors.ts";
+
 export type Key = string | number | bigint | readonly Key[];
 
 /** The identity of a key inside JS maps: the key itself for scalars, a canonical string for arrays. */
@@ -37,6 +39,21 @@ export function invalidKeyReason(key: unknown): string | undefined {
     default:
       return `key is a ${typeof key}; keys must be strings, numbers, bigints or arrays of those`;
   }
+}
+
+/**
+ * Returns `key` as a Key, or throws an INVALID_KEY error naming the operator whose key selector
+ * produced it. hot path: strings and finite numbers pass without the general check.
+ */
+export function requireValidKey(key: unknown, operatorName: string): Key {
+  if (typeof key === "string" || (typeof key === "number" && key - key === 0)) return key;
+  const reason = invalidKeyReason(key);
+  if (reason === undefined) return key as Key;
+  throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, {
+    domain: "user",
+    retryable: false,
+    operator: operatorName,
+  });
 }
 
 /** Map identity of a valid key. Scalars map to themselves; arrays to an unambiguous string. */

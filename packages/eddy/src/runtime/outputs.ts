@@ -8,62 +8,14 @@ import type { OutputTag } from "../core/output-tag.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { OneInputOperator, Output } from "./operator.ts";
 
-/** One receiver of an operator's output. */
-export interface OutputTarget {
-  /** hot path */
-  record(value: unknown, timestamp: number): void;
-  watermark(watermark: number): void;
-  status(idle: boolean): void;
-}
+/**
+ * One receiver of an operator's output. Each is a complete Output, so a node with a single main
+ * target and no side outputs uses the target itself: one call per hop on the hot path.
+ */
+export type OutputTarget = Output<unknown>;
 
 /** Direct calls into the next operator of the chain. */
 export class ChainedTarget implements OutputTarget {
-  readonly operator: OneInputOperator<unknown>;
-  constructor(operator: OneInputOperator<unknown>) {
-    this.operator = operator;
-  }
-  record(value: unknown, timestamp: number): void {
-    this.operator.processElement(value, timestamp);
-  }
-  watermark(watermark: number): void {
-    this.operator.processWatermark(watermark);
-  }
-  status(idle: boolean): void {
-    this.operator.processWatermarkStatus?.(idle);
-  }
-}
-
-/** Into a record writer (a network edge). */
-export class NetworkTarget implements OutputTarget {
-  readonly writer: RecordWriter;
-  constructor(writer: RecordWriter) {
-    this.writer = writer;
-  }
-  record(value: unknown, timestamp: number): void {
-    this.writer.write(value, timestamp);
-  }
-  watermark(watermark: number): void {
-    this.writer.broadcastElement({ kind: "watermark", timestamp: watermark });
-  }
-  status(idle: boolean): void {
-    this.writer.broadcastElement(idle ? STATUS_IDLE : STATUS_ACTIVE);
-  }
-}
-
-/**
- * The output for a node: the common single-target shapes get their own classes so the per-record
- * call goes straight to the operator or writer (one call per hop instead of two).
- */
-export function createOutput(main: readonly OutputTarget[], side: ReadonlyMap<string, readonly OutputTarget[]>): Output<unknown> {
-  if (side.size === 0 && main.length === 1) {
-    const only = main[0]!;
-    if (only instanceof ChainedTarget) return new ChainingOutput(only.operator);
-    if (only instanceof NetworkTarget) return new WriterOutput(only.writer);
-  }
-  return new RoutingOutput(main, side);
-}
-
-class ChainingOutput implements Output<unknown> {
   readonly #operator: OneInputOperator<unknown>;
   constructor(operator: OneInputOperator<unknown>) {
     this.#operator = operator;
@@ -80,23 +32,28 @@ class ChainingOutput implements Output<unknown> {
   }
 }
 
-class WriterOutput implements Output<unknown> {
-  readonly #target: NetworkTarget;
+/** Into a record writer (a network edge). */
+export class NetworkTarget implements OutputTarget {
   readonly #writer: RecordWriter;
   constructor(writer: RecordWriter) {
     this.#writer = writer;
-    this.#target = new NetworkTarget(writer);
   }
   collect(value: unknown, timestamp: number): void {
     this.#writer.write(value, timestamp);
   }
   collectSide(): void {}
   emitWatermark(watermark: number): void {
-    this.#target.watermark(watermark);
+    this.#writer.broadcastElement({ kind: "watermark", timestamp: watermark });
   }
   emitWatermarkStatus(idle: boolean): void {
-    this.#target.status(idle);
+    this.#writer.broadcastElement(idle ? STATUS_IDLE : STATUS_ACTIVE);
   }
+}
+
+/** The output of a node with the given main and side-output targets. */
+export function createOutput(main: readonly OutputTarget[], side: ReadonlyMap<string, readonly OutputTarget[]>): Output<unknown> {
+  if (side.size === 0 && main.length === 1) return main[0]!;
+  return new RoutingOutput(main, side);
 }
 
 const NO_TARGETS: readonly OutputTarget[] = [];
@@ -118,23 +75,23 @@ export class RoutingOutput implements Output<unknown> {
   collect(value: unknown, timestamp: number): void {
     const single = this.#single;
     if (single !== undefined) {
-      single.record(value, timestamp);
+      single.collect(value, timestamp);
       return;
     }
     const main = this.#main;
-    for (let i = 0; i < main.length; i++) main[i]!.record(value, timestamp);
+    for (let i = 0; i < main.length; i++) main[i]!.collect(value, timestamp);
   }
 
   collectSide<S>(tag: OutputTag<S>, value: S, timestamp: number): void {
     const targets = this.#side.get(tag.id) ?? NO_TARGETS;
-    for (let i = 0; i < targets.length; i++) targets[i]!.record(value, timestamp);
+    for (let i = 0; i < targets.length; i++) targets[i]!.collect(value, timestamp);
   }
 
   emitWatermark(watermark: number): void {
-    for (const target of this.#all) target.watermark(watermark);
+    for (const target of this.#all) target.emitWatermark(watermark);
   }
 
   emitWatermarkStatus(idle: boolean): void {
-    for (const target of this.#all) target.status(idle);
+    for (const target of this.#all) target.emitWatermarkStatus(idle);
   }
 }

@@ -4,7 +4,7 @@
  * the record writer calls once per record.
  */
 import { EddyError } from "../../core/errors.ts";
-import { invalidKeyReason, type Key } from "../../core/key.ts";
+import { requireValidKey } from "../../core/key.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../../core/key-group.ts";
 import type { AnyKeySelector } from "../operator.ts";
 
@@ -100,26 +100,12 @@ export function rescaleTargets(senderIndex: number, senderParallelism: number, r
   return [Math.floor((senderIndex * receiverParallelism) / senderParallelism)];
 }
 
-/** Validates a key selector's result, with an error naming the operator. */
-export function checkedKey(keySelector: AnyKeySelector, value: unknown, operatorName: string): Key {
-  const key = keySelector(value);
-  const reason = invalidKeyReason(key);
-  if (reason !== undefined) {
-    throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, {
-      domain: "user",
-      retryable: false,
-      operator: operatorName,
-    });
-  }
-  return key as Key;
-}
-
 function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
   const maxP = ctx.receiverMaxParallelism;
   const p = ctx.receiverParallelism;
   return {
     select(value: unknown): number {
-      const key = checkedKey(keySelector, value, ctx.receiverName);
+      const key = requireValidKey(keySelector(value), ctx.receiverName);
       return computeOperatorIndexForKeyGroup(maxP, p, assignToKeyGroup(key, maxP));
     },
   };

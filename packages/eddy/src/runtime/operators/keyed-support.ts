@@ -4,11 +4,10 @@
  * subtask.
  */
 import { EddyError } from "../../core/errors.ts";
-import type { Key } from "../../core/key.ts";
+import { requireValidKey, type Key } from "../../core/key.ts";
 import { assignToKeyGroup } from "../../core/key-group.ts";
 import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
-import { checkedKey } from "../channels/partitioner.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
 import { InternalTimerService } from "../timer-service.ts";
@@ -76,12 +75,10 @@ export class KeyedSupport {
     };
   }
 
-  /** hot path: sets the current key from a record of input `input` (0 or 1). */
+  /** hot path: sets the current key from a record, validating what the key selector returned. */
   setKeyFromRecord(keySelector: AnyKeySelector, value: unknown): void {
-    const key: unknown = keySelector(value);
-    // Strings and finite numbers skip the general validation (the common case).
-    const valid = typeof key === "string" || (typeof key === "number" && key - key === 0) ? (key as Key) : checkedKey(() => key, value, this.#ctx.operatorName);
-    this.backend.setCurrentKey(valid, assignToKeyGroup(valid, this.#maxParallelism));
+    const key = requireValidKey(keySelector(value), this.#ctx.operatorName);
+    this.backend.setCurrentKey(key, assignToKeyGroup(key, this.#maxParallelism));
   }
 
   get currentWatermark(): number {
