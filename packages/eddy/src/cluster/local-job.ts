@@ -21,6 +21,8 @@ export interface RunOptions {
   readonly batchRecords?: number;
   /** Credit per channel in records (default 16 batches). */
   readonly channelCapacityRecords?: number;
+  /** A partly filled batch is sent once its oldest record is this old, in ms (default 2). */
+  readonly flushTimeoutMs?: number;
 }
 
 export interface JobExecution {
@@ -66,6 +68,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     batchRecords,
     channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
     maxRecordsPerSlice: batchRecords * 8,
+    flushTimeoutMs: options.flushTimeoutMs ?? 2,
+    yieldIntervalMs: 10,
   });
   return {
     jobName: job.name,

@@ -48,6 +48,22 @@ export interface StreamTaskOptions {
 
 export type TaskState = "created" | "running" | "finished" | "closed";
 
+/** What the runtime counts per subtask; readable from the job handle. */
+export interface SubtaskMetrics {
+  readonly task: string;
+  readonly subtask: number;
+  readonly state: TaskState;
+  readonly recordsIn: number;
+  readonly recordsOut: number;
+  /** Encoded bytes received from / sent to other threads (0 for same-thread channels). */
+  readonly bytesIn: number;
+  readonly bytesOut: number;
+  /** Milliseconds the task had work but no credit on an output channel. */
+  readonly backpressuredMs: number;
+  /** The watermark the head operator has seen (sources: the minimum watermark). */
+  readonly watermark: number;
+}
+
 export class StreamTask {
   readonly name: string;
   readonly subtaskIndex: number;
@@ -66,6 +82,9 @@ export class StreamTask {
   #sourceWaiting = false;
   readonly #readerOutput: ReaderOutput<unknown> | undefined;
   recordsIn = 0;
+  #backpressuredMs = 0;
+  /** performance.now() when the task last found an output without credit, or -1. */
+  #backpressuredSince = -1;
 
   constructor(options: StreamTaskOptions) {
     this.#o = options;
@@ -114,7 +133,15 @@ export class StreamTask {
   /** Whether `runSlice` would make progress now. */
   get isRunnable(): boolean {
     if (this.#o.mailbox.hasMail) return true;
-    if (this.#state !== "running" || !this.#writable()) return false;
+    if (this.#state !== "running") return false;
+    if (!this.#writable()) {
+      if (this.#backpressuredSince < 0) this.#backpressuredSince = performance.now();
+      return false;
+    }
+    if (this.#backpressuredSince >= 0) {
+      this.#backpressuredMs += performance.now() - this.#backpressuredSince;
+      this.#backpressuredSince = -1;
+    }
     if (this.#o.head.kind === "source") return !this.#sourceWaiting;
     for (const input of this.#o.inputs) if (input.channel.hasData) return true;
     return false;
@@ -125,7 +152,44 @@ export class StreamTask {
     if (this.#state !== "running") return;
     if (this.#o.head.kind === "source") this.#pollSource(this.#o.head.reader);
     else this.#processInput();
-    if (this.#state === "running") for (const w of this.#o.writers) w.flush();
+  }
+
+  /** Sends partly filled batches whose oldest record was written before `time` (performance.now()). */
+  flushOlderThan(time: number): void {
+    if (this.#state !== "running") return;
+    const writers = this.#o.writers;
+    for (let i = 0; i < writers.length; i++) writers[i]!.flushOlderThan(time);
+  }
+
+  /** Sends every partly filled batch; returns whether there was any. */
+  flushAll(): boolean {
+    if (this.#state !== "running") return false;
+    let sent = false;
+    for (const w of this.#o.writers) sent = w.flush() || sent;
+    return sent;
+  }
+
+  metrics(): SubtaskMetrics {
+    let recordsOut = 0;
+    let bytesOut = 0;
+    for (const w of this.#o.writers) {
+      recordsOut += w.recordsOut;
+      bytesOut += w.bytesOut;
+    }
+    let bytesIn = 0;
+    for (const input of this.#o.inputs) bytesIn += input.channel.bytesIn ?? 0;
+    const pending = this.#backpressuredSince < 0 ? 0 : performance.now() - this.#backpressuredSince;
+    return {
+      task: this.name,
+      subtask: this.subtaskIndex,
+      state: this.#state,
+      recordsIn: this.recordsIn,
+      recordsOut,
+      bytesIn,
+      bytesOut,
+      backpressuredMs: this.#backpressuredMs + pending,
+      watermark: this.#combinedWatermark,
+    };
   }
 
   #writable(): boolean {

@@ -12,6 +12,8 @@ export interface InputChannel {
   poll(): StreamElement | undefined;
   /** Whether `poll` would return an element. */
   readonly hasData: boolean;
+  /** Encoded bytes received so far (channels that cross threads). */
+  readonly bytesIn?: number;
 }
 
 export interface OutputChannel {
@@ -19,6 +21,8 @@ export interface OutputChannel {
   push(element: StreamElement): void;
   /** Whether the receiver has credit for more records. */
   readonly isWritable: boolean;
+  /** Encoded bytes sent so far (channels that cross threads). */
+  readonly bytesOut?: number;
 }
 
 export class LocalChannel implements InputChannel, OutputChannel {

@@ -18,6 +18,9 @@ export class RecordWriter {
   #values: unknown[][];
   #timestamps: number[][];
   readonly #fill: number[];
+  /** performance.now() of the first record of each pending batch. */
+  readonly #since: number[];
+  recordsOut = 0;
 
   constructor(channels: readonly OutputChannel[], selector: ChannelSelector, batchRecords: number) {
     this.#channels = channels;
@@ -26,6 +29,7 @@ export class RecordWriter {
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
     this.#fill = channels.map(() => 0);
+    this.#since = channels.map(() => 0);
   }
 
   /** hot path */
@@ -40,15 +44,16 @@ export class RecordWriter {
 
   #append(channel: number, value: unknown, timestamp: number): void {
     const n = this.#fill[channel]!;
+    if (n === 0) this.#since[channel] = performance.now();
     this.#values[channel]![n] = value;
     this.#timestamps[channel]![n] = timestamp;
     this.#fill[channel] = n + 1;
     if (n + 1 >= this.#batchRecords) this.#flushChannel(channel);
   }
 
-  #flushChannel(channel: number): void {
+  #flushChannel(channel: number): boolean {
     const n = this.#fill[channel]!;
-    if (n === 0) return;
+    if (n === 0) return false;
     const values = this.#values[channel]!;
     const timestamps = this.#timestamps[channel]!;
     if (n < values.length) {
@@ -59,10 +64,27 @@ export class RecordWriter {
     this.#values[channel] = new Array<unknown>(this.#batchRecords);
     this.#timestamps[channel] = new Array<number>(this.#batchRecords);
     this.#fill[channel] = 0;
+    this.recordsOut += n;
+    return true;
   }
 
-  flush(): void {
-    for (let c = 0; c < this.#channels.length; c++) this.#flushChannel(c);
+  /** Sends every pending batch; returns whether there was any. */
+  flush(): boolean {
+    let sent = false;
+    for (let c = 0; c < this.#channels.length; c++) sent = this.#flushChannel(c) || sent;
+    return sent;
+  }
+
+  /** Sends the pending batches whose first record was written before `time`. */
+  flushOlderThan(time: number): void {
+    for (let c = 0; c < this.#channels.length; c++) if (this.#fill[c]! > 0 && this.#since[c]! <= time) this.#flushChannel(c);
+  }
+
+  /** Bytes the channels of this writer encoded (0 for same-thread channels). */
+  get bytesOut(): number {
+    let n = 0;
+    for (const channel of this.#channels) n += channel.bytesOut ?? 0;
+    return n;
   }
 
   /** Sends a non-record element to every channel, after the records written before it. */

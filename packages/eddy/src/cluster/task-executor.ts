@@ -1,0 +1,335 @@
+/**
+ * Runs the subtasks a deployment assigns to this thread: instantiates their operators, wires
+ * their channels, registers their source readers, and drives them all with one cooperative loop
+ * (run every runnable task for one slice, yield to the event loop, sleep when nothing is runnable
+ * until mail, channel data, credit or source data wakes it).
+ *
+ * Inline mode runs every subtask of a plan in one executor with local channels; threaded mode runs
+ * one executor per worker thread, each with its share of subtasks, and remote channels between
+ * them. The executor does not know which: the `Deployment` decides what is local.
+ */
+import type { Clock } from "../core/clock.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
+import { keyGroupRangeForOperator } from "../core/key-group.ts";
+import type { Logger } from "../core/logger.ts";
+import type { SourceReader } from "../connector/source.ts";
+import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
+import type { InputChannel, OutputChannel } from "../runtime/channels/local-channel.ts";
+import { createChannelSelector } from "../runtime/channels/partitioner.ts";
+import { RecordWriter } from "../runtime/channels/record-writer.ts";
+import { Mailbox } from "../runtime/mailbox.ts";
+import type { JobServices, OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../runtime/operator.ts";
+import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
+import { StreamTask, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
+
+export interface ExecutorOptions {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly services: JobServices;
+  readonly autoWatermarkIntervalMs: number;
+  /** Records per batch on a channel. */
+  readonly batchRecords: number;
+  /** A partly filled batch is sent once its oldest record is this old (and whenever the thread goes idle). */
+  readonly flushTimeoutMs: number;
+  readonly maxRecordsPerSlice: number;
+  /**
+   * Longest stretch of task work before the loop yields to the event loop. Worker threads use 0
+   * (yield after every round) so frames from other threads are received promptly.
+   */
+  readonly yieldIntervalMs: number;
+}
+
+/** Where a network edge's channel ends come from; see the file comment. */
+export interface Deployment {
+  /** Whether this executor runs subtask `subtask` of `chain`. */
+  owns(chain: PlanChain, subtask: number): boolean;
+  /** The sending end of the channel `sender → receiver` of `edge` (the sender is owned here). */
+  outputChannel(edge: PlanEdge, sender: number, receiver: number): OutputChannel;
+  /** The receiving end of the channel `sender → receiver` of `edge` (the receiver is owned here). */
+  inputChannel(edge: PlanEdge, sender: number, receiver: number): InputChannel;
+  readonly splits: SplitCoordination;
+}
+
+/** The reader side of split assignment (FLIP-27): enumerators live with the coordinator. */
+export interface ReaderHandle {
+  addSplits(splits: readonly unknown[]): void;
+  notifyNoMoreSplits(): void;
+}
+
+export interface SplitCoordination {
+  /** A source subtask of this executor exists; split assignments for it go to `handle`. */
+  registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void;
+  requestSplit(node: PlanNode, subtask: number): void;
+  /** Every reader of this executor is registered. */
+  start(): void;
+  close(): void;
+}
+
+export interface ExecutorResult {
+  /** Records read by this executor's source subtasks. */
+  readonly sourceRecords: number;
+}
+
+type AnyOperator = OneInputOperator<unknown> | TwoInputOperator<unknown, unknown>;
+
+export class TaskExecutor {
+  readonly done: Promise<ExecutorResult>;
+  readonly tasks: StreamTask[] = [];
+  readonly #plan: Plan;
+  readonly #deployment: Deployment;
+  readonly #options: ExecutorOptions;
+  readonly #sourceTasks = new Set<StreamTask>();
+  #wakeup: (() => void) | undefined;
+  #failure: EddyError | undefined;
+  #cancelled = false;
+  #idleWaiters: (() => void)[] = [];
+
+  constructor(plan: Plan, deployment: Deployment, options: ExecutorOptions) {
+    this.#plan = plan;
+    this.#deployment = deployment;
+    this.#options = options;
+    this.done = this.#deployAndRun();
+  }
+
+  /** Stops the executor; `done` then rejects with a cancellation error. Idempotent. */
+  cancel(): void {
+    this.#cancelled = true;
+    this.wake();
+  }
+
+  /** Fails the executor from outside the loop (e.g. a peer reported a broken channel). */
+  fail(cause: unknown): void {
+    this.#fail(cause);
+    this.wake();
+  }
+
+  /** Resolves the next time no task is runnable (all wait for time or data) or the executor ended. */
+  whenIdle(): Promise<void> {
+    return new Promise((resolve) => {
+      this.#idleWaiters.push(resolve);
+      this.wake();
+    });
+  }
+
+  /** Records read by this executor's source subtasks so far. */
+  get sourceRecords(): number {
+    let n = 0;
+    for (const task of this.#sourceTasks) n += task.recordsIn;
+    return n;
+  }
+
+  metrics(): SubtaskMetrics[] {
+    return this.tasks.map((t) => t.metrics());
+  }
+
+  /** Wakes the loop if it sleeps: new mail, channel data or credit. Cheap; call freely. */
+  wake(): void {
+    const wake = this.#wakeup;
+    if (wake === undefined) return;
+    this.#wakeup = undefined;
+    wake();
+  }
+
+  async #deployAndRun(): Promise<ExecutorResult> {
+    // Let the caller attach handlers before anything can fail.
+    await Promise.resolve();
+    try {
+      this.#deploy();
+      for (const task of this.tasks) task.open();
+      this.#deployment.splits.start();
+      await this.#loop();
+    } catch (e) {
+      this.#fail(e);
+    }
+    this.#shutdown();
+    for (const resolve of this.#idleWaiters.splice(0)) resolve();
+    if (this.#failure !== undefined) throw this.#failure;
+    return { sourceRecords: this.sourceRecords };
+  }
+
+  async #loop(): Promise<void> {
+    const tasks = this.tasks;
+    const { yieldIntervalMs, flushTimeoutMs } = this.#options;
+    let lastYield = performance.now();
+    while (this.#failure === undefined) {
+      if (this.#cancelled) {
+        this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" });
+        return;
+      }
+      let allFinished = true;
+      let progressed = false;
+      for (let i = 0; i < tasks.length; i++) {
+        const task = tasks[i]!;
+        if (task.isRunnable) {
+          progressed = true;
+          try {
+            task.runSlice();
+          } catch (e) {
+            this.#fail(e, task);
+            return;
+          }
+        }
+        if (!task.isFinished) allFinished = false;
+      }
+      if (allFinished) return;
+      const now = performance.now();
+      if (progressed) {
+        // Under load, batches fill; a partly filled batch waits at most the flush timeout.
+        for (let i = 0; i < tasks.length; i++) tasks[i]!.flushOlderThan(now - flushTimeoutMs);
+        if (now - lastYield >= yieldIntervalMs) {
+          // Let timers, I/O and frames from other threads in; a job never starves the event loop.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          lastYield = performance.now();
+        }
+        continue;
+      }
+      // Nothing is runnable: nothing more will join a pending batch soon, so send them now.
+      let flushed = false;
+      for (let i = 0; i < tasks.length; i++) flushed = tasks[i]!.flushAll() || flushed;
+      if (flushed) continue;
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+      await new Promise<void>((resolve) => {
+        this.#wakeup = resolve;
+      });
+      lastYield = performance.now();
+    }
+  }
+
+  #fail(cause: unknown, task?: StreamTask): void {
+    if (this.#failure !== undefined) return;
+    if (cause instanceof EddyError) {
+      this.#failure = cause;
+    } else {
+      const where = task === undefined ? "" : ` in task '${task.name}' (subtask ${task.subtaskIndex})`;
+      this.#failure = new EddyError("TASK_FAILED", `job '${this.#plan.jobName}' failed${where}: ${describeCause(cause)}`, {
+        domain: "internal",
+        cause,
+        ...(task === undefined ? {} : { operator: task.name, subtask: task.subtaskIndex }),
+      });
+    }
+    this.#options.logger.error("job failed", { job: this.#plan.jobName, error: this.#failure.message, code: this.#failure.code });
+  }
+
+  #shutdown(): void {
+    for (const task of this.tasks) {
+      try {
+        task.close();
+      } catch (e) {
+        this.#fail(e, task);
+      }
+    }
+    try {
+      this.#deployment.splits.close();
+    } catch (e) {
+      this.#options.logger.warn("split coordination failed to close", { error: describeCause(e) });
+    }
+  }
+
+  #deploy(): void {
+    const { clock, logger, services, autoWatermarkIntervalMs } = this.#options;
+    const deployment = this.#deployment;
+
+    for (const chain of this.#plan.chains) {
+      for (let subtask = 0; subtask < chain.parallelism; subtask++) {
+        if (!deployment.owns(chain, subtask)) continue;
+        const mailbox = new Mailbox(() => this.wake());
+        const writers: RecordWriter[] = [];
+        const operators = new Map<PlanNode, AnyOperator>();
+        const outputs = new Map<PlanNode, Output<unknown>>();
+
+        // Build tail first so each operator is created with its downstream already in place.
+        for (let n = chain.nodes.length - 1; n >= 0; n--) {
+          const node = chain.nodes[n]!;
+          const main: OutputTarget[] = [];
+          const side = new Map<string, OutputTarget[]>();
+          for (const edge of node.outputs) {
+            let target: OutputTarget;
+            if (edge.chained) {
+              target = new ChainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
+            } else {
+              const selector = createChannelSelector(edge.partitioner, {
+                senderIndex: subtask,
+                senderParallelism: node.parallelism,
+                receiverParallelism: edge.target.parallelism,
+                receiverMaxParallelism: edge.target.maxParallelism,
+                receiverName: edge.target.name,
+              });
+              const channels: OutputChannel[] = [];
+              for (let r = 0; r < edge.target.parallelism; r++) channels.push(deployment.outputChannel(edge, subtask, r));
+              const writer = new RecordWriter(channels, selector, this.#options.batchRecords);
+              writers.push(writer);
+              target = new NetworkTarget(writer);
+            }
+            if (edge.sideTag === undefined) main.push(target);
+            else side.set(edge.sideTag, [...(side.get(edge.sideTag) ?? []), target]);
+          }
+          const output = createOutput(main, side);
+          outputs.set(node, output);
+          const t = node.transformation;
+          if (t.kind === "source") continue;
+          const ctx: OperatorContext = {
+            operatorName: node.name,
+            operatorId: node.operatorId,
+            subtaskIndex: subtask,
+            parallelism: node.parallelism,
+            maxParallelism: node.maxParallelism,
+            keyGroupRange: keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask),
+            keySelectors: node.keySelectors,
+            clock,
+            logger,
+            postMail: (action) => mailbox.post(action),
+            job: services,
+            autoWatermarkIntervalMs,
+          };
+          operators.set(node, t.factory(ctx, output));
+        }
+
+        const headNode = chain.nodes[0]!;
+        const headT = headNode.transformation;
+        let head: TaskHead;
+        if (headT.kind === "source") {
+          const reader: SourceReader<unknown, unknown> = headT.source.createReader({
+            subtaskIndex: subtask,
+            parallelism: headNode.parallelism,
+            sendSplitRequest: () => deployment.splits.requestSplit(headNode, subtask),
+          });
+          head = { kind: "source", reader, output: outputs.get(headNode)! };
+          deployment.splits.registerReader(headNode, subtask, {
+            addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
+            notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),
+          });
+        } else if (headT.kind === "one-input") {
+          head = { kind: "one-input", operator: operators.get(headNode) as OneInputOperator<unknown> };
+        } else {
+          head = { kind: "two-input", operator: operators.get(headNode) as TwoInputOperator<unknown, unknown> };
+        }
+
+        const inputs: TaskInput[] = [];
+        const perInput = [0, 0];
+        for (const edge of headNode.inputs) {
+          for (let s = 0; s < edge.source.parallelism; s++) {
+            inputs.push({
+              channel: deployment.inputChannel(edge, s, subtask),
+              inputIndex: edge.inputIndex,
+              channelIndex: perInput[edge.inputIndex]!++,
+            });
+          }
+        }
+
+        const task = new StreamTask({
+          name: chain.name,
+          subtaskIndex: subtask,
+          head,
+          inputs,
+          operators: chain.nodes.filter((n) => operators.has(n)).map((n) => operators.get(n)!),
+          writers,
+          mailbox,
+          maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
+          wake: () => this.wake(),
+        });
+        this.tasks.push(task);
+        if (headT.kind === "source") this.#sourceTasks.add(task);
+      }
+    }
+  }
+}
