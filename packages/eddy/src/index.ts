@@ -62,3 +62,14 @@ export type {
 export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export type { JobResult } from "./cluster/inline-executor.ts";
+export type { SubtaskMetrics } from "./runtime/stream-task.ts";
+export {
+  ByteReader,
+  ByteWriter,
+  CodecError,
+  defaultCodec,
+  recordCodec,
+  valueCodec,
+  type BatchCodec,
+  type RecordCodecSpec,
+} from "./core/codec/index.ts";

@@ -86,6 +86,7 @@ function addTwoInput<R>(
     uid: undefined,
     parallelism: undefined,
     maxParallelism: undefined,
+    codec: undefined,
     stateful: keySelectors !== undefined,
     input1: first._transformation,
     input2: second._transformation,

@@ -3,6 +3,7 @@
  * extends DataStream, as in Flink, so both live in this file: a subclass in another module would
  * need its base class at module-evaluation time, which the import cycle cannot give.)
  */
+import type { BatchCodec } from "../core/codec/codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
@@ -94,6 +95,24 @@ export class DataStream<T> extends OperatorHandle {
     super(builder, transformation);
   }
 
+  /**
+   * Sets how this operator's records are encoded when they go to a subtask on another thread
+   * (e.g. an Avro or Protobuf codec through `recordCodec`). Records that stay on one thread are
+   * never encoded. Default: the built-in codec, which handles JSON-like values, bigint, Date,
+   * Uint8Array, Map and Set, and learns record shapes to encode batches column-wise.
+   */
+  setCodec(codec: BatchCodec): this {
+    if (codec === null || typeof codec !== "object" || typeof codec.encode !== "function" || typeof codec.decode !== "function") {
+      throw new TypeError("setCodec needs a BatchCodec (see recordCodec for per-record codecs)");
+    }
+    const t = this._transformation;
+    if (t.kind !== "source" && t.kind !== "one-input" && t.kind !== "two-input") {
+      throw new EddyError("NOT_AN_OPERATOR", `setCodec() applies to an operator, not to a ${t.kind} of streams`, { domain: "config" });
+    }
+    t.codec = codec;
+    return this;
+  }
+
   /** @internal adds a one-input operator consuming this stream. */
   _transform<R>(name: string, factory: AnyFactory<T, R>, stateful: boolean, keySelector?: AnyKeySelector): DataStream<R> {
     return new DataStream<R>(this.builder, this._addOneInput(name, factory, stateful, keySelector, false));
@@ -114,6 +133,7 @@ export class DataStream<T> extends OperatorHandle {
       uid: undefined,
       parallelism: undefined,
       maxParallelism: undefined,
+      codec: undefined,
       stateful,
       input: this._transformation,
       factory: factory as unknown as OneInputFactory,

@@ -1,4 +1,5 @@
 /** A job is a module whose default export is `defineJob(name, (env) => { ... })` (DESIGN §2). */
+import { pathToFileURL } from "node:url";
 import { EddyError } from "../core/errors.ts";
 import { StreamExecutionEnvironment } from "./environment.ts";
 
@@ -7,13 +8,40 @@ const JOB_BRAND = Symbol.for("eddy.job");
 export interface JobDefinition {
   readonly name: string;
   readonly build: (env: StreamExecutionEnvironment) => void;
+  /**
+   * URLs of the modules on the call stack of `defineJob`, innermost first (the module that called
+   * it, then e.g. the module that called a job factory). Worker threads import the one that
+   * exports this very definition to rebuild the job; the coordinator checks that before relying
+   * on it.
+   */
+  readonly moduleUrls: readonly string[];
   readonly [JOB_BRAND]: true;
 }
 
 export function defineJob(name: string, build: (env: StreamExecutionEnvironment) => void): JobDefinition {
   if (typeof name !== "string" || name.trim().length === 0) throw new TypeError("defineJob needs a non-empty job name");
   if (typeof build !== "function") throw new TypeError("defineJob needs a function (env) => { ... }");
-  return Object.freeze({ name, build, [JOB_BRAND]: true as const });
+  return Object.freeze({ name, build, moduleUrls: callerModuleUrls(), [JOB_BRAND]: true as const });
+}
+
+const THIS_FILE = import.meta.url;
+
+/** The distinct modules of the stack frames outside this file, innermost first, as file URLs. */
+function callerModuleUrls(): string[] {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 12;
+  const stack = new Error().stack ?? "";
+  Error.stackTraceLimit = limit;
+  const urls: string[] = [];
+  for (const line of stack.split("\n").slice(1)) {
+    const match = /((?:file:\/\/)?(?:\/|[A-Za-z]:[\\/])[^()]*?):\d+:\d+\)?\s*$/.exec(line);
+    if (match === null) continue;
+    const file = match[1]!;
+    const url = file.startsWith("file://") ? file : pathToFileURL(file).href;
+    if (url === THIS_FILE || urls.includes(url)) continue;
+    urls.push(url);
+  }
+  return urls;
 }
 
 export function isJobDefinition(value: unknown): value is JobDefinition {

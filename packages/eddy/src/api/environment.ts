@@ -86,6 +86,7 @@ export class StreamExecutionEnvironment {
       uid: undefined,
       parallelism: undefined,
       maxParallelism: undefined,
+      codec: undefined,
       stateful: false,
       source: source as Source<unknown, unknown>,
     });

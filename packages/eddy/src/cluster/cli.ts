@@ -18,6 +18,8 @@ Usage:
 Options for run:
   -p, --parallelism <n>         Default parallelism for operators the job does not set (default 1)
       --max-parallelism <n>     Number of key groups (default: derived from the parallelism)
+      --workers <n>             Worker threads (default: one per core, at most the parallelism)
+      --inline                  Run every subtask on the main thread instead of worker threads
       --log-level <level>       debug | info | warn | error | silent (default warn)
       --no-progress             Do not report progress on stderr
 
@@ -46,6 +48,8 @@ async function main(argv: string[]): Promise<void> {
         help: { type: "boolean", short: "h" },
         parallelism: { type: "string", short: "p" },
         "max-parallelism": { type: "string" },
+        workers: { type: "string" },
+        inline: { type: "boolean" },
         "log-level": { type: "string" },
         "no-progress": { type: "boolean" },
       },
@@ -87,7 +91,10 @@ async function main(argv: string[]): Promise<void> {
     execution = startJob(module, {
       parallelism: positiveInt(values.parallelism, "--parallelism"),
       maxParallelism: positiveInt(values["max-parallelism"], "--max-parallelism"),
+      workers: positiveInt(values.workers, "--workers"),
+      ...(values.inline === true ? { mode: "inline" as const } : {}),
       logger,
+      logLevel: level,
     });
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));

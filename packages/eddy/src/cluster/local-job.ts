@@ -1,28 +1,54 @@
 /**
  * Starts a job in this process: builds the graph from the job definition, compiles the plan and
- * runs it inline. Used by `eddy run` and by `runJob` in tests.
+ * runs it, on worker threads (threaded mode) or on the calling thread (inline mode). Used by
+ * `eddy run` and by `runJob` in tests.
+ *
+ * Mode: `inline` or `threads` when asked for. Otherwise threads when some operator has more than
+ * one subtask and the job can be rebuilt on a worker (its module exports this definition; see
+ * job-ref.ts), else inline. A manual clock means inline: it cannot be shared across threads.
  */
+import { availableParallelism } from "node:os";
 import { SystemClock, type Clock } from "../core/clock.ts";
-import { silentLogger, type Logger } from "../core/logger.ts";
-import { buildJob, resolveJob } from "../api/define-job.ts";
-import { compilePlan, type Plan } from "../graph/plan.ts";
+import { EddyError } from "../core/errors.ts";
+import { silentLogger, type Logger, type LogLevel } from "../core/logger.ts";
+import { resolveJob } from "../api/define-job.ts";
+import type { Plan } from "../graph/plan.ts";
+import type { JobServices } from "../runtime/operator.ts";
+import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { InlineExecution, type JobResult } from "./inline-executor.ts";
+import { locateJob, planJob, type JobRef } from "./job-ref.ts";
+import type { Placement } from "./thread-protocol.ts";
+import { ThreadedExecution } from "./threaded-execution.ts";
+
+export type ExecutionMode = "inline" | "threads";
 
 export interface RunOptions {
   /** Default parallelism for operators the job does not configure (the job's own setting wins). */
   readonly parallelism?: number;
   readonly maxParallelism?: number;
-  /** Processing time; a ManualClock in tests. */
+  /** See the file comment; default: decided from the plan and the job. */
+  readonly mode?: ExecutionMode;
+  /** Worker threads in threaded mode (default: one per core, at most the largest parallelism). */
+  readonly workers?: number;
+  /** How subtasks are placed on workers (default "shared": subtask i of every operator on one worker). */
+  readonly placement?: Placement;
+  /** Processing time; a ManualClock in tests (implies inline mode). */
   readonly clock?: Clock;
   readonly logger?: Logger;
+  /** The lowest level workers forward to `logger` (default info). */
+  readonly logLevel?: LogLevel;
   /** Where `print()` writes lines; process.stdout by default. */
   readonly stdout?: (line: string) => void;
-  /** Records per channel batch (default 512). */
+  /** Records per channel batch (default 512 inline, 1024 between threads). */
   readonly batchRecords?: number;
   /** Credit per channel in records (default 16 batches). */
   readonly channelCapacityRecords?: number;
   /** A partly filled batch is sent once its oldest record is this old, in ms (default 2). */
   readonly flushTimeoutMs?: number;
+  /** How often workers report metrics, in ms (default 500). */
+  readonly metricsIntervalMs?: number;
+  /** Heap limit per worker thread in MB (default: Node's). */
+  readonly maxWorkerHeapMb?: number;
 }
 
 export interface JobExecution {
@@ -30,57 +56,124 @@ export interface JobExecution {
   readonly plan: Plan;
   /** Settles when a bounded job has finished (or the job failed / was cancelled). */
   readonly done: Promise<JobResult>;
+  /** Where the job runs; settles once decided (at once for inline mode). */
+  readonly mode: Promise<ExecutionMode>;
   /** What the collect sink named `name` has received so far. */
   collected<T = unknown>(name: string): T[];
-  /** Resolves the next time every task waits for time or data (for tests with a manual clock). */
+  /** Resolves the next time every task waits for time or data (inline mode, for tests with a manual clock). */
   whenIdle(): Promise<void>;
   /** Records read by the sources so far. */
   readonly sourceRecords: number;
+  /** Per-subtask counters: records and bytes in/out, time backpressured, watermark. */
+  metrics(): SubtaskMetrics[];
   cancel(): void;
 }
 
 export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExecution {
   const job = resolveJob(jobOrModule);
-  const env = buildJob(job);
   const logger = options.logger ?? silentLogger;
-  const plan = compilePlan(env._builder().transformations, {
-    jobName: job.name,
-    parallelism: env.getParallelism() ?? options.parallelism ?? 1,
-    maxParallelism: env.getMaxParallelism() ?? options.maxParallelism,
-    logger,
-  });
+  const { env, plan } = planJob(job, options, logger);
   const results = new Map<string, unknown[]>();
   const stdout = options.stdout ?? ((line: string) => void process.stdout.write(line + "\n"));
-  const batchRecords = options.batchRecords ?? 512;
-  const execution = new InlineExecution(plan, {
-    clock: options.clock ?? new SystemClock(),
-    logger,
-    services: {
-      jobName: job.name,
-      collect(name, value) {
-        let list = results.get(name);
-        if (list === undefined) results.set(name, (list = []));
-        list.push(value);
-      },
-      writeStdout: stdout,
+  const services: JobServices = {
+    jobName: job.name,
+    collect(name, value) {
+      let list = results.get(name);
+      if (list === undefined) results.set(name, (list = []));
+      list.push(value);
     },
-    autoWatermarkIntervalMs: env.getAutoWatermarkInterval(),
-    batchRecords,
-    channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
-    maxRecordsPerSlice: batchRecords * 8,
-    flushTimeoutMs: options.flushTimeoutMs ?? 2,
-    yieldIntervalMs: 10,
-  });
+    writeStdout: stdout,
+  };
+  const largest = Math.max(1, ...plan.chains.map((c) => c.parallelism));
+
+  let execution: InlineExecution | ThreadedExecution | undefined;
+  let cancelled = false;
+
+  const runInline = (): InlineExecution => {
+    const batchRecords = options.batchRecords ?? 512;
+    return new InlineExecution(plan, {
+      clock: options.clock ?? new SystemClock(),
+      logger,
+      services,
+      autoWatermarkIntervalMs: env.getAutoWatermarkInterval(),
+      batchRecords,
+      channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
+      maxRecordsPerSlice: batchRecords * 8,
+      flushTimeoutMs: options.flushTimeoutMs ?? 2,
+      yieldIntervalMs: 10,
+    });
+  };
+
+  const runThreaded = (ref: JobRef): ThreadedExecution => {
+    const batchRecords = options.batchRecords ?? 1024;
+    const workers = options.workers ?? Math.min(availableParallelism(), largest);
+    if (!Number.isInteger(workers) || workers < 1) {
+      throw new EddyError("INVALID_WORKERS", `workers must be a positive integer, got ${workers}`, { domain: "config" });
+    }
+    return new ThreadedExecution(plan, ref, {
+      workers,
+      placement: options.placement ?? "shared",
+      parallelism: options.parallelism,
+      maxParallelism: options.maxParallelism,
+      logger,
+      logLevel: options.logLevel ?? "info",
+      services,
+      batchRecords,
+      channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
+      flushTimeoutMs: options.flushTimeoutMs ?? 2,
+      maxRecordsPerSlice: batchRecords * 8,
+      metricsIntervalMs: options.metricsIntervalMs ?? 500,
+      maxWorkerHeapMb: options.maxWorkerHeapMb,
+    });
+  };
+
+  let mode: Promise<ExecutionMode>;
+  let done: Promise<JobResult>;
+  const wantsInline =
+    options.mode === "inline" || (options.mode === undefined && (options.clock !== undefined || largest === 1));
+  if (options.mode === "threads" && options.clock !== undefined) {
+    throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
+  }
+  if (wantsInline) {
+    execution = runInline();
+    mode = Promise.resolve("inline");
+    done = execution.done;
+  } else {
+    const decided = locateJob(job).then((found) => {
+      if ("reason" in found) {
+        if (options.mode === "threads") {
+          throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
+        }
+        logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
+        execution = runInline();
+      } else {
+        execution = runThreaded(found);
+      }
+      if (cancelled) execution.cancel();
+      return execution;
+    });
+    mode = decided.then((e) => (e instanceof ThreadedExecution ? "threads" : "inline"));
+    done = decided.then((e) => e.done);
+    mode.catch(() => undefined);
+  }
+
   return {
     jobName: job.name,
     plan,
-    done: execution.done,
+    done,
+    mode,
     collected: <T>(name: string) => [...(results.get(name) ?? [])] as T[],
-    whenIdle: () => execution.whenIdle(),
-    get sourceRecords() {
-      return execution.sourceRecords;
+    whenIdle: () => {
+      if (execution instanceof InlineExecution) return execution.whenIdle();
+      return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only", { domain: "config" }));
     },
-    cancel: () => execution.cancel(),
+    get sourceRecords() {
+      return execution?.sourceRecords ?? 0;
+    },
+    metrics: () => execution?.metrics() ?? [],
+    cancel: () => {
+      cancelled = true;
+      execution?.cancel();
+    },
   };
 }
-

@@ -13,7 +13,8 @@
 export interface RecordBatch {
   readonly kind: "records";
   readonly values: unknown[];
-  readonly timestamps: number[];
+  /** A number[] within a thread; a Float64Array view when decoded from another thread. */
+  readonly timestamps: ArrayLike<number>;
 }
 
 /** Event time has reached `timestamp`: no more records with a timestamp ≤ it are expected. */

@@ -4,6 +4,7 @@
  * the job function runs (`.uid()`, `.name()`, `.setParallelism()` set fields); `compilePlan`
  * reads them once and never changes them.
  */
+import type { BatchCodec } from "../core/codec/codec.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import type { Source } from "../connector/source.ts";
 import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
@@ -20,6 +21,8 @@ interface PhysicalBase {
   /** Explicit parallelism, or undefined for the job default. */
   parallelism: number | undefined;
   maxParallelism: number | undefined;
+  /** How this operator's output records are encoded when they cross threads (default: defaultCodec). */
+  codec: BatchCodec | undefined;
   /** Whether the operator keeps state (it then should have a uid for savepoints). */
   readonly stateful: boolean;
 }

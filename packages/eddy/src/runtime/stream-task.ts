@@ -271,7 +271,7 @@ export class StreamTask {
     }
   }
 
-  #processRecords(values: unknown[], timestamps: number[], inputIndex: 0 | 1): number {
+  #processRecords(values: unknown[], timestamps: ArrayLike<number>, inputIndex: 0 | 1): number {
     const head = this.#o.head;
     const n = values.length;
     // hot path

@@ -6,5 +6,5 @@ export { collectSink } from "./collect-sink.ts";
 export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export { ManualClock } from "../core/clock.ts";
-export type { RunOptions } from "../cluster/local-job.ts";
+export type { ExecutionMode, RunOptions } from "../cluster/local-job.ts";
 export type { JobResult } from "../cluster/inline-executor.ts";

@@ -1,0 +1,137 @@
+/**
+ * Jobs measured by bench/parallel.ts. They are exported at a module's top level so worker threads
+ * can rebuild them (DESIGN §2); sizes come from environment variables, which worker threads
+ * inherit, so the bench driver can set them per run.
+ */
+import { defineJob, WatermarkStrategy, type Sink, type Source, type SourceReader } from "eddy";
+
+/** Read when a job is built (not at import), so the driver can change them between runs. */
+const setting = (name: string, fallback: number) => (): number => Number(process.env[name] ?? fallback);
+const RECORDS = setting("EDDY_BENCH_RECORDS", 10_000_000);
+const KEYS = setting("EDDY_BENCH_KEYS", 1_000);
+const RATE = setting("EDDY_BENCH_RATE", 100_000);
+const DURATION_MS = setting("EDDY_BENCH_DURATION_MS", 5_000);
+
+interface Rec {
+  key: number;
+  value: number;
+}
+
+/** Counts what it receives; the count is checked against the source (no variant can skip work). */
+export function countingSink<T>(): Sink<T> {
+  return {
+    createWriter: (ctx) => {
+      let n = 0;
+      return {
+        write() {
+          n++;
+        },
+        flush(end) {
+          if (end) ctx.job.collect("count", n);
+        },
+      };
+    },
+  };
+}
+
+/** (a) Records through one keyBy exchange: source (1 subtask) → keyed sink (1 subtask). */
+export const exchange = defineJob("bench-exchange", (env) => {
+  const keys = KEYS();
+  env
+    .fromSequence(0, RECORDS() - 1)
+    .setParallelism(1)
+    .map((n): Rec => ({ key: n % keys, value: n }))
+    .keyBy((r) => r.key)
+    .sinkTo(countingSink())
+    .setParallelism(1);
+});
+
+/** (b) A keyed count: every record updates its key's count; the updates go to a counting sink. */
+export const keyedCount = defineJob("bench-keyed-count", (env) => {
+  const keys = KEYS();
+  env
+    .fromSequence(0, RECORDS() - 1)
+    .map((n): Rec => ({ key: n % keys, value: 1 }))
+    .keyBy((r) => r.key)
+    .sum("value")
+    .sinkTo(countingSink());
+});
+
+interface Timed {
+  key: number;
+  seq: number;
+  /** performance.timeOrigin + performance.now() when the source emitted it (ms, comparable across threads). */
+  emittedAt: number;
+}
+
+const now = (): number => performance.timeOrigin + performance.now();
+
+/** Emits RATE records/s in total (split over its subtasks) for DURATION_MS. */
+function pacedSource(): Source<Timed, { splitId: string }> {
+  const [RATE_, DURATION_, KEYS_] = [RATE(), DURATION_MS(), KEYS()];
+  return {
+    boundedness: "bounded",
+    createEnumerator: (ctx) => ({
+      addReader: (subtask) => {
+        ctx.assignSplits(subtask, [{ splitId: `paced-${subtask}` }]);
+        ctx.signalNoMoreSplits(subtask);
+      },
+    }),
+    createReader: (ctx) => {
+      const rate = RATE_ / ctx.parallelism;
+      const total = Math.floor((rate * DURATION_) / 1000);
+      let started = -1;
+      let emitted = 0;
+      let hasSplit = false;
+      const reader: SourceReader<Timed, { splitId: string }> = {
+        pollNext(out) {
+          if (!hasSplit) return "nothing";
+          const t = now();
+          if (started < 0) started = t;
+          const due = Math.min(total, Math.floor(((t - started) * rate) / 1000) + 1);
+          for (let i = 0; emitted < due && i < 256; i++, emitted++) {
+            out.collect({ key: (emitted * ctx.parallelism + ctx.subtaskIndex) % KEYS_, seq: emitted, emittedAt: now() });
+          }
+          if (emitted >= total) return "end";
+          return emitted < due ? "more" : "nothing";
+        },
+        isAvailable: () => new Promise((resolve) => setTimeout(resolve, hasSplit ? 1000 / rate : 1)),
+        addSplits: () => void (hasSplit = true),
+        notifyNoMoreSplits: () => {},
+        snapshotState: () => [],
+      };
+      return reader;
+    },
+  };
+}
+
+/** Latency histogram in 10 µs buckets up to 1 s; the last bucket holds everything slower. */
+export const BUCKET_MS = 0.01;
+export const BUCKETS = 100_000;
+
+function latencySink(): Sink<Timed> {
+  return {
+    createWriter: (ctx) => {
+      const histogram = new Uint32Array(BUCKETS);
+      return {
+        write(r) {
+          histogram[Math.min(BUCKETS - 1, Math.floor((now() - r.emittedAt) / BUCKET_MS))]!++;
+        },
+        flush(end) {
+          if (end) ctx.job.collect("latency", Array.from(histogram));
+        },
+      };
+    },
+  };
+}
+
+/** (c) Two keyed stages at a fixed rate; the sink measures each record's time since the source. */
+export const latency = defineJob("bench-latency", (env) => {
+  const keys = KEYS();
+  env
+    .fromSource(pacedSource(), WatermarkStrategy.noWatermarks<Timed>(), "paced")
+    .keyBy((r) => r.key)
+    .map((r) => ({ ...r, key: (r.key * 7) % keys }))
+    .keyBy((r) => r.key)
+    .sinkTo(latencySink());
+});

@@ -1,0 +1,92 @@
+/**
+ * What the coordinator (the thread that started the job) and its worker threads say to each
+ * other, and the placement both sides derive from the plan without talking: which worker runs a
+ * subtask, and the id of every channel. Record data never goes through the coordinator; workers
+ * exchange frames directly over one MessagePort per pair of workers.
+ */
+import type { MessagePort } from "node:worker_threads";
+import type { ErrorDomain } from "../core/errors.ts";
+import type { LogLevel } from "../core/logger.ts";
+import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
+import type { SubtaskMetrics } from "../runtime/stream-task.ts";
+import type { JobRef } from "./job-ref.ts";
+
+export interface WorkerInit {
+  readonly job: JobRef;
+  readonly parallelism: number | undefined;
+  readonly maxParallelism: number | undefined;
+  readonly workerIndex: number;
+  readonly workers: number;
+  readonly placement: Placement;
+  readonly fingerprint: string;
+  /** ports[w] connects to worker w (undefined for this worker itself). */
+  readonly ports: readonly (MessagePort | undefined)[];
+  readonly batchRecords: number;
+  readonly channelCapacityRecords: number;
+  readonly flushTimeoutMs: number;
+  readonly maxRecordsPerSlice: number;
+  readonly metricsIntervalMs: number;
+  readonly logLevel: LogLevel;
+}
+
+export interface SerializedError {
+  readonly code: string;
+  readonly message: string;
+  readonly domain: ErrorDomain;
+  readonly operator: string | undefined;
+  readonly subtask: number | undefined;
+  readonly stack: string | undefined;
+}
+
+export type ToWorker =
+  | { readonly t: "splits"; readonly node: number; readonly subtask: number; readonly splits: readonly unknown[] }
+  | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number };
+
+export type FromWorker =
+  | { readonly t: "ready" }
+  | { readonly t: "split-request"; readonly node: number; readonly subtask: number }
+  | { readonly t: "output"; readonly collected: readonly (readonly [string, unknown[]])[]; readonly stdout: readonly string[] }
+  | { readonly t: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly message: string; readonly fields: unknown }
+  | { readonly t: "metrics"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
+  | { readonly t: "finished"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
+  | { readonly t: "failed"; readonly error: SerializedError };
+
+/**
+ * Where subtasks run. `shared` is Flink's slot sharing: subtask i of every operator goes to
+ * worker i mod W, so forward-connected work stays on one thread and a keyed exchange keeps 1/W of
+ * its records local. `spread` deals subtasks of successive operators to successive workers (used to
+ * measure a channel between two threads).
+ */
+export type Placement = "shared" | "spread";
+
+export function placeSubtasks(plan: Plan, workers: number, placement: Placement): (node: PlanNode, subtask: number) => number {
+  const offsetOfChain = new Map<PlanNode, number>();
+  let offset = 0;
+  for (const chain of plan.chains) {
+    for (const node of chain.nodes) offsetOfChain.set(node, offset);
+    offset += chain.parallelism;
+  }
+  if (placement === "shared") return (_node, subtask) => subtask % workers;
+  return (node, subtask) => (offsetOfChain.get(node)! + subtask) % workers;
+}
+
+/**
+ * Channel ids, identical on every worker: network edges in plan order, then sender-major. The id
+ * space is the whole job, so one transport can carry any number of channels.
+ */
+export function channelIds(plan: Plan): (edge: PlanEdge, sender: number, receiver: number) => number {
+  const base = new Map<PlanEdge, number>();
+  let next = 0;
+  for (const node of plan.nodes) {
+    for (const edge of node.outputs) {
+      if (edge.chained) continue;
+      base.set(edge, next);
+      next += edge.source.parallelism * edge.target.parallelism;
+    }
+  }
+  return (edge, sender, receiver) => {
+    const b = base.get(edge);
+    if (b === undefined) throw new RangeError(`edge '${edge.source.name}' → '${edge.target.name}' is chained and has no channels`);
+    return b + sender * edge.target.parallelism + receiver;
+  };
+}

@@ -1,0 +1,251 @@
+/**
+ * The body of a worker thread: rebuilds the job from its module, checks that its plan matches the
+ * coordinator's, runs the subtasks placed on this worker with a TaskExecutor, and exchanges
+ * frames with the other workers. Failures are reported to the coordinator, which ends the job.
+ */
+import { parentPort, workerData, type MessagePort } from "node:worker_threads";
+import { defaultCodec } from "../core/codec/default-codec.ts";
+import type { BatchCodec } from "../core/codec/codec.ts";
+import { SystemClock } from "../core/clock.ts";
+import { EddyError } from "../core/errors.ts";
+import type { Logger, LogLevel } from "../core/logger.ts";
+import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
+import { creditOf, FrameType, readFrameHeader } from "../runtime/channels/frames.ts";
+import { LocalChannel, type InputChannel, type OutputChannel } from "../runtime/channels/local-channel.ts";
+import { RemoteInputChannel, RemoteOutputChannel, type RemoteChannelInfo } from "../runtime/channels/remote-channel.ts";
+import type { JobServices } from "../runtime/operator.ts";
+import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
+import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
+import { TaskExecutor, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+
+const init = workerData as WorkerInit;
+const port = parentPort!;
+
+function send(message: FromWorker): void {
+  port.postMessage(message);
+}
+
+export function serializeError(e: unknown): SerializedError {
+  if (e instanceof EddyError) {
+    return { code: e.code, message: e.message, domain: e.domain, operator: e.operator, subtask: e.subtask, stack: e.stack };
+  }
+  const err = e instanceof Error ? e : new Error(String(e));
+  return { code: "WORKER_FAILED", message: `${err.name}: ${err.message}`, domain: "internal", operator: undefined, subtask: undefined, stack: err.stack };
+}
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+function forwardingLogger(level: LogLevel): Logger {
+  const min = LEVELS[level];
+  const log = (lvl: "debug" | "info" | "warn" | "error") => (message: string, fields?: Readonly<Record<string, unknown>>) => {
+    if (LEVELS[lvl] >= min) send({ t: "log", level: lvl, message, fields: { worker: init.workerIndex, ...fields } });
+  };
+  return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
+}
+
+/** Collect-sink values and print lines, sent to the coordinator in batches. */
+class OutputForwarder {
+  #collected = new Map<string, unknown[]>();
+  #stdout: string[] = [];
+  #scheduled = false;
+
+  collect(name: string, value: unknown): void {
+    let list = this.#collected.get(name);
+    if (list === undefined) this.#collected.set(name, (list = []));
+    list.push(value);
+    this.#schedule();
+  }
+
+  writeStdout(line: string): void {
+    this.#stdout.push(line);
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    setTimeout(() => this.flush(), 20);
+  }
+
+  flush(): void {
+    this.#scheduled = false;
+    if (this.#collected.size === 0 && this.#stdout.length === 0) return;
+    send({ t: "output", collected: [...this.#collected], stdout: this.#stdout });
+    this.#collected = new Map();
+    this.#stdout = [];
+  }
+}
+
+class RemoteSplitCoordination implements SplitCoordination {
+  readonly #nodeIndex: Map<PlanNode, number>;
+  readonly handles = new Map<string, ReaderHandle>();
+
+  constructor(nodeIndex: Map<PlanNode, number>) {
+    this.#nodeIndex = nodeIndex;
+  }
+
+  registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void {
+    this.handles.set(`${this.#nodeIndex.get(node)}/${subtask}`, handle);
+  }
+
+  requestSplit(node: PlanNode, subtask: number): void {
+    send({ t: "split-request", node: this.#nodeIndex.get(node)!, subtask });
+  }
+
+  start(): void {
+    send({ t: "ready" });
+  }
+
+  close(): void {}
+
+  handle(node: number, subtask: number): ReaderHandle {
+    const handle = this.handles.get(`${node}/${subtask}`);
+    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`, { domain: "internal" });
+    return handle;
+  }
+}
+
+class ThreadDeployment implements Deployment {
+  readonly splits: RemoteSplitCoordination;
+  readonly inputs = new Map<number, RemoteInputChannel>();
+  readonly outputs = new Map<number, RemoteOutputChannel>();
+  readonly #local = new Map<number, LocalChannel>();
+  readonly #channelId: ReturnType<typeof channelIds>;
+  readonly #place: ReturnType<typeof placeSubtasks>;
+  readonly #codec: BatchCodec = defaultCodec();
+
+  constructor(plan: Plan, splits: RemoteSplitCoordination) {
+    this.#channelId = channelIds(plan);
+    this.#place = placeSubtasks(plan, init.workers, init.placement);
+    this.splits = splits;
+  }
+
+  owns(chain: PlanChain, subtask: number): boolean {
+    return this.#place(chain.nodes[0]!, subtask) === init.workerIndex;
+  }
+
+  outputChannel(edge: PlanEdge, sender: number, receiver: number): OutputChannel {
+    const id = this.#channelId(edge, sender, receiver);
+    const peer = this.#place(edge.target, receiver);
+    if (peer === init.workerIndex) return this.#localChannel(id);
+    const port = peerPort(peer);
+    const channel = new RemoteOutputChannel(
+      info(id, edge, sender, receiver),
+      edge.source.transformation.codec ?? this.#codec,
+      (frame) => port.postMessage(frame, [frame]),
+      init.channelCapacityRecords,
+    );
+    this.outputs.set(id, channel);
+    return channel;
+  }
+
+  inputChannel(edge: PlanEdge, sender: number, receiver: number): InputChannel {
+    const id = this.#channelId(edge, sender, receiver);
+    const peer = this.#place(edge.source, sender);
+    if (peer === init.workerIndex) return this.#localChannel(id);
+    const port = peerPort(peer);
+    const channel = new RemoteInputChannel(
+      info(id, edge, sender, receiver),
+      edge.source.transformation.codec ?? this.#codec,
+      (frame) => port.postMessage(frame, [frame]),
+      init.channelCapacityRecords,
+    );
+    this.inputs.set(id, channel);
+    return channel;
+  }
+
+  #localChannel(id: number): LocalChannel {
+    let channel = this.#local.get(id);
+    if (channel === undefined) this.#local.set(id, (channel = new LocalChannel(init.channelCapacityRecords)));
+    return channel;
+  }
+}
+
+function info(channelId: number, edge: PlanEdge, sender: number, receiver: number): RemoteChannelInfo {
+  return { channelId, senderName: edge.source.name, senderSubtask: sender, receiverName: edge.target.name, receiverSubtask: receiver };
+}
+
+function peerPort(worker: number): MessagePort {
+  const p = init.ports[worker];
+  if (p === undefined) throw new EddyError("NO_PEER_PORT", `worker ${init.workerIndex} has no port to worker ${worker}`, { domain: "internal" });
+  return p;
+}
+
+async function run(): Promise<void> {
+  const logger = forwardingLogger(init.logLevel);
+  const job = await loadJob(init.job);
+  // Plan warnings were already logged by the coordinator.
+  const quiet: Logger = { ...logger, warn: () => {}, info: () => {} };
+  const { env, plan } = planJob(job, init, quiet);
+  if (planFingerprint(plan) !== init.fingerprint) {
+    throw new EddyError(
+      "PLAN_MISMATCH",
+      `worker ${init.workerIndex} built a different graph for job '${job.name}' than the coordinator: build the job deterministically (no randomness, clock or environment in the graph's shape)`,
+      { domain: "config" },
+    );
+  }
+  const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));
+  const splits = new RemoteSplitCoordination(nodeIndex);
+  const deployment = new ThreadDeployment(plan, splits);
+  const forwarder = new OutputForwarder();
+  const services: JobServices = {
+    jobName: job.name,
+    collect: (name, value) => forwarder.collect(name, value),
+    writeStdout: (line) => forwarder.writeStdout(line),
+  };
+  const executor = new TaskExecutor(plan, deployment, {
+    clock: new SystemClock(),
+    logger,
+    services,
+    autoWatermarkIntervalMs: env.getAutoWatermarkInterval(),
+    batchRecords: init.batchRecords,
+    flushTimeoutMs: init.flushTimeoutMs,
+    maxRecordsPerSlice: init.maxRecordsPerSlice,
+    yieldIntervalMs: 0,
+  });
+
+  port.on("message", (message: ToWorker) => {
+    try {
+      if (message.t === "splits") splits.handle(message.node, message.subtask).addSplits(message.splits);
+      else splits.handle(message.node, message.subtask).notifyNoMoreSplits();
+    } catch (e) {
+      executor.fail(e);
+    }
+  });
+  for (let w = 0; w < init.ports.length; w++) {
+    const p = init.ports[w];
+    if (p === undefined) continue;
+    p.on("message", (frame: ArrayBuffer) => {
+      try {
+        const header = readFrameHeader(frame);
+        if (header.type === FrameType.credit) {
+          const channel = deployment.outputs.get(header.channel);
+          if (channel === undefined) throw new EddyError("UNKNOWN_CHANNEL", `credit for unknown channel ${header.channel}`, { domain: "internal" });
+          channel.addCredit(creditOf(frame));
+        } else {
+          const channel = deployment.inputs.get(header.channel);
+          if (channel === undefined) throw new EddyError("UNKNOWN_CHANNEL", `frame for unknown channel ${header.channel}`, { domain: "internal" });
+          channel.receive(frame);
+        }
+        executor.wake();
+      } catch (e) {
+        executor.fail(e);
+      }
+    });
+  }
+
+  const metricsTimer = setInterval(
+    () => send({ t: "metrics", sourceRecords: executor.sourceRecords, metrics: executor.metrics() }),
+    init.metricsIntervalMs,
+  );
+  metricsTimer.unref();
+  try {
+    const result = await executor.done;
+    forwarder.flush();
+    send({ t: "finished", sourceRecords: result.sourceRecords, metrics: executor.metrics() });
+  } finally {
+    clearInterval(metricsTimer);
+  }
+}
+
+run().catch((e: unknown) => send({ t: "failed", error: serializeError(e) }));

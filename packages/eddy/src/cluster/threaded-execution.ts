@@ -1,0 +1,248 @@
+/**
+ * Threaded mode: the calling thread is the coordinator (Flink's JobManager in miniature) and the
+ * subtasks run on worker threads. The coordinator starts the workers, connects every pair with a
+ * MessagePort (record frames flow between workers directly, never through here), runs the source
+ * split enumerators, gathers collect/print output, logs and metrics, and ends the job: when every
+ * worker has finished, or at the first failure — a task error, a crashed worker, a worker that
+ * exits on its own (e.g. `process.exit` in user code) or runs out of memory. On failure or
+ * cancellation every worker is terminated, so no thread outlives the job.
+ */
+import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
+import { describeCause, EddyError } from "../core/errors.ts";
+import type { Logger, LogLevel } from "../core/logger.ts";
+import type { SplitEnumerator } from "../connector/source.ts";
+import type { Plan } from "../graph/plan.ts";
+import type { JobServices } from "../runtime/operator.ts";
+import type { SubtaskMetrics } from "../runtime/stream-task.ts";
+import type { JobResult } from "./inline-executor.ts";
+import { planFingerprint, type JobRef } from "./job-ref.ts";
+import { placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
+
+export interface ThreadedOptions {
+  readonly workers: number;
+  readonly placement: Placement;
+  readonly parallelism: number | undefined;
+  readonly maxParallelism: number | undefined;
+  readonly logger: Logger;
+  readonly logLevel: LogLevel;
+  readonly services: JobServices;
+  readonly batchRecords: number;
+  readonly channelCapacityRecords: number;
+  readonly flushTimeoutMs: number;
+  readonly maxRecordsPerSlice: number;
+  readonly metricsIntervalMs: number;
+  /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
+  readonly maxWorkerHeapMb: number | undefined;
+}
+
+const ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
+
+interface WorkerState {
+  readonly worker: Worker;
+  finished: boolean;
+  sourceRecords: number;
+  metrics: readonly SubtaskMetrics[];
+}
+
+export class ThreadedExecution {
+  readonly done: Promise<JobResult>;
+  readonly #plan: Plan;
+  readonly #options: ThreadedOptions;
+  readonly #workers: WorkerState[] = [];
+  readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
+  #ready = 0;
+  #failure: EddyError | undefined;
+  #settled = false;
+  #resolve!: (result: JobResult) => void;
+  #reject!: (error: EddyError) => void;
+  readonly #startedAt = Date.now();
+
+  constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
+    this.#plan = plan;
+    this.#options = options;
+    this.done = new Promise<JobResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    try {
+      this.#start(job);
+    } catch (e) {
+      this.#fail(e instanceof EddyError ? e : new EddyError("WORKER_START_FAILED", `could not start worker threads: ${describeCause(e)}`, { domain: "internal", cause: e }));
+    }
+  }
+
+  get sourceRecords(): number {
+    let n = 0;
+    for (const w of this.#workers) n += w.sourceRecords;
+    return n;
+  }
+
+  /** The latest per-subtask counters the workers reported (every metricsIntervalMs, and at the end). */
+  metrics(): SubtaskMetrics[] {
+    return this.#workers.flatMap((w) => w.metrics);
+  }
+
+  cancel(): void {
+    this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" }));
+  }
+
+  #start(job: JobRef): void {
+    const n = this.#options.workers;
+    const ports: (MessagePort | undefined)[][] = Array.from({ length: n }, () => new Array<MessagePort | undefined>(n).fill(undefined));
+    for (let a = 0; a < n; a++) {
+      for (let b = a + 1; b < n; b++) {
+        const { port1, port2 } = new MessageChannel();
+        ports[a]![b] = port1;
+        ports[b]![a] = port2;
+      }
+    }
+    const fingerprint = planFingerprint(this.#plan);
+    for (let i = 0; i < n; i++) {
+      const init: WorkerInit = {
+        job,
+        parallelism: this.#options.parallelism,
+        maxParallelism: this.#options.maxParallelism,
+        workerIndex: i,
+        workers: n,
+        placement: this.#options.placement,
+        fingerprint,
+        ports: ports[i]!,
+        batchRecords: this.#options.batchRecords,
+        channelCapacityRecords: this.#options.channelCapacityRecords,
+        flushTimeoutMs: this.#options.flushTimeoutMs,
+        maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
+        metricsIntervalMs: this.#options.metricsIntervalMs,
+        logLevel: this.#options.logLevel,
+      };
+      const worker = new Worker(ENTRY, {
+        workerData: init,
+        transferList: ports[i]!.filter((p): p is MessagePort => p !== undefined),
+        execArgv: [],
+        name: `eddy-worker-${i}`,
+        ...(this.#options.maxWorkerHeapMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxWorkerHeapMb } }),
+      });
+      const state: WorkerState = { worker, finished: false, sourceRecords: 0, metrics: [] };
+      this.#workers.push(state);
+      worker.on("message", (message: FromWorker) => {
+        try {
+          this.#onMessage(i, state, message);
+        } catch (e) {
+          this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { domain: "internal", cause: e }));
+        }
+      });
+      worker.on("error", (e: Error & { code?: string }) => {
+        const message =
+          e.code === "ERR_WORKER_OUT_OF_MEMORY"
+            ? `worker ${i} ran out of memory (${e.message})`
+            : `worker ${i} crashed: ${describeCause(e)}`;
+        this.#fail(new EddyError("WORKER_DIED", `job '${this.#plan.jobName}' failed: ${message}`, { domain: "internal", cause: e }));
+      });
+      worker.on("exit", (code) => {
+        if (state.finished || this.#settled) return;
+        this.#fail(
+          new EddyError(
+            "WORKER_DIED",
+            `job '${this.#plan.jobName}' failed: worker ${i} exited unexpectedly with code ${code} (process.exit() in user code, or the thread was killed)`,
+            { domain: "internal" },
+          ),
+        );
+      });
+    }
+  }
+
+  #post(worker: number, message: ToWorker): void {
+    this.#workers[worker]!.worker.postMessage(message);
+  }
+
+  #onMessage(index: number, state: WorkerState, message: FromWorker): void {
+    if (this.#settled) return;
+    switch (message.t) {
+      case "ready":
+        if (++this.#ready === this.#workers.length) this.#startEnumerators();
+        return;
+      case "split-request":
+        this.#enumerators.get(message.node)?.handleSplitRequest?.(message.subtask);
+        return;
+      case "output":
+        for (const [name, values] of message.collected) for (const v of values) this.#options.services.collect(name, v);
+        for (const line of message.stdout) this.#options.services.writeStdout(line);
+        return;
+      case "log":
+        this.#options.logger[message.level](message.message, message.fields as Record<string, unknown>);
+        return;
+      case "metrics":
+        state.sourceRecords = message.sourceRecords;
+        state.metrics = message.metrics;
+        return;
+      case "finished":
+        state.finished = true;
+        state.sourceRecords = message.sourceRecords;
+        state.metrics = message.metrics;
+        if (this.#workers.every((w) => w.finished)) void this.#succeed();
+        return;
+      case "failed":
+        this.#fail(deserializeError(message.error, index));
+        return;
+    }
+  }
+
+  #startEnumerators(): void {
+    const place = placeSubtasks(this.#plan, this.#workers.length, this.#options.placement);
+    this.#plan.nodes.forEach((node, index) => {
+      const t = node.transformation;
+      if (t.kind !== "source") return;
+      const enumerator = t.source.createEnumerator({
+        parallelism: node.parallelism,
+        assignSplits: (subtask, splits) =>
+          this.#post(place(node, subtask), { t: "splits", node: index, subtask, splits: [...splits] }),
+        signalNoMoreSplits: (subtask) => this.#post(place(node, subtask), { t: "no-more-splits", node: index, subtask }),
+      });
+      this.#enumerators.set(index, enumerator);
+      enumerator.start?.();
+      for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);
+    });
+  }
+
+  async #succeed(): Promise<void> {
+    if (this.#settled) return;
+    this.#settled = true;
+    await this.#shutdown();
+    this.#resolve({
+      jobName: this.#plan.jobName,
+      durationMs: Date.now() - this.#startedAt,
+      sourceRecords: this.sourceRecords,
+      metrics: this.metrics(),
+    });
+  }
+
+  #fail(error: EddyError): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#failure = error;
+    if (error.code !== "JOB_CANCELLED") {
+      this.#options.logger.error("job failed", { job: this.#plan.jobName, error: error.message, code: error.code });
+    }
+    void this.#shutdown().then(() => this.#reject(error));
+  }
+
+  async #shutdown(): Promise<void> {
+    for (const enumerator of this.#enumerators.values()) {
+      try {
+        enumerator.close?.();
+      } catch (e) {
+        this.#options.logger.warn("split enumerator failed to close", { error: describeCause(e) });
+      }
+    }
+    await Promise.all(this.#workers.map((w) => w.worker.terminate().catch(() => undefined)));
+  }
+}
+
+function deserializeError(e: SerializedError, worker: number): EddyError {
+  const error = new EddyError(e.code, e.message, {
+    domain: e.domain,
+    ...(e.operator === undefined ? {} : { operator: e.operator }),
+    ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
+  });
+  if (e.stack !== undefined) error.stack = `${e.stack}\n    (reported by worker ${worker})`;
+  return error;
+}

@@ -1,0 +1,388 @@
+import { describe, test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { ByteReader, ByteWriter } from "./bytes.ts";
+import { CodecError, recordCodec, type BatchCodec } from "./codec.ts";
+import { defaultCodec } from "./default-codec.ts";
+import { decodeValue, encodeValue, valueCodec } from "./value-codec.ts";
+
+// ---------------------------------------------------------------------------------------------
+// Oracle: a description of a value that captures everything the codecs promise to preserve
+// (types, −0 and NaN, key order, null prototypes, Map/Set order, invalid Dates, typed array
+// kinds), so two values round-trip exactly iff their descriptions are deep-equal. Holes read as
+// undefined, which is what the codecs promise for them.
+
+function describeValue(v: unknown): unknown {
+  switch (typeof v) {
+    case "number":
+      return ["number", Object.is(v, -0) ? "-0" : String(v)];
+    case "bigint":
+      return ["bigint", v.toString()];
+    case "string":
+      return ["string", v];
+    case "object": {
+      if (v === null) return ["null"];
+      if (Array.isArray(v)) return ["array", Array.from({ length: v.length }, (_, i) => describeValue(v[i]))];
+      if (v instanceof Map) return ["map", [...v].map(([k, x]) => [describeValue(k), describeValue(x)])];
+      if (v instanceof Set) return ["set", [...v].map(describeValue)];
+      if (v instanceof Date) return ["date", String(v.getTime())];
+      if (ArrayBuffer.isView(v)) return ["typed", v.constructor.name, [...new Uint8Array(v.buffer, v.byteOffset, v.byteLength)]];
+      const fields: unknown[] = [];
+      for (const k in v) fields.push([k, describeValue((v as Record<string, unknown>)[k])]);
+      return [Object.getPrototypeOf(v) === null ? "null-proto object" : "object", fields];
+    }
+    default:
+      return [typeof v, String(v)];
+  }
+}
+
+function assertSameValues(actual: readonly unknown[], expected: readonly unknown[]): void {
+  assert.deepStrictEqual(actual.map(describeValue), expected.map(describeValue));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Arbitraries
+
+const key = fc.oneof(
+  fc.string({ unit: "binary", maxLength: 6 }),
+  fc.constantFrom("a", "b", "id", "0", "1", "__proto__", "constructor", '"];process.exit()//', "x\ny"),
+);
+
+const leaf = fc.oneof(
+  fc.constant(undefined),
+  fc.constant(null),
+  fc.boolean(),
+  fc.double(),
+  fc.integer(),
+  fc.constantFrom(-0, NaN, Infinity, -Infinity, 2 ** 31, -(2 ** 31), Number.MAX_SAFE_INTEGER, 5e-324),
+  fc.string({ unit: "binary" }),
+  fc.bigInt({ min: -(1n << 200n), max: 1n << 200n }),
+  fc.date({ noInvalidDate: false }),
+  fc.uint8Array({ maxLength: 8 }),
+  fc.float64Array({ maxLength: 3 }),
+  fc.int16Array({ maxLength: 3 }),
+  fc.bigInt64Array({ maxLength: 2 }),
+);
+
+const { value: anyValue } = fc.letrec<{ value: unknown; array: unknown; object: unknown; map: unknown; set: unknown }>((tie) => ({
+  value: fc.oneof({ depthSize: "small", maxDepth: 4 }, leaf, tie("array"), tie("object"), tie("map"), tie("set")),
+  array: fc.array(tie("value"), { maxLength: 5 }),
+  // May produce null-prototype objects.
+  object: fc.dictionary(key, tie("value"), { maxKeys: 5 }),
+  map: fc.array(fc.tuple(tie("value"), tie("value")), { maxLength: 4 }).map((entries) => new Map(entries)),
+  set: fc.array(tie("value"), { maxLength: 4 }).map((values) => new Set(values)),
+}));
+
+/** Records of a few fixed shapes with varied field types, so shapes and column kinds change mid-batch. */
+const shapedRecord = fc
+  .tuple(
+    fc.constantFrom(["key", "value"], ["auction", "bidder", "price", "channel"], ["a"], ["value", "key"], ["key", "value", "extra"]),
+    fc.constantFrom("number", "string", "boolean", "nested", "any"),
+  )
+  .chain(([keys, kind]) => {
+    const field =
+      kind === "number"
+        ? fc.oneof(fc.double(), fc.integer())
+        : kind === "string"
+          ? fc.string({ unit: "binary", maxLength: 10 })
+          : kind === "boolean"
+            ? fc.boolean()
+            : kind === "nested"
+              ? fc.record({ x: fc.integer(), y: fc.oneof(fc.string(), fc.integer()) })
+              : anyValue;
+    return fc.tuple(...keys.map(() => field)).map((values) => Object.fromEntries(keys.map((k, i) => [k, values[i]])));
+  });
+
+const batchOf = <T>(arb: fc.Arbitrary<T>) => fc.array(arb, { maxLength: 40 });
+const mixedBatch = batchOf(fc.oneof(shapedRecord, shapedRecord, anyValue, fc.double(), fc.string({ unit: "binary" })));
+const jsonBatch = batchOf(fc.jsonValue());
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+/** Encodes after a frame header of `prefix` bytes, decodes, and checks every byte was consumed. */
+function roundTrip(codec: BatchCodec, batch: readonly unknown[], prefix = 3): unknown[] {
+  const w = new ByteWriter(32);
+  for (let i = 0; i < prefix; i++) w.u8(0xaa);
+  codec.encode(batch, w);
+  const r = new ByteReader(w.finish());
+  r.skip(prefix);
+  const decoded = codec.decode(r, batch.length);
+  assert.equal(r.remaining, 0, "decode consumes exactly what encode wrote");
+  return decoded;
+}
+
+function encoded(codec: BatchCodec, batch: readonly unknown[]): Uint8Array {
+  const w = new ByteWriter();
+  codec.encode(batch, w);
+  return new Uint8Array(w.finish());
+}
+
+function encodeError(codec: BatchCodec, batch: readonly unknown[]): CodecError {
+  try {
+    codec.encode(batch, new ByteWriter());
+  } catch (e) {
+    assert.ok(e instanceof CodecError, `expected a CodecError, got ${String(e)}`);
+    assert.equal(e.code, "RECORD_NOT_ENCODABLE");
+    assert.equal(e.domain, "user");
+    return e;
+  }
+  assert.fail("encode did not throw");
+}
+
+/** Decodes, requiring either success or a CodecError "CORRUPT_FRAME". */
+function decodeOrCorrupt(codec: BatchCodec, bytes: Uint8Array, count: number): void {
+  try {
+    codec.decode(new ByteReader(bytes.slice().buffer), count);
+  } catch (e) {
+    assert.ok(e instanceof CodecError, `expected a CodecError, got ${String(e)}`);
+    assert.equal(e.code, "CORRUPT_FRAME");
+  }
+}
+
+/** A per-record codec built on the value encoding, so `recordCodec` can run the same suite. */
+function valueRecordCodec(): BatchCodec {
+  const w = new ByteWriter();
+  return recordCodec<unknown>({
+    id: "test.value-record/1",
+    encode(value) {
+      encodeValue(value, w);
+      return new Uint8Array(w.finish());
+    },
+    decode(bytes) {
+      return decodeValue(new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+    },
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The contract every codec meets
+
+const CODECS: [string, () => BatchCodec][] = [
+  ["defaultCodec", defaultCodec],
+  ["valueCodec", valueCodec],
+  ["recordCodec", valueRecordCodec],
+];
+
+for (const [name, makeCodec] of CODECS) {
+  describe(`${name} contract`, () => {
+    test("round-trips batches of JSON values exactly", () => {
+      const codec = makeCodec();
+      fc.assert(fc.property(jsonBatch, fc.nat(9), (batch, prefix) => assertSameValues(roundTrip(codec, batch, prefix), batch)));
+    });
+
+    test("round-trips mixed batches: bigint, Date, typed arrays, Map, Set, undefined fields, −0, NaN, lone surrogates, changing shapes", () => {
+      const codec = makeCodec();
+      fc.assert(
+        fc.property(mixedBatch, fc.nat(9), (batch, prefix) => assertSameValues(roundTrip(codec, batch, prefix), batch)),
+        { numRuns: 300 },
+      );
+    });
+
+    test("decodes each batch on its own, with a fresh codec instance", () => {
+      fc.assert(
+        fc.property(fc.array(mixedBatch, { maxLength: 4 }), (batches) => {
+          const encoder = makeCodec();
+          const frames = batches.map((batch) => encoded(encoder, batch));
+          // Decode in reverse order with another instance: no state may carry over.
+          const decoder = makeCodec();
+          for (let i = frames.length - 1; i >= 0; i--) {
+            const batch = batches[i] as unknown[];
+            assertSameValues(decoder.decode(new ByteReader((frames[i] as Uint8Array).slice().buffer), batch.length), batch);
+          }
+        }),
+        { numRuns: 50 },
+      );
+    });
+
+    test("preserves the edge values", () => {
+      const codec = makeCodec();
+      const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
+      const batch = [
+        -0,
+        NaN,
+        { a: undefined, b: -0, c: NaN },
+        new Date(NaN),
+        new Date(8.64e15),
+        Object.assign(Object.create(null) as object, { z: 1, a: 2 }),
+        JSON.parse('{"__proto__": {"x": 1}, "a": 2}') as unknown,
+        { 2: "two", b: "b", 1: "one" },
+        sparse,
+        -(2n ** 300n),
+        0n,
+        "\uD800",
+        "\uFEFF",
+        new Map<unknown, unknown>([[{ k: 1 }, new Set([1, "1", 1n])]]),
+      ];
+      const decoded = roundTrip(codec, batch);
+      assertSameValues(decoded, batch);
+      assert.deepEqual(decoded[8], [1, undefined, 3]);
+      const protoKey = decoded[6] as Record<string, unknown>;
+      assert.equal(Object.getPrototypeOf(protoKey), Object.prototype, "an own __proto__ key does not set the prototype");
+      assert.deepEqual(Object.getOwnPropertyDescriptor(protoKey, "__proto__")?.value, { x: 1 });
+    });
+
+    test("refuses a corrupt or truncated buffer with CORRUPT_FRAME, never hanging or allocating wildly", () => {
+      const codec = makeCodec();
+      fc.assert(
+        fc.property(mixedBatch, fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { minLength: 1, maxLength: 4 }), (batch, flips) => {
+          const bytes = encoded(codec, batch);
+          // Every strict prefix is truncated.
+          for (let end = 0; end < bytes.length; end += Math.max(1, bytes.length >> 4)) {
+            assert.throws(
+              () => codec.decode(new ByteReader(bytes.slice(0, end).buffer), batch.length),
+              (e: unknown) => e instanceof CodecError && e.code === "CORRUPT_FRAME",
+            );
+          }
+          if (bytes.length === 0) return;
+          const corrupt = bytes.slice();
+          for (const [at, value] of flips) corrupt[at % corrupt.length] = value;
+          decodeOrCorrupt(codec, corrupt, batch.length);
+        }),
+        { numRuns: 200 },
+      );
+    });
+
+    test("refuses random bytes and absurd record counts with CORRUPT_FRAME", () => {
+      const codec = makeCodec();
+      fc.assert(
+        fc.property(fc.uint8Array({ maxLength: 64 }), fc.oneof(fc.nat(100), fc.constant(2 ** 31)), (bytes, count) =>
+          decodeOrCorrupt(codec, bytes, count),
+        ),
+        { numRuns: 2000 },
+      );
+      const start = performance.now();
+      assert.throws(() => codec.decode(new ByteReader(new Uint8Array([1, 0, 0]).buffer), 1e9), CodecError);
+      assert.ok(performance.now() - start < 100);
+    });
+
+    test("names the path of a function, symbol, cyclic reference or class instance", () => {
+      const codec = makeCodec();
+      class Foo {}
+      const cyclic: Record<string, unknown> = { a: { b: 1 } };
+      (cyclic["a"] as Record<string, unknown>)["self"] = cyclic;
+      const fn = () => 1;
+      const cases: [unknown, string, RegExp][] = [
+        [{ payload: { items: [1, 2, 3, { fn }] } }, "payload.items[3].fn", /is a function/],
+        [Symbol("s"), "$", /the record is a symbol/],
+        [{ s: Symbol("s") }, "s", /is a symbol/],
+        [cyclic, "a.self", /cyclic reference/],
+        [{ x: new Foo() }, "x", /is an instance of class Foo; give the stream a codec \(DataStream.setCodec\) or emit plain objects/],
+        [{ tags: new Map<unknown, unknown>([[1, 1], [2, 2], [3, fn]]) }, "tags<Map>[2].value", /is a function/],
+        [{ tags: new Set([1, fn]) }, "tags<Set>[1]", /is a function/],
+        [{ "odd key": new WeakMap() }, '["odd key"]', /class WeakMap/],
+        [[Promise.resolve()], "[0]", /class Promise/],
+        [{ re: /x/ }, "re", /class RegExp/],
+      ];
+      for (const [bad, path, message] of cases) {
+        const error = encodeError(codec, [{ key: 1, value: 2 }, bad, 3]);
+        assert.equal(error.path, path);
+        assert.equal(error.recordIndex, 1);
+        assert.match(error.message, message);
+      }
+    });
+
+    test("reports the first bad record of the batch", () => {
+      const codec = makeCodec();
+      const batch = Array.from({ length: 50 }, (_, i) => ({ key: i, value: i === 17 || i === 30 ? () => i : i }));
+      const error = encodeError(codec, batch);
+      assert.equal(error.recordIndex, 17);
+      assert.equal(error.path, "value");
+    });
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// defaultCodec specifics
+
+describe("defaultCodec", () => {
+  test("field names cannot inject code into the generated decoder", () => {
+    const names = ['"];process.exit()//', "'];globalThis.__pwned = 1;//", "a\nb", "\u2028", "`${globalThis.__pwned = 1}`", "}", "\\", "\uD800"];
+    const batch = Array.from({ length: 8 }, (_, i) => Object.fromEntries(names.map((n, f) => [n, f % 2 === 0 ? i : `v${i}`])));
+    const decoded = roundTrip(defaultCodec(), batch);
+    assertSameValues(decoded, batch);
+    assert.equal((globalThis as Record<string, unknown>)["__pwned"], undefined);
+  });
+
+  test("a corrupt frame cannot declare a shape that sets prototypes or duplicates fields", () => {
+    for (const names of [["__proto__"], ["a", "a"]]) {
+      const w = new ByteWriter();
+      w.varuint(1); // one group
+      w.u8(0); // shape
+      w.varuint(names.length);
+      for (const n of names) w.string(n);
+      for (const _ of names) {
+        w.u8(3); // value column
+        w.u8(0x01); // null
+      }
+      assert.throws(
+        () => defaultCodec().decode(new ByteReader(w.finish()), 1),
+        (e: unknown) => e instanceof CodecError && e.code === "CORRUPT_FRAME",
+      );
+    }
+  });
+
+  test("preserves record order across interleaved shapes and kinds", () => {
+    const batch: unknown[] = [];
+    for (let i = 0; i < 600; i++) {
+      const k = i % 5;
+      batch.push(k === 0 ? { key: i, value: i / 2 } : k === 1 ? { b: `s${i}`, a: i % 3 === 0 } : k === 2 ? i : k === 3 ? `str${i}` : [i]);
+    }
+    assertSameValues(roundTrip(defaultCodec(), batch), batch);
+  });
+
+  test("keeps working past the shape cache and the group limit", () => {
+    const codec = defaultCodec();
+    for (let round = 0; round < 3; round++) {
+      const batch = Array.from({ length: 700 }, (_, i) => ({ [`f${round}_${i}`]: i, n: { [`g${i}`]: true } }));
+      assertSameValues(roundTrip(codec, batch), batch);
+    }
+  });
+
+  test("numeric records are encoded column-wise: about 8 bytes per number", () => {
+    const batch = Array.from({ length: 1024 }, (_, i) => ({ key: i, value: i * 0.5 }));
+    const bytes = encoded(defaultCodec(), batch);
+    assert.ok(bytes.length < 1024 * 16 + 64, `${bytes.length} bytes`);
+  });
+
+  test("decoded records of one shape share their key order and construction", () => {
+    const batch = Array.from({ length: 10 }, (_, i) => ({ z: i, a: `${i}`, m: i % 2 === 0 }));
+    const decoded = roundTrip(defaultCodec(), batch) as Record<string, unknown>[];
+    for (const record of decoded) assert.deepEqual(Object.keys(record), ["z", "a", "m"]);
+    assert.deepStrictEqual(decoded, batch);
+  });
+
+  test("deep nesting within the limit round-trips; beyond it, encode refuses with a path", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 900; i++) deep = { d: deep };
+    assertSameValues(roundTrip(defaultCodec(), [deep]), [deep]);
+    let tooDeep: unknown = 1;
+    for (let i = 0; i < 1200; i++) tooDeep = [tooDeep];
+    const error = encodeError(defaultCodec(), [tooDeep]);
+    assert.match(error.message, /nests deeper than/);
+  });
+});
+
+describe("recordCodec", () => {
+  test("wraps a failing user encoder and decoder", () => {
+    const codec = recordCodec<number>({
+      id: "test.picky/1",
+      encode(value) {
+        if (value < 0) throw new Error("negative");
+        return new Uint8Array([value]);
+      },
+      decode(bytes) {
+        if (bytes[0] === 99) throw new Error("no 99");
+        return bytes[0] as number;
+      },
+    });
+    assert.deepEqual(roundTrip(codec, [1, 2, 3]), [1, 2, 3]);
+    const error = encodeError(codec, [1, -1]);
+    assert.equal(error.recordIndex, 1);
+    assert.match(error.message, /negative/);
+    assert.throws(
+      () => codec.decode(new ByteReader(encoded(codec, [1, 99]).buffer as ArrayBuffer), 2),
+      (e: unknown) => e instanceof CodecError && e.code === "CORRUPT_FRAME" && e.recordIndex === 1,
+    );
+  });
+});

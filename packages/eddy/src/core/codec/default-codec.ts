@@ -1,0 +1,483 @@
+/**
+ * The default batch codec (id "eddy.default/1"): learns record shapes within a batch and encodes
+ * each shape column-wise, so a batch of `{ key: 123, value: 4.5 }` costs two Float64Array copies
+ * instead of a tagged value per field. Anything irregular falls back to the value codec
+ * (value-codec.ts), whose `value` and primitives (varuint, string, align) it reuses.
+ *
+ * Records are split into groups: one group per shape (plain objects — prototype Object.prototype —
+ * with at least one key, no key "__proto__", and the same own enumerable keys in the same order),
+ * one for top-level numbers, one for top-level strings, and one for everything else.
+ *
+ *   batch   := varuint groupCount                 0 iff the batch is empty, else 1..256
+ *              [ u8 groupIndex × count ]          only if groupCount > 1: record i's group
+ *              group × groupCount                 in order of first appearance
+ *   group   := u8 kind, then by kind:             m = the group's record count, which is `count`
+ *                                                 for a single group, else derived from the index
+ *     0 shape    varuint fieldCount (≥ 1), string fieldName × fieldCount (distinct, never
+ *                "__proto__"), column × fieldCount
+ *     1 numbers  f64Array (m values)
+ *     2 strings  strings (m values)
+ *     3 values   value × m
+ *   column  := u8 columnKind, then by kind:
+ *     0 f64      f64Array (m values)              every value a number (incl. −0, NaN)
+ *     1 string   strings (m values)               every value a string
+ *     2 boolean  u8 × m (0 false, 1 true)         every value a boolean
+ *     3 value    value × m                        anything else
+ *   4 shape    varuint fieldCount (≥ 1), string fieldName × fieldCount, column × fieldCount
+ *                                                 every value a plain object of one shape (as
+ *                                                 for groups), nested at most MAX_SHAPE_DEPTH deep
+ *   strings := string joined, varuint utf16Length × m
+ *              the m strings concatenated, encoded once (UTF-8, or UTF-16 if the concatenation is
+ *              not well-formed), then each string's length in UTF-16 code units; decoded with one
+ *              UTF-8 decode and m `slice` calls.
+ *
+ * Every group costs at least one byte per record, which bounds what a corrupt count can allocate.
+ * The decoder rebuilds a shape's records with a generated function whose object literal gives
+ * them one hidden class; field names enter generated code only through JSON.stringify.
+ */
+import type { ByteReader, ByteWriter } from "./bytes.ts";
+import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
+import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
+
+const enum GroupKind {
+  Shape = 0,
+  Numbers = 1,
+  Strings = 2,
+  Values = 3,
+}
+
+const enum ColumnKind {
+  F64 = 0,
+  String = 1,
+  Boolean = 2,
+  Value = 3,
+  Shape = 4,
+}
+
+/** Groups per batch (the group index is one byte). Records of further shapes join the values group. */
+const MAX_GROUPS = 256;
+/** Generated extractors/builders kept per codec; further shapes use the generic paths. */
+const MAX_CACHED_SHAPES = 256;
+/** Shapes of the batch compared key by key before a record's signature is computed. */
+const SHAPE_PROBES = 8;
+/** Nesting of shape columns; deeper objects (and cycles) go to the value codec. */
+const MAX_SHAPE_DEPTH = 8;
+
+/** Reads a shape's fields from records into one array per field. */
+type Extractor = (records: readonly unknown[], m: number) => unknown[][];
+/** Writes `m` records built from decoded columns into `out[0..m)`. */
+type Builder = (m: number, columns: readonly unknown[], out: unknown[]) => void;
+
+/** A group of the batch being encoded. */
+interface Group {
+  readonly kind: GroupKind;
+  readonly id: number;
+  /** Shape keys, for kind Shape; empty otherwise. */
+  readonly keys: readonly string[];
+  readonly extract: Extractor | undefined;
+  readonly records: unknown[];
+}
+
+export function defaultCodec(): BatchCodec {
+  return new DefaultCodec();
+}
+
+class DefaultCodec implements BatchCodec {
+  readonly id = "eddy.default/1";
+  /** Shape signature → generated extractor; at most MAX_CACHED_SHAPES entries. */
+  readonly #extractors = new Map<string, Extractor>();
+  /** Column kinds + shape signature → generated builder; at most MAX_CACHED_SHAPES entries. */
+  readonly #builders = new Map<string, Builder>();
+  /** Group index per record of the batch being encoded; grown as needed. */
+  #groupIndex = new Uint8Array(2048);
+
+  encode(values: readonly unknown[], out: ByteWriter): void {
+    try {
+      this.#encode(values, out);
+    } catch (e) {
+      // Diagnose from scratch, in record order, so the error names the first bad record.
+      if (!(e instanceof CodecError)) throw e;
+      for (let i = 0; i < values.length; i++) {
+        const error = findUnencodable(values[i], i);
+        if (error !== undefined) throw error;
+      }
+      throw e;
+    }
+  }
+
+  decode(input: ByteReader, count: number): unknown[] {
+    try {
+      return this.#decode(input, count);
+    } catch (e) {
+      throw asCorrupt(e);
+    }
+  }
+
+  #encode(values: readonly unknown[], out: ByteWriter): void {
+    const n = values.length;
+    if (n === 0) {
+      out.varuint(0);
+      return;
+    }
+    if (this.#groupIndex.length < n) this.#groupIndex = new Uint8Array(Math.max(n, this.#groupIndex.length * 2));
+    const index = this.#groupIndex;
+    const groups: Group[] = [];
+    const shapes: Group[] = [];
+    const bySignature = new Map<string, Group>();
+    let numbers: Group | undefined;
+    let strings: Group | undefined;
+    let others: Group | undefined;
+    let last: Group | undefined;
+
+    // hot path: one group per record, by comparing its keys against the last shape's
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      let g: Group | undefined;
+      if (typeof v === "object" && v !== null) {
+        if (Object.getPrototypeOf(v) === Object.prototype) {
+          if (last !== undefined && hasKeys(v, last.keys)) g = last;
+          else {
+            for (let s = 0; s < shapes.length && s < SHAPE_PROBES; s++) {
+              if (hasKeys(v, (shapes[s] as Group).keys)) {
+                g = shapes[s];
+                break;
+              }
+            }
+            if (g === undefined) g = this.#shapeGroup(v, groups, shapes, bySignature);
+            if (g !== undefined && g.kind === GroupKind.Shape) last = g;
+          }
+        }
+      } else if (typeof v === "number") {
+        g = numbers ??= newGroup(GroupKind.Numbers, groups);
+      } else if (typeof v === "string") {
+        g = strings ??= newGroup(GroupKind.Strings, groups);
+      }
+      if (g === undefined) g = others ??= newGroup(GroupKind.Values, groups);
+      g.records.push(v);
+      index[i] = g.id;
+    }
+
+    out.varuint(groups.length);
+    if (groups.length > 1) out.bytes(index.subarray(0, n));
+    for (const g of groups) this.#writeGroup(g, out);
+  }
+
+  /** The group of a plain object whose keys matched no probed shape, or undefined → values. */
+  #shapeGroup(v: object, groups: Group[], shapes: Group[], bySignature: Map<string, Group>): Group | undefined {
+    const keys = shapeKeys(v);
+    if (keys === undefined) return undefined;
+    const signature = JSON.stringify(keys);
+    const known = bySignature.get(signature);
+    if (known !== undefined) return known;
+    // Keep slots for the numbers, strings and values groups, which may still be needed.
+    if (groups.length >= MAX_GROUPS - 3) return undefined;
+    const extract = this.#extractor(keys, signature);
+    const g: Group = { kind: GroupKind.Shape, id: groups.length, keys, extract, records: [] };
+    groups.push(g);
+    shapes.push(g);
+    bySignature.set(signature, g);
+    return g;
+  }
+
+  #writeGroup(g: Group, out: ByteWriter): void {
+    const m = g.records.length;
+    out.u8(g.kind);
+    switch (g.kind) {
+      case GroupKind.Shape: {
+        this.#writeShape(g.records, m, g.keys, g.extract, out, 0);
+        return;
+      }
+      case GroupKind.Numbers:
+        out.f64Array(g.records as number[], m);
+        return;
+      case GroupKind.Strings:
+        writeStrings(g.records as string[], m, out);
+        return;
+      case GroupKind.Values:
+        for (let i = 0; i < m; i++) encodeValue(g.records[i], out);
+        return;
+    }
+  }
+
+  #writeShape(
+    records: readonly unknown[],
+    m: number,
+    keys: readonly string[],
+    extract: Extractor | undefined,
+    out: ByteWriter,
+    depth: number,
+  ): void {
+    out.varuint(keys.length);
+    for (const key of keys) out.string(key);
+    const columns = extract !== undefined ? extract(records, m) : extractGeneric(records, m, keys);
+    for (const column of columns) this.#writeColumn(column, m, out, depth);
+  }
+
+  #writeColumn(column: unknown[], m: number, out: ByteWriter, depth: number): void {
+    const kind = columnKind(column, m, depth);
+    out.u8(kind);
+    switch (kind) {
+      case ColumnKind.F64:
+        out.f64Array(column as number[], m);
+        return;
+      case ColumnKind.String:
+        writeStrings(column as string[], m, out);
+        return;
+      case ColumnKind.Boolean:
+        out.ensure(m);
+        for (let i = 0; i < m; i++) out.u8(column[i] === true ? 1 : 0);
+        return;
+      case ColumnKind.Value:
+        for (let i = 0; i < m; i++) encodeValue(column[i], out);
+        return;
+      case ColumnKind.Shape: {
+        const keys = shapeKeys(column[0] as object) as string[];
+        this.#writeShape(column, m, keys, this.#extractor(keys, JSON.stringify(keys)), out, depth + 1);
+        return;
+      }
+    }
+  }
+
+  /** The cached generated extractor for a shape, or undefined once the cache is full. */
+  #extractor(keys: readonly string[], signature: string): Extractor | undefined {
+    let extract = this.#extractors.get(signature);
+    if (extract === undefined && this.#extractors.size < MAX_CACHED_SHAPES) {
+      extract = compileExtractor(keys);
+      this.#extractors.set(signature, extract);
+    }
+    return extract;
+  }
+
+  #decode(input: ByteReader, count: number): unknown[] {
+    const groupCount = input.varuint();
+    if (count === 0) {
+      if (groupCount !== 0) throw CodecError.corrupt(`${groupCount} groups in an empty batch`);
+      return [];
+    }
+    if (groupCount === 0 || groupCount > MAX_GROUPS || groupCount > count) {
+      throw CodecError.corrupt(`${groupCount} groups for ${count} records`);
+    }
+    input.checkCount(count, 1, "records");
+    if (groupCount === 1) {
+      const values = new Array<unknown>(count);
+      this.#readGroup(input, count, values);
+      return values;
+    }
+    const index = input.bytes(count);
+    const sizes = new Int32Array(groupCount);
+    for (let i = 0; i < count; i++) {
+      const g = index[i] as number;
+      if (g >= groupCount) throw CodecError.corrupt(`record ${i} in group ${g} of ${groupCount}`);
+      (sizes[g] as number)++;
+    }
+    const parts: unknown[][] = [];
+    for (let g = 0; g < groupCount; g++) {
+      const m = sizes[g] as number;
+      if (m === 0) throw CodecError.corrupt(`group ${g} has no records`);
+      const part = new Array<unknown>(m);
+      this.#readGroup(input, m, part);
+      parts.push(part);
+    }
+    // Interleave the groups back into record order.
+    const values = new Array<unknown>(count);
+    const cursors = sizes.fill(0);
+    for (let i = 0; i < count; i++) {
+      const g = index[i] as number;
+      values[i] = (parts[g] as unknown[])[(cursors[g] as number)++];
+    }
+    return values;
+  }
+
+  #readGroup(input: ByteReader, m: number, out: unknown[]): void {
+    const kind = input.u8();
+    switch (kind) {
+      case GroupKind.Shape:
+        this.#readShape(input, m, out, 0);
+        return;
+      case GroupKind.Numbers: {
+        const numbers = input.f64Array(m);
+        for (let i = 0; i < m; i++) out[i] = numbers[i];
+        return;
+      }
+      case GroupKind.Strings: {
+        const strings = readStrings(input, m);
+        for (let i = 0; i < m; i++) out[i] = strings[i];
+        return;
+      }
+      case GroupKind.Values:
+        input.checkCount(m, 1, "values");
+        for (let i = 0; i < m; i++) out[i] = decodeValue(input);
+        return;
+    }
+    throw CodecError.corrupt(`unknown group kind ${kind}`);
+  }
+
+  #readShape(input: ByteReader, m: number, out: unknown[], depth: number): void {
+    const fieldCount = input.varuint();
+    if (fieldCount === 0) throw CodecError.corrupt("shape without fields");
+    input.checkCount(fieldCount, 2, "fields");
+    const names: string[] = [];
+    for (let f = 0; f < fieldCount; f++) names.push(input.string());
+    if (new Set(names).size !== fieldCount || names.includes("__proto__")) {
+      throw CodecError.corrupt(`invalid shape ${JSON.stringify(names)}`);
+    }
+    const columns: unknown[] = [];
+    let kinds = "";
+    for (let f = 0; f < fieldCount; f++) {
+      const kind = input.u8();
+      columns.push(this.#readColumn(input, kind, m, depth));
+      kinds += kind;
+    }
+    const key = kinds + JSON.stringify(names);
+    let build = this.#builders.get(key);
+    if (build === undefined && this.#builders.size < MAX_CACHED_SHAPES) {
+      build = compileBuilder(names, kinds);
+      this.#builders.set(key, build);
+    }
+    if (build !== undefined) build(m, columns, out);
+    else buildGeneric(m, names, kinds, columns, out);
+  }
+
+  #readColumn(input: ByteReader, kind: number, m: number, depth: number): unknown {
+    switch (kind) {
+      case ColumnKind.F64:
+        return input.f64Array(m);
+      case ColumnKind.String:
+        return readStrings(input, m);
+      case ColumnKind.Boolean:
+        return input.bytes(m);
+      case ColumnKind.Value: {
+        input.checkCount(m, 1, "values");
+        const column = new Array<unknown>(m);
+        for (let i = 0; i < m; i++) column[i] = decodeValue(input);
+        return column;
+      }
+      case ColumnKind.Shape: {
+        if (depth >= MAX_SHAPE_DEPTH) throw CodecError.corrupt(`shape columns nested deeper than ${MAX_SHAPE_DEPTH}`);
+        const column = new Array<unknown>(m);
+        this.#readShape(input, m, column, depth + 1);
+        return column;
+      }
+    }
+    throw CodecError.corrupt(`unknown column kind ${kind}`);
+  }
+}
+
+function newGroup(kind: GroupKind, groups: Group[]): Group {
+  const g: Group = { kind, id: groups.length, keys: [], extract: undefined, records: [] };
+  groups.push(g);
+  return g;
+}
+
+/** The keys of a plain object that can form a shape (≥ 1 key, none "__proto__"), else undefined. */
+function shapeKeys(v: object): string[] | undefined {
+  const keys: string[] = [];
+  for (const k in v) {
+    if (k === "__proto__") return undefined;
+    keys.push(k);
+  }
+  return keys.length === 0 ? undefined : keys;
+}
+
+/** Whether `v`'s enumerable keys are exactly `keys`, in order. */
+function hasKeys(v: object, keys: readonly string[]): boolean {
+  let j = 0;
+  for (const k in v) {
+    if (k !== keys[j]) return false;
+    j++;
+  }
+  return j === keys.length;
+}
+
+function compileExtractor(keys: readonly string[]): Extractor {
+  const decl = keys.map((_, j) => `c${j} = new Array(m)`).join(", ");
+  const reads = keys.map((key, j) => `c${j}[i] = r[${JSON.stringify(key)}];`).join(" ");
+  const list = keys.map((_, j) => `c${j}`).join(", ");
+  const body = `"use strict";
+const ${decl};
+for (let i = 0; i < m; i++) { const r = records[i]; ${reads} }
+return [${list}];`;
+  return new Function("records", "m", body) as Extractor;
+}
+
+function extractGeneric(records: readonly unknown[], m: number, keys: readonly string[]): unknown[][] {
+  return keys.map((key) => {
+    const column = new Array<unknown>(m);
+    for (let i = 0; i < m; i++) column[i] = (records[i] as Record<string, unknown>)[key];
+    return column;
+  });
+}
+
+function compileBuilder(names: readonly string[], kinds: string): Builder {
+  const decl = names.map((_, f) => `c${f} = columns[${f}]`).join(", ");
+  const fields = names
+    .map((name, f) => `${JSON.stringify(name)}: ${kinds[f] === String(ColumnKind.Boolean) ? `c${f}[i] === 1` : `c${f}[i]`}`)
+    .join(", ");
+  const body = `"use strict";
+const ${decl};
+for (let i = 0; i < m; i++) out[i] = { ${fields} };`;
+  return new Function("m", "columns", "out", body) as Builder;
+}
+
+function buildGeneric(m: number, names: readonly string[], kinds: string, columns: readonly unknown[], out: unknown[]): void {
+  for (let i = 0; i < m; i++) {
+    const o: Record<string, unknown> = {};
+    for (let f = 0; f < names.length; f++) {
+      const column = columns[f] as ArrayLike<unknown>;
+      o[names[f] as string] = kinds[f] === String(ColumnKind.Boolean) ? column[i] === 1 : column[i];
+    }
+    out[i] = o;
+  }
+}
+
+function columnKind(column: readonly unknown[], m: number, depth: number): ColumnKind {
+  const first = column[0];
+  switch (typeof first) {
+    case "number":
+      for (let i = 1; i < m; i++) if (typeof column[i] !== "number") return ColumnKind.Value;
+      return ColumnKind.F64;
+    case "string":
+      for (let i = 1; i < m; i++) if (typeof column[i] !== "string") return ColumnKind.Value;
+      return ColumnKind.String;
+    case "boolean":
+      for (let i = 1; i < m; i++) if (typeof column[i] !== "boolean") return ColumnKind.Value;
+      return ColumnKind.Boolean;
+    case "object": {
+      if (depth >= MAX_SHAPE_DEPTH || first === null || Object.getPrototypeOf(first) !== Object.prototype) {
+        return ColumnKind.Value;
+      }
+      const keys = shapeKeys(first);
+      if (keys === undefined) return ColumnKind.Value;
+      for (let i = 1; i < m; i++) {
+        const v = column[i];
+        if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype || !hasKeys(v, keys)) {
+          return ColumnKind.Value;
+        }
+      }
+      return ColumnKind.Shape;
+    }
+    default:
+      return ColumnKind.Value;
+  }
+}
+
+function writeStrings(strings: readonly string[], m: number, out: ByteWriter): void {
+  out.string(m === strings.length ? strings.join("") : strings.slice(0, m).join(""));
+  out.ensure(m * 5);
+  for (let i = 0; i < m; i++) out.varuint((strings[i] as string).length);
+}
+
+function readStrings(input: ByteReader, m: number): string[] {
+  const joined = input.string();
+  input.checkCount(m, 1, "string lengths");
+  const strings = new Array<string>(m);
+  let at = 0;
+  for (let i = 0; i < m; i++) {
+    const end = at + input.varuint();
+    if (end > joined.length) throw CodecError.corrupt("string lengths exceed their column");
+    strings[i] = joined.slice(at, end);
+    at = end;
+  }
+  if (at !== joined.length) throw CodecError.corrupt("string lengths fall short of their column");
+  return strings;
+}

@@ -1,0 +1,163 @@
+/**
+ * Jobs for the parallel-execution tests. They live in their own module, exported at top level,
+ * because worker threads rebuild a job by importing its module (DESIGN §2); a job defined inside a
+ * test file runs inline. Parallelism comes from the run options, so each job runs at any setting.
+ */
+import { getHeapStatistics } from "node:v8";
+import { defineJob, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
+import { collectSink } from "eddy/testing";
+
+export const RECORDS = 20_000;
+export const KEYS = 101;
+
+export interface Tagged {
+  readonly key: string;
+  readonly n: number;
+  readonly subtask: number;
+}
+
+/** Emits each record with the subtask that processed it. */
+function tagSubtask<T extends { key: string; n: number }>(): KeyedProcessFunction<string, T, Tagged> & { subtask: number } {
+  return {
+    subtask: -1,
+    open(ctx) {
+      this.subtask = ctx.subtaskIndex;
+    },
+    processElement(value, _ctx, out) {
+      out.collect({ key: value.key, n: value.n, subtask: this.subtask });
+    },
+  };
+}
+
+/** keyBy routing: every record, tagged with the subtask that received it. */
+export const keyedRouting = defineJob("keyed-routing", (env) => {
+  env
+    .fromSequence(0, RECORDS - 1)
+    .map((n) => ({ key: `k${n % KEYS}`, n }))
+    .keyBy((r) => r.key)
+    .process(tagSubtask())
+    .uid("tag")
+    .sinkTo(collectSink("out"));
+});
+
+/** A rolling sum per key over a keyBy exchange. */
+export const keyedSum = defineJob("keyed-sum", (env) => {
+  env
+    .fromSequence(0, RECORDS - 1)
+    .map((n) => ({ key: n % KEYS, value: n % 7, label: `item-${n % 13}` }))
+    .keyBy((r) => r.key)
+    .sum("value")
+    .uid("sum")
+    .sinkTo(collectSink("out"));
+});
+
+interface FromTo {
+  readonly src: number;
+  readonly n: number;
+  readonly dst: number;
+}
+
+function tagSource(): ProcessFunction<number, { src: number; n: number }> & { subtask: number } {
+  return {
+    subtask: -1,
+    open(ctx: RuntimeContext) {
+      this.subtask = ctx.subtaskIndex;
+    },
+    processElement(n, _ctx, out) {
+      out.collect({ src: this.subtask, n });
+    },
+  };
+}
+
+function tagDestination(): ProcessFunction<{ src: number; n: number }, FromTo> & { subtask: number } {
+  return {
+    subtask: -1,
+    open(ctx: RuntimeContext) {
+      this.subtask = ctx.subtaskIndex;
+    },
+    processElement(r, _ctx, out) {
+      out.collect({ src: r.src, n: r.n, dst: this.subtask });
+    },
+  };
+}
+
+/** rebalance: round-robin from every source subtask to every downstream subtask, in order. */
+export const rebalanced = defineJob("rebalanced", (env) => {
+  env.fromSequence(0, RECORDS - 1).process(tagSource()).rebalance().process(tagDestination()).sinkTo(collectSink("out"));
+});
+
+/** broadcast: every record to every downstream subtask. */
+export const broadcasted = defineJob("broadcasted", (env) => {
+  env.fromSequence(0, 999).setParallelism(1).process(tagSource()).broadcast().process(tagDestination()).sinkTo(collectSink("out"));
+});
+
+/** union of two sources, then a keyed sum. */
+export const unioned = defineJob("unioned", (env) => {
+  const a = env.fromSequence(0, 4_999).map((n) => ({ key: n % 13, value: 1 }));
+  const b = env.fromCollection(Array.from({ length: 3_000 }, (_, i) => ({ key: i % 17, value: 10 })));
+  a.union(b).keyBy((r) => r.key).sum("value").uid("sum").sinkTo(collectSink("out"));
+});
+
+/** A record the codec cannot encode (a function) crossing threads. */
+export const unencodable = defineJob("unencodable", (env) => {
+  env
+    .fromSequence(0, 999)
+    .map((n) => ({ key: n % 50, n, callback: () => n }))
+    .name("make-callbacks")
+    .keyBy((r) => r.key)
+    .process({ processElement: (r, _ctx, out) => out.collect(r.n) })
+    .sinkTo(collectSink("out"));
+});
+
+/** User code throws in one subtask. */
+export const throwing = defineJob("throwing", (env) => {
+  env
+    .fromSequence(0, 9_999)
+    .map((n) => {
+      if (n === 7_777) throw new Error("bad record 7777");
+      return { key: n % 10, n };
+    })
+    .name("fragile-map")
+    .keyBy((r) => r.key)
+    .sum("n")
+    .sinkTo(collectSink("out"));
+});
+
+/** User code ends its thread with process.exit. */
+export const exiting = defineJob("exiting", (env) => {
+  env
+    .fromSequence(0, 9_999)
+    .map((n) => {
+      if (n === 6_000) process.exit(3);
+      return { key: n % 10, n };
+    })
+    .keyBy((r) => r.key)
+    .sum("n")
+    .sinkTo(collectSink("out"));
+});
+
+export const SLOW_RECORDS = 100_000;
+export const SLOW_PAYLOAD_BYTES = 4_000;
+
+/** A source that could produce far faster than its slow sink consumes; the sink samples its heap. */
+export const slowSink = defineJob("slow-sink", (env) => {
+  env
+    .fromSequence(0, SLOW_RECORDS - 1)
+    .map((n) => ({ key: n % 64, n, payload: "x".repeat(SLOW_PAYLOAD_BYTES) }))
+    .keyBy((r) => r.key)
+    .process({
+      seen: 0,
+      processElement(r, _ctx, out) {
+        const until = performance.now() + 0.01;
+        while (performance.now() < until); // a slow sink: 10 µs per record
+        if (++this.seen % 2_000 === 0) out.collect({ seen: this.seen, heap: getHeapStatistics().used_heap_size, bytes: r.payload.length });
+      },
+    } as KeyedProcessFunction<number, { key: number; n: number; payload: string }, HeapSample> & { seen: number })
+    .sinkTo(collectSink("out"));
+});
+
+export interface HeapSample {
+  readonly seen: number;
+  readonly heap: number;
+  readonly bytes: number;
+}
