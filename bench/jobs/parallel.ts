@@ -11,6 +11,8 @@ const RECORDS = setting("EDDY_BENCH_RECORDS", 10_000_000);
 const KEYS = setting("EDDY_BENCH_KEYS", 1_000);
 const RATE = setting("EDDY_BENCH_RATE", 100_000);
 const DURATION_MS = setting("EDDY_BENCH_DURATION_MS", 5_000);
+/** Records emitted in the first WARMUP_MS are not measured (JIT and thread warm-up). */
+const WARMUP_MS = setting("EDDY_BENCH_WARMUP_MS", 1_000);
 
 interface Rec {
   key: number;
@@ -62,13 +64,15 @@ interface Timed {
   seq: number;
   /** performance.timeOrigin + performance.now() when the source emitted it (ms, comparable across threads). */
   emittedAt: number;
+  /** Emitted after the warm-up: measured. */
+  warm: boolean;
 }
 
 const now = (): number => performance.timeOrigin + performance.now();
 
-/** Emits RATE records/s in total (split over its subtasks) for DURATION_MS. */
+/** Emits RATE records/s in total (split over its subtasks) for WARMUP_MS + DURATION_MS. */
 function pacedSource(): Source<Timed, { splitId: string }> {
-  const [RATE_, DURATION_, KEYS_] = [RATE(), DURATION_MS(), KEYS()];
+  const [RATE_, DURATION_, KEYS_, WARMUP_] = [RATE(), DURATION_MS(), KEYS(), WARMUP_MS()];
   return {
     boundedness: "bounded",
     createEnumerator: (ctx) => ({
@@ -79,7 +83,8 @@ function pacedSource(): Source<Timed, { splitId: string }> {
     }),
     createReader: (ctx) => {
       const rate = RATE_ / ctx.parallelism;
-      const total = Math.floor((rate * DURATION_) / 1000);
+      const total = Math.floor((rate * (DURATION_ + WARMUP_)) / 1000);
+      const warmAfter = Math.floor((rate * WARMUP_) / 1000);
       let started = -1;
       let emitted = 0;
       let hasSplit = false;
@@ -90,7 +95,7 @@ function pacedSource(): Source<Timed, { splitId: string }> {
           if (started < 0) started = t;
           const due = Math.min(total, Math.floor(((t - started) * rate) / 1000) + 1);
           for (let i = 0; emitted < due && i < 256; i++, emitted++) {
-            out.collect({ key: (emitted * ctx.parallelism + ctx.subtaskIndex) % KEYS_, seq: emitted, emittedAt: now() });
+            out.collect({ key: (emitted * ctx.parallelism + ctx.subtaskIndex) % KEYS_, seq: emitted, emittedAt: now(), warm: emitted >= warmAfter });
           }
           if (emitted >= total) return "end";
           return emitted < due ? "more" : "nothing";
@@ -113,12 +118,15 @@ function latencySink(): Sink<Timed> {
   return {
     createWriter: (ctx) => {
       const histogram = new Uint32Array(BUCKETS);
+      let coldMax = 0;
       return {
         write(r) {
-          histogram[Math.min(BUCKETS - 1, Math.floor((now() - r.emittedAt) / BUCKET_MS))]!++;
+          const latency = now() - r.emittedAt;
+          if (r.warm) histogram[Math.min(BUCKETS - 1, Math.floor(latency / BUCKET_MS))]!++;
+          else coldMax = Math.max(coldMax, latency);
         },
         flush(end) {
-          if (end) ctx.job.collect("latency", Array.from(histogram));
+          if (end) ctx.job.collect("latency", { histogram: Array.from(histogram), coldMax });
         },
       };
     },

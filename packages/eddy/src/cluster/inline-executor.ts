@@ -14,6 +14,12 @@ import { TaskExecutor, type Deployment, type ExecutorOptions, type ReaderHandle,
 export interface JobResult {
   readonly jobName: string;
   readonly durationMs: number;
+  /**
+   * Time from the moment every subtask was deployed and the sources started to the end: the
+   * duration without starting worker threads (which import the job module). Equal to
+   * durationMs inline.
+   */
+  readonly runningMs: number;
   /** Records read by source subtasks. */
   readonly sourceRecords: number;
   /** Per-subtask counters at the end of the job. */
@@ -124,6 +130,7 @@ export class InlineExecution {
     this.done = this.#executor.done.then((r) => ({
       jobName: plan.jobName,
       durationMs: options.clock.now() - startedAtMs,
+      runningMs: options.clock.now() - startedAtMs,
       sourceRecords: r.sourceRecords,
       metrics: this.#executor.metrics(),
     }));

@@ -56,6 +56,7 @@ export class ThreadedExecution {
   #resolve!: (result: JobResult) => void;
   #reject!: (error: EddyError) => void;
   readonly #startedAt = Date.now();
+  #runningSince: number | undefined;
 
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
@@ -117,7 +118,7 @@ export class ThreadedExecution {
       const worker = new Worker(ENTRY, {
         workerData: init,
         transferList: ports[i]!.filter((p): p is MessagePort => p !== undefined),
-        execArgv: [],
+        execArgv: process.env.EDDY_WORKER_EXEC_ARGV === undefined ? [] : process.env.EDDY_WORKER_EXEC_ARGV.split(" "),
         name: `eddy-worker-${i}`,
         ...(this.#options.maxWorkerHeapMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxWorkerHeapMb } }),
       });
@@ -158,7 +159,10 @@ export class ThreadedExecution {
     if (this.#settled) return;
     switch (message.t) {
       case "ready":
-        if (++this.#ready === this.#workers.length) this.#startEnumerators();
+        if (++this.#ready === this.#workers.length) {
+          this.#runningSince = Date.now();
+          this.#startEnumerators();
+        }
         return;
       case "split-request":
         this.#enumerators.get(message.node)?.handleSplitRequest?.(message.subtask);
@@ -210,6 +214,7 @@ export class ThreadedExecution {
     this.#resolve({
       jobName: this.#plan.jobName,
       durationMs: Date.now() - this.#startedAt,
+      runningMs: Date.now() - (this.#runningSince ?? this.#startedAt),
       sourceRecords: this.sourceRecords,
       metrics: this.metrics(),
     });

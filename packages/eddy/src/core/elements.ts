@@ -15,6 +15,8 @@ export interface RecordBatch {
   readonly values: unknown[];
   /** A number[] within a thread; a Float64Array view when decoded from another thread. */
   readonly timestamps: ArrayLike<number>;
+  /** Each record's key group, when the edge is keyed and the partitioner computed them. */
+  readonly keyGroups?: ArrayLike<number> | undefined;
 }
 
 /** Event time has reached `timestamp`: no more records with a timestamp ≤ it are expected. */

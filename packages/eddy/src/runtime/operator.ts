@@ -29,8 +29,11 @@ export interface Output<T> {
 
 export interface OneInputOperator<IN> {
   open?(): void;
-  /** hot path */
-  processElement(value: IN, timestamp: number): void;
+  /**
+   * hot path. `keyGroup` is the record's key group when the key-group partitioner that routed it
+   * already computed it (so keyed operators need not hash the key again), else undefined.
+   */
+  processElement(value: IN, timestamp: number, keyGroup?: number): void;
   /** Fires everything the watermark triggers, then forwards it. */
   processWatermark(watermark: number): void;
   processWatermarkStatus?(idle: boolean): void;
@@ -40,8 +43,8 @@ export interface OneInputOperator<IN> {
 
 export interface TwoInputOperator<IN1, IN2> {
   open?(): void;
-  processElement1(value: IN1, timestamp: number): void;
-  processElement2(value: IN2, timestamp: number): void;
+  processElement1(value: IN1, timestamp: number, keyGroup?: number): void;
+  processElement2(value: IN2, timestamp: number, keyGroup?: number): void;
   /** The combined watermark: the minimum over both inputs. */
   processWatermark(watermark: number): void;
   processWatermarkStatus?(idle: boolean): void;

@@ -247,7 +247,7 @@ export class StreamTask {
   #handle(element: StreamElement, input: TaskInput): number {
     switch (element.kind) {
       case "records":
-        return this.#processRecords(element.values, element.timestamps, input.inputIndex);
+        return this.#processRecords(element.values, element.timestamps, element.keyGroups, input.inputIndex);
       case "watermark": {
         const advanced = this.#valves[input.inputIndex]!.inputWatermark(input.channelIndex, element.timestamp);
         if (advanced !== undefined) this.#inputWatermarkAdvanced(input.inputIndex, advanced);
@@ -271,17 +271,23 @@ export class StreamTask {
     }
   }
 
-  #processRecords(values: unknown[], timestamps: ArrayLike<number>, inputIndex: 0 | 1): number {
+  #processRecords(values: unknown[], timestamps: ArrayLike<number>, keyGroups: ArrayLike<number> | undefined, inputIndex: 0 | 1): number {
     const head = this.#o.head;
     const n = values.length;
     // hot path
     if (head.kind === "one-input") {
       const op = head.operator;
-      for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!);
+      if (keyGroups === undefined) for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!);
+      else for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!, keyGroups[i]!);
     } else if (head.kind === "two-input") {
       const op = head.operator;
-      if (inputIndex === 0) for (let i = 0; i < n; i++) op.processElement1(values[i], timestamps[i]!);
-      else for (let i = 0; i < n; i++) op.processElement2(values[i], timestamps[i]!);
+      if (keyGroups === undefined) {
+        if (inputIndex === 0) for (let i = 0; i < n; i++) op.processElement1(values[i], timestamps[i]!);
+        else for (let i = 0; i < n; i++) op.processElement2(values[i], timestamps[i]!);
+      } else {
+        if (inputIndex === 0) for (let i = 0; i < n; i++) op.processElement1(values[i], timestamps[i]!, keyGroups[i]!);
+        else for (let i = 0; i < n; i++) op.processElement2(values[i], timestamps[i]!, keyGroups[i]!);
+      }
     }
     this.recordsIn += n;
     return n;

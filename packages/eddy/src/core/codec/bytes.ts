@@ -15,6 +15,7 @@
  *                                         cannot carry; no alignment).
  *   align(n)                     zero bytes up to the next multiple of n, counted from the
  *                                writer's byte 0 (the reader's `start`).
+ *   i32Array                     align(4), then count × i32 (a view when aligned, like f64Array)
  *   f64Array                     align(8), then count × f64; the reader returns a zero-copy
  *                                Float64Array view when the underlying address is 8-aligned.
  *
@@ -165,6 +166,19 @@ export class ByteWriter {
       for (let i = 0; i < count; i++) this.#view.setFloat64(this.#pos + i * 8, values[i] as number, true);
     }
     this.#pos += count * 8;
+  }
+
+  /** align(4), then the first `count` values as i32 (callers check they are int32). */
+  i32Array(values: ArrayLike<number>, count: number): void {
+    this.align(4);
+    this.ensure(count * 4);
+    if (HOST_LITTLE_ENDIAN) {
+      const out = new Int32Array(this.#buffer, this.#pos, count);
+      for (let i = 0; i < count; i++) out[i] = values[i] as number; // hot path
+    } else {
+      for (let i = 0; i < count; i++) this.#view.setInt32(this.#pos + i * 4, values[i] as number, true);
+    }
+    this.#pos += count * 4;
   }
 
   bytes(data: Uint8Array): void {
@@ -368,6 +382,18 @@ export class ByteReader {
     if (HOST_LITTLE_ENDIAN && (at & 7) === 0) return new Float64Array(this.#buffer, at, count);
     const out = new Float64Array(count);
     for (let i = 0; i < count; i++) out[i] = this.#view.getFloat64(at + i * 8, true);
+    return out;
+  }
+
+  /** align(4), then `count` i32 values: a view into the buffer when aligned, else a copy. */
+  i32Array(count: number): Int32Array {
+    this.align(4);
+    this.checkCount(count, 4, "i32 values");
+    const at = this.#pos;
+    this.#pos += count * 4;
+    if (HOST_LITTLE_ENDIAN && (at & 3) === 0) return new Int32Array(this.#buffer, at, count);
+    const out = new Int32Array(count);
+    for (let i = 0; i < count; i++) out[i] = this.#view.getInt32(at + i * 4, true);
     return out;
   }
 

@@ -26,6 +26,13 @@
  *   4 shape    varuint fieldCount (≥ 1), string fieldName × fieldCount, column × fieldCount
  *                                                 every value a plain object of one shape (as
  *                                                 for groups), nested at most MAX_SHAPE_DEPTH deep
+ *   5 i32      i32Array (m values)              every value an int32 (not −0). Decoded integers
+ *                                                 are then small integers (Smis) like the ones
+ *                                                 user code creates, so decoded and local records
+ *                                                 share one hidden class; from a Float64Array
+ *                                                 they would be doubles, and V8 would deprecate
+ *                                                 the local records' map (measured: 3× slower
+ *                                                 keyed stages)
  *   strings := string joined, varuint utf16Length × m
  *              the m strings concatenated, encoded once (UTF-8, or UTF-16 if the concatenation is
  *              not well-formed), then each string's length in UTF-16 code units; decoded with one
@@ -52,6 +59,7 @@ const enum ColumnKind {
   Boolean = 2,
   Value = 3,
   Shape = 4,
+  I32 = 5,
 }
 
 /** Groups per batch (the group index is one byte). Records of further shapes join the values group. */
@@ -220,6 +228,9 @@ class DefaultCodec implements BatchCodec {
       case ColumnKind.F64:
         out.f64Array(column as number[], m);
         return;
+      case ColumnKind.I32:
+        out.i32Array(column as number[], m);
+        return;
       case ColumnKind.String:
         writeStrings(column as string[], m, out);
         return;
@@ -342,6 +353,8 @@ class DefaultCodec implements BatchCodec {
     switch (kind) {
       case ColumnKind.F64:
         return input.f64Array(m);
+      case ColumnKind.I32:
+        return input.i32Array(m);
       case ColumnKind.String:
         return readStrings(input, m);
       case ColumnKind.Boolean:
@@ -433,9 +446,15 @@ function buildGeneric(m: number, names: readonly string[], kinds: string, column
 function columnKind(column: readonly unknown[], m: number, depth: number): ColumnKind {
   const first = column[0];
   switch (typeof first) {
-    case "number":
-      for (let i = 1; i < m; i++) if (typeof column[i] !== "number") return ColumnKind.Value;
-      return ColumnKind.F64;
+    case "number": {
+      let int32 = true;
+      for (let i = 0; i < m; i++) {
+        const v = column[i];
+        if (typeof v !== "number") return ColumnKind.Value;
+        if (int32 && ((v | 0) !== v || (v === 0 && 1 / v < 0))) int32 = false;
+      }
+      return int32 ? ColumnKind.I32 : ColumnKind.F64;
+    }
     case "string":
       for (let i = 1; i < m; i++) if (typeof column[i] !== "string") return ColumnKind.Value;
       return ColumnKind.String;

@@ -7,12 +7,13 @@
  *
  *   u8  type        1 records, 2 watermark, 3 status, 4 barrier, 5 end, 16 credit
  *   u8  version     1
- *   u16 reserved    0
+ *   u16 flags       records: bit 0 = key groups follow the timestamps; 0 otherwise
  *   u32 channel     channel id, unique per job (see `channelId`)
  *
  * then by type:
  *
- *   records    u32 count, pad to 8, f64 × count timestamps (NaN = none), codec payload
+ *   records    u32 count, pad to 8, f64 × count timestamps (NaN = none),
+ *              [pad to 4, i32 × count key groups if flag bit 0], codec payload
  *   watermark  f64 timestamp (±Infinity allowed)
  *   status     u8 idle (1) / active (0)
  *   barrier    pad to 8, f64 checkpointId, f64 timestampMs, u8 isSavepoint
@@ -44,23 +45,27 @@ const ELEMENT_TYPE = {
   end: FrameType.end,
 } as const;
 
-function header(writer: ByteWriter, type: number, channel: number): void {
+const FLAG_KEY_GROUPS = 1;
+
+function header(writer: ByteWriter, type: number, channel: number, flags = 0): void {
   writer.u8(type);
   writer.u8(FRAME_VERSION);
-  writer.u16(0);
+  writer.u16(flags);
   writer.u32(channel);
 }
 
 /** Encodes one element for `channel`. The writer is reset first and may be reused afterwards. */
 export function encodeElementFrame(channel: number, element: StreamElement, codec: BatchCodec, writer: ByteWriter): ArrayBuffer {
   writer.reset();
-  header(writer, ELEMENT_TYPE[element.kind], channel);
+  const keyGroups = element.kind === "records" ? element.keyGroups : undefined;
+  header(writer, ELEMENT_TYPE[element.kind], channel, keyGroups === undefined ? 0 : FLAG_KEY_GROUPS);
   switch (element.kind) {
     case "records": {
       const n = element.values.length;
       writer.u32(n);
       writer.align(8);
       writer.f64Array(element.timestamps, n);
+      if (keyGroups !== undefined) writer.i32Array(keyGroups, n);
       codec.encode(element.values, writer);
       break;
     }
@@ -121,18 +126,19 @@ export function decodeElementFrame(frame: ArrayBuffer, codec: BatchCodec): Strea
   const reader = new ByteReader(frame, 0);
   const type = reader.u8();
   reader.u8();
-  reader.u16();
+  const flags = reader.u16();
   reader.u32();
   switch (type) {
     case FrameType.records: {
       const n = reader.u32();
       reader.align(8);
       const timestamps = reader.f64Array(n);
+      const keyGroups = (flags & FLAG_KEY_GROUPS) !== 0 ? reader.i32Array(n) : undefined;
       const values = codec.decode(reader, n);
       if (values.length !== n) {
         throw CodecError.corrupt(`codec '${codec.id}' decoded ${values.length} records, the frame holds ${n}`);
       }
-      return { kind: "records", values, timestamps };
+      return { kind: "records", values, timestamps, keyGroups };
     }
     case FrameType.watermark:
       reader.align(8);

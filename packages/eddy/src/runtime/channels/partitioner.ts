@@ -30,6 +30,11 @@ export type PartitionerSpec =
 export interface ChannelSelector {
   /** hot path */
   select(value: unknown): number;
+  /**
+   * Set by the key-group selector: the key group of the record `select` last saw, which the
+   * record writer sends along so the keyed operator downstream does not hash the key again.
+   */
+  readonly keyGroup?: number;
 }
 
 export const BROADCAST = -1;
@@ -103,12 +108,16 @@ export function rescaleTargets(senderIndex: number, senderParallelism: number, r
 function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
   const maxP = ctx.receiverMaxParallelism;
   const p = ctx.receiverParallelism;
-  return {
+  const selector: { keyGroup: number; select(value: unknown): number } = {
+    keyGroup: -1,
     select(value: unknown): number {
       const key = requireValidKey(keySelector(value), ctx.receiverName);
-      return computeOperatorIndexForKeyGroup(maxP, p, assignToKeyGroup(key, maxP));
+      const keyGroup = assignToKeyGroup(key, maxP);
+      this.keyGroup = keyGroup;
+      return computeOperatorIndexForKeyGroup(maxP, p, keyGroup);
     },
   };
+  return selector;
 }
 
 function customSelector(

@@ -17,6 +17,8 @@ export class RecordWriter {
    */
   #values: unknown[][];
   #timestamps: number[][];
+  /** Pending key groups per channel, when the selector computes them (keyed edges). */
+  #keyGroups: number[][] | undefined;
   readonly #fill: number[];
   /** performance.now() of the first record of each pending batch. */
   readonly #since: number[];
@@ -28,16 +30,22 @@ export class RecordWriter {
     this.#batchRecords = batchRecords;
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
+    this.#keyGroups = channels.length > 1 && "keyGroup" in selector ? channels.map(() => new Array<number>(batchRecords)) : undefined;
     this.#fill = channels.map(() => 0);
     this.#since = channels.map(() => 0);
   }
 
   /** hot path */
   write(value: unknown, timestamp: number): void {
-    const channel = this.#channels.length === 1 ? 0 : this.#selector.select(value);
+    if (this.#channels.length === 1) {
+      this.#append(0, value, timestamp);
+      return;
+    }
+    const channel = this.#selector.select(value);
     if (channel === BROADCAST) {
       for (let c = 0; c < this.#channels.length; c++) this.#append(c, value, timestamp);
     } else {
+      if (this.#keyGroups !== undefined) this.#keyGroups[channel]![this.#fill[channel]!] = this.#selector.keyGroup!;
       this.#append(channel, value, timestamp);
     }
   }
@@ -56,13 +64,16 @@ export class RecordWriter {
     if (n === 0) return false;
     const values = this.#values[channel]!;
     const timestamps = this.#timestamps[channel]!;
+    const keyGroups = this.#keyGroups?.[channel];
     if (n < values.length) {
       values.length = n;
       timestamps.length = n;
+      if (keyGroups !== undefined) keyGroups.length = n;
     }
-    this.#channels[channel]!.push({ kind: "records", values, timestamps });
+    this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups });
     this.#values[channel] = new Array<unknown>(this.#batchRecords);
     this.#timestamps[channel] = new Array<number>(this.#batchRecords);
+    if (this.#keyGroups !== undefined) this.#keyGroups[channel] = new Array<number>(this.#batchRecords);
     this.#fill[channel] = 0;
     this.recordsOut += n;
     return true;

@@ -89,8 +89,8 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
-      processElement(value, timestamp) {
-        keyed.setKeyFromRecord(keySelector, value);
+      processElement(value, timestamp, keyGroup) {
+        keyed.setKeyFromRecord(keySelector, value, keyGroup);
         context.currentTimestamp = timestamp;
         context.domain = "event";
         collector.timestamp = timestamp;
@@ -126,8 +126,8 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(userFn: Key
     };
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
-      processElement1(value, timestamp) {
-        keyed.setKeyFromRecord(keySelector1, value);
+      processElement1(value, timestamp, keyGroup) {
+        keyed.setKeyFromRecord(keySelector1, value, keyGroup);
         before(timestamp);
         try {
           fn.processElement1(value, context, collector);
@@ -135,8 +135,8 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(userFn: Key
           throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
         }
       },
-      processElement2(value, timestamp) {
-        keyed.setKeyFromRecord(keySelector2, value);
+      processElement2(value, timestamp, keyGroup) {
+        keyed.setKeyFromRecord(keySelector2, value, keyGroup);
         before(timestamp);
         try {
           fn.processElement2(value, context, collector);

@@ -75,10 +75,14 @@ export class KeyedSupport {
     };
   }
 
-  /** hot path: sets the current key from a record, validating what the key selector returned. */
-  setKeyFromRecord(keySelector: AnyKeySelector, value: unknown): void {
+  /**
+   * hot path: sets the current key from a record, validating what the key selector returned.
+   * `keyGroup` comes from the partitioner that routed the record (the same key selector and max
+   * parallelism), which saves hashing the key twice; it is computed here when absent.
+   */
+  setKeyFromRecord(keySelector: AnyKeySelector, value: unknown, keyGroup: number | undefined): void {
     const key = requireValidKey(keySelector(value), this.#ctx.operatorName);
-    this.backend.setCurrentKey(key, assignToKeyGroup(key, this.#maxParallelism));
+    this.backend.setCurrentKey(key, keyGroup ?? assignToKeyGroup(key, this.#maxParallelism));
   }
 
   get currentWatermark(): number {

@@ -19,8 +19,8 @@ export function rollingReduceOperator<T>(fn: ReduceFunction<T>) {
     const keyed = new KeyedSupport(ctx, () => {});
     const state = keyed.backend.getState(new ValueStateDescriptor<T>("rolling-reduce", { copy: "none" }));
     return {
-      processElement(value, timestamp) {
-        keyed.setKeyFromRecord(keySelector, value);
+      processElement(value, timestamp, keyGroup) {
+        keyed.setKeyFromRecord(keySelector, value, keyGroup);
         const accumulator = state.value();
         let result: T;
         if (accumulator === undefined) {
