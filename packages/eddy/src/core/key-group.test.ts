@@ -11,6 +11,7 @@ import {
   defaultMaxParallelism,
   encodeKeyCanonical,
   hashKey,
+  hashKeyGeneral,
   keyGroupRangeContains,
   keyGroupRangeForOperator,
   keyGroupRangeSize,
@@ -245,4 +246,14 @@ test("checkParallelism rejects invalid combinations with a RangeError naming the
   assert.throws(() => checkParallelism(200, 128), /exceeds maxParallelism/);
   assert.throws(() => keyGroupRangeForOperator(128, 4, 4), RangeError);
   assert.throws(() => computeOperatorIndexForKeyGroup(128, 4, 128), RangeError);
+});
+
+test("the number fast path of hashKey equals murmur3 over the canonical encoding", () => {
+  fc.assert(
+    fc.property(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.integer(), fc.constantFrom(0, -0, 1, -1, 2 ** 53, Number.MIN_VALUE)), (n) => {
+      assert.equal(hashKey(n), murmur3_32(encodeKeyCanonical(n)));
+      assert.equal(hashKey(n), hashKeyGeneral(n));
+    }),
+    { numRuns: 2000 },
+  );
 });
