@@ -172,3 +172,46 @@ test("the CLI explains a module without a job and unknown commands", () => {
   assert.equal(help.status, 0);
   assert.match(help.stdout, /eddy run <job.ts>/);
 });
+
+test("the CLI runs a job on worker threads, exits when it ends, and reports a worker's failure in one line", () => {
+  const dir = userProject();
+  const job = join(dir, "parallel-job.ts");
+  writeFileSync(
+    job,
+    `import { defineJob } from "eddy";
+export default defineJob("parallel", (env) => {
+  env.fromSequence(1, 1000)
+    .map((n: number) => { if (n === 900 && process.env.FAIL === "1") throw new Error("nine hundred"); return { key: n % 7, n }; })
+    .name("Parse")
+    .keyBy((r) => r.key)
+    .sum("n")
+    .print();
+});
+`,
+  );
+  const ok = spawnSync(process.execPath, [eddyBin, "run", job, "-p", "2", "--workers", "2", "--log-level", "info"], {
+    encoding: "utf8",
+    cwd: dir,
+    timeout: 60_000,
+  });
+  assert.equal(ok.status, 0, ok.stderr);
+  const lines = ok.stdout.trim().split("\n").map((l) => JSON.parse(l) as { key: number; n: number });
+  assert.equal(lines.length, 1000);
+  const finals = new Map<number, number>();
+  for (const r of lines) finals.set(r.key, Math.max(finals.get(r.key) ?? 0, r.n));
+  for (let k = 0; k < 7; k++) {
+    let sum = 0;
+    for (let n = 1; n <= 1000; n++) if (n % 7 === k) sum += n;
+    assert.equal(finals.get(k), sum);
+  }
+
+  const failed = spawnSync(process.execPath, [eddyBin, "run", job, "-p", "2"], {
+    encoding: "utf8",
+    cwd: dir,
+    timeout: 60_000,
+    env: { ...process.env, FAIL: "1" },
+  });
+  assert.equal(failed.status, 1);
+  assert.match(failed.stderr, /eddy: job 'parallel' failed: .*'Parse'.*nine hundred/);
+  assert.doesNotMatch(failed.stderr, /    at /, "no stack trace");
+});

@@ -179,3 +179,48 @@ test("a slow sink backpressures the source: memory stays flat while far more dat
   // Sinks spend ≥ 500 ms each busy-waiting; without flow control the sources would never wait.
   assert.ok(backpressured > 200, `sources were backpressured ${backpressured.toFixed(0)} of ${result.durationMs} ms`);
 });
+
+test("a worker that runs out of memory is detected and fails the job", async () => {
+  const handle = runJob(jobs.hoarding, { parallelism: 2, mode: "threads", maxWorkerHeapMb: 48 });
+  await assert.rejects(handle.done, (e: Error & { code?: string }) => {
+    assert.equal(e.code, "WORKER_DIED");
+    assert.match(e.message, /ran out of memory|exited unexpectedly/);
+    return true;
+  });
+  // Every worker thread is gone: nothing keeps the process alive.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(!process.getActiveResourcesInfo().includes("MessagePort"), process.getActiveResourcesInfo().join(","));
+});
+
+test("a stream's own codec carries its records between threads", async () => {
+  const out = await collect<{ key: string; n: number; when: number; codec?: string }>(jobs.customCodec, { parallelism: 2, mode: "threads" });
+  assert.equal(out.length, 10_000);
+  assert.deepEqual(
+    out.map((r) => r.n).sort((a, b) => a - b),
+    Array.from({ length: 10_000 }, (_, i) => i),
+  );
+  // Records that crossed threads went through the JSON codec (it tags them); local ones did not.
+  const crossed = out.filter((r) => r.codec === "json");
+  assert.ok(crossed.length > 1000 && crossed.length < 9000, `crossed: ${crossed.length}`);
+  for (const r of out) assert.equal(r.when, r.n * 1000);
+});
+
+test("metrics report records, bytes and the final watermark per subtask", async () => {
+  const handle = runJob(jobs.keyedSum, { parallelism: 2, mode: "threads" });
+  const result = await handle.done;
+  const sums = result.metrics.filter((m) => m.task.startsWith("sum"));
+  assert.equal(sums.length, 2);
+  assert.equal(
+    sums.reduce((s, m) => s + m.recordsIn, 0),
+    jobs.RECORDS,
+  );
+  for (const m of sums) {
+    assert.ok(m.bytesIn > 0);
+    assert.equal(m.watermark, Infinity);
+  }
+  const sources = result.metrics.filter((m) => m.task.startsWith("Source"));
+  assert.equal(
+    sources.reduce((s, m) => s + m.recordsOut, 0),
+    jobs.RECORDS,
+  );
+});

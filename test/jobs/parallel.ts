@@ -4,7 +4,7 @@
  * test file runs inline. Parallelism comes from the run options, so each job runs at any setting.
  */
 import { getHeapStatistics } from "node:v8";
-import { defineJob, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
+import { defineJob, recordCodec, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
 import { collectSink } from "eddy/testing";
 
 export const RECORDS = 20_000;
@@ -161,3 +161,34 @@ export interface HeapSample {
   readonly heap: number;
   readonly bytes: number;
 }
+
+/** User code that keeps every record: with a small worker heap limit the worker runs out of memory. */
+const hoard: unknown[] = [];
+export const hoarding = defineJob("hoarding", (env) => {
+  env
+    .fromSequence(0, 50_000_000)
+    .map((n) => {
+      hoard.push({ n, pad: new Array(16).fill(n) });
+      return { key: n % 10, n };
+    })
+    .keyBy((r) => r.key)
+    .sum("n")
+    .sinkTo(collectSink("out"));
+});
+
+/** Records through a user-supplied codec (here a JSON one, as an Avro/Protobuf codec would be plugged in). */
+export const customCodec = defineJob("custom-codec", (env) => {
+  env
+    .fromSequence(0, 9_999)
+    .map((n) => ({ key: `k${n % 31}`, n, when: n * 1000 }))
+    .setCodec(
+      recordCodec<{ key: string; n: number; when: number }>({
+        id: "test.json/1",
+        encode: (value) => new TextEncoder().encode(JSON.stringify({ ...value, codec: "json" })),
+        decode: (bytes) => JSON.parse(new TextDecoder().decode(bytes)) as { key: string; n: number; when: number },
+      }),
+    )
+    .keyBy((r) => r.key)
+    .process({ processElement: (r, _ctx, out) => out.collect(r) } as KeyedProcessFunction<string, { key: string; n: number; when: number }, unknown>)
+    .sinkTo(collectSink("out"));
+});
