@@ -63,6 +63,33 @@ export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export type { JobResult } from "./cluster/inline-executor.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
+export { WindowedStream } from "./api/windowed-stream.ts";
+export { Time, TimeWindow, GlobalWindow, type Window } from "./runtime/windows/windows.ts";
+export {
+  TumblingEventTimeWindows,
+  TumblingProcessingTimeWindows,
+  SlidingEventTimeWindows,
+  SlidingProcessingTimeWindows,
+  EventTimeSessionWindows,
+  ProcessingTimeSessionWindows,
+  GlobalWindows,
+  type WindowAssigner,
+  type WindowAssignerContext,
+} from "./runtime/windows/assigners.ts";
+export {
+  TriggerResult,
+  EventTimeTrigger,
+  ProcessingTimeTrigger,
+  CountTrigger,
+  PurgingTrigger,
+  ContinuousEventTimeTrigger,
+  ContinuousProcessingTimeTrigger,
+  type Trigger,
+  type TriggerContext,
+  type OnMergeContext,
+} from "./runtime/windows/triggers.ts";
+export { CountEvictor, TimeEvictor, DeltaEvictor, type Evictor, type EvictorContext, type TimestampedValue } from "./runtime/windows/evictors.ts";
+export type { WindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
 export {
   ByteReader,
   ByteWriter,

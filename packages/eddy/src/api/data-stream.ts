@@ -39,6 +39,11 @@ import { sinkOperator } from "../runtime/operators/sink-operator.ts";
 import { filterOperator, flatMapOperator, mapOperator } from "../runtime/operators/stateless-operators.ts";
 import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
 import { ConnectedStreams } from "./connected-streams.ts";
+import { WindowedStream } from "./windowed-stream.ts";
+import { GlobalWindows, type WindowAssigner } from "../runtime/windows/assigners.ts";
+import { CountEvictor } from "../runtime/windows/evictors.ts";
+import { CountTrigger, PurgingTrigger } from "../runtime/windows/triggers.ts";
+import type { GlobalWindow, Window } from "../runtime/windows/windows.ts";
 import type { JobBuilder } from "./job-builder.ts";
 
 type AnyFactory<IN, OUT> = (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>;
@@ -160,6 +165,11 @@ export class DataStream<T> extends OperatorHandle {
   }
 
   /** Partitions by key: every record with the same key reaches the same subtask and state. */
+  /** Windows over the whole (non-keyed) stream, evaluated by one subtask (parallelism 1). */
+  windowAll<W extends Window>(assigner: WindowAssigner<T, W>): WindowedStream<T, number, W> {
+    return new WindowedStream<T, number, W>(this.keyBy(() => 0), assigner, true);
+  }
+
   keyBy<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
     requireFunction(keySelector, "keyBy");
     const t = this.builder.add({
@@ -265,6 +275,23 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
     requireProcessFunction(fn, "process");
     return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector);
+  }
+
+  /** Cuts the keyed stream into windows; see WindowedStream for triggers, lateness and functions. */
+  window<W extends Window>(assigner: WindowAssigner<T, W>): WindowedStream<T, K, W> {
+    return new WindowedStream<T, K, W>(this, assigner, false);
+  }
+
+  /**
+   * Count windows: every `size` elements of a key (tumbling), or the last `size` elements every
+   * `slide` elements (sliding).
+   */
+  countWindow(size: number, slide?: number): WindowedStream<T, K, GlobalWindow> {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`countWindow needs a size ≥ 1, got ${size}`);
+    const windowed = new WindowedStream<T, K, GlobalWindow>(this, GlobalWindows.create<T>(), false);
+    if (slide === undefined) return windowed.trigger(PurgingTrigger.of(CountTrigger.of<T, GlobalWindow>(size)));
+    if (!Number.isInteger(slide) || slide < 1) throw new RangeError(`countWindow needs a slide ≥ 1, got ${slide}`);
+    return windowed.evictor(CountEvictor.of<T, GlobalWindow>(size)).trigger(CountTrigger.of<T, GlobalWindow>(slide));
   }
 
   /** Rolling reduce: emits the key's running result after every record. */

@@ -18,7 +18,7 @@ import type { InputChannel, OutputChannel } from "../runtime/channels/local-chan
 import { createChannelSelector } from "../runtime/channels/partitioner.ts";
 import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
-import type { JobServices, OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../runtime/operator.ts";
+import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 
@@ -239,6 +239,7 @@ export class TaskExecutor {
       for (let subtask = 0; subtask < chain.parallelism; subtask++) {
         if (!deployment.owns(chain, subtask)) continue;
         const mailbox = new Mailbox(() => this.wake());
+        const counters = new CounterRegistry();
         const writers: RecordWriter[] = [];
         const operators = new Map<PlanNode, AnyOperator>();
         const outputs = new Map<PlanNode, Output<unknown>>();
@@ -286,6 +287,7 @@ export class TaskExecutor {
             postMail: (action) => mailbox.post(action),
             job: services,
             autoWatermarkIntervalMs,
+            counter: (name) => counters.counter(node.name, name),
           };
           operators.set(node, t.factory(ctx, output));
         }
@@ -330,6 +332,7 @@ export class TaskExecutor {
           operators: chain.nodes.filter((n) => operators.has(n)).map((n) => operators.get(n)!),
           writers,
           mailbox,
+          counters,
           maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
           wake: () => this.wake(),
         });

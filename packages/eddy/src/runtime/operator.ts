@@ -73,4 +73,33 @@ export interface OperatorContext {
   readonly job: JobServices;
   /** Periodic watermark emission interval, from the job configuration. */
   readonly autoWatermarkIntervalMs: number;
+  /** A counter of this operator instance, reported in the subtask's metrics as "<operator>.<name>". */
+  counter(name: string): Counter;
+}
+
+export interface Counter {
+  inc(n?: number): void;
+  readonly count: number;
+}
+
+/** Counters of one task, by "<operator>.<name>". */
+export class CounterRegistry {
+  readonly #counters = new Map<string, { count: number }>();
+
+  counter(operator: string, name: string): Counter {
+    const id = `${operator}.${name}`;
+    let c = this.#counters.get(id);
+    if (c === undefined) this.#counters.set(id, (c = { count: 0 }));
+    const cell = c;
+    return {
+      inc: (n = 1) => void (cell.count += n),
+      get count() {
+        return cell.count;
+      },
+    };
+  }
+
+  snapshot(): Record<string, number> {
+    return Object.fromEntries([...this.#counters].map(([k, v]) => [k, v.count]));
+  }
 }

@@ -15,7 +15,7 @@ import type { ReaderOutput, SourceReader } from "../connector/source.ts";
 import type { InputChannel } from "./channels/local-channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
-import type { OneInputOperator, Output, TwoInputOperator } from "./operator.ts";
+import type { CounterRegistry, OneInputOperator, Output, TwoInputOperator } from "./operator.ts";
 import { StatusWatermarkValve } from "./watermark-valve.ts";
 
 export type TaskHead =
@@ -40,6 +40,8 @@ export interface StreamTaskOptions {
   readonly operators: readonly (OneInputOperator<unknown> | TwoInputOperator<unknown, unknown>)[];
   readonly writers: readonly RecordWriter[];
   readonly mailbox: Mailbox;
+  /** Operator counters of this task (e.g. late records dropped by a window). */
+  readonly counters?: CounterRegistry;
   /** Records processed per slice before the task yields. */
   readonly maxRecordsPerSlice: number;
   /** Called once when the source reader says data may be available again. */
@@ -62,6 +64,8 @@ export interface SubtaskMetrics {
   readonly backpressuredMs: number;
   /** The watermark the head operator has seen (sources: the minimum watermark). */
   readonly watermark: number;
+  /** Operator counters, by "<operator>.<name>" (e.g. "Window(...).numLateRecordsDropped"). */
+  readonly counters: Readonly<Record<string, number>>;
 }
 
 export class StreamTask {
@@ -189,6 +193,7 @@ export class StreamTask {
       bytesOut,
       backpressuredMs: this.#backpressuredMs + pending,
       watermark: this.#combinedWatermark,
+      counters: this.#o.counters?.snapshot() ?? {},
     };
   }
 

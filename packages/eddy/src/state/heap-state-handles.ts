@@ -13,6 +13,7 @@
  * removes what it touches if it expired (lazy cleanup).
  */
 
+import { EddyError } from "../core/errors.ts";
 import { copyValue } from "./copy-value.ts";
 import type {
   AggregateFunction,
@@ -30,6 +31,11 @@ export interface InternalKvState {
   /** Scopes the handle below the current key; stays until set again. Default VOID_NAMESPACE. */
   setCurrentNamespace(namespace: Namespace): void;
   getCurrentNamespace(): Namespace;
+  /**
+   * Merges the current key's cells in `sources` into `target` and removes them (windows that
+   * merge, e.g. sessions). Reducing, aggregating (needs AggregateFunction.merge) and list state.
+   */
+  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void;
 }
 
 export type InternalValueState<T> = ValueState<T> & InternalKvState;
@@ -78,6 +84,37 @@ export abstract class HeapKvState implements InternalKvState {
     if (this.ttlMs !== 0) this.table.cleanupStep();
     const entry = this.table.currentEntry();
     if (entry !== undefined) this.table.removeCurrentCell(entry, this.ns, this.isVoid);
+  }
+
+  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void {
+    if (this.ttlMs !== 0) {
+      throw new EddyError("STATE_NOT_MERGEABLE", `state '${this.name}' has a TTL; merging windows cannot merge it`, { domain: "config" });
+    }
+    const saved = this.ns;
+    let merged: unknown;
+    let has = false;
+    for (const ns of sources) {
+      if (ns === target) continue;
+      this.setCurrentNamespace(ns);
+      const cell = this.rawCell();
+      if (cell === undefined) continue;
+      merged = has ? this.mergeValues(merged, cell.value) : cell.value;
+      has = true;
+      this.clear();
+    }
+    if (has) {
+      this.setCurrentNamespace(target);
+      const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+      cell.value = cell.value === undefined ? merged : this.mergeValues(cell.value, merged);
+    }
+    this.setCurrentNamespace(saved);
+  }
+
+  /** Combines two stored values of this state (see mergeNamespaces). */
+  protected mergeValues(_a: unknown, _b: unknown): unknown {
+    throw new EddyError("STATE_NOT_MERGEABLE", `${this.kind} state '${this.name}' cannot be merged (merging windows need reducing, aggregating or list state)`, {
+      domain: "config",
+    });
   }
 
   /** The user-facing value of any cell (queryable state): no TTL refresh, no cleanup. */
@@ -162,6 +199,10 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
   queryValue(cell: Cell, now: number): unknown {
     return cell.expiresAt <= now ? undefined : this.copyIn(cell.value);
   }
+
+  protected override mergeValues(a: unknown, b: unknown): unknown {
+    return this.#reduce(a as T, b as T);
+  }
 }
 
 export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements InternalAggregatingState<IN, OUT> {
@@ -191,6 +232,16 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
 
   queryValue(cell: Cell, now: number): unknown {
     return cell.expiresAt <= now ? undefined : this.#fn.getResult(this.copyIn(cell.value as ACC));
+  }
+
+  protected override mergeValues(a: unknown, b: unknown): unknown {
+    const merge = this.#fn.merge;
+    if (merge === undefined) {
+      throw new EddyError("STATE_NOT_MERGEABLE", `aggregating state '${this.name}' is used by merging windows (sessions): its AggregateFunction needs merge(a, b)`, {
+        domain: "config",
+      });
+    }
+    return merge.call(this.#fn, a as ACC, b as ACC);
   }
 }
 
@@ -223,6 +274,10 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
   queryValue(cell: Cell, now: number): unknown {
     const values = listVisibleAt(cell, now);
     return values.length === 0 ? undefined : values.map((v) => this.copyIn(v));
+  }
+
+  protected override mergeValues(a: unknown, b: unknown): unknown {
+    return (a as T[]).concat(b as T[]);
   }
 
   #copyAll(values: Iterable<T>): T[] {

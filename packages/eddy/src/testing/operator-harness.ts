@@ -11,7 +11,7 @@ import type { OutputTag } from "../core/output-tag.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../core/time.ts";
 import type { KeyedProcessFunction, KeySelector, ProcessFunction } from "../runtime/functions.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
-import type { OneInputOperator, OperatorContext, Output } from "../runtime/operator.ts";
+import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "../runtime/operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
 
@@ -35,6 +35,13 @@ export class OperatorTestHarness<IN, OUT> {
   readonly #side = new Map<string, { value: unknown; timestamp: number | undefined }[]>();
   #opened = false;
   #closed = false;
+
+  readonly #counters = new CounterRegistry();
+
+  /** The operator's counters, by "<operator>.<name>". */
+  counters(): Record<string, number> {
+    return this.#counters.snapshot();
+  }
 
   constructor(
     factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
@@ -68,6 +75,7 @@ export class OperatorTestHarness<IN, OUT> {
       postMail: (action) => this.#mailbox.post(action),
       job: { jobName: "harness", collect() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
+      counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
     };
     this.#operator = factory(ctx, output);
   }
@@ -82,6 +90,11 @@ export class OperatorTestHarness<IN, OUT> {
     options?: HarnessOptions,
   ): OperatorTestHarness<IN, OUT> {
     return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
+  }
+
+  /** The operator under test, for tests that inspect it (e.g. its state size). */
+  get operator(): OneInputOperator<IN> {
+    return this.#operator;
   }
 
   /** Opens the operator (done implicitly by the first push). */

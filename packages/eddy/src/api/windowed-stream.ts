@@ -1,0 +1,127 @@
+/**
+ * WindowedStream: a keyed stream cut into windows (`keyed.window(assigner)`), configured with a
+ * trigger, an evictor, allowed lateness and a late-data side output, then evaluated by reduce,
+ * aggregate, process or apply. `windowAll` is the same over one key on one subtask.
+ */
+import { EddyError } from "../core/errors.ts";
+import type { Key } from "../core/key.ts";
+import type { OutputTag } from "../core/output-tag.ts";
+import type { AggregateFunction } from "../state/descriptors.ts";
+import type { ReduceFunction } from "../runtime/functions.ts";
+import type { WindowAssigner } from "../runtime/windows/assigners.ts";
+import type { Evictor } from "../runtime/windows/evictors.ts";
+import type { Trigger } from "../runtime/windows/triggers.ts";
+import type { AnyWindowFunction, ProcessWindowFunction, WindowFunction } from "../runtime/windows/window-functions.ts";
+import { windowOperator, type WindowContents } from "../runtime/windows/window-operator.ts";
+import type { Window } from "../runtime/windows/windows.ts";
+import type { DataStream, KeyedStream } from "./data-stream.ts";
+
+export class WindowedStream<T, K extends Key, W extends Window> {
+  readonly #input: KeyedStream<T, K>;
+  readonly #assigner: WindowAssigner<T, W>;
+  readonly #all: boolean;
+  #trigger: Trigger<T, W> | undefined;
+  #evictor: Evictor<T, W> | undefined;
+  #allowedLateness = 0;
+  #lateTag: OutputTag<T> | undefined;
+
+  /** @internal */
+  constructor(input: KeyedStream<T, K>, assigner: WindowAssigner<T, W>, all: boolean) {
+    if (assigner === null || typeof assigner !== "object" || typeof assigner.assignWindows !== "function") {
+      throw new TypeError("window needs a WindowAssigner, e.g. TumblingEventTimeWindows.of(Time.seconds(10))");
+    }
+    this.#input = input;
+    this.#assigner = assigner;
+    this.#all = all;
+  }
+
+  /** Replaces the assigner's default trigger. */
+  trigger(trigger: Trigger<T, W>): this {
+    if (trigger === null || typeof trigger !== "object" || typeof trigger.onElement !== "function") {
+      throw new TypeError("trigger needs a Trigger (onElement, onEventTime, onProcessingTime, clear)");
+    }
+    this.#trigger = trigger;
+    return this;
+  }
+
+  /** Removes elements from a window before and/or after the window function runs. */
+  evictor(evictor: Evictor<T, W>): this {
+    if (evictor === null || typeof evictor !== "object" || (typeof evictor.evictBefore !== "function" && typeof evictor.evictAfter !== "function")) {
+      throw new TypeError("evictor needs an Evictor (evictBefore and/or evictAfter)");
+    }
+    this.#evictor = evictor;
+    return this;
+  }
+
+  /** How long after a window's end late elements still update it (default 0). Event time only. */
+  allowedLateness(ms: number): this {
+    if (typeof ms !== "number" || !(ms >= 0) || !Number.isFinite(ms)) throw new RangeError(`allowedLateness needs a finite number ≥ 0 ms, got ${String(ms)}`);
+    if (ms > 0 && !this.#assigner.isEventTime) {
+      throw new EddyError("INVALID_WINDOW", `allowedLateness applies to event-time windows; ${this.#assigner.description} is not`, { domain: "config" });
+    }
+    this.#allowedLateness = ms;
+    return this;
+  }
+
+  /** Elements too late for any window go to this side output instead of being dropped. */
+  sideOutputLateData(tag: OutputTag<T>): this {
+    this.#lateTag = tag;
+    return this;
+  }
+
+  /** Incremental: one reduced value per window; `windowFn` (optional) turns it into the output. */
+  reduce(fn: ReduceFunction<T>): DataStream<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFn: AnyWindowFunction<T, R, K, W>): DataStream<R>;
+  reduce<R>(fn: ReduceFunction<T>, windowFn?: AnyWindowFunction<T, R, K, W>): DataStream<R | T> {
+    if (typeof fn !== "function") throw new TypeError("reduce needs a function (a, b) => c");
+    return this.#build("Reduce", { kind: "reduce", reduce: fn }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
+  }
+
+  /** Incremental: one accumulator per window (never a buffer of elements). */
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>): DataStream<V>;
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn: AnyWindowFunction<V, R, K, W>): DataStream<R>;
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn?: AnyWindowFunction<V, R, K, W>): DataStream<R | V> {
+    for (const m of ["createAccumulator", "add", "getResult"] as const) {
+      if (fn === null || typeof fn !== "object" || typeof fn[m] !== "function") throw new TypeError(`aggregate needs an AggregateFunction with ${m}()`);
+    }
+    return this.#build("Aggregate", { kind: "aggregate", aggregate: fn as AggregateFunction<T, unknown, unknown> }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
+  }
+
+  /** Buffers the window's elements and hands them all to `fn` with the window and keyed state. */
+  process<R>(fn: ProcessWindowFunction<T, R, K, W>): DataStream<R> {
+    if (fn === null || typeof fn !== "object" || typeof fn.process !== "function") {
+      throw new TypeError("process needs a ProcessWindowFunction with process(key, context, elements, out)");
+    }
+    return this.#build("Process", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
+  }
+
+  /** Buffers the window's elements and calls `fn(key, window, elements, out)`. */
+  apply<R>(fn: WindowFunction<T[], R, K, W>): DataStream<R> {
+    if (typeof fn !== "function") throw new TypeError("apply needs a function (key, window, elements, out) => void");
+    return this.#build("Apply", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
+  }
+
+  #build<R>(what: string, contents: WindowContents<T>, windowFn: AnyWindowFunction<unknown, unknown, Key, W> | undefined): DataStream<R> {
+    if (windowFn !== undefined && typeof windowFn !== "function" && (typeof windowFn !== "object" || typeof windowFn.process !== "function")) {
+      throw new TypeError(`${what.toLowerCase()}'s window function must be (key, window, input, out) => void or a ProcessWindowFunction`);
+    }
+    const trigger = this.#trigger ?? this.#assigner.defaultTrigger();
+    const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what})`;
+    const stream = this.#input._transform<R>(
+      name,
+      windowOperator<T, W>({
+        assigner: this.#assigner,
+        trigger,
+        evictor: this.#evictor,
+        allowedLateness: this.#allowedLateness,
+        lateDataTag: this.#lateTag,
+        contents,
+        windowFunction: windowFn,
+      }) as never,
+      true,
+      this.#input._keySelector,
+    );
+    if (this.#all) stream.setParallelism(1);
+    return stream;
+  }
+}

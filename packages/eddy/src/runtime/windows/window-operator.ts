@@ -1,0 +1,514 @@
+/**
+ * The window operator (Flink's WindowOperator): assigns each element of a keyed stream to windows,
+ * keeps each window's contents in keyed state under the window's namespace (one accumulator per
+ * window for reduce/aggregate, the elements for process), asks the trigger what to do on every
+ * element and timer, and evaluates the window function when it fires.
+ *
+ * Lateness. An element is late when its timestamp + allowedLateness ≤ the watermark. A window is
+ * late (gone) when its end + allowedLateness ≤ the watermark. Elements are added only to windows
+ * that are not late; within the allowed lateness a late element re-fires its window (the
+ * default event-time trigger fires for an element whose window end the watermark has passed).
+ * An element that found no window to go to and is late goes to the late-data side output when one
+ * is set, otherwise it is dropped and counted in `numLateRecordsDropped`.
+ *
+ * Cleanup. Every window gets a cleanup timer at end + allowedLateness (event time) or at its end
+ * (processing time); it clears the contents, the trigger's state and timers, and the window
+ * function's per-window state, so state does not grow on an unbounded stream.
+ *
+ * Everything is keyed state and per-key-group timers; nothing is kept in operator-private maps.
+ */
+import { EddyError, userFunctionError } from "../../core/errors.ts";
+import type { Key } from "../../core/key.ts";
+import type { OutputTag } from "../../core/output-tag.ts";
+import { MAX_WATERMARK } from "../../core/time.ts";
+import {
+  AggregatingStateDescriptor,
+  ListStateDescriptor,
+  MapStateDescriptor,
+  ReducingStateDescriptor,
+  type AggregateFunction,
+  type StateDescriptorBase,
+} from "../../state/descriptors.ts";
+import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
+import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
+import type { InternalKvState } from "../../state/heap-state-handles.ts";
+import type { KeyedStateStore } from "../functions.ts";
+import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
+import { perSubtaskInstance } from "../operators/function-instance.ts";
+import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
+import { TimestampedCollector } from "../operators/timestamped-collector.ts";
+import type { WindowAssigner } from "./assigners.ts";
+import { MergingWindowSet } from "./merging-window-set.ts";
+import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
+import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
+import type { Evictor, TimestampedValue } from "./evictors.ts";
+import type { Window } from "./windows.ts";
+
+/** How a window's contents are kept. */
+export type WindowContents<IN> =
+  | { readonly kind: "reduce"; readonly reduce: (a: IN, b: IN) => IN }
+  | { readonly kind: "aggregate"; readonly aggregate: AggregateFunction<IN, unknown, unknown> }
+  | { readonly kind: "list" };
+
+export interface WindowOperatorSpec<IN, W extends Window> {
+  readonly assigner: WindowAssigner<IN, W>;
+  readonly trigger: Trigger<IN, W>;
+  readonly allowedLateness: number;
+  readonly lateDataTag: OutputTag<IN> | undefined;
+  readonly contents: WindowContents<IN>;
+  /** With an evictor the window keeps its elements (with timestamps) whatever the function. */
+  readonly evictor?: Evictor<IN, W> | undefined;
+  /** Evaluates the contents; undefined emits the reduced/aggregated value itself. */
+  readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
+}
+
+export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
+
+export function windowOperator<IN, W extends Window>(spec: WindowOperatorSpec<IN, W>) {
+  return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new WindowOperator(spec, ctx, output);
+}
+
+type ContentsState = InternalKvState & { get(): unknown; add(value: unknown): void; clear(): void };
+
+class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
+  readonly #spec: WindowOperatorSpec<IN, W>;
+  readonly #ctx: OperatorContext;
+  readonly #output: Output<unknown>;
+  readonly #keySelector: (value: unknown) => unknown;
+  readonly #keyed: KeyedSupport;
+  readonly #backend: HeapKeyedStateBackend;
+  readonly #assigner: WindowAssigner<IN, W>;
+  readonly #trigger: Trigger<IN, W>;
+  readonly #contents: ContentsState;
+  readonly #mergingState: ReturnType<HeapKeyedStateBackend["getMapState"]> | undefined;
+  readonly #collector: TimestampedCollector<unknown>;
+  readonly #triggerContext: WindowTriggerContext<W>;
+  readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
+  readonly #processContext: WindowProcessContext<W>;
+  readonly #lateDropped;
+  readonly #evictor: Evictor<IN, W> | undefined;
+  readonly #assignerContext: { currentProcessingTime(): number };
+
+  constructor(spec: WindowOperatorSpec<IN, W>, ctx: OperatorContext, output: Output<unknown>) {
+    this.#spec = spec;
+    this.#ctx = ctx;
+    this.#output = output;
+    this.#assigner = spec.assigner;
+    this.#trigger = spec.trigger;
+    if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
+      throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`, {
+        domain: "config",
+      });
+    }
+    this.#keySelector = requireKeySelector(ctx, 0);
+    this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#backend = this.#keyed.backend;
+    this.#evictor = spec.evictor;
+    this.#contents = contentsState(this.#backend, spec.evictor === undefined ? spec.contents : { kind: "list" });
+    this.#mergingState =
+      spec.assigner.mergeWindows === undefined
+        ? undefined
+        : this.#backend.getMapState(new MapStateDescriptor<string, string>("window-merging-set", { copy: "none" }));
+    this.#collector = new TimestampedCollector(output);
+    this.#triggerContext = new WindowTriggerContext<W>(this.#keyed, this.#backend, spec.assigner);
+    this.#fn = spec.windowFunction === undefined || typeof spec.windowFunction === "function" ? spec.windowFunction : perSubtaskInstance(spec.windowFunction);
+    this.#processContext = new WindowProcessContext<W>(this.#keyed, this.#backend, spec.assigner, output);
+    this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
+    this.#assignerContext = { currentProcessingTime: () => ctx.clock.now() };
+  }
+
+  open(): void {
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.open?.(runtimeContextOf(this.#ctx)));
+  }
+
+  processElement(value: IN, timestamp: number, keyGroup?: number): void {
+    this.#keyed.setKeyFromRecord(this.#keySelector, value, keyGroup);
+    let windows: readonly W[];
+    try {
+      windows = this.#assigner.assignWindows(value, timestamp, this.#assignerContext);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    let skipped = true;
+    if (this.#mergingState !== undefined) {
+      const set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState as never);
+      for (const window of windows) {
+        const actual = set.addWindow(window, (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
+          this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows),
+        );
+        if (this.#isWindowLate(actual)) {
+          set.retireWindow(actual);
+          continue;
+        }
+        skipped = false;
+        const stateWindow = set.getStateWindow(actual);
+        if (stateWindow === undefined) throw new EddyError("WINDOW_STATE_MISSING", `no state window for ${String(actual)}`, { domain: "internal" });
+        this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(stateWindow));
+        this.#add(value, timestamp);
+        const result = this.#triggerOnElement(value, timestamp, actual);
+        if (isFire(result)) this.#emit(actual, this.#contents.get());
+        if (isPurge(result)) this.#contents.clear();
+        this.#registerCleanupTimer(actual);
+      }
+      set.persist();
+    } else {
+      for (const window of windows) {
+        if (this.#isWindowLate(window)) continue;
+        skipped = false;
+        this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
+        this.#add(value, timestamp);
+        const result = this.#triggerOnElement(value, timestamp, window);
+        if (isFire(result)) this.#emit(window, this.#contents.get());
+        if (isPurge(result)) this.#contents.clear();
+        this.#registerCleanupTimer(window);
+      }
+    }
+    if (skipped && this.#isElementLate(timestamp)) {
+      const tag = this.#spec.lateDataTag;
+      if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
+      else this.#lateDropped.inc();
+    }
+  }
+
+  processWatermark(watermark: number): void {
+    this.#keyed.timers.advanceWatermark(watermark);
+    this.#output.emitWatermark(watermark);
+  }
+
+  processWatermarkStatus(idle: boolean): void {
+    this.#output.emitWatermarkStatus(idle);
+  }
+
+  /** Keys holding any state of this operator, and pending timers: both return to 0 once every window is gone. */
+  stateSize(): { keys: number; timers: number } {
+    let keys = 0;
+    for (const name of this.#backend.stateNames()) keys += this.#backend.numKeys(name);
+    return { keys, timers: this.#keyed.timers.numEventTimeTimers() + this.#keyed.timers.numProcessingTimeTimers() };
+  }
+
+  close(): void {
+    this.#keyed.close();
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
+  }
+
+  #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
+    const window = this.#assigner.windowOf(namespace);
+    let set: MergingWindowSet<W> | undefined;
+    let stateWindow: W | undefined = window;
+    if (this.#mergingState !== undefined) {
+      set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState as never);
+      stateWindow = set.getStateWindow(window);
+      // The window was merged into another one (its timers moved there) or is gone.
+      if (stateWindow === undefined) return;
+    }
+    this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(stateWindow));
+    this.#triggerContext.window = window;
+    let result: TriggerResult;
+    try {
+      result =
+        domain === "event"
+          ? this.#trigger.onEventTime(timestamp, window, this.#triggerContext)
+          : this.#trigger.onProcessingTime(timestamp, window, this.#triggerContext);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    if (isFire(result)) this.#emit(window, this.#contents.get());
+    if (isPurge(result)) this.#contents.clear();
+    if (this.#isCleanupTime(window, timestamp, domain)) this.#clearAllState(window, set);
+    set?.persist();
+  }
+
+  #triggerOnElement(value: IN, timestamp: number, window: W): TriggerResult {
+    this.#triggerContext.window = window;
+    try {
+      return this.#trigger.onElement(value, timestamp, window, this.#triggerContext);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+  }
+
+  #merge(mergeResult: W, mergedWindows: W[], stateWindowResult: W, mergedStateWindows: W[]): void {
+    if (this.#assigner.isEventTime && this.#cleanupTime(mergeResult) <= this.#keyed.currentWatermark) {
+      throw new EddyError("WINDOW_MERGE_LATE", `merging produced ${String(mergeResult)}, which the watermark has already passed`, {
+        domain: "internal",
+      });
+    }
+    const tc = this.#triggerContext;
+    tc.window = mergeResult;
+    tc.mergedWindows = mergedWindows;
+    try {
+      this.#trigger.onMerge!(mergeResult, tc);
+      for (const m of mergedWindows) {
+        tc.window = m;
+        this.#trigger.clear(m, tc);
+        this.#deleteCleanupTimer(m);
+      }
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    } finally {
+      tc.mergedWindows = undefined;
+    }
+    this.#contents.mergeNamespaces(
+      this.#assigner.namespaceOf(stateWindowResult),
+      mergedStateWindows.map((w) => this.#assigner.namespaceOf(w)),
+    );
+  }
+
+  #add(value: IN, timestamp: number): void {
+    this.#contents.add(this.#evictor === undefined ? value : ({ value, timestamp } satisfies TimestampedValue<IN>));
+  }
+
+  /** Evaluates the window's contents (nothing for an empty window). */
+  #emit(window: W, contents: unknown): void {
+    if (contents === undefined) return;
+    if (this.#evictor !== undefined) {
+      this.#emitEvicting(window, contents as TimestampedValue<IN>[]);
+      return;
+    }
+    if (this.#spec.contents.kind === "list" && (contents as unknown[]).length === 0) return;
+    this.#evaluate(window, contents);
+  }
+
+  /** Flink's EvictingWindowOperator: evict, compute over what is left, evict again, keep the rest. */
+  #emitEvicting(window: W, elements: TimestampedValue<IN>[]): void {
+    const evictor = this.#evictor!;
+    const ctx = this.#triggerContext;
+    let kept = elements;
+    try {
+      if (evictor.evictBefore !== undefined) kept = evictor.evictBefore(kept, window, ctx);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    if (kept.length > 0) {
+      const contents = this.#spec.contents;
+      let input: unknown;
+      try {
+        if (contents.kind === "list") {
+          input = kept.map((e) => e.value);
+        } else if (contents.kind === "reduce") {
+          let acc = kept[0]!.value;
+          for (let i = 1; i < kept.length; i++) acc = contents.reduce(acc, kept[i]!.value);
+          input = acc;
+        } else {
+          let acc = contents.aggregate.createAccumulator();
+          for (const e of kept) acc = contents.aggregate.add(e.value, acc);
+          input = contents.aggregate.getResult(acc);
+        }
+      } catch (e) {
+        throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      }
+      this.#evaluate(window, input);
+    }
+    try {
+      if (evictor.evictAfter !== undefined) kept = evictor.evictAfter(kept, window, ctx);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    if (kept.length !== elements.length || kept.some((e, i) => e !== elements[i])) {
+      (this.#contents as unknown as { update(values: unknown[]): void }).update(kept);
+    }
+  }
+
+  #evaluate(window: W, contents: unknown): void {
+    const collector = this.#collector;
+    collector.timestamp = window.maxTimestamp();
+    const fn = this.#fn;
+    const key = this.#backend.getCurrentKey();
+    try {
+      if (fn === undefined) {
+        collector.collect(contents);
+      } else if (typeof fn === "function") {
+        fn(key, window, contents, collector);
+      } else {
+        const elements = this.#spec.contents.kind === "list" ? (contents as unknown[]) : [contents];
+        this.#processContext.window = window;
+        (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#processContext, elements, collector);
+      }
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+  }
+
+  #clearAllState(window: W, set: MergingWindowSet<W> | undefined): void {
+    this.#contents.clear();
+    const tc = this.#triggerContext;
+    tc.window = window;
+    try {
+      this.#trigger.clear(window, tc);
+      const fn = this.#fn;
+      if (fn !== undefined && typeof fn !== "function" && fn.clear !== undefined) {
+        this.#processContext.window = window;
+        fn.clear(this.#processContext);
+      }
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    set?.retireWindow(window);
+  }
+
+  #cleanupTime(window: W): number {
+    const end = window.maxTimestamp();
+    if (!this.#assigner.isEventTime) return end;
+    const t = end + this.#spec.allowedLateness;
+    return t >= end ? t : MAX_WATERMARK;
+  }
+
+  #isCleanupTime(window: W, time: number, domain: TimerDomain): boolean {
+    if ((domain === "event") !== this.#assigner.isEventTime) return false;
+    return time === this.#cleanupTime(window);
+  }
+
+  #registerCleanupTimer(window: W): void {
+    const t = this.#cleanupTime(window);
+    if (t === MAX_WATERMARK) return; // the global window is never cleaned up by time
+    const ns = this.#assigner.namespaceOf(window);
+    const key = this.#backend.getCurrentKey();
+    const kg = this.#backend.getCurrentKeyGroup();
+    if (this.#assigner.isEventTime) this.#keyed.timers.registerEventTimeTimer(key, kg, ns, t);
+    else this.#keyed.timers.registerProcessingTimeTimer(key, kg, ns, t);
+  }
+
+  #deleteCleanupTimer(window: W): void {
+    const t = this.#cleanupTime(window);
+    if (t === MAX_WATERMARK) return;
+    const ns = this.#assigner.namespaceOf(window);
+    const key = this.#backend.getCurrentKey();
+    const kg = this.#backend.getCurrentKeyGroup();
+    if (this.#assigner.isEventTime) this.#keyed.timers.deleteEventTimeTimer(key, kg, ns, t);
+    else this.#keyed.timers.deleteProcessingTimeTimer(key, kg, ns, t);
+  }
+
+  #isWindowLate(window: W): boolean {
+    return this.#assigner.isEventTime && this.#cleanupTime(window) <= this.#keyed.currentWatermark;
+  }
+
+  #isElementLate(timestamp: number): boolean {
+    return this.#assigner.isEventTime && timestamp + this.#spec.allowedLateness <= this.#keyed.currentWatermark;
+  }
+}
+
+function contentsState<IN>(backend: HeapKeyedStateBackend, contents: WindowContents<IN>): ContentsState {
+  switch (contents.kind) {
+    case "reduce":
+      return backend.getReducingState(new ReducingStateDescriptor<IN>("window-contents", contents.reduce)) as unknown as ContentsState;
+    case "aggregate":
+      return backend.getAggregatingState(new AggregatingStateDescriptor("window-contents", contents.aggregate)) as unknown as ContentsState;
+    case "list":
+      return backend.getListState(new ListStateDescriptor<IN>("window-contents")) as unknown as ContentsState;
+  }
+}
+
+/** Keyed state handles of the current key, scoped to `namespace()` on every access. */
+function scopedStore(backend: HeapKeyedStateBackend, namespace: () => Namespace): KeyedStateStore {
+  const scoped = <S extends InternalKvState>(state: S): S => {
+    state.setCurrentNamespace(namespace());
+    return state;
+  };
+  return {
+    getState: (d) => scoped(backend.getState(d)),
+    getListState: (d) => scoped(backend.getListState(d)),
+    getMapState: (d) => scoped(backend.getMapState(d)),
+    getReducingState: (d) => scoped(backend.getReducingState(d)),
+    getAggregatingState: (d) => scoped(backend.getAggregatingState(d)),
+  };
+}
+
+function stateFor(backend: HeapKeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
+  switch (descriptor.kind) {
+    case "value":
+      return backend.getState(descriptor as never);
+    case "list":
+      return backend.getListState(descriptor as never);
+    case "map":
+      return backend.getMapState(descriptor as never);
+    case "reducing":
+      return backend.getReducingState(descriptor as never);
+    case "aggregating":
+      return backend.getAggregatingState(descriptor as never);
+  }
+}
+
+class WindowTriggerContext<W extends Window> implements OnMergeContext {
+  window!: W;
+  mergedWindows: W[] | undefined;
+  readonly #keyed: KeyedSupport;
+  readonly #backend: HeapKeyedStateBackend;
+  readonly #assigner: WindowAssigner<unknown, W>;
+
+  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, assigner: WindowAssigner<never, W>) {
+    this.#keyed = keyed;
+    this.#backend = backend;
+    this.#assigner = assigner as WindowAssigner<unknown, W>;
+  }
+
+  currentProcessingTime(): number {
+    return this.#keyed.timers.currentProcessingTime();
+  }
+  currentWatermark(): number {
+    return this.#keyed.currentWatermark;
+  }
+  #timer(): [Key, number, Namespace] {
+    return [this.#backend.getCurrentKey(), this.#backend.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window)];
+  }
+  registerEventTimeTimer(time: number): void {
+    this.#keyed.timers.registerEventTimeTimer(...this.#timer(), time);
+  }
+  registerProcessingTimeTimer(time: number): void {
+    this.#keyed.timers.registerProcessingTimeTimer(...this.#timer(), time);
+  }
+  deleteEventTimeTimer(time: number): void {
+    this.#keyed.timers.deleteEventTimeTimer(...this.#timer(), time);
+  }
+  deleteProcessingTimeTimer(time: number): void {
+    this.#keyed.timers.deleteProcessingTimeTimer(...this.#timer(), time);
+  }
+  getPartitionedState<S>(descriptor: StateDescriptorBase): S {
+    const state = stateFor(this.#backend, descriptor);
+    state.setCurrentNamespace(this.#assigner.namespaceOf(this.window));
+    return state as unknown as S;
+  }
+  mergePartitionedState(descriptor: StateDescriptorBase): void {
+    const merged = this.mergedWindows;
+    if (merged === undefined) throw new EddyError("NOT_MERGING", "mergePartitionedState is only valid in onMerge", { domain: "user" });
+    const state = stateFor(this.#backend, descriptor);
+    state.mergeNamespaces(
+      this.#assigner.namespaceOf(this.window),
+      merged.map((w) => this.#assigner.namespaceOf(w)),
+    );
+  }
+}
+
+class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> {
+  window!: W;
+  readonly #keyed: KeyedSupport;
+  readonly #output: Output<unknown>;
+  readonly #windowState: KeyedStateStore;
+  readonly #globalState: KeyedStateStore;
+
+  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, assigner: WindowAssigner<never, W>, output: Output<unknown>) {
+    this.#keyed = keyed;
+    this.#output = output;
+    const a = assigner as WindowAssigner<unknown, W>;
+    this.#windowState = scopedStore(backend, () => a.namespaceOf(this.window));
+    this.#globalState = scopedStore(backend, () => VOID_NAMESPACE);
+  }
+
+  currentProcessingTime(): number {
+    return this.#keyed.timers.currentProcessingTime();
+  }
+  currentWatermark(): number {
+    return this.#keyed.currentWatermark;
+  }
+  windowState(): KeyedStateStore {
+    return this.#windowState;
+  }
+  globalState(): KeyedStateStore {
+    return this.#globalState;
+  }
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.#output.collectSide(tag, value, this.window.maxTimestamp());
+  }
+}

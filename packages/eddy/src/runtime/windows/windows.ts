@@ -1,0 +1,78 @@
+/**
+ * Windows: a finite slice of a keyed stream that a window function evaluates. Time windows are
+ * [start, end) in ms, so their last timestamp is end - 1; the global window holds everything and
+ * never ends (it fires only through a trigger such as CountTrigger).
+ *
+ * Window state and timers live in keyed state under a namespace that identifies the window; the
+ * assigner maps windows to namespaces and back (fixed-size windows use their start, a number, so
+ * the per-element path does not build strings).
+ */
+import { MAX_WATERMARK } from "../../core/time.ts";
+
+export class TimeWindow {
+  readonly start: number;
+  readonly end: number;
+
+  constructor(start: number, end: number) {
+    this.start = start;
+    this.end = end;
+  }
+
+  /** The largest timestamp that belongs to the window. */
+  maxTimestamp(): number {
+    return this.end - 1;
+  }
+
+  intersects(other: TimeWindow): boolean {
+    return this.start <= other.end && this.end >= other.start;
+  }
+
+  cover(other: TimeWindow): TimeWindow {
+    return new TimeWindow(Math.min(this.start, other.start), Math.max(this.end, other.end));
+  }
+
+  equals(other: unknown): boolean {
+    return other instanceof TimeWindow && other.start === this.start && other.end === this.end;
+  }
+
+  toString(): string {
+    return `TimeWindow[${this.start}, ${this.end})`;
+  }
+}
+
+export class GlobalWindow {
+  static readonly INSTANCE = new GlobalWindow();
+  private constructor() {}
+  maxTimestamp(): number {
+    return MAX_WATERMARK;
+  }
+  equals(other: unknown): boolean {
+    return other === GlobalWindow.INSTANCE;
+  }
+  toString(): string {
+    return "GlobalWindow";
+  }
+}
+
+export type Window = TimeWindow | GlobalWindow;
+
+/** Start of the window of size `size` (and `offset`) that contains `timestamp` (Flink's formula). */
+export function windowStart(timestamp: number, offset: number, size: number): number {
+  const remainder = (timestamp - offset) % size;
+  // JavaScript's % keeps the sign of the dividend.
+  return remainder < 0 ? timestamp - (remainder + size) : timestamp - remainder;
+}
+
+/** Durations in milliseconds, as Flink's `Time`: `Time.seconds(10)` is 10000. */
+export const Time = {
+  milliseconds: (n: number): number => duration(n, 1, "milliseconds"),
+  seconds: (n: number): number => duration(n, 1_000, "seconds"),
+  minutes: (n: number): number => duration(n, 60_000, "minutes"),
+  hours: (n: number): number => duration(n, 3_600_000, "hours"),
+  days: (n: number): number => duration(n, 86_400_000, "days"),
+} as const;
+
+function duration(n: number, unit: number, what: string): number {
+  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) throw new RangeError(`Time.${what} needs a finite number ≥ 0, got ${String(n)}`);
+  return n * unit;
+}

@@ -1,0 +1,431 @@
+/**
+ * Windows against an oracle that computes the same windows directly from the whole input.
+ *
+ * Without late data (disorder within the watermark bound) every element counts and each window
+ * fires once, so the oracle groups by key and window and applies the function. With late data the
+ * oracle replays the watermark the operator sees (a punctuated generator: after each element,
+ * watermark = max timestamp - bound - 1) and decides per element which windows are still open,
+ * exactly as the lateness rules say; it runs on one subtask so the order is deterministic.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import {
+  ContinuousEventTimeTrigger,
+  CountTrigger,
+  DeltaEvictor,
+  defineJob,
+  EventTimeSessionWindows,
+  GlobalWindows,
+  OutputTag,
+  PurgingTrigger,
+  SlidingEventTimeWindows,
+  Time,
+  TimeEvictor,
+  TimeWindow,
+  TumblingEventTimeWindows,
+  WatermarkStrategy,
+  type AggregateFunction,
+  type ProcessWindowFunction,
+  type Trigger,
+  type WindowAssigner,
+} from "eddy";
+import { collectSink, OperatorTestHarness, runJob } from "eddy/testing";
+import { windowOperator } from "../packages/eddy/src/runtime/windows/window-operator.ts";
+import { prng } from "./fixtures.ts";
+
+interface Ev {
+  readonly key: string;
+  readonly ts: number;
+  readonly v: number;
+}
+
+interface Out {
+  readonly key: string;
+  readonly start: number;
+  readonly end: number;
+  readonly result: number;
+}
+
+/** Events over `keys` keys, timestamps advancing `step` ms on average, each delayed by < `disorder`. */
+function events(n: number, keys: number, step: number, disorder: number, seed: number): Ev[] {
+  const rnd = prng(seed);
+  const out: { e: Ev; arrival: number }[] = [];
+  for (let i = 0; i < n; i++) {
+    const ts = 1_000_000 + i * step + Math.floor(rnd() * step);
+    out.push({ e: { key: `k${Math.floor(rnd() * keys)}`, ts, v: 1 + Math.floor(rnd() * 100) }, arrival: ts + rnd() * disorder });
+  }
+  out.sort((a, b) => a.arrival - b.arrival);
+  return out.map((x) => x.e);
+}
+
+const sumReduce = (a: Ev, b: Ev): Ev => ({ key: a.key, ts: Math.max(a.ts, b.ts), v: a.v + b.v });
+const sumAggregate: AggregateFunction<Ev, { sum: number }, number> = {
+  createAccumulator: () => ({ sum: 0 }),
+  add: (e, acc) => ({ sum: acc.sum + e.v }),
+  getResult: (acc) => acc.sum,
+  merge: (a, b) => ({ sum: a.sum + b.sum }),
+};
+
+type Fn = "reduce" | "aggregate" | "process" | "apply";
+
+/** The job: events → timestamps (bound) → keyBy → window → sum of v per window, as Out records. */
+function windowJob(input: Ev[], assigner: () => WindowAssigner<Ev, TimeWindow>, fn: Fn, bound: number, parallelism = 1) {
+  return defineJob(`windows-${fn}`, (env) => {
+    env.setParallelism(parallelism);
+    const windowed = env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forBoundedOutOfOrderness<Ev>(bound).withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key)
+      .window(assigner());
+    const toOut = (key: string, w: TimeWindow, result: number): Out => ({ key, start: w.start, end: w.end, result });
+    const pwf: ProcessWindowFunction<Ev, Out, string, TimeWindow> = {
+      process: (key, ctx, elements, out) => out.collect(toOut(key, ctx.window, elements.reduce((s, e) => s + e.v, 0))),
+    };
+    const stream =
+      fn === "reduce"
+        ? windowed.reduce(sumReduce, (key, w, r: Ev, out) => out.collect(toOut(key, w, r.v)))
+        : fn === "aggregate"
+          ? windowed.aggregate(sumAggregate, {
+              process: (key: string, ctx: { window: TimeWindow }, results: number[], out: { collect(o: Out): void }) =>
+                out.collect(toOut(key, ctx.window, results[0]!)),
+            })
+          : fn === "process"
+            ? windowed.process(pwf)
+            : windowed.apply((key, w, elements, out) => out.collect(toOut(key, w, elements.reduce((s, e) => s + e.v, 0))));
+    stream.sinkTo(collectSink("out"));
+  });
+}
+
+/** Session windows of one key from its timestamps and per-element gaps. */
+function sessions(elements: { ts: number; gap: number; v: number }[]): { start: number; end: number; sum: number }[] {
+  const sorted = [...elements].sort((a, b) => a.ts - b.ts);
+  const out: { start: number; end: number; sum: number }[] = [];
+  for (const e of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && e.ts <= last.end) {
+      last.end = Math.max(last.end, e.ts + e.gap);
+      last.sum += e.v;
+    } else {
+      out.push({ start: e.ts, end: e.ts + e.gap, sum: e.v });
+    }
+  }
+  return out;
+}
+
+/** The oracle without late data: every element in every window the assigner gives it. */
+function oracle(input: Ev[], kind: "tumbling" | "sliding" | "session", size: number, slide: number): Out[] {
+  const out = new Map<string, Out>();
+  if (kind === "session") {
+    const byKey = new Map<string, { ts: number; gap: number; v: number }[]>();
+    for (const e of input) byKey.set(e.key, [...(byKey.get(e.key) ?? []), { ts: e.ts, gap: size, v: e.v }]);
+    const result: Out[] = [];
+    for (const [key, es] of byKey) for (const s of sessions(es)) result.push({ key, start: s.start, end: s.end, result: s.sum });
+    return result;
+  }
+  const step = kind === "tumbling" ? size : slide;
+  for (const e of input) {
+    const last = e.ts - (e.ts % step);
+    for (let start = last; start > e.ts - size; start -= step) {
+      const id = `${e.key}|${start}`;
+      const prev = out.get(id);
+      out.set(id, { key: e.key, start, end: start + size, result: (prev?.result ?? 0) + e.v });
+    }
+  }
+  return [...out.values()];
+}
+
+const sorted = (xs: Out[]): string[] => xs.map((x) => `${x.key}|${x.start}|${x.end}|${x.result}`).sort();
+
+const ASSIGNERS = {
+  tumbling: { make: () => TumblingEventTimeWindows.of<Ev>(Time.seconds(1)), size: 1000, slide: 1000 },
+  sliding: { make: () => SlidingEventTimeWindows.of<Ev>(Time.seconds(2), Time.milliseconds(500)), size: 2000, slide: 500 },
+  session: { make: () => EventTimeSessionWindows.withGap<Ev>(300), size: 300, slide: 0 },
+} as const;
+
+for (const [kind, a] of Object.entries(ASSIGNERS) as [keyof typeof ASSIGNERS, (typeof ASSIGNERS)[keyof typeof ASSIGNERS]][]) {
+  for (const fn of ["reduce", "aggregate", "process", "apply"] as const) {
+    test(`${kind} windows with ${fn} equal the oracle over out-of-order input (inline, parallelism 1 and 3)`, async () => {
+      const input = events(3000, 7, kind === "session" ? 60 : 20, 400, kind.length * 31 + fn.length);
+      const expected = sorted(oracle(input, kind, a.size, a.slide));
+      for (const parallelism of [1, 3]) {
+        const handle = runJob(windowJob(input, a.make, fn, 400, parallelism));
+        const result = await handle.done;
+        assert.deepEqual(sorted(handle.collected<Out>("out")), expected, `parallelism ${parallelism}`);
+        const dropped = result.metrics.reduce((s, m) => s + Object.values(m.counters).reduce((x, y) => x + y, 0), 0);
+        assert.equal(dropped, 0, "nothing is late");
+      }
+    });
+  }
+}
+
+/** Punctuated watermarks: after each element, max timestamp - bound - 1 (what the oracle replays). */
+function punctuated<T extends { ts: number }>(bound: number): WatermarkStrategy<T> {
+  return WatermarkStrategy.forGenerator<T>(() => {
+    let max = -Infinity;
+    return {
+      onEvent(_e, ts, out) {
+        max = Math.max(max, ts);
+        out.emitWatermark(max - bound - 1);
+      },
+      onPeriodicEmit() {},
+    };
+  }).withTimestampAssigner((e) => e.ts);
+}
+
+interface LateOracle {
+  /** Final result per window, and how many times each window fired. */
+  finals: Map<string, number>;
+  firings: Map<string, number>;
+  late: Ev[];
+}
+
+/** Replays the lateness rules for fixed-size windows (tumbling when slide = size). */
+function lateOracle(input: Ev[], size: number, slide: number, bound: number, lateness: number): LateOracle {
+  let watermark = -Infinity;
+  let max = -Infinity;
+  const contents = new Map<string, number>();
+  const firings = new Map<string, number>();
+  const fired = new Set<string>();
+  const late: Ev[] = [];
+  const windowsOf = (ts: number): number[] => {
+    const out: number[] = [];
+    for (let start = ts - (ts % slide); start > ts - size; start -= slide) out.push(start);
+    return out;
+  };
+  const fire = (id: string): void => void firings.set(id, (firings.get(id) ?? 0) + 1);
+  for (const e of input) {
+    let added = false;
+    for (const start of windowsOf(e.ts)) {
+      const maxTs = start + size - 1;
+      if (maxTs + lateness <= watermark) continue; // window gone
+      added = true;
+      const id = `${e.key}|${start}`;
+      contents.set(id, (contents.get(id) ?? 0) + e.v);
+      if (maxTs <= watermark) {
+        // Late but allowed: the trigger fires for it, and registers no end-of-window timer.
+        fire(id);
+        fired.add(id);
+      }
+    }
+    if (!added && e.ts + lateness <= watermark) late.push(e);
+    max = Math.max(max, e.ts);
+    const next = max - bound - 1;
+    if (next > watermark) {
+      // Windows whose end the watermark passes fire now (once).
+      for (const id of contents.keys()) {
+        const start = Number(id.split("|")[1]);
+        if (!fired.has(id) && start + size - 1 <= next) {
+          fired.add(id);
+          fire(id);
+        }
+      }
+      watermark = next;
+    }
+  }
+  for (const id of contents.keys()) if (!fired.has(id)) fire(id); // the final MAX watermark
+  return { finals: contents, firings, late };
+}
+
+for (const lateness of [0, 700]) {
+  for (const withTag of [false, true]) {
+    test(`late data (allowed lateness ${lateness} ms, ${withTag ? "late side output" : "dropped and counted"}) follows the lateness rules`, async () => {
+      const input = events(2000, 5, 20, 1500 + 3 * lateness, 99 + lateness);
+      const bound = 200;
+      const lateTag = new OutputTag<Ev>("late");
+      const job = defineJob("late-windows", (env) => {
+        const windowed = env
+          .fromCollection(input)
+          .assignTimestampsAndWatermarks(punctuated<Ev>(bound))
+          .keyBy((e) => e.key)
+          .window(SlidingEventTimeWindows.of<Ev>(1000, 500))
+          .allowedLateness(lateness);
+        if (withTag) windowed.sideOutputLateData(lateTag);
+        const out = windowed.aggregate(sumAggregate, (key, w, sum, o) => o.collect({ key, start: w.start, end: w.end, result: sum }));
+        out.sinkTo(collectSink("out"));
+        out.getSideOutput(lateTag).sinkTo(collectSink("late"));
+      });
+      const handle = runJob(job);
+      const result = await handle.done;
+      const expected = lateOracle(input, 1000, 500, bound, lateness);
+      assert.ok(expected.late.length > 20, `the input has late records (${expected.late.length})`);
+      const outs = handle.collected<Out>("out");
+      const finals = new Map<string, number>();
+      const firings = new Map<string, number>();
+      for (const o of outs) {
+        const id = `${o.key}|${o.start}`;
+        finals.set(id, o.result); // the last firing wins
+        firings.set(id, (firings.get(id) ?? 0) + 1);
+      }
+      assert.deepEqual(finals, expected.finals);
+      assert.deepEqual(firings, expected.firings);
+      const dropped = result.metrics.reduce((s, m) => s + (Object.entries(m.counters).find(([k]) => k.endsWith("numLateRecordsDropped"))?.[1] ?? 0), 0);
+      if (withTag) {
+        assert.deepEqual(handle.collected<Ev>("late"), expected.late);
+        assert.equal(dropped, 0);
+      } else {
+        assert.equal(handle.collected("late").length, 0);
+        assert.equal(dropped, expected.late.length);
+      }
+    });
+  }
+}
+
+test("a session that bridges three sessions merges them all, contents and all", async () => {
+  // Key a: sessions [0,10), [12,22), [24,34); then an element at 9 with a gap of 25 ([9,34))
+  // touches all three and merges them into [0,34).
+  const input = [
+    { key: "a", ts: 0, v: 1, gap: 10 },
+    { key: "a", ts: 12, v: 2, gap: 10 },
+    { key: "a", ts: 24, v: 4, gap: 10 },
+    { key: "b", ts: 5, v: 100, gap: 10 },
+    { key: "a", ts: 9, v: 8, gap: 25 },
+    { key: "a", ts: 60, v: 16, gap: 10 },
+  ];
+  const job = defineJob("bridging-sessions", (env) => {
+    env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forBoundedOutOfOrderness<(typeof input)[number]>(100).withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key)
+      .window(EventTimeSessionWindows.withDynamicGap<(typeof input)[number]>((e) => e.gap))
+      .reduce(
+        (x, y) => ({ ...x, v: x.v + y.v }),
+        (key, w, r, out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
+      )
+      .sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(sorted(handle.collected<Out>("out")), sorted([
+    { key: "a", start: 0, end: 34, result: 15 },
+    { key: "a", start: 60, end: 70, result: 16 },
+    { key: "b", start: 5, end: 15, result: 100 },
+  ]));
+});
+
+test("count windows: tumbling fires every n elements; sliding keeps the last n every s", async () => {
+  const input = Array.from({ length: 20 }, (_, i) => ({ key: i % 2 === 0 ? "even" : "odd", v: i }));
+  const job = defineJob("count-windows", (env) => {
+    const keyed = env.fromCollection(input).keyBy((e) => e.key);
+    keyed.countWindow(3).apply((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("tumbling"));
+    keyed.countWindow(4, 2).apply((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("sliding"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  const evens = input.filter((e) => e.key === "even").map((e) => e.v);
+  const tumbling = handle.collected<{ key: string; vs: number[] }>("tumbling").filter((o) => o.key === "even");
+  assert.deepEqual(tumbling.map((o) => o.vs), [evens.slice(0, 3), evens.slice(3, 6), evens.slice(6, 9)]);
+  const sliding = handle.collected<{ key: string; vs: number[] }>("sliding").filter((o) => o.key === "even");
+  // Fires at 2, 4, 6, 8, 10 elements, each time with the last (up to) 4.
+  assert.deepEqual(
+    sliding.map((o) => o.vs),
+    [2, 4, 6, 8, 10].map((n) => evens.slice(Math.max(0, n - 4), n)),
+  );
+});
+
+test("triggers: continuous event-time firing, purging, and a custom trigger", async () => {
+  const input = Array.from({ length: 100 }, (_, i) => ({ key: "k", ts: i * 100, v: 1 })); // 0..9900 ms
+  const custom: Trigger<{ key: string; ts: number; v: number }, TimeWindow> = {
+    onElement: (e) => (e.ts % 1000 === 900 ? "FIRE" : "CONTINUE"),
+    onEventTime: () => "CONTINUE",
+    onProcessingTime: () => "CONTINUE",
+    clear: () => {},
+  };
+  const job = defineJob("triggers", (env) => {
+    const keyed = env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(punctuated<(typeof input)[number]>(0))
+      .keyBy((e) => e.key);
+    const count = (name: string) => (key: string, w: TimeWindow, es: unknown[], out: { collect(o: unknown): void }) =>
+      out.collect({ name, key, end: w.end, n: es.length });
+    keyed.window(TumblingEventTimeWindows.of(5000)).trigger(ContinuousEventTimeTrigger.of(1000)).apply(count("continuous")).sinkTo(collectSink("continuous"));
+    keyed.window(TumblingEventTimeWindows.of(5000)).trigger(PurgingTrigger.of(CountTrigger.of(10))).apply(count("purging")).sinkTo(collectSink("purging"));
+    keyed.window(TumblingEventTimeWindows.of(5000)).trigger(custom).apply(count("custom")).sinkTo(collectSink("custom"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  const ns = (name: string) => handle.collected<{ end: number; n: number }>(name).map((o) => `${o.end}:${o.n}`);
+  // Every 1000 ms of event time within each 5 s window, then at its end. The watermark (ts - 1 after
+  // each element) passes T when the element at T + 100 has arrived, so a firing at T sees the
+  // elements up to T + 100.
+  assert.deepEqual(ns("continuous"), ["5000:12", "5000:22", "5000:32", "5000:42", "5000:50", "10000:12", "10000:22", "10000:32", "10000:42", "10000:50"]);
+  assert.deepEqual(ns("purging"), ["5000:10", "5000:10", "5000:10", "5000:10", "5000:10", "10000:10", "10000:10", "10000:10", "10000:10", "10000:10"]);
+  // Fires at ts 900, 1900, ... with everything so far in the window (no purge).
+  assert.deepEqual(ns("custom"), ["5000:10", "5000:20", "5000:30", "5000:40", "5000:50", "10000:10", "10000:20", "10000:30", "10000:40", "10000:50"]);
+});
+
+test("evictors: time evictor keeps the newest span, delta evictor drops far-off values", async () => {
+  const input = Array.from({ length: 10 }, (_, i) => ({ key: "k", ts: i * 100, v: i * i }));
+  const job = defineJob("evictors", (env) => {
+    const keyed = env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<(typeof input)[number]>().withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key);
+    keyed
+      .window(TumblingEventTimeWindows.of(1000))
+      .evictor(TimeEvictor.of(250))
+      .apply((_k, _w, es, out) => out.collect(es.map((e) => e.ts)))
+      .sinkTo(collectSink("time"));
+    keyed
+      .window(TumblingEventTimeWindows.of(1000))
+      .evictor(DeltaEvictor.of<(typeof input)[number], TimeWindow>(30, (a, b) => Math.abs(a.v - b.v)))
+      .reduce((a, b) => ({ ...a, v: a.v + b.v }))
+      .sinkTo(collectSink("delta"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(handle.collected("time"), [[700, 800, 900]]);
+  // Last value 81: keep |v - 81| < 30 → 64 and 81.
+  assert.deepEqual(handle.collected<{ v: number }>("delta").map((r) => r.v), [64 + 81]);
+});
+
+test("window state returns to zero once the watermark passes every window (no leak)", () => {
+  const harness = new OperatorTestHarness<Ev, unknown>(
+    windowOperator<Ev, TimeWindow>({
+      assigner: EventTimeSessionWindows.withGap<Ev>(50),
+      trigger: EventTimeSessionWindows.withGap<Ev>(50).defaultTrigger(),
+      allowedLateness: 100,
+      lateDataTag: undefined,
+      contents: { kind: "aggregate", aggregate: sumAggregate as AggregateFunction<Ev, unknown, unknown> },
+      windowFunction: undefined,
+    }),
+    (e) => e.key,
+  );
+  const op = harness.operator as unknown as { stateSize(): { keys: number; timers: number } };
+  const rnd = prng(5);
+  for (let i = 0; i < 500; i++) harness.processElement({ key: `k${i % 13}`, ts: i * 10 + Math.floor(rnd() * 30), v: 1 }, i * 10);
+  assert.ok(op.stateSize().keys > 0 && op.stateSize().timers > 0);
+  harness.processWatermark(4000);
+  const mid = op.stateSize();
+  harness.processWatermark(10_000);
+  assert.deepEqual(op.stateSize(), { keys: 0, timers: 0 }, `before: ${JSON.stringify(mid)}`);
+  assert.ok(harness.records().length > 13);
+});
+
+test("GlobalWindows never fire without a trigger; a count trigger makes them fire", async () => {
+  const job = defineJob("global", (env) => {
+    const keyed = env.fromSequence(1, 10).keyBy(() => "all");
+    keyed.window(GlobalWindows.create()).apply((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("never"));
+    keyed.window(GlobalWindows.create<number>()).trigger(CountTrigger.of(5)).apply((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("count"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(handle.collected("never"), []);
+  assert.deepEqual(handle.collected("count"), [5, 10]);
+});
+
+test("windowAll evaluates the whole stream on one subtask", async () => {
+  const job = defineJob("window-all", (env) => {
+    env.setParallelism(3);
+    env
+      .fromSequence(0, 999)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
+      .windowAll(TumblingEventTimeWindows.of(100))
+      .reduce((a, b) => a + b)
+      .sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  const expected = Array.from({ length: 10 }, (_, w) => Array.from({ length: 100 }, (_, i) => w * 100 + i).reduce((a, b) => a + b, 0));
+  assert.deepEqual([...handle.collected<number>("out")].sort((a, b) => a - b), expected);
+  assert.equal(handle.plan.nodes.find((n) => n.name.startsWith("WindowAll"))?.parallelism, 1);
+});
