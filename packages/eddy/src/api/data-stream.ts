@@ -40,6 +40,7 @@ import { filterOperator, flatMapOperator, mapOperator } from "../runtime/operato
 import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
 import { ConnectedStreams } from "./connected-streams.ts";
 import { WindowedStream } from "./windowed-stream.ts";
+import { JoinedStreams } from "./joined-streams.ts";
 import { GlobalWindows, type WindowAssigner } from "../runtime/windows/assigners.ts";
 import { CountEvictor } from "../runtime/windows/evictors.ts";
 import { CountTrigger, PurgingTrigger } from "../runtime/windows/triggers.ts";
@@ -165,6 +166,16 @@ export class DataStream<T> extends OperatorHandle {
   }
 
   /** Partitions by key: every record with the same key reaches the same subtask and state. */
+  /** Window join with `other`: `.where(k1).equalTo(k2).window(assigner).apply((l, r) => out)`. */
+  join<R>(other: DataStream<R>): JoinedStreams<T, R, "join"> {
+    return new JoinedStreams<T, R, "join">("join", this, other);
+  }
+
+  /** Window co-group with `other` (outer joins): `.apply((lefts, rights, out) => ...)`. */
+  coGroup<R>(other: DataStream<R>): JoinedStreams<T, R, "coGroup"> {
+    return new JoinedStreams<T, R, "coGroup">("coGroup", this, other);
+  }
+
   /** Windows over the whole (non-keyed) stream, evaluated by one subtask (parallelism 1). */
   windowAll<W extends Window>(assigner: WindowAssigner<T, W>): WindowedStream<T, number, W> {
     return new WindowedStream<T, number, W>(this.keyBy(() => 0), assigner, true);
