@@ -31,6 +31,7 @@ import {
 } from "eddy";
 import { collectSink, OperatorTestHarness, runJob } from "eddy/testing";
 import { windowOperator } from "../packages/eddy/src/runtime/windows/window-operator.ts";
+import { slidingPaneOperator } from "../packages/eddy/src/runtime/windows/sliding-pane-operator.ts";
 import { prng } from "./fixtures.ts";
 
 interface Ev {
@@ -226,9 +227,13 @@ function lateOracle(input: Ev[], size: number, slide: number, bound: number, lat
   return { finals: contents, firings, late };
 }
 
+/** Without merge, sliding windows use the general window operator instead of panes. */
+const { merge: _merge, ...sumAggregateNoMerge } = sumAggregate;
+
 for (const lateness of [0, 700]) {
   for (const withTag of [false, true]) {
-    test(`late data (allowed lateness ${lateness} ms, ${withTag ? "late side output" : "dropped and counted"}) follows the lateness rules`, async () => {
+    for (const path of ["panes", "general"] as const) {
+    test(`late data (allowed lateness ${lateness} ms, ${withTag ? "late side output" : "dropped and counted"}, ${path} operator) follows the lateness rules`, async () => {
       const input = events(2000, 5, 20, 1500 + 3 * lateness, 99 + lateness);
       const bound = 200;
       const lateTag = new OutputTag<Ev>("late");
@@ -240,7 +245,9 @@ for (const lateness of [0, 700]) {
           .window(SlidingEventTimeWindows.of<Ev>(1000, 500))
           .allowedLateness(lateness);
         if (withTag) windowed.sideOutputLateData(lateTag);
-        const out = windowed.aggregate(sumAggregate, (key, w, sum, o) => o.collect({ key, start: w.start, end: w.end, result: sum }));
+        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, sum, o) =>
+          o.collect({ key, start: w.start, end: w.end, result: sum }),
+        );
         out.sinkTo(collectSink("out"));
         out.getSideOutput(lateTag).sinkTo(collectSink("late"));
       });
@@ -266,7 +273,9 @@ for (const lateness of [0, 700]) {
         assert.equal(handle.collected("late").length, 0);
         assert.equal(dropped, expected.late.length);
       }
+      assert.ok(handle.plan.nodes.some((n) => n.name.includes("panes") === (path === "panes") && n.name.startsWith("Window")));
     });
+    }
   }
 }
 
@@ -399,6 +408,29 @@ test("window state returns to zero once the watermark passes every window (no le
   harness.processWatermark(10_000);
   assert.deepEqual(op.stateSize(), { keys: 0, timers: 0 }, `before: ${JSON.stringify(mid)}`);
   assert.ok(harness.records().length > 13);
+});
+
+test("pane-evaluated sliding windows also return to zero state (no leak)", () => {
+  const harness = new OperatorTestHarness<Ev, unknown>(
+    slidingPaneOperator<Ev>({
+      size: 600,
+      slide: 100,
+      offset: 0,
+      description: "SlidingEventTimeWindows(600, 100)",
+      allowedLateness: 250,
+      lateDataTag: undefined,
+      panes: { create: (e) => e.v, add: (acc, e) => (acc as number) + e.v, merge: (a, b) => (a as number) + (b as number), result: (a) => a },
+      windowFunction: undefined,
+    }),
+    (e) => e.key,
+  );
+  const op = harness.operator as unknown as { stateSize(): { keys: number; timers: number } };
+  for (let i = 0; i < 500; i++) harness.processElement({ key: `k${i % 13}`, ts: i * 10, v: 1 }, i * 10);
+  assert.ok(op.stateSize().keys > 0 && op.stateSize().timers > 0);
+  harness.processWatermark(10_000);
+  assert.deepEqual(op.stateSize(), { keys: 0, timers: 0 });
+  // 13 keys; every window of 600 ms with contents fires once.
+  assert.equal(harness.records().reduce((s: number, r) => s + (r as number), 0), 500 * 6);
 });
 
 test("GlobalWindows never fire without a trigger; a count trigger makes them fire", async () => {

@@ -25,6 +25,14 @@ export class ConnectedStreams<T1, T2> {
     return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(fn) as unknown as TwoInputFactory, undefined);
   }
 
+  /**
+   * @internal adds a two-input operator over both streams, keyed when `keySelectors` is given (the
+   * inputs must then already be partitioned by those keys); used by IntervalJoin.
+   */
+  _transformTwoInput<R>(name: string, factory: TwoInputFactory, keySelectors: readonly [AnyKeySelector, AnyKeySelector] | undefined): DataStream<R> {
+    return addTwoInput<R>(this.#builder, name, this.#first, this.#second, factory, keySelectors);
+  }
+
   /** Partitions both inputs by key so records of one key from either input meet in one subtask. */
   keyBy<K extends Key>(keySelector1: KeySelector<T1, K>, keySelector2: KeySelector<T2, K>): KeyedConnectedStreams<T1, T2, K> {
     requireFunction(keySelector1, "keyBy");

@@ -13,7 +13,9 @@ import type { Evictor } from "../runtime/windows/evictors.ts";
 import type { Trigger } from "../runtime/windows/triggers.ts";
 import type { AnyWindowFunction, ProcessWindowFunction, WindowFunction } from "../runtime/windows/window-functions.ts";
 import { windowOperator, type WindowContents } from "../runtime/windows/window-operator.ts";
-import type { Window } from "../runtime/windows/windows.ts";
+import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
+import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
+import { copyValue } from "../state/copy-value.ts";
 import type { DataStream, KeyedStream } from "./data-stream.ts";
 
 export class WindowedStream<T, K extends Key, W extends Window> {
@@ -101,9 +103,50 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     return this.#build("Apply", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
   }
 
+  /** How reduce/aggregate contents combine as panes; undefined when they cannot (no merge). */
+  #paneFunctions(contents: WindowContents<T>): PaneFunctions<T> | undefined {
+    if (contents.kind === "reduce") {
+      const reduce = contents.reduce;
+      return { create: (v) => copyValue(v), add: (acc, v) => reduce(acc as T, v), merge: (a, b) => reduce(a as T, b as T), result: (acc) => acc };
+    }
+    if (contents.kind === "aggregate") {
+      const f = contents.aggregate;
+      const merge = f.merge;
+      if (merge === undefined) return undefined;
+      return {
+        create: (v) => f.add(v, f.createAccumulator()),
+        add: (acc, v) => f.add(v, acc),
+        merge: (a, b) => merge.call(f, a, b),
+        result: (acc) => f.getResult(acc),
+      };
+    }
+    return undefined;
+  }
+
   #build<R>(what: string, contents: WindowContents<T>, windowFn: AnyWindowFunction<unknown, unknown, Key, W> | undefined): DataStream<R> {
     if (windowFn !== undefined && typeof windowFn !== "function" && (typeof windowFn !== "object" || typeof windowFn.process !== "function")) {
       throw new TypeError(`${what.toLowerCase()}'s window function must be (key, window, input, out) => void or a ProcessWindowFunction`);
+    }
+    const panes = this.#paneFunctions(contents);
+    const paneSpec = this.#assigner.paneSpec?.();
+    if (panes !== undefined && paneSpec !== undefined && this.#trigger === undefined && this.#evictor === undefined) {
+      // Sliding windows by reduce/aggregate: O(1) state work per element (sliding-pane-operator.ts).
+      const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what}, panes)`;
+      const stream = this.#input._transform<R>(
+        name,
+        slidingPaneOperator<T>({
+          ...paneSpec,
+          description: this.#assigner.description,
+          allowedLateness: this.#allowedLateness,
+          lateDataTag: this.#lateTag,
+          panes,
+          windowFunction: windowFn as AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined,
+        }) as never,
+        true,
+        this.#input._keySelector,
+      );
+      if (this.#all) stream.setParallelism(1);
+      return stream;
     }
     const trigger = this.#trigger ?? this.#assigner.defaultTrigger();
     const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what})`;

@@ -21,6 +21,8 @@ export interface WindowAssigner<T, W extends Window> {
   defaultTrigger(): Trigger<T, W>;
   /** Merging assigners only: calls `merge(windows, result)` for each group of windows that merge. */
   mergeWindows?(windows: readonly W[], merge: (toMerge: W[], result: W) => void): void;
+  /** Sliding event-time assigners: what pane evaluation needs (see sliding-pane-operator.ts). */
+  paneSpec?(): { readonly size: number; readonly slide: number; readonly offset: number } | undefined;
   /** The state/timer namespace of a window, and back. */
   namespaceOf(window: W): Namespace;
   windowOf(namespace: Namespace): W;
@@ -112,12 +114,8 @@ class Sliding<T> extends FixedSizeAssigner<T> {
     this.description = `Sliding${eventTime ? "Event" : "Processing"}TimeWindows(${size}, ${slide}${offset === 0 ? "" : `, ${offset}`})`;
   }
 
-  get slide(): number {
-    return this.#slide;
-  }
-
-  get windowSize(): number {
-    return this.size;
+  paneSpec(): { size: number; slide: number; offset: number } | undefined {
+    return this.isEventTime && this.size % this.#slide === 0 ? { size: this.size, slide: this.#slide, offset: this.#offset } : undefined;
   }
 
   assignWindows(_element: T, timestamp: number, context: WindowAssignerContext): readonly TimeWindow[] {

@@ -1,0 +1,281 @@
+/**
+ * Sliding event-time windows evaluated by reduce or aggregate in O(1) state work per element,
+ * whatever size/slide is (Arroyo's and Flink's "slicing"): every element goes into exactly one
+ * *pane* (a slice of length `slide`, identified by its start), and a window [s, s + size) is the
+ * merge of its size/slide panes, computed when the window fires. The general window operator
+ * would instead update size/slide window accumulators and register as many timers per element.
+ *
+ * Emissions are the same as the general operator with the default event-time trigger: a window
+ * fires once when the watermark passes its end (if it has contents), and again for each late
+ * element that arrives within the allowed lateness; elements too late for every window go to the
+ * late-data side output or are dropped and counted.
+ *
+ * Timers (all keyed, per key group):
+ * - fire timers (namespace "fire") at window ends. An element in pane p registers the end of the
+ *   first window containing p (p + slide - 1); when a window fires it registers the next window's
+ *   end if that window holds any pane. One registration per element (deduplicated).
+ * - cleanup timers (namespace = pane start) one past p + size - 1 + allowedLateness, the cleanup
+ *   time of the last window that contains the pane; they delete the pane.
+ *
+ * Pane accumulators are stored without copies (the operator owns them); a firing starts from a
+ * copy of the first pane's accumulator before merging the others into it, so user merge/reduce
+ * functions that mutate their first argument cannot corrupt stored panes.
+ */
+import { EddyError, userFunctionError } from "../../core/errors.ts";
+import type { Key } from "../../core/key.ts";
+import type { OutputTag } from "../../core/output-tag.ts";
+import { hasTimestamp } from "../../core/time.ts";
+import { copyValue } from "../../state/copy-value.ts";
+import { ValueStateDescriptor } from "../../state/descriptors.ts";
+import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
+import type { InternalValueState } from "../../state/heap-state-handles.ts";
+import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
+import { perSubtaskInstance } from "../operators/function-instance.ts";
+import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
+import { TimestampedCollector } from "../operators/timestamped-collector.ts";
+import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
+import { LATE_RECORDS_DROPPED } from "./window-operator.ts";
+import { TimeWindow, windowStart } from "./windows.ts";
+import type { KeyedStateStore } from "../functions.ts";
+import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
+
+/** How panes combine: `add` folds an element into a pane, `merge` combines two panes, `result` turns the merge into the output. */
+export interface PaneFunctions<IN> {
+  create(value: IN): unknown;
+  add(acc: unknown, value: IN): unknown;
+  merge(a: unknown, b: unknown): unknown;
+  result(acc: unknown): unknown;
+}
+
+export interface SlidingPaneSpec<IN> {
+  readonly size: number;
+  readonly slide: number;
+  readonly offset: number;
+  readonly description: string;
+  readonly allowedLateness: number;
+  readonly lateDataTag: OutputTag<IN> | undefined;
+  readonly panes: PaneFunctions<IN>;
+  readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined;
+}
+
+const FIRE: Namespace = "fire";
+
+export function slidingPaneOperator<IN>(spec: SlidingPaneSpec<IN>) {
+  return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new SlidingPaneOperator(spec, ctx, output);
+}
+
+class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
+  readonly #spec: SlidingPaneSpec<IN>;
+  readonly #ctx: OperatorContext;
+  readonly #output: Output<unknown>;
+  readonly #keySelector: (value: unknown) => unknown;
+  readonly #keyed: KeyedSupport;
+  readonly #backend: HeapKeyedStateBackend;
+  readonly #panes: InternalValueState<unknown>;
+  readonly #collector: TimestampedCollector<unknown>;
+  readonly #fn: AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined;
+  readonly #lateDropped;
+  readonly #context: PaneProcessContext;
+  readonly #size: number;
+  readonly #slide: number;
+
+  constructor(spec: SlidingPaneSpec<IN>, ctx: OperatorContext, output: Output<unknown>) {
+    if (spec.size % spec.slide !== 0) {
+      throw new EddyError("INVALID_WINDOW", `pane evaluation needs size (${spec.size}) to be a multiple of slide (${spec.slide})`, { domain: "internal" });
+    }
+    this.#spec = spec;
+    this.#ctx = ctx;
+    this.#output = output;
+    this.#size = spec.size;
+    this.#slide = spec.slide;
+    this.#keySelector = requireKeySelector(ctx, 0);
+    this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#backend = this.#keyed.backend;
+    this.#panes = this.#backend.getState(new ValueStateDescriptor<unknown>("window-panes", { copy: "none" }));
+    this.#collector = new TimestampedCollector(output);
+    this.#fn = spec.windowFunction === undefined || typeof spec.windowFunction === "function" ? spec.windowFunction : perSubtaskInstance(spec.windowFunction);
+    this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
+    this.#context = new PaneProcessContext(this.#keyed, this.#backend, output);
+  }
+
+  open(): void {
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.open?.(runtimeContextOf(this.#ctx)));
+  }
+
+  processElement(value: IN, timestamp: number, keyGroup?: number): void {
+    this.#keyed.setKeyFromRecord(this.#keySelector, value, keyGroup);
+    if (!hasTimestamp(timestamp)) {
+      throw new EddyError("NO_TIMESTAMP", `${this.#spec.description} needs record timestamps: use assignTimestampsAndWatermarks(...) or a source that sets them`, {
+        domain: "user",
+        operator: this.#ctx.operatorName,
+        subtask: this.#ctx.subtaskIndex,
+      });
+    }
+    const watermark = this.#keyed.currentWatermark;
+    const lateness = this.#spec.allowedLateness;
+    const pane = windowStart(timestamp, this.#spec.offset, this.#slide);
+    const lastEnd = pane + this.#size - 1; // end of the last window containing the pane
+    if (lastEnd + lateness <= watermark) {
+      // Every window of this element has been cleaned up.
+      if (timestamp + lateness <= watermark) {
+        const tag = this.#spec.lateDataTag;
+        if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
+        else this.#lateDropped.inc();
+      }
+      return;
+    }
+    const panes = this.#panes;
+    panes.setCurrentNamespace(pane);
+    const fns = this.#spec.panes;
+    try {
+      const acc = panes.value();
+      panes.update(acc === undefined ? fns.create(value) : fns.add(acc, value));
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    const key = this.#backend.getCurrentKey();
+    const kg = this.#backend.getCurrentKeyGroup();
+    const timers = this.#keyed.timers;
+    // One past the last window's cleanup time, so that window's final firing (a timer at the
+    // same time) still sees the pane.
+    timers.registerEventTimeTimer(key, kg, pane, lastEnd + lateness + 1);
+    // Windows containing the pane end at pane + slide - 1, ..., lastEnd. Those the watermark has
+    // passed (but not cleaned up) fire again now; the first one still open gets a fire timer.
+    let end = pane + this.#slide - 1;
+    for (; end <= lastEnd && end <= watermark; end += this.#slide) {
+      if (end + lateness > watermark) this.#fire(end);
+    }
+    if (end <= lastEnd) timers.registerEventTimeTimer(key, kg, FIRE, end);
+  }
+
+  processWatermark(watermark: number): void {
+    this.#keyed.timers.advanceWatermark(watermark);
+    this.#output.emitWatermark(watermark);
+  }
+
+  processWatermarkStatus(idle: boolean): void {
+    this.#output.emitWatermarkStatus(idle);
+  }
+
+  /** Keys holding any state of this operator, and pending timers (zero once every window is gone). */
+  stateSize(): { keys: number; timers: number } {
+    let keys = 0;
+    for (const name of this.#backend.stateNames()) keys += this.#backend.numKeys(name);
+    return { keys, timers: this.#keyed.timers.numEventTimeTimers() + this.#keyed.timers.numProcessingTimeTimers() };
+  }
+
+  close(): void {
+    this.#keyed.close();
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
+  }
+
+  #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
+    if (domain !== "event") return;
+    if (namespace === FIRE) {
+      this.#fire(timestamp);
+      // Chain to the next window if it holds any pane.
+      const next = timestamp + this.#slide;
+      if (this.#hasPanes(next)) {
+        this.#keyed.timers.registerEventTimeTimer(this.#backend.getCurrentKey(), this.#backend.getCurrentKeyGroup(), FIRE, next);
+      }
+      return;
+    }
+    // A pane's cleanup time: no window needs it any more.
+    this.#panes.setCurrentNamespace(namespace);
+    this.#panes.clear();
+  }
+
+  /** Whether the window ending at `end` holds any pane of the current key. */
+  #hasPanes(end: number): boolean {
+    const panes = this.#panes;
+    for (let p = end - this.#size + 1; p <= end; p += this.#slide) {
+      panes.setCurrentNamespace(p);
+      if (panes.value() !== undefined) return true;
+    }
+    return false;
+  }
+
+  /** Evaluates the window ending at `end` (inclusive) from its panes; returns whether it had any. */
+  #fire(end: number): boolean {
+    const start = end - this.#size + 1;
+    const panes = this.#panes;
+    const fns = this.#spec.panes;
+    let merged: unknown;
+    let has = false;
+    try {
+      for (let p = start; p <= end; p += this.#slide) {
+        panes.setCurrentNamespace(p);
+        const acc = panes.value();
+        if (acc === undefined) continue;
+        merged = has ? fns.merge(merged, acc) : copyValue(acc);
+        has = true;
+      }
+      if (!has) return false;
+      this.#emit(new TimeWindow(start, start + this.#size), fns.result(merged));
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+    return true;
+  }
+
+  #emit(window: TimeWindow, result: unknown): void {
+    const collector = this.#collector;
+    collector.timestamp = window.maxTimestamp();
+    const fn = this.#fn;
+    const key = this.#backend.getCurrentKey();
+    if (fn === undefined) collector.collect(result);
+    else if (typeof fn === "function") fn(key, window, result, collector);
+    else {
+      this.#context.window = window;
+      (fn as ProcessWindowFunction<unknown, unknown, Key, TimeWindow>).process(key, this.#context, [result], collector);
+    }
+  }
+}
+
+/**
+ * The process-window context of pane evaluation. Per-window state would outlive its window here
+ * (windows have no state of their own), so windowState() is refused; globalState() works.
+ */
+class PaneProcessContext implements ProcessWindowContext<TimeWindow> {
+  window!: TimeWindow;
+  readonly #keyed: KeyedSupport;
+  readonly #backend: HeapKeyedStateBackend;
+  readonly #output: Output<unknown>;
+
+  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, output: Output<unknown>) {
+    this.#keyed = keyed;
+    this.#backend = backend;
+    this.#output = output;
+  }
+  currentProcessingTime(): number {
+    return this.#keyed.timers.currentProcessingTime();
+  }
+  currentWatermark(): number {
+    return this.#keyed.currentWatermark;
+  }
+  windowState(): KeyedStateStore {
+    throw new EddyError("NOT_SUPPORTED", "windowState() is not available with pane-evaluated sliding windows; use globalState() or process()", {
+      domain: "user",
+    });
+  }
+  globalState(): KeyedStateStore {
+    const b = this.#backend;
+    const voidNs = <S extends { setCurrentNamespace(ns: Namespace): void }>(s: S): S => {
+      s.setCurrentNamespace(VOID_NAMESPACE);
+      return s;
+    };
+    return {
+      getState: (d) => voidNs(b.getState(d)),
+      getListState: (d) => voidNs(b.getListState(d)),
+      getMapState: (d) => voidNs(b.getMapState(d)),
+      getReducingState: (d) => voidNs(b.getReducingState(d)),
+      getAggregatingState: (d) => voidNs(b.getAggregatingState(d)),
+    };
+  }
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.#output.collectSide(tag, value, this.window.maxTimestamp());
+  }
+}
