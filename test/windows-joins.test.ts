@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
+  ContinuousProcessingTimeTrigger,
   defineJob,
   TumblingEventTimeWindows,
   TumblingProcessingTimeWindows,
@@ -179,6 +180,32 @@ test("processing-time windows fire on the clock", async () => {
       { key: "b", end: 11_000, n: 1 },
     ],
   );
+  handle.cancel();
+  await handle.done.catch(() => undefined);
+});
+
+test("a continuous processing-time trigger fires every interval while the window is open", async () => {
+  const clock = new ManualClock(0);
+  const job = defineJob("continuous-processing-time", (env) => {
+    env
+      .fromSource(pausingSource(["x", "x", "x"], false), WatermarkStrategy.noWatermarks<string>(), "words")
+      .keyBy((w) => w)
+      .window(TumblingProcessingTimeWindows.of(10_000))
+      .trigger(ContinuousProcessingTimeTrigger.of(1_000))
+      .apply((key, w, es, out) => out.collect({ key, end: w.end, n: es.length }))
+      .sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job, { clock, mode: "inline" });
+  await handle.whenIdle();
+  for (let i = 0; i < 3; i++) {
+    clock.advance(1_000);
+    await handle.whenIdle();
+  }
+  assert.deepEqual(handle.collected("out"), [
+    { key: "x", end: 10_000, n: 3 },
+    { key: "x", end: 10_000, n: 3 },
+    { key: "x", end: 10_000, n: 3 },
+  ]);
   handle.cancel();
   await handle.done.catch(() => undefined);
 });

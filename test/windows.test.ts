@@ -232,8 +232,8 @@ const { merge: _merge, ...sumAggregateNoMerge } = sumAggregate;
 
 for (const lateness of [0, 700]) {
   for (const withTag of [false, true]) {
-    for (const path of ["panes", "general"] as const) {
-    test(`late data (allowed lateness ${lateness} ms, ${withTag ? "late side output" : "dropped and counted"}, ${path} operator) follows the lateness rules`, async () => {
+    for (const [path, slide] of [["panes", 500], ["general", 500], ["general", 1000]] as const) {
+    test(`late data (${slide === 1000 ? "tumbling" : "sliding"}, allowed lateness ${lateness} ms, ${withTag ? "late side output" : "dropped and counted"}, ${path} operator) follows the lateness rules`, async () => {
       const input = events(2000, 5, 20, 1500 + 3 * lateness, 99 + lateness);
       const bound = 200;
       const lateTag = new OutputTag<Ev>("late");
@@ -242,7 +242,7 @@ for (const lateness of [0, 700]) {
           .fromCollection(input)
           .assignTimestampsAndWatermarks(punctuated<Ev>(bound))
           .keyBy((e) => e.key)
-          .window(SlidingEventTimeWindows.of<Ev>(1000, 500))
+          .window(slide === 1000 ? TumblingEventTimeWindows.of<Ev>(1000) : SlidingEventTimeWindows.of<Ev>(1000, slide))
           .allowedLateness(lateness);
         if (withTag) windowed.sideOutputLateData(lateTag);
         const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, sum, o) =>
@@ -253,7 +253,7 @@ for (const lateness of [0, 700]) {
       });
       const handle = runJob(job);
       const result = await handle.done;
-      const expected = lateOracle(input, 1000, 500, bound, lateness);
+      const expected = lateOracle(input, 1000, slide, bound, lateness);
       assert.ok(expected.late.length > 20, `the input has late records (${expected.late.length})`);
       const outs = handle.collected<Out>("out");
       const finals = new Map<string, number>();
