@@ -64,6 +64,7 @@ export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export type { JobResult } from "./cluster/inline-executor.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
 export { WindowedStream } from "./api/windowed-stream.ts";
+export { IntervalJoin, IntervalJoined, type ProcessJoinFunction, type ProcessJoinContext } from "./api/interval-join.ts";
 export { JoinedStreams, JoinWhereEqual, WindowedJoin, type JoinFunction, type FlatJoinFunction, type CoGroupFunction } from "./api/joined-streams.ts";
 export { Time, TimeWindow, GlobalWindow, type Window } from "./runtime/windows/windows.ts";
 export {

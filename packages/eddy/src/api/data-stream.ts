@@ -41,6 +41,7 @@ import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps
 import { ConnectedStreams } from "./connected-streams.ts";
 import { WindowedStream } from "./windowed-stream.ts";
 import { JoinedStreams } from "./joined-streams.ts";
+import { IntervalJoin } from "./interval-join.ts";
 import { GlobalWindows, type WindowAssigner } from "../runtime/windows/assigners.ts";
 import { CountEvictor } from "../runtime/windows/evictors.ts";
 import { CountTrigger, PurgingTrigger } from "../runtime/windows/triggers.ts";
@@ -286,6 +287,11 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
     requireProcessFunction(fn, "process");
     return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector);
+  }
+
+  /** Joins with `other` on event time: `.between(lowerMs, upperMs).process(fn)`; see IntervalJoin. */
+  intervalJoin<T2>(other: KeyedStream<T2, K>): IntervalJoin<T, T2, K> {
+    return new IntervalJoin(this, other);
   }
 
   /** Cuts the keyed stream into windows; see WindowedStream for triggers, lateness and functions. */

@@ -22,6 +22,11 @@
  * match the bucket, so the timer removes it. Left and right timers are told apart by their
  * namespace. Once the watermark passes every record's interval, state and timers are empty.
  *
+ * Cost per record: a scan of the bucket timestamps of its key on the other side, plus copies of
+ * its own bucket (read, append, write) and of each matching bucket — the heap backend copies values
+ * so that the join function can never change what state holds. A key with many records at one
+ * timestamp therefore pays O(bucket size) per record.
+ *
  * Invariants: everything keyed lives in keyed state and per-key-group timers (no operator-private
  * maps), so snapshots and rescaling see all of it; timestamps are integer milliseconds (the
  * cleanup timer recovers the bucket timestamp arithmetically).
@@ -111,6 +116,7 @@ export function intervalJoinOperator<IN1, IN2, OUT>(userFn: ProcessJoinFunction<
 /** The context handed to the join function: one per operator, updated before every pair. */
 class JoinContext implements ProcessJoinContext {
   readonly #output: Output<unknown>;
+  /** Timestamps of the pair being joined; set by the operator before each call. */
   left = 0;
   right = 0;
 
