@@ -1,4 +1,5 @@
 /** Deterministic test data shared by the job-level tests. */
+import { WatermarkStrategy } from "eddy";
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same sequence on every machine. */
 export function prng(seed: number): () => number {
@@ -40,4 +41,28 @@ export function outOfOrderEvents(n: number, users: number, stepMs: number, maxDi
 
 export function sortBy<T>(values: readonly T[], key: (v: T) => string): T[] {
   return [...values].sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+}
+
+/**
+ * Watermarks after every record (punctuated): max timestamp - bound - 1, like
+ * forBoundedOutOfOrderness but emitted per record, so tests can replay exactly what an operator saw.
+ */
+export function punctuated<T extends { readonly ts: number }>(boundMs: number): WatermarkStrategy<T> {
+  return WatermarkStrategy.forGenerator<T>(() => {
+    let max = Number.NEGATIVE_INFINITY;
+    return {
+      onEvent(_e, ts, output) {
+        max = Math.max(max, ts);
+        output.emitWatermark(max - boundMs - 1);
+      },
+      onPeriodicEmit() {},
+    };
+  }).withTimestampAssigner((e) => e.ts);
+}
+
+/** Sum of every operator's `numLateRecordsDropped` counter in a job's metrics. */
+export function lateRecordsDropped(metrics: readonly { readonly counters: Readonly<Record<string, number>> }[]): number {
+  let n = 0;
+  for (const m of metrics) for (const [k, v] of Object.entries(m.counters)) if (k.endsWith("numLateRecordsDropped")) n += v;
+  return n;
 }

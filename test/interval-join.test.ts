@@ -22,7 +22,7 @@ import {
   type IntervalJoinBounds,
   type IntervalJoinOperator,
 } from "../packages/eddy/src/runtime/operators/interval-join-operator.ts";
-import { prng } from "./fixtures.ts";
+import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
 /** A record of either side; `id` is unique over both sides ("L12", "R7"). */
 interface Rec {
@@ -106,25 +106,7 @@ function join(left: KeyedStream<Rec, string>, right: KeyedStream<Rec, string>, b
   return joined.process(pairFunction());
 }
 
-/** Watermark after every record: max - bound - 1, as forBoundedOutOfOrderness but punctuated. */
-function punctuated<T extends Rec>(boundMs: number): WatermarkStrategy<T> {
-  return WatermarkStrategy.forGenerator<T>(() => {
-    let max = Number.NEGATIVE_INFINITY;
-    return {
-      onEvent(_e, ts, output) {
-        max = Math.max(max, ts);
-        output.emitWatermark(max - boundMs - 1);
-      },
-      onPeriodicEmit() {},
-    };
-  }).withTimestampAssigner((e) => e.ts);
-}
 
-function droppedCount(metrics: readonly { counters: Readonly<Record<string, number>> }[]): number {
-  let n = 0;
-  for (const m of metrics) for (const [k, v] of Object.entries(m.counters)) if (k.endsWith("numLateRecordsDropped")) n += v;
-  return n;
-}
 
 for (const parallelism of [1, 3]) {
   for (const watermarks of ["periodic", "punctuated"] as const) {
@@ -151,7 +133,7 @@ for (const parallelism of [1, 3]) {
         assert.ok(expected.length > minPairs, `the data should produce many pairs, got ${expected.length}`);
         assert.deepEqual(got.map((j) => j.pair).sort(), expected);
         checkTimestamps(got, new Map([...left, ...right].map((e) => [e.id, e])));
-        assert.equal(droppedCount(result.metrics), 0, "nothing is late");
+        assert.equal(lateRecordsDropped(result.metrics), 0, "nothing is late");
       });
     }
   }
@@ -254,7 +236,7 @@ test("late records are dropped and counted in numLateRecordsDropped; the rest eq
   const inOutput = new Set(got.flatMap((p) => p.split("|")));
   const lateJoinIds = new Set(lateIds.flatMap((id) => [`L${id}`, `R${id}`]));
   for (const id of lateJoinIds) assert.ok(!inOutput.has(id), `late record ${id} must not be joined`);
-  assert.equal(droppedCount(result.metrics), lateIds.length, "each late record is counted once");
+  assert.equal(lateRecordsDropped(result.metrics), lateIds.length, "each late record is counted once");
   const expected = nestedLoop(
     lefts.filter((e) => !lateJoinIds.has(e.id)),
     rights.filter((e) => !lateJoinIds.has(e.id)),

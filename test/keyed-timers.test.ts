@@ -9,7 +9,7 @@ import {
   type KeyedProcessFunction,
 } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
-import { outOfOrderEvents, sortBy, type Event } from "./fixtures.ts";
+import { outOfOrderEvents, punctuated, sortBy, type Event } from "./fixtures.ts";
 
 const WINDOW_MS = 10_000;
 const DISORDER_MS = 3_000;
@@ -63,19 +63,6 @@ function windowCounter(): KeyedProcessFunction<string, Event, WindowCount> {
   };
 }
 
-/** Emits a watermark after every record (punctuated): timers fire in the middle of the stream. */
-function punctuated(boundMs: number): WatermarkStrategy<Event> {
-  return WatermarkStrategy.forGenerator<Event>(() => {
-    let max = Number.NEGATIVE_INFINITY;
-    return {
-      onEvent(_e, ts, output) {
-        max = Math.max(max, ts);
-        output.emitWatermark(max - boundMs - 1);
-      },
-      onPeriodicEmit() {},
-    };
-  }).withTimestampAssigner((e) => e.ts);
-}
 
 function reference(events: readonly Event[]): Omit<WindowCount, "emittedAtWatermark">[] {
   const acc = new Map<string, { user: string; windowStart: number; count: number; total: number }>();
@@ -98,7 +85,7 @@ for (const parallelism of [1, 3]) {
         env.setParallelism(parallelism);
         const counted = env
           .fromCollection(events)
-          .assignTimestampsAndWatermarks(punctuated(DISORDER_MS))
+          .assignTimestampsAndWatermarks(punctuated<Event>(DISORDER_MS))
           .keyBy((e) => e.user)
           .process(windowCounter())
           .uid("window-counter");
@@ -134,7 +121,7 @@ test("late records reach the function with their timestamp, and it decides", asy
     defineJob("late", (env) => {
       const counted = env
         .fromCollection(events)
-        .assignTimestampsAndWatermarks(punctuated(0))
+        .assignTimestampsAndWatermarks(punctuated<Event>(0))
         .keyBy((e) => e.user)
         .process(windowCounter());
       counted.sinkTo(collectSink("windows"));

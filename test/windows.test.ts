@@ -32,7 +32,7 @@ import {
 import { collectSink, OperatorTestHarness, runJob } from "eddy/testing";
 import { windowOperator } from "../packages/eddy/src/runtime/windows/window-operator.ts";
 import { slidingPaneOperator } from "../packages/eddy/src/runtime/windows/sliding-pane-operator.ts";
-import { prng } from "./fixtures.ts";
+import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
 interface Ev {
   readonly key: string;
@@ -152,26 +152,12 @@ for (const [kind, a] of Object.entries(ASSIGNERS) as [keyof typeof ASSIGNERS, (t
         const handle = runJob(windowJob(input, a.make, fn, 400, parallelism));
         const result = await handle.done;
         assert.deepEqual(sorted(handle.collected<Out>("out")), expected, `parallelism ${parallelism}`);
-        const dropped = result.metrics.reduce((s, m) => s + Object.values(m.counters).reduce((x, y) => x + y, 0), 0);
-        assert.equal(dropped, 0, "nothing is late");
+        assert.equal(lateRecordsDropped(result.metrics), 0, "nothing is late");
       }
     });
   }
 }
 
-/** Punctuated watermarks: after each element, max timestamp - bound - 1 (what the oracle replays). */
-function punctuated<T extends { ts: number }>(bound: number): WatermarkStrategy<T> {
-  return WatermarkStrategy.forGenerator<T>(() => {
-    let max = -Infinity;
-    return {
-      onEvent(_e, ts, out) {
-        max = Math.max(max, ts);
-        out.emitWatermark(max - bound - 1);
-      },
-      onPeriodicEmit() {},
-    };
-  }).withTimestampAssigner((e) => e.ts);
-}
 
 interface LateOracle {
   /** Final result per window, and how many times each window fired. */
@@ -265,7 +251,7 @@ for (const lateness of [0, 700]) {
       }
       assert.deepEqual(finals, expected.finals);
       assert.deepEqual(firings, expected.firings);
-      const dropped = result.metrics.reduce((s, m) => s + (Object.entries(m.counters).find(([k]) => k.endsWith("numLateRecordsDropped"))?.[1] ?? 0), 0);
+      const dropped = lateRecordsDropped(result.metrics);
       if (withTag) {
         assert.deepEqual(handle.collected<Ev>("late"), expected.late);
         assert.equal(dropped, 0);
