@@ -178,12 +178,16 @@ class Sessions<T> implements WindowAssigner<T, TimeWindow> {
   }
 
   namespaceOf(window: TimeWindow): Namespace {
-    return `${window.start}|${window.end}`;
+    // Number-to-string conversion of epoch milliseconds is costly; do it once per window object.
+    return (window.namespace ??= `${window.start}|${window.end}`);
   }
 
   windowOf(namespace: Namespace): TimeWindow {
-    const [start, end] = String(namespace).split("|").map(Number);
-    return new TimeWindow(start!, end!);
+    const ns = String(namespace);
+    const bar = ns.indexOf("|");
+    const window = new TimeWindow(Number(ns.slice(0, bar)), Number(ns.slice(bar + 1)));
+    window.namespace = ns;
+    return window;
   }
 }
 

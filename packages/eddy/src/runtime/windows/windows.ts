@@ -12,6 +12,8 @@ import { MAX_WATERMARK } from "../../core/time.ts";
 export class TimeWindow {
   readonly start: number;
   readonly end: number;
+  /** @internal the namespace string of a merging assigner, computed once per window object. */
+  namespace: string | undefined;
 
   constructor(start: number, end: number) {
     this.start = start;
