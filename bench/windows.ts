@@ -36,7 +36,7 @@ const EVENTS = Number(process.argv[2] ?? 2_000_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const SLIDING60_EVENTS = Number(process.argv[4] ?? Math.floor(EVENTS / 4));
 const SESSION_EVENTS = Number(process.argv[5] ?? Math.floor(EVENTS / 2));
-const KEYS = 1000;
+const KEYS = Number(process.env.EDDY_BENCH_KEYS ?? 1000);
 process.env.EDDY_BENCH_KEYS = String(KEYS);
 
 const jobs = await import("./jobs/windows.ts");
