@@ -7,6 +7,8 @@ import { test } from "node:test";
 import {
   ContinuousProcessingTimeTrigger,
   defineJob,
+  ProcessingTimeSessionWindows,
+  SlidingProcessingTimeWindows,
   TumblingEventTimeWindows,
   TumblingProcessingTimeWindows,
   WatermarkStrategy,
@@ -206,6 +208,64 @@ test("a continuous processing-time trigger fires every interval while the window
     { key: "x", end: 10_000, n: 3 },
     { key: "x", end: 10_000, n: 3 },
   ]);
+  handle.cancel();
+  await handle.done.catch(() => undefined);
+});
+
+/** Emits each value once the clock reaches its time. */
+function clockedSource<T>(clock: ManualClock, items: readonly (readonly [number, T])[]): Source<T, { splitId: string }> {
+  return {
+    boundedness: "bounded",
+    maxParallelism: 1,
+    createEnumerator: (ctx) => ({
+      addReader: (subtask) => {
+        ctx.assignSplits(subtask, [{ splitId: "clocked" }]);
+        ctx.signalNoMoreSplits(subtask);
+      },
+    }),
+    createReader: () => {
+      let i = 0;
+      let hasSplit = false;
+      return {
+        pollNext(out) {
+          if (!hasSplit) return "nothing";
+          while (i < items.length && items[i]![0] <= clock.now()) out.collect(items[i++]![1]);
+          return "nothing";
+        },
+        isAvailable: () =>
+          new Promise<void>((resolve) => {
+            const next = items[i];
+            if (next !== undefined) clock.schedule(next[0], () => resolve());
+          }),
+        addSplits: () => void (hasSplit = true),
+        notifyNoMoreSplits: () => {},
+        snapshotState: () => [],
+      };
+    },
+  };
+}
+
+test("processing-time sliding and session windows assign by arrival time and merge sessions", async () => {
+  const clock = new ManualClock(0);
+  const items = [0, 300, 900, 2500].map((t) => [t, "a"] as const);
+  const job = defineJob("processing-time-sliding-sessions", (env) => {
+    const keyed = env.fromSource(clockedSource(clock, items), WatermarkStrategy.noWatermarks<string>(), "clicks").keyBy((w) => w);
+    keyed
+      .window(SlidingProcessingTimeWindows.of(2000, 1000))
+      .apply((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
+      .sinkTo(collectSink("sliding"));
+    keyed
+      .window(ProcessingTimeSessionWindows.withGap(500))
+      .apply((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
+      .sinkTo(collectSink("sessions"));
+  });
+  const handle = runJob(job, { clock, mode: "inline" });
+  for (let t = 0; t <= 5000; t += 100) {
+    clock.advanceTo(t);
+    await handle.whenIdle();
+  }
+  assert.deepEqual([...handle.collected<string>("sliding")].sort(), ["-1000-1000:3", "0-2000:3", "1000-3000:1", "2000-4000:1"].sort());
+  assert.deepEqual([...handle.collected<string>("sessions")].sort(), ["0-800:2", "2500-3000:1", "900-1400:1"].sort());
   handle.cancel();
   await handle.done.catch(() => undefined);
 });
