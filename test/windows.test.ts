@@ -447,3 +447,95 @@ test("windowAll evaluates the whole stream on one subtask", async () => {
   assert.deepEqual([...handle.collected<number>("out")].sort((a, b) => a - b), expected);
   assert.equal(handle.plan.nodes.find((n) => n.name.startsWith("WindowAll"))?.parallelism, 1);
 });
+
+/** Replays the lateness rules for event-time sessions: merging, firing, refiring, cleanup. */
+function lateSessionOracle(input: Ev[], gap: number, bound: number, lateness: number): { firings: string[]; late: Ev[] } {
+  interface Session {
+    start: number;
+    end: number;
+    sum: number;
+    /** An end-of-window timer is pending. */
+    pending: boolean;
+  }
+  const byKey = new Map<string, Session[]>();
+  const firings: string[] = [];
+  const late: Ev[] = [];
+  let watermark = -Infinity;
+  let max = -Infinity;
+  const fire = (key: string, s: Session) => firings.push(`${key}|${s.start}|${s.end}|${s.sum}`);
+  for (const e of input) {
+    const sessions = byKey.get(e.key) ?? [];
+    // Merge the new window [ts, ts + gap) with every session it (transitively) overlaps.
+    let start = e.ts;
+    let end = e.ts + gap;
+    let sum = 0;
+    let merged = false;
+    let changed = true;
+    let rest = sessions;
+    while (changed) {
+      changed = false;
+      const keep: Session[] = [];
+      for (const s of rest) {
+        if (s.start <= end && s.end >= start) {
+          start = Math.min(start, s.start);
+          end = Math.max(end, s.end);
+          sum += s.sum;
+          merged = true;
+          changed = true;
+        } else keep.push(s);
+      }
+      rest = keep;
+    }
+    if (!merged && end - 1 + lateness <= watermark) {
+      if (e.ts + lateness <= watermark) late.push(e);
+      continue;
+    }
+    const session: Session = { start, end, sum: sum + e.v, pending: end - 1 > watermark };
+    rest.push(session);
+    byKey.set(e.key, rest);
+    if (end - 1 <= watermark) fire(e.key, session); // late within lateness: fires at once
+    max = Math.max(max, e.ts);
+    const next = max - bound - 1;
+    if (next > watermark) {
+      watermark = next;
+      for (const [key, ss] of byKey) {
+        for (const s of [...ss].sort((a, b) => a.end - b.end)) {
+          if (s.pending && s.end - 1 <= watermark) {
+            s.pending = false;
+            fire(key, s);
+          }
+        }
+        byKey.set(key, ss.filter((s) => s.end - 1 + lateness > watermark));
+      }
+    }
+  }
+  for (const [key, ss] of byKey) for (const s of ss) if (s.pending) fire(key, s);
+  return { firings, late };
+}
+
+for (const lateness of [0, 500]) {
+  test(`late data in session windows (allowed lateness ${lateness} ms) follows the lateness rules`, async () => {
+    const input = events(1500, 4, 40, 1200 + 2 * lateness, 7 + lateness);
+    const bound = 150;
+    const gap = 120;
+    const lateTag = new OutputTag<Ev>("late");
+    const job = defineJob("late-sessions", (env) => {
+      const out = env
+        .fromCollection(input)
+        .assignTimestampsAndWatermarks(punctuated<Ev>(bound))
+        .keyBy((e) => e.key)
+        .window(EventTimeSessionWindows.withGap<Ev>(gap))
+        .allowedLateness(lateness)
+        .sideOutputLateData(lateTag)
+        .aggregate(sumAggregate, (key, w, sum, o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
+      out.sinkTo(collectSink("out"));
+      out.getSideOutput(lateTag).sinkTo(collectSink("late"));
+    });
+    const handle = runJob(job);
+    await handle.done;
+    const expected = lateSessionOracle(input, gap, bound, lateness);
+    assert.ok(expected.late.length > 10, `late records: ${expected.late.length}`);
+    assert.deepEqual([...handle.collected<string>("out")].sort(), [...expected.firings].sort());
+    assert.deepEqual(handle.collected<Ev>("late"), expected.late);
+  });
+}
