@@ -24,6 +24,7 @@ import {
   TimeWindow,
   TumblingEventTimeWindows,
   WatermarkStrategy,
+  ValueStateDescriptor,
   type AggregateFunction,
   type ProcessWindowFunction,
   type Trigger,
@@ -539,3 +540,36 @@ for (const lateness of [0, 500]) {
     assert.deepEqual(handle.collected<Ev>("late"), expected.late);
   });
 }
+
+test("a ProcessWindowFunction keeps per-window state (cleared with the window) and global keyed state", async () => {
+  const input = Array.from({ length: 8 }, (_, i) => ({ key: "k", ts: i * 250, v: 1 })); // two 1 s windows, 4 each
+  const job = defineJob("window-state", (env) => {
+    env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(punctuated<(typeof input)[number]>(0))
+      .keyBy((e) => e.key)
+      .window(TumblingEventTimeWindows.of(1000))
+      .trigger(CountTrigger.of(2))
+      .process<string>({
+        process(_key, ctx, elements, out) {
+          const perWindow = ctx.windowState().getState(new ValueStateDescriptor<number>("firings"));
+          const total = ctx.globalState().getState(new ValueStateDescriptor<number>("total"));
+          perWindow.update((perWindow.value() ?? 0) + 1);
+          total.update((total.value() ?? 0) + 1);
+          out.collect(`${ctx.window.start}: n=${elements.length} window-firing=${perWindow.value()} total=${total.value()}`);
+        },
+        clear(ctx) {
+          ctx.windowState().getState(new ValueStateDescriptor<number>("firings")).clear();
+        },
+      })
+      .sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(handle.collected("out"), [
+    "0: n=2 window-firing=1 total=1",
+    "0: n=4 window-firing=2 total=2",
+    "1000: n=2 window-firing=1 total=3",
+    "1000: n=4 window-firing=2 total=4",
+  ]);
+});
