@@ -573,3 +573,14 @@ test("a ProcessWindowFunction keeps per-window state (cleared with the window) a
     "1000: n=4 window-firing=2 total=4",
   ]);
 });
+
+test("configuration errors are reported when the job is built", () => {
+  const build = (f: (keyed: ReturnType<typeof keyedEvents>) => void) => () =>
+    runJob(defineJob("bad-window", (env) => f(keyedEvents(env))));
+  const keyedEvents = (env: Parameters<Parameters<typeof defineJob>[1]>[0]) => env.fromElements<Ev>({ key: "a", ts: 1, v: 1 }).keyBy((e) => e.key);
+  const { merge: _m, ...noMerge } = sumAggregate;
+  assert.throws(build((k) => k.window(EventTimeSessionWindows.withGap(10)).aggregate(noMerge)), /needs merge/);
+  assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200))), /slide \(200\) must not exceed its size \(100\)/);
+  assert.throws(build((k) => k.window(TumblingEventTimeWindows.of(0))), /window size must be/);
+  assert.throws(build((k) => k.countWindow(0)), /countWindow needs a size/);
+});

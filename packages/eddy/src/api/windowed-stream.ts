@@ -86,6 +86,11 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     for (const m of ["createAccumulator", "add", "getResult"] as const) {
       if (fn === null || typeof fn !== "object" || typeof fn[m] !== "function") throw new TypeError(`aggregate needs an AggregateFunction with ${m}()`);
     }
+    if (this.#assigner.mergeWindows !== undefined && typeof fn.merge !== "function" && this.#evictor === undefined) {
+      throw new EddyError("AGGREGATE_NEEDS_MERGE", `${this.#assigner.description} merges windows: the AggregateFunction needs merge(a, b)`, {
+        domain: "config",
+      });
+    }
     return this.#build("Aggregate", { kind: "aggregate", aggregate: fn as AggregateFunction<T, unknown, unknown> }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
   }
 
