@@ -77,3 +77,27 @@ test("examples/order-payments.ts reports each order paid or unpaid by event time
     .sort();
   assert.deepEqual(out.map((e) => `${e.orderId}:${e.kind}`).sort(), expected);
 });
+
+test("examples/page-views.ts: every click is in its minute's final count or on the late side output", async () => {
+  const { pageViewsJob, clickAt } = await import("../examples/page-views.ts");
+  const clicks = 6_000;
+  for (const parallelism of [1, 2]) {
+    const out = await printed<{ kind: string; page: string; minute?: string; views?: number; ts?: string }>(pageViewsJob(clicks), parallelism);
+    const expected = new Map<string, number>();
+    for (let i = 0; i < clicks; i++) {
+      const c = clickAt(i);
+      const minute = new Date(c.ts - (c.ts % 60_000)).toISOString();
+      expected.set(`${c.page}|${minute}`, (expected.get(`${c.page}|${minute}`) ?? 0) + 1);
+    }
+    const finals = new Map<string, number>();
+    for (const o of out) if (o.kind === "views") finals.set(`${o.page}|${o.minute}`, o.views!); // the last firing wins
+    for (const o of out) {
+      if (o.kind !== "late") continue;
+      const ts = Date.parse(o.ts!);
+      const id = `${o.page}|${new Date(ts - (ts % 60_000)).toISOString()}`;
+      finals.set(id, (finals.get(id) ?? 0) + 1);
+    }
+    assert.deepEqual(finals, expected);
+    assert.ok(out.some((o) => o.kind === "trending") && out.some((o) => o.kind === "session"));
+  }
+});
