@@ -366,6 +366,9 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     if (t === MAX_WATERMARK) return; // the global window is never cleaned up by time
     const ns = this.#assigner.namespaceOf(window);
     const key = this.#backend.getCurrentKey();
+    // With no allowed lateness the trigger has usually just registered this very timer.
+    const last = this.#triggerContext.lastEventTimer;
+    if (this.#assigner.isEventTime && last.time === t && last.ns === ns && last.key === key) return;
     const kg = this.#backend.getCurrentKeyGroup();
     if (this.#assigner.isEventTime) this.#keyed.timers.registerEventTimeTimer(key, kg, ns, t);
     else this.#keyed.timers.registerProcessingTimeTimer(key, kg, ns, t);
@@ -450,20 +453,30 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
   currentWatermark(): number {
     return this.#keyed.currentWatermark;
   }
-  #timer(): [Key, number, Namespace] {
-    return [this.#backend.getCurrentKey(), this.#backend.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window)];
-  }
+  /** The last event-time timer a trigger registered: the operator skips registering it twice. */
+  lastEventTimer: { key: Key; ns: Namespace; time: number } = { key: "", ns: "", time: Number.NaN };
+
   registerEventTimeTimer(time: number): void {
-    this.#keyed.timers.registerEventTimeTimer(...this.#timer(), time);
+    const key = this.#backend.getCurrentKey();
+    const ns = this.#assigner.namespaceOf(this.window);
+    this.#keyed.timers.registerEventTimeTimer(key, this.#backend.getCurrentKeyGroup(), ns, time);
+    const last = this.lastEventTimer;
+    last.key = key;
+    last.ns = ns;
+    last.time = time;
   }
   registerProcessingTimeTimer(time: number): void {
-    this.#keyed.timers.registerProcessingTimeTimer(...this.#timer(), time);
+    const b = this.#backend;
+    this.#keyed.timers.registerProcessingTimeTimer(b.getCurrentKey(), b.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window), time);
   }
   deleteEventTimeTimer(time: number): void {
-    this.#keyed.timers.deleteEventTimeTimer(...this.#timer(), time);
+    const b = this.#backend;
+    this.#keyed.timers.deleteEventTimeTimer(b.getCurrentKey(), b.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window), time);
+    this.lastEventTimer.time = Number.NaN;
   }
   deleteProcessingTimeTimer(time: number): void {
-    this.#keyed.timers.deleteProcessingTimeTimer(...this.#timer(), time);
+    const b = this.#backend;
+    this.#keyed.timers.deleteProcessingTimeTimer(b.getCurrentKey(), b.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window), time);
   }
   getPartitionedState<S>(descriptor: StateDescriptorBase): S {
     const state = stateFor(this.#backend, descriptor);
