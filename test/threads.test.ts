@@ -224,3 +224,21 @@ test("metrics report records, bytes and the final watermark per subtask", async 
     jobs.RECORDS,
   );
 });
+
+test("a job module that fails to load on a worker fails the job with the module's error", async () => {
+  const { brokenInWorker } = await import("./jobs/broken-in-worker.ts");
+  const handle = runJob(brokenInWorker, { parallelism: 2, mode: "threads" });
+  await assert.rejects(handle.done, /configuration file is not readable from worker threads/);
+});
+
+test("cancelling a threaded job stops every worker promptly", async () => {
+  const handle = runJob(jobs.slowSink, { parallelism: 2, mode: "threads" });
+  assert.equal(await handle.mode, "threads");
+  await new Promise((resolve) => setTimeout(resolve, 1_000));
+  const cancelledAt = Date.now();
+  handle.cancel();
+  await assert.rejects(handle.done, (e: Error & { code?: string }) => e.code === "JOB_CANCELLED");
+  assert.ok(Date.now() - cancelledAt < 2_000, "prompt");
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.ok(!process.getActiveResourcesInfo().includes("MessagePort"), process.getActiveResourcesInfo().join(","));
+});
