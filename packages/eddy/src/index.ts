@@ -63,6 +63,20 @@ export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export type { JobResult } from "./cluster/inline-executor.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
+export {
+  DEFAULT_NEXMARK_CONFIG,
+  eventTimestamp,
+  nexmarkConfig,
+  nexmarkEvent,
+  nexmarkSource,
+  type Auction,
+  type Bid,
+  type NexmarkConfig,
+  type NexmarkEvent,
+  type NexmarkSourceOptions,
+  type NexmarkSplit,
+  type Person,
+} from "./connector/nexmark/index.ts";
 export { WindowedStream } from "./api/windowed-stream.ts";
 export { IntervalJoin, IntervalJoined, type ProcessJoinFunction, type ProcessJoinContext } from "./api/interval-join.ts";
 export { JoinedStreams, JoinWhereEqual, WindowedJoin, type JoinFunction, type FlatJoinFunction, type CoGroupFunction } from "./api/joined-streams.ts";

@@ -136,6 +136,9 @@ export class TaskExecutor {
   async #deployAndRun(): Promise<ExecutorResult> {
     // Let the caller attach handlers before anything can fail.
     await Promise.resolve();
+    // Keep the process (or worker thread) alive while the job runs: sources and clocks use unref'd
+    // timers, and a job waiting only on them (e.g. a rate-limited source) must not let Node exit.
+    const keepAlive = setInterval(() => {}, 2 ** 30);
     try {
       this.#deploy();
       for (const task of this.tasks) task.open();
@@ -143,6 +146,8 @@ export class TaskExecutor {
       await this.#loop();
     } catch (e) {
       this.#fail(e);
+    } finally {
+      clearInterval(keepAlive);
     }
     this.#shutdown();
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
