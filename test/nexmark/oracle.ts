@@ -149,6 +149,21 @@ export async function nexmarkOracle(events: number, config: NexmarkConfig): Prom
   };
 }
 
+/** The columns q15 and q16 share: bids, distinct bidders and distinct auctions, in total and per price band. */
+const BIDDING_STATISTICS = `
+      count(*) AS "totalBids",
+      count(*) FILTER (WHERE price < 10000) AS "rank1Bids",
+      count(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS "rank2Bids",
+      count(*) FILTER (WHERE price >= 1000000) AS "rank3Bids",
+      count(DISTINCT bidder) AS "totalBidders",
+      count(DISTINCT bidder) FILTER (WHERE price < 10000) AS "rank1Bidders",
+      count(DISTINCT bidder) FILTER (WHERE price >= 10000 AND price < 1000000) AS "rank2Bidders",
+      count(DISTINCT bidder) FILTER (WHERE price >= 1000000) AS "rank3Bidders",
+      count(DISTINCT auction) AS "totalAuctions",
+      count(DISTINCT auction) FILTER (WHERE price < 10000) AS "rank1Auctions",
+      count(DISTINCT auction) FILTER (WHERE price >= 10000 AND price < 1000000) AS "rank2Auctions",
+      count(DISTINCT auction) FILTER (WHERE price >= 1000000) AS "rank3Auctions"`;
+
 /**
  * The queries in DuckDB SQL, following the Flink SQL of the nexmark/nexmark suite (quoted in each
  * job's header). Where DuckDB spells something differently, or the job documents a deviation, the
@@ -166,6 +181,17 @@ export const ORACLE_SQL = {
     SELECT P.name, P.city, P.state, A.id
     FROM auction AS A INNER JOIN person AS P ON A.seller = P.id
     WHERE A.category = 10 AND (P.state = 'OR' OR P.state = 'ID' OR P.state = 'CA')`,
+
+  // As in Flink, AVG of a BIGINT column is a BIGINT: the sum divided by the count, truncated.
+  q4: `
+    SELECT Q.category, CAST(sum(Q.final) // count(*) AS BIGINT) AS final
+    FROM (
+      SELECT max(B.price) AS final, A.category
+      FROM auction A, bid B
+      WHERE A.id = B.auction AND B."dateTime" BETWEEN A."dateTime" AND A.expires
+      GROUP BY A.id, A.category
+    ) Q
+    GROUP BY Q.category`,
 
   // HOP(2 s slide, 10 s size): each bid is in the 5 windows starting at the multiples of 2 s in (dateTime - 10 s, dateTime].
   q5: `
@@ -225,6 +251,10 @@ export const ORACLE_SQL = {
     SELECT bidder, count(*) AS "bidCount", min("dateTime") AS starttime, max("dateTime") + 10000 AS endtime
     FROM numbered GROUP BY bidder, session`,
 
+  // q12 windows by processing time, which no batch query knows; what SQL can say is how many bids
+  // each bidder made over all windows together.
+  q12: `SELECT bidder, count(*) AS "bidCount" FROM bid GROUP BY bidder`,
+
   // HOUR in UTC: epoch_ms gives a TIMESTAMP without time zone. count_char(extra, 'c') by length difference.
   q14: `
     SELECT auction, bidder, CAST(0.908 * price AS DOUBLE) AS price,
@@ -235,6 +265,64 @@ export const ORACLE_SQL = {
       length(extra) - length(replace(extra, 'c', '')) AS "cCounts"
     FROM bid
     WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000`,
+
+  // DATE_FORMAT(dateTime, 'yyyy-MM-dd') in UTC: epoch_ms gives a TIMESTAMP without time zone.
+  q15: `
+    SELECT strftime(epoch_ms("dateTime"), '%Y-%m-%d') AS day,
+      ${BIDDING_STATISTICS}
+    FROM bid
+    GROUP BY day`,
+
+  q16: `
+    SELECT channel, strftime(epoch_ms("dateTime"), '%Y-%m-%d') AS day,
+      max(strftime(epoch_ms("dateTime"), '%H:%M')) AS minute,
+      ${BIDDING_STATISTICS}
+    FROM bid
+    GROUP BY channel, day`,
+
+  // avg of BIGINT is a BIGINT in Flink (truncated), as in the reference sink's avg_price column.
+  q17: `
+    SELECT auction, strftime(epoch_ms("dateTime"), '%Y-%m-%d') AS day,
+      count(*) AS "totalBids",
+      count(*) FILTER (WHERE price < 10000) AS "rank1Bids",
+      count(*) FILTER (WHERE price >= 10000 AND price < 1000000) AS "rank2Bids",
+      count(*) FILTER (WHERE price >= 1000000) AS "rank3Bids",
+      min(price) AS "minPrice",
+      max(price) AS "maxPrice",
+      CAST(sum(price) // count(*) AS BIGINT) AS "avgPrice",
+      CAST(sum(price) AS BIGINT) AS "sumPrice"
+    FROM bid
+    GROUP BY auction, day`,
+
+  // The reference orders by dateTime DESC only; ties of a millisecond are broken as the job
+  // does (see q18.ts): by price, channel, url, extra, all descending.
+  q18: `
+    SELECT auction, bidder, price, channel, url, "dateTime", extra
+    FROM (
+      SELECT *, row_number() OVER (
+        PARTITION BY bidder, auction ORDER BY "dateTime" DESC, price DESC, channel DESC, url DESC, extra DESC
+      ) AS rank_number
+      FROM bid
+    )
+    WHERE rank_number <= 1`,
+
+  // The reference orders by price DESC only; ties are broken as the job does (see q19.ts).
+  q19: `
+    SELECT auction, bidder, price, channel, url, "dateTime", extra, rank_number AS "rankNumber"
+    FROM (
+      SELECT *, row_number() OVER (
+        PARTITION BY auction ORDER BY price DESC, "dateTime", bidder, channel, url, extra
+      ) AS rank_number
+      FROM bid
+    )
+    WHERE rank_number <= 10`,
+
+  q20: `
+    SELECT auction, bidder, price, channel, url, B."dateTime" AS "bidDateTime", B.extra AS "bidExtra",
+      "itemName", description, "initialBid", reserve, A."dateTime" AS "auctionDateTime", expires, seller,
+      category, A.extra AS "auctionExtra"
+    FROM bid AS B INNER JOIN auction AS A ON B.auction = A.id
+    WHERE A.category = 10`,
 
   // DuckDB's regexp_extract gives '' where Flink's REGEXP_EXTRACT gives NULL (no match): hence the CASE.
   q21: `

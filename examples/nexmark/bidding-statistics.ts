@@ -1,0 +1,119 @@
+/**
+ * What q15, q16 and q17 share: the UTC day of a bid, its price band, and (for q15 and q16) the
+ * per-group bidding statistics with distinct counts of bidders and auctions, overall and per band.
+ *
+ * The statistics are an unbounded (not windowed) aggregation, like Flink's GROUP BY without a
+ * window: every bid updates its group's row, which is emitted again. The last row emitted for a
+ * group is the SQL answer over all the bids seen so far.
+ */
+import { MapStateDescriptor, ValueStateDescriptor, type Bid, type KeyedProcessFunction, type MapState } from "eddy";
+
+export const DAY_MS = 86_400_000;
+
+/** Days since the epoch of a UTC timestamp: the group of `DATE_FORMAT(dateTime, 'yyyy-MM-dd')`. */
+export function dayOf(dateTime: number): number {
+  return Math.floor(dateTime / DAY_MS);
+}
+
+/** 'yyyy-MM-dd' of a day from `dayOf`. */
+export function formatDay(day: number): string {
+  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+}
+
+/** 'HH:mm' (UTC) of a timestamp. */
+export function formatMinute(dateTime: number): string {
+  return new Date(dateTime).toISOString().slice(11, 16);
+}
+
+export type PriceRank = 1 | 2 | 3;
+
+/** The queries' price bands, in cents: rank 1 below $100, rank 2 below $10,000, rank 3 above. */
+export function priceRank(price: number): PriceRank {
+  return price < 10_000 ? 1 : price < 1_000_000 ? 2 : 3;
+}
+
+export interface BiddingStatistics {
+  readonly totalBids: number;
+  readonly rank1Bids: number;
+  readonly rank2Bids: number;
+  readonly rank3Bids: number;
+  readonly totalBidders: number;
+  readonly rank1Bidders: number;
+  readonly rank2Bidders: number;
+  readonly rank3Bidders: number;
+  readonly totalAuctions: number;
+  readonly rank1Auctions: number;
+  readonly rank2Auctions: number;
+  readonly rank3Auctions: number;
+}
+
+const NONE: BiddingStatistics = {
+  totalBids: 0,
+  rank1Bids: 0,
+  rank2Bids: 0,
+  rank3Bids: 0,
+  totalBidders: 0,
+  rank1Bidders: 0,
+  rank2Bidders: 0,
+  rank3Bidders: 0,
+  totalAuctions: 0,
+  rank1Auctions: 0,
+  rank2Auctions: 0,
+  rank3Auctions: 0,
+};
+
+/**
+ * Updates the statistics of the bid's group (the key) and emits `toResult` of them and of the
+ * latest dateTime of the group's bids, per bid.
+ *
+ * Distinct counts the way Flink's planner does them: one map per distinct column (bidder,
+ * auction) from value to a bit mask of the price bands it was seen in. A value new to the map
+ * counts once in the total; a band bit new to its mask counts once in that band. State: the
+ * distinct bidders and auctions of each group, so it grows with the groups (days) seen.
+ */
+export function biddingStatistics<K, R>(
+  toResult: (key: K, stats: BiddingStatistics, lastDateTime: number) => R,
+): KeyedProcessFunction<K, Bid, R> {
+  // Rows are replaced, never mutated, so state need not copy them.
+  const statistics = new ValueStateDescriptor<BiddingStatistics>("bidding-statistics", { copy: "none" });
+  const bidderBands = new MapStateDescriptor<number, number>("bidder-price-bands");
+  const auctionBands = new MapStateDescriptor<number, number>("auction-price-bands");
+  const lastBid = new ValueStateDescriptor<number>("last-bid-date-time");
+  /** Marks `bit` for `value` in `bands`; returns the mask before. */
+  const mark = (bands: MapState<number, number>, value: number, bit: number) => {
+    const mask = bands.get(value) ?? 0;
+    if ((mask & bit) === 0) bands.put(value, mask | bit);
+    return mask;
+  };
+  return {
+    processElement(bid, ctx, out) {
+      const rank = priceRank(bid.price);
+      const bit = 1 << rank;
+      const bidder = mark(ctx.getMapState(bidderBands), bid.bidder, bit);
+      const auction = mark(ctx.getMapState(auctionBands), bid.auction, bit);
+      const newBidder = (bidder & bit) === 0 ? 1 : 0;
+      const newAuction = (auction & bit) === 0 ? 1 : 0;
+      const state = ctx.getState(statistics);
+      const s = state.value() ?? NONE;
+      const next: BiddingStatistics = {
+        totalBids: s.totalBids + 1,
+        rank1Bids: s.rank1Bids + (rank === 1 ? 1 : 0),
+        rank2Bids: s.rank2Bids + (rank === 2 ? 1 : 0),
+        rank3Bids: s.rank3Bids + (rank === 3 ? 1 : 0),
+        totalBidders: s.totalBidders + (bidder === 0 ? 1 : 0),
+        rank1Bidders: s.rank1Bidders + (rank === 1 ? newBidder : 0),
+        rank2Bidders: s.rank2Bidders + (rank === 2 ? newBidder : 0),
+        rank3Bidders: s.rank3Bidders + (rank === 3 ? newBidder : 0),
+        totalAuctions: s.totalAuctions + (auction === 0 ? 1 : 0),
+        rank1Auctions: s.rank1Auctions + (rank === 1 ? newAuction : 0),
+        rank2Auctions: s.rank2Auctions + (rank === 2 ? newAuction : 0),
+        rank3Auctions: s.rank3Auctions + (rank === 3 ? newAuction : 0),
+      };
+      state.update(next);
+      const last = ctx.getState(lastBid);
+      const lastDateTime = Math.max(last.value() ?? bid.dateTime, bid.dateTime);
+      last.update(lastDateTime);
+      out.collect(toResult(ctx.getCurrentKey(), next, lastDateTime));
+    },
+  };
+}
