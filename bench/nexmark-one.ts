@@ -1,0 +1,62 @@
+/**
+ * One Nexmark query, measured once, in a process of its own so that its peak memory is its own:
+ * the Eddy job (with the folding sink) and then the hand-written loop over the same events.
+ * Prints one JSON line (bench/nexmark/measurement.ts). Started by bench/nexmark.ts per query and
+ * round; by hand:
+ *
+ *   node --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2
+ *
+ * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
+ */
+import { runJob, type JobResult } from "eddy/testing";
+import { parseBenchArgs } from "./nexmark/args.ts";
+import { eventRangeFromSettings } from "./nexmark/event-range.ts";
+import { FOLD_COLLECT_NAME } from "./nexmark/folding-sink.ts";
+import type { Measurement } from "./nexmark/measurement.ts";
+import { mergeFolds, type OutputFold } from "./nexmark/output-fold.ts";
+import { benchQueryNamed } from "./nexmark/queries.ts";
+import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
+
+const args = parseBenchArgs(process.argv.slice(2));
+const query = benchQueryNamed(args.query);
+// Read by the job when it is built, here and on every worker thread.
+process.env[QUERY_ENV] = args.query;
+
+/** Runs the job over `events` events; CPU of the whole process (every thread) while it ran. */
+async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold }> {
+  process.env.NEXMARK_EVENTS = String(events);
+  const cpuBefore = process.cpuUsage();
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode });
+  const result = await handle.done;
+  const cpu = process.cpuUsage(cpuBefore);
+  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold: mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME)) };
+}
+
+// The same job over no events first: what starting it costs (worker threads importing the job
+// through the TypeScript loader, JIT of the engine), which a long steady-state run amortises.
+const empty = await measureJob(0);
+const job = await measureJob(args.events);
+const peakRssMb = process.resourceUsage().maxRSS / 1024;
+
+let loop: Measurement["loop"];
+if (query.handLoop !== undefined && !args.noLoop) {
+  const range = eventRangeFromSettings();
+  const started = performance.now();
+  const fold = query.handLoop(range);
+  loop = { ms: performance.now() - started, fold };
+}
+
+const measurement: Measurement = {
+  query: args.query,
+  events: args.events,
+  parallelism: args.parallelism,
+  mode: args.mode,
+  durationMs: job.result.durationMs,
+  runningMs: job.result.runningMs,
+  cpuMs: job.cpuMs,
+  startupCpuMs: empty.cpuMs,
+  peakRssMb,
+  eddy: job.fold,
+  loop,
+};
+console.log(JSON.stringify(measurement));

@@ -1,0 +1,73 @@
+/**
+ * Nexmark on Eddy (issue 5), beside the floor and the anchor measured or quoted in the same run:
+ * per query, Eddy's events/s (wall) and events/s per core (CPU time of the whole process, all
+ * threads, as the Nexmark harness counts it), peak memory, a hand-written JavaScript loop
+ * computing the same answer over the same generated events, and Flink 2.x's published per-core
+ * figure (bench/nexmark/flink-per-core.ts).
+ *
+ *   npm run bench:nexmark -- --query q5 --events 10000000 --parallelism 2
+ *   npm run bench:nexmark -- --query all --events 1000000 --parallelism 2 --rounds 3 [--json]
+ *
+ * Flags: --query all | qN | qN,qM (default all); --events N (default 1,000,000); --parallelism P
+ * (default 1); --mode inline | threads (default: inline at parallelism 1, threads above);
+ * --rounds R (default 1: figures are medians over R runs); --json (one JSON object per line per
+ * query, fields in bench/nexmark/report.ts); --no-loop.
+ *
+ * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the
+ * peak RSS is that query's: the job's worker threads and the coordinator, measured before its loop
+ * runs. The child first runs the same job over no events, whose CPU is reported as the start-up
+ * cost (worker threads importing the job through the TypeScript loader, cold JIT); "ex start-up"
+ * subtracts it, which is closer to the steady state a long Flink run reports. Job and loop must
+ * produce the same output records (count and checksum, bench/nexmark/output-fold.ts), or the row
+ * says MISMATCH and the bench exits with status 1.
+ */
+import { execFile } from "node:child_process";
+import { availableParallelism, cpus } from "node:os";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { parseBenchArgs } from "./nexmark/args.ts";
+import type { Measurement } from "./nexmark/measurement.ts";
+import { BENCH_QUERIES, benchQueryNamed } from "./nexmark/queries.ts";
+import { reportQuery, type QueryReport } from "./nexmark/report.ts";
+import { TABLE_HEADER, tableRow } from "./nexmark/table.ts";
+
+const args = parseBenchArgs(process.argv.slice(2));
+const queries = args.query === "all" ? Object.keys(BENCH_QUERIES) : args.query.split(",").map((q) => q.trim());
+for (const q of queries) benchQueryNamed(q); // fail on a typo before running anything
+
+const ONE = fileURLToPath(new URL("./nexmark-one.ts", import.meta.url));
+const run = promisify(execFile);
+
+/** One round of `query` in a fresh process (this process's node flags, so the TypeScript loader too). */
+async function measure(query: string): Promise<Measurement> {
+  const childArgs = ["--query", query, "--events", String(args.events), "--parallelism", String(args.parallelism), "--mode", args.mode];
+  if (args.noLoop) childArgs.push("--no-loop");
+  const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
+  if (stderr.length > 0) process.stderr.write(stderr);
+  const line = stdout.trim().split("\n").at(-1);
+  if (line === undefined) throw new Error(`${query}: the measuring process printed nothing`);
+  return JSON.parse(line) as Measurement;
+}
+
+if (!args.json) {
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  console.log(
+    `Nexmark on Eddy: ${args.events.toLocaleString("en")} events, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
+      `median of ${args.rounds}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+  );
+  console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
+  console.log(TABLE_HEADER);
+}
+
+let mismatches = 0;
+for (const query of queries) {
+  const rounds: Measurement[] = [];
+  for (let r = 0; r < args.rounds; r++) rounds.push(await measure(query));
+  const report: QueryReport = reportQuery(rounds, benchQueryNamed(query).stateless);
+  if (report.outputCheck.startsWith("MISMATCH")) mismatches++;
+  console.log(args.json ? JSON.stringify(report) : tableRow(report));
+}
+if (mismatches > 0) {
+  console.error(`${mismatches} quer${mismatches === 1 ? "y" : "ies"} produced other output than the hand-written loop`);
+  process.exitCode = 1;
+}

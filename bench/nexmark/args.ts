@@ -1,0 +1,52 @@
+/** Command-line flags of bench/nexmark.ts and bench/nexmark-one.ts: `--name value`, `--flag`. */
+
+export interface BenchArgs {
+  /** "all", one query or a comma-separated list. */
+  readonly query: string;
+  readonly events: number;
+  readonly parallelism: number;
+  /** Default: inline at parallelism 1, threads above. */
+  readonly mode: "inline" | "threads";
+  /** Child processes per query; figures are their medians. */
+  readonly rounds: number;
+  readonly json: boolean;
+  /** Skip the hand-written loop (e.g. when profiling the job alone). */
+  readonly noLoop: boolean;
+}
+
+const FLAGS = new Set(["json", "no-loop"]);
+
+export function parseBenchArgs(argv: readonly string[]): BenchArgs {
+  const values = new Map<string, string>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith("--")) throw new RangeError(`unexpected argument '${arg}'`);
+    const [name, inline] = arg.slice(2).split("=", 2) as [string, string | undefined];
+    if (FLAGS.has(name)) values.set(name, "true");
+    else {
+      const value = inline ?? argv[++i];
+      if (value === undefined) throw new RangeError(`--${name} needs a value`);
+      values.set(name, value);
+    }
+  }
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", ...FLAGS]);
+  for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
+  const count = (name: string, fallback: number): number => {
+    const raw = values.get(name);
+    const n = raw === undefined ? fallback : Number(raw.replaceAll("_", ""));
+    if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`--${name} must be a positive integer, got '${raw}'`);
+    return n;
+  };
+  const parallelism = count("parallelism", 1);
+  const mode = values.get("mode") ?? (parallelism > 1 ? "threads" : "inline");
+  if (mode !== "inline" && mode !== "threads") throw new RangeError(`--mode must be inline or threads, got '${mode}'`);
+  return {
+    query: values.get("query") ?? "all",
+    events: count("events", 1_000_000),
+    parallelism,
+    mode,
+    rounds: count("rounds", 1),
+    json: values.has("json"),
+    noLoop: values.has("no-loop"),
+  };
+}

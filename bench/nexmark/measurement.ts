@@ -1,0 +1,22 @@
+/** One query measured once (bench/nexmark-one.ts), as it travels to the driver in one JSON line. */
+import type { OutputFold } from "./output-fold.ts";
+
+export interface Measurement {
+  readonly query: string;
+  readonly events: number;
+  readonly parallelism: number;
+  readonly mode: "inline" | "threads";
+  /** JobResult.durationMs: the whole job, worker start-up included. */
+  readonly durationMs: number;
+  /** JobResult.runningMs: from the moment every subtask was deployed. */
+  readonly runningMs: number;
+  /** User + system CPU of the whole process (all threads) from runJob to the job's end. */
+  readonly cpuMs: number;
+  /** The same over the same job with no events (run first): the start-up cost inside `cpuMs`. */
+  readonly startupCpuMs: number;
+  /** Peak resident set of this process after the job (before the loop runs): the job's peak. */
+  readonly peakRssMb: number;
+  readonly eddy: OutputFold;
+  /** Undefined when the query has no loop yet (or --no-loop). */
+  readonly loop: { readonly ms: number; readonly fold: OutputFold } | undefined;
+}
