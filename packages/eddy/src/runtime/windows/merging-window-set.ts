@@ -2,43 +2,55 @@
  * The windows of one key for a merging assigner (sessions), and for each the *state window*:
  * the namespace where its contents live. When windows merge, the merged window keeps one of the
  * old state windows, so contents are merged into it instead of being moved (Flink's
- * MergingWindowSet). The mapping is keyed state (a MapState per key), so checkpoints capture it.
+ * MergingWindowSet). The set is keyed state (a value per key, stored without copies), so
+ * checkpoints capture it; its namespaces are authoritative, the window objects beside them are
+ * the decoded form kept so the per-element path does not re-parse namespaces.
  */
 import type { Namespace } from "../../state/heap-keyed-state-backend.ts";
-import type { MapState } from "../../state/state.ts";
+import type { ValueState } from "../../state/state.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import type { Window } from "./windows.ts";
+
+export interface MergingEntry<W> {
+  readonly ns: Namespace;
+  readonly stateNs: Namespace;
+  readonly window: W;
+  readonly stateWindow: W;
+}
 
 export type MergeFunction<W> = (mergeResult: W, mergedWindows: W[], stateWindowResult: W, mergedStateWindows: W[]) => void;
 
 export class MergingWindowSet<W extends Window> {
   readonly #assigner: WindowAssigner<unknown, W>;
-  readonly #state: MapState<string, string>;
-  /** window namespace → state window namespace, for the current key. */
-  readonly #mapping = new Map<string, string>();
-  #dirty = false;
+  readonly #state: ValueState<MergingEntry<W>[]>;
+  readonly #loaded: readonly MergingEntry<W>[];
+  #entries: MergingEntry<W>[];
 
-  constructor(assigner: WindowAssigner<unknown, W>, state: MapState<string, string>) {
+  constructor(assigner: WindowAssigner<unknown, W>, state: ValueState<MergingEntry<W>[]>) {
     this.#assigner = assigner;
     this.#state = state;
-    for (const [w, s] of state.entries()) this.#mapping.set(w, s);
+    this.#loaded = state.value() ?? [];
+    this.#entries = [...this.#loaded];
   }
 
-  #ns(w: W): string {
-    return String(this.#assigner.namespaceOf(w));
+  #find(window: W): number {
+    const ns = this.#assigner.namespaceOf(window);
+    for (let i = 0; i < this.#entries.length; i++) if (this.#entries[i]!.ns === ns) return i;
+    return -1;
   }
 
   getStateWindow(window: W): W | undefined {
-    const s = this.#mapping.get(this.#ns(window));
-    return s === undefined ? undefined : this.#assigner.windowOf(s);
+    const i = this.#find(window);
+    return i < 0 ? undefined : this.#entries[i]!.stateWindow;
   }
 
   retireWindow(window: W): void {
-    if (this.#mapping.delete(this.#ns(window))) this.#dirty = true;
+    const i = this.#find(window);
+    if (i >= 0) this.#entries.splice(i, 1);
   }
 
   get isEmpty(): boolean {
-    return this.#mapping.size === 0;
+    return this.#entries.length === 0;
   }
 
   /**
@@ -46,46 +58,51 @@ export class MergingWindowSet<W extends Window> {
    * the state windows involved, and returns the window `newWindow` ended up in.
    */
   addWindow(newWindow: W, merge: MergeFunction<W>): W {
-    const windows = [...this.#mapping.keys()].map((ns) => this.#assigner.windowOf(ns as Namespace));
+    const entryOf = new Map<W, MergingEntry<W>>();
+    const windows: W[] = [];
+    for (const e of this.#entries) {
+      entryOf.set(e.window, e);
+      windows.push(e.window);
+    }
     windows.push(newWindow);
-    const newNs = this.#ns(newWindow);
     let result = newWindow;
     let mergedNew = false;
     const merges: [W, W[]][] = [];
     this.#assigner.mergeWindows!(windows, (toMerge, merged) => merges.push([merged, toMerge]));
     for (const [mergeResult, mergedWindows] of merges) {
-      if (mergedWindows.some((w) => this.#ns(w) === newNs)) {
+      if (mergedWindows.includes(newWindow)) {
         mergedNew = true;
         result = mergeResult;
       }
       // The merged window keeps the state window of one of the existing windows.
-      let stateWindowNs: string | undefined;
+      let kept: MergingEntry<W> | undefined;
       const mergedStateWindows: W[] = [];
       for (const w of mergedWindows) {
-        const s = this.#mapping.get(this.#ns(w));
-        if (s === undefined) continue;
-        this.#mapping.delete(this.#ns(w));
-        if (stateWindowNs === undefined) stateWindowNs = s;
-        else mergedStateWindows.push(this.#assigner.windowOf(s));
+        const e = entryOf.get(w);
+        if (e === undefined) continue;
+        this.#entries.splice(this.#entries.indexOf(e), 1);
+        if (kept === undefined) kept = e;
+        else mergedStateWindows.push(e.stateWindow);
       }
-      if (stateWindowNs === undefined) continue; // cannot happen: a merge involves an existing window
-      this.#mapping.set(this.#ns(mergeResult), stateWindowNs);
-      this.#dirty = true;
-      const onlySelf = mergedWindows.length === 1 && this.#ns(mergedWindows[0]!) === this.#ns(mergeResult);
-      if (!onlySelf) merge(mergeResult, mergedWindows, this.#assigner.windowOf(stateWindowNs), mergedStateWindows);
+      if (kept === undefined) continue; // cannot happen: a merge involves an existing window
+      const ns = this.#assigner.namespaceOf(mergeResult);
+      this.#entries.push(ns === kept.ns ? kept : { ns, stateNs: kept.stateNs, window: mergeResult, stateWindow: kept.stateWindow });
+      const onlySelf = mergedWindows.length === 1 && mergedWindows[0]!.equals(mergeResult);
+      if (!onlySelf) merge(mergeResult, mergedWindows, kept.stateWindow, mergedStateWindows);
     }
-    if (!mergedNew && !this.#mapping.has(newNs)) {
-      this.#mapping.set(newNs, newNs);
-      this.#dirty = true;
+    if (!mergedNew && this.#find(newWindow) < 0) {
+      const ns = this.#assigner.namespaceOf(newWindow);
+      this.#entries.push({ ns, stateNs: ns, window: newWindow, stateWindow: newWindow });
     }
     return result;
   }
 
-  /** Writes the mapping back to keyed state if it changed. */
+  /** Writes the set back to keyed state if it changed. */
   persist(): void {
-    if (!this.#dirty) return;
-    this.#state.clear();
-    if (this.#mapping.size > 0) this.#state.putAll(this.#mapping);
-    this.#dirty = false;
+    const loaded = this.#loaded;
+    const entries = this.#entries;
+    if (entries.length === loaded.length && entries.every((e) => loaded.includes(e))) return;
+    if (entries.length === 0) this.#state.clear();
+    else this.#state.update(entries);
   }
 }

@@ -24,8 +24,8 @@ import { MAX_WATERMARK } from "../../core/time.ts";
 import {
   AggregatingStateDescriptor,
   ListStateDescriptor,
-  MapStateDescriptor,
   ReducingStateDescriptor,
+  ValueStateDescriptor,
   type AggregateFunction,
   type StateDescriptorBase,
 } from "../../state/descriptors.ts";
@@ -33,13 +33,14 @@ import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-st
 import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
 import type { InternalKvState } from "../../state/heap-state-handles.ts";
 import type { KeyedStateStore } from "../functions.ts";
+import type { ValueState } from "../../state/state.ts";
 import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
 import { perSubtaskInstance } from "../operators/function-instance.ts";
 import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
 import { TimestampedCollector } from "../operators/timestamped-collector.ts";
 import type { WindowAssigner } from "./assigners.ts";
-import { MergingWindowSet } from "./merging-window-set.ts";
+import { MergingWindowSet, type MergingEntry } from "./merging-window-set.ts";
 import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
 import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
@@ -81,7 +82,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #assigner: WindowAssigner<IN, W>;
   readonly #trigger: Trigger<IN, W>;
   readonly #contents: ContentsState;
-  readonly #mergingState: ReturnType<HeapKeyedStateBackend["getMapState"]> | undefined;
+  readonly #mergingState: ValueState<MergingEntry<W>[]> | undefined;
   readonly #collector: TimestampedCollector<unknown>;
   readonly #triggerContext: WindowTriggerContext<W>;
   readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
@@ -109,7 +110,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#mergingState =
       spec.assigner.mergeWindows === undefined
         ? undefined
-        : this.#backend.getMapState(new MapStateDescriptor<string, string>("window-merging-set", { copy: "none" }));
+        : this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" }));
     this.#collector = new TimestampedCollector(output);
     this.#triggerContext = new WindowTriggerContext<W>(this.#keyed, this.#backend, spec.assigner);
     this.#fn = spec.windowFunction === undefined || typeof spec.windowFunction === "function" ? spec.windowFunction : perSubtaskInstance(spec.windowFunction);
@@ -133,7 +134,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     }
     let skipped = true;
     if (this.#mergingState !== undefined) {
-      const set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState as never);
+      const set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
       for (const window of windows) {
         const actual = set.addWindow(window, (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
           this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows),
@@ -199,7 +200,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     let set: MergingWindowSet<W> | undefined;
     let stateWindow: W | undefined = window;
     if (this.#mergingState !== undefined) {
-      set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState as never);
+      set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
       stateWindow = set.getStateWindow(window);
       // The window was merged into another one (its timers moved there) or is gone.
       if (stateWindow === undefined) return;
@@ -242,6 +243,8 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     try {
       this.#trigger.onMerge!(mergeResult, tc);
       for (const m of mergedWindows) {
+        // The merged window itself (an element inside an existing session) keeps its timers.
+        if (m.equals(mergeResult)) continue;
         tc.window = m;
         this.#trigger.clear(m, tc);
         this.#deleteCleanupTimer(m);
