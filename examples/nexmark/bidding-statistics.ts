@@ -15,9 +15,16 @@ export function dayOf(dateTime: number): number {
   return Math.floor(dateTime / DAY_MS);
 }
 
-/** 'yyyy-MM-dd' of a day from `dayOf`. */
+let lastDay = Number.NaN;
+let lastDayText = "";
+
+/** 'yyyy-MM-dd' of a day from `dayOf`. Bids arrive day after day, so the last one is remembered. */
 export function formatDay(day: number): string {
-  return new Date(day * DAY_MS).toISOString().slice(0, 10);
+  if (day !== lastDay) {
+    lastDayText = new Date(day * DAY_MS).toISOString().slice(0, 10);
+    lastDay = day;
+  }
+  return lastDayText;
 }
 
 /** 'HH:mm' (UTC) of a timestamp. */
