@@ -83,9 +83,6 @@ export class TaskExecutor {
   #failure: EddyError | undefined;
   #cancelled = false;
   #idleWaiters: (() => void)[] = [];
-  /** Time the loop slept because no task was runnable, and how often. */
-  idleMs = 0;
-  sleeps = 0;
 
   constructor(plan: Plan, deployment: Deployment, options: ExecutorOptions) {
     this.#plan = plan;
@@ -196,13 +193,10 @@ export class TaskExecutor {
       for (let i = 0; i < tasks.length; i++) flushed = tasks[i]!.flushAll() || flushed;
       if (flushed) continue;
       for (const resolve of this.#idleWaiters.splice(0)) resolve();
-      const sleptAt = performance.now();
       await new Promise<void>((resolve) => {
         this.#wakeup = resolve;
       });
       lastYield = performance.now();
-      this.idleMs += lastYield - sleptAt;
-      this.sleeps++;
     }
   }
 

@@ -51,7 +51,6 @@ export class ThreadedExecution {
   readonly #workers: WorkerState[] = [];
   readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
   #ready = 0;
-  #failure: EddyError | undefined;
   #settled = false;
   #resolve!: (result: JobResult) => void;
   #reject!: (error: EddyError) => void;
@@ -223,7 +222,6 @@ export class ThreadedExecution {
   #fail(error: EddyError): void {
     if (this.#settled) return;
     this.#settled = true;
-    this.#failure = error;
     if (error.code !== "JOB_CANCELLED") {
       this.#options.logger.error("job failed", { job: this.#plan.jobName, error: error.message, code: error.code });
     }

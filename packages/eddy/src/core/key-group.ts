@@ -39,6 +39,20 @@ export function murmur3_32(bytes: Uint8Array, seed = 0): number {
   return murmur3Range(bytes, bytes.length, seed);
 }
 
+/** murmur3's mixing of one 4-byte block before it enters the hash. */
+function mixK(k: number): number {
+  k = Math.imul(k, C1);
+  k = (k << 15) | (k >>> 17);
+  return Math.imul(k, C2);
+}
+
+/** murmur3's step for one full 4-byte block `k`. */
+function mixBlock(h: number, k: number): number {
+  h ^= mixK(k);
+  h = (h << 13) | (h >>> 19);
+  return (Math.imul(h, 5) + 0xe6546b64) | 0;
+}
+
 /** murmur3_32 of bytes[0, length), so the hot path can hash a prefix of a reused buffer. */
 function murmur3Range(bytes: Uint8Array, length: number, seed: number): number {
   // hot path
@@ -46,13 +60,7 @@ function murmur3Range(bytes: Uint8Array, length: number, seed: number): number {
   const blockEnd = length & ~3;
   let i = 0;
   for (; i < blockEnd; i += 4) {
-    let k = bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24);
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
-    h = (h << 13) | (h >>> 19);
-    h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+    h = mixBlock(h, bytes[i]! | (bytes[i + 1]! << 8) | (bytes[i + 2]! << 16) | (bytes[i + 3]! << 24));
   }
   const tail = length & 3;
   if (tail !== 0) {
@@ -60,13 +68,14 @@ function murmur3Range(bytes: Uint8Array, length: number, seed: number): number {
     if (tail === 3) k ^= bytes[i + 2]! << 16;
     if (tail >= 2) k ^= bytes[i + 1]! << 8;
     k ^= bytes[i]!;
-    k = Math.imul(k, C1);
-    k = (k << 15) | (k >>> 17);
-    k = Math.imul(k, C2);
-    h ^= k;
+    h ^= mixK(k);
   }
+  return finish(h, length);
+}
+
+/** murmur3's finalization: mixes in the length, then fmix32 (the final avalanche). */
+function finish(h: number, length: number): number {
   h ^= length;
-  // fmix32: final avalanche
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -294,12 +303,6 @@ const numberBytes = new Uint8Array(numberBits.buffer);
 /** Index in numberBytes of big-endian byte j of the double. */
 const BE = new Uint8Array([0, 1, 2, 3, 4, 5, 6, 7].map((j) => (new Uint8Array(new Uint16Array([1]).buffer)[0] === 1 ? 7 - j : j)));
 
-function mixK(k: number): number {
-  k = Math.imul(k, C1);
-  k = (k << 15) | (k >>> 17);
-  return Math.imul(k, C2);
-}
-
 /**
  * hashKey for numbers without writing bytes: murmur3 over the same 9 canonical bytes
  * (TAG_NUMBER, then the double big-endian), as two 4-byte blocks and a 1-byte tail. Pinned equal
@@ -309,21 +312,10 @@ function hashNumberKey(key: number): number {
   if (!Number.isFinite(key)) throw invalidKeyError(key);
   numberBits[0] = key === 0 ? 0 : key;
   const b = numberBytes;
-  let h = 0;
-  h ^= mixK(TAG_NUMBER | (b[BE[0]!]! << 8) | (b[BE[1]!]! << 16) | (b[BE[2]!]! << 24));
-  h = (h << 13) | (h >>> 19);
-  h = (Math.imul(h, 5) + 0xe6546b64) | 0;
-  h ^= mixK(b[BE[3]!]! | (b[BE[4]!]! << 8) | (b[BE[5]!]! << 16) | (b[BE[6]!]! << 24));
-  h = (h << 13) | (h >>> 19);
-  h = (Math.imul(h, 5) + 0xe6546b64) | 0;
+  let h = mixBlock(0, TAG_NUMBER | (b[BE[0]!]! << 8) | (b[BE[1]!]! << 16) | (b[BE[2]!]! << 24));
+  h = mixBlock(h, b[BE[3]!]! | (b[BE[4]!]! << 8) | (b[BE[5]!]! << 16) | (b[BE[6]!]! << 24));
   h ^= mixK(b[BE[7]!]!);
-  h ^= 9;
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h >>> 0;
+  return finish(h, 9);
 }
 
 /** The general path for any key (exported for tests that pin the fast paths to it). */

@@ -77,6 +77,9 @@ export interface OperatorContext {
   counter(name: string): Counter;
 }
 
+/** The counter of records an operator dropped for arriving after its window or interval closed. */
+export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
+
 export interface Counter {
   inc(n?: number): void;
   readonly count: number;

@@ -37,7 +37,7 @@ import { hasTimestamp } from "../../core/time.ts";
 import { MapStateDescriptor } from "../../state/descriptors.ts";
 import type { InternalMapState } from "../../state/heap-state-handles.ts";
 import type { Collector, RuntimeContext } from "../functions.ts";
-import type { AnyKeySelector, Counter, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
+import { LATE_RECORDS_DROPPED, type AnyKeySelector, type Counter, type OperatorContext, type Output, type TwoInputOperator } from "../operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "./keyed-support.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
@@ -75,7 +75,6 @@ export interface IntervalJoinOperator<IN1, IN2> extends TwoInputOperator<IN1, IN
   stateSize(): { keys: number; timers: number };
 }
 
-export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
 /** State names of the two buffers (their identity in snapshots). */
 export const LEFT_BUFFER = "interval-join-left";
 export const RIGHT_BUFFER = "interval-join-right";
@@ -240,11 +239,9 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     this.#output.emitWatermarkStatus(idle);
   }
 
+  /** Keys holding any state of this operator, and pending timers: both return to 0 once it holds nothing. */
   stateSize(): { keys: number; timers: number } {
-    const backend = this.#keyed.backend;
-    let keys = 0;
-    for (const name of backend.stateNames()) keys += backend.numKeys(name);
-    return { keys, timers: this.#keyed.timers.numEventTimeTimers() + this.#keyed.timers.numProcessingTimeTimers() };
+    return this.#keyed.stateSize();
   }
 
   close(): void {

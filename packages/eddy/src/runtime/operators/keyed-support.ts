@@ -85,6 +85,13 @@ export class KeyedSupport {
     this.backend.setCurrentKey(key, keyGroup ?? assignToKeyGroup(key, this.#maxParallelism));
   }
 
+  /** Keys holding any state of the operator, and its pending timers (leak tests: both reach 0). */
+  stateSize(): { keys: number; timers: number } {
+    let keys = 0;
+    for (const name of this.backend.stateNames()) keys += this.backend.numKeys(name);
+    return { keys, timers: this.timers.numEventTimeTimers() + this.timers.numProcessingTimeTimers() };
+  }
+
   get currentWatermark(): number {
     return this.timers.currentWatermark;
   }

@@ -29,16 +29,11 @@ import { copyValue } from "../../state/copy-value.ts";
 import { ValueStateDescriptor } from "../../state/descriptors.ts";
 import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
 import type { InternalValueState } from "../../state/heap-state-handles.ts";
-import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
-import { perSubtaskInstance } from "../operators/function-instance.ts";
-import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
-import { TimestampedCollector } from "../operators/timestamped-collector.ts";
-import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
-import { LATE_RECORDS_DROPPED } from "./window-operator.ts";
+import type { AnyWindowFunction } from "./window-functions.ts";
+import { WindowFunctionRunner } from "./window-evaluation.ts";
 import { TimeWindow, windowStart } from "./windows.ts";
-import type { KeyedStateStore } from "../functions.ts";
-import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
 
 /** How panes combine: `add` folds an element into a pane, `merge` combines two panes, `result` turns the merge into the output. */
 export interface PaneFunctions<IN> {
@@ -73,10 +68,8 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   readonly #keyed: KeyedSupport;
   readonly #backend: HeapKeyedStateBackend;
   readonly #panes: InternalValueState<unknown>;
-  readonly #collector: TimestampedCollector<unknown>;
-  readonly #fn: AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined;
+  readonly #function: WindowFunctionRunner<TimeWindow>;
   readonly #lateDropped;
-  readonly #context: PaneProcessContext;
   readonly #size: number;
   readonly #slide: number;
 
@@ -93,15 +86,13 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
     this.#backend = this.#keyed.backend;
     this.#panes = this.#backend.getState(new ValueStateDescriptor<unknown>("window-panes", { copy: "none" }));
-    this.#collector = new TimestampedCollector(output);
-    this.#fn = spec.windowFunction === undefined || typeof spec.windowFunction === "function" ? spec.windowFunction : perSubtaskInstance(spec.windowFunction);
+    // Panes have no per-window state, so a ProcessWindowFunction's windowState() is refused.
+    this.#function = new WindowFunctionRunner<TimeWindow>(ctx, this.#keyed, output, spec.windowFunction, undefined);
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
-    this.#context = new PaneProcessContext(this.#keyed, this.#backend, output);
   }
 
   open(): void {
-    const fn = this.#fn;
-    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.open?.(runtimeContextOf(this.#ctx)));
+    this.#function.open();
   }
 
   processElement(value: IN, timestamp: number, keyGroup?: number): void {
@@ -159,17 +150,14 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#output.emitWatermarkStatus(idle);
   }
 
-  /** Keys holding any state of this operator, and pending timers (zero once every window is gone). */
+  /** Keys holding any state of this operator, and pending timers: both return to 0 once it holds nothing. */
   stateSize(): { keys: number; timers: number } {
-    let keys = 0;
-    for (const name of this.#backend.stateNames()) keys += this.#backend.numKeys(name);
-    return { keys, timers: this.#keyed.timers.numEventTimeTimers() + this.#keyed.timers.numProcessingTimeTimers() };
+    return this.#keyed.stateSize();
   }
 
   close(): void {
     this.#keyed.close();
-    const fn = this.#fn;
-    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
+    this.#function.close();
   }
 
   #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
@@ -214,68 +202,11 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
         has = true;
       }
       if (!has) return false;
-      this.#emit(new TimeWindow(start, start + this.#size), fns.result(merged));
+      merged = fns.result(merged);
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
     }
+    this.#function.evaluate(new TimeWindow(start, start + this.#size), merged, false);
     return true;
-  }
-
-  #emit(window: TimeWindow, result: unknown): void {
-    const collector = this.#collector;
-    collector.timestamp = window.maxTimestamp();
-    const fn = this.#fn;
-    const key = this.#backend.getCurrentKey();
-    if (fn === undefined) collector.collect(result);
-    else if (typeof fn === "function") fn(key, window, result, collector);
-    else {
-      this.#context.window = window;
-      (fn as ProcessWindowFunction<unknown, unknown, Key, TimeWindow>).process(key, this.#context, [result], collector);
-    }
-  }
-}
-
-/**
- * The process-window context of pane evaluation. Per-window state would outlive its window here
- * (windows have no state of their own), so windowState() is refused; globalState() works.
- */
-class PaneProcessContext implements ProcessWindowContext<TimeWindow> {
-  window!: TimeWindow;
-  readonly #keyed: KeyedSupport;
-  readonly #backend: HeapKeyedStateBackend;
-  readonly #output: Output<unknown>;
-
-  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, output: Output<unknown>) {
-    this.#keyed = keyed;
-    this.#backend = backend;
-    this.#output = output;
-  }
-  currentProcessingTime(): number {
-    return this.#keyed.timers.currentProcessingTime();
-  }
-  currentWatermark(): number {
-    return this.#keyed.currentWatermark;
-  }
-  windowState(): KeyedStateStore {
-    throw new EddyError("NOT_SUPPORTED", "windowState() is not available with pane-evaluated sliding windows; use globalState() or process()", {
-      domain: "user",
-    });
-  }
-  globalState(): KeyedStateStore {
-    const b = this.#backend;
-    const voidNs = <S extends { setCurrentNamespace(ns: Namespace): void }>(s: S): S => {
-      s.setCurrentNamespace(VOID_NAMESPACE);
-      return s;
-    };
-    return {
-      getState: (d) => voidNs(b.getState(d)),
-      getListState: (d) => voidNs(b.getListState(d)),
-      getMapState: (d) => voidNs(b.getMapState(d)),
-      getReducingState: (d) => voidNs(b.getReducingState(d)),
-      getAggregatingState: (d) => voidNs(b.getAggregatingState(d)),
-    };
-  }
-  output<S>(tag: OutputTag<S>, value: S): void {
-    this.#output.collectSide(tag, value, this.window.maxTimestamp());
   }
 }

@@ -30,19 +30,15 @@ import {
   type StateDescriptorBase,
 } from "../../state/descriptors.ts";
 import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
-import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
 import type { InternalKvState } from "../../state/heap-state-handles.ts";
-import type { KeyedStateStore } from "../functions.ts";
 import type { ValueState } from "../../state/state.ts";
-import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
-import { perSubtaskInstance } from "../operators/function-instance.ts";
-import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
-import { TimestampedCollector } from "../operators/timestamped-collector.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import { MergingWindowSet, type MergingEntry } from "./merging-window-set.ts";
 import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
-import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
+import type { AnyWindowFunction } from "./window-functions.ts";
+import { WindowFunctionRunner } from "./window-evaluation.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
 import type { Window } from "./windows.ts";
 
@@ -64,8 +60,6 @@ export interface WindowOperatorSpec<IN, W extends Window> {
   readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
 }
 
-export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
-
 export function windowOperator<IN, W extends Window>(spec: WindowOperatorSpec<IN, W>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new WindowOperator(spec, ctx, output);
 }
@@ -83,10 +77,8 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #trigger: Trigger<IN, W>;
   readonly #contents: ContentsState;
   readonly #mergingState: ValueState<MergingEntry<W>[]> | undefined;
-  readonly #collector: TimestampedCollector<unknown>;
   readonly #triggerContext: WindowTriggerContext<W>;
-  readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
-  readonly #processContext: WindowProcessContext<W>;
+  readonly #function: WindowFunctionRunner<W>;
   readonly #lateDropped;
   readonly #evictor: Evictor<IN, W> | undefined;
   readonly #assignerContext: { currentProcessingTime(): number };
@@ -111,17 +103,14 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       spec.assigner.mergeWindows === undefined
         ? undefined
         : this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" }));
-    this.#collector = new TimestampedCollector(output);
     this.#triggerContext = new WindowTriggerContext<W>(this.#keyed, this.#backend, spec.assigner);
-    this.#fn = spec.windowFunction === undefined || typeof spec.windowFunction === "function" ? spec.windowFunction : perSubtaskInstance(spec.windowFunction);
-    this.#processContext = new WindowProcessContext<W>(this.#keyed, this.#backend, spec.assigner, output);
+    this.#function = new WindowFunctionRunner<W>(ctx, this.#keyed, output, spec.windowFunction, (w) => spec.assigner.namespaceOf(w));
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
     this.#assignerContext = { currentProcessingTime: () => ctx.clock.now() };
   }
 
   open(): void {
-    const fn = this.#fn;
-    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.open?.(runtimeContextOf(this.#ctx)));
+    this.#function.open();
   }
 
   processElement(value: IN, timestamp: number, keyGroup?: number): void {
@@ -182,17 +171,14 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#output.emitWatermarkStatus(idle);
   }
 
-  /** Keys holding any state of this operator, and pending timers: both return to 0 once every window is gone. */
+  /** Keys holding any state of this operator, and pending timers: both return to 0 once it holds nothing. */
   stateSize(): { keys: number; timers: number } {
-    let keys = 0;
-    for (const name of this.#backend.stateNames()) keys += this.#backend.numKeys(name);
-    return { keys, timers: this.#keyed.timers.numEventTimeTimers() + this.#keyed.timers.numProcessingTimeTimers() };
+    return this.#keyed.stateSize();
   }
 
   close(): void {
     this.#keyed.close();
-    const fn = this.#fn;
-    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
+    this.#function.close();
   }
 
   #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
@@ -316,23 +302,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   }
 
   #evaluate(window: W, contents: unknown): void {
-    const collector = this.#collector;
-    collector.timestamp = window.maxTimestamp();
-    const fn = this.#fn;
-    const key = this.#backend.getCurrentKey();
-    try {
-      if (fn === undefined) {
-        collector.collect(contents);
-      } else if (typeof fn === "function") {
-        fn(key, window, contents, collector);
-      } else {
-        const elements = this.#spec.contents.kind === "list" ? (contents as unknown[]) : [contents];
-        this.#processContext.window = window;
-        (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#processContext, elements, collector);
-      }
-    } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
-    }
+    this.#function.evaluate(window, contents, this.#spec.contents.kind === "list");
   }
 
   #clearAllState(window: W, set: MergingWindowSet<W> | undefined): void {
@@ -341,14 +311,10 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     tc.window = window;
     try {
       this.#trigger.clear(window, tc);
-      const fn = this.#fn;
-      if (fn !== undefined && typeof fn !== "function" && fn.clear !== undefined) {
-        this.#processContext.window = window;
-        fn.clear(this.#processContext);
-      }
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
     }
+    this.#function.clear(window);
     set?.retireWindow(window);
   }
 
@@ -405,21 +371,6 @@ function contentsState<IN>(backend: HeapKeyedStateBackend, contents: WindowConte
     case "list":
       return backend.getListState(new ListStateDescriptor<IN>("window-contents")) as unknown as ContentsState;
   }
-}
-
-/** Keyed state handles of the current key, scoped to `namespace()` on every access. */
-function scopedStore(backend: HeapKeyedStateBackend, namespace: () => Namespace): KeyedStateStore {
-  const scoped = <S extends InternalKvState>(state: S): S => {
-    state.setCurrentNamespace(namespace());
-    return state;
-  };
-  return {
-    getState: (d) => scoped(backend.getState(d)),
-    getListState: (d) => scoped(backend.getListState(d)),
-    getMapState: (d) => scoped(backend.getMapState(d)),
-    getReducingState: (d) => scoped(backend.getReducingState(d)),
-    getAggregatingState: (d) => scoped(backend.getAggregatingState(d)),
-  };
 }
 
 function stateFor(backend: HeapKeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
@@ -494,37 +445,5 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
       this.#assigner.namespaceOf(this.window),
       merged.map((w) => this.#assigner.namespaceOf(w)),
     );
-  }
-}
-
-class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> {
-  window!: W;
-  readonly #keyed: KeyedSupport;
-  readonly #output: Output<unknown>;
-  readonly #windowState: KeyedStateStore;
-  readonly #globalState: KeyedStateStore;
-
-  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, assigner: WindowAssigner<never, W>, output: Output<unknown>) {
-    this.#keyed = keyed;
-    this.#output = output;
-    const a = assigner as WindowAssigner<unknown, W>;
-    this.#windowState = scopedStore(backend, () => a.namespaceOf(this.window));
-    this.#globalState = scopedStore(backend, () => VOID_NAMESPACE);
-  }
-
-  currentProcessingTime(): number {
-    return this.#keyed.timers.currentProcessingTime();
-  }
-  currentWatermark(): number {
-    return this.#keyed.currentWatermark;
-  }
-  windowState(): KeyedStateStore {
-    return this.#windowState;
-  }
-  globalState(): KeyedStateStore {
-    return this.#globalState;
-  }
-  output<S>(tag: OutputTag<S>, value: S): void {
-    this.#output.collectSide(tag, value, this.window.maxTimestamp());
   }
 }

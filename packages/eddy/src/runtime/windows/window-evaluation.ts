@@ -1,0 +1,140 @@
+/**
+ * Evaluating a fired window with the user's window function, shared by the general window operator
+ * and the pane operator: the function's lifecycle (one instance per subtask, open/close), the
+ * three shapes it may take (none: emit the pre-aggregated value; a plain function; a
+ * ProcessWindowFunction with its context), and the output timestamp (the window's last
+ * millisecond). User failures are reported with the operator's name.
+ */
+import { EddyError, userFunctionError } from "../../core/errors.ts";
+import type { Key } from "../../core/key.ts";
+import type { OutputTag } from "../../core/output-tag.ts";
+import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
+import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
+import type { InternalKvState } from "../../state/heap-state-handles.ts";
+import type { KeyedStateStore } from "../functions.ts";
+import type { OperatorContext, Output } from "../operator.ts";
+import { perSubtaskInstance } from "../operators/function-instance.ts";
+import type { KeyedSupport } from "../operators/keyed-support.ts";
+import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
+import { TimestampedCollector } from "../operators/timestamped-collector.ts";
+import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
+import type { Window } from "./windows.ts";
+
+/** Keyed state handles of the current key, scoped to `namespace()` on every access. */
+export function scopedStore(backend: HeapKeyedStateBackend, namespace: () => Namespace): KeyedStateStore {
+  const scoped = <S extends InternalKvState>(state: S): S => {
+    state.setCurrentNamespace(namespace());
+    return state;
+  };
+  return {
+    getState: (d) => scoped(backend.getState(d)),
+    getListState: (d) => scoped(backend.getListState(d)),
+    getMapState: (d) => scoped(backend.getMapState(d)),
+    getReducingState: (d) => scoped(backend.getReducingState(d)),
+    getAggregatingState: (d) => scoped(backend.getAggregatingState(d)),
+  };
+}
+
+class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> {
+  window!: W;
+  readonly #keyed: KeyedSupport;
+  readonly #output: Output<unknown>;
+  readonly #windowState: KeyedStateStore | undefined;
+  readonly #globalState: KeyedStateStore;
+
+  constructor(keyed: KeyedSupport, output: Output<unknown>, windowNamespace: ((window: W) => Namespace) | undefined) {
+    this.#keyed = keyed;
+    this.#output = output;
+    this.#windowState = windowNamespace === undefined ? undefined : scopedStore(keyed.backend, () => windowNamespace(this.window));
+    this.#globalState = scopedStore(keyed.backend, () => VOID_NAMESPACE);
+  }
+
+  currentProcessingTime(): number {
+    return this.#keyed.timers.currentProcessingTime();
+  }
+  currentWatermark(): number {
+    return this.#keyed.currentWatermark;
+  }
+  windowState(): KeyedStateStore {
+    if (this.#windowState === undefined) {
+      throw new EddyError("NOT_SUPPORTED", "windowState() is not available with pane-evaluated sliding windows; use globalState() or process()", {
+        domain: "user",
+      });
+    }
+    return this.#windowState;
+  }
+  globalState(): KeyedStateStore {
+    return this.#globalState;
+  }
+  output<S>(tag: OutputTag<S>, value: S): void {
+    this.#output.collectSide(tag, value, this.window.maxTimestamp());
+  }
+}
+
+export class WindowFunctionRunner<W extends Window> {
+  readonly #ctx: OperatorContext;
+  readonly #keyed: KeyedSupport;
+  readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
+  readonly #collector: TimestampedCollector<unknown>;
+  readonly #context: WindowProcessContext<W>;
+
+  /**
+   * `windowNamespace` scopes a ProcessWindowFunction's `windowState()`; undefined where windows
+   * have no state of their own (panes), which makes `windowState()` an error.
+   */
+  constructor(
+    ctx: OperatorContext,
+    keyed: KeyedSupport,
+    output: Output<unknown>,
+    fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined,
+    windowNamespace: ((window: W) => Namespace) | undefined,
+  ) {
+    this.#ctx = ctx;
+    this.#keyed = keyed;
+    this.#fn = fn === undefined || typeof fn === "function" ? fn : perSubtaskInstance(fn);
+    this.#collector = new TimestampedCollector(output);
+    this.#context = new WindowProcessContext<W>(keyed, output, windowNamespace);
+  }
+
+  open(): void {
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.open?.(runtimeContextOf(this.#ctx)));
+  }
+
+  close(): void {
+    const fn = this.#fn;
+    if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
+  }
+
+  /** Emits the window's result: `contents` is the element list when `isList`, else the one pre-aggregated value. */
+  evaluate(window: W, contents: unknown, isList: boolean): void {
+    const collector = this.#collector;
+    collector.timestamp = window.maxTimestamp();
+    const fn = this.#fn;
+    const key = this.#keyed.backend.getCurrentKey();
+    try {
+      if (fn === undefined) {
+        collector.collect(contents);
+      } else if (typeof fn === "function") {
+        fn(key, window, contents, collector);
+      } else {
+        this.#context.window = window;
+        (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#context, isList ? (contents as unknown[]) : [contents], collector);
+      }
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+  }
+
+  /** The window is gone for good: the function cleans its per-window state. */
+  clear(window: W): void {
+    const fn = this.#fn;
+    if (fn === undefined || typeof fn === "function" || fn.clear === undefined) return;
+    this.#context.window = window;
+    try {
+      fn.clear(this.#context);
+    } catch (e) {
+      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+    }
+  }
+}
