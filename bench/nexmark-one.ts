@@ -11,9 +11,9 @@
 import { runJob, type JobResult } from "eddy/testing";
 import { parseBenchArgs } from "./nexmark/args.ts";
 import { eventRangeFromSettings } from "./nexmark/event-range.ts";
-import { FOLD_COLLECT_NAME } from "./nexmark/folding-sink.ts";
+import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
-import { mergeFolds, type OutputFold } from "./nexmark/output-fold.ts";
+import { mergeFolds, type OutputFold } from "./output-fold.ts";
 import { benchQueryNamed } from "./nexmark/queries.ts";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
 

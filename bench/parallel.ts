@@ -16,6 +16,8 @@
  * TypeScript loader (~0.3–0.7 s). Medians of `rounds` runs.
  */
 import { availableParallelism } from "node:os";
+import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
+import { mergeFolds, type OutputFold } from "./output-fold.ts";
 import { runJob, type RunOptions } from "eddy/testing";
 
 const N = Number(process.argv[2] ?? 10_000_000);
@@ -41,7 +43,7 @@ async function timeJob(job: Parameters<typeof runJob>[0], records: number, optio
   const handle = runJob(job, options);
   const result = await handle.done;
   const ms = performance.now() - started;
-  const counted = handle.collected<number>("count").reduce((a, b) => a + b, 0);
+  const counted = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME)).count;
   if (counted !== records) throw new Error(`sink counted ${counted} records, expected ${records}`);
   return { ms, runningMs: result.runningMs };
 }

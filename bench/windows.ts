@@ -30,7 +30,14 @@
 import { availableParallelism } from "node:os";
 import type { JobDefinition } from "eddy";
 import { runJob } from "eddy/testing";
-import type { SinkTally } from "./jobs/windows.ts";
+import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
+import { mergeFolds, type OutputFold } from "./output-fold.ts";
+
+/** What both sides fold their output into: record count and the sum of record hashes mod 2^32. */
+interface SinkTally {
+  readonly records: number;
+  readonly checksum: number;
+}
 
 const EVENTS = Number(process.argv[2] ?? 2_000_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -194,12 +201,9 @@ async function runEddy(job: JobDefinition, events: number): Promise<EddyResult> 
   process.env.EDDY_BENCH_EVENTS = String(events);
   const handle = runJob(job, { mode: "inline", parallelism: 1 });
   const result = await handle.done;
-  let records = 0;
-  let checksum = 0;
-  for (const t of handle.collected<SinkTally>("tally")) {
-    records += t.records;
-    checksum = (checksum + t.checksum) >>> 0;
-  }
+  const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
+  const records = fold.count;
+  const checksum = fold.checksum >>> 0;
   let lateDropped = 0;
   let operator = "?";
   for (const m of result.metrics) {

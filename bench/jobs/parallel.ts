@@ -3,10 +3,10 @@
  * can rebuild them (DESIGN §2); sizes come from environment variables, which worker threads
  * inherit, so the bench driver can set them per run.
  */
+import { foldingSink } from "../folding-sink.ts";
+import { setting } from "./settings.ts";
 import { defineJob, WatermarkStrategy, type Sink, type Source, type SourceReader } from "eddy";
 
-/** Read when a job is built (not at import), so the driver can change them between runs. */
-const setting = (name: string, fallback: number) => (): number => Number(process.env[name] ?? fallback);
 const RECORDS = setting("EDDY_BENCH_RECORDS", 10_000_000);
 const KEYS = setting("EDDY_BENCH_KEYS", 1_000);
 const RATE = setting("EDDY_BENCH_RATE", 100_000);
@@ -19,22 +19,8 @@ interface Rec {
   value: number;
 }
 
-/** Counts what it receives; the count is checked against the source (no variant can skip work). */
-export function countingSink<T>(): Sink<T> {
-  return {
-    createWriter: (ctx) => {
-      let n = 0;
-      return {
-        write() {
-          n++;
-        },
-        flush(end) {
-          if (end) ctx.job.collect("count", n);
-        },
-      };
-    },
-  };
-}
+/** Counts what it receives; the driver checks the count against the source (no variant can skip work). */
+const countingSink = <T>() => foldingSink<T>(() => 0);
 
 /** (a) Records through one keyBy exchange: source (1 subtask) → keyed sink (1 subtask). */
 export const exchange = defineJob("bench-exchange", (env) => {

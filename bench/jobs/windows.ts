@@ -9,6 +9,8 @@
  * deterministic disorder of up to ±MAX_JITTER_MS, well inside the watermark bound, so nothing is
  * late and the results do not depend on when periodic watermarks happen to be emitted.
  */
+import { foldingSink } from "../folding-sink.ts";
+import { setting } from "./settings.ts";
 import {
   defineJob,
   EventTimeSessionWindows,
@@ -18,13 +20,10 @@ import {
   type AggregateFunction,
   type DataStream,
   type StreamExecutionEnvironment,
-  type Sink,
   type TimeWindow,
   type WindowAssigner,
 } from "eddy";
 
-/** Read when a job is built (not at import), so the driver can change them between runs. */
-const setting = (name: string, fallback: number) => (): number => Number(process.env[name] ?? fallback);
 const EVENTS = setting("EDDY_BENCH_EVENTS", 2_000_000);
 const KEYS = setting("EDDY_BENCH_KEYS", 1_000);
 
@@ -93,30 +92,8 @@ export function recordHash(key: number, end: number, count: number): number {
   return h >>> 0;
 }
 
-export interface SinkTally {
-  readonly records: number;
-  /** Sum of recordHash over the records, mod 2^32. */
-  readonly checksum: number;
-}
-
-/** Counts the window results it receives and folds their hashes; collected as "tally" at the end. */
-export function countingSink(): Sink<WindowCount> {
-  return {
-    createWriter: (ctx) => {
-      let records = 0;
-      let checksum = 0;
-      return {
-        write(r) {
-          records++;
-          checksum = (checksum + recordHash(r.key, r.end, r.count)) >>> 0;
-        },
-        flush(end) {
-          if (end) ctx.job.collect("tally", { records, checksum } satisfies SinkTally);
-        },
-      };
-    },
-  };
-}
+/** Folds each window result's hash (see the driver's loops), so Eddy and the loops can be compared. */
+const countingSink = () => foldingSink<WindowCount>((r) => recordHash(r.key, r.end, r.count));
 
 const count: AggregateFunction<Ev, number, number> = {
   createAccumulator: () => 0,

@@ -13,7 +13,7 @@ import type { Q11Result } from "../../examples/nexmark/q11.ts";
 import type { Q14Result } from "../../examples/nexmark/q14.ts";
 import type { Q21Result } from "../../examples/nexmark/q21.ts";
 import type { Q22Result } from "../../examples/nexmark/q22.ts";
-import { mixNumber, mixString } from "./output-fold.ts";
+import { mixNumber, mixString } from "../output-fold.ts";
 
 const SEED = 0x2545f491;
 

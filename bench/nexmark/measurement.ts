@@ -1,5 +1,5 @@
 /** One query measured once (bench/nexmark-one.ts), as it travels to the driver in one JSON line. */
-import type { OutputFold } from "./output-fold.ts";
+import type { OutputFold } from "../output-fold.ts";
 
 export interface Measurement {
   readonly query: string;

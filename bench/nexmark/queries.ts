@@ -25,8 +25,8 @@ import { q19 } from "../../examples/nexmark/q19.ts";
 import { q20 } from "../../examples/nexmark/q20.ts";
 import * as digests from "./digests.ts";
 import type { EventRange } from "./event-range.ts";
-import { foldingSink } from "./folding-sink.ts";
-import type { OutputFold } from "./output-fold.ts";
+import { foldingSink } from "../folding-sink.ts";
+import type { OutputFold } from "../output-fold.ts";
 import { q0Loop, q14Loop, q1Loop, q21Loop, q22Loop, q2Loop } from "./stateless-loops.ts";
 import { q11Loop, q3Loop, q5Loop, q7Loop, q8Loop } from "./stateful-loops.ts";
 

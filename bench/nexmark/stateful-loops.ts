@@ -15,7 +15,7 @@ import type { Q7Result } from "../../examples/nexmark/q7.ts";
 import type { Q8Result } from "../../examples/nexmark/q8.ts";
 import type { Q11Result } from "../../examples/nexmark/q11.ts";
 import { digestQ11, digestQ3, digestQ5, digestQ7, digestQ8 } from "./digests.ts";
-import { emptyFold, foldDigest, type OutputFold } from "./output-fold.ts";
+import { emptyFold, foldDigest, type OutputFold } from "../output-fold.ts";
 import type { EventRange } from "./event-range.ts";
 
 /** q3: category-10 auctions joined with their seller if the seller lives in OR, ID or CA. */

@@ -12,7 +12,7 @@ import { bidTimeType, countChar, type Q14Result } from "../../examples/nexmark/q
 import { channelId, type Q21Result } from "../../examples/nexmark/q21.ts";
 import type { Q22Result } from "../../examples/nexmark/q22.ts";
 import { digestBidProjection, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
-import { emptyFold, foldDigest, type OutputFold } from "./output-fold.ts";
+import { emptyFold, foldDigest, type OutputFold } from "../output-fold.ts";
 import type { EventRange } from "./event-range.ts";
 
 export function q0Loop({ firstEventId, events, config }: EventRange): OutputFold {
