@@ -335,9 +335,6 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     if (t === MAX_WATERMARK) return; // the global window is never cleaned up by time
     const ns = this.#assigner.namespaceOf(window);
     const key = this.#backend.getCurrentKey();
-    // With no allowed lateness the trigger has usually just registered this very timer.
-    const last = this.#triggerContext.lastEventTimer;
-    if (this.#assigner.isEventTime && last.time === t && last.ns === ns && last.key === key) return;
     const kg = this.#backend.getCurrentKeyGroup();
     if (this.#assigner.isEventTime) this.#keyed.timers.registerEventTimeTimer(key, kg, ns, t);
     else this.#keyed.timers.registerProcessingTimeTimer(key, kg, ns, t);
@@ -407,17 +404,9 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
   currentWatermark(): number {
     return this.#keyed.currentWatermark;
   }
-  /** The last event-time timer a trigger registered: the operator skips registering it twice. */
-  lastEventTimer: { key: Key; ns: Namespace; time: number } = { key: "", ns: "", time: Number.NaN };
-
   registerEventTimeTimer(time: number): void {
-    const key = this.#backend.getCurrentKey();
-    const ns = this.#assigner.namespaceOf(this.window);
-    this.#keyed.timers.registerEventTimeTimer(key, this.#backend.getCurrentKeyGroup(), ns, time);
-    const last = this.lastEventTimer;
-    last.key = key;
-    last.ns = ns;
-    last.time = time;
+    const b = this.#backend;
+    this.#keyed.timers.registerEventTimeTimer(b.getCurrentKey(), b.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window), time);
   }
   registerProcessingTimeTimer(time: number): void {
     const b = this.#backend;
@@ -426,7 +415,6 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
   deleteEventTimeTimer(time: number): void {
     const b = this.#backend;
     this.#keyed.timers.deleteEventTimeTimer(b.getCurrentKey(), b.getCurrentKeyGroup(), this.#assigner.namespaceOf(this.window), time);
-    this.lastEventTimer.time = Number.NaN;
   }
   deleteProcessingTimeTimer(time: number): void {
     const b = this.#backend;
