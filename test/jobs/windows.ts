@@ -12,6 +12,7 @@ import {
   type AggregateFunction,
 } from "eddy";
 import { collectSink } from "eddy/testing";
+import { prng } from "../fixtures.ts";
 
 export interface Click {
   readonly user: string;
@@ -25,20 +26,9 @@ export interface View {
   readonly ts: number;
 }
 
-function mulberry(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `n` records, `step` ms apart on average, locally shuffled by < `disorder` ms. */
 export function generate<T extends { ts: number }>(n: number, seed: number, step: number, disorder: number, make: (i: number, rnd: () => number, ts: number) => T): T[] {
-  const rnd = mulberry(seed);
+  const rnd = prng(seed);
   const out: { r: T; arrival: number }[] = [];
   for (let i = 0; i < n; i++) {
     const ts = 1_700_000_000_000 + i * step + Math.floor(rnd() * step);
