@@ -7,8 +7,7 @@
  * rebuilding a different definition of the same name would silently run another job.
  */
 import { EddyError } from "../core/errors.ts";
-import { isJobDefinition, type JobDefinition } from "../api/define-job.ts";
-import { buildJob } from "../api/define-job.ts";
+import { buildJob, isJobDefinition, type JobDefinition } from "../api/define-job.ts";
 import { compilePlan, type Plan } from "../graph/plan.ts";
 import type { Logger } from "../core/logger.ts";
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
