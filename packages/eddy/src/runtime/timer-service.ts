@@ -28,6 +28,8 @@
 
 import type { Clock, ScheduledCallback } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
+import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { mapKeyOf } from "../core/key.ts";
 import type { Key, MapKey } from "../core/key.ts";
 
@@ -147,6 +149,33 @@ export class InternalTimerService {
     }
   }
 
+  /**
+   * The synchronous part of a snapshot: the live timers of both domains. Timer objects never
+   * change after creation (but for their heap position), so copying the two heap arrays is
+   * enough for a frozen view; O(timers) pointer copies.
+   */
+  snapshotTimers(): TimerSnapshot {
+    return new TimerSnapshot(this.keyGroupRange.start, this.#event.timers(), this.#processing.timers(), this.#currentWatermark);
+  }
+
+  /**
+   * Restores timers read by `readTimers`, before processing starts. Timers are registered in
+   * (timestamp, original registration) order, so timers of equal time fire in the same order as
+   * they would have without the restore.
+   */
+  restoreTimers(timers: RestoredTimer[]): void {
+    timers.sort((a, b) => a.timestamp - b.timestamp || a.seq - b.seq);
+    for (const t of timers) {
+      if (t.domain === "event") this.registerEventTimeTimer(t.key, t.keyGroup, t.namespace, t.timestamp);
+      else this.registerProcessingTimeTimer(t.key, t.keyGroup, t.namespace, t.timestamp);
+    }
+  }
+
+  /** Sets the watermark recorded by a snapshot (no timer fires: restored timers above it wait). */
+  restoreWatermark(watermark: number): void {
+    if (watermark > this.#currentWatermark) this.#currentWatermark = watermark;
+  }
+
   /** Cancels the clock callback; pending mail becomes a no-op. May be called more than once. */
   close(): void {
     this.#closed = true;
@@ -197,6 +226,92 @@ export class InternalTimerService {
       );
     }
     return keyGroup - start;
+  }
+}
+
+/** A restored timer, as `readTimers` reports it. */
+export interface RestoredTimer {
+  readonly domain: TimerDomain;
+  readonly timestamp: number;
+  /** Registration order in the snapshotted run (only compared with other restored timers). */
+  readonly seq: number;
+  readonly key: Key;
+  readonly keyGroup: number;
+  readonly namespace: TimerNamespace;
+}
+
+/**
+ * The timers of one timer service at a snapshot, written per key group:
+ *
+ *   keyGroup := varuint nEvent, timer × nEvent, varuint nProcessing, timer × nProcessing
+ *   timer    := value key, value namespace, f64 timestamp, f64 seq        (value: value-codec.ts)
+ */
+export class TimerSnapshot {
+  readonly watermark: number;
+  readonly #start: number;
+  readonly #event: readonly Timer[];
+  readonly #processing: readonly Timer[];
+  #eventByGroup: Map<number, Timer[]> | undefined;
+  #processingByGroup: Map<number, Timer[]> | undefined;
+
+  constructor(start: number, event: readonly Timer[], processing: readonly Timer[], watermark: number) {
+    this.#start = start;
+    this.#event = event;
+    this.#processing = processing;
+    this.watermark = watermark;
+  }
+
+  get size(): number {
+    return this.#event.length + this.#processing.length;
+  }
+
+  hasKeyGroup(keyGroup: number): boolean {
+    const index = keyGroup - this.#start;
+    this.#eventByGroup ??= byGroup(this.#event);
+    this.#processingByGroup ??= byGroup(this.#processing);
+    return this.#eventByGroup.has(index) || this.#processingByGroup.has(index);
+  }
+
+  writeKeyGroup(keyGroup: number, out: ByteWriter): void {
+    const index = keyGroup - this.#start;
+    this.#eventByGroup ??= byGroup(this.#event);
+    this.#processingByGroup ??= byGroup(this.#processing);
+    writeTimers(this.#eventByGroup.get(index) ?? [], out);
+    writeTimers(this.#processingByGroup.get(index) ?? [], out);
+  }
+}
+
+function byGroup(timers: readonly Timer[]): Map<number, Timer[]> {
+  const groups = new Map<number, Timer[]>();
+  for (const t of timers) {
+    const list = groups.get(t.kgIndex);
+    if (list === undefined) groups.set(t.kgIndex, [t]);
+    else list.push(t);
+  }
+  return groups;
+}
+
+function writeTimers(timers: readonly Timer[], out: ByteWriter): void {
+  out.varuint(timers.length);
+  for (const t of timers) {
+    encodeValue(t.key, out);
+    encodeValue(t.namespace, out);
+    out.f64(t.timestamp);
+    out.f64(t.seq);
+  }
+}
+
+/** Reads one key group's timers written by `TimerSnapshot.writeKeyGroup` into `into`. */
+export function readTimers(keyGroup: number, input: ByteReader, into: RestoredTimer[]): void {
+  for (const domain of ["event", "processing"] as const) {
+    const n = input.varuint();
+    for (let i = 0; i < n; i++) {
+      const key = decodeValue(input) as Key;
+      const namespace = decodeValue(input) as TimerNamespace;
+      const timestamp = input.f64();
+      const seq = input.f64();
+      into.push({ domain, timestamp, seq, key, keyGroup, namespace });
+    }
   }
 }
 
@@ -271,6 +386,11 @@ class TimerQueue {
     this.#unindex(head);
     this.#removeAt(0);
     return head;
+  }
+
+  /** A copy of the live timers, in heap order. */
+  timers(): Timer[] {
+    return this.#heap.slice();
   }
 
   *ofGroup(kgIndex: number): Generator<Timer, void, undefined> {

@@ -29,6 +29,8 @@ import type {
   InternalReducingState,
   InternalValueState,
 } from "./heap-state-handles.ts";
+import type { ByteReader } from "../core/codec/bytes.ts";
+import { HeapKeyedStateSnapshot, metaOf, readKeyGroup, type KeyedStateMeta } from "./heap-snapshot.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE } from "./state-table.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
@@ -52,7 +54,10 @@ export interface KeyedStateEntry {
 
 interface RegisteredState {
   readonly table: StateTable;
-  readonly handle: HeapKvState;
+  /** How the state was first declared (or described by the snapshot it was restored from). */
+  readonly descriptor: StateDescriptorBase;
+  /** Undefined for a restored state the operator has not asked for yet. */
+  handle: HeapKvState | undefined;
 }
 
 export class HeapKeyedStateBackend {
@@ -133,7 +138,33 @@ export class HeapKeyedStateBackend {
 
   /** The descriptor a state was first registered with (kind, ttl, copy). */
   descriptorOf(stateName: string): StateDescriptorBase {
-    return this.#get(stateName).handle.descriptor;
+    return this.#get(stateName).descriptor;
+  }
+
+  /**
+   * The synchronous part of a snapshot: freezes every state (copy-on-write per key group, O(key
+   * groups)); the returned snapshot serializes it later while processing goes on.
+   */
+  snapshot(): HeapKeyedStateSnapshot {
+    const captured = [...this.#states.values()].map(({ table, descriptor }) => ({ meta: metaOf(descriptor), capture: table.capture() }));
+    const hasTtl = captured.some((c) => c.meta.ttl !== undefined);
+    return new HeapKeyedStateSnapshot(this.keyGroupRange, captured, hasTtl ? this.#clock.now() : 0);
+  }
+
+  /**
+   * Restores one key group written by `HeapKeyedStateSnapshot.writeKeyGroup`, before processing
+   * starts. `states` describes the snapshot's states; a state already registered must have the
+   * same kind and options. The key group must be in this backend's range.
+   */
+  restoreKeyGroup(keyGroup: number, input: ByteReader, states: readonly KeyedStateMeta[]): void {
+    const range = this.keyGroupRange;
+    if (!Number.isInteger(keyGroup) || keyGroup < range.start || keyGroup > range.end) throw keyGroupOutOfRange(keyGroup, range);
+    const byName = new Map(states.map((m) => [m.name, m]));
+    const kgIndex = keyGroup - range.start;
+    readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
+      const { table } = this.#ensureTable(meta);
+      table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
+    });
   }
 
   /** Number of keys holding any value of the state (expired ones not cleaned yet included). */
@@ -146,10 +177,10 @@ export class HeapKeyedStateBackend {
    * values and elements are left out. Do not write to the state while iterating.
    */
   *entries(stateName: string, keyGroup: number): Generator<KeyedStateEntry, void, undefined> {
-    const { table, handle } = this.#get(stateName);
+    const { table, descriptor } = this.#get(stateName);
     const kgIndex = table.indexOf(keyGroup);
-    const now = handle.descriptor.ttl === undefined ? 0 : this.#clock.now();
-    const kind = handle.descriptor.kind;
+    const now = descriptor.ttl === undefined ? 0 : this.#clock.now();
+    const kind = descriptor.kind;
     for (const { key, namespace, cell } of table.cellsOfGroup(kgIndex)) {
       const value = snapshotCellValue(kind, cell, now);
       if (value !== undefined) yield { key, namespace, value };
@@ -162,12 +193,13 @@ export class HeapKeyedStateBackend {
    * nothing is stored. Does not refresh TTL and does not clean up.
    */
   getValueForKey(stateName: string, key: Key, keyGroup: number, namespace: Namespace = VOID_NAMESPACE): unknown {
-    const { table, handle } = this.#get(stateName);
+    const { table, handle, descriptor } = this.#get(stateName);
     const entry = table.lookup(mapKeyOf(key), table.indexOf(keyGroup));
     if (entry === undefined) return undefined;
     const cell = namespace === VOID_NAMESPACE ? entry.voidCell : entry.nsCells?.get(namespace);
     if (cell === undefined) return undefined;
-    const now = handle.descriptor.ttl === undefined ? 0 : this.#clock.now();
+    if (handle === undefined) return undefined; // restored, not declared by the operator yet
+    const now = descriptor.ttl === undefined ? 0 : this.#clock.now();
     return handle.queryValue(cell, now);
   }
 
@@ -183,11 +215,18 @@ export class HeapKeyedStateBackend {
   }
 
   #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
+    const state = this.#ensureTable(descriptor);
+    // Same name and kind, hence created by the same factory; only the type parameters may differ.
+    state.handle ??= create(state.table);
+    return state.handle as H;
+  }
+
+  /** The state named like `descriptor`, created empty when new; checks kind and options match. */
+  #ensureTable(descriptor: StateDescriptorBase): RegisteredState {
     const existing = this.#states.get(descriptor.name);
     if (existing !== undefined) {
-      checkCompatible(existing.handle.descriptor, descriptor);
-      // Same name and kind, hence created by the same factory; only the type parameters may differ.
-      return existing.handle as H;
+      checkCompatible(existing.descriptor, descriptor);
+      return existing;
     }
     const table = new StateTable(
       descriptor.name,
@@ -196,10 +235,11 @@ export class HeapKeyedStateBackend {
       this.keyGroupRange,
       this.#ctx,
       this.#clock,
+      descriptor.copy,
     );
-    const handle = create(table);
-    this.#states.set(descriptor.name, { table, handle });
-    return handle;
+    const state: RegisteredState = { table, descriptor, handle: undefined };
+    this.#states.set(descriptor.name, state);
+    return state;
   }
 
   #get(stateName: string): RegisteredState {

@@ -14,11 +14,20 @@
  *
  * Costs: current-key lookup is one Map.get per (state, record), cached until the next
  * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
+ *
+ * Snapshots (copy-on-write per key group): `capture()` hands out the current group maps and
+ * marks them shared, which costs O(key groups), not O(keys). A shared group map is never changed
+ * again: the first access of a key in it (read or write — reads may refresh or drop expired
+ * cells) replaces it with a private copy of its entries and cells, so a snapshot's view is frozen
+ * while the task goes on processing. `release()` unmarks what was not copied yet. Values of
+ * states declared `copy: "none"` are copied too when a group is unshared (internal accumulators
+ * and user reduce functions may mutate them in place); other values are never mutated in place.
  */
 
 import type { Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key, MapKey } from "../core/key.ts";
+import { copyValue } from "./copy-value.ts";
 import type { ResolvedTtl, StateKind } from "./descriptors.ts";
 
 /** Scope of keyed state below the key: the window for window operators, else VOID_NAMESPACE. */
@@ -85,6 +94,10 @@ export class StateTable {
   #cursorIter: Iterator<KeyEntry> | undefined = undefined;
   /** Group index of the group `#cursorIter` iterates. */
   #cursorKgIndex = 0;
+  /** Per group index: how many unreleased captures hold the group's current map. */
+  readonly #shared: Int32Array;
+  /** Whether unsharing deep-copies value/reducing/aggregating values (descriptor `copy: "none"`). */
+  readonly #copyValues: boolean;
 
   constructor(
     readonly name: string,
@@ -93,8 +106,11 @@ export class StateTable {
     range: KeyGroupRangeLike,
     ctx: KeyContext,
     clock: Clock,
+    copy: "deep" | "none" = "deep",
   ) {
     this.#range = range;
+    this.#shared = new Int32Array(range.end - range.start + 1);
+    this.#copyValues = copy === "none" && kind !== "list" && kind !== "map";
     this.#ctx = ctx;
     this.#clock = clock;
     this.#groups = new Array<Map<MapKey, KeyEntry> | undefined>(range.end - range.start + 1).fill(undefined);
@@ -114,6 +130,7 @@ export class StateTable {
     const ctx = this.#ctx;
     if (this.#cacheEpoch !== ctx.epoch) {
       if (ctx.kgIndex < 0) throw noCurrentKey(this.name);
+      if (this.#shared[ctx.kgIndex] !== 0) this.#unshare(ctx.kgIndex);
       this.#cacheEpoch = ctx.epoch;
       this.#cacheEntry = this.#groups[ctx.kgIndex]?.get(ctx.mapKey);
     }
@@ -195,10 +212,11 @@ export class StateTable {
       if (this.#cursorIter === undefined) {
         if (hops >= maxGroupHops) break;
         hops++;
-        const group = groups[this.#cursorGroup];
         const index = this.#cursorGroup;
         this.#cursorGroup = index + 1 === groups.length ? 0 : index + 1;
-        if (group === undefined || group.size === 0) continue;
+        if (groups[index] === undefined || groups[index].size === 0) continue;
+        if (this.#shared[index] !== 0) this.#unshare(index);
+        const group = groups[index]!;
         this.#cursorIter = group.values();
         this.#cursorKgIndex = index;
       }
@@ -230,6 +248,74 @@ export class StateTable {
     return removed;
   }
 
+  /**
+   * Freezes the current contents for a snapshot (see the file comment): the returned group maps
+   * (by group index; undefined: empty) stay unchanged until `release()`. O(key groups).
+   */
+  capture(): TableCapture {
+    const groups = this.#groups.slice();
+    for (let i = 0; i < groups.length; i++) if (groups[i] !== undefined) this.#shared[i]!++;
+    // The cached entry and the cleanup iterator point into maps that are shared from now on.
+    this.#cacheEpoch = -1;
+    this.#cacheEntry = undefined;
+    this.#cursorIter = undefined;
+    let released = false;
+    return {
+      groups,
+      release: () => {
+        if (released) return;
+        released = true;
+        for (let i = 0; i < groups.length; i++) {
+          if (groups[i] !== undefined && this.#groups[i] === groups[i]) this.#shared[i]!--;
+        }
+      },
+    };
+  }
+
+  /** Number of group maps currently shared with a capture (for tests and metrics). */
+  get sharedGroups(): number {
+    let n = 0;
+    for (let i = 0; i < this.#shared.length; i++) if (this.#shared[i] !== 0) n++;
+    return n;
+  }
+
+  /**
+   * Adds a restored cell for `key` (of group index `kgIndex`) and `ns`; replaces an existing cell.
+   * Restore only: before any processing, never on a shared group.
+   */
+  restoreCell(key: Key, mapKey: MapKey, kgIndex: number, ns: Namespace, cell: Cell): void {
+    let group = this.#groups[kgIndex];
+    if (group === undefined) this.#groups[kgIndex] = group = new Map();
+    let entry = group.get(mapKey);
+    if (entry === undefined) {
+      group.set(mapKey, (entry = new KeyEntry(key, mapKey)));
+      this.#numKeys++;
+    }
+    if (ns === VOID_NAMESPACE) entry.voidCell = cell;
+    else (entry.nsCells ??= new Map()).set(ns, cell);
+    this.#cacheEpoch = -1;
+  }
+
+  /** Replaces the shared map of group `kgIndex` by a private copy (copy-on-write). */
+  #unshare(kgIndex: number): void {
+    const shared = this.#groups[kgIndex]!;
+    const copy = new Map<MapKey, KeyEntry>();
+    const kind = this.kind;
+    const copyValues = this.#copyValues;
+    for (const [mapKey, entry] of shared) {
+      const e = new KeyEntry(entry.key, entry.mapKey);
+      if (entry.voidCell !== undefined) e.voidCell = copyCell(kind, entry.voidCell, copyValues);
+      if (entry.nsCells !== undefined) {
+        const cells = new Map<Namespace, Cell>();
+        for (const [ns, cell] of entry.nsCells) cells.set(ns, copyCell(kind, cell, copyValues));
+        e.nsCells = cells;
+      }
+      copy.set(mapKey, e);
+    }
+    this.#groups[kgIndex] = copy;
+    this.#shared[kgIndex] = 0;
+  }
+
   /** Range check for key groups handed in by callers other than the current-key path. */
   indexOf(keyGroup: number): number {
     if (!Number.isInteger(keyGroup) || keyGroup < this.#range.start || keyGroup > this.#range.end) {
@@ -237,6 +323,23 @@ export class StateTable {
     }
     return keyGroup - this.#range.start;
   }
+}
+
+/** What `StateTable.capture()` returns: frozen group maps by group index, and their release. */
+export interface TableCapture {
+  readonly groups: readonly (ReadonlyMap<MapKey, KeyEntry> | undefined)[];
+  /** Ends the capture; idempotent. Groups not copied yet become writable in place again. */
+  release(): void;
+}
+
+/** A private copy of a cell: its own list array / Map and expiry; values copied when asked. */
+function copyCell(kind: StateKind, cell: Cell, copyValues: boolean): Cell {
+  const expiry = cell.expiry === undefined ? undefined : Array.isArray(cell.expiry) ? cell.expiry.slice() : new Map(cell.expiry);
+  let value = cell.value;
+  if (kind === "list") value = (value as unknown[]).slice();
+  else if (kind === "map") value = new Map(value as Map<unknown, unknown>);
+  else if (copyValues) value = copyValue(value);
+  return new Cell(value, cell.expiresAt, expiry);
 }
 
 /**

@@ -1,0 +1,170 @@
+/**
+ * The bytes of the heap backend's keyed state, one key group at a time (DESIGN §5: snapshots are
+ * written per key group so a restoring subtask reads only the groups it owns).
+ *
+ *   keyGroup := varuint numStates, state × numStates       (only states with cells in the group)
+ *   state    := string name, varuint numCells, cell × numCells
+ *   cell     := value key, value namespace, value payload, [ttl]     (value: value-codec.ts)
+ *   ttl      := f64 expiresAt, then by kind:                 (only for states with a TTL)
+ *                 list: varuint n, f64 × n (per element)
+ *                 map:  varuint n, (value userKey, f64) × n
+ *                 else: nothing
+ *
+ * The payload is the value as stored: the value or accumulator; an array for list state; a Map
+ * for map state. Kind, TTL and copy mode of each state are not repeated per group: they travel in
+ * the snapshot's metadata (`KeyedStateMeta`). Cells that expired when the snapshot was taken are
+ * left out.
+ */
+import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import { EddyError } from "../core/errors.ts";
+import type { Key } from "../core/key.ts";
+import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
+import { Cell, VOID_NAMESPACE, type KeyEntry, type Namespace, type TableCapture } from "./state-table.ts";
+
+/** What a snapshot records about each keyed state (JSON-able). */
+export interface KeyedStateMeta {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+}
+
+export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
+  return { name: descriptor.name, kind: descriptor.kind, ttl: descriptor.ttl, copy: descriptor.copy };
+}
+
+interface CapturedState {
+  readonly meta: KeyedStateMeta;
+  readonly capture: TableCapture;
+}
+
+/**
+ * A frozen view of every keyed state of one backend (copy-on-write; see state-table.ts). Taking
+ * it is the synchronous part of a checkpoint; `writeKeyGroup` is the asynchronous part, called
+ * while the task goes on processing. `release()` when done (also on failure).
+ */
+export class HeapKeyedStateSnapshot {
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  readonly states: readonly KeyedStateMeta[];
+  readonly #captured: readonly CapturedState[];
+  /** Processing time when taken: cells expired by then are left out. */
+  readonly #now: number;
+
+  constructor(keyGroupRange: { start: number; end: number }, captured: readonly CapturedState[], now: number) {
+    this.keyGroupRange = keyGroupRange;
+    this.#captured = captured;
+    this.states = captured.map((c) => c.meta);
+    this.#now = now;
+  }
+
+  /** Whether any state has a cell in `keyGroup`. */
+  hasKeyGroup(keyGroup: number): boolean {
+    const index = keyGroup - this.keyGroupRange.start;
+    return this.#captured.some((c) => (c.capture.groups[index]?.size ?? 0) > 0);
+  }
+
+  /** Appends key group `keyGroup` in the format of the file comment. */
+  writeKeyGroup(keyGroup: number, out: ByteWriter): void {
+    const index = keyGroup - this.keyGroupRange.start;
+    const present = this.#captured.filter((c) => (c.capture.groups[index]?.size ?? 0) > 0);
+    out.varuint(present.length);
+    for (const { meta, capture } of present) {
+      out.string(meta.name);
+      writeCells(capture.groups[index]!, meta, this.#now, out);
+    }
+  }
+
+  release(): void {
+    for (const c of this.#captured) c.capture.release();
+  }
+}
+
+function writeCells(group: ReadonlyMap<unknown, KeyEntry>, meta: KeyedStateMeta, now: number, out: ByteWriter): void {
+  const hasTtl = meta.ttl !== undefined;
+  let count = 0;
+  for (const entry of group.values()) {
+    if (entry.voidCell !== undefined && (!hasTtl || entry.voidCell.expiresAt > now)) count++;
+    if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) if (!hasTtl || cell.expiresAt > now) count++;
+  }
+  out.varuint(count);
+  const write = (key: Key, ns: Namespace, cell: Cell): void => {
+    if (hasTtl && cell.expiresAt <= now) return;
+    encodeValue(key, out);
+    encodeValue(ns, out);
+    encodeValue(cell.value, out);
+    if (hasTtl) writeTtl(meta.kind, cell, out);
+  };
+  for (const entry of group.values()) {
+    if (entry.voidCell !== undefined) write(entry.key, VOID_NAMESPACE, entry.voidCell);
+    if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) write(entry.key, ns, cell);
+  }
+}
+
+function writeTtl(kind: StateKind, cell: Cell, out: ByteWriter): void {
+  out.f64(cell.expiresAt);
+  if (kind === "list") {
+    const exps = (cell.expiry as number[] | undefined) ?? [];
+    out.varuint(exps.length);
+    for (const e of exps) out.f64(e);
+  } else if (kind === "map") {
+    const exps = (cell.expiry as Map<unknown, number> | undefined) ?? new Map<unknown, number>();
+    out.varuint(exps.size);
+    for (const [k, e] of exps) {
+      encodeValue(k, out);
+      out.f64(e);
+    }
+  }
+}
+
+/** One decoded cell of a key group, as `readKeyGroup` reports it. */
+export interface RestoredCell {
+  readonly key: Key;
+  readonly namespace: Namespace;
+  readonly cell: Cell;
+}
+
+/**
+ * Reads one key group written by `writeKeyGroup`, calling `onState(name)` to learn each state's
+ * meta (undefined: the snapshot does not describe it, which is corrupt) and `onCell` per cell.
+ */
+export function readKeyGroup(
+  input: ByteReader,
+  metaOf: (name: string) => KeyedStateMeta | undefined,
+  onCell: (meta: KeyedStateMeta, restored: RestoredCell) => void,
+): void {
+  const numStates = input.varuint();
+  for (let s = 0; s < numStates; s++) {
+    const name = input.string();
+    const meta = metaOf(name);
+    if (meta === undefined) {
+      throw new EddyError("CHECKPOINT_CORRUPT", `keyed state '${name}' in a key group is not described by the snapshot`, {
+        domain: "external",
+        retryable: false,
+      });
+    }
+    const numCells = input.varuint();
+    for (let c = 0; c < numCells; c++) {
+      const key = decodeValue(input) as Key;
+      const namespace = decodeValue(input) as Namespace;
+      const value = decodeValue(input);
+      let expiresAt = Number.POSITIVE_INFINITY;
+      let expiry: number[] | Map<unknown, number> | undefined;
+      if (meta.ttl !== undefined) {
+        expiresAt = input.f64();
+        if (meta.kind === "list") {
+          const n = input.varuint();
+          const exps: number[] = [];
+          for (let i = 0; i < n; i++) exps.push(input.f64());
+          expiry = exps;
+        } else if (meta.kind === "map") {
+          const n = input.varuint();
+          const exps = new Map<unknown, number>();
+          for (let i = 0; i < n; i++) exps.set(decodeValue(input), input.f64());
+          expiry = exps;
+        }
+      }
+      onCell(meta, { key, namespace, cell: new Cell(value, expiresAt, expiry) });
+    }
+  }
+}
