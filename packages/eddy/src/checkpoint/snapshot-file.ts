@@ -1,0 +1,273 @@
+/**
+ * The container every persisted checkpoint file uses: task snapshot files and the manifest.
+ * Layout and rationale: docs/design/checkpoint-files.md. Version 1, little-endian:
+ *
+ *   offset      size  field
+ *   0           8     magic "EDDYCKPT"
+ *   8           2     u16 format version (1)
+ *   10          2     u16 flags (0; any other value is refused)
+ *   12          4     u32 header length H
+ *   16          H     UTF-8 JSON header { kind, meta, sections: [{ name, keyGroup?, offset, length, crc32 }] }
+ *   16+H        B     body: the section bytes, concatenated in header order (offsets relative to 16+H)
+ *   16+H+B      4     u32 CRC-32 of every preceding byte
+ *   20+H+B      4     end magic "EDDY"
+ *
+ * The sections tile the body exactly, so the header fixes the file's length: any truncation is
+ * detected even before the CRC is compared. Parsing never returns wrong data: a file that fails a
+ * check throws `CHECKPOINT_CORRUPT` naming the file and the fault.
+ */
+import { crc32 } from "node:zlib";
+import { EddyError } from "../core/errors.ts";
+
+/** Version this Eddy writes. */
+export const SNAPSHOT_FILE_VERSION = 1;
+/** Versions this Eddy reads; a new version adds a reader in `SnapshotFile.parse`. */
+const READABLE_VERSIONS = [1];
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const MAGIC = encoder.encode("EDDYCKPT");
+const END_MAGIC = encoder.encode("EDDY");
+/** magic, version, flags, header length. */
+const PREAMBLE_BYTES = 16;
+/** CRC, end magic. */
+const TRAILER_BYTES = 8;
+const MIN_BYTES = PREAMBLE_BYTES + TRAILER_BYTES;
+
+/** One named block of a file; (name, keyGroup) is unique within a file. */
+export interface SnapshotSection {
+  readonly name: string;
+  /** The key group the bytes belong to, for keyed state; absent for per-subtask data. */
+  readonly keyGroup?: number;
+  readonly bytes: Uint8Array;
+}
+
+export interface SnapshotSectionInfo {
+  readonly name: string;
+  readonly keyGroup: number | undefined;
+  readonly length: number;
+}
+
+/** A section as the header lists it. */
+interface SectionEntry extends SnapshotSectionInfo {
+  /** Offset in the body. */
+  readonly offset: number;
+  readonly crc32: number;
+}
+
+export interface SnapshotFileParseOptions {
+  /** Named in every error message; never opened. */
+  readonly fileName: string;
+  /** When given, a file of another kind is refused. */
+  readonly expectKind?: string;
+}
+
+/** The error of every failed check on persisted checkpoint bytes. */
+export function checkpointCorrupt(message: string): EddyError {
+  return new EddyError("CHECKPOINT_CORRUPT", message, { domain: "external", retryable: false });
+}
+
+/** `0x` and 8 hex digits, for checksums in messages. */
+export function hex32(value: number): string {
+  return `0x${value.toString(16).padStart(8, "0")}`;
+}
+
+/**
+ * Encodes a file. `meta` goes through JSON (so it must be JSON-able, and comes back as
+ * `JSON.parse(JSON.stringify(meta))`); section bytes are copied.
+ */
+export function encodeSnapshotFile(kind: string, meta: unknown, sections: readonly SnapshotSection[]): Uint8Array {
+  const entries: object[] = [];
+  const seen = new Set<string>();
+  let bodyBytes = 0;
+  for (const { name, keyGroup, bytes } of sections) {
+    if (keyGroup !== undefined && !isIndex(keyGroup)) {
+      throw invalidSections(`section '${name}' has an invalid key group ${keyGroup}`);
+    }
+    const id = sectionId(name, keyGroup);
+    if (seen.has(id)) throw invalidSections(`duplicate section ${describeSection(name, keyGroup)}`);
+    seen.add(id);
+    const entry = { name, keyGroup, offset: bodyBytes, length: bytes.length, crc32: crc32(bytes) };
+    entries.push(entry);
+    bodyBytes += bytes.length;
+  }
+  let json: string;
+  try {
+    json = JSON.stringify({ kind, meta, sections: entries });
+  } catch (cause) {
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { domain: "internal", cause });
+  }
+  const header = encoder.encode(json);
+  const bodyStart = PREAMBLE_BYTES + header.length;
+  const out = new Uint8Array(bodyStart + bodyBytes + TRAILER_BYTES);
+  const view = new DataView(out.buffer);
+  out.set(MAGIC, 0);
+  view.setUint16(8, SNAPSHOT_FILE_VERSION, true);
+  view.setUint16(10, 0, true);
+  view.setUint32(12, header.length, true);
+  out.set(header, PREAMBLE_BYTES);
+  let at = bodyStart;
+  for (const { bytes } of sections) {
+    out.set(bytes, at);
+    at += bytes.length;
+  }
+  view.setUint32(at, crc32(out.subarray(0, at)), true);
+  out.set(END_MAGIC, at + 4);
+  return out;
+}
+
+/** A parsed, verified file. Sections are views into the parsed bytes: do not mutate them. */
+export class SnapshotFile {
+  readonly fileName: string;
+  readonly version: number;
+  readonly kind: string;
+  readonly meta: unknown;
+  /** In body order. */
+  readonly sections: readonly SnapshotSectionInfo[];
+  readonly #body: Uint8Array;
+  /** By `sectionId`. */
+  readonly #index: ReadonlyMap<string, SectionEntry>;
+
+  private constructor(fileName: string, { version, kind, meta, entries, body }: FileContent) {
+    this.fileName = fileName;
+    this.version = version;
+    this.kind = kind;
+    this.meta = meta;
+    this.sections = entries.map(({ name, keyGroup, length }) => ({ name, keyGroup, length }));
+    this.#body = body;
+    this.#index = new Map(entries.map((e) => [sectionId(e.name, e.keyGroup), e]));
+  }
+
+  /**
+   * Verifies, in this order: minimum length, magic, version, end magic, whole-file CRC, header,
+   * that the sections tile the body; then the kind when `expectKind` is given.
+   */
+  static parse(bytes: Uint8Array, options: SnapshotFileParseOptions): SnapshotFile {
+    const { fileName } = options;
+    const fail = (what: string): EddyError => checkpointCorrupt(`checkpoint file '${fileName}' ${what}`);
+    if (bytes.length < MIN_BYTES) throw fail(`is truncated: ${bytes.length} bytes, needs at least ${MIN_BYTES}`);
+    if (!matchesAt(bytes, MAGIC, 0)) throw fail("is not an Eddy checkpoint file (bad magic)");
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const version = view.getUint16(8, true);
+    let content: FileContent;
+    switch (version) {
+      case 1:
+        content = readV1(bytes, view, fail);
+        break;
+      default:
+        throw fail(`has unsupported format version ${version} (this Eddy reads ${READABLE_VERSIONS.join(", ")})`);
+    }
+    if (options.expectKind !== undefined && content.kind !== options.expectKind) {
+      throw fail(`is a '${content.kind}' file, expected '${options.expectKind}'`);
+    }
+    return new SnapshotFile(fileName, content);
+  }
+
+  /**
+   * The bytes of a section, or undefined when the file has none by that name and key group.
+   * Verifies the section's own CRC each call.
+   */
+  section(name: string, keyGroup?: number): Uint8Array | undefined {
+    const entry = this.#index.get(sectionId(name, keyGroup));
+    if (entry === undefined) return undefined;
+    const bytes = this.#body.subarray(entry.offset, entry.offset + entry.length);
+    const computed = crc32(bytes);
+    if (computed !== entry.crc32) {
+      throw checkpointCorrupt(
+        `checkpoint file '${this.fileName}' section ${describeSection(name, keyGroup)} checksum mismatch: ` +
+          `stored ${hex32(entry.crc32)}, computed ${hex32(computed)}`,
+      );
+    }
+    return bytes;
+  }
+}
+
+/** What a version's reader hands to `SnapshotFile`, whatever the layout it read. */
+interface FileContent {
+  readonly version: number;
+  readonly kind: string;
+  readonly meta: unknown;
+  readonly entries: SectionEntry[];
+  readonly body: Uint8Array;
+}
+
+function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyError): FileContent {
+  const trailerAt = bytes.length - TRAILER_BYTES;
+  if (!matchesAt(bytes, END_MAGIC, trailerAt + 4)) throw fail("does not end with the end magic 'EDDY' (truncated or not fully written)");
+  const stored = view.getUint32(trailerAt, true);
+  const computed = crc32(bytes.subarray(0, trailerAt));
+  if (stored !== computed) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(computed)}`);
+  // From here on the bytes are what the writer wrote; the checks below catch a faulty writer.
+  const flags = view.getUint16(10, true);
+  if (flags !== 0) throw fail(`has unsupported flags ${hex32(flags)}`);
+  const headerBytes = view.getUint32(12, true);
+  const bodyStart = PREAMBLE_BYTES + headerBytes;
+  if (bodyStart > trailerAt) throw fail(`has a header of ${headerBytes} bytes, longer than the file`);
+  let header: unknown;
+  try {
+    header = JSON.parse(decoder.decode(bytes.subarray(PREAMBLE_BYTES, bodyStart)));
+  } catch {
+    throw fail("has a header that is not valid UTF-8 JSON");
+  }
+  if (!isRecord(header) || typeof header["kind"] !== "string" || !Array.isArray(header["sections"])) {
+    throw fail("has a malformed header (needs kind and sections)");
+  }
+  const body = bytes.subarray(bodyStart, trailerAt);
+  const entries: SectionEntry[] = [];
+  const seen = new Set<string>();
+  let next = 0;
+  for (const raw of header["sections"] as unknown[]) {
+    const entry = toSectionEntry(raw);
+    if (entry === undefined) throw fail(`has a malformed section entry ${JSON.stringify(raw)}`);
+    const what = describeSection(entry.name, entry.keyGroup);
+    if (entry.offset !== next || entry.offset + entry.length > body.length) {
+      throw fail(`section ${what} at [${entry.offset}, ${entry.offset + entry.length}) does not follow on at ${next} within the ${body.length}-byte body`);
+    }
+    const id = sectionId(entry.name, entry.keyGroup);
+    if (seen.has(id)) throw fail(`has a duplicate section ${what}`);
+    seen.add(id);
+    entries.push(entry);
+    next += entry.length;
+  }
+  if (next !== body.length) throw fail(`has a ${body.length}-byte body but its sections cover ${next} bytes`);
+  return { version: 1, kind: header["kind"], meta: header["meta"], entries, body };
+}
+
+function toSectionEntry(raw: unknown): SectionEntry | undefined {
+  if (!isRecord(raw)) return undefined;
+  const { name, keyGroup, offset, length, crc32: crc } = raw;
+  const valid =
+    typeof name === "string" &&
+    (keyGroup === undefined || isIndex(keyGroup)) &&
+    isIndex(offset) &&
+    isIndex(length) &&
+    isIndex(crc) &&
+    crc <= 0xffff_ffff;
+  return valid ? { name, keyGroup: keyGroup as number | undefined, offset, length, crc32: crc } : undefined;
+}
+
+function sectionId(name: string, keyGroup: number | undefined): string {
+  // The key group never contains "/", so the first "/" separates the two unambiguously.
+  return `${keyGroup ?? ""}/${name}`;
+}
+
+function describeSection(name: string, keyGroup: number | undefined): string {
+  return keyGroup === undefined ? `'${name}'` : `'${name}' (key group ${keyGroup})`;
+}
+
+function invalidSections(message: string): EddyError {
+  return new EddyError("INVALID_SNAPSHOT_SECTIONS", message, { domain: "internal", retryable: false });
+}
+
+function isIndex(x: unknown): x is number {
+  return typeof x === "number" && Number.isSafeInteger(x) && x >= 0;
+}
+
+function isRecord(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+function matchesAt(bytes: Uint8Array, expected: Uint8Array, at: number): boolean {
+  for (let i = 0; i < expected.length; i++) if (bytes[at + i] !== expected[i]) return false;
+  return true;
+}

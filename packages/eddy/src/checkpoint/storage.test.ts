@@ -1,0 +1,193 @@
+import { test, type TestContext } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtemp, readFile, readdir, rm, truncate, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { EddyError } from "../core/errors.ts";
+import { encodeSnapshotFile } from "./snapshot-file.ts";
+import { LocalCheckpointStorage, findLatestRestorable, retain, type FileRef } from "./storage.ts";
+
+interface TestManifest {
+  readonly generation: number;
+  readonly files: FileRef[];
+}
+
+const verifyFiles = (manifest: unknown): FileRef[] => (manifest as TestManifest).files;
+
+async function tempStorage(t: TestContext): Promise<{ root: string; storage: LocalCheckpointStorage }> {
+  const root = await mkdtemp(join(tmpdir(), "eddy-chk-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  return { root, storage: new LocalCheckpointStorage({ rootDir: root, jobId: "job-1" }) };
+}
+
+/** Writes one file per entry, then commits a manifest listing them. */
+async function complete(storage: LocalCheckpointStorage, id: number, files: Record<string, Uint8Array> = { "op-1-0.snap": snapshot(id) }): Promise<TestManifest> {
+  const refs: FileRef[] = [];
+  for (const [name, bytes] of Object.entries(files)) refs.push(await storage.writeFile(id, name, bytes));
+  const manifest = { generation: 1, files: refs };
+  await storage.commitManifest(id, manifest);
+  return manifest;
+}
+
+const snapshot = (id: number): Uint8Array => encodeSnapshotFile("task-snapshot", { id }, [{ name: "keyed", keyGroup: 0, bytes: Uint8Array.of(id, 1, 2) }]);
+
+function hasCode(code: string, message?: RegExp): (e: unknown) => boolean {
+  return (e) => e instanceof EddyError && e.code === code && (message === undefined || message.test(e.message));
+}
+
+test("round-trips files and the manifest; the directory holds only them", async (t) => {
+  const { root, storage } = await tempStorage(t);
+  const files = { "op-1-0.snap": snapshot(1), "op-2-1.snap": Uint8Array.of() };
+  const manifest = await complete(storage, 1, files);
+  assert.equal(storage.checkpointDir(1), join(root, "job-1", "chk-1"));
+  assert.deepEqual((await readdir(storage.checkpointDir(1))).sort(), ["_manifest", "op-1-0.snap", "op-2-1.snap"]);
+  assert.deepEqual(await storage.listCheckpoints(), [1]);
+  assert.equal(await storage.hasManifest(1), true);
+  assert.deepEqual(await storage.readManifest(1), manifest);
+  for (const ref of manifest.files) assert.deepEqual(await storage.readFile(1, ref), files[ref.name as keyof typeof files]);
+  assert.deepEqual(await findLatestRestorable(storage, { verifyFiles }), { checkpointId: 1, manifest });
+});
+
+test("lists checkpoint directories ascending, complete or not, and nothing else", async (t) => {
+  const { storage } = await tempStorage(t);
+  assert.deepEqual(await storage.listCheckpoints(), [], "no job directory yet");
+  await complete(storage, 10);
+  await storage.writeFile(2, "a", Uint8Array.of(1));
+  await complete(storage, 9);
+  await writeFile(join(storage.checkpointDir(10), "..", "chk-11"), "a file, not a directory");
+  await writeFile(join(storage.checkpointDir(10), "..", "notes.txt"), "");
+  assert.deepEqual(await storage.listCheckpoints(), [2, 9, 10]);
+  assert.equal(await storage.hasManifest(2), false);
+});
+
+test("a checkpoint whose manifest never got its final name does not exist", async (t) => {
+  const { storage } = await tempStorage(t);
+  const first = await complete(storage, 1);
+  // Crash after writing the manifest's temp file, before the link to `_manifest`.
+  const ref = await storage.writeFile(2, "op-1-0.snap", snapshot(2));
+  await writeFile(join(storage.checkpointDir(2), "_manifest.tmp"), encodeSnapshotFile("manifest", { generation: 1, files: [ref] }, []));
+  assert.deepEqual(await storage.listCheckpoints(), [1, 2]);
+  assert.equal(await storage.hasManifest(2), false);
+  await assert.rejects(storage.readManifest(2), hasCode("CHECKPOINT_MISSING", /checkpoint 2 has no manifest/));
+  const log: string[] = [];
+  assert.deepEqual(await findLatestRestorable(storage, { verifyFiles, log: (m) => log.push(m) }), { checkpointId: 1, manifest: first });
+  assert.match(log.join("\n"), /skipping checkpoint 2: checkpoint 2 has no manifest/);
+});
+
+test("the manifest is exclusive: a second commit is refused and changes nothing", async (t) => {
+  const { storage } = await tempStorage(t);
+  const manifest = await complete(storage, 3);
+  await assert.rejects(storage.commitManifest(3, { generation: 0, files: [] }), hasCode("CHECKPOINT_ALREADY_COMMITTED"));
+  await assert.rejects(storage.writeFile(3, "late.snap", Uint8Array.of(1)), hasCode("CHECKPOINT_ALREADY_COMMITTED"));
+  assert.deepEqual(await storage.readManifest(3), manifest);
+  assert.deepEqual((await readdir(storage.checkpointDir(3))).sort(), ["_manifest", "op-1-0.snap"], "no temp file left behind");
+});
+
+test("concurrent commits of one checkpoint: exactly one wins", async (t) => {
+  const { storage } = await tempStorage(t);
+  const results = await Promise.allSettled([1, 2, 3, 4].map((generation) => storage.commitManifest(5, { generation, files: [] })));
+  const won = results.flatMap((r, i) => (r.status === "fulfilled" ? [i + 1] : []));
+  assert.equal(won.length, 1);
+  assert.deepEqual(await storage.readManifest(5), { generation: won[0], files: [] });
+});
+
+test("readFile tells a missing, a truncated and a corrupt file apart", async (t) => {
+  const { storage } = await tempStorage(t);
+  const ref = await storage.writeFile(1, "op.snap", snapshot(1));
+  const path = join(storage.checkpointDir(1), "op.snap");
+  await assert.rejects(storage.readFile(1, { ...ref, size: ref.size + 1 }), hasCode("CHECKPOINT_CORRUPT", /'.*op\.snap' is truncated: \d+ bytes, the manifest lists \d+/));
+  await assert.rejects(storage.readFile(1, { ...ref, size: ref.size - 1 }), hasCode("CHECKPOINT_CORRUPT", /is too long/));
+  await assert.rejects(storage.readFile(1, { ...ref, crc32: ref.crc32 ^ 1 }), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: stored 0x/));
+  await rm(path);
+  await assert.rejects(storage.readFile(1, ref), hasCode("CHECKPOINT_MISSING", /'.*op\.snap' is missing/));
+  await assert.rejects(storage.readManifest(1), hasCode("CHECKPOINT_MISSING"));
+});
+
+const damages: [string, (path: string) => Promise<void>, RegExp][] = [
+  ["a flipped bit", flipBit, /checksum mismatch/],
+  ["a truncated file", (path) => truncate(path, 10), /is truncated/],
+  ["a missing file", (path) => rm(path), /is missing/],
+];
+
+for (const [what, damage, reason] of damages) {
+  test(`restore falls back to the previous checkpoint past ${what}, and says which file`, async (t) => {
+    const { storage } = await tempStorage(t);
+    await complete(storage, 1);
+    const previous = await complete(storage, 2);
+    await complete(storage, 3, { "op-1-0.snap": snapshot(3), "op-2-0.snap": snapshot(30) });
+    await storage.writeFile(4, "op-1-0.snap", snapshot(4)); // in progress: no manifest
+    await damage(join(storage.checkpointDir(3), "op-2-0.snap"));
+    const log: string[] = [];
+    const found = await findLatestRestorable(storage, { verifyFiles, log: (m) => log.push(m) });
+    assert.deepEqual(found, { checkpointId: 2, manifest: previous });
+    assert.equal(log.length, 2);
+    assert.match(log[0]!, /skipping checkpoint 4: .*no manifest/);
+    assert.match(log[1]!, /skipping checkpoint 3: .*chk-3\/op-2-0\.snap'/);
+    assert.match(log[1]!, reason);
+  });
+}
+
+test("restore skips a checkpoint whose manifest is corrupt, and finds none when all are", async (t) => {
+  const { storage } = await tempStorage(t);
+  await complete(storage, 1);
+  await complete(storage, 2);
+  await flipBit(join(storage.checkpointDir(2), "_manifest"));
+  const log: string[] = [];
+  assert.equal((await findLatestRestorable(storage, { verifyFiles, log: (m) => log.push(m) }))?.checkpointId, 1);
+  assert.match(log[0]!, /skipping checkpoint 2: checkpoint file '.*chk-2\/_manifest' checksum mismatch/);
+  await truncate(join(storage.checkpointDir(1), "_manifest"), 3);
+  assert.equal(await findLatestRestorable(storage, { verifyFiles }), undefined);
+});
+
+test("retain keeps the newest complete checkpoints and what may still be in progress", async (t) => {
+  const { storage } = await tempStorage(t);
+  for (const id of [1, 2, 4, 5, 6]) await complete(storage, id);
+  await storage.writeFile(3, "x", Uint8Array.of(1)); // incomplete, older than 6
+  await storage.writeFile(7, "x", Uint8Array.of(1)); // in progress, newer than 6
+  assert.deepEqual(await retain(storage, 6, 2), [1, 2, 3, 4]);
+  assert.deepEqual(await storage.listCheckpoints(), [5, 6, 7]);
+  assert.deepEqual(await retain(storage, 6, 2), [], "idempotent");
+  assert.deepEqual(await retain(storage, 6, 1), [5]);
+  assert.deepEqual(await storage.listCheckpoints(), [6, 7]);
+});
+
+test("retain refuses to run around an incomplete checkpoint or to keep none", async (t) => {
+  const { storage } = await tempStorage(t);
+  await complete(storage, 1);
+  await storage.writeFile(2, "x", Uint8Array.of(1));
+  await assert.rejects(retain(storage, 2, 3), hasCode("CHECKPOINT_NOT_COMPLETE"));
+  await assert.rejects(retain(storage, 1, 0), hasCode("INVALID_RETAINED_CHECKPOINTS"));
+  assert.deepEqual(await storage.listCheckpoints(), [1, 2]);
+});
+
+test("discard deletes one checkpoint's directory and nothing else", async (t) => {
+  const { storage } = await tempStorage(t);
+  await complete(storage, 1);
+  await complete(storage, 2);
+  await storage.discard(1);
+  await storage.discard(1);
+  assert.deepEqual(await storage.listCheckpoints(), [2]);
+  assert.equal((await findLatestRestorable(storage, { verifyFiles }))?.checkpointId, 2);
+});
+
+test("refuses file names and job ids that are not one plain path segment", async (t) => {
+  const { root, storage } = await tempStorage(t);
+  const bad = ["", ".", "..", "../x", "a/b", "a\\b", "_manifest", "_manifest.tmp", ".hidden", "-x", "a b", "x\0", "a".repeat(129), "é"];
+  for (const name of bad) {
+    await assert.rejects(storage.writeFile(1, name, Uint8Array.of()), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
+    await assert.rejects(storage.readFile(1, { name, size: 0, crc32: 0 }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
+    assert.throws(() => new LocalCheckpointStorage({ rootDir: root, jobId: name }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
+  }
+  for (const id of [-1, 1.5, Number.NaN, 2 ** 53]) {
+    await assert.rejects(storage.writeFile(id, "a", Uint8Array.of()), hasCode("INVALID_CHECKPOINT_ID"));
+  }
+  await storage.writeFile(1, "a".repeat(128), Uint8Array.of());
+  await storage.writeFile(1, "Op_1-0.part.snap", Uint8Array.of());
+  assert.deepEqual(await readdir(root), ["job-1"], "nothing written outside the job directory");
+});
+
+async function flipBit(path: string): Promise<void> {
+  const bytes = await readFile(path);
+  bytes[bytes.length >> 1]! ^= 0x04;
+  await writeFile(path, bytes);
+}

@@ -1,0 +1,291 @@
+/**
+ * Checkpoint storage: where the durable bytes of checkpoints live (DESIGN §7), apart from the
+ * state backends that hold working state. Protocol: docs/design/checkpoint-files.md.
+ *
+ * Layout: `<rootDir>/<jobId>/chk-<n>/` holds one file per task snapshot and `_manifest`, written
+ * last and atomically. A checkpoint without a valid manifest does not exist.
+ */
+import { randomUUID } from "node:crypto";
+import { link, mkdir, open, readFile, readdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { crc32 } from "node:zlib";
+import { EddyError } from "../core/errors.ts";
+import { SnapshotFile, checkpointCorrupt, encodeSnapshotFile, hex32 } from "./snapshot-file.ts";
+
+/** Default `rootDir`, relative to the working directory; the caller resolves it. */
+export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
+
+/** A file of a checkpoint as the manifest lists it. */
+export interface FileRef {
+  readonly name: string;
+  /** Bytes. */
+  readonly size: number;
+  /** CRC-32 (zlib) of the whole file. */
+  readonly crc32: number;
+}
+
+/**
+ * Durable bytes of one job's checkpoints. Checkpoint ids are non-negative safe integers; file
+ * names match `FILE_NAME` (never a path). Reads verify and throw `CHECKPOINT_MISSING` or
+ * `CHECKPOINT_CORRUPT` rather than return wrong bytes. Calls for different checkpoints may run
+ * concurrently; `commitManifest` is exclusive even across processes.
+ */
+export interface CheckpointStorage {
+  /** Stores a file of a not yet committed checkpoint, replacing one of the same name. */
+  writeFile(checkpointId: number, fileName: string, bytes: Uint8Array): Promise<FileRef>;
+  /**
+   * Makes the checkpoint exist, atomically, after all its files are written. Refuses with
+   * `CHECKPOINT_ALREADY_COMMITTED` if it has a manifest already (a stale coordinator lost).
+   */
+  commitManifest(checkpointId: number, manifest: unknown): Promise<void>;
+  /** The manifest as committed; `CHECKPOINT_MISSING` when the checkpoint has none. */
+  readManifest(checkpointId: number): Promise<unknown>;
+  /** The file's bytes, verified against the ref's size and CRC. */
+  readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array>;
+  /** Ids of every checkpoint that has a directory, complete or not, ascending. */
+  listCheckpoints(): Promise<number[]>;
+  hasManifest(checkpointId: number): Promise<boolean>;
+  /** Deletes the checkpoint, manifest first, so a half-deleted one never looks complete. Idempotent. */
+  discard(checkpointId: number): Promise<void>;
+  /** Where the checkpoint lives, for messages. */
+  checkpointDir(checkpointId: number): string;
+}
+
+/** Names of job ids and checkpoint files: one path segment, never hidden, never a path. */
+export const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const MANIFEST = "_manifest";
+const MANIFEST_KIND = "manifest";
+const CHECKPOINT_DIR = /^chk-(0|[1-9][0-9]*)$/;
+
+export interface LocalCheckpointStorageOptions {
+  readonly rootDir: string;
+  readonly jobId: string;
+}
+
+/** Checkpoint storage on a local (or mounted shared) file system. */
+export class LocalCheckpointStorage implements CheckpointStorage {
+  readonly #jobDir: string;
+
+  constructor({ rootDir, jobId }: LocalCheckpointStorageOptions) {
+    checkName(jobId, "job id", "config");
+    this.#jobDir = join(rootDir, jobId);
+  }
+
+  checkpointDir(checkpointId: number): string {
+    if (!(Number.isSafeInteger(checkpointId) && checkpointId >= 0)) {
+      throw new EddyError("INVALID_CHECKPOINT_ID", `invalid checkpoint id ${checkpointId}`, { domain: "internal" });
+    }
+    return join(this.#jobDir, `chk-${checkpointId}`);
+  }
+
+  async writeFile(checkpointId: number, fileName: string, bytes: Uint8Array): Promise<FileRef> {
+    checkName(fileName, "checkpoint file name", "internal");
+    const dir = this.checkpointDir(checkpointId);
+    // Best effort against a late writer: readFile's CRC check catches one that slips past.
+    if (await this.hasManifest(checkpointId)) {
+      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `cannot write '${fileName}': checkpoint ${checkpointId} is already complete`, {
+        domain: "internal",
+      });
+    }
+    await mkdir(dir, { recursive: true });
+    const tmp = join(dir, tempName(fileName));
+    try {
+      await writeDurably(tmp, bytes);
+      await rename(tmp, join(dir, fileName));
+    } catch (e) {
+      await rm(tmp, { force: true });
+      throw e;
+    }
+    // The directory entry becomes durable with commitManifest's directory fsync.
+    return { name: fileName, size: bytes.length, crc32: crc32(bytes) };
+  }
+
+  async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
+    const dir = this.checkpointDir(checkpointId);
+    const bytes = encodeSnapshotFile(MANIFEST_KIND, manifest, []);
+    await mkdir(dir, { recursive: true });
+    // A unique temp name, so two coordinators never write into one temp file; link() instead of
+    // rename() because link fails on an existing `_manifest` where rename would replace it.
+    const tmp = join(dir, tempName(MANIFEST));
+    try {
+      await writeDurably(tmp, bytes);
+      await link(tmp, join(dir, MANIFEST));
+    } catch (e) {
+      if (errorCode(e) !== "EEXIST") throw e;
+      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `checkpoint ${checkpointId} already has a manifest in '${dir}'; not overwriting it`, {
+        domain: "internal",
+        retryable: false,
+      });
+    } finally {
+      await rm(tmp, { force: true });
+    }
+    // Makes the manifest's entry durable, and with it the renames of the files written before.
+    await syncDirectory(dir);
+    await syncDirectory(this.#jobDir);
+  }
+
+  async readManifest(checkpointId: number): Promise<unknown> {
+    const path = join(this.checkpointDir(checkpointId), MANIFEST);
+    const bytes = await readExisting(path, `checkpoint ${checkpointId} has no manifest ('${path}')`);
+    return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
+  }
+
+  async readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array> {
+    checkName(ref.name, "checkpoint file name", "internal");
+    const path = join(this.checkpointDir(checkpointId), ref.name);
+    const bytes = await readExisting(path, `checkpoint file '${path}' is missing`);
+    if (bytes.length !== ref.size) {
+      const fault = bytes.length < ref.size ? "is truncated" : "is too long";
+      throw checkpointCorrupt(`checkpoint file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
+    }
+    const computed = crc32(bytes);
+    if (computed !== ref.crc32) {
+      throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: stored ${hex32(ref.crc32)}, computed ${hex32(computed)}`);
+    }
+    return bytes;
+  }
+
+  async listCheckpoints(): Promise<number[]> {
+    let entries;
+    try {
+      entries = await readdir(this.#jobDir, { withFileTypes: true });
+    } catch (e) {
+      if (errorCode(e) === "ENOENT") return [];
+      throw e;
+    }
+    const ids: number[] = [];
+    for (const entry of entries) {
+      const m = CHECKPOINT_DIR.exec(entry.name);
+      if (m !== null && entry.isDirectory()) ids.push(Number(m[1]));
+    }
+    return ids.filter(Number.isSafeInteger).sort((a, b) => a - b);
+  }
+
+  async hasManifest(checkpointId: number): Promise<boolean> {
+    try {
+      await stat(join(this.checkpointDir(checkpointId), MANIFEST));
+      return true;
+    } catch (e) {
+      if (errorCode(e) === "ENOENT") return false;
+      throw e;
+    }
+  }
+
+  async discard(checkpointId: number): Promise<void> {
+    const dir = this.checkpointDir(checkpointId);
+    await rm(join(dir, MANIFEST), { force: true });
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+export interface FindRestorableOptions {
+  /** The files a manifest lists; each is read and checked before the checkpoint is chosen. */
+  readonly verifyFiles: (manifest: unknown) => readonly FileRef[];
+  readonly log?: (message: string) => void;
+}
+
+export interface RestorableCheckpoint {
+  readonly checkpointId: number;
+  readonly manifest: unknown;
+}
+
+/**
+ * The newest checkpoint whose manifest and files all verify, or undefined. Incomplete, missing
+ * or corrupt checkpoints are skipped with a log line naming the file and the fault; any other
+ * failure (an I/O error, say) is thrown, so a passing fault never rolls a job back further than
+ * it must go.
+ */
+export async function findLatestRestorable(storage: CheckpointStorage, options: FindRestorableOptions): Promise<RestorableCheckpoint | undefined> {
+  const ids = await storage.listCheckpoints();
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const checkpointId = ids[i]!;
+    try {
+      const manifest = await storage.readManifest(checkpointId);
+      for (const ref of options.verifyFiles(manifest)) await storage.readFile(checkpointId, ref);
+      return { checkpointId, manifest };
+    } catch (e) {
+      if (!(e instanceof EddyError && (e.code === "CHECKPOINT_MISSING" || e.code === "CHECKPOINT_CORRUPT"))) throw e;
+      options.log?.(`skipping checkpoint ${checkpointId}: ${e.message}`);
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Deletes what is no longer needed once `completedId` is complete: complete checkpoints older
+ * than the newest `retained` complete ones, and incomplete ones older than `completedId`.
+ * Never touches `completedId` or anything newer (those may be in progress). Returns the
+ * discarded ids, ascending.
+ */
+export async function retain(storage: CheckpointStorage, completedId: number, retained: number): Promise<number[]> {
+  if (!(Number.isSafeInteger(retained) && retained >= 1)) {
+    throw new EddyError("INVALID_RETAINED_CHECKPOINTS", `retained checkpoints must be an integer ≥ 1, got ${retained}`, { domain: "config" });
+  }
+  if (!(await storage.hasManifest(completedId))) {
+    throw new EddyError("CHECKPOINT_NOT_COMPLETE", `cannot retain around checkpoint ${completedId}: it is not complete`, { domain: "internal" });
+  }
+  const ids = await storage.listCheckpoints();
+  const discarded: number[] = [];
+  let newerComplete = 0;
+  for (let i = ids.length - 1; i >= 0; i--) {
+    const id = ids[i]!;
+    const complete = await storage.hasManifest(id);
+    if (id >= completedId) {
+      if (complete) newerComplete++;
+      continue;
+    }
+    if (complete && newerComplete < retained) {
+      newerComplete++;
+      continue;
+    }
+    await storage.discard(id);
+    discarded.push(id);
+  }
+  return discarded.reverse();
+}
+
+function checkName(name: string, what: string, domain: "config" | "internal"): void {
+  if (!FILE_NAME.test(name)) {
+    throw new EddyError("INVALID_CHECKPOINT_NAME", `invalid ${what} ${JSON.stringify(name)}: must match ${FILE_NAME.source}`, { domain });
+  }
+}
+
+/** Starts with "_", so it can never be a valid file name, and is unique per write. */
+function tempName(fileName: string): string {
+  return `_${fileName}.${randomUUID()}.tmp`;
+}
+
+async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
+  const handle = await open(path, "wx");
+  try {
+    await handle.writeFile(bytes);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Makes the directory's entries durable; Windows cannot open a directory, and needs none. */
+async function syncDirectory(dir: string): Promise<void> {
+  if (process.platform === "win32") return;
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function readExisting(path: string, missing: string): Promise<Uint8Array> {
+  try {
+    const buffer = await readFile(path);
+    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") throw new EddyError("CHECKPOINT_MISSING", missing, { domain: "external", retryable: false });
+    throw e;
+  }
+}
+
+function errorCode(e: unknown): unknown {
+  return (e as { code?: unknown } | null)?.code;
+}
