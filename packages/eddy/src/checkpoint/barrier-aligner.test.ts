@@ -305,7 +305,7 @@ for (const mode of ["exactly-once", "at-least-once"] as const) {
 for (const mode of ["exactly-once", "at-least-once"] as const) {
   test(`${mode}: agrees with the reference on random runs with up to 8 channels and 12 checkpoints`, () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.nat(), { maxLength: 120 }), (channels, maxId, choices) => {
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 12 }), fc.array(fc.nat(), { maxLength: 120, size: "max" }), (channels, maxId, choices) => {
         const a = new BarrierAligner(channels, mode);
         let s = initialRef(channels);
         const path: Event[] = [];

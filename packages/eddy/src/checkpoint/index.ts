@@ -16,3 +16,14 @@
 
 export { BarrierAligner, NO_ALIGNER_ACTION } from "./barrier-aligner.ts";
 export type { AlignerResult, CheckpointingMode } from "./barrier-aligner.ts";
+export { CHECKPOINT_CONFIG_DEFAULTS, resolveCheckpointConfig } from "./checkpoint-config.ts";
+export type { CheckpointConfig, CheckpointConfigInput } from "./checkpoint-config.ts";
+export { CheckpointCoordinator, STATS_HISTORY } from "./coordinator.ts";
+export type {
+  CheckpointStats,
+  CheckpointStatus,
+  CoordinatorCommand,
+  CoordinatorOptions,
+  TaskAck,
+  TriggerOutcome,
+} from "./coordinator.ts";
