@@ -277,7 +277,7 @@ function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Jo
     clock: new ManualClock(0),
     logger: silentLogger,
     postMail: () => assert.fail("an interval join uses no processing-time timers"),
-    job: { jobName: "driver", collect() {}, writeStdout() {} },
+    job: { jobName: "driver", collect() {}, commitOnce() {}, writeStdout() {} },
     autoWatermarkIntervalMs: 200,
     counter: (name) => counters.counter("IntervalJoin", name),
   };

@@ -1,4 +1,6 @@
 /** The job's entry point: sources and job-wide settings (Flink's StreamExecutionEnvironment). */
+import { resolveCheckpointConfig, type CheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
+import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { collectionSource, sequenceSource } from "../connector/collection-source.ts";
 import type { Source } from "../connector/source.ts";
 import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
@@ -15,6 +17,8 @@ export class StreamExecutionEnvironment {
   #parallelism: number | undefined;
   #maxParallelism: number | undefined;
   #autoWatermarkIntervalMs = DEFAULT_AUTO_WATERMARK_INTERVAL_MS;
+  #checkpointing: CheckpointConfig | undefined;
+  #restartStrategy: RestartStrategyConfig | undefined;
 
   /** Elements of a finite list, in order (one non-parallel source). */
   fromElements<T>(...values: T[]): DataStream<T> {
@@ -71,6 +75,32 @@ export class StreamExecutionEnvironment {
 
   getAutoWatermarkInterval(): number {
     return this.#autoWatermarkIntervalMs;
+  }
+
+  /**
+   * Takes a consistent snapshot of the job's state every `intervalMs` (DESIGN §7), from which
+   * it recovers after a failure. Options: mode ("exactly-once" default, or "at-least-once"),
+   * timeoutMs, minPauseMs, maxConcurrent, tolerableFailures, retained. A run's own options
+   * (`eddy run --checkpoint-interval`, RunOptions.checkpointing) override these.
+   */
+  enableCheckpointing(intervalMs: number, options: Omit<CheckpointConfigInput, "intervalMs"> = {}): this {
+    this.#checkpointing = resolveCheckpointConfig({ ...options, intervalMs });
+    return this;
+  }
+
+  getCheckpointConfig(): CheckpointConfig | undefined {
+    return this.#checkpointing;
+  }
+
+  /** What happens after a failure (default with checkpointing: fixed-delay, 3 attempts, 1 s). */
+  setRestartStrategy(strategy: RestartStrategyConfig): this {
+    createRestartStrategy(strategy); // validates
+    this.#restartStrategy = strategy;
+    return this;
+  }
+
+  getRestartStrategy(): RestartStrategyConfig | undefined {
+    return this.#restartStrategy;
   }
 
   /** @internal read by the executor after the job function has run. */

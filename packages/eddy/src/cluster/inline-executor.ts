@@ -9,7 +9,9 @@ import type { SplitEnumerator } from "../connector/source.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
 import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { TaskExecutor, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+import { restoreEnumerator, type SplitEnumeratorContext } from "../connector/source.ts";
+import type { CheckpointTargets } from "./checkpoint-runner.ts";
+import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
 
 export interface JobResult {
   readonly jobName: string;
@@ -29,6 +31,8 @@ export interface JobResult {
 export interface InlineOptions extends ExecutorOptions {
   /** Credit per channel, in records. */
   readonly channelCapacityRecords: number;
+  /** Checkpointing: how tasks take part, and the enumerator state to restore (by source operator id). */
+  readonly checkpoints?: { readonly participation: CheckpointParticipation; readonly enumeratorState: ((operatorId: string) => unknown) | undefined } | undefined;
 }
 
 /** Creates one source enumerator per source operator and connects it to that source's readers. */
@@ -36,9 +40,19 @@ export class LocalSplitCoordination implements SplitCoordination {
   readonly #readers = new Map<PlanNode, Map<number, ReaderHandle>>();
   readonly #enumerators = new Map<PlanNode, SplitEnumerator<unknown>>();
   readonly #logger: Logger;
+  /** Restored enumerator state by source operator id; undefined: a fresh start. */
+  readonly #restored: ((operatorId: string) => unknown) | undefined;
 
-  constructor(logger: Logger) {
+  constructor(logger: Logger, restored?: (operatorId: string) => unknown) {
     this.#logger = logger;
+    this.#restored = restored;
+  }
+
+  /** Split enumerator state per source operator id, for a checkpoint (see restoreEnumerator). */
+  snapshotEnumerators(checkpointId: number): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [node, enumerator] of this.#enumerators) out[node.operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];
+    return out;
   }
 
   registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void {
@@ -61,11 +75,13 @@ export class LocalSplitCoordination implements SplitCoordination {
         if (handle === undefined) throw new RangeError(`source '${node.name}' has no subtask ${subtask}`);
         return handle;
       };
-      const enumerator = t.source.createEnumerator({
+      const context = {
         parallelism: node.parallelism,
-        assignSplits: (subtask, splits) => reader(subtask).addSplits(splits),
-        signalNoMoreSplits: (subtask) => reader(subtask).notifyNoMoreSplits(),
-      });
+        assignSplits: (subtask: number, splits: readonly unknown[]) => reader(subtask).addSplits(splits),
+        signalNoMoreSplits: (subtask: number) => reader(subtask).notifyNoMoreSplits(),
+      };
+      const enumerator =
+        this.#restored === undefined ? t.source.createEnumerator(context) : restoreEnumerator(t.source, context, this.#restored(node.operatorId));
       this.#enumerators.set(node, enumerator);
       enumerator.start?.();
       for (let i = 0; i < node.parallelism; i++) enumerator.addReader(i);
@@ -84,13 +100,15 @@ export class LocalSplitCoordination implements SplitCoordination {
 }
 
 class InlineDeployment implements Deployment {
-  readonly splits: SplitCoordination;
+  readonly splits: LocalSplitCoordination;
+  readonly checkpoints: CheckpointParticipation | undefined;
   readonly #channels = new Map<PlanEdge, LocalChannel[][]>();
   readonly #capacity: number;
 
-  constructor(capacityRecords: number, logger: Logger) {
+  constructor(capacityRecords: number, logger: Logger, checkpoints: InlineOptions["checkpoints"]) {
     this.#capacity = capacityRecords;
-    this.splits = new LocalSplitCoordination(logger);
+    this.splits = new LocalSplitCoordination(logger, checkpoints?.enumeratorState);
+    this.checkpoints = checkpoints?.participation;
   }
 
   owns(): boolean {
@@ -123,10 +141,12 @@ class InlineDeployment implements Deployment {
 export class InlineExecution {
   readonly done: Promise<JobResult>;
   readonly #executor: TaskExecutor;
+  readonly #deployment: InlineDeployment;
 
   constructor(plan: Plan, options: InlineOptions) {
     const startedAtMs = options.clock.now();
-    this.#executor = new TaskExecutor(plan, new InlineDeployment(options.channelCapacityRecords, options.logger), options);
+    this.#deployment = new InlineDeployment(options.channelCapacityRecords, options.logger, options.checkpoints);
+    this.#executor = new TaskExecutor(plan, this.#deployment, options);
     this.done = this.#executor.done.then((r) => ({
       jobName: plan.jobName,
       durationMs: options.clock.now() - startedAtMs,
@@ -142,6 +162,22 @@ export class InlineExecution {
 
   cancel(): void {
     this.#executor.cancel();
+  }
+
+  /** Fails the job from outside (e.g. too many failed checkpoints). */
+  fail(cause: unknown): void {
+    this.#executor.fail(cause);
+  }
+
+  /** Where the checkpoint runner's commands go. */
+  checkpointTargets(): CheckpointTargets {
+    const executor = this.#executor;
+    return {
+      trigger: (barrier) => executor.triggerCheckpoint(barrier),
+      notifyComplete: (id) => executor.notifyCheckpointComplete(id),
+      abort: (id) => executor.abortCheckpoint(id),
+      snapshotEnumerators: (id) => this.#deployment.splits.snapshotEnumerators(id),
+    };
   }
 
   whenIdle(): Promise<void> {

@@ -15,7 +15,15 @@ import { resolveJob } from "../api/define-job.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { InlineExecution, type JobResult } from "./inline-executor.ts";
+import { InlineExecution, type InlineOptions, type JobResult } from "./inline-executor.ts";
+import { resolve as resolvePath, basename, dirname } from "node:path";
+import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
+import type { CheckpointStats } from "../checkpoint/coordinator.ts";
+import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
+import { DEFAULT_CHECKPOINT_ROOT_DIR, findLatestRestorable, LocalCheckpointStorage } from "../checkpoint/storage.ts";
+import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
+import { CheckpointRunner } from "./checkpoint-runner.ts";
+import { taskIdOf } from "./task-executor.ts";
 import { locateJob, planJob, type JobRef } from "./job-ref.ts";
 import type { Placement } from "./thread-protocol.ts";
 import { ThreadedExecution } from "./threaded-execution.ts";
@@ -49,6 +57,16 @@ export interface RunOptions {
   readonly metricsIntervalMs?: number;
   /** Heap limit per worker thread in MB (default: Node's). */
   readonly maxWorkerHeapMb?: number;
+  /** Checkpointing for this run; overrides the job's `env.enableCheckpointing` (false: off). */
+  readonly checkpointing?: CheckpointConfigInput | false;
+  /** Root directory of checkpoints (default ./.eddy/checkpoints); a job's are under `<dir>/<jobId>/`. */
+  readonly checkpointDir?: string;
+  /** The job's id: its checkpoint directory name (default: the job name, made file-safe). */
+  readonly jobId?: string;
+  /** Overrides the job's restart strategy (default with checkpointing: fixed-delay, 3 attempts, 1 s). */
+  readonly restartStrategy?: RestartStrategyConfig;
+  /** Resume from a checkpoint directory (`<root>/<jobId>/chk-<n>`) instead of starting empty. */
+  readonly fromCheckpoint?: string;
 }
 
 export interface JobExecution {
@@ -66,6 +84,12 @@ export interface JobExecution {
   readonly sourceRecords: number;
   /** Per-subtask counters: records and bytes in/out, time backpressured, watermark. */
   metrics(): SubtaskMetrics[];
+  /** Statistics of recent checkpoints of the current run (empty without checkpointing). */
+  checkpoints(): CheckpointStats[];
+  /** Times the job restarted after a failure. */
+  readonly restarts: number;
+  /** Per restart, the checkpoint id it restored from (null: none was complete; started over). */
+  readonly restoredFrom: readonly (number | null)[];
   cancel(): void;
 }
 
@@ -74,6 +98,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const logger = options.logger ?? silentLogger;
   const { env, plan } = planJob(job, options, logger);
   const results = new Map<string, unknown[]>();
+  const committed = new Map<string, Set<string>>();
   const stdout = options.stdout ?? ((line: string) => void process.stdout.write(line + "\n"));
   const services: JobServices = {
     jobName: job.name,
@@ -82,16 +107,33 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       if (list === undefined) results.set(name, (list = []));
       list.push(value);
     },
+    commitOnce(name, txnId, values) {
+      let done = committed.get(name);
+      if (done === undefined) committed.set(name, (done = new Set()));
+      if (done.has(txnId)) return;
+      done.add(txnId);
+      for (const v of values) services.collect(name, v);
+    },
     writeStdout: stdout,
   };
   const largest = Math.max(1, ...plan.chains.map((c) => c.parallelism));
 
   let execution: InlineExecution | ThreadedExecution | undefined;
   let cancelled = false;
+  const checkpointConfig =
+    options.checkpointing === false
+      ? undefined
+      : options.checkpointing !== undefined
+        ? resolveCheckpointConfig(options.checkpointing)
+        : env.getCheckpointConfig();
+  let runner: CheckpointRunner | undefined;
+  let restarts = 0;
+  const restoredFrom: (number | null)[] = [];
 
-  const runInline = (): InlineExecution => {
+  const runInline = (checkpoints?: InlineOptions["checkpoints"]): InlineExecution => {
     const batchRecords = options.batchRecords ?? 512;
     return new InlineExecution(plan, {
+      checkpoints,
       clock: options.clock ?? new SystemClock(),
       logger,
       services,
@@ -134,7 +176,93 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   if (options.mode === "threads" && options.clock !== undefined) {
     throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
   }
-  if (wantsInline) {
+  if (checkpointConfig !== undefined) {
+    // Checkpointing runs every subtask inline for now; threaded checkpointing is not wired yet.
+    if (!wantsInline) logger.info("running inline", { job: job.name, reason: "checkpointing runs in inline mode in this version" });
+    const storage = new LocalCheckpointStorage({
+      rootDir: resolvePath(options.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
+      jobId: options.jobId ?? fileSafe(job.name),
+    });
+    const strategy = createRestartStrategy(
+      options.restartStrategy ?? env.getRestartStrategy() ?? { type: "fixed-delay", attempts: 3, delayMs: 1_000 },
+    );
+    const attempt = async (restore: CheckpointRestore | undefined, firstCheckpointId: number): Promise<JobResult> => {
+      let inline!: InlineExecution;
+      const active = new CheckpointRunner({
+        config: checkpointConfig,
+        storage,
+        plan,
+        jobId: options.jobId ?? fileSafe(job.name),
+        taskIds: plan.chains.flatMap((c) => Array.from({ length: c.parallelism }, (_, s) => taskIdOf(c, s))),
+        firstCheckpointId,
+        logger,
+        targets: {
+          trigger: (b) => inline.checkpointTargets().trigger(b),
+          notifyComplete: (id) => inline.checkpointTargets().notifyComplete(id),
+          abort: (id) => inline.checkpointTargets().abort(id),
+          snapshotEnumerators: (id) => inline.checkpointTargets().snapshotEnumerators(id),
+        },
+        onFailJob: (e) => inline.fail(e),
+      });
+      runner = active;
+      inline = runInline({
+        participation: {
+          mode: checkpointConfig.mode,
+          storage,
+          restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
+          acknowledge: (taskId, id, ack) => active.acknowledge(taskId, id, ack),
+          decline: (taskId, id, reason) => active.decline(taskId, id, reason),
+        },
+        enumeratorState: restore === undefined ? undefined : (operatorId) => restore.enumeratorState(operatorId),
+      });
+      execution = inline;
+      if (cancelled) inline.cancel();
+      active.start();
+      try {
+        return await inline.done;
+      } finally {
+        active.stop();
+      }
+    };
+    const latest = async (): Promise<CheckpointRestore | undefined> => {
+      const found = await findLatestRestorable(storage, {
+        verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
+        log: (message) => logger.warn(message),
+      });
+      if (found === undefined) return undefined;
+      return CheckpointRestore.load(storage, asManifest(found.manifest, storage.checkpointDir(found.checkpointId)), plan, () => true);
+    };
+    const nextId = async (): Promise<number> => Math.max(0, ...(await storage.listCheckpoints())) + 1;
+    const recover = async (): Promise<JobResult> => {
+      let restore = options.fromCheckpoint === undefined ? undefined : await loadCheckpointDir(options.fromCheckpoint, plan);
+      for (;;) {
+        try {
+          return await attempt(restore, await nextId());
+        } catch (e) {
+          if (cancelled || (e instanceof EddyError && e.code === "JOB_CANCELLED")) throw e;
+          const decision = strategy.onFailure(Date.now());
+          if (!decision.restart) {
+            logger.error("job failed; not restarting", { job: job.name, reason: decision.reason });
+            throw e;
+          }
+          restarts++;
+          logger.warn("job failed; restarting from the latest checkpoint", {
+            job: job.name,
+            error: e instanceof Error ? e.message : String(e),
+            delayMs: decision.delayMs,
+            restart: restarts,
+          });
+          await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
+          restore = await latest();
+          restoredFrom.push(restore?.checkpointId ?? null);
+          if (restore === undefined) logger.warn("no complete checkpoint yet; restarting from the beginning", { job: job.name });
+          else logger.info("restoring", { job: job.name, checkpoint: restore.checkpointId });
+        }
+      }
+    };
+    mode = Promise.resolve("inline");
+    done = recover();
+  } else if (wantsInline) {
     execution = runInline();
     mode = Promise.resolve("inline");
     done = execution.done;
@@ -171,9 +299,34 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       return execution?.sourceRecords ?? 0;
     },
     metrics: () => execution?.metrics() ?? [],
+    checkpoints: () => runner?.stats() ?? [],
+    get restarts() {
+      return restarts;
+    },
+    restoredFrom,
     cancel: () => {
       cancelled = true;
       execution?.cancel();
     },
   };
+}
+
+/** A job name as a directory name: letters, digits, '.', '_' and '-' only. */
+function fileSafe(name: string): string {
+  const safe = name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
+  return (safe.length === 0 ? "job" : safe).slice(0, 100);
+}
+
+/** Loads the checkpoint in directory `dir` (`<root>/<jobId>/chk-<n>`), verifying every file. */
+async function loadCheckpointDir(dir: string, plan: Plan): Promise<CheckpointRestore> {
+  const path = resolvePath(dir);
+  const match = /^chk-(0|[1-9][0-9]*)$/.exec(basename(path));
+  if (match === null) {
+    throw new EddyError("INVALID_CHECKPOINT_PATH", `'${dir}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
+  }
+  const jobDir = dirname(path);
+  const storage = new LocalCheckpointStorage({ rootDir: dirname(jobDir), jobId: basename(jobDir) });
+  const id = Number(match[1]);
+  const manifest = asManifest(await storage.readManifest(id), path);
+  return CheckpointRestore.load(storage, manifest, plan, () => true);
 }

@@ -9,6 +9,11 @@
  * them. The executor does not know which: the `Deployment` decides what is local.
  */
 import type { Clock } from "../core/clock.ts";
+import type { CheckpointBarrier } from "../core/elements.ts";
+import type { TaskAck } from "../checkpoint/coordinator.ts";
+import { encodeSnapshotFile } from "../checkpoint/snapshot-file.ts";
+import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
+import { OperatorCheckpointing, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type OperatorSnapshotMeta } from "../runtime/checkpointing.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
 import type { Logger } from "../core/logger.ts";
@@ -48,6 +53,33 @@ export interface Deployment {
   /** The receiving end of the channel `sender → receiver` of `edge` (the receiver is owned here). */
   inputChannel(edge: PlanEdge, sender: number, receiver: number): InputChannel;
   readonly splits: SplitCoordination;
+  /** Checkpointing of this executor's subtasks; undefined when checkpointing is off. */
+  readonly checkpoints?: CheckpointParticipation | undefined;
+}
+
+/** What a task reports when its snapshot for a checkpoint is persisted (TaskAck.state). */
+export interface TaskSnapshotHandle {
+  readonly taskId: string;
+  readonly chain: number;
+  readonly subtask: number;
+  /** The task's snapshot file, or null when no operator of the task has state. */
+  readonly file: FileRef | null;
+  readonly operators: readonly OperatorSnapshotMeta[];
+}
+
+/** How an executor's tasks take part in checkpoints: where they write, whom they tell. */
+export interface CheckpointParticipation {
+  readonly mode: "exactly-once" | "at-least-once";
+  readonly storage: CheckpointStorage;
+  /** What subtask `subtask` of `node` restores from (undefined: start empty). */
+  restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined;
+  acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void;
+  decline(taskId: string, checkpointId: number, reason: string): void;
+}
+
+/** The id of subtask `subtask` of `chain` in checkpoints (coordinator and manifest). */
+export function taskIdOf(chain: PlanChain, subtask: number): string {
+  return `${chain.index}.${subtask}`;
 }
 
 /** The reader side of split assignment (FLIP-27): enumerators live with the coordinator. */
@@ -69,6 +101,9 @@ export interface ExecutorResult {
   /** Records read by this executor's source subtasks. */
   readonly sourceRecords: number;
 }
+
+/** The operator state name under which a source subtask's split positions are checkpointed. */
+export const SOURCE_SPLITS_STATE = "source-splits";
 
 type AnyOperator = OneInputOperator<unknown> | TwoInputOperator<unknown, unknown>;
 
@@ -120,6 +155,26 @@ export class TaskExecutor {
 
   metrics(): SubtaskMetrics[] {
     return this.tasks.map((t) => t.metrics());
+  }
+
+  /** Injects the barrier of checkpoint `barrier.checkpointId` at every source task of this executor. */
+  triggerCheckpoint(barrier: CheckpointBarrier): void {
+    for (const task of this.#sourceTasks) task.postMail(() => task.triggerCheckpoint(barrier));
+  }
+
+  /** Checkpoint `checkpointId` is complete (its manifest is committed): sinks commit. */
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (const task of this.tasks) task.postMail(() => task.notifyCheckpointComplete(checkpointId));
+  }
+
+  /** The coordinator gave up checkpoint `checkpointId`. */
+  abortCheckpoint(checkpointId: number): void {
+    for (const task of this.tasks) {
+      task.postMail(() => {
+        task.abortCheckpoint(checkpointId);
+        task.notifyCheckpointAborted(checkpointId);
+      });
+    }
   }
 
   /** Wakes the loop if it sleeps: new mail, channel data or credit. Cheap; call freely. */
@@ -200,6 +255,40 @@ export class TaskExecutor {
     }
   }
 
+  /** The asynchronous part of a task's checkpoint: serialize, write, acknowledge (or decline). */
+  #persist(
+    cp: CheckpointParticipation,
+    taskId: string,
+    chain: PlanChain,
+    subtask: number,
+    barrier: CheckpointBarrier,
+    snapshots: OperatorSnapshot[],
+    timing: { alignmentMs: number; syncMs: number },
+  ): void {
+    const id = barrier.checkpointId;
+    const start = performance.now();
+    const run = async (): Promise<void> => {
+      const { sections, operators } = await serializeTaskSnapshot(snapshots);
+      let file: FileRef | null = null;
+      if (sections.length > 0) {
+        const bytes = encodeSnapshotFile("task", { taskId, chain: chain.index, subtask, checkpointId: id, operators }, sections);
+        file = await cp.storage.writeFile(id, `task-${chain.index}-${subtask}.snap`, bytes);
+      }
+      const handle: TaskSnapshotHandle = { taskId, chain: chain.index, subtask, file, operators };
+      cp.acknowledge(taskId, id, {
+        state: handle,
+        syncMs: timing.syncMs,
+        asyncMs: performance.now() - start,
+        alignmentMs: timing.alignmentMs,
+        bytes: file?.size ?? 0,
+      });
+    };
+    run().catch((e: unknown) => {
+      this.#options.logger.warn("checkpoint failed in a task", { job: this.#plan.jobName, checkpoint: id, task: taskId, error: describeCause(e) });
+      cp.decline(taskId, id, `task ${taskId} could not persist its snapshot: ${describeCause(e)}`);
+    });
+  }
+
   #fail(cause: unknown, task?: StreamTask): void {
     if (this.#failure !== undefined) return;
     if (cause instanceof EddyError) {
@@ -241,6 +330,13 @@ export class TaskExecutor {
         const counters = new CounterRegistry();
         const writers: RecordWriter[] = [];
         const operators = new Map<PlanNode, AnyOperator>();
+        const checkpointings = new Map<PlanNode, OperatorCheckpointing>();
+        const cp = deployment.checkpoints;
+        if (cp !== undefined) {
+          for (const node of chain.nodes) {
+            checkpointings.set(node, new OperatorCheckpointing(node.operatorId, node.name, cp.restoreFor(node, subtask)));
+          }
+        }
         const outputs = new Map<PlanNode, Output<unknown>>();
 
         // Build tail first so each operator is created with its downstream already in place.
@@ -287,12 +383,14 @@ export class TaskExecutor {
             job: services,
             autoWatermarkIntervalMs,
             counter: (name) => counters.counter(node.name, name),
+            checkpointing: checkpointings.get(node),
           };
           operators.set(node, t.factory(ctx, output));
         }
 
         const headNode = chain.nodes[0]!;
         const headT = headNode.transformation;
+        const taskId = taskIdOf(chain, subtask);
         let head: TaskHead;
         if (headT.kind === "source") {
           const reader: SourceReader<unknown, unknown> = headT.source.createReader({
@@ -300,6 +398,12 @@ export class TaskExecutor {
             parallelism: headNode.parallelism,
             sendSplitRequest: () => deployment.splits.requestSplit(headNode, subtask),
           });
+          const sourceCheckpointing = checkpointings.get(headNode);
+          if (sourceCheckpointing !== undefined) {
+            // The reader's split positions are the source's state; restored splits go back to it.
+            const restored = sourceCheckpointing.registerOperatorState(SOURCE_SPLITS_STATE, "split", (id) => reader.snapshotState(id));
+            if (restored !== undefined && restored.length > 0) mailbox.post(() => reader.addSplits(restored));
+          }
           head = { kind: "source", reader, output: outputs.get(headNode)! };
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
@@ -334,6 +438,15 @@ export class TaskExecutor {
           counters,
           maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
           wake: () => this.wake(),
+          checkpointing:
+            cp === undefined
+              ? undefined
+              : {
+                  mode: cp.mode,
+                  operators: chain.nodes.map((n) => checkpointings.get(n)!),
+                  onSnapshot: (barrier, snapshots, timing) => this.#persist(cp, taskId, chain, subtask, barrier, snapshots, timing),
+                  onDecline: (id, reason) => cp.decline(taskId, id, reason),
+                },
         });
         this.tasks.push(task);
         if (headT.kind === "source") this.#sourceTasks.add(task);

@@ -46,6 +46,7 @@ export type FromWorker =
   | { readonly t: "ready" }
   | { readonly t: "split-request"; readonly node: number; readonly subtask: number }
   | { readonly t: "output"; readonly collected: readonly (readonly [string, unknown[]])[]; readonly stdout: readonly string[] }
+  | { readonly t: "commit"; readonly sink: string; readonly txnId: string; readonly values: readonly unknown[] }
   | { readonly t: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly message: string; readonly fields: unknown }
   | { readonly t: "metrics"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
   | { readonly t: "finished"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }

@@ -56,6 +56,12 @@ class OutputForwarder {
     this.#schedule();
   }
 
+  /** Sent at once (after what was collected before), so a commit is never held back by batching. */
+  commitOnce(name: string, txnId: string, values: readonly unknown[]): void {
+    this.flush();
+    send({ t: "commit", sink: name, txnId, values: [...values] });
+  }
+
   writeStdout(line: string): void {
     this.#stdout.push(line);
     this.#schedule();
@@ -191,6 +197,7 @@ async function run(): Promise<void> {
   const services: JobServices = {
     jobName: job.name,
     collect: (name, value) => forwarder.collect(name, value),
+    commitOnce: (name, txnId, values) => forwarder.commitOnce(name, txnId, values),
     writeStdout: (line) => forwarder.writeStdout(line),
   };
   const executor = new TaskExecutor(plan, deployment, {

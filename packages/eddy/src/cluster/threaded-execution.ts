@@ -170,6 +170,9 @@ export class ThreadedExecution {
         for (const [name, values] of message.collected) for (const v of values) this.#options.services.collect(name, v);
         for (const line of message.stdout) this.#options.services.writeStdout(line);
         return;
+      case "commit":
+        this.#options.services.commitOnce(message.sink, message.txnId, message.values);
+        return;
       case "log":
         this.#options.logger[message.level](message.message, message.fields as Record<string, unknown>);
         return;

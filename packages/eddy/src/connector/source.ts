@@ -71,6 +71,8 @@ export interface Source<T, SplitT = unknown> {
   /** The largest parallelism that makes sense (e.g. 1 for a source that cannot be split). */
   readonly maxParallelism?: number;
   createEnumerator(context: SplitEnumeratorContext<SplitT>): SplitEnumerator<SplitT>;
+  /** The enumerator after a restore, from what its `snapshotState` recorded (see restoreEnumerator). */
+  restoreEnumerator?(context: SplitEnumeratorContext<SplitT>, state: unknown): SplitEnumerator<SplitT>;
   createReader(context: SourceReaderContext): SourceReader<T, SplitT>;
 }
 
@@ -82,13 +84,32 @@ export function staticSplitEnumerator<SplitT>(
   context: SplitEnumeratorContext<SplitT>,
   splits: readonly SplitT[],
 ): SplitEnumerator<SplitT> {
+  /** Split index → split, for splits whose reader has not registered yet. */
+  const unassigned = new Map(splits.map((s, i) => [i, s]));
   return {
     addReader(subtaskIndex) {
-      const mine = splits.filter((_, i) => i % context.parallelism === subtaskIndex);
+      const mine: SplitT[] = [];
+      for (const [i, split] of unassigned) {
+        if (i % context.parallelism !== subtaskIndex) continue;
+        mine.push(split);
+        unassigned.delete(i);
+      }
       if (mine.length > 0) context.assignSplits(subtaskIndex, mine);
       context.signalNoMoreSplits(subtaskIndex);
     },
+    snapshotState: () => [...unassigned.values()],
   };
+}
+
+/**
+ * The enumerator of `source` after a restore, from the state its `snapshotState` recorded:
+ * `source.restoreEnumerator` when the source has one; otherwise the recorded state must be the
+ * list of splits not assigned yet (the convention of `staticSplitEnumerator`, whose splits are all
+ * assigned when the readers register), and those are assigned again.
+ */
+export function restoreEnumerator<SplitT>(source: Source<unknown, SplitT>, context: SplitEnumeratorContext<SplitT>, state: unknown): SplitEnumerator<SplitT> {
+  if (source.restoreEnumerator !== undefined) return source.restoreEnumerator(context, state);
+  return staticSplitEnumerator(context, Array.isArray(state) ? (state as SplitT[]) : []);
 }
 
 const ALWAYS_AVAILABLE = Promise.resolve();

@@ -10,6 +10,7 @@ import type { Logger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import type { KeyGroupRange } from "../core/key-group.ts";
 import type { JobServices } from "../core/job-services.ts";
+import type { OperatorCheckpointing } from "./checkpointing.ts";
 
 export type { JobServices };
 /** A key selector as the runtime stores it; its result is validated per record. */
@@ -75,6 +76,8 @@ export interface OperatorContext {
   readonly autoWatermarkIntervalMs: number;
   /** A counter of this operator instance, reported in the subtask's metrics as "<operator>.<name>". */
   counter(name: string): Counter;
+  /** Checkpoint participation of this operator subtask (undefined: checkpointing is off). */
+  readonly checkpointing?: OperatorCheckpointing | undefined;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

@@ -9,7 +9,9 @@
  * valve of its input says it advanced; operators see endInput only after the MAX watermark.
  */
 import { EddyError } from "../core/errors.ts";
-import { END_OF_INPUT, type StreamElement } from "../core/elements.ts";
+import { END_OF_INPUT, type CheckpointBarrier, type StreamElement } from "../core/elements.ts";
+import { BarrierAligner, type AlignerResult } from "../checkpoint/barrier-aligner.ts";
+import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts";
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
 import type { ReaderOutput, SourceReader } from "../connector/source.ts";
 import type { InputChannel } from "./channels/local-channel.ts";
@@ -46,6 +48,22 @@ export interface StreamTaskOptions {
   readonly maxRecordsPerSlice: number;
   /** Called once when the source reader says data may be available again. */
   readonly wake: () => void;
+  /** Checkpointing of this task; undefined when checkpointing is off. */
+  readonly checkpointing?: TaskCheckpointing | undefined;
+}
+
+/** How a task takes part in checkpoints (see runtime/checkpointing.ts and DESIGN §7). */
+export interface TaskCheckpointing {
+  readonly mode: "exactly-once" | "at-least-once";
+  /** Checkpoint parts of every node of the chain (source node included), head first. */
+  readonly operators: readonly OperatorCheckpointing[];
+  /**
+   * The synchronous part of checkpoint `barrier.checkpointId` is done and the barrier forwarded:
+   * the executor persists `snapshots` asynchronously and acknowledges.
+   */
+  readonly onSnapshot: (barrier: CheckpointBarrier, snapshots: OperatorSnapshot[], timing: { alignmentMs: number; syncMs: number }) => void;
+  /** The task gave up a checkpoint (a newer barrier overtook it, or it cannot take it). */
+  readonly onDecline: (checkpointId: number, reason: string) => void;
 }
 
 export type TaskState = "created" | "running" | "finished" | "closed";
@@ -89,6 +107,13 @@ export class StreamTask {
   #backpressuredMs = 0;
   /** performance.now() when the task last found an output without credit, or -1. */
   #backpressuredSince = -1;
+  readonly #aligner: BarrierAligner | undefined;
+  /** Number of input channels the aligner holds back (0: skip the per-channel check). */
+  #blocked = 0;
+  /** performance.now() when the first barrier of the checkpoint being aligned arrived. */
+  #alignmentStart = 0;
+  /** The barrier of the checkpoint being aligned (the one the aligner will trigger). */
+  readonly #barriers = new Map<number, CheckpointBarrier>();
 
   constructor(options: StreamTaskOptions) {
     this.#o = options;
@@ -103,6 +128,9 @@ export class StreamTask {
     this.#inputEnded = this.#openChannels.map(() => false);
     this.#inputWatermarks = this.#openChannels.map(() => MIN_WATERMARK);
     this.#inputIdle = this.#openChannels.map(() => false);
+    if (options.checkpointing !== undefined && options.inputs.length > 0) {
+      this.#aligner = new BarrierAligner(options.inputs.length, options.checkpointing.mode);
+    }
     const head = options.head;
     if (head.kind === "source") {
       const output = head.output;
@@ -134,6 +162,11 @@ export class StreamTask {
     if (this.#o.head.kind !== "source" && this.#o.inputs.length === 0) this.#finish();
   }
 
+  /** Runs `action` on this task between records. */
+  postMail(action: () => void): void {
+    this.#o.mailbox.post(action);
+  }
+
   /** Whether `runSlice` would make progress now. */
   get isRunnable(): boolean {
     if (this.#o.mailbox.hasMail) return true;
@@ -147,7 +180,10 @@ export class StreamTask {
       this.#backpressuredSince = -1;
     }
     if (this.#o.head.kind === "source") return !this.#sourceWaiting;
-    for (const input of this.#o.inputs) if (input.channel.hasData) return true;
+    const inputs = this.#o.inputs;
+    for (let i = 0; i < inputs.length; i++) {
+      if (inputs[i]!.channel.hasData && (this.#blocked === 0 || !this.#aligner!.isBlocked(i))) return true;
+    }
     return false;
   }
 
@@ -236,20 +272,21 @@ export class StreamTask {
     let processed = 0;
     let idleScans = 0;
     while (processed < budget && this.#state === "running" && this.#writable()) {
-      const input = inputs[this.#nextInput]!;
-      this.#nextInput = this.#nextInput + 1 === n ? 0 : this.#nextInput + 1;
-      const element = input.channel.poll();
+      const index = this.#nextInput;
+      const input = inputs[index]!;
+      this.#nextInput = index + 1 === n ? 0 : index + 1;
+      const element = this.#blocked !== 0 && this.#aligner!.isBlocked(index) ? undefined : input.channel.poll();
       if (element === undefined) {
         if (++idleScans >= n) return;
         continue;
       }
       idleScans = 0;
-      processed += this.#handle(element, input);
+      processed += this.#handle(element, input, index);
     }
   }
 
   /** Handles one element; returns the number of records it carried. */
-  #handle(element: StreamElement, input: TaskInput): number {
+  #handle(element: StreamElement, input: TaskInput, index: number): number {
     switch (element.kind) {
       case "records":
         return this.#processRecords(element.values, element.timestamps, element.keyGroups, input.inputIndex);
@@ -264,16 +301,84 @@ export class StreamTask {
         if (result.statusChanged !== undefined) this.#inputStatusChanged(input.inputIndex, result.statusChanged === "idle");
         return 0;
       }
-      case "barrier":
-        // Checkpoint barriers are aligned and acted on by the checkpointing layer (a later issue);
-        // until then a barrier can only come from a newer sender, which is an internal error.
-        throw new EddyError("UNEXPECTED_BARRIER", `task '${this.name}' received a checkpoint barrier but checkpointing is off`, {
-          domain: "internal",
-        });
+      case "barrier": {
+        const aligner = this.#aligner;
+        if (aligner === undefined) {
+          throw new EddyError("UNEXPECTED_BARRIER", `task '${this.name}' received a checkpoint barrier but checkpointing is off`, {
+            domain: "internal",
+          });
+        }
+        if (aligner.pendingCheckpoint === undefined) this.#alignmentStart = performance.now();
+        this.#barriers.set(element.checkpointId, element);
+        this.#applyAligner(aligner.onBarrier(index, element.checkpointId));
+        return 0;
+      }
       case "end":
+        if (this.#aligner !== undefined) this.#applyAligner(this.#aligner.onEndOfInput(index));
         this.#channelEnded(input.inputIndex);
         return 0;
     }
+  }
+
+  /** Acts on what the aligner decided: snapshot and forward, decline, read channels again. */
+  #applyAligner(result: AlignerResult): void {
+    const cp = this.#o.checkpointing!;
+    const aligner = this.#aligner!;
+    this.#blocked = aligner.mode === "exactly-once" && aligner.pendingCheckpoint !== undefined ? 1 : 0;
+    for (const id of result.aborted) {
+      this.#barriers.delete(id);
+      cp.onDecline(id, `task '${this.name}' (subtask ${this.subtaskIndex}) received a newer barrier before aligning checkpoint ${id}`);
+    }
+    for (const triggered of result.triggered) {
+      const barrier = this.#barriers.get(triggered)!;
+      for (const id of this.#barriers.keys()) if (id <= triggered) this.#barriers.delete(id);
+      this.#checkpoint(barrier, performance.now() - this.#alignmentStart);
+    }
+  }
+
+  /**
+   * Source tasks: checkpoint `barrier` now (the coordinator triggered it through the mailbox).
+   * Declines when the task is not running (not opened yet, or finished).
+   */
+  triggerCheckpoint(barrier: CheckpointBarrier): void {
+    const cp = this.#o.checkpointing;
+    if (cp === undefined) return;
+    if (this.#state !== "running") {
+      cp.onDecline(barrier.checkpointId, `task '${this.name}' (subtask ${this.subtaskIndex}) is ${this.#state}`);
+      return;
+    }
+    this.#checkpoint(barrier, 0);
+  }
+
+  /** The coordinator cancelled checkpoint `checkpointId`: stop aligning it. */
+  abortCheckpoint(checkpointId: number): void {
+    if (this.#aligner === undefined) return;
+    this.#barriers.delete(checkpointId);
+    this.#applyAligner(this.#aligner.abort(checkpointId));
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (const op of this.#o.checkpointing?.operators ?? []) op.notifyCheckpointComplete(checkpointId);
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    for (const op of this.#o.checkpointing?.operators ?? []) op.notifyCheckpointAborted(checkpointId);
+  }
+
+  /** Synchronous snapshot of every operator of the chain, then the barrier goes downstream. */
+  #checkpoint(barrier: CheckpointBarrier, alignmentMs: number): void {
+    const cp = this.#o.checkpointing!;
+    const start = performance.now();
+    const snapshots: OperatorSnapshot[] = [];
+    try {
+      for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId));
+    } catch (e) {
+      for (const s of snapshots) s.keyed?.release();
+      throw e;
+    }
+    const syncMs = performance.now() - start;
+    for (const writer of this.#o.writers) writer.broadcastElement(barrier);
+    cp.onSnapshot(barrier, snapshots, { alignmentMs, syncMs });
   }
 
   #processRecords(values: unknown[], timestamps: ArrayLike<number>, keyGroups: ArrayLike<number> | undefined, inputIndex: 0 | 1): number {

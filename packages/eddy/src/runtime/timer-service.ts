@@ -70,6 +70,8 @@ export class InternalTimerService {
   readonly #event: TimerQueue;
   readonly #processing: TimerQueue;
   #currentWatermark = Number.NEGATIVE_INFINITY;
+  /** The watermark a snapshot recorded; watermarks up to it are ignored after a restore. */
+  #restoredWatermark = Number.NEGATIVE_INFINITY;
   /** The one armed clock callback, for the earliest processing timer at `#armedAt`. */
   #armed: ScheduledCallback | undefined = undefined;
   #armedAt = Number.NaN;
@@ -116,6 +118,8 @@ export class InternalTimerService {
 
   /** Fires, synchronously and in timestamp order, every event-time timer with timestamp ≤ `watermark`. */
   advanceWatermark(watermark: number): void {
+    // After a restore, upstream event time starts again from below the restored watermark.
+    if (watermark <= this.#restoredWatermark) return;
     if (!(watermark >= this.#currentWatermark)) {
       throw internal(
         "WATERMARK_REGRESSED",
@@ -174,6 +178,7 @@ export class InternalTimerService {
   /** Sets the watermark recorded by a snapshot (no timer fires: restored timers above it wait). */
   restoreWatermark(watermark: number): void {
     if (watermark > this.#currentWatermark) this.#currentWatermark = watermark;
+    this.#restoredWatermark = watermark;
   }
 
   /** Cancels the clock callback; pending mail becomes a no-op. May be called more than once. */

@@ -3,6 +3,7 @@
  * May import every layer; nothing imports it except tests.
  */
 export { collectSink } from "./collect-sink.ts";
+export { committingCollectSink } from "./committing-sink.ts";
 export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export { ManualClock } from "../core/clock.ts";

@@ -73,7 +73,7 @@ export class OperatorTestHarness<IN, OUT> {
       clock: this.clock,
       logger: silentLogger,
       postMail: (action) => this.#mailbox.post(action),
-      job: { jobName: "harness", collect() {}, writeStdout() {} },
+      job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
     };

@@ -10,7 +10,8 @@ import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
-import { InternalTimerService } from "../timer-service.ts";
+import { InternalTimerService, readTimers, type RestoredTimer } from "../timer-service.ts";
+import type { KeyedSnapshotPart, RestoredKeyed } from "../checkpointing.ts";
 
 export type TimerDomain = "event" | "processing";
 export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
@@ -66,6 +67,12 @@ export class KeyedSupport {
         timers.deleteProcessingTimeTimer(backend.getCurrentKey(), backend.getCurrentKeyGroup(), VOID_NAMESPACE, timestamp);
       },
     };
+    const checkpointing = ctx.checkpointing;
+    if (checkpointing !== undefined) {
+      checkpointing.setKeyed(() => this.#snapshot());
+      const restored = checkpointing.restored?.keyed;
+      if (restored !== undefined) this.#restore(restored);
+    }
     this.stateStore = {
       getState: (d) => backend.getState(d),
       getListState: (d) => backend.getListState(d),
@@ -90,6 +97,36 @@ export class KeyedSupport {
     let keys = 0;
     for (const name of this.backend.stateNames()) keys += this.backend.numKeys(name);
     return { keys, timers: this.timers.numEventTimeTimers() + this.timers.numProcessingTimeTimers() };
+  }
+
+  /** The synchronous part of a checkpoint: keyed state (copy-on-write) and timers. */
+  #snapshot(): KeyedSnapshotPart {
+    const state = this.backend.snapshot();
+    const timers = this.timers.snapshotTimers();
+    return {
+      keyGroupRange: this.backend.keyGroupRange,
+      states: state.states,
+      watermark: timers.watermark,
+      hasKeyGroup: (kg) => state.hasKeyGroup(kg) || timers.hasKeyGroup(kg),
+      writeKeyGroup: (kg, out) => {
+        state.writeKeyGroup(kg, out);
+        timers.writeKeyGroup(kg, out);
+      },
+      release: () => state.release(),
+    };
+  }
+
+  #restore(restored: RestoredKeyed): void {
+    const { start, end } = this.backend.keyGroupRange;
+    const timers: RestoredTimer[] = [];
+    for (let kg = start; kg <= end; kg++) {
+      const input = restored.keyGroup(kg);
+      if (input === undefined) continue;
+      this.backend.restoreKeyGroup(kg, input, restored.states);
+      readTimers(kg, input, timers);
+    }
+    this.timers.restoreWatermark(restored.watermark);
+    this.timers.restoreTimers(timers);
   }
 
   get currentWatermark(): number {

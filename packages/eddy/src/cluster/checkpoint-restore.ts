@@ -1,0 +1,202 @@
+/**
+ * Restoring a job from a checkpoint: the manifest format, and what each subtask gets back.
+ *
+ * State is matched to operators by operator id (the uid). Keyed state is found per key group in
+ * whichever old subtask's file held it, so a restore also works when the parallelism changed;
+ * operator list state is given back per old subtask at the same parallelism, and otherwise
+ * divided round-robin (`split`) or given to every subtask (`union`).
+ */
+import { ByteReader } from "../core/codec/bytes.ts";
+import { EddyError } from "../core/errors.ts";
+import { keyGroupRangeForOperator } from "../core/key-group.ts";
+import { SnapshotFile } from "../checkpoint/snapshot-file.ts";
+import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
+import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
+import {
+  decodeOperatorStates,
+  keyedSection,
+  operatorStateSection,
+  type OperatorRestore,
+  type OperatorSnapshotMeta,
+  type RestoredKeyed,
+} from "../runtime/checkpointing.ts";
+import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
+import type { TaskSnapshotHandle } from "./task-executor.ts";
+
+export const MANIFEST_FORMAT = "eddy.checkpoint";
+export const MANIFEST_VERSION = 1;
+
+/** The manifest of a complete checkpoint (stored by CheckpointStorage.commitManifest). */
+export interface CheckpointManifest {
+  readonly format: typeof MANIFEST_FORMAT;
+  readonly version: number;
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly checkpointId: number;
+  readonly isSavepoint: boolean;
+  /** When the checkpoint was triggered and when it completed (ms since the epoch). */
+  readonly triggeredAtMs: number;
+  readonly completedAtMs: number;
+  /** Per operator id: how it ran when the checkpoint was taken. */
+  readonly operators: Readonly<Record<string, { readonly name: string; readonly parallelism: number; readonly maxParallelism: number }>>;
+  /** One entry per task (chain subtask) that acknowledged. */
+  readonly tasks: readonly TaskSnapshotHandle[];
+  /** Split enumerator state per source operator id (JSON). */
+  readonly enumerators: Readonly<Record<string, unknown>>;
+}
+
+export function buildManifest(fields: Omit<CheckpointManifest, "format" | "version" | "operators">, plan: Plan): CheckpointManifest {
+  const operators: Record<string, { name: string; parallelism: number; maxParallelism: number }> = {};
+  for (const node of plan.nodes) operators[node.operatorId] = { name: node.name, parallelism: node.parallelism, maxParallelism: node.maxParallelism };
+  return { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, ...fields, operators };
+}
+
+/** Checks the shape of a manifest read back from storage. */
+export function asManifest(value: unknown, where: string): CheckpointManifest {
+  const m = value as Partial<CheckpointManifest> | null;
+  if (m === null || typeof m !== "object" || m.format !== MANIFEST_FORMAT || !Array.isArray(m.tasks) || typeof m.checkpointId !== "number") {
+    throw new EddyError("CHECKPOINT_CORRUPT", `${where}: not an Eddy checkpoint manifest`, { domain: "external", retryable: false });
+  }
+  if (m.version !== MANIFEST_VERSION) {
+    throw new EddyError("CHECKPOINT_UNSUPPORTED_VERSION", `${where}: manifest version ${m.version} (this Eddy reads ${MANIFEST_VERSION})`, {
+      domain: "external",
+      retryable: false,
+    });
+  }
+  return m as CheckpointManifest;
+}
+
+/** Every file a manifest lists. */
+export function manifestFiles(manifest: CheckpointManifest): FileRef[] {
+  return manifest.tasks.flatMap((t) => (t.file === null ? [] : [t.file]));
+}
+
+/** What one old subtask recorded for one operator. */
+interface OldPart {
+  readonly subtask: number;
+  readonly file: FileRef | null;
+  readonly meta: OperatorSnapshotMeta;
+}
+
+/** Gives each subtask of this process its share of a checkpoint. */
+export class CheckpointRestore {
+  readonly checkpointId: number;
+  readonly manifest: CheckpointManifest;
+  readonly #parts: Map<string, OldPart[]>;
+  readonly #files: Map<string, SnapshotFile>;
+
+  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>) {
+    this.checkpointId = manifest.checkpointId;
+    this.manifest = manifest;
+    this.#parts = parts;
+    this.#files = files;
+  }
+
+  /**
+   * Reads (and verifies) the files that subtasks owned here need: `owns(chain, subtask)` says
+   * which subtasks run in this process.
+   */
+  static async load(storage: CheckpointStorage, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
+    const parts = new Map<string, OldPart[]>();
+    for (const task of manifest.tasks) {
+      for (const meta of task.operators) {
+        let list = parts.get(meta.operatorId);
+        if (list === undefined) parts.set(meta.operatorId, (list = []));
+        list.push({ subtask: task.subtask, file: task.file, meta });
+      }
+    }
+    const needed = new Map<string, FileRef>();
+    for (const chain of plan.chains) {
+      for (let subtask = 0; subtask < chain.parallelism; subtask++) {
+        if (!owns(chain, subtask)) continue;
+        for (const node of chain.nodes) {
+          const range = keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask);
+          for (const part of parts.get(node.operatorId) ?? []) {
+            if (part.file === null) continue;
+            const keyed = part.meta.keyed;
+            const intersects = keyed !== undefined && keyed.keyGroupRange.start <= range.end && keyed.keyGroupRange.end >= range.start;
+            if (intersects || part.meta.operatorStates.length > 0) needed.set(part.file.name, part.file);
+          }
+        }
+      }
+    }
+    const files = new Map<string, SnapshotFile>();
+    await Promise.all(
+      [...needed.values()].map(async (ref) => {
+        const bytes = await storage.readFile(manifest.checkpointId, ref);
+        files.set(ref.name, SnapshotFile.parse(bytes, { fileName: ref.name, expectKind: "task" }));
+      }),
+    );
+    return new CheckpointRestore(manifest, parts, files);
+  }
+
+  /** Split enumerator state recorded for source operator `operatorId`, if any. */
+  enumeratorState(operatorId: string): unknown {
+    return this.manifest.enumerators[operatorId];
+  }
+
+  /** What subtask `subtask` of `node` restores (undefined: the checkpoint has nothing for it). */
+  restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined {
+    const parts = this.#parts.get(node.operatorId);
+    if (parts === undefined) return undefined;
+    const oldParallelism = this.manifest.operators[node.operatorId]?.parallelism ?? parts.length;
+    const range = keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask);
+    const keyedParts = parts.filter(
+      (p) => p.meta.keyed !== undefined && p.meta.keyed.keyGroupRange.start <= range.end && p.meta.keyed.keyGroupRange.end >= range.start,
+    );
+    let keyed: RestoredKeyed | undefined;
+    if (keyedParts.length > 0) {
+      const states = new Map<string, KeyedStateMeta>();
+      let watermark = Number.POSITIVE_INFINITY;
+      for (const p of keyedParts) {
+        for (const s of p.meta.keyed!.states) states.set(s.name, s);
+        watermark = Math.min(watermark, p.meta.keyed!.watermark ?? Number.NEGATIVE_INFINITY);
+      }
+      keyed = {
+        states: [...states.values()],
+        watermark,
+        keyGroup: (kg) => {
+          const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
+          if (part === undefined || part.file === null) return undefined;
+          const bytes = this.#file(part.file).section(keyedSection(node.operatorId), kg);
+          return bytes === undefined ? undefined : new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+        },
+      };
+    }
+    const stateLists = new Map<string, { mode: string; perOld: (readonly unknown[])[] }>();
+    for (const p of [...parts].sort((a, b) => a.subtask - b.subtask)) {
+      if (p.meta.operatorStates.length === 0 || p.file === null) continue;
+      const bytes = this.#file(p.file).section(operatorStateSection(node.operatorId));
+      if (bytes === undefined) {
+        throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${p.file.name}' lacks the operator state of '${p.meta.operatorName}'`, {
+          domain: "external",
+          retryable: false,
+        });
+      }
+      const decoded = decodeOperatorStates(bytes, p.meta);
+      for (const o of p.meta.operatorStates) {
+        let entry = stateLists.get(o.name);
+        if (entry === undefined) stateLists.set(o.name, (entry = { mode: o.mode, perOld: [] }));
+        entry.perOld[p.subtask] = decoded.get(o.name) ?? [];
+      }
+    }
+    const checkpointId = this.checkpointId;
+    return {
+      checkpointId,
+      keyed,
+      operatorState(name) {
+        const entry = stateLists.get(name);
+        if (entry === undefined) return undefined;
+        if (entry.mode === "union") return entry.perOld.flatMap((v) => v ?? []);
+        if (oldParallelism === node.parallelism) return entry.perOld[subtask] ?? [];
+        return entry.perOld.flatMap((v) => v ?? []).filter((_, i) => i % node.parallelism === subtask);
+      },
+    };
+  }
+
+  #file(ref: FileRef): SnapshotFile {
+    const file = this.#files.get(ref.name);
+    if (file === undefined) throw new EddyError("INTERNAL", `checkpoint file '${ref.name}' was not loaded`, { domain: "internal" });
+    return file;
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The I/O around the pure checkpoint coordinator (checkpoint/coordinator.ts): a timer ticks it,
+ * its commands reach the tasks (trigger, notify, abort) and the storage (manifest, discard), and
+ * the tasks' acknowledgements come back into it. One per job run, on the coordinating thread.
+ */
+import type { CheckpointBarrier } from "../core/elements.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import {
+  CheckpointCoordinator,
+  type CheckpointStats,
+  type CoordinatorCommand,
+  type TaskAck,
+} from "../checkpoint/coordinator.ts";
+import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
+import { retain, type CheckpointStorage } from "../checkpoint/storage.ts";
+import type { Plan } from "../graph/plan.ts";
+import { buildManifest } from "./checkpoint-restore.ts";
+import type { TaskSnapshotHandle } from "./task-executor.ts";
+
+/** Where the runner's commands go: the executors running the job's tasks. */
+export interface CheckpointTargets {
+  /** Injects `barrier` at every source task (after the enumerators were snapshotted). */
+  trigger(barrier: CheckpointBarrier): void;
+  notifyComplete(checkpointId: number): void;
+  abort(checkpointId: number): void;
+  /** Split enumerator state per source operator id, taken just before a trigger. */
+  snapshotEnumerators(checkpointId: number): Record<string, unknown>;
+}
+
+export interface CheckpointRunnerOptions {
+  readonly config: CheckpointConfig;
+  readonly storage: CheckpointStorage;
+  readonly plan: Plan;
+  readonly jobId: string;
+  /** Every task that must acknowledge (taskIdOf). */
+  readonly taskIds: readonly string[];
+  readonly firstCheckpointId: number;
+  readonly logger: Logger;
+  readonly targets: CheckpointTargets;
+  /** Too many checkpoints failed in a row: the job fails with this error. */
+  readonly onFailJob: (error: EddyError) => void;
+}
+
+export class CheckpointRunner {
+  readonly #o: CheckpointRunnerOptions;
+  readonly #coordinator: CheckpointCoordinator;
+  readonly #enumerators = new Map<number, Record<string, unknown>>();
+  readonly #triggeredAt = new Map<number, number>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #stopped = false;
+
+  constructor(options: CheckpointRunnerOptions) {
+    this.#o = options;
+    this.#coordinator = new CheckpointCoordinator(options.config, {
+      tasks: options.taskIds,
+      firstCheckpointId: options.firstCheckpointId,
+      now: Date.now(),
+    });
+  }
+
+  start(): void {
+    const period = Math.max(5, Math.min(100, Math.floor(this.#o.config.intervalMs / 4)));
+    this.#timer = setInterval(() => this.#run(this.#coordinator.tick(Date.now())), period);
+    this.#timer.unref();
+  }
+
+  /** Stops ticking; later acknowledgements are ignored. Idempotent. */
+  stop(): void {
+    this.#stopped = true;
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void {
+    this.#run(this.#coordinator.acknowledge(checkpointId, taskId, ack, Date.now()));
+  }
+
+  decline(taskId: string, checkpointId: number, reason: string): void {
+    this.#run(this.#coordinator.decline(checkpointId, taskId, reason, Date.now()));
+  }
+
+  taskFinished(taskId: string): void {
+    this.#run(this.#coordinator.taskFinished(taskId, Date.now()));
+  }
+
+  stats(): CheckpointStats[] {
+    return this.#coordinator.stats();
+  }
+
+  #run(commands: readonly CoordinatorCommand[]): void {
+    if (this.#stopped) return;
+    for (const command of commands) {
+      try {
+        this.#execute(command);
+      } catch (e) {
+        this.#o.logger.error("checkpoint command failed", { command: command.type, error: describeCause(e) });
+      }
+    }
+  }
+
+  #execute(command: CoordinatorCommand): void {
+    const { logger, storage, targets } = this.#o;
+    switch (command.type) {
+      case "trigger": {
+        this.#enumerators.set(command.checkpointId, targets.snapshotEnumerators(command.checkpointId));
+        this.#triggeredAt.set(command.checkpointId, command.timestampMs);
+        targets.trigger({ kind: "barrier", checkpointId: command.checkpointId, timestampMs: command.timestampMs, isSavepoint: command.isSavepoint });
+        return;
+      }
+      case "commit-manifest": {
+        const id = command.checkpointId;
+        const tasks = [...command.acks.values()].map((a) => a.state as TaskSnapshotHandle).sort((a, b) => a.chain - b.chain || a.subtask - b.subtask);
+        const manifest = buildManifest(
+          {
+            jobId: this.#o.jobId,
+            jobName: this.#o.plan.jobName,
+            checkpointId: id,
+            isSavepoint: false,
+            triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),
+            completedAtMs: Date.now(),
+            tasks,
+            enumerators: this.#enumerators.get(id) ?? {},
+          },
+          this.#o.plan,
+        );
+        storage.commitManifest(id, manifest).then(
+          () => {
+            logger.info("checkpoint complete", { job: this.#o.plan.jobName, checkpoint: id, bytes: tasks.reduce((n, t) => n + (t.file?.size ?? 0), 0) });
+            this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
+          },
+          (e: unknown) => this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now())),
+        );
+        return;
+      }
+      case "notify-complete":
+        this.#forget(command.checkpointId);
+        targets.notifyComplete(command.checkpointId);
+        retain(storage, command.checkpointId, this.#o.config.retained).catch((e: unknown) =>
+          logger.warn("could not delete old checkpoints", { error: describeCause(e) }),
+        );
+        return;
+      case "abort":
+        this.#forget(command.checkpointId);
+        logger.warn("checkpoint aborted", { job: this.#o.plan.jobName, checkpoint: command.checkpointId, reason: command.reason });
+        targets.abort(command.checkpointId);
+        storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an aborted checkpoint", { error: describeCause(e) }));
+        return;
+      case "discard":
+        storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
+        return;
+      case "fail-job":
+        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILURES", `job '${this.#o.plan.jobName}' failed: ${command.reason}`, { domain: "external", retryable: true }));
+        return;
+    }
+  }
+
+  #forget(checkpointId: number): void {
+    for (const id of this.#enumerators.keys()) if (id <= checkpointId) this.#enumerators.delete(id);
+    for (const id of this.#triggeredAt.keys()) if (id <= checkpointId) this.#triggeredAt.delete(id);
+  }
+}

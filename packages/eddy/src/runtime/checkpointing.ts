@@ -1,0 +1,212 @@
+/**
+ * What an operator instance contributes to a checkpoint, and what it gets back on restore.
+ *
+ * Each operator subtask has one `OperatorCheckpointing`, created by the executor and reachable
+ * through its context. Parts register with it instead of every operator implementing snapshot
+ * hooks: keyed operators' `KeyedSupport` registers the keyed state backend and timers; sources
+ * and sinks register operator (non-keyed) list state and checkpoint listeners.
+ *
+ * A snapshot has two parts (DESIGN §7): `snapshot()` runs synchronously between two records on
+ * the task thread and only freezes what is there (copy-on-write; O(key groups) for keyed state);
+ * `writeTaskSnapshot` turns the frozen parts into bytes later, yielding to the event loop while
+ * the task goes on processing.
+ */
+import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import { EddyError } from "../core/errors.ts";
+import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
+
+/** The frozen keyed state and timers of one operator subtask. */
+export interface KeyedSnapshotPart {
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  readonly states: readonly KeyedStateMeta[];
+  /** The operator's event time when the snapshot was taken (restored so late data stays late). */
+  readonly watermark: number;
+  hasKeyGroup(keyGroup: number): boolean;
+  writeKeyGroup(keyGroup: number, out: ByteWriter): void;
+  /** Ends the copy-on-write view; idempotent. */
+  release(): void;
+}
+
+/**
+ * Operator list state: `split` values are divided among subtasks when the parallelism changes
+ * (source splits); `union` values are given to every subtask.
+ */
+export type OperatorStateMode = "split" | "union";
+
+export interface OperatorStateSnapshot {
+  readonly name: string;
+  readonly mode: OperatorStateMode;
+  readonly values: readonly unknown[];
+}
+
+/** Hears about the fate of checkpoints this operator took part in (sinks commit here). */
+export interface CheckpointListener {
+  notifyCheckpointComplete?(checkpointId: number): void;
+  notifyCheckpointAborted?(checkpointId: number): void;
+}
+
+/** What one operator subtask gets back from a checkpoint. */
+export interface OperatorRestore {
+  readonly checkpointId: number;
+  /** Keyed state and timers of the key groups this subtask owns, if the operator had any. */
+  readonly keyed: RestoredKeyed | undefined;
+  /** Operator list state by name, already divided for this subtask (undefined: none recorded). */
+  operatorState(name: string): readonly unknown[] | undefined;
+}
+
+export interface RestoredKeyed {
+  readonly states: readonly KeyedStateMeta[];
+  readonly watermark: number;
+  /** The bytes of `keyGroup` written by `KeyedSnapshotPart.writeKeyGroup`, or undefined when empty. */
+  keyGroup(keyGroup: number): ByteReader | undefined;
+}
+
+/** The synchronous snapshot of one operator subtask. */
+export interface OperatorSnapshot {
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly keyed: KeyedSnapshotPart | undefined;
+  readonly operatorStates: readonly OperatorStateSnapshot[];
+}
+
+export class OperatorCheckpointing {
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly restored: OperatorRestore | undefined;
+  #keyed: (() => KeyedSnapshotPart) | undefined;
+  readonly #operatorStates = new Map<string, { mode: OperatorStateMode; snapshot: (checkpointId: number) => readonly unknown[] }>();
+  readonly #listeners: CheckpointListener[] = [];
+
+  constructor(operatorId: string, operatorName: string, restored: OperatorRestore | undefined) {
+    this.operatorId = operatorId;
+    this.operatorName = operatorName;
+    this.restored = restored;
+  }
+
+  /** Registers the keyed state of the operator (one per operator). */
+  setKeyed(snapshot: () => KeyedSnapshotPart): void {
+    if (this.#keyed !== undefined) {
+      throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`, { domain: "internal" });
+    }
+    this.#keyed = snapshot;
+  }
+
+  /**
+   * Registers operator list state `name`; `snapshot` returns its values at a barrier (they are
+   * encoded later, so it must return values it will not mutate). Returns the restored values.
+   */
+  registerOperatorState(name: string, mode: OperatorStateMode, snapshot: (checkpointId: number) => readonly unknown[]): readonly unknown[] | undefined {
+    if (this.#operatorStates.has(name)) {
+      throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`, { domain: "internal" });
+    }
+    this.#operatorStates.set(name, { mode, snapshot });
+    return this.restored?.operatorState(name);
+  }
+
+  addListener(listener: CheckpointListener): void {
+    this.#listeners.push(listener);
+  }
+
+  get hasState(): boolean {
+    return this.#keyed !== undefined || this.#operatorStates.size > 0;
+  }
+
+  /** The synchronous part; the caller releases `keyed` when the bytes are written (or on failure). */
+  snapshot(checkpointId: number): OperatorSnapshot {
+    const operatorStates: OperatorStateSnapshot[] = [];
+    for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
+    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: this.#keyed?.(), operatorStates };
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (const l of this.#listeners) l.notifyCheckpointComplete?.(checkpointId);
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    for (const l of this.#listeners) l.notifyCheckpointAborted?.(checkpointId);
+  }
+}
+
+/** Section names of a task snapshot file (see writeTaskSnapshot). */
+export const keyedSection = (operatorId: string): string => `${operatorId}/keyed`;
+export const operatorStateSection = (operatorId: string): string => `${operatorId}/operator-state`;
+
+/** What a task snapshot file's metadata says about one operator (JSON). */
+export interface OperatorSnapshotMeta {
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly keyed?: {
+    readonly keyGroupRange: { readonly start: number; readonly end: number };
+    readonly states: readonly KeyedStateMeta[];
+    /** The watermark, or null for −∞ (JSON has no infinities). */
+    readonly watermark: number | null;
+  };
+  readonly operatorStates: readonly { readonly name: string; readonly mode: OperatorStateMode; readonly count: number }[];
+}
+
+export interface TaskSnapshotSection {
+  readonly name: string;
+  readonly keyGroup?: number;
+  readonly bytes: Uint8Array;
+}
+
+/** Longest stretch of serialization before yielding to the event loop (and so to the task). */
+const SLICE_MS = 4;
+
+/**
+ * The asynchronous part: serializes the frozen operator snapshots of one task into sections and
+ * metadata, key group by key group, yielding to the event loop every few milliseconds so the task
+ * keeps processing. Releases every keyed part, also on failure.
+ */
+export async function serializeTaskSnapshot(
+  snapshots: readonly OperatorSnapshot[],
+): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[] }> {
+  const sections: TaskSnapshotSection[] = [];
+  const operators: OperatorSnapshotMeta[] = [];
+  try {
+    let sliceStart = performance.now();
+    const out = new ByteWriter(64 * 1024);
+    for (const s of snapshots) {
+      const keyed = s.keyed;
+      if (keyed !== undefined) {
+        for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
+          if (!keyed.hasKeyGroup(kg)) continue;
+          keyed.writeKeyGroup(kg, out);
+          sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: new Uint8Array(out.finish()) });
+          if (performance.now() - sliceStart >= SLICE_MS) {
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            sliceStart = performance.now();
+          }
+        }
+        keyed.release();
+      }
+      if (s.operatorStates.length > 0) {
+        encodeValue(s.operatorStates.map((o) => o.values), out);
+        sections.push({ name: operatorStateSection(s.operatorId), bytes: new Uint8Array(out.finish()) });
+      }
+      operators.push({
+        operatorId: s.operatorId,
+        operatorName: s.operatorName,
+        ...(keyed === undefined
+          ? {}
+          : { keyed: { keyGroupRange: keyed.keyGroupRange, states: keyed.states, watermark: Number.isFinite(keyed.watermark) ? keyed.watermark : null } }),
+        operatorStates: s.operatorStates.map((o) => ({ name: o.name, mode: o.mode, count: o.values.length })),
+      });
+    }
+  } finally {
+    for (const s of snapshots) s.keyed?.release();
+  }
+  return { sections, operators };
+}
+
+/** Decodes an operator-state section: one array of values per operator state, in meta order. */
+export function decodeOperatorStates(bytes: Uint8Array, meta: OperatorSnapshotMeta): Map<string, unknown[]> {
+  const lists = decodeValue(new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+  if (!Array.isArray(lists) || lists.length !== meta.operatorStates.length) {
+    throw new EddyError("CHECKPOINT_CORRUPT", `operator state of '${meta.operatorName}' does not match its description`, { domain: "external" });
+  }
+  const out = new Map<string, unknown[]>();
+  meta.operatorStates.forEach((o, i) => out.set(o.name, lists[i] as unknown[]));
+  return out;
+}
