@@ -1,120 +1,104 @@
 /**
- * Checkpoints and exactly-once recovery, end to end: a job fails at a random record, restarts
- * from its latest checkpoint, and its committed output equals the failure-free run's, record for
- * record (the oracle). Inline mode; seeds are printed on failure.
+ * Checkpoints and exactly-once recovery, end to end (the issue's kill-and-compare test): the job
+ * of test/jobs/checkpointed.ts (source → keyed counting state → committed sink, and a keyed
+ * window stage → committed sink) fails once at a random point — an exception while processing,
+ * a worker thread that exits, an exception in a sink's snapshot or in its commit — restarts from
+ * its latest checkpoint, and its committed output equals the failure-free run's, record for record.
+ * The seed is printed on failure; EDDY_TEST_SEED replays a run, EDDY_CHK_ROUNDS runs more rounds.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defineJob, TumblingEventTimeWindows, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
-import { committingCollectSink, runJob } from "eddy/testing";
+import { runJob, type RunOptions } from "eddy/testing";
+import * as checkpointed from "./jobs/checkpointed.ts";
+import type { Counted, Fault, FaultKind } from "./jobs/checkpointed.ts";
 import { prng } from "./fixtures.ts";
-
-const RECORDS = 300_000;
-const KEYS = 37;
-
-interface Counted {
-  readonly key: number;
-  readonly count: number;
-  readonly n: number;
-}
-
-/** The fault to inject: throw when the map sees record `atRecord` (once per fault id). */
-interface Fault {
-  readonly id: string;
-  readonly atRecord: number;
-}
-const firedFaults = new Set<string>();
-
-/** Counts records per key in keyed state and emits each record with the running count. */
-const countPerKey: KeyedProcessFunction<number, number, Counted> = {
-  processElement(n, ctx, out) {
-    const state = ctx.getState(new ValueStateDescriptor<{ count: number }>("count"));
-    const count = (state.value()?.count ?? 0) + 1;
-    state.update({ count });
-    out.collect({ key: ctx.getCurrentKey(), count, n });
-  },
-};
-
-function countingJob(fault: Fault | undefined) {
-  return defineJob("checkpointed-counting", (env) => {
-    const counted = env
-      .fromSequence(1, RECORDS)
-      .map((n: number) => {
-        if (fault !== undefined && n === fault.atRecord && !firedFaults.has(fault.id)) {
-          firedFaults.add(fault.id);
-          throw new Error(`injected fault at record ${n}`);
-        }
-        return n;
-      })
-      .keyBy((n) => n % KEYS)
-      .process(countPerKey);
-    counted.sinkTo(committingCollectSink<Counted>("counted"), "committed");
-    // A window stage too: sums per key per 1000 "ms" of event time (the record number).
-    counted
-      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<Counted>().withTimestampAssigner((r) => r.n))
-      .keyBy((r) => r.key)
-      .window(TumblingEventTimeWindows.of(1_000))
-      .reduce((a, b) => ({ key: a.key, count: a.count + b.count, n: Math.max(a.n, b.n) }))
-      .sinkTo(committingCollectSink<Counted>("windows"), "committed-windows");
-  });
-}
 
 const sortRows = (rows: readonly Counted[]): string[] => rows.map((r) => `${r.key}:${r.count}:${r.n}`).sort();
 
-function tempDir(): string {
-  return mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
+interface Output {
+  readonly counted: string[];
+  readonly windows: string[];
 }
 
-test("failure-free oracle: every record counted once, per key counts 1..n", async () => {
-  const dir = tempDir();
+async function run(options: RunOptions, fault: Fault | undefined): Promise<{ output: Output; restarts: number; restoredFrom: readonly (number | null)[] }> {
+  process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
   try {
-    const handle = runJob(countingJob(undefined), { checkpointing: { intervalMs: 10 }, checkpointDir: dir, jobId: "oracle" });
+    const handle = runJob(checkpointed.countingJob, options);
     await handle.done;
-    const counted = handle.collected<Counted>("counted");
-    assert.equal(counted.length, RECORDS);
-    assert.equal(handle.restarts, 0);
-    assert.ok(handle.checkpoints().some((c) => c.status === "completed"), "some checkpoint completed");
+    return {
+      output: { counted: sortRows(handle.collected("counted")), windows: sortRows(handle.collected("windows")) },
+      restarts: handle.restarts,
+      restoredFrom: handle.restoredFrom,
+    };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    delete process.env.EDDY_CHK_FAULT;
   }
+}
+
+let oracle: Output | undefined;
+/** The failure-free output, computed once without checkpointing (inline, parallelism 1). */
+async function failureFree(): Promise<Output> {
+  oracle ??= (await run({ checkpointing: false, mode: "inline" }, undefined)).output;
+  return oracle;
+}
+
+test("the failure-free run counts every record once (the oracle is sound)", async () => {
+  const expected = await failureFree();
+  assert.equal(expected.counted.length, checkpointed.RECORDS);
+  // Per key, counts run 1..n without gaps.
+  const perKey = new Map<string, number>();
+  for (const row of expected.counted) {
+    const key = row.split(":")[0]!;
+    perKey.set(key, (perKey.get(key) ?? 0) + 1);
+  }
+  assert.equal(perKey.size, checkpointed.KEYS);
 });
 
-test("a job that fails at a random record recovers from its checkpoint: committed output equals the failure-free run", async () => {
-  const oracleDir = tempDir();
-  let expected: { counted: string[]; windows: string[] };
-  try {
-    const oracle = runJob(countingJob(undefined), { checkpointing: false, checkpointDir: oracleDir });
-    await oracle.done;
-    expected = { counted: sortRows(oracle.collected("counted")), windows: sortRows(oracle.collected("windows")) };
-  } finally {
-    rmSync(oracleDir, { recursive: true, force: true });
-  }
+async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultKind[], rounds: number): Promise<void> {
+  const expected = await failureFree();
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);
   const restoredFrom: (number | null)[] = [];
-  for (let round = 0; round < 6; round++) {
-    const atRecord = 1 + Math.floor(random() * RECORDS);
-    const dir = tempDir();
+  for (let round = 0; round < rounds; round++) {
+    const dir = mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
+    const kind = kinds[round % kinds.length]!;
+    // Anywhere in the first 95 %: early faults usually restart from scratch, later ones from a checkpoint.
+    const fault: Fault = { kind, atRecord: 1 + Math.floor(random() * checkpointed.RECORDS * 0.95), marker: join(dir, "fault-fired") };
+    const where = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${fault.atRecord}`;
     try {
-      const handle = runJob(countingJob({ id: `${seed}-${round}`, atRecord }), {
-        checkpointing: { intervalMs: 5 },
-        checkpointDir: dir,
-        jobId: "faulty",
-        restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
-      });
-      await handle.done;
-      const where = `seed ${seed}, round ${round}, fault at record ${atRecord}, restarts ${handle.restarts}`;
-      assert.equal(handle.restarts, 1, where);
-      assert.deepEqual(sortRows(handle.collected("counted")), expected.counted, where);
-      assert.deepEqual(sortRows(handle.collected("windows")), expected.windows, where);
-      restoredFrom.push(...handle.restoredFrom);
+      const result = await run(
+        {
+          mode,
+          parallelism: 2,
+          checkpointing: { intervalMs: 10 },
+          checkpointDir: join(dir, "checkpoints"),
+          jobId: "kill-and-compare",
+          restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+        },
+        fault,
+      );
+      assert.ok(existsSync(fault.marker), `${where}: the fault never fired`);
+      assert.equal(result.restarts, 1, where);
+      assert.deepEqual(result.output.counted, expected.counted, `${where}: committed counts differ from the failure-free run`);
+      assert.deepEqual(result.output.windows, expected.windows, `${where}: committed windows differ from the failure-free run`);
+      restoredFrom.push(...result.restoredFrom);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   }
   // Faults late in the run restore from a checkpoint (early ones may start over).
   assert.ok(restoredFrom.some((id) => id !== null), `seed ${seed}: no round restored from a checkpoint (${JSON.stringify(restoredFrom)})`);
+}
+
+const rounds = Number(process.env.EDDY_CHK_ROUNDS ?? 0);
+
+test("inline: a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
+  await killAndCompare("inline", ["process", "snapshot", "commit"], rounds || 6);
+});
+
+test("worker threads: a killed worker or a fault in any phase, recovery, committed output equals the failure-free run", async () => {
+  await killAndCompare("threads", ["exit", "process", "snapshot", "commit"], rounds || 8);
 });

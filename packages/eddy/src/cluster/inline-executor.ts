@@ -177,6 +177,7 @@ export class InlineExecution {
       notifyComplete: (id) => executor.notifyCheckpointComplete(id),
       abort: (id) => executor.abortCheckpoint(id),
       snapshotEnumerators: (id) => this.#deployment.splits.snapshotEnumerators(id),
+      expedite: (work) => executor.expedite(work),
     };
   }
 

@@ -16,17 +16,16 @@ import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { InlineExecution, type InlineOptions, type JobResult } from "./inline-executor.ts";
-import { resolve as resolvePath, basename, dirname } from "node:path";
+import { resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { DEFAULT_CHECKPOINT_ROOT_DIR, findLatestRestorable, LocalCheckpointStorage } from "../checkpoint/storage.ts";
-import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
-import { CheckpointRunner } from "./checkpoint-runner.ts";
-import { taskIdOf } from "./task-executor.ts";
+import { DEFAULT_CHECKPOINT_ROOT_DIR } from "../checkpoint/storage.ts";
+import { DEFAULT_RESTART_STRATEGY, RecoveringJob } from "./recovering-job.ts";
+import type { CheckpointLocation } from "./thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "./job-ref.ts";
 import type { Placement } from "./thread-protocol.ts";
-import { ThreadedExecution } from "./threaded-execution.ts";
+import { ThreadedExecution, type ThreadedCheckpointing } from "./threaded-execution.ts";
 
 export type ExecutionMode = "inline" | "threads";
 
@@ -126,9 +125,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       : options.checkpointing !== undefined
         ? resolveCheckpointConfig(options.checkpointing)
         : env.getCheckpointConfig();
-  let runner: CheckpointRunner | undefined;
-  let restarts = 0;
-  const restoredFrom: (number | null)[] = [];
+  let recoveringJob: RecoveringJob | undefined;
 
   const runInline = (checkpoints?: InlineOptions["checkpoints"]): InlineExecution => {
     const batchRecords = options.batchRecords ?? 512;
@@ -146,7 +143,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     });
   };
 
-  const runThreaded = (ref: JobRef): ThreadedExecution => {
+  const runThreaded = (ref: JobRef, checkpointing?: ThreadedCheckpointing): ThreadedExecution => {
     const batchRecords = options.batchRecords ?? 1024;
     const workers = options.workers ?? Math.min(availableParallelism(), largest);
     if (!Number.isInteger(workers) || workers < 1) {
@@ -166,6 +163,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       maxWorkerHeapMb: options.maxWorkerHeapMb,
+      checkpointing,
     });
   };
 
@@ -177,91 +175,34 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
   }
   if (checkpointConfig !== undefined) {
-    // Checkpointing runs every subtask inline for now; threaded checkpointing is not wired yet.
-    if (!wantsInline) logger.info("running inline", { job: job.name, reason: "checkpointing runs in inline mode in this version" });
-    const storage = new LocalCheckpointStorage({
+    const location: CheckpointLocation = {
       rootDir: resolvePath(options.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
       jobId: options.jobId ?? fileSafe(job.name),
+    };
+    const recovering = new RecoveringJob({
+      plan,
+      config: checkpointConfig,
+      location,
+      strategy: createRestartStrategy(options.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
+      fromCheckpoint: options.fromCheckpoint,
+      logger,
+      ref: wantsInline
+        ? Promise.resolve(undefined)
+        : locateJob(job).then((found) => {
+            if (!("reason" in found)) return found;
+            if (options.mode === "threads") {
+              throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
+            }
+            logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
+            return undefined;
+          }),
+      runInline: (checkpoints) => (execution = runInline(checkpoints)),
+      runThreaded: (ref, checkpointing) => (execution = runThreaded(ref, checkpointing)),
+      isCancelled: () => cancelled,
     });
-    const strategy = createRestartStrategy(
-      options.restartStrategy ?? env.getRestartStrategy() ?? { type: "fixed-delay", attempts: 3, delayMs: 1_000 },
-    );
-    const attempt = async (restore: CheckpointRestore | undefined, firstCheckpointId: number): Promise<JobResult> => {
-      let inline!: InlineExecution;
-      const active = new CheckpointRunner({
-        config: checkpointConfig,
-        storage,
-        plan,
-        jobId: options.jobId ?? fileSafe(job.name),
-        taskIds: plan.chains.flatMap((c) => Array.from({ length: c.parallelism }, (_, s) => taskIdOf(c, s))),
-        firstCheckpointId,
-        logger,
-        targets: {
-          trigger: (b) => inline.checkpointTargets().trigger(b),
-          notifyComplete: (id) => inline.checkpointTargets().notifyComplete(id),
-          abort: (id) => inline.checkpointTargets().abort(id),
-          snapshotEnumerators: (id) => inline.checkpointTargets().snapshotEnumerators(id),
-        },
-        onFailJob: (e) => inline.fail(e),
-      });
-      runner = active;
-      inline = runInline({
-        participation: {
-          mode: checkpointConfig.mode,
-          storage,
-          restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
-          acknowledge: (taskId, id, ack) => active.acknowledge(taskId, id, ack),
-          decline: (taskId, id, reason) => active.decline(taskId, id, reason),
-        },
-        enumeratorState: restore === undefined ? undefined : (operatorId) => restore.enumeratorState(operatorId),
-      });
-      execution = inline;
-      if (cancelled) inline.cancel();
-      active.start();
-      try {
-        return await inline.done;
-      } finally {
-        active.stop();
-      }
-    };
-    const latest = async (): Promise<CheckpointRestore | undefined> => {
-      const found = await findLatestRestorable(storage, {
-        verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
-        log: (message) => logger.warn(message),
-      });
-      if (found === undefined) return undefined;
-      return CheckpointRestore.load(storage, asManifest(found.manifest, storage.checkpointDir(found.checkpointId)), plan, () => true);
-    };
-    const nextId = async (): Promise<number> => Math.max(0, ...(await storage.listCheckpoints())) + 1;
-    const recover = async (): Promise<JobResult> => {
-      let restore = options.fromCheckpoint === undefined ? undefined : await loadCheckpointDir(options.fromCheckpoint, plan);
-      for (;;) {
-        try {
-          return await attempt(restore, await nextId());
-        } catch (e) {
-          if (cancelled || (e instanceof EddyError && e.code === "JOB_CANCELLED")) throw e;
-          const decision = strategy.onFailure(Date.now());
-          if (!decision.restart) {
-            logger.error("job failed; not restarting", { job: job.name, reason: decision.reason });
-            throw e;
-          }
-          restarts++;
-          logger.warn("job failed; restarting from the latest checkpoint", {
-            job: job.name,
-            error: e instanceof Error ? e.message : String(e),
-            delayMs: decision.delayMs,
-            restart: restarts,
-          });
-          await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
-          restore = await latest();
-          restoredFrom.push(restore?.checkpointId ?? null);
-          if (restore === undefined) logger.warn("no complete checkpoint yet; restarting from the beginning", { job: job.name });
-          else logger.info("restoring", { job: job.name, checkpoint: restore.checkpointId });
-        }
-      }
-    };
-    mode = Promise.resolve("inline");
-    done = recover();
+    recoveringJob = recovering;
+    mode = recovering.mode;
+    done = recovering.done;
   } else if (wantsInline) {
     execution = runInline();
     mode = Promise.resolve("inline");
@@ -299,11 +240,13 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       return execution?.sourceRecords ?? 0;
     },
     metrics: () => execution?.metrics() ?? [],
-    checkpoints: () => runner?.stats() ?? [],
+    checkpoints: () => recoveringJob?.stats() ?? [],
     get restarts() {
-      return restarts;
+      return recoveringJob?.restoredFrom.length ?? 0;
     },
-    restoredFrom,
+    get restoredFrom() {
+      return recoveringJob?.restoredFrom ?? [];
+    },
     cancel: () => {
       cancelled = true;
       execution?.cancel();
@@ -315,18 +258,4 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
 function fileSafe(name: string): string {
   const safe = name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
   return (safe.length === 0 ? "job" : safe).slice(0, 100);
-}
-
-/** Loads the checkpoint in directory `dir` (`<root>/<jobId>/chk-<n>`), verifying every file. */
-async function loadCheckpointDir(dir: string, plan: Plan): Promise<CheckpointRestore> {
-  const path = resolvePath(dir);
-  const match = /^chk-(0|[1-9][0-9]*)$/.exec(basename(path));
-  if (match === null) {
-    throw new EddyError("INVALID_CHECKPOINT_PATH", `'${dir}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
-  }
-  const jobDir = dirname(path);
-  const storage = new LocalCheckpointStorage({ rootDir: dirname(jobDir), jobId: basename(jobDir) });
-  const id = Number(match[1]);
-  const manifest = asManifest(await storage.readManifest(id), path);
-  return CheckpointRestore.load(storage, manifest, plan, () => true);
 }

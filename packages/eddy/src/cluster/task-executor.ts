@@ -75,6 +75,8 @@ export interface CheckpointParticipation {
   restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined;
   acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void;
   decline(taskId: string, checkpointId: number, reason: string): void;
+  /** The task consumed all its input (no further checkpoint includes it). */
+  finished(taskId: string): void;
 }
 
 /** The id of subtask `subtask` of `chain` in checkpoints (coordinator and manifest). */
@@ -118,6 +120,8 @@ export class TaskExecutor {
   #failure: EddyError | undefined;
   #cancelled = false;
   #idleWaiters: (() => void)[] = [];
+  /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes). */
+  #expedited = 0;
 
   constructor(plan: Plan, deployment: Deployment, options: ExecutorOptions) {
     this.#plan = plan;
@@ -175,6 +179,20 @@ export class TaskExecutor {
         task.notifyCheckpointAborted(checkpointId);
       });
     }
+  }
+
+  /**
+   * While `work` runs, the loop yields to the event loop after every round instead of every
+   * `yieldIntervalMs`, so each of its I/O steps waits a round, not an interval (checkpoint files
+   * are written in several steps). Returns `work`.
+   */
+  expedite<T>(work: Promise<T>): Promise<T> {
+    this.#expedited++;
+    const done = (): void => {
+      this.#expedited--;
+    };
+    work.then(done, done);
+    return work;
   }
 
   /** Wakes the loop if it sleeps: new mail, channel data or credit. Cheap; call freely. */
@@ -236,7 +254,7 @@ export class TaskExecutor {
       if (progressed) {
         // Under load, batches fill; a partly filled batch waits at most the flush timeout.
         for (let i = 0; i < tasks.length; i++) tasks[i]!.flushOlderThan(now - flushTimeoutMs);
-        if (now - lastYield >= yieldIntervalMs) {
+        if (now - lastYield >= yieldIntervalMs || this.#expedited !== 0) {
           // Let timers, I/O and frames from other threads in; a job never starves the event loop.
           await new Promise<void>((resolve) => setImmediate(resolve));
           lastYield = performance.now();
@@ -283,7 +301,7 @@ export class TaskExecutor {
         bytes: file?.size ?? 0,
       });
     };
-    run().catch((e: unknown) => {
+    this.expedite(run()).catch((e: unknown) => {
       this.#options.logger.warn("checkpoint failed in a task", { job: this.#plan.jobName, checkpoint: id, task: taskId, error: describeCause(e) });
       cp.decline(taskId, id, `task ${taskId} could not persist its snapshot: ${describeCause(e)}`);
     });
@@ -446,6 +464,7 @@ export class TaskExecutor {
                   operators: chain.nodes.map((n) => checkpointings.get(n)!),
                   onSnapshot: (barrier, snapshots, timing) => this.#persist(cp, taskId, chain, subtask, barrier, snapshots, timing),
                   onDecline: (id, reason) => cp.decline(taskId, id, reason),
+                  onFinished: () => cp.finished(taskId),
                 },
         });
         this.tasks.push(task);

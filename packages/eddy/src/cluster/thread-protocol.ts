@@ -10,6 +10,9 @@ import type { LogLevel } from "../core/logger.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobRef } from "./job-ref.ts";
+import type { CheckpointBarrier } from "../core/elements.ts";
+import type { TaskAck } from "../checkpoint/coordinator.ts";
+import type { CheckpointManifest } from "./checkpoint-restore.ts";
 
 export interface WorkerInit {
   readonly job: JobRef;
@@ -27,6 +30,20 @@ export interface WorkerInit {
   readonly maxRecordsPerSlice: number;
   readonly metricsIntervalMs: number;
   readonly logLevel: LogLevel;
+  /** Checkpointing: where tasks write, and the checkpoint they restore from (if any). */
+  readonly checkpointing: WorkerCheckpointing | undefined;
+}
+
+/** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */
+export interface CheckpointLocation {
+  readonly rootDir: string;
+  readonly jobId: string;
+}
+
+export interface WorkerCheckpointing {
+  readonly mode: "exactly-once" | "at-least-once";
+  readonly storage: CheckpointLocation;
+  readonly restore: { readonly location: CheckpointLocation; readonly manifest: CheckpointManifest } | undefined;
 }
 
 export interface SerializedError {
@@ -40,7 +57,10 @@ export interface SerializedError {
 
 export type ToWorker =
   | { readonly t: "splits"; readonly node: number; readonly subtask: number; readonly splits: readonly unknown[] }
-  | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number };
+  | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number }
+  | { readonly t: "trigger-checkpoint"; readonly barrier: CheckpointBarrier }
+  | { readonly t: "checkpoint-complete"; readonly checkpointId: number }
+  | { readonly t: "abort-checkpoint"; readonly checkpointId: number };
 
 export type FromWorker =
   | { readonly t: "ready" }
@@ -50,7 +70,10 @@ export type FromWorker =
   | { readonly t: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly message: string; readonly fields: unknown }
   | { readonly t: "metrics"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
   | { readonly t: "finished"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
-  | { readonly t: "failed"; readonly error: SerializedError };
+  | { readonly t: "failed"; readonly error: SerializedError }
+  | { readonly t: "checkpoint-ack"; readonly taskId: string; readonly checkpointId: number; readonly ack: TaskAck }
+  | { readonly t: "checkpoint-decline"; readonly taskId: string; readonly checkpointId: number; readonly reason: string }
+  | { readonly t: "task-finished"; readonly taskId: string };
 
 /**
  * Where subtasks run. `shared` is Flink's slot sharing: subtask i of every operator goes to

@@ -16,7 +16,9 @@ import { RemoteInputChannel, RemoteOutputChannel, type RemoteChannelInfo } from 
 import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
 import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
-import { TaskExecutor, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+import { LocalCheckpointStorage } from "../checkpoint/storage.ts";
+import { CheckpointRestore } from "./checkpoint-restore.ts";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -111,8 +113,28 @@ class RemoteSplitCoordination implements SplitCoordination {
   }
 }
 
+/** How this worker's tasks take part in checkpoints: write to the job's storage, report to the coordinator. */
+async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipation | undefined> {
+  const cp = init.checkpointing;
+  if (cp === undefined) return undefined;
+  const place = placeSubtasks(plan, init.workers, init.placement);
+  const restore =
+    cp.restore === undefined
+      ? undefined
+      : await CheckpointRestore.load(new LocalCheckpointStorage(cp.restore.location), cp.restore.manifest, plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
+  return {
+    mode: cp.mode,
+    storage: new LocalCheckpointStorage(cp.storage),
+    restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
+    acknowledge: (taskId, checkpointId, ack) => send({ t: "checkpoint-ack", taskId, checkpointId, ack }),
+    decline: (taskId, checkpointId, reason) => send({ t: "checkpoint-decline", taskId, checkpointId, reason }),
+    finished: (taskId) => send({ t: "task-finished", taskId }),
+  };
+}
+
 class ThreadDeployment implements Deployment {
   readonly splits: RemoteSplitCoordination;
+  readonly checkpoints: CheckpointParticipation | undefined;
   readonly inputs = new Map<number, RemoteInputChannel>();
   readonly outputs = new Map<number, RemoteOutputChannel>();
   readonly #local = new Map<number, LocalChannel>();
@@ -120,10 +142,11 @@ class ThreadDeployment implements Deployment {
   readonly #place: ReturnType<typeof placeSubtasks>;
   readonly #codec: BatchCodec = defaultCodec();
 
-  constructor(plan: Plan, splits: RemoteSplitCoordination) {
+  constructor(plan: Plan, splits: RemoteSplitCoordination, checkpoints: CheckpointParticipation | undefined) {
     this.#channelId = channelIds(plan);
     this.#place = placeSubtasks(plan, init.workers, init.placement);
     this.splits = splits;
+    this.checkpoints = checkpoints;
   }
 
   owns(chain: PlanChain, subtask: number): boolean {
@@ -192,7 +215,8 @@ async function run(): Promise<void> {
   }
   const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));
   const splits = new RemoteSplitCoordination(nodeIndex);
-  const deployment = new ThreadDeployment(plan, splits);
+  const checkpoints = await checkpointParticipation(plan);
+  const deployment = new ThreadDeployment(plan, splits, checkpoints);
   const forwarder = new OutputForwarder();
   const services: JobServices = {
     jobName: job.name,
@@ -213,8 +237,23 @@ async function run(): Promise<void> {
 
   port.on("message", (message: ToWorker) => {
     try {
-      if (message.t === "splits") splits.handle(message.node, message.subtask).addSplits(message.splits);
-      else splits.handle(message.node, message.subtask).notifyNoMoreSplits();
+      switch (message.t) {
+        case "splits":
+          splits.handle(message.node, message.subtask).addSplits(message.splits);
+          return;
+        case "no-more-splits":
+          splits.handle(message.node, message.subtask).notifyNoMoreSplits();
+          return;
+        case "trigger-checkpoint":
+          executor.triggerCheckpoint(message.barrier);
+          return;
+        case "checkpoint-complete":
+          executor.notifyCheckpointComplete(message.checkpointId);
+          return;
+        case "abort-checkpoint":
+          executor.abortCheckpoint(message.checkpointId);
+          return;
+      }
     } catch (e) {
       executor.fail(e);
     }

@@ -10,13 +10,15 @@
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
-import type { SplitEnumerator } from "../connector/source.ts";
+import { restoreEnumerator, type SplitEnumerator } from "../connector/source.ts";
+import type { TaskAck } from "../checkpoint/coordinator.ts";
+import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
-import { placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
+import { placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -33,6 +35,17 @@ export interface ThreadedOptions {
   readonly metricsIntervalMs: number;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
   readonly maxWorkerHeapMb: number | undefined;
+  /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
+  readonly checkpointing?: ThreadedCheckpointing | undefined;
+}
+
+export interface ThreadedCheckpointing {
+  readonly workers: WorkerCheckpointing;
+  readonly acknowledge: (taskId: string, checkpointId: number, ack: TaskAck) => void;
+  readonly decline: (taskId: string, checkpointId: number, reason: string) => void;
+  readonly finished: (taskId: string) => void;
+  /** Restored enumerator state by source operator id; undefined: a fresh start. */
+  readonly enumeratorState: ((operatorId: string) => unknown) | undefined;
 }
 
 const ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
@@ -56,6 +69,9 @@ export class ThreadedExecution {
   #reject!: (error: EddyError) => void;
   readonly #startedAt = Date.now();
   #runningSince: number | undefined;
+  #running!: () => void;
+  /** Resolves when every worker has deployed its tasks (checkpoints can be triggered then). */
+  readonly running = new Promise<void>((resolve) => (this.#running = resolve));
 
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
@@ -86,6 +102,29 @@ export class ThreadedExecution {
     this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" }));
   }
 
+  /** Fails the job from outside (e.g. too many failed checkpoints). */
+  fail(error: EddyError): void {
+    this.#fail(error);
+  }
+
+  /** Where the checkpoint runner's commands go; enumerators are snapshotted here, barriers start in the workers. */
+  checkpointTargets(): CheckpointTargets {
+    const all = (message: ToWorker): void => {
+      if (this.#settled) return;
+      for (let w = 0; w < this.#workers.length; w++) this.#post(w, message);
+    };
+    return {
+      trigger: (barrier) => all({ t: "trigger-checkpoint", barrier }),
+      notifyComplete: (checkpointId) => all({ t: "checkpoint-complete", checkpointId }),
+      abort: (checkpointId) => all({ t: "abort-checkpoint", checkpointId }),
+      snapshotEnumerators: (checkpointId) => {
+        const out: Record<string, unknown> = {};
+        for (const [index, enumerator] of this.#enumerators) out[this.#plan.nodes[index]!.operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];
+        return out;
+      },
+    };
+  }
+
   #start(job: JobRef): void {
     const n = this.#options.workers;
     const ports: (MessagePort | undefined)[][] = Array.from({ length: n }, () => new Array<MessagePort | undefined>(n).fill(undefined));
@@ -113,6 +152,7 @@ export class ThreadedExecution {
         maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
         metricsIntervalMs: this.#options.metricsIntervalMs,
         logLevel: this.#options.logLevel,
+        checkpointing: this.#options.checkpointing?.workers,
       };
       const worker = new Worker(ENTRY, {
         workerData: init,
@@ -161,6 +201,7 @@ export class ThreadedExecution {
         if (++this.#ready === this.#workers.length) {
           this.#runningSince = Date.now();
           this.#startEnumerators();
+          this.#running();
         }
         return;
       case "split-request":
@@ -189,6 +230,15 @@ export class ThreadedExecution {
       case "failed":
         this.#fail(deserializeError(message.error, index));
         return;
+      case "checkpoint-ack":
+        this.#options.checkpointing?.acknowledge(message.taskId, message.checkpointId, message.ack);
+        return;
+      case "checkpoint-decline":
+        this.#options.checkpointing?.decline(message.taskId, message.checkpointId, message.reason);
+        return;
+      case "task-finished":
+        this.#options.checkpointing?.finished(message.taskId);
+        return;
     }
   }
 
@@ -197,12 +247,14 @@ export class ThreadedExecution {
     this.#plan.nodes.forEach((node, index) => {
       const t = node.transformation;
       if (t.kind !== "source") return;
-      const enumerator = t.source.createEnumerator({
+      const context = {
         parallelism: node.parallelism,
-        assignSplits: (subtask, splits) =>
+        assignSplits: (subtask: number, splits: readonly unknown[]) =>
           this.#post(place(node, subtask), { t: "splits", node: index, subtask, splits: [...splits] }),
-        signalNoMoreSplits: (subtask) => this.#post(place(node, subtask), { t: "no-more-splits", node: index, subtask }),
-      });
+        signalNoMoreSplits: (subtask: number) => this.#post(place(node, subtask), { t: "no-more-splits", node: index, subtask }),
+      };
+      const restored = this.#options.checkpointing?.enumeratorState;
+      const enumerator = restored === undefined ? t.source.createEnumerator(context) : restoreEnumerator(t.source, context, restored(node.operatorId));
       this.#enumerators.set(index, enumerator);
       enumerator.start?.();
       for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);

@@ -64,6 +64,8 @@ export interface TaskCheckpointing {
   readonly onSnapshot: (barrier: CheckpointBarrier, snapshots: OperatorSnapshot[], timing: { alignmentMs: number; syncMs: number }) => void;
   /** The task gave up a checkpoint (a newer barrier overtook it, or it cannot take it). */
   readonly onDecline: (checkpointId: number, reason: string) => void;
+  /** The task consumed all its input: it takes part in no further checkpoint. */
+  readonly onFinished: () => void;
 }
 
 export type TaskState = "created" | "running" | "finished" | "closed";
@@ -344,7 +346,8 @@ export class StreamTask {
     const cp = this.#o.checkpointing;
     if (cp === undefined) return;
     if (this.#state !== "running") {
-      cp.onDecline(barrier.checkpointId, `task '${this.name}' (subtask ${this.subtaskIndex}) is ${this.#state}`);
+      // A finished task told the coordinator so already (onFinished); one not started declines.
+      if (this.#state === "created") cp.onDecline(barrier.checkpointId, `task '${this.name}' (subtask ${this.subtaskIndex}) has not started`);
       return;
     }
     this.#checkpoint(barrier, 0);
@@ -452,6 +455,7 @@ export class StreamTask {
     for (let i = first; i < ops.length; i++) (ops[i] as OneInputOperator<unknown>).endInput?.();
     for (const writer of this.#o.writers) writer.broadcastElement(END_OF_INPUT);
     this.#state = "finished";
+    this.#o.checkpointing?.onFinished();
     this.close();
   }
 
