@@ -57,37 +57,48 @@ test("the failure-free run counts every record once (the oracle is sound)", asyn
   assert.equal(perKey.size, checkpointed.KEYS);
 });
 
-async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultKind[], rounds: number): Promise<void> {
+/**
+ * Runs the job at parallelism 2 with checkpoints every 10 ms and `fault` injected once, in a
+ * fresh directory; checks the fault fired, the job restarted once, and the committed output
+ * equals the failure-free run. Returns the checkpoint the restart restored from.
+ */
+async function faultyRun(mode: "inline" | "threads", kind: FaultKind, atRecord: (dir: string) => number, where: string): Promise<number | null> {
   const expected = await failureFree();
+  const dir = mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
+  const fault: Fault = { kind, atRecord: atRecord(dir), marker: join(dir, "fault-fired") };
+  const at = `${where}, ${mode}, fault '${kind}' at record ${fault.atRecord}`;
+  try {
+    const result = await run(
+      {
+        mode,
+        parallelism: 2,
+        checkpointing: { intervalMs: 10 },
+        checkpointDir: join(dir, "checkpoints"),
+        jobId: "kill-and-compare",
+        restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+      },
+      fault,
+    );
+    assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
+    assert.equal(result.restarts, 1, at);
+    assert.deepEqual(result.output.counted, expected.counted, `${at}: committed counts differ from the failure-free run`);
+    assert.deepEqual(result.output.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
+    return result.restoredFrom[0] ?? null;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultKind[], rounds: number): Promise<void> {
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);
   const restoredFrom: (number | null)[] = [];
   for (let round = 0; round < rounds; round++) {
-    const dir = mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
-    const kind = kinds[round % kinds.length]!;
-    // Anywhere in the first 95 %: early faults usually restart from scratch, later ones from a checkpoint.
-    const fault: Fault = { kind, atRecord: 1 + Math.floor(random() * checkpointed.RECORDS * 0.95), marker: join(dir, "fault-fired") };
-    const where = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${fault.atRecord}`;
-    try {
-      const result = await run(
-        {
-          mode,
-          parallelism: 2,
-          checkpointing: { intervalMs: 10 },
-          checkpointDir: join(dir, "checkpoints"),
-          jobId: "kill-and-compare",
-          restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
-        },
-        fault,
-      );
-      assert.ok(existsSync(fault.marker), `${where}: the fault never fired`);
-      assert.equal(result.restarts, 1, where);
-      assert.deepEqual(result.output.counted, expected.counted, `${where}: committed counts differ from the failure-free run`);
-      assert.deepEqual(result.output.windows, expected.windows, `${where}: committed windows differ from the failure-free run`);
-      restoredFrom.push(...result.restoredFrom);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    // Anywhere: early faults usually restart from scratch, later ones from a checkpoint; a fault
+    // in the sink's commit near the end hits the final checkpoint's commit.
+    // Round 0 fails late, so at least one round restores from a periodic checkpoint.
+    const atRecord = round === 0 ? Math.floor(checkpointed.RECORDS * 0.98) : 1 + Math.floor(random() * checkpointed.RECORDS);
+    restoredFrom.push(await faultyRun(mode, kinds[round % kinds.length]!, () => atRecord, `seed ${seed}, round ${round}`));
   }
   // Faults late in the run restore from a checkpoint (early ones may start over).
   assert.ok(restoredFrom.some((id) => id !== null), `seed ${seed}: no round restored from a checkpoint (${JSON.stringify(restoredFrom)})`);
@@ -101,4 +112,13 @@ test("inline: a fault at a random point, recovery from the latest checkpoint, co
 
 test("worker threads: a killed worker or a fault in any phase, recovery, committed output equals the failure-free run", async () => {
   await killAndCompare("threads", ["exit", "process", "snapshot", "commit"], rounds || 8);
+});
+
+test("a failure in the final commit (after every source finished) restores the final checkpoint and commits exactly once", async () => {
+  for (const mode of ["inline", "threads"] as const) {
+    // The sink sees the last record only after every source ended, so its first commit after it
+    // is the final checkpoint's.
+    const restoredFrom = await faultyRun(mode, "commit", () => checkpointed.RECORDS, "final commit");
+    assert.notEqual(restoredFrom, null, `${mode}: restored from the final checkpoint`);
+  }
 });

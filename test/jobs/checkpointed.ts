@@ -33,7 +33,7 @@ export interface Counted {
 /**
  * Where a fault is injected: `process` throws in a map, `exit` ends the worker thread (as a kill
  * would), `snapshot` throws in the sink's synchronous snapshot (prepareCommit), `commit` throws
- * in the sink's commit after the checkpoint completed.
+ * right after the sink committed (the checkpoint completed and its output became visible).
  */
 export type FaultKind = "process" | "exit" | "snapshot" | "commit";
 
@@ -92,8 +92,9 @@ function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
       const committer = inner.createCommitter!(context);
       return {
         commit(committables) {
-          if (f.kind === "commit" && seen > 0 && fire(f)) throw new Error(`injected fault in the sink's commit (record ${f.atRecord})`);
           committer.commit(committables);
+          // After the commit took effect: the failure a restore must not turn into duplicates.
+          if (f.kind === "commit" && seen > 0 && fire(f)) throw new Error(`injected fault after the sink's commit (record ${f.atRecord})`);
         },
       };
     },

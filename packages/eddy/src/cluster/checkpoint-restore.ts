@@ -34,6 +34,8 @@ export interface CheckpointManifest {
   readonly jobName: string;
   readonly checkpointId: number;
   readonly isSavepoint: boolean;
+  /** Taken after every task finished: restoring it only commits what sinks held. */
+  readonly isFinal: boolean;
   /** When the checkpoint was triggered and when it completed (ms since the epoch). */
   readonly triggeredAtMs: number;
   readonly completedAtMs: number;

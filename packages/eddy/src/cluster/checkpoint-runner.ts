@@ -24,6 +24,8 @@ export interface CheckpointTargets {
   trigger(barrier: CheckpointBarrier): void;
   notifyComplete(checkpointId: number): void;
   abort(checkpointId: number): void;
+  /** Every task has finished: take the final checkpoint (each task snapshots and acknowledges). */
+  finalCheckpoint(barrier: CheckpointBarrier): void;
   /** Split enumerator state per source operator id, taken just before a trigger. */
   snapshotEnumerators(checkpointId: number): Record<string, unknown>;
   /** Speeds up the runner's own I/O when it shares a thread with tasks (inline mode). */
@@ -51,9 +53,14 @@ export class CheckpointRunner {
   readonly #triggeredAt = new Map<number, number>();
   #timer: ReturnType<typeof setInterval> | undefined;
   #stopped = false;
+  readonly #finished = new Set<string>();
+  /** The highest checkpoint id issued so far (the final checkpoint takes the next one). */
+  #lastId: number;
+  #final: { readonly id: number; readonly acks: Map<string, TaskAck> } | undefined;
 
   constructor(options: CheckpointRunnerOptions) {
     this.#o = options;
+    this.#lastId = options.firstCheckpointId - 1;
     this.#coordinator = new CheckpointCoordinator(options.config, {
       tasks: options.taskIds,
       firstCheckpointId: options.firstCheckpointId,
@@ -75,6 +82,13 @@ export class CheckpointRunner {
   }
 
   acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void {
+    const final = this.#final;
+    if (final !== undefined && checkpointId === final.id) {
+      if (this.#stopped) return;
+      final.acks.set(taskId, ack);
+      if (final.acks.size === this.#o.taskIds.length) this.#commit(final.id, final.acks, true);
+      return;
+    }
     this.#run(this.#coordinator.acknowledge(checkpointId, taskId, ack, Date.now()));
   }
 
@@ -84,6 +98,15 @@ export class CheckpointRunner {
 
   taskFinished(taskId: string): void {
     this.#run(this.#coordinator.taskFinished(taskId, Date.now()));
+    this.#finished.add(taskId);
+    if (this.#finished.size < this.#o.taskIds.length || this.#final !== undefined || this.#stopped) return;
+    // Every task finished: the final checkpoint holds what sinks wrote since the last barrier.
+    const id = this.#lastId + 1;
+    this.#lastId = id;
+    this.#final = { id, acks: new Map() };
+    this.#enumerators.set(id, this.#o.targets.snapshotEnumerators(id));
+    this.#triggeredAt.set(id, Date.now());
+    this.#o.targets.finalCheckpoint({ kind: "barrier", checkpointId: id, timestampMs: Date.now(), isSavepoint: false });
   }
 
   stats(): CheckpointStats[] {
@@ -105,37 +128,15 @@ export class CheckpointRunner {
     const { logger, storage, targets } = this.#o;
     switch (command.type) {
       case "trigger": {
+        this.#lastId = Math.max(this.#lastId, command.checkpointId);
         this.#enumerators.set(command.checkpointId, targets.snapshotEnumerators(command.checkpointId));
         this.#triggeredAt.set(command.checkpointId, command.timestampMs);
         targets.trigger({ kind: "barrier", checkpointId: command.checkpointId, timestampMs: command.timestampMs, isSavepoint: command.isSavepoint });
         return;
       }
-      case "commit-manifest": {
-        const id = command.checkpointId;
-        const tasks = [...command.acks.values()].map((a) => a.state as TaskSnapshotHandle).sort((a, b) => a.chain - b.chain || a.subtask - b.subtask);
-        const manifest = buildManifest(
-          {
-            jobId: this.#o.jobId,
-            jobName: this.#o.plan.jobName,
-            checkpointId: id,
-            isSavepoint: false,
-            triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),
-            completedAtMs: Date.now(),
-            tasks,
-            enumerators: this.#enumerators.get(id) ?? {},
-          },
-          this.#o.plan,
-        );
-        const commit = storage.commitManifest(id, manifest);
-        (targets.expedite?.(commit) ?? commit).then(
-          () => {
-            logger.info("checkpoint complete", { job: this.#o.plan.jobName, checkpoint: id, bytes: tasks.reduce((n, t) => n + (t.file?.size ?? 0), 0) });
-            this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
-          },
-          (e: unknown) => this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now())),
-        );
+      case "commit-manifest":
+        this.#commit(command.checkpointId, command.acks, false);
         return;
-      }
       case "notify-complete":
         this.#forget(command.checkpointId);
         targets.notifyComplete(command.checkpointId);
@@ -156,6 +157,45 @@ export class CheckpointRunner {
         this.#o.onFailJob(new EddyError("CHECKPOINT_FAILURES", `job '${this.#o.plan.jobName}' failed: ${command.reason}`, { domain: "external", retryable: true }));
         return;
     }
+  }
+
+  /** Writes the manifest of checkpoint `id`; then the coordinator (or, for the final one, the tasks) hears of it. */
+  #commit(id: number, acks: ReadonlyMap<string, TaskAck>, final: boolean): void {
+    const { logger, storage, targets } = this.#o;
+    const tasks = [...acks.values()].map((a) => a.state as TaskSnapshotHandle).sort((a, b) => a.chain - b.chain || a.subtask - b.subtask);
+    const manifest = buildManifest(
+      {
+        jobId: this.#o.jobId,
+        jobName: this.#o.plan.jobName,
+        checkpointId: id,
+        isSavepoint: false,
+        isFinal: final,
+        triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),
+        completedAtMs: Date.now(),
+        tasks,
+        enumerators: this.#enumerators.get(id) ?? {},
+      },
+      this.#o.plan,
+    );
+    const commit = storage.commitManifest(id, manifest);
+    (targets.expedite?.(commit) ?? commit).then(
+      () => {
+        logger.info(final ? "final checkpoint complete" : "checkpoint complete", {
+          job: this.#o.plan.jobName,
+          checkpoint: id,
+          bytes: tasks.reduce((n, t) => n + (t.file?.size ?? 0), 0),
+        });
+        if (!final) return this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
+        if (this.#stopped) return;
+        this.#forget(id);
+        targets.notifyComplete(id);
+        retain(storage, id, this.#o.config.retained).catch((e: unknown) => logger.warn("could not delete old checkpoints", { error: describeCause(e) }));
+      },
+      (e: unknown) => {
+        if (!final) return this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now()));
+        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${describeCause(e)}`, { domain: "external", retryable: true }));
+      },
+    );
   }
 
   #forget(checkpointId: number): void {

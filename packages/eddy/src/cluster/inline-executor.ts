@@ -176,6 +176,7 @@ export class InlineExecution {
       trigger: (barrier) => executor.triggerCheckpoint(barrier),
       notifyComplete: (id) => executor.notifyCheckpointComplete(id),
       abort: (id) => executor.abortCheckpoint(id),
+      finalCheckpoint: (barrier) => executor.finalCheckpoint(barrier),
       snapshotEnumerators: (id) => this.#deployment.splits.snapshotEnumerators(id),
       expedite: (work) => executor.expedite(work),
     };

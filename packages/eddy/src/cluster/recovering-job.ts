@@ -113,6 +113,7 @@ export class RecoveringJob {
         trigger: (b) => targets?.trigger(b),
         notifyComplete: (id) => targets?.notifyComplete(id),
         abort: (id) => targets?.abort(id),
+        finalCheckpoint: (b) => targets?.finalCheckpoint(b),
         snapshotEnumerators: (id) => targets?.snapshotEnumerators(id) ?? {},
         expedite: (work) => targets?.expedite?.(work) ?? work,
       },

@@ -122,6 +122,9 @@ export class TaskExecutor {
   #idleWaiters: (() => void)[] = [];
   /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes). */
   #expedited = 0;
+  /** The id of the job's final checkpoint once triggered, and whether it completed. */
+  #finalCheckpointId: number | undefined;
+  #finalCommitted = false;
 
   constructor(plan: Plan, deployment: Deployment, options: ExecutorOptions) {
     this.#plan = plan;
@@ -169,6 +172,14 @@ export class TaskExecutor {
   /** Checkpoint `checkpointId` is complete (its manifest is committed): sinks commit. */
   notifyCheckpointComplete(checkpointId: number): void {
     for (const task of this.tasks) task.postMail(() => task.notifyCheckpointComplete(checkpointId));
+    if (checkpointId === this.#finalCheckpointId) this.#finalCommitted = true;
+    this.wake();
+  }
+
+  /** Every task of the job has finished: take the final checkpoint (see StreamTask.finalCheckpoint). */
+  finalCheckpoint(barrier: CheckpointBarrier): void {
+    this.#finalCheckpointId = barrier.checkpointId;
+    for (const task of this.tasks) task.postMail(() => task.finalCheckpoint(barrier));
   }
 
   /** The coordinator gave up checkpoint `checkpointId`. */
@@ -249,7 +260,9 @@ export class TaskExecutor {
         }
         if (!task.isFinished) allFinished = false;
       }
-      if (allFinished) return;
+      // With checkpointing, finished tasks stay open until the final checkpoint is complete and its
+      // notifications have run (sinks commit their last output there).
+      if (allFinished && (this.#deployment.checkpoints === undefined || (this.#finalCommitted && !tasks.some((t) => t.hasMail)))) return;
       const now = performance.now();
       if (progressed) {
         // Under load, batches fill; a partly filled batch waits at most the flush timeout.

@@ -60,7 +60,8 @@ export type ToWorker =
   | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number }
   | { readonly t: "trigger-checkpoint"; readonly barrier: CheckpointBarrier }
   | { readonly t: "checkpoint-complete"; readonly checkpointId: number }
-  | { readonly t: "abort-checkpoint"; readonly checkpointId: number };
+  | { readonly t: "abort-checkpoint"; readonly checkpointId: number }
+  | { readonly t: "final-checkpoint"; readonly barrier: CheckpointBarrier };
 
 export type FromWorker =
   | { readonly t: "ready" }

@@ -253,6 +253,9 @@ async function run(): Promise<void> {
         case "abort-checkpoint":
           executor.abortCheckpoint(message.checkpointId);
           return;
+        case "final-checkpoint":
+          executor.finalCheckpoint(message.barrier);
+          return;
       }
     } catch (e) {
       executor.fail(e);

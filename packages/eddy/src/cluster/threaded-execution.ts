@@ -117,6 +117,7 @@ export class ThreadedExecution {
       trigger: (barrier) => all({ t: "trigger-checkpoint", barrier }),
       notifyComplete: (checkpointId) => all({ t: "checkpoint-complete", checkpointId }),
       abort: (checkpointId) => all({ t: "abort-checkpoint", checkpointId }),
+      finalCheckpoint: (barrier) => all({ t: "final-checkpoint", barrier }),
       snapshotEnumerators: (checkpointId) => {
         const out: Record<string, unknown> = {};
         for (const [index, enumerator] of this.#enumerators) out[this.#plan.nodes[index]!.operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];

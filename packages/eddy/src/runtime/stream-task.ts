@@ -353,6 +353,25 @@ export class StreamTask {
     this.#checkpoint(barrier, 0);
   }
 
+  /**
+   * The job's final checkpoint, taken once every task has finished: what operators still hold
+   * (a sink's last committables) is snapshotted so it is committed exactly once. No barrier is
+   * forwarded: downstream tasks have finished too and take it themselves.
+   */
+  finalCheckpoint(barrier: CheckpointBarrier): void {
+    const cp = this.#o.checkpointing;
+    if (cp === undefined || this.#state !== "finished") return;
+    const start = performance.now();
+    const snapshots: OperatorSnapshot[] = [];
+    for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId));
+    cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
+  }
+
+  /** Whether mail is waiting (the executor drains it before closing finished tasks). */
+  get hasMail(): boolean {
+    return this.#o.mailbox.hasMail;
+  }
+
   /** The coordinator cancelled checkpoint `checkpointId`: stop aligning it. */
   abortCheckpoint(checkpointId: number): void {
     if (this.#aligner === undefined) return;
@@ -455,7 +474,12 @@ export class StreamTask {
     for (let i = first; i < ops.length; i++) (ops[i] as OneInputOperator<unknown>).endInput?.();
     for (const writer of this.#o.writers) writer.broadcastElement(END_OF_INPUT);
     this.#state = "finished";
-    this.#o.checkpointing?.onFinished();
+    if (this.#o.checkpointing !== undefined) {
+      // Stays open for the job's final checkpoint (sinks commit their last output on it); the
+      // executor closes the task once that checkpoint is complete.
+      this.#o.checkpointing.onFinished();
+      return;
+    }
     this.close();
   }
 

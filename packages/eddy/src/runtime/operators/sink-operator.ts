@@ -2,8 +2,9 @@
  * Runs a sink writer as the last operator of a chain. A two-phase sink (one with a committer)
  * keeps the committables of every checkpoint not yet complete as operator state; it commits them
  * when the checkpoint completes, and commits restored ones again after a restore (they belong to
- * the completed checkpoint it restores from). Without checkpointing, or at the end of input, it
- * commits what the writer hands over at once.
+ * the completed checkpoint it restores from). What it writes after the last barrier is committed
+ * by the job's final checkpoint, taken when every task has finished; without checkpointing it is
+ * committed at the end of input.
  */
 import { userFunctionError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
@@ -77,7 +78,8 @@ export function sinkOperator<T>(sink: Sink<T>) {
       processWatermarkStatus() {},
       endInput() {
         call(() => writer?.flush?.(true));
-        if (!twoPhase) return;
+        // With checkpointing, what is left is committed by the job's final checkpoint.
+        if (!twoPhase || checkpointing !== undefined) return;
         const last = call(() => writer?.prepareCommit?.() ?? []);
         if (last.length > 0) pending.push({ checkpointId: Number.POSITIVE_INFINITY, committables: last });
         commitUpTo(Number.POSITIVE_INFINITY);
