@@ -4,7 +4,8 @@
  * built): it fires once per marker file, however many times the job restarts and on whichever
  * worker, because the marker is created exclusively when it fires.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import {
   defineJob,
   TumblingEventTimeWindows,
@@ -69,9 +70,50 @@ const countPerKey: KeyedProcessFunction<number, number, Counted> = {
   },
 };
 
-/** The committing sink, with the snapshot and commit faults around it. */
+/**
+ * A two-phase sink into files, for runs whose output must outlive the process (the CLI crash
+ * test): each committable is a transaction written to `<dir>/<name>/<txnId>.json` by an atomic
+ * rename, so committing it again after a restore rewrites the same file. The committed output is
+ * every file of the directory.
+ */
+function committingFileSink(dir: string, name: string): Sink<Counted> {
+  const target = join(dir, name);
+  return {
+    createWriter(context) {
+      const writerId = `${context.subtaskIndex}-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
+      let sequence = 0;
+      let staged: Counted[] = [];
+      return {
+        write(value) {
+          staged.push(value);
+        },
+        prepareCommit() {
+          if (staged.length === 0) return [];
+          const txn = { txnId: `${writerId}-${sequence++}`, values: staged };
+          staged = [];
+          return [txn];
+        },
+      };
+    },
+    createCommitter() {
+      mkdirSync(target, { recursive: true });
+      return {
+        commit(committables) {
+          for (const c of committables as { txnId: string; values: Counted[] }[]) {
+            const tmp = join(target, `.${c.txnId}.tmp`);
+            writeFileSync(tmp, JSON.stringify(c.values));
+            renameSync(tmp, join(target, `${c.txnId}.json`));
+          }
+        },
+      };
+    },
+  };
+}
+
+/** The committing sink (into files when EDDY_CHK_OUT_DIR is set), with the snapshot and commit faults around it. */
 function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
-  const inner = committingCollectSink<Counted>(name);
+  const outDir = process.env.EDDY_CHK_OUT_DIR;
+  const inner = outDir === undefined || outDir === "" ? committingCollectSink<Counted>(name) : committingFileSink(outDir, name);
   if (f === undefined || (f.kind !== "snapshot" && f.kind !== "commit")) return inner;
   let seen = 0;
   return {
@@ -126,3 +168,5 @@ export const countingJob = defineJob("checkpointed-counting", (env) => {
     .uid("window-sums")
     .sinkTo(faultySink("windows", undefined), "committed-windows");
 });
+
+export default countingJob;

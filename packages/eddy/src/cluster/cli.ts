@@ -7,7 +7,9 @@ import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { jsonLogger, type LogLevel } from "../core/logger.ts";
-import { startJob } from "./local-job.ts";
+import type { CheckpointStats } from "../checkpoint/coordinator.ts";
+import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
+import { startJob, type RunOptions } from "./local-job.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
@@ -22,6 +24,15 @@ Options for run:
       --inline                  Run every subtask on the main thread instead of worker threads
       --log-level <level>       debug | info | warn | error | silent (default warn)
       --no-progress             Do not report progress on stderr
+
+Checkpoints (see the README):
+      --checkpoint-interval <ms>   Take a checkpoint every <ms> (overrides the job's setting)
+      --checkpoint-mode <mode>     exactly-once (default) | at-least-once
+      --checkpoint-dir <dir>       Where checkpoints go (default ./.eddy/checkpoints/<job-id>/)
+      --job-id <id>                The job's checkpoint directory name (default: its name)
+      --from-checkpoint <dir>      Resume from <dir> = <checkpoint-dir>/<job-id>/chk-<n>
+      --restart-strategy <spec>    none | fixed-delay[:attempts[:delayMs]] (default fixed-delay:3:1000)
+                                   | exponential-delay[:initialMs[:maxMs]] | failure-rate[:max[:intervalMs[:delayMs]]]
 
 Records written by print() go to stdout as JSON lines; logs and progress go to stderr.
 `;
@@ -38,6 +49,64 @@ function positiveInt(value: string | undefined, flag: string): number | undefine
   return n;
 }
 
+/** RunOptions from the checkpoint flags; usage errors exit 2. */
+function checkpointOptions(values: Record<string, string | boolean | undefined>): Partial<RunOptions> {
+  const str = (name: string): string | undefined => values[name] as string | undefined;
+  const out: { -readonly [K in keyof RunOptions]?: RunOptions[K] } = {};
+  const interval = str("checkpoint-interval");
+  const mode = str("checkpoint-mode");
+  if (mode !== undefined && mode !== "exactly-once" && mode !== "at-least-once") fail(`--checkpoint-mode must be exactly-once or at-least-once, got '${mode}'`, 2);
+  if (interval !== undefined) {
+    out.checkpointing = { intervalMs: positiveInt(interval, "--checkpoint-interval")!, ...(mode === undefined ? {} : { mode }) };
+  } else if (mode !== undefined) {
+    fail("--checkpoint-mode needs --checkpoint-interval", 2);
+  }
+  if (str("checkpoint-dir") !== undefined) out.checkpointDir = str("checkpoint-dir");
+  if (str("job-id") !== undefined) out.jobId = str("job-id");
+  if (str("from-checkpoint") !== undefined) out.fromCheckpoint = str("from-checkpoint");
+  const strategy = str("restart-strategy");
+  if (strategy !== undefined) out.restartStrategy = parseRestartStrategy(strategy);
+  return out;
+}
+
+function parseRestartStrategy(spec: string): RestartStrategyConfig {
+  const [type, ...parts] = spec.split(":");
+  const nums = parts.map((p) => {
+    const n = Number(p);
+    if (p === "" || !Number.isFinite(n) || n < 0) fail(`--restart-strategy: '${p}' is not a non-negative number (in '${spec}')`, 2);
+    return n;
+  });
+  switch (type) {
+    case "none":
+      return { type: "none" };
+    case "fixed-delay":
+      return { type: "fixed-delay", attempts: nums[0] ?? 3, delayMs: nums[1] ?? 1_000 };
+    case "exponential-delay":
+      return { type: "exponential-delay", initialDelayMs: nums[0] ?? 1_000, maxDelayMs: nums[1] ?? 60_000 };
+    case "failure-rate":
+      return { type: "failure-rate", maxFailures: nums[0] ?? 3, intervalMs: nums[1] ?? 60_000, delayMs: nums[2] ?? 1_000 };
+    default:
+      return fail(`--restart-strategy: unknown strategy '${type}' (none, fixed-delay, exponential-delay, failure-rate)`, 2);
+  }
+}
+
+/** One line per recent checkpoint and the restarts, for stderr at the end of a run. */
+function checkpointSummary(stats: readonly CheckpointStats[], restoredFrom: readonly (number | null)[]): string {
+  const completed = stats.filter((s) => s.status === "completed");
+  let out = `[eddy] checkpoints: ${completed.length} completed, ${stats.length - completed.length} not; restarts: ${restoredFrom.length}`;
+  if (restoredFrom.length > 0) out += ` (restored from ${restoredFrom.map((id) => (id === null ? "the beginning" : `checkpoint ${id}`)).join(", ")})`;
+  out += "\n";
+  for (const s of stats.slice(-5)) {
+    out +=
+      `[eddy]   checkpoint ${s.checkpointId}: ${s.status}` +
+      (s.durationMs === undefined ? "" : ` in ${Math.round(s.durationMs)} ms`) +
+      ` (sync ${s.syncMs.toFixed(1)} ms, async ${Math.round(s.asyncMs)} ms, alignment ${s.alignmentMs.toFixed(1)} ms, ${s.bytes.toLocaleString("en")} bytes)` +
+      (s.failureReason === undefined ? "" : ` — ${s.failureReason}`) +
+      "\n";
+  }
+  return out;
+}
+
 async function main(argv: string[]): Promise<void> {
   let parsed;
   try {
@@ -52,6 +121,12 @@ async function main(argv: string[]): Promise<void> {
         inline: { type: "boolean" },
         "log-level": { type: "string" },
         "no-progress": { type: "boolean" },
+        "checkpoint-interval": { type: "string" },
+        "checkpoint-mode": { type: "string" },
+        "checkpoint-dir": { type: "string" },
+        "job-id": { type: "string" },
+        "from-checkpoint": { type: "string" },
+        "restart-strategy": { type: "string" },
       },
     });
   } catch (e) {
@@ -95,6 +170,7 @@ async function main(argv: string[]): Promise<void> {
       ...(values.inline === true ? { mode: "inline" as const } : {}),
       logger,
       logLevel: level,
+      ...checkpointOptions(values),
     });
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));
@@ -115,6 +191,8 @@ async function main(argv: string[]): Promise<void> {
     process.stderr.write(
       `[eddy] job '${result.jobName}' finished: ${result.sourceRecords.toLocaleString("en")} records in ${result.durationMs} ms (${rate.toLocaleString("en")} records/s)\n`,
     );
+    const checkpoints = execution.checkpoints();
+    if (checkpoints.length > 0 || execution.restarts > 0) process.stderr.write(checkpointSummary(checkpoints, execution.restoredFrom));
   } catch (e) {
     if (timer !== undefined) process.stderr.write("\n");
     if (stdoutBroken) return;
