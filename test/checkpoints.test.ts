@@ -122,3 +122,60 @@ test("a failure in the final commit (after every source finished) restores the f
     assert.notEqual(restoredFrom, null, `${mode}: restored from the final checkpoint`);
   }
 });
+
+test("event time after a restore: out-of-order input with late events gives the same windows and the same late events", async () => {
+  const collect = async (options: RunOptions, fault: Fault | undefined) => {
+    process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
+    try {
+      const handle = runJob(checkpointed.eventTimeJob, options);
+      await handle.done;
+      return {
+        windows: handle.collected<checkpointed.WindowCount>("windows").map((w) => JSON.stringify(w)).sort(),
+        late: handle.collected<checkpointed.Event>("late").map((e) => e.seq).sort((a, b) => a - b),
+        restoredFrom: handle.restoredFrom,
+      };
+    } finally {
+      delete process.env.EDDY_CHK_FAULT;
+    }
+  };
+  const expected = await collect({ mode: "inline", parallelism: 2, checkpointing: false }, undefined);
+  assert.ok(expected.late.length > 1_000, `the input has late events (${expected.late.length})`);
+  for (const mode of ["inline", "threads"] as const) {
+    const dir = mkdtempSync(join(tmpdir(), "eddy-event-time-"));
+    try {
+      const fault: Fault = { kind: "process", atRecord: Math.floor(checkpointed.EVENTS * 0.8), marker: join(dir, "fault-fired") };
+      const result = await collect(
+        { mode, parallelism: 2, checkpointing: { intervalMs: 10 }, checkpointDir: dir, jobId: "event-time", restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 } },
+        fault,
+      );
+      assert.ok(existsSync(fault.marker), `${mode}: the fault fired`);
+      assert.notEqual(result.restoredFrom[0] ?? null, null, `${mode}: restored from a checkpoint`);
+      assert.deepEqual(result.late, expected.late, `${mode}: the same events are late`);
+      assert.deepEqual(result.windows, expected.windows, `${mode}: the same windows`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+});
+
+test("at-least-once mode: after a failure nothing is lost (duplicates are allowed)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-at-least-once-"));
+  try {
+    process.env.EDDY_CHK_FAULT = JSON.stringify({ kind: "process", atRecord: Math.floor(checkpointed.RECORDS * 0.9), marker: join(dir, "fault-fired") });
+    const handle = runJob(checkpointed.countingJob, {
+      mode: "threads",
+      parallelism: 2,
+      checkpointing: { intervalMs: 10, mode: "at-least-once" },
+      checkpointDir: dir,
+      jobId: "at-least-once",
+      restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 },
+    });
+    await handle.done;
+    assert.equal(handle.restarts, 1);
+    const seen = new Set(handle.collected<Counted>("counted").map((r) => r.n));
+    assert.equal(seen.size, checkpointed.RECORDS, "every record reached the committed output at least once");
+  } finally {
+    delete process.env.EDDY_CHK_FAULT;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

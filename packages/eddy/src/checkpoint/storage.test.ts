@@ -97,7 +97,7 @@ test("readFile tells a missing, a truncated and a corrupt file apart", async (t)
   const path = join(storage.checkpointDir(1), "op.snap");
   await assert.rejects(storage.readFile(1, { ...ref, size: ref.size + 1 }), hasCode("CHECKPOINT_CORRUPT", /'.*op\.snap' is truncated: \d+ bytes, the manifest lists \d+/));
   await assert.rejects(storage.readFile(1, { ...ref, size: ref.size - 1 }), hasCode("CHECKPOINT_CORRUPT", /is too long/));
-  await assert.rejects(storage.readFile(1, { ...ref, crc32: ref.crc32 ^ 1 }), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: stored 0x/));
+  await assert.rejects(storage.readFile(1, { ...ref, sha256: "0".repeat(64) }), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256 0+/));
   await rm(path);
   await assert.rejects(storage.readFile(1, ref), hasCode("CHECKPOINT_MISSING", /'.*op\.snap' is missing/));
   await assert.rejects(storage.readManifest(1), hasCode("CHECKPOINT_MISSING"));
@@ -175,7 +175,7 @@ test("refuses file names and job ids that are not one plain path segment", async
   const bad = ["", ".", "..", "../x", "a/b", "a\\b", "_manifest", "_manifest.tmp", ".hidden", "-x", "a b", "x\0", "a".repeat(129), "é"];
   for (const name of bad) {
     await assert.rejects(storage.writeFile(1, name, Uint8Array.of()), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
-    await assert.rejects(storage.readFile(1, { name, size: 0, crc32: 0 }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
+    await assert.rejects(storage.readFile(1, { name, size: 0, sha256: "" }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
     assert.throws(() => new LocalCheckpointStorage({ rootDir: root, jobId: name }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
   }
   for (const id of [-1, 1.5, Number.NaN, 2 ** 53]) {
@@ -191,3 +191,14 @@ async function flipBit(path: string): Promise<void> {
   bytes[bytes.length >> 1]! ^= 0x04;
   await writeFile(path, bytes);
 }
+
+test("a file ref tells valid snapshot files apart: another valid file in its place is detected", async (t) => {
+  const { root, storage } = await tempStorage(t);
+  const a = await storage.writeFile(1, "a.snap", snapshot(1));
+  const b = await storage.writeFile(1, "b.snap", snapshot(2));
+  // A plain CRC-32 of a whole snapshot file is the same constant for every file (the trailer is
+  // the CRC of the rest); the ref's checksum must not be.
+  assert.notEqual(a.sha256, b.sha256);
+  await writeFile(join(root, "job-1", "chk-1", "a.snap"), snapshot(2));
+  await assert.rejects(storage.readFile(1, a), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch/));
+});

@@ -8,9 +8,9 @@
 import { randomUUID } from "node:crypto";
 import { link, mkdir, open, readFile, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { crc32 } from "node:zlib";
+import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
-import { SnapshotFile, checkpointCorrupt, encodeSnapshotFile, hex32 } from "./snapshot-file.ts";
+import { SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./snapshot-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -21,7 +21,8 @@ export interface FileRef {
   /** Bytes. */
   readonly size: number;
   /** CRC-32 (zlib) of the whole file. */
-  readonly crc32: number;
+  /** SHA-256 of the whole file, hex. */
+  readonly sha256: string;
 }
 
 /**
@@ -49,6 +50,16 @@ export interface CheckpointStorage {
   discard(checkpointId: number): Promise<void>;
   /** Where the checkpoint lives, for messages. */
   checkpointDir(checkpointId: number): string;
+}
+
+/**
+ * The checksum a FileRef records: SHA-256, which identifies the content. (A CRC-32 of a whole
+ * snapshot file would not: the file ends with the CRC-32 of what precedes it, so the CRC of the
+ * whole file is one constant for every file — the CRC residue — and a seeded CRC is constant for
+ * every file of one length. The files' own CRCs catch damage; the ref catches a wrong file.)
+ */
+export function fileChecksum(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 /** Names of job ids and checkpoint files: one path segment, never hidden, never a path. */
@@ -97,7 +108,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
       throw e;
     }
     // The directory entry becomes durable with commitManifest's directory fsync.
-    return { name: fileName, size: bytes.length, crc32: crc32(bytes) };
+    return { name: fileName, size: bytes.length, sha256: fileChecksum(bytes) };
   }
 
   async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
@@ -138,9 +149,9 @@ export class LocalCheckpointStorage implements CheckpointStorage {
       const fault = bytes.length < ref.size ? "is truncated" : "is too long";
       throw checkpointCorrupt(`checkpoint file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
     }
-    const computed = crc32(bytes);
-    if (computed !== ref.crc32) {
-      throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: stored ${hex32(ref.crc32)}, computed ${hex32(computed)}`);
+    const computed = fileChecksum(bytes);
+    if (computed !== ref.sha256) {
+      throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
     }
     return bytes;
   }

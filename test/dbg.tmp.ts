@@ -1,0 +1,11 @@
+import { runJob } from "eddy/testing";
+import { readFileSync } from "node:fs";
+import * as checkpointed from "./jobs/checkpointed.ts";
+process.env.EDDY_CHK_FAULT = JSON.stringify({ kind: "process", atRecord: 160000, marker: "/tmp/dbg-marker2" });
+const h = runJob(checkpointed.eventTimeJob, { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 10 }, checkpointDir: "/tmp/dbgchk3", jobId: "x", restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 } });
+await h.done;
+console.log("restored", h.restoredFrom, "late", h.collected("late").length);
+const id = h.restoredFrom[0];
+const m = readFileSync(`/tmp/dbgchk3/x/chk-${id}/_manifest`);
+const s = m.toString("latin1"); const i = s.indexOf("source-splits");
+console.log(s.slice(s.indexOf('"tasks"'), s.indexOf('"tasks"') + 600));
