@@ -200,6 +200,38 @@ export async function serializeTaskSnapshot(
   return { sections, operators };
 }
 
+/** One operator subtask's snapshot as bytes (what a task snapshot file holds for it). */
+export interface SerializedOperatorSnapshot {
+  readonly checkpointId: number;
+  readonly meta: OperatorSnapshotMeta;
+  readonly sections: readonly TaskSnapshotSection[];
+}
+
+/** The restore of one operator subtask from its own serialized snapshot (same key-group range). */
+export function restoreFromSerialized(snapshot: SerializedOperatorSnapshot): OperatorRestore {
+  const { meta, sections } = snapshot;
+  const keyedMeta = meta.keyed;
+  const byGroup = new Map<number, Uint8Array>();
+  for (const s of sections) if (s.name === keyedSection(meta.operatorId) && s.keyGroup !== undefined) byGroup.set(s.keyGroup, s.bytes);
+  const opSection = sections.find((s) => s.name === operatorStateSection(meta.operatorId));
+  const operatorStates = opSection === undefined ? new Map<string, unknown[]>() : decodeOperatorStates(opSection.bytes, meta);
+  return {
+    checkpointId: snapshot.checkpointId,
+    keyed:
+      keyedMeta === undefined
+        ? undefined
+        : {
+            states: keyedMeta.states,
+            watermark: keyedMeta.watermark ?? Number.NEGATIVE_INFINITY,
+            keyGroup: (kg) => {
+              const bytes = byGroup.get(kg);
+              return bytes === undefined ? undefined : new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+            },
+          },
+    operatorState: (name) => operatorStates.get(name),
+  };
+}
+
 /** Decodes an operator-state section: one array of values per operator state, in meta order. */
 export function decodeOperatorStates(bytes: Uint8Array, meta: OperatorSnapshotMeta): Map<string, unknown[]> {
   const lists = decodeValue(new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength));

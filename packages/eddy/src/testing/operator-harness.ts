@@ -14,6 +14,12 @@ import { Mailbox } from "../runtime/mailbox.ts";
 import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "../runtime/operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
+import {
+  OperatorCheckpointing,
+  restoreFromSerialized,
+  serializeTaskSnapshot,
+  type SerializedOperatorSnapshot,
+} from "../runtime/checkpointing.ts";
 
 export type HarnessEvent<T> =
   | { readonly type: "record"; readonly value: T; readonly timestamp: number | undefined }
@@ -25,6 +31,8 @@ export interface HarnessOptions {
   readonly clock?: ManualClock;
   readonly maxParallelism?: number;
   readonly operatorName?: string;
+  /** Starts the operator from a snapshot another harness took (`await harness.snapshot()`). */
+  readonly restore?: SerializedOperatorSnapshot;
 }
 
 export class OperatorTestHarness<IN, OUT> {
@@ -37,6 +45,7 @@ export class OperatorTestHarness<IN, OUT> {
   #closed = false;
 
   readonly #counters = new CounterRegistry();
+  readonly #checkpointing: OperatorCheckpointing;
 
   /** The operator's counters, by "<operator>.<name>". */
   counters(): Record<string, number> {
@@ -76,8 +85,30 @@ export class OperatorTestHarness<IN, OUT> {
       job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
+      checkpointing: (this.#checkpointing = new OperatorCheckpointing(
+        "operator-under-test",
+        options.operatorName ?? "operator-under-test",
+        options.restore === undefined ? undefined : restoreFromSerialized(options.restore),
+      )),
     };
     this.#operator = factory(ctx, output);
+  }
+
+  /**
+   * Takes a checkpoint of the operator, as a task would at a barrier: keyed state, timers, the
+   * watermark and operator state. Start another harness from it with `{ restore: snapshot }`.
+   */
+  async snapshot(checkpointId = 1): Promise<SerializedOperatorSnapshot> {
+    this.open();
+    const { sections, operators } = await serializeTaskSnapshot([this.#checkpointing.snapshot(checkpointId)]);
+    return { checkpointId, meta: operators[0]!, sections };
+  }
+
+  /** Tells the operator that checkpoint `checkpointId` is complete (sinks commit). */
+  notifyCheckpointComplete(checkpointId: number): this {
+    this.#checkpointing.notifyCheckpointComplete(checkpointId);
+    this.#mailbox.drain();
+    return this;
   }
 
   static forProcessFunction<IN, OUT>(fn: ProcessFunction<IN, OUT>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {

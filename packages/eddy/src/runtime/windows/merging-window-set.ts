@@ -3,19 +3,27 @@
  * the namespace where its contents live. When windows merge, the merged window keeps one of the
  * old state windows, so contents are merged into it instead of being moved (Flink's
  * MergingWindowSet). The set is keyed state (a value per key, stored without copies), so
- * checkpoints capture it; its namespaces are authoritative, the window objects beside them are
- * the decoded form kept so the per-element path does not re-parse namespaces.
+ * checkpoints capture it; its namespaces are authoritative. The window objects are kept beside
+ * them under a symbol key — the decoded form, so the per-element path does not re-parse
+ * namespaces — which snapshots do not carry (window classes are not plain data); after a restore
+ * they are decoded from the namespaces on first use.
  */
 import type { Namespace } from "../../state/heap-keyed-state-backend.ts";
 import type { ValueState } from "../../state/state.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import type { Window } from "./windows.ts";
 
+const DECODED: unique symbol = Symbol("decoded windows");
+
 export interface MergingEntry<W> {
   readonly ns: Namespace;
   readonly stateNs: Namespace;
-  readonly window: W;
-  readonly stateWindow: W;
+  /** The windows of `ns` and `stateNs`; absent after a restore until first used. */
+  [DECODED]?: { readonly window: W; readonly stateWindow: W };
+}
+
+function entry<W>(ns: Namespace, stateNs: Namespace, window: W, stateWindow: W): MergingEntry<W> {
+  return { ns, stateNs, [DECODED]: { window, stateWindow } };
 }
 
 export type MergeFunction<W> = (mergeResult: W, mergedWindows: W[], stateWindowResult: W, mergedStateWindows: W[]) => void;
@@ -41,7 +49,11 @@ export class MergingWindowSet<W extends Window> {
 
   getStateWindow(window: W): W | undefined {
     const i = this.#find(window);
-    return i < 0 ? undefined : this.#entries[i]!.stateWindow;
+    return i < 0 ? undefined : this.#decoded(this.#entries[i]!).stateWindow;
+  }
+
+  #decoded(e: MergingEntry<W>): { readonly window: W; readonly stateWindow: W } {
+    return (e[DECODED] ??= { window: this.#assigner.windowOf(e.ns), stateWindow: this.#assigner.windowOf(e.stateNs) });
   }
 
   retireWindow(window: W): void {
@@ -61,8 +73,9 @@ export class MergingWindowSet<W extends Window> {
     const entryOf = new Map<W, MergingEntry<W>>();
     const windows: W[] = [];
     for (const e of this.#entries) {
-      entryOf.set(e.window, e);
-      windows.push(e.window);
+      const { window } = this.#decoded(e);
+      entryOf.set(window, e);
+      windows.push(window);
     }
     windows.push(newWindow);
     let result = newWindow;
@@ -82,17 +95,18 @@ export class MergingWindowSet<W extends Window> {
         if (e === undefined) continue;
         this.#entries.splice(this.#entries.indexOf(e), 1);
         if (kept === undefined) kept = e;
-        else mergedStateWindows.push(e.stateWindow);
+        else mergedStateWindows.push(this.#decoded(e).stateWindow);
       }
       if (kept === undefined) continue; // cannot happen: a merge involves an existing window
       const ns = this.#assigner.namespaceOf(mergeResult);
-      this.#entries.push(ns === kept.ns ? kept : { ns, stateNs: kept.stateNs, window: mergeResult, stateWindow: kept.stateWindow });
+      const keptStateWindow = this.#decoded(kept).stateWindow;
+      this.#entries.push(ns === kept.ns ? kept : entry(ns, kept.stateNs, mergeResult, keptStateWindow));
       const onlySelf = mergedWindows.length === 1 && mergedWindows[0]!.equals(mergeResult);
-      if (!onlySelf) merge(mergeResult, mergedWindows, kept.stateWindow, mergedStateWindows);
+      if (!onlySelf) merge(mergeResult, mergedWindows, keptStateWindow, mergedStateWindows);
     }
     if (!mergedNew && this.#find(newWindow) < 0) {
       const ns = this.#assigner.namespaceOf(newWindow);
-      this.#entries.push({ ns, stateNs: ns, window: newWindow, stateWindow: newWindow });
+      this.#entries.push(entry(ns, ns, newWindow, newWindow));
     }
     return result;
   }
