@@ -42,7 +42,7 @@ let loop: Measurement["loop"];
 if (query.handLoop !== undefined && !args.noLoop) {
   const range = eventRangeFromSettings();
   const started = performance.now();
-  const fold = query.handLoop(range);
+  const fold = query.handLoop(range, args.parallelism);
   loop = { ms: performance.now() - started, fold };
 }
 
@@ -57,6 +57,7 @@ const measurement: Measurement = {
   startupCpuMs: empty.cpuMs,
   peakRssMb,
   eddy: job.fold,
+  comparison: query.comparison(args.parallelism),
   loop,
 };
 console.log(JSON.stringify(measurement));

@@ -1,5 +1,6 @@
 /** One query measured once (bench/nexmark-one.ts), as it travels to the driver in one JSON line. */
 import type { OutputFold } from "../output-fold.ts";
+import type { OutputComparison } from "./queries.ts";
 
 export interface Measurement {
   readonly query: string;
@@ -17,6 +18,8 @@ export interface Measurement {
   /** Peak resident set of this process after the job (before the loop runs): the job's peak. */
   readonly peakRssMb: number;
   readonly eddy: OutputFold;
+  /** What of `eddy` and `loop.fold` is to be compared at this parallelism. */
+  readonly comparison: OutputComparison;
   /** Undefined when the query has no loop yet (or --no-loop). */
   readonly loop: { readonly ms: number; readonly fold: OutputFold } | undefined;
 }

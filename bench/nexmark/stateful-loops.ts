@@ -14,6 +14,7 @@ import type { Q5Result } from "../../examples/nexmark/q5.ts";
 import type { Q7Result } from "../../examples/nexmark/q7.ts";
 import type { Q8Result } from "../../examples/nexmark/q8.ts";
 import type { Q11Result } from "../../examples/nexmark/q11.ts";
+import { CATEGORY as Q20_CATEGORY, expand, type Q20Result } from "../../examples/nexmark/q20.ts";
 import { digestQ11, digestQ3, digestQ5, digestQ7, digestQ8 } from "./digests.ts";
 import { emptyFold, foldDigest, type OutputFold } from "../output-fold.ts";
 import type { EventRange } from "./event-range.ts";
@@ -199,5 +200,40 @@ export function q11Loop({ firstEventId, events, config }: EventRange): OutputFol
     sessions.set(b.bidder, { start: b.dateTime, end: b.dateTime + Q11_GAP_MS, count: 1 });
   }
   for (const [bidder, s] of sessions) emit(bidder, s);
+  return fold;
+}
+
+/**
+ * q20: every bid on a category-10 auction with the auction's fields, emitted when the second of
+ * the two arrives (bids on an auction not generated yet wait for it). Takes its digest like the
+ * updating loops (updating-loops.ts); its output does not depend on the interleaving.
+ */
+export function q20Loop({ firstEventId, events, config }: EventRange, digest: (r: Q20Result) => number): OutputFold {
+  const fold = emptyFold();
+  /** Category-10 auctions by id. */
+  const auctions = new Map<number, Auction>();
+  const waiting = new Map<number, Bid[]>();
+  let lastAuctionId = Number.NEGATIVE_INFINITY;
+  for (let id = firstEventId, end = firstEventId + events; id < end; id++) {
+    const e = nexmarkEvent(id, config);
+    if (e.auction !== undefined) {
+      const a = e.auction;
+      lastAuctionId = a.id;
+      const pending = waiting.get(a.id);
+      waiting.delete(a.id);
+      if (a.category !== Q20_CATEGORY) continue;
+      auctions.set(a.id, a);
+      if (pending !== undefined) for (const b of pending) foldDigest(fold, digest(expand(b, a)));
+    } else if (e.bid !== undefined) {
+      const b = e.bid;
+      const a = auctions.get(b.auction);
+      if (a !== undefined) foldDigest(fold, digest(expand(b, a)));
+      else if (b.auction > lastAuctionId) {
+        const pending = waiting.get(b.auction);
+        if (pending === undefined) waiting.set(b.auction, [b]);
+        else pending.push(b);
+      }
+    }
+  }
   return fold;
 }

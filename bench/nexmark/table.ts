@@ -26,7 +26,7 @@ export function tableRow(r: QueryReport): string {
     rate(r.flinkV2PerCore),
     times(r.ratioToFlinkPerCore) + verdict(r.meetsFlinkTarget) + ` (${times(r.ratioToFlinkPerCoreExStartup)})`,
     `${r.peakRssMb.toFixed(0)} MB`,
-    r.outputCheck === "agrees" ? `${r.outputRecords.toLocaleString("en")} ✓` : r.outputCheck,
+    r.outputCheck === "agrees" ? `${r.outputRecords.toLocaleString("en")} ✓` : `${r.outputRecords.toLocaleString("en")}: ${r.outputCheck}`,
     "",
   ].join(" | ").trim();
 }

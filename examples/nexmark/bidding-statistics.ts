@@ -54,7 +54,8 @@ export interface BiddingStatistics {
   readonly rank3Auctions: number;
 }
 
-const NONE: BiddingStatistics = {
+/** The statistics of a group before its first bid. */
+export const NO_BIDS: BiddingStatistics = {
   totalBids: 0,
   rank1Bids: 0,
   rank2Bids: 0,
@@ -68,6 +69,30 @@ const NONE: BiddingStatistics = {
   rank2Auctions: 0,
   rank3Auctions: 0,
 };
+
+/**
+ * The statistics after one more bid in price band `rank`, whose bidder and auction had the band
+ * masks `bidderMask` and `auctionMask` (bit `1 << rank` per band seen, 0: never seen) before it.
+ */
+export function addBid(s: BiddingStatistics, rank: PriceRank, bidderMask: number, auctionMask: number): BiddingStatistics {
+  const bit = 1 << rank;
+  const newBidder = (bidderMask & bit) === 0 ? 1 : 0;
+  const newAuction = (auctionMask & bit) === 0 ? 1 : 0;
+  return {
+    totalBids: s.totalBids + 1,
+    rank1Bids: s.rank1Bids + (rank === 1 ? 1 : 0),
+    rank2Bids: s.rank2Bids + (rank === 2 ? 1 : 0),
+    rank3Bids: s.rank3Bids + (rank === 3 ? 1 : 0),
+    totalBidders: s.totalBidders + (bidderMask === 0 ? 1 : 0),
+    rank1Bidders: s.rank1Bidders + (rank === 1 ? newBidder : 0),
+    rank2Bidders: s.rank2Bidders + (rank === 2 ? newBidder : 0),
+    rank3Bidders: s.rank3Bidders + (rank === 3 ? newBidder : 0),
+    totalAuctions: s.totalAuctions + (auctionMask === 0 ? 1 : 0),
+    rank1Auctions: s.rank1Auctions + (rank === 1 ? newAuction : 0),
+    rank2Auctions: s.rank2Auctions + (rank === 2 ? newAuction : 0),
+    rank3Auctions: s.rank3Auctions + (rank === 3 ? newAuction : 0),
+  };
+}
 
 /**
  * Updates the statistics of the bid's group (the key) and emits `toResult` of them and of the
@@ -98,24 +123,8 @@ export function biddingStatistics<K, R>(
       const bit = 1 << rank;
       const bidder = mark(ctx.getMapState(bidderBands), bid.bidder, bit);
       const auction = mark(ctx.getMapState(auctionBands), bid.auction, bit);
-      const newBidder = (bidder & bit) === 0 ? 1 : 0;
-      const newAuction = (auction & bit) === 0 ? 1 : 0;
       const state = ctx.getState(statistics);
-      const s = state.value() ?? NONE;
-      const next: BiddingStatistics = {
-        totalBids: s.totalBids + 1,
-        rank1Bids: s.rank1Bids + (rank === 1 ? 1 : 0),
-        rank2Bids: s.rank2Bids + (rank === 2 ? 1 : 0),
-        rank3Bids: s.rank3Bids + (rank === 3 ? 1 : 0),
-        totalBidders: s.totalBidders + (bidder === 0 ? 1 : 0),
-        rank1Bidders: s.rank1Bidders + (rank === 1 ? newBidder : 0),
-        rank2Bidders: s.rank2Bidders + (rank === 2 ? newBidder : 0),
-        rank3Bidders: s.rank3Bidders + (rank === 3 ? newBidder : 0),
-        totalAuctions: s.totalAuctions + (auction === 0 ? 1 : 0),
-        rank1Auctions: s.rank1Auctions + (rank === 1 ? newAuction : 0),
-        rank2Auctions: s.rank2Auctions + (rank === 2 ? newAuction : 0),
-        rank3Auctions: s.rank3Auctions + (rank === 3 ? newAuction : 0),
-      };
+      const next = addBid(state.value() ?? NO_BIDS, rank, bidder, auction);
       state.update(next);
       const last = ctx.getState(lastBid);
       const lastDateTime = Math.max(last.value() ?? bid.dateTime, bid.dateTime);

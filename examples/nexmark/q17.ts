@@ -48,6 +48,42 @@ export interface Q17Result {
   readonly sumPrice: number;
 }
 
+/** The row of an (auction, day) after its first bid, at `price`. */
+export function firstRow(auction: number, day: number, price: number): Q17Result {
+  const rank = priceRank(price);
+  return {
+    auction,
+    day: formatDay(day),
+    totalBids: 1,
+    rank1Bids: rank === 1 ? 1 : 0,
+    rank2Bids: rank === 2 ? 1 : 0,
+    rank3Bids: rank === 3 ? 1 : 0,
+    minPrice: price,
+    maxPrice: price,
+    avgPrice: price,
+    sumPrice: price,
+  };
+}
+
+/** Row `s` after one more bid at `price`. */
+export function nextRow(s: Q17Result, price: number): Q17Result {
+  const rank = priceRank(price);
+  const totalBids = s.totalBids + 1;
+  const sumPrice = s.sumPrice + price;
+  return {
+    auction: s.auction,
+    day: s.day,
+    totalBids,
+    rank1Bids: s.rank1Bids + (rank === 1 ? 1 : 0),
+    rank2Bids: s.rank2Bids + (rank === 2 ? 1 : 0),
+    rank3Bids: s.rank3Bids + (rank === 3 ? 1 : 0),
+    minPrice: Math.min(s.minPrice, price),
+    maxPrice: Math.max(s.maxPrice, price),
+    avgPrice: Math.trunc(sumPrice / totalBids),
+    sumPrice,
+  };
+}
+
 /** Updates and emits the row of the bid's (auction, day) per bid. */
 export function auctionStatistics(): KeyedProcessFunction<[number, number], Bid, Q17Result> {
   // Rows are replaced, never mutated, so state need not copy them.
@@ -56,38 +92,11 @@ export function auctionStatistics(): KeyedProcessFunction<[number, number], Bid,
     processElement(bid, ctx, out) {
       const state = ctx.getState(row);
       const s = state.value();
-      const rank = priceRank(bid.price);
       let next: Q17Result;
       if (s === undefined) {
         const [auction, day] = ctx.getCurrentKey();
-        next = {
-          auction,
-          day: formatDay(day),
-          totalBids: 1,
-          rank1Bids: rank === 1 ? 1 : 0,
-          rank2Bids: rank === 2 ? 1 : 0,
-          rank3Bids: rank === 3 ? 1 : 0,
-          minPrice: bid.price,
-          maxPrice: bid.price,
-          avgPrice: bid.price,
-          sumPrice: bid.price,
-        };
-      } else {
-        const totalBids = s.totalBids + 1;
-        const sumPrice = s.sumPrice + bid.price;
-        next = {
-          auction: s.auction,
-          day: s.day,
-          totalBids,
-          rank1Bids: s.rank1Bids + (rank === 1 ? 1 : 0),
-          rank2Bids: s.rank2Bids + (rank === 2 ? 1 : 0),
-          rank3Bids: s.rank3Bids + (rank === 3 ? 1 : 0),
-          minPrice: Math.min(s.minPrice, bid.price),
-          maxPrice: Math.max(s.maxPrice, bid.price),
-          avgPrice: Math.trunc(sumPrice / totalBids),
-          sumPrice,
-        };
-      }
+        next = firstRow(auction, day, bid.price);
+      } else next = nextRow(s, bid.price);
       state.update(next);
       out.collect(next);
     },

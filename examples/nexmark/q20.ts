@@ -54,9 +54,10 @@ export interface Q20Result {
   readonly auctionExtra: string;
 }
 
-const CATEGORY = 10;
+export const CATEGORY = 10;
 
-function expand(b: Bid, a: Auction): Q20Result {
+/** The result row of a bid and its auction. */
+export function expand(b: Bid, a: Auction): Q20Result {
   return {
     auction: b.auction,
     bidder: b.bidder,

@@ -240,6 +240,30 @@ test("aggregating state: the accumulator is never aliased by values, results or 
   assert.deepEqual(stored!.value, { all: [rec("x")] });
 });
 
+test("aggregating state: an input not copied for a primitive accumulator is copied if add() keeps it", () => {
+  const b = backend();
+  const counts = b.getAggregatingState(
+    new AggregatingStateDescriptor<Rec, number, number>("count", { createAccumulator: () => 0, add: (_v, n) => n + 1, getResult: (n) => n }),
+  );
+  at(b, "k");
+  counts.add(rec("x"));
+  counts.add(rec("y"));
+  assert.equal(counts.get(), 2);
+  // An accumulator that starts as a primitive and becomes an object holding the input.
+  const kept = b.getAggregatingState(
+    new AggregatingStateDescriptor<Rec, Rec | null, string>("kept", {
+      createAccumulator: () => null,
+      add: (v) => v,
+      getResult: (acc) => acc?.tags.join(",") ?? "",
+    }),
+  );
+  const v = rec("x");
+  kept.add(v);
+  v.tags.push("mutated");
+  const [stored] = [...b.entries("kept", kgOf("k"))];
+  assert.deepEqual(stored!.value, rec("x"));
+});
+
 test("a throwing user function leaves no empty entry behind", () => {
   const b = backend();
   const s = b.getReducingState(

@@ -3,8 +3,10 @@
  * to the backend's current key (through its StateTable) and to its own current namespace.
  *
  * Copying (descriptor `copy: "deep"`): values are copied on the way in and on the way out, and
- * user functions (reduce, aggregate) only ever see copies, so no object held in state is
- * reachable from user code and the backend never mutates a stored object in place.
+ * user functions (reduce, aggregate) only ever see copies of what is stored, so no object held in
+ * state is reachable from user code and the backend never mutates a stored object in place. (The
+ * one input not copied: an element added to aggregating state whose accumulator is a primitive,
+ * which cannot keep it; see HeapAggregatingState.add.)
  *
  * Ordering inside every write: copies and user functions run first, the cell is created last, so
  * a throwing user function or an uncopyable value leaves no empty cell behind.
@@ -222,9 +224,15 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
   }
 
   add(value: IN): void {
+    // hot path
     const current = this.visibleCell(false);
     const acc = current === undefined ? this.#fn.createAccumulator() : this.copyIn(current.value as ACC);
-    const next = this.#fn.add(this.copyIn(value), acc);
+    // Only an object accumulator can keep the input (a list of elements), so only then is the
+    // input copied. With a primitive one (a count, a sum) the function gets the input itself, and
+    // should it return an object anyway, that is copied instead: either way nothing stored is
+    // reachable from the caller. Saves a record copy per element of count/sum windows.
+    const primitiveAcc = typeof acc !== "object" || acc === null;
+    const next = primitiveAcc ? this.copyIn(this.#fn.add(value, acc)) : this.#fn.add(this.copyIn(value), acc);
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
