@@ -49,12 +49,15 @@ export async function locateJob(job: JobDefinition): Promise<JobRef | { readonly
 /**
  * Imports a module that is on the current call stack, so already loaded. If it is still being
  * evaluated (its top level awaits this very job), importing it would wait forever: give up after a
- * moment and say so.
+ * while and say so. The wait is generous: re-importing a loaded module through the TypeScript
+ * loader took over 50 ms on a loaded machine, and a job wrongly run inline is worse than a
+ * one-second wait in the rare top-level-await case.
  */
+const STILL_EVALUATING_AFTER_MS = 1_000;
 async function importLoaded(url: string): Promise<Record<string, unknown> | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), 50);
+    timer = setTimeout(() => resolve(undefined), STILL_EVALUATING_AFTER_MS);
   });
   try {
     return await Promise.race([import(url) as Promise<Record<string, unknown>>, timeout]);
