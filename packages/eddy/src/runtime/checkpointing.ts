@@ -112,11 +112,15 @@ export class OperatorCheckpointing {
     return this.#keyed !== undefined || this.#operatorStates.size > 0;
   }
 
-  /** The synchronous part; the caller releases `keyed` when the bytes are written (or on failure). */
-  snapshot(checkpointId: number): OperatorSnapshot {
+  /**
+   * The synchronous part; the caller releases `keyed` when the bytes are written (or on failure).
+   * `withKeyed: false` leaves keyed state out (the final checkpoint of a finished job: no input
+   * follows, so only what sinks and sources hold matters).
+   */
+  snapshot(checkpointId: number, withKeyed = true): OperatorSnapshot {
     const operatorStates: OperatorStateSnapshot[] = [];
     for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
-    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: this.#keyed?.(), operatorStates };
+    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.() : undefined, operatorStates };
   }
 
   notifyCheckpointComplete(checkpointId: number): void {

@@ -355,15 +355,17 @@ export class StreamTask {
 
   /**
    * The job's final checkpoint, taken once every task has finished: what operators still hold
-   * (a sink's last committables) is snapshotted so it is committed exactly once. No barrier is
-   * forwarded: downstream tasks have finished too and take it themselves.
+   * as operator state (a sink's last committables, the sources' finished splits) is snapshotted so
+   * it is committed exactly once. Keyed state is left out: every input has ended and every
+   * event-time timer has fired, so a restore from this checkpoint processes nothing more. No
+   * barrier is forwarded: downstream tasks have finished too and take it themselves.
    */
   finalCheckpoint(barrier: CheckpointBarrier): void {
     const cp = this.#o.checkpointing;
     if (cp === undefined || this.#state !== "finished") return;
     const start = performance.now();
     const snapshots: OperatorSnapshot[] = [];
-    for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId));
+    for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId, false));
     cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
   }
 
