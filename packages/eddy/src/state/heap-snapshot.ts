@@ -3,11 +3,13 @@
  * written per key group so a restoring subtask reads only the groups it owns).
  *
  *   keyGroup := varuint numStates, state × numStates       (only states with cells in the group)
- *   state    := string name, varuint numCells, cell × numCells
- *   cell     := value key, value namespace, value payload, [ttl]     (value: value-codec.ts)
+ *   state    := string name, varuint numCells, keys, namespaces, payloads, [ttl × numCells]
+ *   keys, namespaces, payloads := one batch of numCells values in the default codec
+ *                 ("eddy.default/1", core/codec/default-codec.ts: column-wise per record shape,
+ *                 so field names and repeated strings are written once per batch, not per cell)
  *   ttl      := f64 expiresAt, then by kind:                 (only for states with a TTL)
  *                 list: varuint n, f64 × n (per element)
- *                 map:  varuint n, (value userKey, f64) × n
+ *                 map:  varuint n, (value userKey, f64) × n         (value: value-codec.ts)
  *                 else: nothing
  *
  * The payload is the value as stored: the value or accumulator; an array for list state; a Map
@@ -17,6 +19,8 @@
  */
 import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import { defaultCodec } from "../core/codec/default-codec.ts";
+import type { BatchCodec } from "../core/codec/codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
@@ -50,6 +54,7 @@ export class HeapKeyedStateSnapshot {
   readonly #captured: readonly CapturedState[];
   /** Processing time when taken: cells expired by then are left out. */
   readonly #now: number;
+  readonly #codec: BatchCodec = defaultCodec();
 
   constructor(keyGroupRange: { start: number; end: number }, captured: readonly CapturedState[], now: number) {
     this.keyGroupRange = keyGroupRange;
@@ -71,7 +76,7 @@ export class HeapKeyedStateSnapshot {
     out.varuint(present.length);
     for (const { meta, capture } of present) {
       out.string(meta.name);
-      writeCells(capture.groups[index]!, meta, this.#now, out);
+      writeCells(capture.groups[index]!, meta, this.#now, this.#codec, out);
     }
   }
 
@@ -80,25 +85,28 @@ export class HeapKeyedStateSnapshot {
   }
 }
 
-function writeCells(group: ReadonlyMap<unknown, KeyEntry>, meta: KeyedStateMeta, now: number, out: ByteWriter): void {
+function writeCells(group: ReadonlyMap<unknown, KeyEntry>, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
   const hasTtl = meta.ttl !== undefined;
-  let count = 0;
-  for (const entry of group.values()) {
-    if (entry.voidCell !== undefined && (!hasTtl || entry.voidCell.expiresAt > now)) count++;
-    if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) if (!hasTtl || cell.expiresAt > now) count++;
-  }
-  out.varuint(count);
-  const write = (key: Key, ns: Namespace, cell: Cell): void => {
+  const keys: Key[] = [];
+  const namespaces: Namespace[] = [];
+  const payloads: unknown[] = [];
+  const cells: Cell[] = [];
+  const add = (key: Key, ns: Namespace, cell: Cell): void => {
     if (hasTtl && cell.expiresAt <= now) return;
-    encodeValue(key, out);
-    encodeValue(ns, out);
-    encodeValue(cell.value, out);
-    if (hasTtl) writeTtl(meta.kind, cell, out);
+    keys.push(key);
+    namespaces.push(ns);
+    payloads.push(cell.value);
+    if (hasTtl) cells.push(cell);
   };
   for (const entry of group.values()) {
-    if (entry.voidCell !== undefined) write(entry.key, VOID_NAMESPACE, entry.voidCell);
-    if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) write(entry.key, ns, cell);
+    if (entry.voidCell !== undefined) add(entry.key, VOID_NAMESPACE, entry.voidCell);
+    if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) add(entry.key, ns, cell);
   }
+  out.varuint(keys.length);
+  codec.encode(keys, out);
+  codec.encode(namespaces, out);
+  codec.encode(payloads, out);
+  for (const cell of cells) writeTtl(meta.kind, cell, out);
 }
 
 function writeTtl(kind: StateKind, cell: Cell, out: ByteWriter): void {
@@ -144,10 +152,14 @@ export function readKeyGroup(
       });
     }
     const numCells = input.varuint();
+    const codec = defaultCodec();
+    const keys = codec.decode(input, numCells) as Key[];
+    const namespaces = codec.decode(input, numCells) as Namespace[];
+    const payloads = codec.decode(input, numCells);
     for (let c = 0; c < numCells; c++) {
-      const key = decodeValue(input) as Key;
-      const namespace = decodeValue(input) as Namespace;
-      const value = decodeValue(input);
+      const key = keys[c]!;
+      const namespace = namespaces[c]!;
+      const value = payloads[c];
       let expiresAt = Number.POSITIVE_INFINITY;
       let expiry: number[] | Map<unknown, number> | undefined;
       if (meta.ttl !== undefined) {
