@@ -141,7 +141,17 @@ export class CheckpointRestore {
   restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined {
     const parts = this.#parts.get(node.operatorId);
     if (parts === undefined) return undefined;
-    const oldParallelism = this.manifest.operators[node.operatorId]?.parallelism ?? parts.length;
+    const recorded = this.manifest.operators[node.operatorId];
+    if (recorded !== undefined && recorded.maxParallelism !== node.maxParallelism && parts.some((p) => p.meta.keyed !== undefined)) {
+      // Keyed state is stored per key group; another number of key groups would put keys in the wrong ones.
+      throw new EddyError(
+        "MAX_PARALLELISM_MISMATCH",
+        `operator '${node.name}' (uid '${node.operatorId}') has keyed state for max parallelism ${recorded.maxParallelism} in checkpoint ${this.checkpointId}, ` +
+          `but runs with max parallelism ${node.maxParallelism}: set it to ${recorded.maxParallelism} (setMaxParallelism / --max-parallelism)`,
+        { domain: "config", operator: node.name },
+      );
+    }
+    const oldParallelism = recorded?.parallelism ?? parts.length;
     const range = keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask);
     const keyedParts = parts.filter(
       (p) => p.meta.keyed !== undefined && p.meta.keyed.keyGroupRange.start <= range.end && p.meta.keyed.keyGroupRange.end >= range.start,
