@@ -183,3 +183,34 @@ test("at-least-once mode: after a failure nothing is lost (duplicates are allowe
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("a storage failure while a task persists its snapshot, or while the manifest is committed, fails that checkpoint; the job recovers with the exact output", async () => {
+  const expected = await failureFree();
+  for (const op of ["writeFile", "commitManifest"] as const) {
+    const dir = mkdtempSync(join(tmpdir(), "eddy-storage-fault-"));
+    const marker = join(dir, "fault-fired");
+    process.env.EDDY_CHK_STORAGE_FAULT = JSON.stringify({ op, afterCalls: op === "writeFile" ? 3 : 1, marker });
+    try {
+      const result = await run(
+        {
+          mode: "threads",
+          parallelism: 2,
+          checkpointing: { intervalMs: 10 },
+          checkpointDir: join(dir, "checkpoints"),
+          checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") },
+          jobId: "storage-fault",
+          restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 },
+        },
+        undefined,
+      );
+      assert.ok(existsSync(marker), `${op}: the storage fault fired`);
+      // tolerableFailures is 0: the failed checkpoint fails the job, which restarts once.
+      assert.equal(result.restarts, 1, op);
+      assert.deepEqual(result.output.counted, expected.counted, `${op}: committed counts`);
+      assert.deepEqual(result.output.windows, expected.windows, `${op}: committed windows`);
+    } finally {
+      delete process.env.EDDY_CHK_STORAGE_FAULT;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+});

@@ -93,6 +93,16 @@ export class CheckpointRunner {
   }
 
   decline(taskId: string, checkpointId: number, reason: string): void {
+    if (this.#final !== undefined && checkpointId === this.#final.id) {
+      // Without its final checkpoint the job cannot commit its last output: fail, so the restart
+      // strategy replays from the latest checkpoint.
+      if (!this.#stopped) {
+        this.#o.onFailJob(
+          new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${reason}`, { domain: "external", retryable: true }),
+        );
+      }
+      return;
+    }
     this.#run(this.#coordinator.decline(checkpointId, taskId, reason, Date.now()));
   }
 

@@ -22,6 +22,7 @@ import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR } from "../checkpoint/storage.ts";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob } from "./recovering-job.ts";
+import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { CheckpointLocation } from "./thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "./job-ref.ts";
 import type { Placement } from "./thread-protocol.ts";
@@ -66,6 +67,11 @@ export interface RunOptions {
   readonly restartStrategy?: RestartStrategyConfig;
   /** Resume from a checkpoint directory (`<root>/<jobId>/chk-<n>`) instead of starting empty. */
   readonly fromCheckpoint?: string;
+  /**
+   * Another CheckpointStorage than the local directory: a module exporting
+   * `(location: { rootDir, jobId }) => CheckpointStorage` (each worker thread imports it).
+   */
+  readonly checkpointStorage?: CheckpointStorageRef;
 }
 
 export interface JobExecution {
@@ -183,6 +189,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       plan,
       config: checkpointConfig,
       location,
+      storageRef: options.checkpointStorage,
       strategy: createRestartStrategy(options.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
       fromCheckpoint: options.fromCheckpoint,
       logger,

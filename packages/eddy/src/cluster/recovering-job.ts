@@ -9,7 +9,8 @@ import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, LocalCheckpointStorage } from "../checkpoint/storage.ts";
+import { findLatestRestorable, LocalCheckpointStorage, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { asManifest, CheckpointRestore, manifestFiles, type CheckpointManifest } from "./checkpoint-restore.ts";
 import { CheckpointRunner, type CheckpointTargets } from "./checkpoint-runner.ts";
@@ -26,6 +27,8 @@ export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-de
 interface RestorePoint {
   readonly location: CheckpointLocation;
   readonly manifest: CheckpointManifest;
+  /** In this job's own storage (else a local directory given by --from-checkpoint). */
+  readonly inJobStorage: boolean;
 }
 
 export interface RecoveringJobOptions {
@@ -33,6 +36,8 @@ export interface RecoveringJobOptions {
   readonly config: CheckpointConfig;
   /** Where this run writes its checkpoints. */
   readonly location: CheckpointLocation;
+  /** The storage module (default: the local directory). */
+  readonly storageRef: CheckpointStorageRef | undefined;
   readonly strategy: RestartStrategy;
   /** A `chk-<n>` directory to start from instead of empty state. */
   readonly fromCheckpoint: string | undefined;
@@ -50,12 +55,11 @@ export class RecoveringJob {
   /** Per restart, the checkpoint id it restored from (null: none was complete; started over). */
   readonly restoredFrom: (number | null)[] = [];
   readonly #o: RecoveringJobOptions;
-  readonly #storage: LocalCheckpointStorage;
+  #storage!: CheckpointStorage;
   #runner: CheckpointRunner | undefined;
 
   constructor(options: RecoveringJobOptions) {
     this.#o = options;
-    this.#storage = new LocalCheckpointStorage(options.location);
     this.mode = options.ref.then((ref) => (ref === undefined ? "inline" : "threads"));
     this.mode.catch(() => undefined);
     this.done = this.#run();
@@ -69,6 +73,7 @@ export class RecoveringJob {
   async #run(): Promise<JobResult> {
     const { logger, plan, strategy } = this.#o;
     const ref = await this.#o.ref;
+    this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
     let restore = this.#o.fromCheckpoint === undefined ? undefined : await restorePointOf(this.#o.fromCheckpoint);
     for (;;) {
       try {
@@ -124,7 +129,10 @@ export class RecoveringJob {
     let execution: InlineExecution | ThreadedExecution;
     let running: Promise<void>;
     if (ref === undefined) {
-      const restored = restore === undefined ? undefined : await CheckpointRestore.load(new LocalCheckpointStorage(restore.location), restore.manifest, plan, () => true);
+      const restored =
+        restore === undefined
+          ? undefined
+          : await CheckpointRestore.load(restore.inJobStorage ? this.#storage : new LocalCheckpointStorage(restore.location), restore.manifest, plan, () => true);
       const inline = this.#o.runInline({
         participation: {
           mode: config.mode,
@@ -141,7 +149,7 @@ export class RecoveringJob {
       fail = (e) => inline.fail(e);
     } else {
       const threaded = this.#o.runThreaded(ref, {
-        workers: { mode: config.mode, storage: this.#o.location, restore },
+        workers: { mode: config.mode, storage: this.#o.location, storageRef: normalizeStorageRef(this.#o.storageRef), restore },
         acknowledge: (taskId, id, ack) => runner.acknowledge(taskId, id, ack),
         decline: (taskId, id, reason) => runner.decline(taskId, id, reason),
         finished: (taskId) => runner.taskFinished(taskId),
@@ -167,7 +175,7 @@ export class RecoveringJob {
       log: (message) => this.#o.logger.warn(message),
     });
     if (found === undefined) return undefined;
-    return { location: this.#o.location, manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)) };
+    return { location: this.#o.location, manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), inJobStorage: true };
   }
 }
 
@@ -181,5 +189,5 @@ async function restorePointOf(dir: string): Promise<RestorePoint> {
   const jobDir = dirname(path);
   const location = { rootDir: dirname(jobDir), jobId: basename(jobDir) };
   const manifest = asManifest(await new LocalCheckpointStorage(location).readManifest(Number(match[1])), path);
-  return { location, manifest };
+  return { location, manifest, inJobStorage: false };
 }

@@ -13,6 +13,7 @@ import type { JobRef } from "./job-ref.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointManifest } from "./checkpoint-restore.ts";
+import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 
 export interface WorkerInit {
   readonly job: JobRef;
@@ -43,7 +44,10 @@ export interface CheckpointLocation {
 export interface WorkerCheckpointing {
   readonly mode: "exactly-once" | "at-least-once";
   readonly storage: CheckpointLocation;
-  readonly restore: { readonly location: CheckpointLocation; readonly manifest: CheckpointManifest } | undefined;
+  /** The storage module, when not the local directory. */
+  readonly storageRef: CheckpointStorageRef | undefined;
+  /** The checkpoint to restore; `inJobStorage`: read it through `storageRef` (else: a local directory). */
+  readonly restore: { readonly location: CheckpointLocation; readonly manifest: CheckpointManifest; readonly inJobStorage: boolean } | undefined;
 }
 
 export interface SerializedError {

@@ -19,6 +19,7 @@ import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type 
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
 import { LocalCheckpointStorage } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
+import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -121,10 +122,13 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
   const restore =
     cp.restore === undefined
       ? undefined
-      : await CheckpointRestore.load(new LocalCheckpointStorage(cp.restore.location), cp.restore.manifest, plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
+      : await CheckpointRestore.load(
+          cp.restore.inJobStorage ? await openCheckpointStorage(cp.storageRef, cp.restore.location) : new LocalCheckpointStorage(cp.restore.location),
+          cp.restore.manifest,
+          plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
   return {
     mode: cp.mode,
-    storage: new LocalCheckpointStorage(cp.storage),
+    storage: await openCheckpointStorage(cp.storageRef, cp.storage),
     restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
     acknowledge: (taskId, checkpointId, ack) => send({ t: "checkpoint-ack", taskId, checkpointId, ack }),
     decline: (taskId, checkpointId, reason) => send({ t: "checkpoint-decline", taskId, checkpointId, reason }),
