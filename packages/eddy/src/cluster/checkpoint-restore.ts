@@ -33,6 +33,11 @@ export interface CheckpointManifest {
   readonly jobId: string;
   readonly jobName: string;
   readonly checkpointId: number;
+  /**
+   * The run attempt that wrote it (0 for the first, +1 per restart). With the exclusive manifest
+   * commit, a stale attempt can never replace a newer attempt's checkpoint.
+   */
+  readonly generation: number;
   readonly isSavepoint: boolean;
   /** Taken after every task finished: restoring it only commits what sinks held. */
   readonly isFinal: boolean;

@@ -40,6 +40,8 @@ export interface CheckpointRunnerOptions {
   /** Every task that must acknowledge (taskIdOf). */
   readonly taskIds: readonly string[];
   readonly firstCheckpointId: number;
+  /** The run attempt (0, then +1 per restart), recorded in every manifest. */
+  readonly generation: number;
   readonly logger: Logger;
   readonly targets: CheckpointTargets;
   /** Too many checkpoints failed in a row: the job fails with this error. */
@@ -178,6 +180,7 @@ export class CheckpointRunner {
         jobId: this.#o.jobId,
         jobName: this.#o.plan.jobName,
         checkpointId: id,
+        generation: this.#o.generation,
         isSavepoint: false,
         isFinal: final,
         triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),

@@ -113,6 +113,7 @@ export class RecoveringJob {
       jobId: this.#o.location.jobId,
       taskIds: plan.chains.flatMap((c) => Array.from({ length: c.parallelism }, (_, s) => taskIdOf(c, s))),
       firstCheckpointId,
+      generation: this.restoredFrom.length,
       logger,
       targets: {
         trigger: (b) => targets?.trigger(b),
