@@ -53,7 +53,8 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
 
     const out = join(dir, "out");
     const checkpoints = join(dir, "checkpoints");
-    const args = ["run", jobFile, "-p", "2", "--checkpoint-interval", "50", "--checkpoint-dir", checkpoints, "--job-id", "crash", "--no-progress"];
+    // The interval as a configuration key (-D), the rest as flags: both paths of the CLI.
+    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "crash", "--no-progress"];
     const child = spawn(process.execPath, [eddyBin, ...args], { env: { ...env, EDDY_CHK_OUT_DIR: out }, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));

@@ -33,6 +33,8 @@ Checkpoints (see the README):
       --from-checkpoint <dir>      Resume from <dir> = <checkpoint-dir>/<job-id>/chk-<n>
       --restart-strategy <spec>    none | fixed-delay[:attempts[:delayMs]] (default fixed-delay:3:1000)
                                    | exponential-delay[:initialMs[:maxMs]] | failure-rate[:max[:intervalMs[:delayMs]]]
+  -D, --define <key=value>         A configuration key, e.g. -D execution.checkpointing.interval=10s
+                                   (see the README; flags win over keys)
 
 Records written by print() go to stdout as JSON lines; logs and progress go to stderr.
 `;
@@ -49,8 +51,19 @@ function positiveInt(value: string | undefined, flag: string): number | undefine
   return n;
 }
 
+/** `-D key=value` flags as configuration entries; usage errors exit 2. */
+function defines(list: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const d of list) {
+    const i = d.indexOf("=");
+    if (i <= 0) fail(`-D needs key=value, got '${d}'`, 2);
+    out[d.slice(0, i).trim()] = d.slice(i + 1);
+  }
+  return out;
+}
+
 /** RunOptions from the checkpoint flags; usage errors exit 2. */
-function checkpointOptions(values: Record<string, string | boolean | undefined>): Partial<RunOptions> {
+function checkpointOptions(values: Record<string, string | boolean | string[] | undefined>): Partial<RunOptions> {
   const str = (name: string): string | undefined => values[name] as string | undefined;
   const out: { -readonly [K in keyof RunOptions]?: RunOptions[K] } = {};
   const interval = str("checkpoint-interval");
@@ -127,6 +140,7 @@ async function main(argv: string[]): Promise<void> {
         "job-id": { type: "string" },
         "from-checkpoint": { type: "string" },
         "restart-strategy": { type: "string" },
+        define: { type: "string", short: "D", multiple: true },
       },
     });
   } catch (e) {
@@ -171,6 +185,7 @@ async function main(argv: string[]): Promise<void> {
       logger,
       logLevel: level,
       ...checkpointOptions(values),
+      config: defines(values.define ?? []),
     });
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));

@@ -23,6 +23,7 @@ import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint
 import { DEFAULT_CHECKPOINT_ROOT_DIR } from "../checkpoint/storage.ts";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob } from "./recovering-job.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
+import { optionsFromConfig } from "./config.ts";
 import type { CheckpointLocation } from "./thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "./job-ref.ts";
 import type { Placement } from "./thread-protocol.ts";
@@ -72,6 +73,8 @@ export interface RunOptions {
    * `(location: { rootDir, jobId }) => CheckpointStorage` (each worker thread imports it).
    */
   readonly checkpointStorage?: CheckpointStorageRef;
+  /** Configuration keys (README: "Configuration keys"), e.g. { "execution.checkpointing.interval": "10s" }. */
+  readonly config?: Readonly<Record<string, string>>;
 }
 
 export interface JobExecution {
@@ -125,12 +128,11 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
 
   let execution: InlineExecution | ThreadedExecution | undefined;
   let cancelled = false;
+  // Precedence: explicit options, then configuration keys, then what the job itself sets.
+  const configured = optionsFromConfig(options.config ?? {});
+  const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const checkpointConfig =
-    options.checkpointing === false
-      ? undefined
-      : options.checkpointing !== undefined
-        ? resolveCheckpointConfig(options.checkpointing)
-        : env.getCheckpointConfig();
+    checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
   let recoveringJob: RecoveringJob | undefined;
 
   const runInline = (checkpoints?: InlineOptions["checkpoints"]): InlineExecution => {
@@ -182,7 +184,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   }
   if (checkpointConfig !== undefined) {
     const location: CheckpointLocation = {
-      rootDir: resolvePath(options.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
+      rootDir: resolvePath(options.checkpointDir ?? configured.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
       jobId: options.jobId ?? fileSafe(job.name),
     };
     const recovering = new RecoveringJob({
@@ -190,7 +192,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       config: checkpointConfig,
       location,
       storageRef: options.checkpointStorage,
-      strategy: createRestartStrategy(options.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
+      strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
       fromCheckpoint: options.fromCheckpoint,
       logger,
       ref: wantsInline

@@ -1,0 +1,41 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { EddyError } from "../core/errors.ts";
+import { optionsFromConfig } from "./config.ts";
+
+test("configuration keys map onto run options, with units", () => {
+  assert.deepEqual(
+    optionsFromConfig({
+      "execution.checkpointing.interval": "10s",
+      "execution.checkpointing.mode": "AT_LEAST_ONCE",
+      "execution.checkpointing.timeout": "5min",
+      "execution.checkpointing.min-pause": "500ms",
+      "execution.checkpointing.max-concurrent-checkpoints": "2",
+      "execution.checkpointing.tolerable-failed-checkpoints": "3",
+      "state.checkpoints.num-retained": "5",
+      "state.checkpoints.dir": "/var/eddy/checkpoints",
+      "restart-strategy.type": "fixed-delay",
+      "restart-strategy.fixed-delay.attempts": "7",
+      "restart-strategy.fixed-delay.delay": "2s",
+    }),
+    {
+      checkpointing: { intervalMs: 10_000, mode: "at-least-once", timeoutMs: 300_000, minPauseMs: 500, maxConcurrent: 2, tolerableFailures: 3, retained: 5 },
+      checkpointDir: "/var/eddy/checkpoints",
+      restartStrategy: { type: "fixed-delay", attempts: 7, delayMs: 2_000 },
+    },
+  );
+  assert.deepEqual(optionsFromConfig({ "restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.max-backoff": "1h" }), {
+    restartStrategy: { type: "exponential-delay", initialDelayMs: 1_000, maxDelayMs: 3_600_000 },
+  });
+  assert.deepEqual(optionsFromConfig({}), {});
+});
+
+test("unknown keys and bad values are refused, naming the key", () => {
+  const code = (c: string, key: RegExp) => (e: unknown) => e instanceof EddyError && e.code === c && key.test(e.message);
+  assert.throws(() => optionsFromConfig({ "execution.checkpointing.intervall": "1s" }), code("UNKNOWN_CONFIG_KEY", /intervall/));
+  assert.throws(() => optionsFromConfig({ "execution.checkpointing.interval": "soon" }), code("INVALID_CONFIG", /execution\.checkpointing\.interval.*soon/));
+  assert.throws(() => optionsFromConfig({ "execution.checkpointing.mode": "twice" }), code("INVALID_CONFIG", /mode/));
+  assert.throws(() => optionsFromConfig({ "execution.checkpointing.timeout": "1s" }), code("INVALID_CONFIG", /need execution\.checkpointing\.interval/));
+  assert.throws(() => optionsFromConfig({ "restart-strategy.fixed-delay.attempts": "3" }), code("INVALID_CONFIG", /restart-strategy\.type/));
+  assert.throws(() => optionsFromConfig({ "state.checkpoints.num-retained": "-1" }), code("INVALID_CONFIG", /num-retained/));
+});

@@ -1,0 +1,144 @@
+/**
+ * Configuration keys (Flink's names where Flink has one), for `eddy run -D key=value` and
+ * `RunOptions.config`. Each key maps onto a run option; explicit options and flags win over keys.
+ * Unknown keys and bad values are refused with the key named, never ignored.
+ */
+import { EddyError } from "../core/errors.ts";
+import type { CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
+import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
+
+/** What the keys configure (a subset of RunOptions). */
+export interface ConfiguredOptions {
+  checkpointing?: CheckpointConfigInput;
+  checkpointDir?: string;
+  restartStrategy?: RestartStrategyConfig;
+}
+
+interface KeySpec {
+  readonly description: string;
+  readonly apply: (value: string, into: Draft) => void;
+}
+
+interface Draft {
+  checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
+  checkpointDir?: string;
+  restart: Record<string, string>;
+}
+
+const ms = (key: string, value: string): number => {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|min|h)?$/.exec(value.trim());
+  if (m === null) throw invalid(key, value, "a duration such as 500, 500ms, 10s, 5min or 1h");
+  const n = Number(m[1]);
+  const unit = m[2] ?? "ms";
+  return n * (unit === "ms" ? 1 : unit === "s" ? 1_000 : unit === "min" ? 60_000 : 3_600_000);
+};
+
+const int = (key: string, value: string): number => {
+  if (!/^\d+$/.test(value.trim())) throw invalid(key, value, "a non-negative integer");
+  return Number(value);
+};
+
+/** The documented keys (README), with what each sets. */
+export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
+  "execution.checkpointing.interval": {
+    description: "checkpoint every this long (turns checkpointing on)",
+    apply: (v, d) => void (d.checkpoint.intervalMs = ms("execution.checkpointing.interval", v)),
+  },
+  "execution.checkpointing.mode": {
+    description: "EXACTLY_ONCE or AT_LEAST_ONCE",
+    apply: (v, d) => {
+      const mode = v.trim().toLowerCase().replace(/_/g, "-");
+      if (mode !== "exactly-once" && mode !== "at-least-once") throw invalid("execution.checkpointing.mode", v, "EXACTLY_ONCE or AT_LEAST_ONCE");
+      d.checkpoint.mode = mode;
+    },
+  },
+  "execution.checkpointing.timeout": {
+    description: "a checkpoint not complete after this long fails",
+    apply: (v, d) => void (d.checkpoint.timeoutMs = ms("execution.checkpointing.timeout", v)),
+  },
+  "execution.checkpointing.min-pause": {
+    description: "least time between the end of one checkpoint and the next",
+    apply: (v, d) => void (d.checkpoint.minPauseMs = ms("execution.checkpointing.min-pause", v)),
+  },
+  "execution.checkpointing.max-concurrent-checkpoints": {
+    description: "most checkpoints in progress at once",
+    apply: (v, d) => void (d.checkpoint.maxConcurrent = int("execution.checkpointing.max-concurrent-checkpoints", v)),
+  },
+  "execution.checkpointing.tolerable-failed-checkpoints": {
+    description: "consecutive failed checkpoints tolerated before the job fails",
+    apply: (v, d) => void (d.checkpoint.tolerableFailures = int("execution.checkpointing.tolerable-failed-checkpoints", v)),
+  },
+  "state.checkpoints.num-retained": {
+    description: "completed checkpoints kept",
+    apply: (v, d) => void (d.checkpoint.retained = int("state.checkpoints.num-retained", v)),
+  },
+  "state.checkpoints.dir": {
+    description: "root directory of checkpoints",
+    apply: (v, d) => void (d.checkpointDir = v),
+  },
+  "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
+  "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
+  "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
+  "restart-strategy.exponential-delay.initial-backoff": { description: "first wait", apply: (v, d) => void (d.restart.initial = v) },
+  "restart-strategy.exponential-delay.max-backoff": { description: "longest wait", apply: (v, d) => void (d.restart.max = v) },
+  "restart-strategy.failure-rate.max-failures-per-interval": { description: "failures allowed per interval", apply: (v, d) => void (d.restart.maxFailures = v) },
+  "restart-strategy.failure-rate.failure-rate-interval": { description: "the interval", apply: (v, d) => void (d.restart.interval = v) },
+  "restart-strategy.failure-rate.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.rateDelay = v) },
+};
+
+/** Run options from configuration entries; throws naming the first unknown key or bad value. */
+export function optionsFromConfig(entries: Readonly<Record<string, string>>): ConfiguredOptions {
+  const draft: Draft = { checkpoint: {}, restart: {} };
+  for (const [key, value] of Object.entries(entries)) {
+    const spec = CONFIG_KEYS[key];
+    if (spec === undefined) {
+      throw new EddyError("UNKNOWN_CONFIG_KEY", `unknown configuration key '${key}' (known: ${Object.keys(CONFIG_KEYS).join(", ")})`, { domain: "config" });
+    }
+    spec.apply(value, draft);
+  }
+  const out: ConfiguredOptions = {};
+  if (Object.keys(draft.checkpoint).length > 0) {
+    if (draft.checkpoint.intervalMs === undefined) {
+      throw new EddyError("INVALID_CONFIG", "execution.checkpointing.* keys need execution.checkpointing.interval", { domain: "config" });
+    }
+    out.checkpointing = draft.checkpoint as CheckpointConfigInput;
+  }
+  if (draft.checkpointDir !== undefined) out.checkpointDir = draft.checkpointDir;
+  const r = draft.restart;
+  if (Object.keys(r).length > 0) out.restartStrategy = restartStrategy(r);
+  return out;
+}
+
+function restartStrategy(r: Record<string, string>): RestartStrategyConfig {
+  const type = r.type;
+  const dur = (key: string, v: string | undefined, fallback: number): number => (v === undefined ? fallback : ms(key, v));
+  switch (type) {
+    case "none":
+      return { type: "none" };
+    case "fixed-delay":
+      return {
+        type: "fixed-delay",
+        attempts: r.attempts === undefined ? 3 : int("restart-strategy.fixed-delay.attempts", r.attempts),
+        delayMs: dur("restart-strategy.fixed-delay.delay", r.delay, 1_000),
+      };
+    case "exponential-delay":
+      return {
+        type: "exponential-delay",
+        initialDelayMs: dur("restart-strategy.exponential-delay.initial-backoff", r.initial, 1_000),
+        maxDelayMs: dur("restart-strategy.exponential-delay.max-backoff", r.max, 60_000),
+      };
+    case "failure-rate":
+      return {
+        type: "failure-rate",
+        maxFailures: r.maxFailures === undefined ? 3 : int("restart-strategy.failure-rate.max-failures-per-interval", r.maxFailures),
+        intervalMs: dur("restart-strategy.failure-rate.failure-rate-interval", r.interval, 60_000),
+        delayMs: dur("restart-strategy.failure-rate.delay", r.rateDelay, 1_000),
+      };
+    default:
+      throw invalid("restart-strategy.type", type ?? "(missing)", "none, fixed-delay, exponential-delay or failure-rate (restart-strategy.* keys need it)");
+  }
+}
+
+function invalid(key: string, value: string, expected: string): EddyError {
+  return new EddyError("INVALID_CONFIG", `configuration key '${key}' has the value '${value}'; expected ${expected}`, { domain: "config" });
+}
