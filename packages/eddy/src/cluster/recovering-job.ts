@@ -7,7 +7,7 @@ import { basename, dirname, resolve as resolvePath } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
-import type { CheckpointStats } from "../checkpoint/coordinator.ts";
+import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { findLatestRestorable, LocalCheckpointStorage, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
@@ -127,6 +127,12 @@ export class RecoveringJob {
     });
     this.#runner = runner;
     const enumeratorState = restore === undefined ? undefined : (operatorId: string) => restore.manifest.enumerators[operatorId];
+    // What tasks report, wherever they run.
+    const reports = {
+      acknowledge: (taskId: string, id: number, ack: TaskAck) => runner.acknowledge(taskId, id, ack),
+      decline: (taskId: string, id: number, reason: string) => runner.decline(taskId, id, reason),
+      finished: (taskId: string) => runner.taskFinished(taskId),
+    };
     let execution: InlineExecution | ThreadedExecution;
     let running: Promise<void>;
     if (ref === undefined) {
@@ -139,9 +145,7 @@ export class RecoveringJob {
           mode: config.mode,
           storage: this.#storage,
           restoreFor: (node, subtask) => restored?.restoreFor(node, subtask),
-          acknowledge: (taskId, id, ack) => runner.acknowledge(taskId, id, ack),
-          decline: (taskId, id, reason) => runner.decline(taskId, id, reason),
-          finished: (taskId) => runner.taskFinished(taskId),
+          ...reports,
         },
         enumeratorState,
       });
@@ -151,9 +155,7 @@ export class RecoveringJob {
     } else {
       const threaded = this.#o.runThreaded(ref, {
         workers: { mode: config.mode, storage: this.#o.location, storageRef: normalizeStorageRef(this.#o.storageRef), restore },
-        acknowledge: (taskId, id, ack) => runner.acknowledge(taskId, id, ack),
-        decline: (taskId, id, reason) => runner.decline(taskId, id, reason),
-        finished: (taskId) => runner.taskFinished(taskId),
+        ...reports,
         enumeratorState,
       });
       execution = threaded;

@@ -119,13 +119,12 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
   const cp = init.checkpointing;
   if (cp === undefined) return undefined;
   const place = placeSubtasks(plan, init.workers, init.placement);
-  const restore =
-    cp.restore === undefined
-      ? undefined
-      : await CheckpointRestore.load(
-          cp.restore.inJobStorage ? await openCheckpointStorage(cp.storageRef, cp.restore.location) : new LocalCheckpointStorage(cp.restore.location),
-          cp.restore.manifest,
-          plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
+  let restore: CheckpointRestore | undefined;
+  if (cp.restore !== undefined) {
+    const from = cp.restore.inJobStorage ? await openCheckpointStorage(cp.storageRef, cp.restore.location) : new LocalCheckpointStorage(cp.restore.location);
+    // Only the files of this worker's subtasks are read.
+    restore = await CheckpointRestore.load(from, cp.restore.manifest, plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
+  }
   return {
     mode: cp.mode,
     storage: await openCheckpointStorage(cp.storageRef, cp.storage),
