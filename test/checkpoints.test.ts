@@ -22,6 +22,7 @@ import { decodeOperatorStates, operatorStateSection } from "../packages/eddy/src
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runJob, type RunOptions } from "eddy/testing";
+import type { CheckpointStats } from "../packages/eddy/src/checkpoint/coordinator.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import type { Counted, Fault, FaultKind } from "./jobs/checkpointed.ts";
 import { prng } from "./fixtures.ts";
@@ -33,7 +34,10 @@ interface Output {
   readonly windows: string[];
 }
 
-async function run(options: RunOptions, fault: Fault | undefined): Promise<{ output: Output; restarts: number; restoredFrom: readonly (number | null)[] }> {
+async function run(
+  options: RunOptions,
+  fault: Fault | undefined,
+): Promise<{ output: Output; restarts: number; restoredFrom: readonly (number | null)[]; checkpoints: CheckpointStats[] }> {
   process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
   try {
     const handle = runJob(checkpointed.countingJob, options);
@@ -42,6 +46,7 @@ async function run(options: RunOptions, fault: Fault | undefined): Promise<{ out
       output: { counted: sortRows(handle.collected("counted")), windows: sortRows(handle.collected("windows")) },
       restarts: handle.restarts,
       restoredFrom: handle.restoredFrom,
+      checkpoints: handle.checkpoints(),
     };
   } finally {
     delete process.env.EDDY_CHK_FAULT;
@@ -246,5 +251,34 @@ test("a storage failure while a task persists its snapshot, or while the manifes
       delete process.env.EDDY_CHK_STORAGE_FAULT;
       rmSync(dir, { recursive: true, force: true });
     }
+  }
+});
+
+test("with tolerable failures, a checkpoint that fails in storage is aborted and the job goes on, output exact", async () => {
+  const expected = await failureFree();
+  const dir = mkdtempSync(join(tmpdir(), "eddy-tolerated-"));
+  const marker = join(dir, "fault-fired");
+  process.env.EDDY_CHK_STORAGE_FAULT = JSON.stringify({ op: "writeFile", afterCalls: 3, marker });
+  try {
+    const result = await run(
+      {
+        mode: "threads",
+        parallelism: 2,
+        checkpointing: { intervalMs: 10, tolerableFailures: 5 },
+        checkpointDir: join(dir, "checkpoints"),
+        checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") },
+        jobId: "tolerated",
+      },
+      undefined,
+    );
+    assert.ok(existsSync(marker), "the storage fault fired");
+    assert.equal(result.restarts, 0, "the job went on");
+    assert.ok(result.checkpoints.some((c) => c.status === "failed" && /injected storage fault/.test(c.failureReason ?? "")), JSON.stringify(result.checkpoints));
+    assert.ok(result.checkpoints.some((c) => c.status === "completed"), "other checkpoints completed");
+    assert.deepEqual(result.output.counted, expected.counted);
+    assert.deepEqual(result.output.windows, expected.windows);
+  } finally {
+    delete process.env.EDDY_CHK_STORAGE_FAULT;
+    rmSync(dir, { recursive: true, force: true });
   }
 });
