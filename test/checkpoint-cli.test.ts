@@ -6,36 +6,18 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { Counted } from "./jobs/checkpointed.ts";
+import { committedFiles, latestCheckpoint } from "./jobs/checkpointed.ts";
 
 const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const jobFile = resolve(import.meta.dirname, "jobs/checkpointed.ts");
 /** Long enough (a few seconds) to be killed mid-run after some checkpoints completed. */
 const RECORDS = 1_600_000;
 
-const rowsOf = (rows: readonly Counted[]): string[] => rows.map((r) => `${r.key}:${r.count}:${r.n}`).sort();
 
-/** Every record the file sink committed under `name` (one file per transaction). */
-function committed(outDir: string, name: string): string[] {
-  const dir = join(outDir, name);
-  if (!existsSync(dir)) return [];
-  return rowsOf(readdirSync(dir).filter((f) => f.endsWith(".json")).flatMap((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Counted[]));
-}
 
-/** The newest checkpoint directory with a manifest, or undefined. */
-function latestCheckpoint(root: string): string | undefined {
-  const jobDir = join(root, "crash");
-  if (!existsSync(jobDir)) return undefined;
-  const ids = readdirSync(jobDir)
-    .map((d) => /^chk-(\d+)$/.exec(d))
-    .filter((m): m is RegExpExecArray => m !== null && existsSync(join(jobDir, m[0], "_manifest")))
-    .map((m) => Number(m[1]))
-    .sort((a, b) => b - a);
-  return ids.length === 0 ? undefined : join(jobDir, `chk-${ids[0]}`);
-}
 
 test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed output equals the failure-free run", async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-crash-"));
@@ -48,7 +30,7 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
       env: { ...env, EDDY_CHK_OUT_DIR: oracleOut },
     });
     assert.equal(oracle.status, 0, oracle.stderr);
-    const expected = { counted: committed(oracleOut, "counted"), windows: committed(oracleOut, "windows") };
+    const expected = { counted: committedFiles(oracleOut, "counted"), windows: committedFiles(oracleOut, "windows") };
     assert.equal(expected.counted.length, RECORDS);
 
     const out = join(dir, "out");
@@ -64,8 +46,8 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
     for (;;) {
       await new Promise((r) => setTimeout(r, 20));
       if (child.exitCode !== null) break;
-      const latest = latestCheckpoint(checkpoints);
-      if (latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 2 && committed(out, "counted").length > 0) {
+      const latest = latestCheckpoint(join(checkpoints, "crash"));
+      if (latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 2 && committedFiles(out, "counted").length > 0) {
         child.kill("SIGKILL");
         killedMidRun = true;
         break;
@@ -73,18 +55,18 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
     }
     await exited;
     assert.ok(killedMidRun, `the job finished before it could be killed; stderr:\n${stderr}`);
-    const partial = committed(out, "counted").length;
+    const partial = committedFiles(out, "counted").length;
     assert.ok(partial > 0 && partial < RECORDS, `partial output before the crash: ${partial}`);
 
-    const from = latestCheckpoint(checkpoints)!;
+    const from = latestCheckpoint(join(checkpoints, "crash"))!;
     const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], {
       encoding: "utf8",
       env: { ...env, EDDY_CHK_OUT_DIR: out },
     });
     assert.equal(resumed.status, 0, resumed.stderr);
     assert.match(resumed.stderr, /checkpoints: \d+ completed/);
-    assert.deepEqual(committed(out, "counted"), expected.counted, "committed counts over both runs");
-    assert.deepEqual(committed(out, "windows"), expected.windows, "committed windows over both runs");
+    assert.deepEqual(committedFiles(out, "counted"), expected.counted, "committed counts over both runs");
+    assert.deepEqual(committedFiles(out, "windows"), expected.windows, "committed windows over both runs");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -7,29 +7,15 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runJob } from "eddy/testing";
 import * as checkpointed from "./jobs/checkpointed.ts";
-import type { Counted } from "./jobs/checkpointed.ts";
+import { committedFiles, latestCheckpoint } from "./jobs/checkpointed.ts";
 
-const rowsOf = (rows: readonly Counted[]): string[] => rows.map((r) => `${r.key}:${r.count}:${r.n}`).sort();
 
-function committed(outDir: string, name: string): string[] {
-  const dir = join(outDir, name);
-  if (!existsSync(dir)) return [];
-  return rowsOf(readdirSync(dir).filter((f) => f.endsWith(".json")).flatMap((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Counted[]));
-}
 
-function latestCheckpoint(jobDir: string): string {
-  const ids = readdirSync(jobDir)
-    .map((d) => /^chk-(\d+)$/.exec(d))
-    .filter((m): m is RegExpExecArray => m !== null && existsSync(join(jobDir, m[0], "_manifest")))
-    .map((m) => Number(m[1]));
-  assert.ok(ids.length > 0, "a checkpoint completed before the failure");
-  return join(jobDir, `chk-${Math.max(...ids)}`);
-}
 
 async function runInto(outDir: string, options: Parameters<typeof runJob>[1], fault?: checkpointed.Fault): Promise<void> {
   process.env.EDDY_CHK_OUT_DIR = outDir;
@@ -47,7 +33,7 @@ test("a checkpoint taken at parallelism 2 restores at parallelism 1 and 4 with t
   try {
     const oracleOut = join(dir, "oracle");
     await runInto(oracleOut, { mode: "inline", checkpointing: false });
-    const expected = { counted: committed(oracleOut, "counted"), windows: committed(oracleOut, "windows") };
+    const expected = { counted: committedFiles(oracleOut, "counted"), windows: committedFiles(oracleOut, "windows") };
     assert.equal(expected.counted.length, checkpointed.RECORDS);
 
     let keyedCheckpoint = "";
@@ -61,6 +47,7 @@ test("a checkpoint taken at parallelism 2 restores at parallelism 1 and 4 with t
         /injected fault/,
       );
       const from = latestCheckpoint(join(checkpoints, "rescale"));
+      assert.ok(from !== undefined, "a checkpoint completed before the failure");
       keyedCheckpoint = from;
       await runInto(out, {
         mode: parallelism === 1 ? "inline" : "threads",
@@ -71,8 +58,8 @@ test("a checkpoint taken at parallelism 2 restores at parallelism 1 and 4 with t
         jobId: "rescale",
         fromCheckpoint: from,
       });
-      assert.deepEqual(committed(out, "counted"), expected.counted, `counts, 2 → ${parallelism}`);
-      assert.deepEqual(committed(out, "windows"), expected.windows, `windows, 2 → ${parallelism}`);
+      assert.deepEqual(committedFiles(out, "counted"), expected.counted, `counts, 2 → ${parallelism}`);
+      assert.deepEqual(committedFiles(out, "windows"), expected.windows, `windows, 2 → ${parallelism}`);
     }
 
     // Keyed state is stored per key group: another number of key groups is refused, by name.

@@ -27,7 +27,6 @@ import * as checkpointed from "./jobs/checkpointed.ts";
 import type { Counted, Fault, FaultKind } from "./jobs/checkpointed.ts";
 import { prng } from "./fixtures.ts";
 
-const sortRows = (rows: readonly Counted[]): string[] => rows.map((r) => `${r.key}:${r.count}:${r.n}`).sort();
 
 interface Output {
   readonly counted: string[];
@@ -43,7 +42,7 @@ async function run(
     const handle = runJob(checkpointed.countingJob, options);
     await handle.done;
     return {
-      output: { counted: sortRows(handle.collected("counted")), windows: sortRows(handle.collected("windows")) },
+      output: { counted: checkpointed.rowsOf(handle.collected("counted")), windows: checkpointed.rowsOf(handle.collected("windows")) },
       restarts: handle.restarts,
       restoredFrom: handle.restoredFrom,
       checkpoints: handle.checkpoints(),

@@ -4,7 +4,7 @@
  * built): it fires once per marker file, however many times the job restarts and on whichever
  * worker, because the marker is created exclusively when it fires.
  */
-import { mkdirSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   defineJob,
@@ -15,7 +15,7 @@ import {
   type KeyedProcessFunction,
   type Sink,
 } from "eddy";
-import { committingCollectSink } from "eddy/testing";
+import { committingCollectSink, twoPhaseTestSink } from "eddy/testing";
 
 export const RECORDS = Number(process.env.EDDY_CHK_RECORDS ?? 480_000);
 /**
@@ -79,36 +79,32 @@ const countPerKey: KeyedProcessFunction<number, number, Counted> = {
  */
 function committingFileSink(dir: string, name: string): Sink<Counted> {
   const target = join(dir, name);
-  return {
-    createWriter(context) {
-      const writerId = `${context.subtaskIndex}-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`;
-      let sequence = 0;
-      let staged: Counted[] = [];
-      return {
-        write(value) {
-          staged.push(value);
-        },
-        prepareCommit() {
-          if (staged.length === 0) return [];
-          const txn = { txnId: `${writerId}-${sequence++}`, values: staged };
-          staged = [];
-          return [txn];
-        },
-      };
-    },
-    createCommitter() {
-      mkdirSync(target, { recursive: true });
-      return {
-        commit(committables) {
-          for (const c of committables as { txnId: string; values: Counted[] }[]) {
-            const tmp = join(target, `.${c.txnId}.tmp`);
-            writeFileSync(tmp, JSON.stringify(c.values));
-            renameSync(tmp, join(target, `${c.txnId}.json`));
-          }
-        },
-      };
-    },
-  };
+  mkdirSync(target, { recursive: true });
+  return twoPhaseTestSink<Counted>((_context, txn) => {
+    const tmp = join(target, `.${txn.txnId}.tmp`);
+    writeFileSync(tmp, JSON.stringify(txn.values));
+    renameSync(tmp, join(target, `${txn.txnId}.json`));
+  });
+}
+
+/** Every record the file sink committed under `name` in `outDir` (one file per transaction), as sorted rows. */
+export function committedFiles(outDir: string, name: string): string[] {
+  const dir = join(outDir, name);
+  if (!existsSync(dir)) return [];
+  return rowsOf(readdirSync(dir).filter((f) => f.endsWith(".json")).flatMap((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Counted[]));
+}
+
+/** Output rows in a canonical order, for record-for-record comparison. */
+export const rowsOf = (rows: readonly Counted[]): string[] => rows.map((r) => `${r.key}:${r.count}:${r.n}`).sort();
+
+/** The newest checkpoint directory with a manifest under `jobDir`, or undefined. */
+export function latestCheckpoint(jobDir: string): string | undefined {
+  if (!existsSync(jobDir)) return undefined;
+  const ids = readdirSync(jobDir)
+    .map((d) => /^chk-(\d+)$/.exec(d))
+    .filter((m): m is RegExpExecArray => m !== null && existsSync(join(jobDir, m[0], "_manifest")))
+    .map((m) => Number(m[1]));
+  return ids.length === 0 ? undefined : join(jobDir, `chk-${Math.max(...ids)}`);
 }
 
 /** The committing sink (into files when EDDY_CHK_OUT_DIR is set), with the snapshot and commit faults around it. */

@@ -9,7 +9,7 @@ import type { SplitEnumerator } from "../connector/source.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
 import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { restoreEnumerator, type SplitEnumeratorContext } from "../connector/source.ts";
+import { openEnumerator, snapshotEnumerators } from "../connector/source.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
 
@@ -48,11 +48,9 @@ export class LocalSplitCoordination implements SplitCoordination {
     this.#restored = restored;
   }
 
-  /** Split enumerator state per source operator id, for a checkpoint (see restoreEnumerator). */
+  /** Split enumerator state per source operator id, for a checkpoint. */
   snapshotEnumerators(checkpointId: number): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    for (const [node, enumerator] of this.#enumerators) out[node.operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];
-    return out;
+    return snapshotEnumerators([...this.#enumerators].map(([node, e]) => [node.operatorId, e] as const), checkpointId);
   }
 
   registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void {
@@ -80,8 +78,7 @@ export class LocalSplitCoordination implements SplitCoordination {
         assignSplits: (subtask: number, splits: readonly unknown[]) => reader(subtask).addSplits(splits),
         signalNoMoreSplits: (subtask: number) => reader(subtask).notifyNoMoreSplits(),
       };
-      const enumerator =
-        this.#restored === undefined ? t.source.createEnumerator(context) : restoreEnumerator(t.source, context, this.#restored(node.operatorId));
+      const enumerator = openEnumerator(t.source, context, this.#restored === undefined ? undefined : { state: this.#restored(node.operatorId) });
       this.#enumerators.set(node, enumerator);
       enumerator.start?.();
       for (let i = 0; i < node.parallelism; i++) enumerator.addReader(i);

@@ -10,7 +10,7 @@
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
-import { restoreEnumerator, type SplitEnumerator } from "../connector/source.ts";
+import { openEnumerator, snapshotEnumerators, type SplitEnumerator } from "../connector/source.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import type { Plan } from "../graph/plan.ts";
@@ -118,11 +118,8 @@ export class ThreadedExecution {
       notifyComplete: (checkpointId) => all({ t: "checkpoint-complete", checkpointId }),
       abort: (checkpointId) => all({ t: "abort-checkpoint", checkpointId }),
       finalCheckpoint: (barrier) => all({ t: "final-checkpoint", barrier }),
-      snapshotEnumerators: (checkpointId) => {
-        const out: Record<string, unknown> = {};
-        for (const [index, enumerator] of this.#enumerators) out[this.#plan.nodes[index]!.operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];
-        return out;
-      },
+      snapshotEnumerators: (checkpointId) =>
+        snapshotEnumerators([...this.#enumerators].map(([index, e]) => [this.#plan.nodes[index]!.operatorId, e] as const), checkpointId),
     };
   }
 
@@ -255,7 +252,7 @@ export class ThreadedExecution {
         signalNoMoreSplits: (subtask: number) => this.#post(place(node, subtask), { t: "no-more-splits", node: index, subtask }),
       };
       const restored = this.#options.checkpointing?.enumeratorState;
-      const enumerator = restored === undefined ? t.source.createEnumerator(context) : restoreEnumerator(t.source, context, restored(node.operatorId));
+      const enumerator = openEnumerator(t.source, context, restored === undefined ? undefined : { state: restored(node.operatorId) });
       this.#enumerators.set(index, enumerator);
       enumerator.start?.();
       for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);

@@ -102,14 +102,30 @@ export function staticSplitEnumerator<SplitT>(
 }
 
 /**
- * The enumerator of `source` after a restore, from the state its `snapshotState` recorded:
- * `source.restoreEnumerator` when the source has one; otherwise the recorded state must be the
- * list of splits not assigned yet (the convention of `staticSplitEnumerator`, whose splits are all
- * assigned when the readers register), and those are assigned again.
+ * The enumerator of `source`: a fresh one, or with `restored` the one after a restore, from the
+ * state its `snapshotState` recorded — `source.restoreEnumerator` when the source has one;
+ * otherwise the recorded state must be the list of splits not assigned yet (the convention of
+ * `staticSplitEnumerator`, whose splits are all assigned when the readers register), and those
+ * are assigned again.
  */
-export function restoreEnumerator<SplitT>(source: Source<unknown, SplitT>, context: SplitEnumeratorContext<SplitT>, state: unknown): SplitEnumerator<SplitT> {
-  if (source.restoreEnumerator !== undefined) return source.restoreEnumerator(context, state);
-  return staticSplitEnumerator(context, Array.isArray(state) ? (state as SplitT[]) : []);
+export function openEnumerator<SplitT>(
+  source: Source<unknown, SplitT>,
+  context: SplitEnumeratorContext<SplitT>,
+  restored: { readonly state: unknown } | undefined,
+): SplitEnumerator<SplitT> {
+  if (restored === undefined) return source.createEnumerator(context);
+  if (source.restoreEnumerator !== undefined) return source.restoreEnumerator(context, restored.state);
+  return staticSplitEnumerator(context, Array.isArray(restored.state) ? (restored.state as SplitT[]) : []);
+}
+
+/** What every enumerator records for checkpoint `checkpointId`, by source operator id. */
+export function snapshotEnumerators(
+  enumerators: Iterable<readonly [string, SplitEnumerator<unknown>]>,
+  checkpointId: number,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [operatorId, enumerator] of enumerators) out[operatorId] = enumerator.snapshotState?.(checkpointId) ?? [];
+  return out;
 }
 
 const ALWAYS_AVAILABLE = Promise.resolve();

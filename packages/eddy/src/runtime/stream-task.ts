@@ -110,8 +110,8 @@ export class StreamTask {
   /** performance.now() when the task last found an output without credit, or -1. */
   #backpressuredSince = -1;
   readonly #aligner: BarrierAligner | undefined;
-  /** Number of input channels the aligner holds back (0: skip the per-channel check). */
-  #blocked = 0;
+  /** Whether the aligner may hold back input channels now (false: skip the per-channel check). */
+  #aligning = false;
   /** performance.now() when the first barrier of the checkpoint being aligned arrived. */
   #alignmentStart = 0;
   /** The barrier of the checkpoint being aligned (the one the aligner will trigger). */
@@ -184,7 +184,7 @@ export class StreamTask {
     if (this.#o.head.kind === "source") return !this.#sourceWaiting;
     const inputs = this.#o.inputs;
     for (let i = 0; i < inputs.length; i++) {
-      if (inputs[i]!.channel.hasData && (this.#blocked === 0 || !this.#aligner!.isBlocked(i))) return true;
+      if (inputs[i]!.channel.hasData && (!this.#aligning || !this.#aligner!.isBlocked(i))) return true;
     }
     return false;
   }
@@ -277,7 +277,7 @@ export class StreamTask {
       const index = this.#nextInput;
       const input = inputs[index]!;
       this.#nextInput = index + 1 === n ? 0 : index + 1;
-      const element = this.#blocked !== 0 && this.#aligner!.isBlocked(index) ? undefined : input.channel.poll();
+      const element = this.#aligning && this.#aligner!.isBlocked(index) ? undefined : input.channel.poll();
       if (element === undefined) {
         if (++idleScans >= n) return;
         continue;
@@ -326,7 +326,7 @@ export class StreamTask {
   #applyAligner(result: AlignerResult): void {
     const cp = this.#o.checkpointing!;
     const aligner = this.#aligner!;
-    this.#blocked = aligner.mode === "exactly-once" && aligner.pendingCheckpoint !== undefined ? 1 : 0;
+    this.#aligning = aligner.mode === "exactly-once" && aligner.pendingCheckpoint !== undefined;
     for (const id of result.aborted) {
       this.#barriers.delete(id);
       cp.onDecline(id, `task '${this.name}' (subtask ${this.subtaskIndex}) received a newer barrier before aligning checkpoint ${id}`);
@@ -364,8 +364,7 @@ export class StreamTask {
     const cp = this.#o.checkpointing;
     if (cp === undefined || this.#state !== "finished") return;
     const start = performance.now();
-    const snapshots: OperatorSnapshot[] = [];
-    for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId, false));
+    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, false);
     cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
   }
 
@@ -393,16 +392,22 @@ export class StreamTask {
   #checkpoint(barrier: CheckpointBarrier, alignmentMs: number): void {
     const cp = this.#o.checkpointing!;
     const start = performance.now();
+    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true);
+    const syncMs = performance.now() - start;
+    for (const writer of this.#o.writers) writer.broadcastElement(barrier);
+    cp.onSnapshot(barrier, snapshots, { alignmentMs, syncMs });
+  }
+
+  /** The synchronous snapshot of every operator of the chain; on failure nothing stays captured. */
+  #snapshotOperators(cp: TaskCheckpointing, checkpointId: number, withKeyed: boolean): OperatorSnapshot[] {
     const snapshots: OperatorSnapshot[] = [];
     try {
-      for (const op of cp.operators) snapshots.push(op.snapshot(barrier.checkpointId));
+      for (const op of cp.operators) snapshots.push(op.snapshot(checkpointId, withKeyed));
     } catch (e) {
       for (const s of snapshots) s.keyed?.release();
       throw e;
     }
-    const syncMs = performance.now() - start;
-    for (const writer of this.#o.writers) writer.broadcastElement(barrier);
-    cp.onSnapshot(barrier, snapshots, { alignmentMs, syncMs });
+    return snapshots;
   }
 
   #processRecords(values: unknown[], timestamps: ArrayLike<number>, keyGroups: ArrayLike<number> | undefined, inputIndex: 0 | 1): number {

@@ -1,33 +1,34 @@
 /**
- * A two-phase test sink: records are staged per subtask and become visible under `name` only
- * when the checkpoint that holds them completes (or at the end of input) — so what
- * `handle.collected(name)` shows is the committed output, which exactly-once tests compare with a
- * failure-free run. Each commit carries a transaction id, and the job applies each id once, so the
- * commits repeated after a restore have no effect.
+ * Two-phase test sinks: records are staged per subtask and become visible only when the
+ * checkpoint that holds them completes (or with the job's final checkpoint) — so what a test
+ * reads is the committed output, which exactly-once tests compare with a failure-free run. Each
+ * commit is a transaction with an id that is never reused, across restarts too; committing one
+ * again after a restore must have no further effect, which each committer ensures its own way.
  */
 import { randomUUID } from "node:crypto";
-import type { Sink } from "../connector/sink.ts";
+import type { Sink, SinkContext } from "../connector/sink.ts";
 
-interface Staged {
+/** Records staged by one writer between two barriers. */
+export interface StagedTransaction<T> {
   readonly txnId: string;
-  readonly values: readonly unknown[];
+  readonly values: readonly T[];
 }
 
-export function committingCollectSink<T>(name: string): Sink<T> {
-  if (typeof name !== "string" || name.length === 0) throw new TypeError("committingCollectSink needs a name");
+/** A two-phase sink whose committer hands each transaction to `commit` (which must be idempotent). */
+export function twoPhaseTestSink<T>(commit: (context: SinkContext, txn: StagedTransaction<T>) => void): Sink<T> {
   return {
     createWriter: (context) => {
       // Transaction ids are unique across restarts: a writer instance never reuses one.
       const writerId = randomUUID();
       let sequence = 0;
-      let staged: unknown[] = [];
+      let staged: T[] = [];
       return {
         write(value) {
           staged.push(value);
         },
         prepareCommit() {
           if (staged.length === 0) return [];
-          const txn: Staged = { txnId: `${context.subtaskIndex}-${writerId}-${sequence++}`, values: staged };
+          const txn: StagedTransaction<T> = { txnId: `${context.subtaskIndex}-${writerId}-${sequence++}`, values: staged };
           staged = [];
           return [txn];
         },
@@ -35,8 +36,17 @@ export function committingCollectSink<T>(name: string): Sink<T> {
     },
     createCommitter: (context) => ({
       commit(committables) {
-        for (const c of committables as Staged[]) context.job.commitOnce(name, c.txnId, c.values);
+        for (const txn of committables as StagedTransaction<T>[]) commit(context, txn);
       },
     }),
   };
+}
+
+/**
+ * Committed records appear under `name` in `handle.collected(name)`; the job applies each
+ * transaction id once (JobServices.commitOnce).
+ */
+export function committingCollectSink<T>(name: string): Sink<T> {
+  if (typeof name !== "string" || name.length === 0) throw new TypeError("committingCollectSink needs a name");
+  return twoPhaseTestSink<T>((context, txn) => context.job.commitOnce(name, txn.txnId, txn.values));
 }

@@ -3,7 +3,7 @@
  * May import every layer; nothing imports it except tests.
  */
 export { collectSink } from "./collect-sink.ts";
-export { committingCollectSink } from "./committing-sink.ts";
+export { committingCollectSink, twoPhaseTestSink, type StagedTransaction } from "./committing-sink.ts";
 export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
