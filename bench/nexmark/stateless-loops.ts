@@ -8,7 +8,7 @@ import { nexmarkEvent } from "eddy";
 import { dollarsToEuros, type Q1Result } from "../../examples/nexmark/q1.ts";
 import type { Q0Result } from "../../examples/nexmark/q0.ts";
 import type { Q2Result } from "../../examples/nexmark/q2.ts";
-import { bidTimeType, countChar, type Q14Result } from "../../examples/nexmark/q14.ts";
+import { q14Keeps, q14Row } from "../../examples/nexmark/q14.ts";
 import { channelId, type Q21Result } from "../../examples/nexmark/q21.ts";
 import type { Q22Result } from "../../examples/nexmark/q22.ts";
 import { digestBidProjection, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
@@ -52,17 +52,8 @@ export function q14Loop({ firstEventId, events, config }: EventRange): OutputFol
   const fold = emptyFold();
   for (let id = firstEventId, end = firstEventId + events; id < end; id++) {
     const b = nexmarkEvent(id, config).bid;
-    if (b === undefined || !(b.price * 908 > 1_000_000_000 && b.price * 908 < 50_000_000_000)) continue;
-    const r: Q14Result = {
-      auction: b.auction,
-      bidder: b.bidder,
-      price: dollarsToEuros(b.price),
-      bidTimeType: bidTimeType(b.dateTime),
-      dateTime: b.dateTime,
-      extra: b.extra,
-      cCounts: countChar(b.extra, "c"),
-    };
-    foldDigest(fold, digestQ14(r));
+    if (b === undefined || !q14Keeps(b)) continue;
+    foldDigest(fold, digestQ14(q14Row(b)));
   }
   return fold;
 }

@@ -23,6 +23,7 @@ import {
   type Auction,
   type Bid,
   type DataStream,
+  type KeyedConnectedStreams,
   type NexmarkConfig,
   type NexmarkEvent,
   type Person,
@@ -104,4 +105,14 @@ export function bidsOf(events: DataStream<NexmarkEvent>): DataStream<Bid> {
       if (e.bid !== undefined) out.collect(e.bid);
     })
     .name("bids");
+}
+
+/** Auctions and their bids, keyed by auction id on both sides (q4, q20). */
+export function auctionsWithBids(events: DataStream<NexmarkEvent>): KeyedConnectedStreams<Auction, Bid, number> {
+  return auctionsOf(events)
+    .connect(bidsOf(events))
+    .keyBy(
+      (a) => a.id,
+      (b) => b.auction,
+    );
 }

@@ -18,7 +18,7 @@
  *
  *   NEXMARK_EVENTS=100000 npx eddy run examples/nexmark/q14.ts -p 2
  */
-import { defineJob, type DataStream, type StreamExecutionEnvironment } from "eddy";
+import { defineJob, type Bid, type DataStream, type StreamExecutionEnvironment } from "eddy";
 import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
 import { dollarsToEuros } from "./q1.ts";
 
@@ -51,20 +51,26 @@ export function bidTimeType(dateTime: number): BidTimeType {
   return "otherTime";
 }
 
+/** Whether q14 keeps a bid: its price in euros between 1 M and 50 M (×908 avoids fractions). */
+export function q14Keeps(b: Bid): boolean {
+  return b.price * 908 > 1_000_000_000 && b.price * 908 < 50_000_000_000;
+}
+
+/** q14's row for a kept bid. */
+export function q14Row(b: Bid): Q14Result {
+  return {
+    auction: b.auction,
+    bidder: b.bidder,
+    price: dollarsToEuros(b.price),
+    bidTimeType: bidTimeType(b.dateTime),
+    dateTime: b.dateTime,
+    extra: b.extra,
+    cCounts: countChar(b.extra, "c"),
+  };
+}
+
 export function q14(env: StreamExecutionEnvironment): DataStream<Q14Result> {
-  return bidsOf(nexmarkEvents(env))
-    .filter((b) => b.price * 908 > 1_000_000_000 && b.price * 908 < 50_000_000_000)
-    .map(
-      (b): Q14Result => ({
-        auction: b.auction,
-        bidder: b.bidder,
-        price: dollarsToEuros(b.price),
-        bidTimeType: bidTimeType(b.dateTime),
-        dateTime: b.dateTime,
-        extra: b.extra,
-        cCounts: countChar(b.extra, "c"),
-      }),
-    );
+  return bidsOf(nexmarkEvents(env)).filter(q14Keeps).map(q14Row);
 }
 
 export default defineJob("nexmark-q14", (env) => {

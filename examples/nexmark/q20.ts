@@ -33,7 +33,7 @@ import {
   type KeyedCoProcessFunction,
   type StreamExecutionEnvironment,
 } from "eddy";
-import { auctionsOf, bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
+import { auctionsWithBids, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q20Result {
   readonly auction: number;
@@ -104,13 +104,7 @@ export function expandBids(): KeyedCoProcessFunction<number, Auction, Bid, Q20Re
 }
 
 export function q20(env: StreamExecutionEnvironment): DataStream<Q20Result> {
-  const events = nexmarkEvents(env);
-  return auctionsOf(events)
-    .connect(bidsOf(events))
-    .keyBy(
-      (a) => a.id,
-      (b) => b.auction,
-    )
+  return auctionsWithBids(nexmarkEvents(env))
     .process(expandBids())
     .uid("q20-join");
 }

@@ -41,7 +41,7 @@ import {
   type KeyedProcessFunction,
   type StreamExecutionEnvironment,
 } from "eddy";
-import { auctionsOf, bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
+import { auctionsWithBids, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q4Result {
   readonly category: number;
@@ -127,13 +127,7 @@ export function averagePrice(): KeyedProcessFunction<number, WinningBid, Q4Resul
 }
 
 export function q4(env: StreamExecutionEnvironment): DataStream<Q4Result> {
-  const events = nexmarkEvents(env);
-  return auctionsOf(events)
-    .connect(bidsOf(events))
-    .keyBy(
-      (a) => a.id,
-      (b) => b.auction,
-    )
+  return auctionsWithBids(nexmarkEvents(env))
     .process(winningBids())
     .uid("q4-winning-bids")
     .keyBy((w) => w.category)
