@@ -19,8 +19,28 @@ export interface StateTtlConfig {
   readonly updateType?: "onCreateAndWrite" | "onReadAndWrite";
 }
 
-export interface StateDescriptorOptions {
+/**
+ * The schema of a state's values, for savepoints and upgrades. Values are written in Eddy's
+ * default codec whatever the schema; `id` and `version` are recorded beside them, and a restore
+ * compares them with the descriptor's: the same id and version restore as they are; an older
+ * version is brought up to date by `migrate` (refused when there is none); another id or a newer
+ * version is refused, naming the operator and the state.
+ *
+ * `migrate` gets each value as the old version wrote it: the whole value of value, reducing and
+ * aggregating state (the accumulator), each element of list state, each value of map state.
+ */
+export interface StateCodec<T = unknown> {
+  readonly id: string;
+  /** A positive integer; raise it when the shape of the values changes. */
+  readonly version: number;
+  migrate?(value: unknown, fromVersion: number): T;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- options without a value type fit every descriptor
+export interface StateDescriptorOptions<T = any> {
   readonly ttl?: StateTtlConfig;
+  /** The schema of the values (see StateCodec); without one, none is recorded or checked. */
+  readonly codec?: StateCodec<T>;
   /**
    * `"deep"` (default): values are copied when written and when read, so user code can never
    * change what state holds by mutating an object. `"none"`: no copies; only for values the user
@@ -57,6 +77,7 @@ export interface StateDescriptorBase {
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
 }
 
 export class ValueStateDescriptor<T> implements StateDescriptorBase {
@@ -64,13 +85,15 @@ export class ValueStateDescriptor<T> implements StateDescriptorBase {
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
   /** Type-only marker (no runtime field) so a descriptor of strings is not one of numbers. */
   declare readonly __type?: T;
 
-  constructor(name: string, options?: StateDescriptorOptions) {
+  constructor(name: string, options?: StateDescriptorOptions<T>) {
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
+    this.codec = resolveCodec(name, options?.codec);
     Object.freeze(this);
   }
 }
@@ -80,12 +103,14 @@ export class ListStateDescriptor<T> implements StateDescriptorBase {
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
   declare readonly __type?: T;
 
-  constructor(name: string, options?: StateDescriptorOptions) {
+  constructor(name: string, options?: StateDescriptorOptions<T>) {
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
+    this.codec = resolveCodec(name, options?.codec);
     Object.freeze(this);
   }
 }
@@ -95,12 +120,14 @@ export class MapStateDescriptor<UK, UV> implements StateDescriptorBase {
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
   declare readonly __type?: [UK, UV];
 
-  constructor(name: string, options?: StateDescriptorOptions) {
+  constructor(name: string, options?: StateDescriptorOptions<UV>) {
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
+    this.codec = resolveCodec(name, options?.codec);
     Object.freeze(this);
   }
 }
@@ -110,14 +137,16 @@ export class ReducingStateDescriptor<T> implements StateDescriptorBase {
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
   readonly reduceFn: (a: T, b: T) => T;
 
-  constructor(name: string, reduceFn: (a: T, b: T) => T, options?: StateDescriptorOptions) {
+  constructor(name: string, reduceFn: (a: T, b: T) => T, options?: StateDescriptorOptions<T>) {
     this.name = validName(name);
     if (typeof reduceFn !== "function") throw invalid(name, "needs a reduce function (a, b) => value");
     this.reduceFn = reduceFn;
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
+    this.codec = resolveCodec(name, options?.codec);
     Object.freeze(this);
   }
 }
@@ -127,9 +156,10 @@ export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptor
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  readonly codec: StateCodec | undefined;
   readonly aggregateFunction: AggregateFunction<IN, ACC, OUT>;
 
-  constructor(name: string, aggregateFunction: AggregateFunction<IN, ACC, OUT>, options?: StateDescriptorOptions) {
+  constructor(name: string, aggregateFunction: AggregateFunction<IN, ACC, OUT>, options?: StateDescriptorOptions<ACC>) {
     this.name = validName(name);
     const f = aggregateFunction as Partial<AggregateFunction<IN, ACC, OUT>> | null | undefined;
     if (
@@ -144,6 +174,7 @@ export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptor
     this.aggregateFunction = aggregateFunction;
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
+    this.codec = resolveCodec(name, options?.codec);
     Object.freeze(this);
   }
 }
@@ -169,6 +200,17 @@ function resolveTtl(name: string, ttl: StateTtlConfig | undefined): ResolvedTtl 
     throw invalid(name, `ttl.updateType must be "onCreateAndWrite" or "onReadAndWrite", got ${describe(updateType)}`);
   }
   return Object.freeze({ ttlMs, updateType });
+}
+
+function resolveCodec(name: string, codec: StateCodec | undefined): StateCodec | undefined {
+  if (codec === undefined) return undefined;
+  if (codec === null || typeof codec !== "object") throw invalid(name, `codec must be an object { id, version, migrate? }, got ${describe(codec)}`);
+  if (typeof codec.id !== "string" || codec.id.trim() === "" || codec.id.length > 200) {
+    throw invalid(name, `codec.id must be a non-empty string of at most 200 characters, got ${describe(codec.id)}`);
+  }
+  if (!Number.isSafeInteger(codec.version) || codec.version < 1) throw invalid(name, `codec.version must be a positive integer, got ${describe(codec.version)}`);
+  if (codec.migrate !== undefined && typeof codec.migrate !== "function") throw invalid(name, "codec.migrate must be a function (value, fromVersion) => value");
+  return codec;
 }
 
 function resolveCopy(name: string, copy: unknown): "deep" | "none" {

@@ -162,7 +162,7 @@ export class HeapKeyedStateBackend {
     const byName = new Map(states.map((m) => [m.name, m]));
     const kgIndex = keyGroup - range.start;
     readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable(meta);
+      const { table } = this.#ensureTable({ ...meta, codec: meta.codec });
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
   }

@@ -32,10 +32,18 @@ export interface KeyedStateMeta {
   readonly kind: StateKind;
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
+  /** The byte format of keys, namespaces and values (CELL_FORMAT). */
+  readonly format: string;
+  /** The schema the values were written with (StateCodec id and version), if the state declared one. */
+  readonly codec?: { readonly id: string; readonly version: number };
 }
 
+/** The byte format of every keyed state's cells in snapshots (the default codec's id). */
+export const CELL_FORMAT = "eddy.default/1";
+
 export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
-  return { name: descriptor.name, kind: descriptor.kind, ttl: descriptor.ttl, copy: descriptor.copy };
+  const { name, kind, ttl, copy, codec } = descriptor;
+  return { name, kind, ttl, copy, format: CELL_FORMAT, ...(codec === undefined ? {} : { codec: { id: codec.id, version: codec.version } }) };
 }
 
 interface CapturedState {

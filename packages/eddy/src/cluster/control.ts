@@ -1,0 +1,47 @@
+/**
+ * What a running job offers to whoever controls it: the job handle in TypeScript, and the local
+ * control API that `eddy list / savepoint / stop / cancel` talk to (control-server.ts).
+ */
+
+/** Where a job is in its life. */
+export type JobStatus = "running" | "stopping" | "finished" | "stopped" | "failed" | "cancelled";
+
+/** A savepoint written by the job. */
+export interface SavepointResult {
+  /** The savepoint's directory (absolute); self-contained and relocatable. */
+  readonly path: string;
+  /** The checkpoint id the savepoint took in the job's id sequence. */
+  readonly checkpointId: number;
+  /** Bytes of every file of the savepoint. */
+  readonly bytes: number;
+}
+
+export interface SavepointOptions {
+  /** Root under which the savepoint directory is created (default: the job's `state.savepoints.dir`). */
+  readonly dir?: string;
+}
+
+export interface StopOptions extends SavepointOptions {
+  /** Take a final savepoint before stopping (the state then resumes with `--from-savepoint`). */
+  readonly savepoint: boolean;
+  /** First advance event time to the end, so every window and event-time timer fires. */
+  readonly drain?: boolean;
+}
+
+/** The operations of the control API, implemented by a running job. */
+export interface ControlledJob {
+  /** The job's id (its checkpoint directory name; unique among running jobs of a machine). */
+  readonly id: string;
+  readonly name: string;
+  readonly startedAtMs: number;
+  status(): JobStatus;
+  /** Takes a savepoint while the job goes on; resolves when its manifest is written. */
+  savepoint(options?: SavepointOptions): Promise<SavepointResult>;
+  /**
+   * Stops the job: with `savepoint`, sources stop after the savepoint barrier, the savepoint is
+   * completed, sinks commit it, and the job ends as "stopped". Resolves with the savepoint.
+   */
+  stop(options: StopOptions): Promise<SavepointResult | undefined>;
+  /** Ends the job at once, without a savepoint. */
+  cancel(): void;
+}
