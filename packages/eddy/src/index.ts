@@ -34,6 +34,8 @@ export {
 export { OutputTag } from "./core/output-tag.ts";
 export { EddyError, type ErrorDomain } from "./core/errors.ts";
 export type { Key } from "./core/key.ts";
+export type { OperatorListState } from "./runtime/operator-state.ts";
+export type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./cluster/control.ts";
 export type { Clock } from "./core/clock.ts";
 export { SystemClock } from "./core/clock.ts";
 export type { Logger } from "./core/logger.ts";
@@ -47,6 +49,7 @@ export {
   type AggregateFunction,
   type StateTtlConfig,
   type StateDescriptorOptions,
+  type StateCodec,
 } from "./state/descriptors.ts";
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state/state.ts";
 export type {

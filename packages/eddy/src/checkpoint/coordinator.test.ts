@@ -301,24 +301,23 @@ test("savepoint failures do not count toward the tolerable failures", () => {
   assert.equal(c.consecutiveFailures, 0);
 });
 
-test("once a task has finished: no trigger, and in-progress checkpoints it did not ack are aborted, uncounted", () => {
+test("after a task has finished, checkpoints go on (it still acknowledges); after every task, none is triggered", () => {
   const c = coordinator({ maxConcurrent: 2 }, 0);
   c.tick(100);
-  c.tick(200);
-  c.acknowledge(1, "source-0", ackOf(), 210);
-  assert.deepEqual(c.taskFinished("source-0", 220), [
-    { type: "abort", checkpointId: 2, reason: "task 'source-0' finished before acknowledging" },
-  ]);
-  assert.equal(c.consecutiveFailures, 0);
-  assert.equal(c.isStopped, false);
-  assert.deepEqual(c.tick(1000), []);
-  assert.deepEqual(c.triggerNow(1000, { isSavepoint: true }), {
-    ok: false,
-    reason: "task 'source-0' has finished; no checkpoints are taken once a task has finished",
-  });
-  ackAll(c, 1, 1010, ["map-0", "sink-0"]);
-  assert.deepEqual(types(c.manifestCommitted(1, 1020)), ["notify-complete 1"], "one acked before finishing still completes");
-  assert.deepEqual(c.taskFinished("source-0", 1030), [], "idempotent");
+  c.acknowledge(1, "source-0", ackOf(), 110);
+  assert.deepEqual(c.taskFinished("source-0", 120), [], "nothing in progress fails");
+  ackAll(c, 1, 130, ["map-0", "sink-0"]);
+  assert.deepEqual(types(c.manifestCommitted(1, 140)), ["notify-complete 1"]);
+  assert.deepEqual(types(c.tick(200)), ["trigger 2"], "periodic checkpoints go on");
+  const savepoint = c.triggerNow(210, { isSavepoint: true });
+  assert.equal(savepoint.ok, true, "so do savepoints");
+  ackAll(c, 2, 220);
+  assert.deepEqual(types(c.manifestCommitted(2, 230)), ["notify-complete 2"], "the finished task's acknowledgement counts");
+  c.taskFinished("map-0", 240);
+  c.taskFinished("sink-0", 240);
+  assert.deepEqual(c.taskFinished("sink-0", 250), [], "idempotent");
+  assert.deepEqual(types(c.tick(1000)), [], "every task finished: no trigger");
+  assert.deepEqual(c.triggerNow(1000, { isSavepoint: true }), { ok: false, reason: "every task has finished" });
 });
 
 test("stats keep every checkpoint in progress and the last STATS_HISTORY ended ones", () => {

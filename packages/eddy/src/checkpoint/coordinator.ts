@@ -7,7 +7,7 @@
  *
  * Life of a checkpoint:  trigger ─▶ acking ─(all tasks acked)─▶ committing ─(manifestCommitted)─▶
  * completed. From acking or committing it may instead end as failed (timeout, decline, manifest
- * failure, a task finished without acking, the job failed) or subsumed (a newer one completed).
+ * failure, the job failed) or subsumed (a newer one completed).
  * Every trigger ends in exactly one of completed / failed / subsumed; an ended one is forgotten,
  * so later messages about it are ignored (and counted in `ignoredMessages`).
  *
@@ -18,9 +18,10 @@
  *   failed) and while `maxConcurrent` are in progress; it is triggered at the first `tick` after.
  * - Manual (`triggerNow`, checkpoints and savepoints): skips the interval and the pause — the user
  *   asked — but not `maxConcurrent`, which bounds storage and alignment load.
- * - No trigger at all once a task has finished (as in Flink before 1.14: a finished task cannot
- *   snapshot and final checkpoints are not supported), and a pending checkpoint that a finished
- *   task never acknowledged fails. That failure is not counted: it is how bounded jobs end.
+ * - Checkpoints go on after some tasks have finished (Flink's FLIP-147): a finished task still
+ *   acknowledges every checkpoint triggered after it finished, with what it holds (the executor
+ *   does that; it is not this machine's concern). Once every task has finished, no checkpoint
+ *   is triggered any more (the job's final checkpoint is the I/O layer's).
  * - A checkpoint in progress `timeoutMs` after its trigger fails at the next `tick`.
  * - When checkpoint or savepoint m completes, older ones in progress are aborted as subsumed (not
  *   failures), so notify-complete is only ever issued for increasing ids.
@@ -265,16 +266,14 @@ export class CheckpointCoordinator {
     return commands;
   }
 
-  /** `taskId` finished (end of input): no checkpoint can include it from now on. */
+  /**
+   * `taskId` finished (end of input). It still acknowledges the checkpoints in progress and later
+   * ones (see the file comment); once every task has finished, none is triggered any more.
+   */
   taskFinished(taskId: string, now: number): CoordinatorCommand[] {
-    now = this.advance(now);
-    if (!this.tasks.has(taskId) || this.finishedTasks.has(taskId)) return [];
-    this.finishedTasks.add(taskId);
-    const commands: CoordinatorCommand[] = [];
-    for (const p of this.pending.values()) {
-      if (!p.acks.has(taskId)) this.fail(p, `task '${taskId}' finished before acknowledging`, false, now, commands);
-    }
-    return commands;
+    this.advance(now);
+    if (this.tasks.has(taskId)) this.finishedTasks.add(taskId);
+    return [];
   }
 
   /** Every checkpoint in progress and the last STATS_HISTORY ended ones, in trigger order. */
@@ -298,10 +297,7 @@ export class CheckpointCoordinator {
   /** Why no checkpoint may be triggered now, or undefined. */
   private rejection(): string | undefined {
     if (this.stopped) return "the job has failed";
-    if (this.finishedTasks.size > 0) {
-      const task = this.finishedTasks.values().next().value;
-      return `task '${task}' has finished; no checkpoints are taken once a task has finished`;
-    }
+    if (this.finishedTasks.size === this.tasks.size) return "every task has finished";
     if (this.pending.size >= this.config.maxConcurrent) {
       return `${this.pending.size} checkpoint(s) in progress, the most allowed (maxConcurrent ${this.config.maxConcurrent})`;
     }

@@ -14,6 +14,8 @@ import { SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./snapshot-
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
+/** Where savepoints go unless the run or the request says otherwise. */
+export const DEFAULT_SAVEPOINT_DIR = "./.eddy/savepoints";
 
 /** A file of a checkpoint as the manifest lists it. */
 export interface FileRef {
@@ -135,25 +137,12 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await syncDirectory(this.#jobDir);
   }
 
-  async readManifest(checkpointId: number): Promise<unknown> {
-    const path = join(this.checkpointDir(checkpointId), MANIFEST);
-    const bytes = await readExisting(path, `checkpoint ${checkpointId} has no manifest ('${path}')`);
-    return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
+  readManifest(checkpointId: number): Promise<unknown> {
+    return readManifestIn(this.checkpointDir(checkpointId), `checkpoint ${checkpointId}`);
   }
 
-  async readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array> {
-    checkName(ref.name, "checkpoint file name", "internal");
-    const path = join(this.checkpointDir(checkpointId), ref.name);
-    const bytes = await readExisting(path, `checkpoint file '${path}' is missing`);
-    if (bytes.length !== ref.size) {
-      const fault = bytes.length < ref.size ? "is truncated" : "is too long";
-      throw checkpointCorrupt(`checkpoint file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
-    }
-    const computed = fileChecksum(bytes);
-    if (computed !== ref.sha256) {
-      throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
-    }
-    return bytes;
+  readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array> {
+    return readFileIn(this.checkpointDir(checkpointId), ref);
   }
 
   async listCheckpoints(): Promise<number[]> {
@@ -172,20 +161,85 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     return ids.filter(Number.isSafeInteger).sort((a, b) => a - b);
   }
 
-  async hasManifest(checkpointId: number): Promise<boolean> {
-    try {
-      await stat(join(this.checkpointDir(checkpointId), MANIFEST));
-      return true;
-    } catch (e) {
-      if (errorCode(e) === "ENOENT") return false;
-      throw e;
-    }
+  hasManifest(checkpointId: number): Promise<boolean> {
+    return exists(join(this.checkpointDir(checkpointId), MANIFEST));
   }
 
   async discard(checkpointId: number): Promise<void> {
     const dir = this.checkpointDir(checkpointId);
     await rm(join(dir, MANIFEST), { force: true });
     await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The manifest of the snapshot directory `dir` (a checkpoint's or a savepoint's), checked by its CRCs. */
+export async function readManifestIn(dir: string, what: string): Promise<unknown> {
+  const path = join(dir, MANIFEST);
+  const bytes = await readExisting(path, `${what} has no manifest ('${path}')`);
+  return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
+}
+
+/**
+ * The bytes of file `ref` of the snapshot directory `dir`, verified against the ref's size and
+ * SHA-256. The name must be one path segment (FILE_NAME): a manifest cannot point outside `dir`.
+ */
+export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array> {
+  checkName(ref.name, "snapshot file name", "external");
+  const path = join(dir, ref.name);
+  const bytes = await readExisting(path, `snapshot file '${path}' is missing`);
+  if (bytes.length !== ref.size) {
+    const fault = bytes.length < ref.size ? "is truncated" : "is too long";
+    throw checkpointCorrupt(`snapshot file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
+  }
+  const computed = fileChecksum(bytes);
+  if (computed !== ref.sha256) {
+    throw checkpointCorrupt(`snapshot file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
+  }
+  return bytes;
+}
+
+/**
+ * Writes a complete snapshot directory `<parent>/<name>` at once: the files and the manifest go
+ * into a hidden temporary directory, which is renamed into place when everything is durable; a
+ * directory of that name never exists half-written. Refuses to replace an existing one.
+ */
+export async function writeSnapshotDirectory(
+  parent: string,
+  name: string,
+  files: readonly { readonly name: string; readonly bytes: Uint8Array }[],
+  manifest: unknown,
+): Promise<string> {
+  checkName(name, "snapshot directory name", "internal");
+  await mkdir(parent, { recursive: true });
+  const tmp = join(parent, tempName(name));
+  const target = join(parent, name);
+  try {
+    await mkdir(tmp);
+    for (const f of files) {
+      checkName(f.name, "snapshot file name", "internal");
+      await writeDurably(join(tmp, f.name), f.bytes);
+    }
+    await writeDurably(join(tmp, MANIFEST), encodeSnapshotFile(MANIFEST_KIND, manifest, []));
+    await syncDirectory(tmp);
+    if (await exists(target)) {
+      throw new EddyError("SNAPSHOT_EXISTS", `'${target}' exists already; not replacing it`, { domain: "external", retryable: false });
+    }
+    await rename(tmp, target);
+  } catch (e) {
+    await rm(tmp, { recursive: true, force: true });
+    throw e;
+  }
+  await syncDirectory(parent);
+  return target;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") return false;
+    throw e;
   }
 }
 
@@ -255,8 +309,11 @@ export async function retain(storage: CheckpointStorage, completedId: number, re
   return discarded.reverse();
 }
 
-function checkName(name: string, what: string, domain: "config" | "internal"): void {
-  if (!FILE_NAME.test(name)) {
+function checkName(name: string, what: string, domain: "config" | "internal" | "external"): void {
+  if (typeof name !== "string" || !FILE_NAME.test(name)) {
+    if (domain === "external") {
+      throw checkpointCorrupt(`invalid ${what} ${JSON.stringify(name)}: a snapshot names files inside its directory only (${FILE_NAME.source})`);
+    }
     throw new EddyError("INVALID_CHECKPOINT_NAME", `invalid ${what} ${JSON.stringify(name)}: must match ${FILE_NAME.source}`, { domain });
   }
 }

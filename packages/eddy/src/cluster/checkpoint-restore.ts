@@ -103,7 +103,7 @@ export class CheckpointRestore {
    * Reads (and verifies) the files that subtasks owned here need: `owns(chain, subtask)` says
    * which subtasks run in this process.
    */
-  static async load(storage: CheckpointStorage, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
+  static async load(storage: Pick<CheckpointStorage, "readFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
     const parts = new Map<string, OldPart[]>();
     for (const task of manifest.tasks) {
       for (const meta of task.operators) {
@@ -201,6 +201,7 @@ export class CheckpointRestore {
     return {
       checkpointId,
       keyed,
+      operatorStateNames: [...stateLists.keys()],
       operatorState(name) {
         const entry = stateLists.get(name);
         if (entry === undefined) return undefined;

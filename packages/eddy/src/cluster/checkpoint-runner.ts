@@ -13,15 +13,25 @@ import {
   type TaskAck,
 } from "../checkpoint/coordinator.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
-import { retain, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { randomBytes } from "node:crypto";
+import { retain, writeSnapshotDirectory, type CheckpointStorage } from "../checkpoint/storage.ts";
 import type { Plan } from "../graph/plan.ts";
 import { buildManifest } from "./checkpoint-restore.ts";
 import type { TaskSnapshotHandle } from "./task-executor.ts";
+import type { SourceStop } from "../runtime/stream-task.ts";
+import type { SavepointResult } from "./control.ts";
 
 /** Where the runner's commands go: the executors running the job's tasks. */
 export interface CheckpointTargets {
-  /** Injects `barrier` at every source task (after the enumerators were snapshotted). */
-  trigger(barrier: CheckpointBarrier): void;
+  /**
+   * Injects `barrier` at every source task (after the enumerators were snapshotted); with
+   * `stop`, sources read nothing after it (stop with a savepoint).
+   */
+  trigger(barrier: CheckpointBarrier, stop?: SourceStop): void;
+  /** A stop-with-savepoint failed: sources read again. */
+  resumeSources(): void;
+  /** The job stopped with a savepoint: every executor ends once the messages sent before are acted on. */
+  stop(): void;
   notifyComplete(checkpointId: number): void;
   abort(checkpointId: number): void;
   /** Every task has finished: take the final checkpoint (each task snapshots and acknowledges). */
@@ -48,6 +58,21 @@ export interface CheckpointRunnerOptions {
   readonly onFailJob: (error: EddyError) => void;
 }
 
+/** A savepoint asked for and not yet ended. */
+interface SavepointRequest {
+  /** Directory the savepoint directory is created in. */
+  readonly dir: string;
+  readonly stop: SourceStop | undefined;
+  readonly resolve: (result: SavepointResult) => void;
+  readonly reject: (error: EddyError) => void;
+  /** Set once triggered; undefined while waiting for a free slot (maxConcurrent). */
+  checkpointId?: number;
+  result?: SavepointResult;
+}
+
+/** How long a savepoint waits for checkpoints in progress before it is refused. */
+const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
+
 export class CheckpointRunner {
   readonly #o: CheckpointRunnerOptions;
   readonly #coordinator: CheckpointCoordinator;
@@ -59,6 +84,7 @@ export class CheckpointRunner {
   /** The highest checkpoint id issued so far (the final checkpoint takes the next one). */
   #lastId: number;
   #final: { readonly id: number; readonly acks: Map<string, TaskAck> } | undefined;
+  readonly #savepoints: SavepointRequest[] = [];
 
   constructor(options: CheckpointRunnerOptions) {
     this.#o = options;
@@ -72,7 +98,10 @@ export class CheckpointRunner {
 
   start(): void {
     const period = Math.max(5, Math.min(100, Math.floor(this.#o.config.intervalMs / 4)));
-    this.#timer = setInterval(() => this.#run(this.#coordinator.tick(Date.now())), period);
+    this.#timer = setInterval(() => {
+      this.#triggerQueuedSavepoints();
+      this.#run(this.#coordinator.tick(Date.now()));
+    }, period);
     this.#timer.unref();
   }
 
@@ -81,6 +110,75 @@ export class CheckpointRunner {
     this.#stopped = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
+    for (const request of this.#savepoints.splice(0)) {
+      request.reject(new EddyError("SAVEPOINT_FAILED", `job '${this.#o.plan.jobName}' ended before the savepoint completed`, { domain: "external" }));
+    }
+  }
+
+  /**
+   * Takes a savepoint into a new directory under `dir` (DESIGN §7: always aligned; the barrier
+   * is the checkpoint barrier with `isSavepoint`). Waits while other checkpoints occupy every
+   * slot (maxConcurrent). With `stop`, sources read nothing after the barrier, and when the
+   * savepoint is complete (and sinks committed it) the job ends.
+   */
+  triggerSavepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
+    return new Promise((resolve, reject) => {
+      if (this.#stopped) {
+        reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running`, { domain: "user" }));
+        return;
+      }
+      if (this.#o.config.mode !== "exactly-once") {
+        reject(
+          new EddyError("SAVEPOINT_NEEDS_ALIGNMENT", `savepoints are aligned, and job '${this.#o.plan.jobName}' checkpoints at-least-once (unaligned): run it exactly-once to take savepoints`, {
+            domain: "config",
+          }),
+        );
+        return;
+      }
+      if (stop !== undefined && this.#savepoints.some((r) => r.stop !== undefined)) {
+        reject(new EddyError("JOB_STOPPING", `job '${this.#o.plan.jobName}' is already stopping`, { domain: "user" }));
+        return;
+      }
+      const queuedAt = Date.now();
+      const request: SavepointRequest = {
+        dir,
+        stop,
+        resolve,
+        reject: (e) => reject(e),
+      };
+      const expire = setTimeout(() => {
+        if (request.checkpointId !== undefined) return;
+        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `no savepoint slot became free within ${Date.now() - queuedAt} ms`, { domain: "external" }));
+      }, SAVEPOINT_QUEUE_TIMEOUT_MS);
+      expire.unref();
+      this.#savepoints.push(request);
+      this.#triggerQueuedSavepoints();
+    });
+  }
+
+  #triggerQueuedSavepoints(): void {
+    for (const request of this.#savepoints) {
+      if (request.checkpointId !== undefined || this.#stopped) continue;
+      const outcome = this.#coordinator.triggerNow(Date.now(), { isSavepoint: true });
+      if (!outcome.ok) {
+        // Checkpoints in progress occupy every slot: try again on the next tick.
+        if (this.#coordinator.inProgress > 0 && !this.#coordinator.isStopped) return;
+        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user" }));
+        return;
+      }
+      request.checkpointId = outcome.checkpointId;
+      this.#run(outcome.commands);
+    }
+  }
+
+  #dropSavepoint(request: SavepointRequest, error: EddyError): void {
+    const i = this.#savepoints.indexOf(request);
+    if (i >= 0) this.#savepoints.splice(i, 1);
+    request.reject(error);
+  }
+
+  #savepointOf(checkpointId: number): SavepointRequest | undefined {
+    return this.#savepoints.find((r) => r.checkpointId === checkpointId);
   }
 
   acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void {
@@ -143,25 +241,47 @@ export class CheckpointRunner {
         this.#lastId = Math.max(this.#lastId, command.checkpointId);
         this.#enumerators.set(command.checkpointId, targets.snapshotEnumerators(command.checkpointId));
         this.#triggeredAt.set(command.checkpointId, command.timestampMs);
-        targets.trigger({ kind: "barrier", checkpointId: command.checkpointId, timestampMs: command.timestampMs, isSavepoint: command.isSavepoint });
+        const stop = this.#savepointOf(command.checkpointId)?.stop;
+        targets.trigger({ kind: "barrier", checkpointId: command.checkpointId, timestampMs: command.timestampMs, isSavepoint: command.isSavepoint }, stop);
         return;
       }
       case "commit-manifest":
-        this.#commit(command.checkpointId, command.acks, false);
+        if (command.isSavepoint) this.#commitSavepoint(command.checkpointId, command.acks);
+        else this.#commit(command.checkpointId, command.acks, false);
         return;
-      case "notify-complete":
+      case "notify-complete": {
         this.#forget(command.checkpointId);
         targets.notifyComplete(command.checkpointId);
+        const savepoint = this.#savepointOf(command.checkpointId);
+        if (savepoint !== undefined) {
+          this.#savepoints.splice(this.#savepoints.indexOf(savepoint), 1);
+          savepoint.resolve(savepoint.result!);
+          // Sinks committed the savepoint (the notification above runs first): the job ends.
+          if (savepoint.stop !== undefined) targets.stop();
+          return;
+        }
         retain(storage, command.checkpointId, this.#o.config.retained).catch((e: unknown) =>
           logger.warn("could not delete old checkpoints", { error: describeCause(e) }),
         );
         return;
-      case "abort":
+      }
+      case "abort": {
         this.#forget(command.checkpointId);
+        const savepoint = this.#savepointOf(command.checkpointId);
+        if (savepoint !== undefined) {
+          this.#dropSavepoint(savepoint, new EddyError("SAVEPOINT_FAILED", `savepoint ${command.checkpointId} failed: ${command.reason}`, { domain: "external" }));
+          if (savepoint.stop?.drain === true) {
+            // Event time has reached its end: the job cannot go on as if nothing happened.
+            this.#o.onFailJob(new EddyError("SAVEPOINT_FAILED", `stop with drain failed: ${command.reason}`, { domain: "external", retryable: true }));
+          } else if (savepoint.stop !== undefined) {
+            targets.resumeSources();
+          }
+        }
         logger.warn("checkpoint aborted", { job: this.#o.plan.jobName, checkpoint: command.checkpointId, reason: command.reason });
         targets.abort(command.checkpointId);
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an aborted checkpoint", { error: describeCause(e) }));
         return;
+      }
       case "discard":
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
         return;
@@ -174,22 +294,7 @@ export class CheckpointRunner {
   /** Writes the manifest of checkpoint `id`; then the coordinator (or, for the final one, the tasks) hears of it. */
   #commit(id: number, acks: ReadonlyMap<string, TaskAck>, final: boolean): void {
     const { logger, storage, targets } = this.#o;
-    const tasks = [...acks.values()].map((a) => a.state as TaskSnapshotHandle).sort((a, b) => a.chain - b.chain || a.subtask - b.subtask);
-    const manifest = buildManifest(
-      {
-        jobId: this.#o.jobId,
-        jobName: this.#o.plan.jobName,
-        checkpointId: id,
-        generation: this.#o.generation,
-        isSavepoint: false,
-        isFinal: final,
-        triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),
-        completedAtMs: Date.now(),
-        tasks,
-        enumerators: this.#enumerators.get(id) ?? {},
-      },
-      this.#o.plan,
-    );
+    const { tasks, manifest } = this.#manifestOf(id, acks, false, final);
     const commit = storage.commitManifest(id, manifest);
     (targets.expedite?.(commit) ?? commit).then(
       () => {
@@ -209,6 +314,56 @@ export class CheckpointRunner {
         this.#o.onFailJob(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${describeCause(e)}`, { domain: "external", retryable: true }));
       },
     );
+  }
+
+  /**
+   * Every task acknowledged savepoint `id`: its files, written to the job's checkpoint storage
+   * like any checkpoint's, are read back (verified) and written with the manifest into a new
+   * self-contained directory under the requested one; then the staging copy is deleted.
+   */
+  #commitSavepoint(id: number, acks: ReadonlyMap<string, TaskAck>): void {
+    const { logger, storage, targets } = this.#o;
+    const request = this.#savepointOf(id);
+    const { tasks, manifest } = this.#manifestOf(id, acks, true, false);
+    const write = async (): Promise<SavepointResult> => {
+      if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`, { domain: "internal" });
+      const files = [];
+      for (const t of tasks) if (t.file !== null) files.push({ name: t.file.name, bytes: await storage.readFile(id, t.file) });
+      const name = `savepoint-${this.#o.jobId.slice(0, 60)}-${id}-${randomBytes(3).toString("hex")}`;
+      const path = await writeSnapshotDirectory(request.dir, name, files, manifest);
+      await storage.discard(id);
+      return { path, checkpointId: id, bytes: files.reduce((n, f) => n + f.bytes.length, 0) };
+    };
+    const work = write();
+    (targets.expedite?.(work) ?? work).then(
+      (result) => {
+        logger.info("savepoint complete", { job: this.#o.plan.jobName, savepoint: id, path: result.path, bytes: result.bytes });
+        if (request !== undefined) request.result = result;
+        this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
+      },
+      (e: unknown) => this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now())),
+    );
+  }
+
+  /** The manifest of checkpoint or savepoint `id` from its acknowledgements, with its tasks in order. */
+  #manifestOf(id: number, acks: ReadonlyMap<string, TaskAck>, isSavepoint: boolean, isFinal: boolean) {
+    const tasks = [...acks.values()].map((a) => a.state as TaskSnapshotHandle).sort((a, b) => a.chain - b.chain || a.subtask - b.subtask);
+    const manifest = buildManifest(
+      {
+        jobId: this.#o.jobId,
+        jobName: this.#o.plan.jobName,
+        checkpointId: id,
+        generation: this.#o.generation,
+        isSavepoint,
+        isFinal,
+        triggeredAtMs: this.#triggeredAt.get(id) ?? Date.now(),
+        completedAtMs: Date.now(),
+        tasks,
+        enumerators: this.#enumerators.get(id) ?? {},
+      },
+      this.#o.plan,
+    );
+    return { tasks, manifest };
   }
 
   #forget(checkpointId: number): void {

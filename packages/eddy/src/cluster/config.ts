@@ -11,6 +11,7 @@ import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 export interface ConfiguredOptions {
   checkpointing?: CheckpointConfigInput;
   checkpointDir?: string;
+  savepointDir?: string;
   restartStrategy?: RestartStrategyConfig;
 }
 
@@ -22,6 +23,7 @@ interface KeySpec {
 interface Draft {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   checkpointDir?: string;
+  savepointDir?: string;
   restart: Record<string, string>;
 }
 
@@ -76,6 +78,10 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     description: "root directory of checkpoints",
     apply: (v, d) => void (d.checkpointDir = v),
   },
+  "state.savepoints.dir": {
+    description: "where savepoints are written by default",
+    apply: (v, d) => void (d.savepointDir = v),
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -104,6 +110,7 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
     out.checkpointing = draft.checkpoint as CheckpointConfigInput;
   }
   if (draft.checkpointDir !== undefined) out.checkpointDir = draft.checkpointDir;
+  if (draft.savepointDir !== undefined) out.savepointDir = draft.savepointDir;
   const r = draft.restart;
   if (Object.keys(r).length > 0) out.restartStrategy = restartStrategy(r);
   return out;

@@ -161,6 +161,11 @@ export class InlineExecution {
     this.#executor.cancel();
   }
 
+  /** Ends the job once the mail posted so far has run (TaskExecutor.stop). */
+  stop(): void {
+    this.#executor.stop();
+  }
+
   /** Fails the job from outside (e.g. too many failed checkpoints). */
   fail(cause: unknown): void {
     this.#executor.fail(cause);
@@ -170,7 +175,9 @@ export class InlineExecution {
   checkpointTargets(): CheckpointTargets {
     const executor = this.#executor;
     return {
-      trigger: (barrier) => executor.triggerCheckpoint(barrier),
+      trigger: (barrier, stop) => executor.triggerCheckpoint(barrier, stop),
+      resumeSources: () => executor.resumeSources(),
+      stop: () => this.stop(),
       notifyComplete: (id) => executor.notifyCheckpointComplete(id),
       abort: (id) => executor.abortCheckpoint(id),
       finalCheckpoint: (barrier) => executor.finalCheckpoint(barrier),

@@ -20,7 +20,8 @@ import { resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { DEFAULT_CHECKPOINT_ROOT_DIR } from "../checkpoint/storage.ts";
+import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
+import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob } from "./recovering-job.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
@@ -68,6 +69,15 @@ export interface RunOptions {
   readonly restartStrategy?: RestartStrategyConfig;
   /** Resume from a checkpoint directory (`<root>/<jobId>/chk-<n>`) instead of starting empty. */
   readonly fromCheckpoint?: string;
+  /** Resume from a savepoint directory instead of starting empty. */
+  readonly fromSavepoint?: string;
+  /**
+   * With fromSavepoint/fromCheckpoint: drop state of operators the job no longer has (by uid)
+   * instead of refusing to start; what is dropped is logged.
+   */
+  readonly allowNonRestoredState?: boolean;
+  /** Where savepoints go when a request names no directory (default ./.eddy/savepoints). */
+  readonly savepointDir?: string;
   /**
    * Another CheckpointStorage than the local directory: a module exporting
    * `(location: { rootDir, jobId }) => CheckpointStorage` (each worker thread imports it).
@@ -77,7 +87,7 @@ export interface RunOptions {
   readonly config?: Readonly<Record<string, string>>;
 }
 
-export interface JobExecution {
+export interface JobExecution extends ControlledJob {
   readonly jobName: string;
   readonly plan: Plan;
   /** Settles when a bounded job has finished (or the job failed / was cancelled). */
@@ -98,7 +108,6 @@ export interface JobExecution {
   readonly restarts: number;
   /** Per restart, the checkpoint id it restored from (null: none was complete; started over). */
   readonly restoredFrom: readonly (number | null)[];
-  cancel(): void;
 }
 
 export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExecution {
@@ -182,10 +191,20 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   if (options.mode === "threads" && options.clock !== undefined) {
     throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
   }
+  const jobId = options.jobId ?? fileSafe(job.name);
+  const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
+  if ((options.fromSavepoint !== undefined || options.fromCheckpoint !== undefined) && checkpointConfig === undefined) {
+    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)", {
+      domain: "config",
+    });
+  }
+  if (options.fromSavepoint !== undefined && options.fromCheckpoint !== undefined) {
+    throw new EddyError("INVALID_RESTORE", "give fromSavepoint or fromCheckpoint, not both", { domain: "config" });
+  }
   if (checkpointConfig !== undefined) {
     const location: CheckpointLocation = {
       rootDir: resolvePath(options.checkpointDir ?? configured.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
-      jobId: options.jobId ?? fileSafe(job.name),
+      jobId,
     };
     const recovering = new RecoveringJob({
       plan,
@@ -194,6 +213,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       storageRef: options.checkpointStorage,
       strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
       fromCheckpoint: options.fromCheckpoint,
+      fromSavepoint: options.fromSavepoint,
+      allowNonRestoredState: options.allowNonRestoredState === true,
       logger,
       ref: wantsInline
         ? Promise.resolve(undefined)
@@ -235,7 +256,57 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     mode.catch(() => undefined);
   }
 
+  let status: JobStatus = "running";
+  let stopping: Promise<SavepointResult | undefined> | undefined;
+  let stopped = false;
+  done.then(
+    () => void (status = stopped ? "stopped" : "finished"),
+    (e: unknown) => void (status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
+  );
+  const savepoint = (opts: SavepointOptions | undefined, stop?: { drain: boolean }): Promise<SavepointResult> => {
+    if (status !== "running" && !(stop !== undefined && status === "stopping")) {
+      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}: no savepoint`, { domain: "user" }));
+    }
+    if (recoveringJob === undefined) {
+      return Promise.reject(
+        new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", `job '${job.name}' runs without checkpointing; savepoints use its barriers: enable checkpointing (e.g. --checkpoint-interval)`, {
+          domain: "config",
+        }),
+      );
+    }
+    return recoveringJob.savepoint(resolvePath(opts?.dir ?? savepointRoot), stop);
+  };
+
   return {
+    id: jobId,
+    name: job.name,
+    startedAtMs: Date.now(),
+    status: () => status,
+    savepoint: (opts) => savepoint(opts),
+    stop: (opts: StopOptions) => {
+      if (stopping !== undefined) return stopping;
+      if (status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}`, { domain: "user" }));
+      status = "stopping";
+      stopped = true;
+      if (opts.drain === true && !opts.savepoint) {
+        status = "running";
+        stopped = false;
+        return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))", { domain: "user" }));
+      }
+      if (opts.savepoint) {
+        stopping = savepoint(opts, { drain: opts.drain === true });
+        stopping.catch(() => {
+          // The job goes on (or, after a failed drain, restarts): it is running again.
+          if (status === "stopping") status = "running";
+          stopped = false;
+          stopping = undefined;
+        });
+      } else {
+        execution?.stop();
+        stopping = Promise.resolve(undefined);
+      }
+      return stopping;
+    },
     jobName: job.name,
     plan,
     done,

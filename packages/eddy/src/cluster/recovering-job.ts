@@ -3,33 +3,28 @@
  * checkpoint runner beside it; when an attempt fails, the restart strategy decides whether and
  * when the next attempt starts, from the newest checkpoint whose files all verify (DESIGN §7).
  */
-import { basename, dirname, resolve as resolvePath } from "node:path";
+import { basename, resolve as resolvePath } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, LocalCheckpointStorage, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { findLatestRestorable, readFileIn, readManifestIn, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
-import { asManifest, CheckpointRestore, manifestFiles, type CheckpointManifest } from "./checkpoint-restore.ts";
+import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
 import { CheckpointRunner, type CheckpointTargets } from "./checkpoint-runner.ts";
 import type { InlineExecution, InlineOptions, JobResult } from "./inline-executor.ts";
 import type { JobRef } from "./job-ref.ts";
 import type { ExecutionMode } from "./local-job.ts";
 import { taskIdOf } from "./task-executor.ts";
-import type { CheckpointLocation } from "./thread-protocol.ts";
+import type { CheckpointLocation, RestoreSource } from "./thread-protocol.ts";
+import type { SavepointResult } from "./control.ts";
+import type { SourceStop } from "../runtime/stream-task.ts";
 import type { ThreadedCheckpointing, ThreadedExecution } from "./threaded-execution.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
-/** A complete checkpoint to restore: where it is and its manifest. */
-interface RestorePoint {
-  readonly location: CheckpointLocation;
-  readonly manifest: CheckpointManifest;
-  /** In this job's own storage (else a local directory given by --from-checkpoint). */
-  readonly inJobStorage: boolean;
-}
 
 export interface RecoveringJobOptions {
   readonly plan: Plan;
@@ -41,6 +36,10 @@ export interface RecoveringJobOptions {
   readonly strategy: RestartStrategy;
   /** A `chk-<n>` directory to start from instead of empty state. */
   readonly fromCheckpoint: string | undefined;
+  /** A savepoint directory to start from instead of empty state. */
+  readonly fromSavepoint: string | undefined;
+  /** Drop restored state that no operator of the job takes back, instead of refusing to start. */
+  readonly allowNonRestoredState: boolean;
   readonly logger: Logger;
   /** The job's module reference for worker threads; undefined: run inline. */
   readonly ref: Promise<JobRef | undefined>;
@@ -57,6 +56,8 @@ export class RecoveringJob {
   readonly #o: RecoveringJobOptions;
   #storage!: CheckpointStorage;
   #runner: CheckpointRunner | undefined;
+  /** Whether an attempt has deployed its tasks and not ended (savepoints can be taken). */
+  #running = false;
 
   constructor(options: RecoveringJobOptions) {
     this.#o = options;
@@ -70,11 +71,25 @@ export class RecoveringJob {
     return this.#runner?.stats() ?? [];
   }
 
+  /** A savepoint of the current attempt (see CheckpointRunner.triggerSavepoint). */
+  savepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
+    const runner = this.#runner;
+    if (runner === undefined || !this.#running) {
+      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running (yet): no savepoint`, { domain: "user" }));
+    }
+    return runner.triggerSavepoint(dir, stop);
+  }
+
   async #run(): Promise<JobResult> {
     const { logger, plan, strategy } = this.#o;
     const ref = await this.#o.ref;
     this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
-    let restore = this.#o.fromCheckpoint === undefined ? undefined : await restorePointOf(this.#o.fromCheckpoint);
+    let restore: RestoreSource | undefined;
+    if (this.#o.fromCheckpoint !== undefined) restore = await checkpointDirectory(this.#o.fromCheckpoint);
+    else if (this.#o.fromSavepoint !== undefined) restore = await savepointDirectory(this.#o.fromSavepoint);
+    if (restore !== undefined) checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
+    // Until the job completes a checkpoint of its own, a restart goes back to where it started.
+    const initial = restore;
     for (;;) {
       try {
         return await this.#attempt(ref, restore);
@@ -92,7 +107,7 @@ export class RecoveringJob {
           restart: this.restoredFrom.length + 1,
         });
         await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
-        restore = await this.#latest();
+        restore = (await this.#latest()) ?? initial;
         this.restoredFrom.push(restore?.manifest.checkpointId ?? null);
         if (restore === undefined) logger.warn("no complete checkpoint yet; restarting from the beginning", { job: plan.jobName });
         else logger.info("restoring", { job: plan.jobName, checkpoint: restore.manifest.checkpointId });
@@ -101,7 +116,7 @@ export class RecoveringJob {
   }
 
   /** One run of the job, with a checkpoint runner beside it. */
-  async #attempt(ref: JobRef | undefined, restore: RestorePoint | undefined): Promise<JobResult> {
+  async #attempt(ref: JobRef | undefined, restore: RestoreSource | undefined): Promise<JobResult> {
     const { plan, config, logger } = this.#o;
     const firstCheckpointId = Math.max(0, ...(await this.#storage.listCheckpoints())) + 1;
     let targets: CheckpointTargets | undefined;
@@ -116,7 +131,9 @@ export class RecoveringJob {
       generation: this.restoredFrom.length,
       logger,
       targets: {
-        trigger: (b) => targets?.trigger(b),
+        trigger: (b, stop) => targets?.trigger(b, stop),
+        resumeSources: () => targets?.resumeSources(),
+        stop: () => targets?.stop(),
         notifyComplete: (id) => targets?.notifyComplete(id),
         abort: (id) => targets?.abort(id),
         finalCheckpoint: (b) => targets?.finalCheckpoint(b),
@@ -136,15 +153,17 @@ export class RecoveringJob {
     let execution: InlineExecution | ThreadedExecution;
     let running: Promise<void>;
     if (ref === undefined) {
+      const dir = restore?.dir;
       const restored =
         restore === undefined
           ? undefined
-          : await CheckpointRestore.load(restore.inJobStorage ? this.#storage : new LocalCheckpointStorage(restore.location), restore.manifest, plan, () => true);
+          : await CheckpointRestore.load(dir === undefined ? this.#storage : { readFile: (_id, f) => readFileIn(dir, f) }, restore.manifest, plan, () => true);
       const inline = this.#o.runInline({
         participation: {
           mode: config.mode,
           storage: this.#storage,
           restoreFor: (node, subtask) => restored?.restoreFor(node, subtask),
+          allowNonRestoredState: this.#o.allowNonRestoredState,
           ...reports,
         },
         enumeratorState,
@@ -154,7 +173,13 @@ export class RecoveringJob {
       fail = (e) => inline.fail(e);
     } else {
       const threaded = this.#o.runThreaded(ref, {
-        workers: { mode: config.mode, storage: this.#o.location, storageRef: normalizeStorageRef(this.#o.storageRef), restore },
+        workers: {
+          mode: config.mode,
+          storage: this.#o.location,
+          storageRef: normalizeStorageRef(this.#o.storageRef),
+          restore,
+          allowNonRestoredState: this.#o.allowNonRestoredState,
+        },
         ...reports,
         enumeratorState,
       });
@@ -164,33 +189,75 @@ export class RecoveringJob {
     }
     targets = execution.checkpointTargets();
     if (this.#o.isCancelled()) execution.cancel();
-    void running.then(() => runner.start());
+    void running.then(() => {
+      this.#running = true;
+      runner.start();
+    });
     try {
       return await execution.done;
     } finally {
+      this.#running = false;
       runner.stop();
     }
   }
 
-  async #latest(): Promise<RestorePoint | undefined> {
+  async #latest(): Promise<RestoreSource | undefined> {
     const found = await findLatestRestorable(this.#storage, {
       verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
       log: (message) => this.#o.logger.warn(message),
     });
     if (found === undefined) return undefined;
-    return { location: this.#o.location, manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), inJobStorage: true };
+    return { manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
   }
 }
 
 /** The checkpoint in directory `dir` (`<root>/<jobId>/chk-<n>`); its files are verified when loaded. */
-async function restorePointOf(dir: string): Promise<RestorePoint> {
+async function checkpointDirectory(dir: string): Promise<RestoreSource> {
   const path = resolvePath(dir);
-  const match = /^chk-(0|[1-9][0-9]*)$/.exec(basename(path));
-  if (match === null) {
+  if (!/^chk-(0|[1-9][0-9]*)$/.test(basename(path))) {
     throw new EddyError("INVALID_CHECKPOINT_PATH", `'${dir}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
   }
-  const jobDir = dirname(path);
-  const location = { rootDir: dirname(jobDir), jobId: basename(jobDir) };
-  const manifest = asManifest(await new LocalCheckpointStorage(location).readManifest(Number(match[1])), path);
-  return { location, manifest, inJobStorage: false };
+  return { manifest: asManifest(await readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
+}
+
+/** The savepoint in directory `dir` (any name: savepoints are relocatable). */
+async function savepointDirectory(dir: string): Promise<RestoreSource> {
+  const path = resolvePath(dir);
+  const manifest = asManifest(await readManifestIn(path, `savepoint '${path}'`), path);
+  if (!manifest.isSavepoint) {
+    throw new EddyError("NOT_A_SAVEPOINT", `'${dir}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`, { domain: "config" });
+  }
+  return { manifest, dir: path };
+}
+
+/**
+ * Refuses to start when the snapshot has state for an operator (by uid) the job no longer has —
+ * unless `allow`, which drops that state and says what was dropped.
+ */
+function checkEveryStateRestored(restore: RestoreSource, plan: Plan, allow: boolean, logger: Logger): void {
+  const uids = new Set(plan.nodes.map((n) => n.operatorId));
+  const orphans = new Map<string, string[]>();
+  for (const task of restore.manifest.tasks) {
+    for (const op of task.operators) {
+      if (uids.has(op.operatorId)) continue;
+      const states = [...(op.keyed?.states.map((s) => s.name) ?? []), ...op.operatorStates.map((s) => s.name)];
+      if (op.keyed !== undefined && states.length === 0) states.push("timers");
+      if (states.length === 0) continue;
+      const list = orphans.get(op.operatorId) ?? [];
+      for (const s of states) if (!list.includes(s)) list.push(s);
+      orphans.set(op.operatorId, list);
+    }
+  }
+  if (orphans.size === 0) return;
+  const names = new Map(restore.manifest.tasks.flatMap((t) => t.operators.map((o) => [o.operatorId, o.operatorName] as const)));
+  const what = [...orphans].map(([uid, states]) => `'${names.get(uid)}' (uid '${uid}': ${states.join(", ")})`).join("; ");
+  const from = `${restore.manifest.isSavepoint ? "savepoint" : "checkpoint"} ${restore.manifest.checkpointId}`;
+  if (!allow) {
+    throw new EddyError(
+      "NON_RESTORED_STATE",
+      `${from} has state for operators the job no longer has: ${what}. Give the operators their old uid, or pass --allow-non-restored-state to drop that state`,
+      { domain: "config" },
+    );
+  }
+  logger.warn(`dropping state the job no longer has (allow-non-restored-state): ${what}`, { job: plan.jobName, from });
 }

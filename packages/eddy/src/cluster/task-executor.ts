@@ -25,7 +25,7 @@ import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
-import { StreamTask, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
+import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 
 export interface ExecutorOptions {
   readonly clock: Clock;
@@ -73,6 +73,8 @@ export interface CheckpointParticipation {
   readonly storage: CheckpointStorage;
   /** What subtask `subtask` of `node` restores from (undefined: start empty). */
   restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined;
+  /** Restored state no operator takes back is dropped (with a warning) instead of failing the job. */
+  readonly allowNonRestoredState: boolean;
   acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void;
   decline(taskId: string, checkpointId: number, reason: string): void;
   /** The task consumed all its input (no further checkpoint includes it). */
@@ -119,6 +121,11 @@ export class TaskExecutor {
   #wakeup: (() => void) | undefined;
   #failure: EddyError | undefined;
   #cancelled = false;
+  #stopRequested = false;
+  /** Checkpoints triggered and not yet complete or aborted: a task finishing takes part in them. */
+  readonly #triggered = new Map<number, CheckpointBarrier>();
+  /** Every operator subtask's checkpointing, by a name for messages. */
+  readonly #checkpointings: [string, OperatorCheckpointing][] = [];
   #idleWaiters: (() => void)[] = [];
   /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes). */
   #expedited = 0;
@@ -164,13 +171,35 @@ export class TaskExecutor {
     return this.tasks.map((t) => t.metrics());
   }
 
-  /** Injects the barrier of checkpoint `barrier.checkpointId` at every source task of this executor. */
-  triggerCheckpoint(barrier: CheckpointBarrier): void {
-    for (const task of this.#sourceTasks) task.postMail(() => task.triggerCheckpoint(barrier));
+  /**
+   * Injects the barrier of checkpoint `barrier.checkpointId` at every source task of this
+   * executor; with `stop`, the sources read nothing more after it (stop with a savepoint).
+   */
+  triggerCheckpoint(barrier: CheckpointBarrier, stop?: SourceStop): void {
+    this.#triggered.set(barrier.checkpointId, barrier);
+    for (const task of this.tasks) {
+      if (this.#sourceTasks.has(task)) task.postMail(() => task.triggerCheckpoint(barrier, stop));
+      else task.postMail(() => task.snapshotIfFinished(barrier));
+    }
+  }
+
+  /** A stop-with-savepoint failed: the sources read again. */
+  resumeSources(): void {
+    for (const task of this.#sourceTasks) task.postMail(() => task.resume());
+  }
+
+  /**
+   * Ends the executor once the mail posted so far has run (the savepoint's completion, on which
+   * sinks commit): the job stopped with a savepoint. `done` then resolves normally.
+   */
+  stop(): void {
+    this.#stopRequested = true;
+    this.wake();
   }
 
   /** Checkpoint `checkpointId` is complete (its manifest is committed): sinks commit. */
   notifyCheckpointComplete(checkpointId: number): void {
+    for (const id of this.#triggered.keys()) if (id <= checkpointId) this.#triggered.delete(id);
     for (const task of this.tasks) task.postMail(() => task.notifyCheckpointComplete(checkpointId));
     if (checkpointId === this.#finalCheckpointId) this.#finalCommitted = true;
     this.wake();
@@ -184,6 +213,7 @@ export class TaskExecutor {
 
   /** The coordinator gave up checkpoint `checkpointId`. */
   abortCheckpoint(checkpointId: number): void {
+    this.#triggered.delete(checkpointId);
     for (const task of this.tasks) {
       task.postMail(() => {
         task.abortCheckpoint(checkpointId);
@@ -223,6 +253,7 @@ export class TaskExecutor {
     try {
       this.#deploy();
       for (const task of this.tasks) task.open();
+      this.#checkRestoredStateClaimed();
       this.#deployment.splits.start();
       await this.#loop();
     } catch (e) {
@@ -245,6 +276,7 @@ export class TaskExecutor {
         this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" });
         return;
       }
+      if (this.#stopRequested && !tasks.some((t) => t.hasMail)) return;
       let allFinished = true;
       let progressed = false;
       for (let i = 0; i < tasks.length; i++) {
@@ -320,6 +352,25 @@ export class TaskExecutor {
     });
   }
 
+  /** Restored state an open operator did not take back fails the job, unless allowed to be dropped. */
+  #checkRestoredStateClaimed(): void {
+    const cp = this.#deployment.checkpoints;
+    if (cp === undefined) return;
+    for (const [name, checkpointing] of this.#checkpointings) {
+      const unclaimed = checkpointing.unclaimedRestoredState();
+      if (unclaimed.length === 0) continue;
+      const what = `operator '${name}' (uid '${checkpointing.operatorId}') did not take back its restored ${unclaimed.join(", ")}`;
+      if (!cp.allowNonRestoredState) {
+        throw new EddyError(
+          "NON_RESTORED_STATE",
+          `${what}: make it keyed / register that state in open(), or pass --allow-non-restored-state to drop it`,
+          { domain: "config", operator: name },
+        );
+      }
+      this.#options.logger.warn(`dropping restored state (allow-non-restored-state): ${what}`, { job: this.#plan.jobName });
+    }
+  }
+
   #fail(cause: unknown, task?: StreamTask): void {
     if (this.#failure !== undefined) return;
     if (cause instanceof EddyError) {
@@ -365,7 +416,9 @@ export class TaskExecutor {
         const cp = deployment.checkpoints;
         if (cp !== undefined) {
           for (const node of chain.nodes) {
-            checkpointings.set(node, new OperatorCheckpointing(node.operatorId, node.name, cp.restoreFor(node, subtask)));
+            const checkpointing = new OperatorCheckpointing(node.operatorId, node.name, cp.restoreFor(node, subtask));
+            checkpointings.set(node, checkpointing);
+            this.#checkpointings.push([`${node.name}[${subtask}]`, checkpointing]);
           }
         }
         const outputs = new Map<PlanNode, Output<unknown>>();
@@ -477,7 +530,10 @@ export class TaskExecutor {
                   operators: chain.nodes.map((n) => checkpointings.get(n)!),
                   onSnapshot: (barrier, snapshots, timing) => this.#persist(cp, taskId, chain, subtask, barrier, snapshots, timing),
                   onDecline: (id, reason) => cp.decline(taskId, id, reason),
-                  onFinished: () => cp.finished(taskId),
+                  onFinished: () => {
+                    for (const barrier of this.#triggered.values()) task.snapshotIfFinished(barrier);
+                    cp.finished(taskId);
+                  },
                 },
         });
         this.tasks.push(task);

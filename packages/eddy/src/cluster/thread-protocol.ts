@@ -8,7 +8,7 @@ import type { MessagePort } from "node:worker_threads";
 import type { ErrorDomain } from "../core/errors.ts";
 import type { LogLevel } from "../core/logger.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
-import type { SubtaskMetrics } from "../runtime/stream-task.ts";
+import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobRef } from "./job-ref.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
@@ -41,13 +41,25 @@ export interface CheckpointLocation {
   readonly jobId: string;
 }
 
+/**
+ * A complete checkpoint or savepoint to restore: its manifest, and where its files are — the
+ * job's own checkpoint storage (`dir` undefined: recovery after a failure), or a snapshot
+ * directory (`--from-checkpoint`, `--from-savepoint`).
+ */
+export interface RestoreSource {
+  readonly manifest: CheckpointManifest;
+  readonly dir: string | undefined;
+}
+
 export interface WorkerCheckpointing {
   readonly mode: "exactly-once" | "at-least-once";
   readonly storage: CheckpointLocation;
   /** The storage module, when not the local directory. */
   readonly storageRef: CheckpointStorageRef | undefined;
-  /** The checkpoint to restore; `inJobStorage`: read it through `storageRef` (else: a local directory). */
-  readonly restore: { readonly location: CheckpointLocation; readonly manifest: CheckpointManifest; readonly inJobStorage: boolean } | undefined;
+  /** The checkpoint or savepoint to restore. */
+  readonly restore: RestoreSource | undefined;
+  /** Restored state of operators the job no longer has (or no longer keys) is dropped instead of failing. */
+  readonly allowNonRestoredState: boolean;
 }
 
 export interface SerializedError {
@@ -62,7 +74,10 @@ export interface SerializedError {
 export type ToWorker =
   | { readonly t: "splits"; readonly node: number; readonly subtask: number; readonly splits: readonly unknown[] }
   | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number }
-  | { readonly t: "trigger-checkpoint"; readonly barrier: CheckpointBarrier }
+  | { readonly t: "trigger-checkpoint"; readonly barrier: CheckpointBarrier; readonly stop: SourceStop | undefined }
+  | { readonly t: "resume-sources" }
+  /** Stopped with a savepoint: end once the messages before this one have been acted on. */
+  | { readonly t: "stop" }
   | { readonly t: "checkpoint-complete"; readonly checkpointId: number }
   | { readonly t: "abort-checkpoint"; readonly checkpointId: number }
   | { readonly t: "final-checkpoint"; readonly barrier: CheckpointBarrier };

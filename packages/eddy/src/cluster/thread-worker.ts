@@ -17,7 +17,7 @@ import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
 import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
-import { LocalCheckpointStorage } from "../checkpoint/storage.ts";
+import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
 import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
 
@@ -121,7 +121,8 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
   const place = placeSubtasks(plan, init.workers, init.placement);
   let restore: CheckpointRestore | undefined;
   if (cp.restore !== undefined) {
-    const from = cp.restore.inJobStorage ? await openCheckpointStorage(cp.storageRef, cp.restore.location) : new LocalCheckpointStorage(cp.restore.location);
+    const dir = cp.restore.dir;
+    const from = dir === undefined ? await openCheckpointStorage(cp.storageRef, cp.storage) : { readFile: (_id: number, ref: FileRef) => readFileIn(dir, ref) };
     // Only the files of this worker's subtasks are read.
     restore = await CheckpointRestore.load(from, cp.restore.manifest, plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
   }
@@ -129,6 +130,7 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
     mode: cp.mode,
     storage: await openCheckpointStorage(cp.storageRef, cp.storage),
     restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
+    allowNonRestoredState: cp.allowNonRestoredState,
     acknowledge: (taskId, checkpointId, ack) => send({ t: "checkpoint-ack", taskId, checkpointId, ack }),
     decline: (taskId, checkpointId, reason) => send({ t: "checkpoint-decline", taskId, checkpointId, reason }),
     finished: (taskId) => send({ t: "task-finished", taskId }),
@@ -248,7 +250,13 @@ async function run(): Promise<void> {
           splits.handle(message.node, message.subtask).notifyNoMoreSplits();
           return;
         case "trigger-checkpoint":
-          executor.triggerCheckpoint(message.barrier);
+          executor.triggerCheckpoint(message.barrier, message.stop);
+          return;
+        case "resume-sources":
+          executor.resumeSources();
+          return;
+        case "stop":
+          executor.stop();
           return;
         case "checkpoint-complete":
           executor.notifyCheckpointComplete(message.checkpointId);

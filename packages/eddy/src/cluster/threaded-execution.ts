@@ -102,6 +102,12 @@ export class ThreadedExecution {
     this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" }));
   }
 
+  /** Ends the job once each worker has acted on the messages sent before (TaskExecutor.stop). */
+  stop(): void {
+    if (this.#settled) return;
+    for (let w = 0; w < this.#workers.length; w++) this.#post(w, { t: "stop" });
+  }
+
   /** Fails the job from outside (e.g. too many failed checkpoints). */
   fail(error: EddyError): void {
     this.#fail(error);
@@ -114,7 +120,9 @@ export class ThreadedExecution {
       for (let w = 0; w < this.#workers.length; w++) this.#post(w, message);
     };
     return {
-      trigger: (barrier) => all({ t: "trigger-checkpoint", barrier }),
+      trigger: (barrier, stop) => all({ t: "trigger-checkpoint", barrier, stop }),
+      resumeSources: () => all({ t: "resume-sources" }),
+      stop: () => this.stop(),
       notifyComplete: (checkpointId) => all({ t: "checkpoint-complete", checkpointId }),
       abort: (checkpointId) => all({ t: "abort-checkpoint", checkpointId }),
       finalCheckpoint: (barrier) => all({ t: "final-checkpoint", barrier }),

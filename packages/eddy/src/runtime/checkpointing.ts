@@ -53,6 +53,8 @@ export interface OperatorRestore {
   readonly keyed: RestoredKeyed | undefined;
   /** Operator list state by name, already divided for this subtask (undefined: none recorded). */
   operatorState(name: string): readonly unknown[] | undefined;
+  /** Names of the operator list states recorded. */
+  readonly operatorStateNames: readonly string[];
 }
 
 export interface RestoredKeyed {
@@ -102,6 +104,20 @@ export class OperatorCheckpointing {
     }
     this.#operatorStates.set(name, { mode, snapshot });
     return this.restored?.operatorState(name);
+  }
+
+  /**
+   * Restored state that no part of the operator took back (checked once the operator is open):
+   * keyed state of an operator that is no longer keyed, operator list states nobody registered.
+   * Such state would be missing from every later snapshot.
+   */
+  unclaimedRestoredState(): string[] {
+    const restored = this.restored;
+    if (restored === undefined) return [];
+    const out: string[] = [];
+    if (restored.keyed !== undefined && this.#keyed === undefined) out.push(`keyed state (${restored.keyed.states.map((s) => s.name).join(", ") || "timers"})`);
+    for (const name of restored.operatorStateNames) if (!this.#operatorStates.has(name)) out.push(`operator state '${name}'`);
+    return out;
   }
 
   addListener(listener: CheckpointListener): void {
@@ -233,6 +249,7 @@ export function restoreFromSerialized(snapshot: SerializedOperatorSnapshot): Ope
             },
           },
     operatorState: (name) => operatorStates.get(name),
+    operatorStateNames: [...operatorStates.keys()],
   };
 }
 

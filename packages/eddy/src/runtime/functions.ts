@@ -11,6 +11,7 @@ import type {
   ValueStateDescriptor,
 } from "../state/descriptors.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "../state/state.ts";
+import type { OperatorListState } from "./operator-state.ts";
 
 /** Receives what a function emits. */
 export interface Collector<T> {
@@ -50,6 +51,13 @@ export interface RuntimeContext {
   readonly operatorName: string;
   readonly subtaskIndex: number;
   readonly parallelism: number;
+  /**
+   * Operator list state of this subtask, checkpointed with the job. On a restore at another
+   * parallelism its elements are divided among the subtasks (each to exactly one).
+   */
+  getOperatorListState<T>(name: string): OperatorListState<T>;
+  /** Operator list state that every subtask gets whole on a restore (Flink's union list state). */
+  getUnionListState<T>(name: string): OperatorListState<T>;
 }
 
 /** Given to `open` of keyed functions: state handles may be obtained here and kept. */

@@ -70,6 +70,12 @@ export interface TaskCheckpointing {
 
 export type TaskState = "created" | "running" | "finished" | "closed";
 
+/** How a source task stops at a stop-with-savepoint barrier. */
+export interface SourceStop {
+  /** Emit the end-of-time watermark before the barrier. */
+  readonly drain: boolean;
+}
+
 /** What the runtime counts per subtask; readable from the job handle. */
 export interface SubtaskMetrics {
   readonly task: string;
@@ -104,6 +110,10 @@ export class StreamTask {
   /** Round-robin position over input channels, for fairness between upstream subtasks. */
   #nextInput = 0;
   #sourceWaiting = false;
+  /** A source task stopped reading at a stop-with-savepoint barrier (until resumed or closed). */
+  #suspended = false;
+  /** The newest checkpoint this task snapshotted (0: none). */
+  #lastSnapshotId = 0;
   readonly #readerOutput: ReaderOutput<unknown> | undefined;
   recordsIn = 0;
   #backpressuredMs = 0;
@@ -181,7 +191,7 @@ export class StreamTask {
       this.#backpressuredMs += performance.now() - this.#backpressuredSince;
       this.#backpressuredSince = -1;
     }
-    if (this.#o.head.kind === "source") return !this.#sourceWaiting;
+    if (this.#o.head.kind === "source") return !this.#sourceWaiting && !this.#suspended;
     const inputs = this.#o.inputs;
     for (let i = 0; i < inputs.length; i++) {
       if (inputs[i]!.channel.hasData && (!this.#aligning || !this.#aligner!.isBlocked(i))) return true;
@@ -192,8 +202,11 @@ export class StreamTask {
   runSlice(): void {
     this.#o.mailbox.drain();
     if (this.#state !== "running") return;
-    if (this.#o.head.kind === "source") this.#pollSource(this.#o.head.reader);
-    else this.#processInput();
+    if (this.#o.head.kind === "source") {
+      if (!this.#suspended) this.#pollSource(this.#o.head.reader);
+    } else {
+      this.#processInput();
+    }
   }
 
   /** Sends partly filled batches whose oldest record was written before `time` (performance.now()). */
@@ -341,16 +354,30 @@ export class StreamTask {
   /**
    * Source tasks: checkpoint `barrier` now (the coordinator triggered it through the mailbox).
    * Declines when the task is not running (not opened yet, or finished).
+   *
+   * With `stop` (stop with a savepoint), the source reads nothing after the barrier, so the
+   * savepoint holds everything the job read; `drain` first advances event time to the end, so
+   * every window and event-time timer downstream fires before the barrier reaches it.
    */
-  triggerCheckpoint(barrier: CheckpointBarrier): void {
+  triggerCheckpoint(barrier: CheckpointBarrier, stop?: SourceStop): void {
     const cp = this.#o.checkpointing;
     if (cp === undefined) return;
     if (this.#state !== "running") {
-      // A finished task told the coordinator so already (onFinished); one not started declines.
-      if (this.#state === "created") cp.onDecline(barrier.checkpointId, `task '${this.name}' (subtask ${this.subtaskIndex}) has not started`);
+      if (this.#state === "finished") this.snapshotIfFinished(barrier);
+      else if (this.#state === "created") cp.onDecline(barrier.checkpointId, `task '${this.name}' (subtask ${this.subtaskIndex}) has not started`);
       return;
     }
+    if (stop !== undefined) {
+      this.#suspended = true;
+      const head = this.#o.head;
+      if (stop.drain && head.kind === "source") head.output.emitWatermark(MAX_WATERMARK);
+    }
     this.#checkpoint(barrier, 0);
+  }
+
+  /** A source task reads again after a stop-with-savepoint that failed (see triggerCheckpoint). */
+  resume(): void {
+    this.#suspended = false;
   }
 
   /**
@@ -365,6 +392,21 @@ export class StreamTask {
     if (cp === undefined || this.#state !== "finished") return;
     const start = performance.now();
     const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, false);
+    cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
+  }
+
+  /**
+   * A checkpoint triggered after this task finished (or that it finished without seeing the
+   * barrier of): it still takes part, with what its operators hold — the sources' finished
+   * splits, a sink's committables, final keyed state. No barrier is forwarded: downstream has
+   * all its input, the end included, and counts an ended channel as delivered.
+   */
+  snapshotIfFinished(barrier: CheckpointBarrier): void {
+    const cp = this.#o.checkpointing;
+    if (cp === undefined || this.#state !== "finished" || barrier.checkpointId <= this.#lastSnapshotId) return;
+    this.#lastSnapshotId = barrier.checkpointId;
+    const start = performance.now();
+    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true);
     cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
   }
 
@@ -391,6 +433,7 @@ export class StreamTask {
   /** Synchronous snapshot of every operator of the chain, then the barrier goes downstream. */
   #checkpoint(barrier: CheckpointBarrier, alignmentMs: number): void {
     const cp = this.#o.checkpointing!;
+    this.#lastSnapshotId = barrier.checkpointId;
     const start = performance.now();
     const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true);
     const syncMs = performance.now() - start;

@@ -42,6 +42,8 @@ export interface HeapKeyedStateBackendOptions {
   readonly keyGroupRange: KeyGroupRangeLike;
   /** Processing time for TTL. */
   readonly clock: Clock;
+  /** The operator the state belongs to, for messages. */
+  readonly operatorName?: string;
 }
 
 /** One stored (key, namespace) value of a state, as `entries()` reports it. */
@@ -58,6 +60,8 @@ interface RegisteredState {
   readonly descriptor: StateDescriptorBase;
   /** Undefined for a restored state the operator has not asked for yet. */
   handle: HeapKvState | undefined;
+  /** Set for a state restored from a snapshot until the operator first asks for it. */
+  restored: boolean;
 }
 
 export class HeapKeyedStateBackend {
@@ -65,6 +69,7 @@ export class HeapKeyedStateBackend {
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
   readonly #states = new Map<string, RegisteredState>();
+  readonly #operator: string | undefined;
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { start, end } = options.keyGroupRange;
@@ -76,6 +81,7 @@ export class HeapKeyedStateBackend {
     }
     this.keyGroupRange = Object.freeze({ start, end });
     this.#clock = options.clock;
+    this.#operator = options.operatorName;
   }
 
   /**
@@ -162,7 +168,7 @@ export class HeapKeyedStateBackend {
     const byName = new Map(states.map((m) => [m.name, m]));
     const kgIndex = keyGroup - range.start;
     readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable({ ...meta, codec: meta.codec });
+      const { table } = this.#ensureTable({ ...meta, codec: meta.codec }, true);
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
   }
@@ -216,15 +222,69 @@ export class HeapKeyedStateBackend {
 
   #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
     const state = this.#ensureTable(descriptor);
+    if (state.restored) this.#adopt(state, descriptor);
     // Same name and kind, hence created by the same factory; only the type parameters may differ.
     state.handle ??= create(state.table);
     return state.handle as H;
   }
 
+  /**
+   * The operator asks for a state restored from a snapshot: the kind must be the same, and the
+   * values are brought to the descriptor's codec version (see StateCodec). From then on the
+   * operator's descriptor is the state's.
+   */
+  #adopt(state: RegisteredState, descriptor: StateDescriptorBase): void {
+    const where = `state '${descriptor.name}'${this.#operator === undefined ? "" : ` of operator '${this.#operator}'`}`;
+    const old = state.descriptor.codec;
+    const now = descriptor.codec;
+    if (old !== undefined && now !== undefined) {
+      if (old.id !== now.id) {
+        throw restoreError("STATE_CODEC_MISMATCH", `${where} was written with codec '${old.id}' (version ${old.version}); codec '${now.id}' cannot read it`);
+      }
+      if (old.version > now.version) {
+        throw restoreError(
+          "STATE_CODEC_MISMATCH",
+          `${where} was written with codec '${old.id}' version ${old.version}, newer than this job's version ${now.version}: restore it with the newer job`,
+        );
+      }
+      if (old.version < now.version) {
+        const migrate = now.migrate;
+        if (migrate === undefined) {
+          throw restoreError(
+            "STATE_MIGRATION_MISSING",
+            `${where} was written with codec '${old.id}' version ${old.version}; version ${now.version} declares no migrate(value, fromVersion) to read it`,
+          );
+        }
+        state.table.migrateValues((value) => {
+          try {
+            return migrate.call(now, value, old.version);
+          } catch (e) {
+            throw restoreError("STATE_MIGRATION_FAILED", `${where}: migrate() from version ${old.version} to ${now.version} failed: ${e instanceof Error ? e.message : String(e)}`);
+          }
+        });
+      }
+    }
+    state.restored = false;
+    (state as { descriptor: StateDescriptorBase }).descriptor = descriptor;
+  }
+
+  /** Names of restored states the operator has not asked for (yet). */
+  unclaimedStates(): string[] {
+    return [...this.#states].filter(([, s]) => s.restored).map(([name]) => name);
+  }
+
   /** The state named like `descriptor`, created empty when new; checks kind and options match. */
-  #ensureTable(descriptor: StateDescriptorBase): RegisteredState {
+  #ensureTable(descriptor: StateDescriptorBase, restoring = false): RegisteredState {
     const existing = this.#states.get(descriptor.name);
     if (existing !== undefined) {
+      if (existing.restored && !restoring && existing.descriptor.kind !== descriptor.kind) {
+        const where = `state '${descriptor.name}'${this.#operator === undefined ? "" : ` of operator '${this.#operator}'`}`;
+        throw restoreError(
+          "STATE_KIND_CHANGED",
+          `${where} was restored as ${article(existing.descriptor.kind)} ${existing.descriptor.kind} state, and the job now asks for ${article(descriptor.kind)} ${descriptor.kind} state: ` +
+            `keep the kind, or give the new state another name (and drop the old one)`,
+        );
+      }
       checkCompatible(existing.descriptor, descriptor);
       return existing;
     }
@@ -237,7 +297,7 @@ export class HeapKeyedStateBackend {
       this.#clock,
       descriptor.copy,
     );
-    const state: RegisteredState = { table, descriptor, handle: undefined };
+    const state: RegisteredState = { table, descriptor, handle: undefined, restored: restoring };
     this.#states.set(descriptor.name, state);
     return state;
   }
@@ -253,6 +313,10 @@ export class HeapKeyedStateBackend {
     }
     return state;
   }
+}
+
+function restoreError(code: string, message: string): EddyError {
+  return new EddyError(code, message, { domain: "config", retryable: false });
 }
 
 function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase): void {

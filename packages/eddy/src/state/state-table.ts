@@ -296,6 +296,30 @@ export class StateTable {
     this.#cacheEpoch = -1;
   }
 
+  /**
+   * Replaces every stored value by `migrate(value)`: the whole value of value, reducing and
+   * aggregating state, each element of list state, each value of map state (schema evolution
+   * after a restore). Groups shared with a snapshot are copied first, so the snapshot keeps the
+   * old values.
+   */
+  migrateValues(migrate: (value: unknown) => unknown): void {
+    const kind = this.kind;
+    const step = (cell: Cell): void => {
+      if (kind === "list") cell.value = (cell.value as unknown[]).map(migrate);
+      else if (kind === "map") cell.value = new Map([...(cell.value as Map<unknown, unknown>)].map(([k, v]) => [k, migrate(v)]));
+      else cell.value = migrate(cell.value);
+    };
+    for (let i = 0; i < this.#groups.length; i++) {
+      if (this.#groups[i] === undefined) continue;
+      if (this.#shared[i] !== 0) this.#unshare(i);
+      for (const entry of this.#groups[i]!.values()) {
+        if (entry.voidCell !== undefined) step(entry.voidCell);
+        if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
+      }
+    }
+    this.#cacheEpoch = -1;
+  }
+
   /** Replaces the shared map of group `kgIndex` by a private copy (copy-on-write). */
   #unshare(kgIndex: number): void {
     const shared = this.#groups[kgIndex]!;

@@ -29,7 +29,7 @@ export class KeyedSupport {
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
     this.#maxParallelism = ctx.maxParallelism;
-    this.backend = new HeapKeyedStateBackend({ keyGroupRange: ctx.keyGroupRange, clock: ctx.clock });
+    this.backend = new HeapKeyedStateBackend({ keyGroupRange: ctx.keyGroupRange, clock: ctx.clock, operatorName: ctx.operatorName });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
       keyGroupRange: ctx.keyGroupRange,

@@ -7,6 +7,7 @@ import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from
 import { nonKeyedTimerService } from "./keyed-support.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
+import { operatorStateStore, type OperatorListState } from "../operator-state.ts";
 
 /** The context object of one operator, reused for every record. */
 class NonKeyedContext implements ProcessContext {
@@ -34,7 +35,14 @@ class NonKeyedContext implements ProcessContext {
 }
 
 export function runtimeContextOf(ctx: OperatorContext): RuntimeContext {
-  return { operatorName: ctx.operatorName, subtaskIndex: ctx.subtaskIndex, parallelism: ctx.parallelism };
+  const store = operatorStateStore(ctx);
+  return {
+    operatorName: ctx.operatorName,
+    subtaskIndex: ctx.subtaskIndex,
+    parallelism: ctx.parallelism,
+    getOperatorListState: <T>(name: string) => store(name, "split") as OperatorListState<T>,
+    getUnionListState: <T>(name: string) => store(name, "union") as OperatorListState<T>,
+  };
 }
 
 /** Calls a user lifecycle hook, wrapping failures with the operator name. */
