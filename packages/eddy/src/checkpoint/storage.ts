@@ -136,24 +136,12 @@ export class LocalCheckpointStorage implements CheckpointStorage {
   }
 
   async readManifest(checkpointId: number): Promise<unknown> {
-    const path = join(this.checkpointDir(checkpointId), MANIFEST);
-    const bytes = await readExisting(path, `checkpoint ${checkpointId} has no manifest ('${path}')`);
-    return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
+    const dir = this.checkpointDir(checkpointId);
+    return readManifestIn(dir, `checkpoint ${checkpointId} has no manifest ('${join(dir, MANIFEST)}')`);
   }
 
   async readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array> {
-    checkName(ref.name, "checkpoint file name", "internal");
-    const path = join(this.checkpointDir(checkpointId), ref.name);
-    const bytes = await readExisting(path, `checkpoint file '${path}' is missing`);
-    if (bytes.length !== ref.size) {
-      const fault = bytes.length < ref.size ? "is truncated" : "is too long";
-      throw checkpointCorrupt(`checkpoint file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
-    }
-    const computed = fileChecksum(bytes);
-    if (computed !== ref.sha256) {
-      throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
-    }
-    return bytes;
+    return readFileIn(this.checkpointDir(checkpointId), ref);
   }
 
   async listCheckpoints(): Promise<number[]> {
@@ -187,6 +175,36 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await rm(join(dir, MANIFEST), { force: true });
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The manifest's JSON of the checkpoint (or savepoint: the same layout) in directory `dir`,
+ * verified; `CHECKPOINT_MISSING` with the message `missing` when there is none.
+ */
+export async function readManifestIn(dir: string, missing: string): Promise<unknown> {
+  const path = join(dir, MANIFEST);
+  const bytes = await readExisting(path, missing);
+  return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
+}
+
+/**
+ * The bytes of the file `ref` names in directory `dir`, verified against the ref's size and
+ * SHA-256 (`CHECKPOINT_MISSING` / `CHECKPOINT_CORRUPT`). The name must be a FILE_NAME, so no
+ * ref reads outside `dir`.
+ */
+export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array> {
+  checkName(ref.name, "checkpoint file name", "internal");
+  const path = join(dir, ref.name);
+  const bytes = await readExisting(path, `checkpoint file '${path}' is missing`);
+  if (bytes.length !== ref.size) {
+    const fault = bytes.length < ref.size ? "is truncated" : "is too long";
+    throw checkpointCorrupt(`checkpoint file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
+  }
+  const computed = fileChecksum(bytes);
+  if (computed !== ref.sha256) {
+    throw checkpointCorrupt(`checkpoint file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
+  }
+  return bytes;
 }
 
 export interface FindRestorableOptions {
