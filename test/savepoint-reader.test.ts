@@ -254,6 +254,29 @@ test("hostile manifests are refused before any file they name is read", async ()
   await refused(dir, "CHECKPOINT_CORRUPT", /file 'task-1-1.snap' is not task 1-0 of checkpoint \d+/);
 });
 
+test("cells filed under a key group their keys do not hash to are refused when read", async () => {
+  const dir = await copy();
+  const path = join(dir, TASK);
+  const file = SnapshotFile.parse(new Uint8Array(readFileSync(path)), { fileName: path });
+  const keyed = file.sections.filter((s) => s.name === "per-key/keyed");
+  const used = new Set(keyed.map((s) => s.keyGroup));
+  const free = [...Array(64).keys()].find((kg) => !used.has(kg))!;
+  // A well-formed file (valid CRCs, listed with its hash) whose first key group moved to `free`.
+  const sections = file.sections.map((s) => ({
+    name: s.name,
+    ...(s.keyGroup === undefined ? {} : { keyGroup: s === keyed[0] ? free : s.keyGroup }),
+    bytes: file.section(s.name, s.keyGroup)!,
+  }));
+  const bytes = encodeSnapshotFile("task", file.meta, sections);
+  writeFileSync(path, bytes);
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.file?.name === TASK).file = { name: TASK, size: bytes.length, sha256: fileChecksum(bytes) }));
+  const reader = await openSavepoint(dir);
+  assert.throws(() => [...reader.keyedState("per-key")], {
+    code: "CHECKPOINT_CORRUPT",
+    message: new RegExp(`file '${TASK}': key group ${free} of operator 'per-key' cannot be read: key "k\\d+" belongs in key group ${keyed[0]!.keyGroup}`),
+  });
+});
+
 test("eddy savepoint inspect prints the operators and their states, or one JSON document", async () => {
   const { position } = await checkpoint();
   const dir = await copy();

@@ -18,7 +18,7 @@ import { readFileIn, readManifestIn, type FileRef } from "../checkpoint/storage.
 import { asManifest, manifestFiles, type CheckpointManifest } from "../cluster/checkpoint-restore.ts";
 import { validateManifest } from "../cluster/manifest-validation.ts";
 import { ByteReader } from "../core/codec/bytes.ts";
-import { describeCause, EddyError } from "../core/errors.ts";
+import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { assignToKeyGroup } from "../core/key-group.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type OperatorStateMode } from "../runtime/checkpointing.ts";
@@ -288,7 +288,7 @@ class VerifiedSavepoint implements SavepointReader {
     try {
       return step();
     } catch (cause) {
-      throw new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}': ${what} cannot be read: ${describeCause(cause)}`, {
+      throw new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}': ${what} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, {
         domain: "external",
         retryable: false,
         cause,
