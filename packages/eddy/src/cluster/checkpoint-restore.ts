@@ -21,6 +21,7 @@ import {
   type RestoredKeyed,
 } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
+import { validateManifest } from "./manifest-validation.ts";
 import type { TaskSnapshotHandle } from "./task-executor.ts";
 
 export const MANIFEST_FORMAT = "eddy.checkpoint";
@@ -70,6 +71,8 @@ export function asManifest(value: unknown, where: string): CheckpointManifest {
       retryable: false,
     });
   }
+  // Hostile input: file names, key-group ranges, parallelisms and formats are checked before use.
+  validateManifest(m as CheckpointManifest, where);
   return m as CheckpointManifest;
 }
 
