@@ -45,17 +45,46 @@ export interface CheckpointManifest {
   /** When the checkpoint was triggered and when it completed (ms since the epoch). */
   readonly triggeredAtMs: number;
   readonly completedAtMs: number;
-  /** Per operator id: how it ran when the checkpoint was taken. */
-  readonly operators: Readonly<Record<string, { readonly name: string; readonly parallelism: number; readonly maxParallelism: number }>>;
+  /**
+   * Per operator id (uid): how it ran when the checkpoint was taken, and what state it holds —
+   * the same as its tasks' entries say, gathered so a reader sees it at a glance.
+   */
+  readonly operators: Readonly<Record<string, ManifestOperator>>;
   /** One entry per task (chain subtask) that acknowledged. */
   readonly tasks: readonly TaskSnapshotHandle[];
   /** Split enumerator state per source operator id (JSON). */
   readonly enumerators: Readonly<Record<string, unknown>>;
 }
 
+export interface ManifestOperator {
+  readonly name: string;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  /** Keyed states: name, kind, codec (id and version, if declared) and the cells' byte format. */
+  readonly keyedStates?: readonly { readonly name: string; readonly kind: string; readonly format: string; readonly codec?: { readonly id: string; readonly version: number } }[];
+  readonly operatorStates?: readonly { readonly name: string; readonly mode: string }[];
+}
+
 export function buildManifest(fields: Omit<CheckpointManifest, "format" | "version" | "operators">, plan: Plan): CheckpointManifest {
-  const operators: Record<string, { name: string; parallelism: number; maxParallelism: number }> = {};
-  for (const node of plan.nodes) operators[node.operatorId] = { name: node.name, parallelism: node.parallelism, maxParallelism: node.maxParallelism };
+  const operators: Record<string, ManifestOperator> = {};
+  for (const node of plan.nodes) {
+    const keyed = new Map<string, NonNullable<ManifestOperator["keyedStates"]>[number]>();
+    const listed = new Map<string, { name: string; mode: string }>();
+    for (const task of fields.tasks) {
+      for (const op of task.operators) {
+        if (op.operatorId !== node.operatorId) continue;
+        for (const s of op.keyed?.states ?? []) keyed.set(s.name, { name: s.name, kind: s.kind, format: s.format, ...(s.codec === undefined ? {} : { codec: s.codec }) });
+        for (const o of op.operatorStates) listed.set(o.name, { name: o.name, mode: o.mode });
+      }
+    }
+    operators[node.operatorId] = {
+      name: node.name,
+      parallelism: node.parallelism,
+      maxParallelism: node.maxParallelism,
+      ...(keyed.size === 0 ? {} : { keyedStates: [...keyed.values()] }),
+      ...(listed.size === 0 ? {} : { operatorStates: [...listed.values()] }),
+    };
+  }
   return { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, ...fields, operators };
 }
 
