@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { runJob, type RunOptions } from "eddy/testing";
 import rescalable, { BUCKET, KEYS, RECORDS, type Markers, type Tally, type TimerFired } from "./jobs/rescalable.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import { openSavepoint } from "eddy/savepoint";
 
 interface RunOutput {
   readonly timers: TimerFired[];
@@ -147,3 +148,77 @@ for (const maxParallelism of [13, 128]) {
     }
   });
 }
+
+test("stop with a savepoint and drain: event time ends first, so every timer fires before the savepoint, which holds none", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-drain-"));
+  try {
+    const job = runJob(rescalable, {
+      mode: "threads",
+      parallelism: 2,
+      metricsIntervalMs: 10,
+      checkpointing: { intervalMs: 60_000 },
+      checkpointDir: join(dir, "checkpoints"),
+      savepointDir: join(dir, "savepoints"),
+      jobId: "drained",
+    });
+    while (job.sourceRecords < RECORDS / 4) await new Promise((resolve) => setTimeout(resolve, 10));
+    const savepoint = await job.stop({ savepoint: true, drain: true });
+    await job.done;
+    assert.equal(job.status(), "stopped");
+    const read = job.sourceRecords;
+    assert.ok(read < RECORDS, "stopped part-way");
+    // Every key with records got its timers fired, with the count of every record read.
+    const timers = job.collected<TimerFired>("timers");
+    const counts = new Map<number, number>();
+    for (const t of timers) counts.set(t.key, Math.max(counts.get(t.key) ?? 0, t.count));
+    assert.equal([...counts.values()].reduce((a, b) => a + b, 0), read, "the last timer of each key saw all its records");
+    const reader = await openSavepoint(savepoint!.path);
+    assert.deepEqual([...reader.timers("counter")], [], "no timer left in the savepoint");
+    assert.equal([...reader.keyedState("counter", "count")].reduce((n, e) => n + (e.value as number), 0), read, "the counts are in it");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a savepoint taken while the job goes on; the job then finishes normally", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-"));
+  try {
+    const job = runJob(rescalable, {
+      mode: "inline",
+      checkpointing: { intervalMs: 60_000 },
+      checkpointDir: join(dir, "checkpoints"),
+      jobId: "on",
+    });
+    while (job.sourceRecords < RECORDS / 4) await new Promise((resolve) => setTimeout(resolve, 10));
+    const savepoint = await job.savepoint({ dir: join(dir, "mine") });
+    assert.ok(savepoint.path.startsWith(join(dir, "mine")), savepoint.path);
+    assert.ok(savepoint.bytes > 0);
+    await job.done;
+    assert.equal(job.status(), "finished");
+    assert.equal(job.sourceRecords, RECORDS, "the job read everything: a savepoint does not stop it");
+    const reader = await openSavepoint(savepoint.path);
+    assert.equal(reader.manifest.isSavepoint, true);
+    const counted = [...reader.keyedState("counter", "count")].reduce((n, e) => n + (e.value as number), 0);
+    assert.ok(counted > 0 && counted < RECORDS, `the savepoint holds the counts when it was taken (${counted})`);
+    await assert.rejects(job.savepoint(), /is finished: no savepoint/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("savepoints need checkpointing, and the exactly-once mode", async () => {
+  const off = runJob(rescalable, { mode: "inline", checkpointing: false });
+  await assert.rejects(off.savepoint(), /runs without checkpointing/);
+  off.cancel();
+  await assert.rejects(off.done, /cancelled/);
+  const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-alo-"));
+  try {
+    const alo = runJob(rescalable, { mode: "inline", checkpointing: { intervalMs: 60_000, mode: "at-least-once" }, checkpointDir: dir });
+    while (alo.sourceRecords === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    await assert.rejects(alo.savepoint(), /at-least-once/);
+    alo.cancel();
+    await assert.rejects(alo.done, /cancelled/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
