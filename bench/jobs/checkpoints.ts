@@ -51,9 +51,15 @@ export const keyedState = defineJob("bench-checkpoint-state", (env) => {
   const markers = process.env.EDDY_BENCH_CHK_MARKERS;
   // Per job build, so per attempt on worker threads (each attempt starts new workers).
   let firstOfAttempt = true;
+  let firstRecord = true;
   env
     .fromSequence(1, records())
     .map((n: number) => {
+      if (firstRecord) {
+        firstRecord = false;
+        // bench/savepoints.ts: the job runs (restored) once a first record gets here.
+        mark(`first-record-${process.env.EDDY_BENCH_CHK_RUN ?? ""}`);
+      }
       if (fault > 0) {
         if (firstOfAttempt) {
           firstOfAttempt = false;
