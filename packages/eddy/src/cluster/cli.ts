@@ -12,7 +12,7 @@ import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import type { ControlledJob, JobStatus } from "./control.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
-import { fileSafe, startJob, type JobExecution, type RunOptions } from "./local-job.ts";
+import type { JobExecution, RunOptions } from "./local-job.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
@@ -141,10 +141,10 @@ function checkpointSummary(stats: readonly CheckpointStats[], restoredFrom: read
  */
 function controlledJob(execution: JobExecution, id: string, startedAtMs: number): ControlledJob {
   let status: JobStatus = "running";
-  execution.done.then(
-    () => status === "running" && (status = "finished"),
-    () => status === "running" && (status = "failed"),
-  );
+  const ended = (end: JobStatus) => () => {
+    if (status === "running") status = end;
+  };
+  execution.done.then(ended("finished"), ended("failed"));
   const notSupported = (): Promise<never> =>
     Promise.reject(new EddyError("NOT_SUPPORTED", `job '${id}' cannot take savepoints or stop yet`, { domain: "config" }));
   return {
@@ -211,6 +211,8 @@ async function main(argv: string[]): Promise<void> {
   if (!["debug", "info", "warn", "error", "silent"].includes(level)) fail(`unknown log level '${level}'`, 2);
   const logger = jsonLogger((line) => void process.stderr.write(line), level);
 
+  // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
+  const { fileSafe, startJob } = await import("./local-job.ts");
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
   try {
@@ -227,7 +229,7 @@ async function main(argv: string[]): Promise<void> {
       execution?.cancel();
     }
   });
-  let execution: ReturnType<typeof startJob> | undefined;
+  let execution: JobExecution | undefined;
   try {
     execution = startJob(module, {
       parallelism: positiveInt(values.parallelism, "--parallelism"),

@@ -22,7 +22,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { link, mkdir, open, readFile, unlink } from "node:fs/promises";
+import { chmod, link, mkdir, open, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { describeCause, EddyError } from "../core/errors.ts";
@@ -89,6 +89,8 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
   const home = controlHome(options.home);
   const dir = jobsDir(home);
   await mkdir(dir, { recursive: true, mode: 0o700 });
+  // An existing directory may be wider open (made by hand): others must not plant entries in it.
+  await chmod(dir, 0o700);
   const regFile = registryFile(home, job.id);
   await claimJobId(dir, job.id, options.logger);
   openHere.add(regFile);
