@@ -243,6 +243,11 @@ test("a job id held by a live job is refused with JOB_ID_IN_USE; an entry of a p
       await server.close();
     }
 
+    // Two servers started at once for one id: one wins.
+    const both = await Promise.allSettled([startControlServer(fakeJob().job, { home, logger: silentLogger }), startControlServer(fakeJob().job, { home, logger: silentLogger })]);
+    assert.deepEqual(both.map((r) => r.status).sort(), ["fulfilled", "rejected"]);
+    for (const r of both) if (r.status === "fulfilled") await r.value.close();
+
     // Another live process holds the id (the test runner, our parent).
     const jobs = join(home, "jobs");
     const entry = (pid: number, tokenFile: string) =>

@@ -87,25 +87,31 @@ type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<s
 export async function startControlServer(job: ControlledJob, options: ControlServerOptions): Promise<ControlServer> {
   checkJobId(job.id);
   const home = controlHome(options.home);
-  const dir = jobsDir(home);
+  const regFile = registryFile(home, job.id);
+  // Claimed before the first await, so two servers of this process cannot both pass the check.
+  if (openHere.has(regFile)) throw jobIdInUse(job.id, process.pid);
+  openHere.add(regFile);
+  try {
+    return await openControlServer(job, options.logger, options.host ?? "127.0.0.1", jobsDir(home), regFile);
+  } catch (e) {
+    openHere.delete(regFile);
+    if (e instanceof EddyError) throw e;
+    throw new EddyError("CONTROL_SERVER_FAILED", `cannot start the control API of job '${job.id}': ${describeCause(e)}`, { domain: "external", cause: e });
+  }
+}
+
+async function openControlServer(job: ControlledJob, logger: Logger, host: string, dir: string, regFile: string): Promise<ControlServer> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // An existing directory may be wider open (made by hand): others must not plant entries in it.
   await chmod(dir, 0o700);
-  const regFile = registryFile(home, job.id);
-  await claimJobId(dir, job.id, options.logger);
-  openHere.add(regFile);
+  await claimJobId(dir, job.id, logger);
 
   const token = randomBytes(32).toString("hex");
   const tokenFile = join(dir, `${job.id}.${process.pid}.token`);
-  try {
-    // The name holds this process's pid, so a file already there is a leftover of a process
-    // that had the same pid and died before publishing its entry.
-    await unlink(tokenFile).catch(ignoreMissing);
-    await writeExclusive(tokenFile, token);
-  } catch (e) {
-    openHere.delete(regFile);
-    throw e;
-  }
+  // The name holds this process's pid, so a file already there is a leftover of a process
+  // that had the same pid and died before publishing its entry.
+  await unlink(tokenFile).catch(ignoreMissing);
+  await writeExclusive(tokenFile, token);
 
   const routes = controlRoutes(job);
   const inFlight = new Set<Promise<void>>();
@@ -114,36 +120,34 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
       send(res, { status: 503, body: errorBody("BUSY", `too many requests in flight (at most ${MAX_IN_FLIGHT}); retry later`) }, true);
       return;
     }
-    const handled = serve(req, res, token, routes, options.logger).catch((e: unknown) => {
-      options.logger.error("control request failed", { job: job.id, cause: describeCause(e) });
+    const handled = serve(req, res, token, routes, logger).catch((e: unknown) => {
+      logger.error("control request failed", { job: job.id, cause: describeCause(e) });
       if (!res.headersSent) send(res, { status: 500, body: errorBody("INTERNAL", describeCause(e)) }, true);
     });
     inFlight.add(handled);
     void handled.finally(() => inFlight.delete(handled));
   });
+  // The job keeps the process alive, not its control API.
   server.unref();
 
   let url: string;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(0, options.host ?? "127.0.0.1", () => {
+      server.listen(0, host, () => {
         server.off("error", reject);
         resolve();
       });
     });
     const address = server.address() as AddressInfo;
-    const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
-    url = `http://${host}:${address.port}`;
-    const entry: RegistryEntry = { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs };
-    await publish(regFile, entry);
+    url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();
     await unlinkIfOurs(tokenFile, token);
-    openHere.delete(regFile);
-    throw e instanceof EddyError ? e : new EddyError("CONTROL_SERVER_FAILED", `cannot start the control API of job '${job.id}': ${describeCause(e)}`, { domain: "external", cause: e });
+    throw e;
   }
-  options.logger.info("control API listening", { job: job.id, url, tokenFile });
+  logger.info("control API listening", { job: job.id, url, tokenFile });
 
   let closing: Promise<void> | undefined;
   const close = async (): Promise<void> => {
@@ -153,35 +157,32 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
     await Promise.race([Promise.allSettled(inFlight), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
     grace.abort();
     server.closeAllConnections();
-    const current = await readRegistryEntry(regFile);
+    const current = await readRegistryEntry(regFile).catch(() => undefined);
     if (current !== undefined && current.pid === process.pid && current.url === url) await unlink(regFile).catch(ignoreMissing);
     await unlinkIfOurs(tokenFile, token);
     openHere.delete(regFile);
   };
-  return {
-    url,
-    tokenFile,
-    registryFile: regFile,
-    close: () => (closing ??= close()),
-  };
+  return { url, tokenFile, registryFile: regFile, close: () => (closing ??= close()) };
+}
+
+function jobIdInUse(id: string, pid: number): EddyError {
+  return new EddyError("JOB_ID_IN_USE", `job id '${id}' is in use by a running job (pid ${pid}); pass --job-id to give this job another id`, { domain: "config" });
 }
 
 /**
- * Makes `regFile` free for this job: refuses when a live process other than this one holds it (or
- * a server of this process does); removes a stale entry (its process is gone) and its token file.
+ * Makes the job's registry file free: refuses when a live process other than this one holds it
+ * (this process's own servers are in `openHere`); removes a stale entry (its process is gone, or
+ * it is this process's pid from before) and its token file.
  */
 async function claimJobId(dir: string, id: string, logger: Logger): Promise<void> {
   const regFile = join(dir, `${id}.json`);
-  const inUse = (pid: number): EddyError =>
-    new EddyError("JOB_ID_IN_USE", `job id '${id}' is in use by a running job (pid ${pid}); pass --job-id to give this job another id`, { domain: "config" });
-  if (openHere.has(regFile)) throw inUse(process.pid);
   const existing = await readRegistryEntry(regFile);
   if (existing === undefined) {
     // Missing, or not a readable entry (another version, damaged): either way not a live claim.
     await unlink(regFile).catch(ignoreMissing);
     return;
   }
-  if (existing.pid !== process.pid && isPidAlive(existing.pid)) throw inUse(existing.pid);
+  if (existing.pid !== process.pid && isPidAlive(existing.pid)) throw jobIdInUse(id, existing.pid);
   logger.info("replacing the stale registry entry of a job that is gone", { job: id, pid: existing.pid });
   await unlink(regFile).catch(ignoreMissing);
   // Only a token file where this registry keeps them, named for that job and process.
