@@ -4,4 +4,11 @@
 import { register } from "tsx/esm/api";
 
 register();
-await import("../src/cluster/cli.ts");
+const argv = process.argv.slice(2);
+if (argv[0] === "savepoint" && argv[1] === "inspect") {
+  // Reading a savepoint needs the savepoint layer, which sits above the CLI's (cluster/).
+  const { runInspectCommand } = await import("../src/savepoint/inspect.ts");
+  process.exitCode = await runInspectCommand(argv.slice(2), { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
+} else {
+  await import("../src/cluster/cli.ts");
+}

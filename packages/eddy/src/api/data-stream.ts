@@ -64,7 +64,13 @@ abstract class OperatorHandle {
   /** Stable operator id; savepoints match state to operators by it. Set it on stateful operators. */
   uid(id: string): this {
     if (typeof id !== "string" || id.length === 0) throw new TypeError("uid needs a non-empty string");
-    this.#physical("uid").uid = id;
+    const t = this.#physical("uid");
+    if (t.ofSource === undefined) {
+      t.uid = id;
+    } else {
+      t.ofSource.uid = id;
+      t.uid = `${id}-watermarks`;
+    }
     return this;
   }
 
@@ -77,13 +83,17 @@ abstract class OperatorHandle {
 
   setParallelism(parallelism: number): this {
     checkParallelism(parallelism, MAX_MAX_PARALLELISM);
-    this.#physical("setParallelism").parallelism = parallelism;
+    const t = this.#physical("setParallelism");
+    t.parallelism = parallelism;
+    if (t.ofSource !== undefined) t.ofSource.parallelism = parallelism;
     return this;
   }
 
   setMaxParallelism(maxParallelism: number): this {
     checkParallelism(1, maxParallelism);
-    this.#physical("setMaxParallelism").maxParallelism = maxParallelism;
+    const t = this.#physical("setMaxParallelism");
+    t.maxParallelism = maxParallelism;
+    if (t.ofSource !== undefined) t.ofSource.maxParallelism = maxParallelism;
     return this;
   }
 

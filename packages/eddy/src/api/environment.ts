@@ -39,7 +39,10 @@ export class StreamExecutionEnvironment {
   fromSource<T>(source: Source<T, unknown>, watermarkStrategy: WatermarkStrategy<T>, name: string): DataStream<T> {
     if (typeof name !== "string" || name.length === 0) throw new TypeError("fromSource needs a name");
     const stream = this.#addSource(source, name);
-    return stream._transform(`${name}: Timestamps/Watermarks`, timestampsAndWatermarksOperator(watermarkStrategy), false);
+    const timed = stream._transform(`${name}: Timestamps/Watermarks`, timestampsAndWatermarksOperator(watermarkStrategy), false);
+    // One operator to the user: uid and parallelism set on `timed` apply to the source as well.
+    Object.assign(timed._transformation, { ofSource: stream._transformation });
+    return timed;
   }
 
   /** Default parallelism of every operator of this job. */

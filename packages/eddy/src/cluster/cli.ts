@@ -9,12 +9,23 @@ import { describeCause, EddyError } from "../core/errors.ts";
 import { jsonLogger, type LogLevel } from "../core/logger.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { startJob, type RunOptions } from "./local-job.ts";
+import { controlCommand, isControlCommand } from "./control-cli.ts";
+import { startControlServer, type ControlServer } from "./control-server.ts";
+import type { JobExecution, RunOptions } from "./local-job.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
 Usage:
   eddy run <job.ts> [options]   Run a job module (its default export is defineJob(...))
+  eddy list [--json] [--all]    The jobs running on this machine (--all: also those gone)
+  eddy savepoint <jobId> [--dir <dir>]
+                                Take a savepoint of a running job; prints its path
+  eddy stop <jobId> [--savepoint [--drain] [--dir <dir>]]
+                                Stop a running job, with a final savepoint when asked (--drain:
+                                fire every window and event-time timer first); prints its path
+  eddy cancel <jobId>           End a running job at once, without a savepoint
+  eddy savepoint inspect <dir> [--json]
+                                What a savepoint (or checkpoint) holds: operators, states, sizes
   eddy --help                   Show this help
 
 Options for run:
@@ -24,6 +35,7 @@ Options for run:
       --inline                  Run every subtask on the main thread instead of worker threads
       --log-level <level>       debug | info | warn | error | silent (default warn)
       --no-progress             Do not report progress on stderr
+      --no-control              Do not start the job's control API (used by list/savepoint/stop/cancel)
 
 Checkpoints (see the README):
       --checkpoint-interval <ms>   Take a checkpoint every <ms> (overrides the job's setting)
@@ -31,10 +43,17 @@ Checkpoints (see the README):
       --checkpoint-dir <dir>       Where checkpoints go (default ./.eddy/checkpoints/<job-id>/)
       --job-id <id>                The job's checkpoint directory name (default: its name)
       --from-checkpoint <dir>      Resume from <dir> = <checkpoint-dir>/<job-id>/chk-<n>
+      --from-savepoint <dir>       Resume from a savepoint directory (any parallelism up to max)
+      --allow-non-restored-state   Drop savepoint state of operators (uids) the job no longer has
+      --savepoint-dir <dir>        Where savepoints go (default ./.eddy/savepoints)
       --restart-strategy <spec>    none | fixed-delay[:attempts[:delayMs]] (default fixed-delay:3:1000)
                                    | exponential-delay[:initialMs[:maxMs]] | failure-rate[:max[:intervalMs[:delayMs]]]
   -D, --define <key=value>         A configuration key, e.g. -D execution.checkpointing.interval=10s
                                    (see the README; flags win over keys)
+
+Control: a running job serves a local control API (loopback only, bearer token); its registry
+entry and token file (mode 0600) are in $EDDY_HOME/jobs (default ~/.eddy/jobs). With --dir, the
+CLI moves the savepoint directory there itself.
 
 Records written by print() go to stdout as JSON lines; logs and progress go to stderr.
 `;
@@ -77,6 +96,12 @@ function checkpointOptions(values: Record<string, string | boolean | string[] | 
   if (str("checkpoint-dir") !== undefined) out.checkpointDir = str("checkpoint-dir");
   if (str("job-id") !== undefined) out.jobId = str("job-id");
   if (str("from-checkpoint") !== undefined) out.fromCheckpoint = str("from-checkpoint");
+  if (str("from-savepoint") !== undefined) out.fromSavepoint = str("from-savepoint");
+  if (str("savepoint-dir") !== undefined) out.savepointDir = str("savepoint-dir");
+  if (values["allow-non-restored-state"] === true) {
+    if (out.fromSavepoint === undefined && out.fromCheckpoint === undefined) fail("--allow-non-restored-state needs --from-savepoint or --from-checkpoint", 2);
+    out.allowNonRestoredState = true;
+  }
   const strategy = str("restart-strategy");
   if (strategy !== undefined) out.restartStrategy = parseRestartStrategy(strategy);
   return out;
@@ -121,6 +146,16 @@ function checkpointSummary(stats: readonly CheckpointStats[], restoredFrom: read
 }
 
 async function main(argv: string[]): Promise<void> {
+  const first = argv[0];
+  if (first !== undefined && isControlCommand(first)) {
+    try {
+      await controlCommand(first, argv.slice(1));
+    } catch (e) {
+      if (e instanceof EddyError && e.code === "USAGE") fail(`${e.message} (see eddy --help)`, 2);
+      fail(e instanceof EddyError ? e.message : describeCause(e));
+    }
+    return;
+  }
   let parsed;
   try {
     parsed = parseArgs({
@@ -134,11 +169,15 @@ async function main(argv: string[]): Promise<void> {
         inline: { type: "boolean" },
         "log-level": { type: "string" },
         "no-progress": { type: "boolean" },
+        "no-control": { type: "boolean" },
         "checkpoint-interval": { type: "string" },
         "checkpoint-mode": { type: "string" },
         "checkpoint-dir": { type: "string" },
         "job-id": { type: "string" },
         "from-checkpoint": { type: "string" },
+        "from-savepoint": { type: "string" },
+        "allow-non-restored-state": { type: "boolean" },
+        "savepoint-dir": { type: "string" },
         "restart-strategy": { type: "string" },
         define: { type: "string", short: "D", multiple: true },
       },
@@ -159,6 +198,8 @@ async function main(argv: string[]): Promise<void> {
   if (!["debug", "info", "warn", "error", "silent"].includes(level)) fail(`unknown log level '${level}'`, 2);
   const logger = jsonLogger((line) => void process.stderr.write(line), level);
 
+  // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
+  const { startJob } = await import("./local-job.ts");
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
   try {
@@ -175,7 +216,7 @@ async function main(argv: string[]): Promise<void> {
       execution?.cancel();
     }
   });
-  let execution: ReturnType<typeof startJob> | undefined;
+  let execution: JobExecution | undefined;
   try {
     execution = startJob(module, {
       parallelism: positiveInt(values.parallelism, "--parallelism"),
@@ -190,8 +231,20 @@ async function main(argv: string[]): Promise<void> {
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));
   }
+  const startedAt = execution.startedAtMs;
+  let control: ControlServer | undefined;
+  if (values["no-control"] !== true) {
+    const id = execution.id;
+    try {
+      control = await startControlServer(execution, { logger });
+    } catch (e) {
+      execution.cancel();
+      await execution.done.catch(() => undefined);
+      fail(`${e instanceof EddyError ? e.message : describeCause(e)} (or run with --no-control)`);
+    }
+    process.stderr.write(`[eddy] job '${execution.jobName}' (id ${id}) control API on ${control.url}, token in ${control.tokenFile}\n`);
+  }
   const progress = values["no-progress"] !== true && process.stderr.isTTY === true;
-  const startedAt = Date.now();
   const timer = progress
     ? setInterval(() => {
         const n = execution!.sourceRecords;
@@ -199,22 +252,28 @@ async function main(argv: string[]): Promise<void> {
         process.stderr.write(`\r[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
       }, 500)
     : undefined;
-  try {
-    const result = await execution.done;
-    if (timer !== undefined) process.stderr.write("\n");
-    const rate = result.durationMs > 0 ? Math.round((result.sourceRecords * 1000) / result.durationMs) : result.sourceRecords;
-    process.stderr.write(
-      `[eddy] job '${result.jobName}' finished: ${result.sourceRecords.toLocaleString("en")} records in ${result.durationMs} ms (${rate.toLocaleString("en")} records/s)\n`,
-    );
-    const checkpoints = execution.checkpoints();
-    if (checkpoints.length > 0 || execution.restarts > 0) process.stderr.write(checkpointSummary(checkpoints, execution.restoredFrom));
-  } catch (e) {
-    if (timer !== undefined) process.stderr.write("\n");
-    if (stdoutBroken) return;
-    fail(e instanceof EddyError ? `job '${execution.jobName}' failed: ${e.message}` : describeCause(e));
-  } finally {
-    if (timer !== undefined) clearInterval(timer);
+  const outcome = await execution.done.then(
+    (result) => ({ result }),
+    (error: unknown) => ({ error }),
+  );
+  if (timer !== undefined) {
+    clearInterval(timer);
+    process.stderr.write("\n");
   }
+  // Before reporting: fail() exits the process, and the registry entry must not outlive the job.
+  await control?.close();
+  if ("error" in outcome) {
+    if (stdoutBroken) return;
+    const e = outcome.error;
+    fail(e instanceof EddyError ? `job '${execution.jobName}' failed: ${e.message}` : describeCause(e));
+  }
+  const { result } = outcome;
+  const rate = result.durationMs > 0 ? Math.round((result.sourceRecords * 1000) / result.durationMs) : result.sourceRecords;
+  process.stderr.write(
+    `[eddy] job '${result.jobName}' finished: ${result.sourceRecords.toLocaleString("en")} records in ${result.durationMs} ms (${rate.toLocaleString("en")} records/s)\n`,
+  );
+  const checkpoints = execution.checkpoints();
+  if (checkpoints.length > 0 || execution.restarts > 0) process.stderr.write(checkpointSummary(checkpoints, execution.restoredFrom));
 }
 
 await main(process.argv.slice(2));

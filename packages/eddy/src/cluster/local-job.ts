@@ -335,7 +335,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
 }
 
 /** A job name as a directory name: letters, digits, '.', '_' and '-' only. */
-function fileSafe(name: string): string {
+export function fileSafe(name: string): string {
   const safe = name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
   return (safe.length === 0 ? "job" : safe).slice(0, 100);
 }

@@ -25,6 +25,12 @@ interface PhysicalBase {
   codec: BatchCodec | undefined;
   /** Whether the operator keeps state (it then should have a uid for savepoints). */
   readonly stateful: boolean;
+  /**
+   * The source this operator belongs to, for the timestamps/watermarks operator that `fromSource`
+   * puts after it: `.uid(id)` on the stream `fromSource` returns names the source (which holds the
+   * split positions) `id`, and this operator `${id}-watermarks`.
+   */
+  readonly ofSource?: SourceTransformation;
 }
 
 export interface SourceTransformation extends PhysicalBase {

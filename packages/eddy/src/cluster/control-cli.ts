@@ -1,0 +1,82 @@
+/**
+ * `eddy list / savepoint / stop / cancel`: the commands that control a running job through its
+ * control API (control-client.ts). Results go to stdout (a savepoint's path, the job table);
+ * failures are thrown as EddyError, a usage error with code "USAGE" (cli.ts exits 2 on it, 1 on
+ * the others).
+ */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { EddyError } from "../core/errors.ts";
+import type { SavepointResult } from "./control.ts";
+import { connectJob, listJobs, type JobListing } from "./control-client.ts";
+import { moveSavepoint } from "./move-savepoint.ts";
+
+export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel"] as const;
+export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
+
+export function isControlCommand(command: string): command is ControlCommand {
+  return (CONTROL_COMMANDS as readonly string[]).includes(command);
+}
+
+export async function controlCommand(command: ControlCommand, argv: readonly string[]): Promise<void> {
+  switch (command) {
+    case "list": {
+      const { values } = parse(argv, { json: { type: "boolean" }, all: { type: "boolean" } }, 0);
+      const jobs = (await listJobs()).filter((j) => values.all === true || j.alive);
+      process.stdout.write(values.json === true ? jobs.map((j) => JSON.stringify(j) + "\n").join("") : jobTable(jobs));
+      return;
+    }
+    case "savepoint": {
+      // `eddy savepoint inspect <dir>` is dispatched by bin/eddy.js to savepoint/inspect.ts (a
+      // layer above this one); "inspect" is never taken for a job id.
+      if (argv[0] === "inspect") throw usage("'eddy savepoint inspect' is run by the eddy command (bin/eddy.js)");
+      const { values, positionals } = parse(argv, { dir: { type: "string" } }, 1);
+      const job = await connectJob(positionals[0]!);
+      await printSavepoint(await job.savepoint(), values.dir);
+      return;
+    }
+    case "stop": {
+      const { values, positionals } = parse(argv, { savepoint: { type: "boolean" }, drain: { type: "boolean" }, dir: { type: "string" } }, 1);
+      const savepoint = values.savepoint === true;
+      if (values.drain === true && !savepoint) throw usage("--drain needs --savepoint: eddy stop <jobId> --savepoint --drain");
+      if (values.dir !== undefined && !savepoint) throw usage("--dir needs --savepoint: eddy stop <jobId> --savepoint --dir <dir>");
+      const job = await connectJob(positionals[0]!);
+      const result = await job.stop({ savepoint, drain: values.drain === true });
+      if (result !== undefined) await printSavepoint(result, values.dir);
+      return;
+    }
+    case "cancel": {
+      const { positionals } = parse(argv, {}, 1);
+      await (await connectJob(positionals[0]!)).cancel();
+      return;
+    }
+  }
+}
+
+/** Prints the savepoint's path; with `dir`, moves it there first and prints the new path. */
+async function printSavepoint(result: SavepointResult, dir: string | undefined): Promise<void> {
+  const path = dir === undefined ? result.path : await moveSavepoint(result.path, dir);
+  process.stdout.write(path + "\n");
+}
+
+/** Options and exactly `count` positionals (a job id, or none), else a usage error. */
+function parse<O extends NonNullable<ParseArgsConfig["options"]>>(argv: readonly string[], options: O, count: 0 | 1) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw usage((e as Error).message);
+  }
+  if (parsed.positionals.length < count) throw usage("a job id is needed (see 'eddy list')");
+  if (parsed.positionals.length > count) throw usage(`unexpected arguments: ${parsed.positionals.slice(count).join(" ")}`);
+  return parsed;
+}
+
+function usage(message: string): EddyError {
+  return new EddyError("USAGE", message, { domain: "user" });
+}
+
+function jobTable(jobs: readonly JobListing[]): string {
+  const rows = [["ID", "NAME", "STATUS", "PID", "STARTED"], ...jobs.map((j) => [j.id, j.name, j.status, String(j.pid), new Date(j.startedAtMs).toISOString()])];
+  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]!))).join("  ") + "\n").join("");
+}

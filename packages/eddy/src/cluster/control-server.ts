@@ -1,0 +1,408 @@
+/**
+ * The local control API of a running job: a small JSON-over-HTTP server that `eddy savepoint /
+ * stop / cancel / list` talk to (control-client.ts).
+ *
+ * Security: it listens on loopback (127.0.0.1) unless told otherwise; every request carries
+ * `Authorization: Bearer <token>`, a random token kept in a 0600 file next to the job's registry
+ * entry (control-registry.ts); it never takes a path from the client: a savepoint goes to the
+ * job's own savepoint directory, and a client that wants it elsewhere moves it itself.
+ *
+ * Bounds: request bodies up to 16 KiB, at most MAX_IN_FLIGHT requests at once (more get 503),
+ * and a request must arrive within REQUEST_TIMEOUT_MS. A savepoint may take as long as it takes:
+ * the response is bounded by the client's timeout, not here.
+ *
+ * Endpoints (every body is JSON: the result, or `{ error: { code, message } }`):
+ *   GET  /v1/job            → 200 JobInfo
+ *   POST /v1/job/savepoint  {}                                 → 200 SavepointResult
+ *   POST /v1/job/stop       { savepoint: boolean, drain?: boolean } → 200 { savepoint: SavepointResult | null }
+ *   POST /v1/job/cancel     {}                                 → 202 {}
+ * A failure of the job's method is 409 when it is an EddyError of the "user" or "config" domain
+ * (the request does not fit the job: not running, no checkpointing, …), else 500.
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { chmod, link, mkdir, open, readFile, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
+import { describeCause, EddyError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import type { ControlledJob, JobStatus } from "./control.ts";
+import {
+  checkJobId,
+  controlHome,
+  isPidAlive,
+  jobsDir,
+  readRegistryEntry,
+  REGISTRY_VERSION,
+  registryFile,
+  type RegistryEntry,
+} from "./control-registry.ts";
+
+/** What `GET /v1/job` answers. */
+export interface JobInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly status: JobStatus;
+  readonly pid: number;
+  readonly startedAtMs: number;
+}
+
+export interface ControlServerOptions {
+  /** Where the registry lives (default: EDDY_HOME, else ~/.eddy). */
+  readonly home?: string;
+  readonly logger: Logger;
+  /** Interface to listen on (default 127.0.0.1; anything else exposes the API beyond this machine). */
+  readonly host?: string;
+}
+
+export interface ControlServer {
+  readonly url: string;
+  readonly tokenFile: string;
+  readonly registryFile: string;
+  /**
+   * Stops accepting requests, lets requests in flight answer (for up to CLOSE_GRACE_MS), and
+   * removes the registry and token files if they are still this server's. May be called twice.
+   */
+  close(): Promise<void>;
+}
+
+export const MAX_BODY_BYTES = 16 * 1024;
+export const MAX_IN_FLIGHT = 4;
+const HEADERS_TIMEOUT_MS = 5_000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const CLOSE_GRACE_MS = 5_000;
+
+/** Registry files of servers open in this process: a second server for the same job id is refused. */
+const openHere = new Set<string>();
+
+/** An answer to a request: status and JSON body. */
+interface Reply {
+  readonly status: number;
+  readonly body: unknown;
+}
+
+type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>) => Promise<Reply> };
+
+export async function startControlServer(job: ControlledJob, options: ControlServerOptions): Promise<ControlServer> {
+  checkJobId(job.id);
+  const home = controlHome(options.home);
+  const regFile = registryFile(home, job.id);
+  // Claimed before the first await, so two servers of this process cannot both pass the check.
+  if (openHere.has(regFile)) throw jobIdInUse(job.id, process.pid);
+  openHere.add(regFile);
+  try {
+    return await openControlServer(job, options.logger, options.host ?? "127.0.0.1", jobsDir(home), regFile);
+  } catch (e) {
+    openHere.delete(regFile);
+    if (e instanceof EddyError) throw e;
+    throw new EddyError("CONTROL_SERVER_FAILED", `cannot start the control API of job '${job.id}': ${describeCause(e)}`, { domain: "external", cause: e });
+  }
+}
+
+async function openControlServer(job: ControlledJob, logger: Logger, host: string, dir: string, regFile: string): Promise<ControlServer> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  // An existing directory may be wider open (made by hand): others must not plant entries in it.
+  await chmod(dir, 0o700);
+  await claimJobId(dir, job.id, logger);
+
+  const token = randomBytes(32).toString("hex");
+  const tokenFile = join(dir, `${job.id}.${process.pid}.token`);
+  // The name holds this process's pid, so a file already there is a leftover of a process
+  // that had the same pid and died before publishing its entry.
+  await unlink(tokenFile).catch(ignoreMissing);
+  await writeExclusive(tokenFile, token);
+
+  const routes = controlRoutes(job);
+  const inFlight = new Set<Promise<void>>();
+  const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
+    if (inFlight.size >= MAX_IN_FLIGHT) {
+      send(res, { status: 503, body: errorBody("BUSY", `too many requests in flight (at most ${MAX_IN_FLIGHT}); retry later`) }, true);
+      return;
+    }
+    const handled = serve(req, res, token, routes, logger).catch((e: unknown) => {
+      logger.error("control request failed", { job: job.id, cause: describeCause(e) });
+      if (!res.headersSent) send(res, { status: 500, body: errorBody("INTERNAL", describeCause(e)) }, true);
+    });
+    inFlight.add(handled);
+    void handled.finally(() => inFlight.delete(handled));
+  });
+  // The job keeps the process alive, not its control API.
+  server.unref();
+
+  let url: string;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = server.address() as AddressInfo;
+    url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
+  } catch (e) {
+    server.close();
+    await unlinkIfOurs(tokenFile, token);
+    throw e;
+  }
+  logger.info("control API listening", { job: job.id, url, tokenFile });
+
+  let closing: Promise<void> | undefined;
+  const close = async (): Promise<void> => {
+    server.close();
+    server.closeIdleConnections();
+    const grace = new AbortController();
+    await Promise.race([Promise.allSettled(inFlight), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
+    grace.abort();
+    server.closeAllConnections();
+    const current = await readRegistryEntry(regFile).catch(() => undefined);
+    if (current !== undefined && current.pid === process.pid && current.url === url) await unlink(regFile).catch(ignoreMissing);
+    await unlinkIfOurs(tokenFile, token);
+    openHere.delete(regFile);
+  };
+  return { url, tokenFile, registryFile: regFile, close: () => (closing ??= close()) };
+}
+
+function jobIdInUse(id: string, pid: number): EddyError {
+  return new EddyError("JOB_ID_IN_USE", `job id '${id}' is in use by a running job (pid ${pid}); pass --job-id to give this job another id`, { domain: "config" });
+}
+
+/**
+ * Makes the job's registry file free: refuses when a live process other than this one holds it
+ * (this process's own servers are in `openHere`); removes a stale entry (its process is gone, or
+ * it is this process's pid from before) and its token file.
+ */
+async function claimJobId(dir: string, id: string, logger: Logger): Promise<void> {
+  const regFile = join(dir, `${id}.json`);
+  const existing = await readRegistryEntry(regFile);
+  if (existing === undefined) {
+    // Missing, or not a readable entry (another version, damaged): either way not a live claim.
+    await unlink(regFile).catch(ignoreMissing);
+    return;
+  }
+  if (existing.pid !== process.pid && isPidAlive(existing.pid)) throw jobIdInUse(id, existing.pid);
+  logger.info("replacing the stale registry entry of a job that is gone", { job: id, pid: existing.pid });
+  await unlink(regFile).catch(ignoreMissing);
+  // Only a token file where this registry keeps them, named for that job and process.
+  if (existing.tokenFile === join(dir, `${id}.${existing.pid}.token`)) {
+    await unlink(existing.tokenFile).catch(ignoreMissing);
+  }
+}
+
+/**
+ * Writes the registry entry atomically and exclusively: a temporary file, then `link` into place,
+ * which fails when another process claimed the id in the meantime.
+ */
+async function publish(regFile: string, entry: RegistryEntry): Promise<void> {
+  const temp = `${regFile}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  await writeExclusive(temp, JSON.stringify(entry) + "\n");
+  try {
+    await link(temp, regFile);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new EddyError("JOB_ID_IN_USE", `job id '${entry.id}' was just taken by another job; pass --job-id to give this job another id`, { domain: "config" });
+    }
+    throw e;
+  } finally {
+    await unlink(temp).catch(ignoreMissing);
+  }
+}
+
+/** Creates `file` (mode 0600; fails if it exists) with `text`, flushed to disk. */
+async function writeExclusive(file: string, text: string): Promise<void> {
+  const handle = await open(file, "wx", 0o600);
+  try {
+    await handle.writeFile(text, "utf8");
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
+async function unlinkIfOurs(tokenFile: string, token: string): Promise<void> {
+  const text = await readFile(tokenFile, "utf8").catch(() => undefined);
+  if (text === token) await unlink(tokenFile).catch(ignoreMissing);
+}
+
+function ignoreMissing(e: unknown): void {
+  if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+}
+
+function controlRoutes(job: ControlledJob): ReadonlyMap<string, Route> {
+  return new Map<string, Route>([
+    [
+      "/v1/job",
+      {
+        method: "GET",
+        handle: async () => ({ status: 200, body: { id: job.id, name: job.name, status: job.status(), pid: process.pid, startedAtMs: job.startedAtMs } satisfies JobInfo }),
+      },
+    ],
+    [
+      "/v1/job/savepoint",
+      {
+        method: "POST",
+        handle: async (body) => {
+          onlyFields(body, {});
+          const result = await job.savepoint();
+          return { status: 200, body: { path: result.path, checkpointId: result.checkpointId, bytes: result.bytes } };
+        },
+      },
+    ],
+    [
+      "/v1/job/stop",
+      {
+        method: "POST",
+        handle: async (body) => {
+          onlyFields(body, { savepoint: true, drain: false });
+          const savepoint = body.savepoint as boolean;
+          const drain = (body.drain as boolean | undefined) ?? false;
+          const result = await job.stop({ savepoint, drain });
+          return { status: 200, body: { savepoint: result === undefined ? null : { path: result.path, checkpointId: result.checkpointId, bytes: result.bytes } } };
+        },
+      },
+    ],
+    [
+      "/v1/job/cancel",
+      {
+        method: "POST",
+        handle: async (body) => {
+          onlyFields(body, {});
+          job.cancel();
+          return { status: 202, body: {} };
+        },
+      },
+    ],
+  ]);
+}
+
+/** A 400 answer, thrown by request validation. */
+class BadRequest extends Error {}
+
+/**
+ * Checks that `body` has only boolean fields named in `fields` (value: whether required). A field
+ * such as `dir` or `path` is refused, so a client cannot choose where the job writes.
+ */
+function onlyFields(body: Record<string, unknown>, fields: Readonly<Record<string, boolean>>): void {
+  for (const [name, value] of Object.entries(body)) {
+    if (!(name in fields)) {
+      const allowed = Object.keys(fields);
+      throw new BadRequest(`unknown field '${name}'${allowed.length === 0 ? ": this request takes an empty object" : ` (allowed: ${allowed.join(", ")})`}`);
+    }
+    if (typeof value !== "boolean") throw new BadRequest(`field '${name}' must be a boolean, got ${value === null ? "null" : typeof value}`);
+  }
+  for (const [name, required] of Object.entries(fields)) {
+    if (required && !(name in body)) throw new BadRequest(`missing field '${name}' (a boolean)`);
+  }
+}
+
+async function serve(req: IncomingMessage, res: ServerResponse, token: string, routes: ReadonlyMap<string, Route>, logger: Logger): Promise<void> {
+  if (!authorized(req.headers.authorization, token)) {
+    send(res, { status: 401, body: errorBody("UNAUTHORIZED", "missing or wrong bearer token (see the job's token file)") }, true);
+    return;
+  }
+  const path = new URL(req.url ?? "/", "http://localhost").pathname;
+  const route = routes.get(path);
+  if (route === undefined) {
+    send(res, { status: 404, body: errorBody("NOT_FOUND", `no endpoint ${path}`) }, true);
+    return;
+  }
+  if (req.method !== route.method) {
+    res.setHeader("Allow", route.method);
+    send(res, { status: 405, body: errorBody("METHOD_NOT_ALLOWED", `${path} takes ${route.method}, not ${req.method}`) }, true);
+    return;
+  }
+  let body: Record<string, unknown> = {};
+  if (route.method === "POST") {
+    const read = await readBody(req);
+    if (typeof read === "number") {
+      send(res, read === 413 ? { status: 413, body: errorBody("BODY_TOO_LARGE", `request body over ${MAX_BODY_BYTES} bytes`) } : { status: 400, body: errorBody("BAD_REQUEST", "request body incomplete") }, true);
+      return;
+    }
+    const parsed = parseBody(read);
+    if (typeof parsed === "string") {
+      send(res, { status: 400, body: errorBody("BAD_REQUEST", parsed) }, false);
+      return;
+    }
+    body = parsed;
+  }
+  let reply: Reply;
+  try {
+    reply = await route.handle(body);
+  } catch (e) {
+    reply = failureReply(e, path, logger);
+  }
+  send(res, reply, false);
+}
+
+function failureReply(e: unknown, path: string, logger: Logger): Reply {
+  if (e instanceof BadRequest) return { status: 400, body: errorBody("BAD_REQUEST", e.message) };
+  if (e instanceof EddyError) {
+    const conflict = e.domain === "user" || e.domain === "config";
+    if (!conflict) logger.warn("control request failed in the job", { path, code: e.code, message: e.message });
+    return { status: conflict ? 409 : 500, body: errorBody(e.code, e.message) };
+  }
+  logger.error("control request failed in the job", { path, cause: describeCause(e) });
+  return { status: 500, body: errorBody("INTERNAL", describeCause(e)) };
+}
+
+function authorized(header: string | undefined, token: string): boolean {
+  if (header === undefined || !header.startsWith("Bearer ")) return false;
+  const given = Buffer.from(header.slice("Bearer ".length).trim(), "utf8");
+  const expected = Buffer.from(token, "utf8");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** The body as text, or 413 once it exceeds MAX_BODY_BYTES (reading stops), or 400 if the client went away. */
+function readBody(req: IncomingMessage): Promise<string | 413 | 400> {
+  const declared = Number(req.headers["content-length"] ?? 0);
+  if (declared > MAX_BODY_BYTES) return Promise.resolve(413);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.off("data", onData);
+        req.pause();
+        resolve(413);
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on("data", onData);
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("aborted", () => resolve(400));
+    req.on("error", () => resolve(400));
+  });
+}
+
+/** The body as a JSON object (an empty body is `{}`), or a message saying what is wrong. */
+function parseBody(text: string): Record<string, unknown> | string {
+  if (text.trim() === "") return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    return `malformed JSON body: ${(e as Error).message}`;
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "the body must be a JSON object";
+  return value as Record<string, unknown>;
+}
+
+function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+/** Writes the reply; with `closeConnection` the socket is closed after it (unread body, bad client). */
+function send(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
+  const text = JSON.stringify(reply.body);
+  res.writeHead(reply.status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+    "Cache-Control": "no-store",
+    ...(closeConnection ? { Connection: "close" } : {}),
+  });
+  res.end(text);
+}
