@@ -222,3 +222,22 @@ test("savepoints need checkpointing, and the exactly-once mode", async () => {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("restoring above the savepoint's max parallelism, or with another max parallelism, is refused clearly", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-maxp-"));
+  try {
+    process.env.EDDY_SP_MAX_PARALLELISM = "13";
+    const job = runJob(rescalable, { mode: "inline", checkpointing: { intervalMs: 60_000 }, checkpointDir: join(dir, "checkpoints"), savepointDir: dir, jobId: "maxp" });
+    while (job.sourceRecords < RECORDS / 8) await new Promise((resolve) => setTimeout(resolve, 10));
+    const savepoint = (await job.stop({ savepoint: true }))!.path;
+    await job.done;
+    const restore = (options: RunOptions) =>
+      runJob(rescalable, { mode: "inline", checkpointing: { intervalMs: 60_000 }, checkpointDir: join(dir, "checkpoints"), restartStrategy: { type: "none" }, fromSavepoint: savepoint, ...options });
+    assert.throws(() => restore({ parallelism: 14 }), /parallelism 14 exceeds maxParallelism 13/);
+    process.env.EDDY_SP_MAX_PARALLELISM = "16";
+    await assert.rejects(restore({ parallelism: 2 }).done, /uid 'counter'\) has keyed state for max parallelism 13.*runs with max parallelism 16/);
+  } finally {
+    delete process.env.EDDY_SP_MAX_PARALLELISM;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -20,19 +20,23 @@ export interface Clock {
 }
 
 /** Wall-clock processing time. */
+/** The longest delay setTimeout takes (2^31 − 1 ms, ~24.8 days); a longer one fires at once. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
 export class SystemClock implements Clock {
   now(): number {
     return Date.now();
   }
 
   schedule(atMs: number, callback: (nowMs: number) => void): ScheduledCallback {
-    const delay = Math.max(0, atMs - Date.now());
-    // Timers may fire a little early on some platforms; re-arm until the time has really come.
+    const delay = Math.min(MAX_TIMEOUT_MS, Math.max(0, atMs - Date.now()));
+    // Timers may fire a little early on some platforms, and one further away than setTimeout
+    // can wait fires early on purpose: re-arm until the time has really come.
     let handle: ReturnType<typeof setTimeout> | undefined;
     const fire = (): void => {
       const now = Date.now();
       if (now < atMs) {
-        handle = setTimeout(fire, atMs - now);
+        handle = setTimeout(fire, Math.min(MAX_TIMEOUT_MS, atMs - now));
         handle.unref?.();
         return;
       }
