@@ -223,7 +223,7 @@ test("savepoints need checkpointing, and the exactly-once mode", async () => {
   }
 });
 
-test("restoring above the savepoint's max parallelism, or with another max parallelism, is refused clearly", async () => {
+test("restoring above the savepoint's max parallelism, or with another max parallelism, is refused clearly; an unset one is kept", async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-maxp-"));
   try {
     process.env.EDDY_SP_MAX_PARALLELISM = "13";
@@ -236,6 +236,13 @@ test("restoring above the savepoint's max parallelism, or with another max paral
     assert.throws(() => restore({ parallelism: 14 }), /parallelism 14 exceeds maxParallelism 13/);
     process.env.EDDY_SP_MAX_PARALLELISM = "16";
     await assert.rejects(restore({ parallelism: 2 }).done, /uid 'counter'\) has keyed state for max parallelism 13.*runs with max parallelism 16/);
+    // A job that does not set its max parallelism keeps the savepoint's (the default at
+    // parallelism 3 would be 128, where the state cannot go).
+    process.env.EDDY_SP_MAX_PARALLELISM = "unset";
+    const resumed = restore({ parallelism: 3, mode: "threads" });
+    assert.equal(resumed.plan.nodes.find((n) => n.operatorId === "counter")!.maxParallelism, 13);
+    await resumed.done;
+    assert.equal(job.sourceRecords + resumed.sourceRecords, RECORDS, "every record read once over both runs");
   } finally {
     delete process.env.EDDY_SP_MAX_PARALLELISM;
     rmSync(dir, { recursive: true, force: true });

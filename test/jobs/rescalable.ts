@@ -180,8 +180,9 @@ class Counting implements KeyedProcessFunction<number, number, TimerFired> {
 }
 
 export default defineJob("rescalable", (env) => {
-  const maxParallelism = Number(process.env.EDDY_SP_MAX_PARALLELISM ?? 128);
-  env.setMaxParallelism(maxParallelism);
+  // "unset": the job leaves it to the run (or to the savepoint it restores).
+  const maxParallelism = process.env.EDDY_SP_MAX_PARALLELISM ?? "128";
+  if (maxParallelism !== "unset") env.setMaxParallelism(Number(maxParallelism));
   const perMs = Number(process.env.EDDY_SP_PER_MS ?? 10);
   const tallied = env
     .fromSource(pacedSource(perMs), WatermarkStrategy.noWatermarks<number>(), "paced")

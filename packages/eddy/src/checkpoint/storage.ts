@@ -6,6 +6,7 @@
  * last and atomically. A checkpoint without a valid manifest does not exist.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { link, mkdir, open, readFile, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
@@ -137,7 +138,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await syncDirectory(this.#jobDir);
   }
 
-  readManifest(checkpointId: number): Promise<unknown> {
+  async readManifest(checkpointId: number): Promise<unknown> {
     return readManifestIn(this.checkpointDir(checkpointId), `checkpoint ${checkpointId}`);
   }
 
@@ -173,9 +174,17 @@ export class LocalCheckpointStorage implements CheckpointStorage {
 }
 
 /** The manifest of the snapshot directory `dir` (a checkpoint's or a savepoint's), checked by its CRCs. */
-export async function readManifestIn(dir: string, what: string): Promise<unknown> {
+export function readManifestIn(dir: string, what: string): unknown {
+  // Synchronous (a manifest is small): a job reads the one it restores before it plans.
   const path = join(dir, MANIFEST);
-  const bytes = await readExisting(path, `${what} has no manifest ('${path}')`);
+  let bytes: Uint8Array;
+  try {
+    const buffer = readFileSync(path);
+    bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") throw new EddyError("CHECKPOINT_MISSING", `${what} has no manifest ('${path}')`, { domain: "external", retryable: false });
+    throw e;
+  }
   return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
 }
 

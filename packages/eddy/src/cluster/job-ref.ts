@@ -83,6 +83,8 @@ export async function loadJob(ref: JobRef): Promise<JobDefinition> {
 export interface PlanSettings {
   readonly parallelism?: number | undefined;
   readonly maxParallelism?: number | undefined;
+  /** See PlanOptions.restoredMaxParallelism. */
+  readonly restoredMaxParallelism?: Readonly<Record<string, number>> | undefined;
 }
 
 /** Builds the job's graph and compiles it; the coordinator and every worker call this alike. */
@@ -92,6 +94,7 @@ export function planJob(job: JobDefinition, settings: PlanSettings, logger: Logg
     jobName: job.name,
     parallelism: env.getParallelism() ?? settings.parallelism ?? 1,
     maxParallelism: env.getMaxParallelism() ?? settings.maxParallelism,
+    restoredMaxParallelism: settings.restoredMaxParallelism,
     logger,
   });
   return { env, plan };

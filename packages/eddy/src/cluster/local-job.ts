@@ -22,7 +22,7 @@ import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
-import { DEFAULT_RESTART_STRATEGY, RecoveringJob } from "./recovering-job.ts";
+import { DEFAULT_RESTART_STRATEGY, RecoveringJob, restorePointOf } from "./recovering-job.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
 import type { CheckpointLocation } from "./thread-protocol.ts";
@@ -113,7 +113,16 @@ export interface JobExecution extends ControlledJob {
 export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExecution {
   const job = resolveJob(jobOrModule);
   const logger = options.logger ?? silentLogger;
-  const { env, plan } = planJob(job, options, logger);
+  if ((options.fromSavepoint !== undefined || options.fromCheckpoint !== undefined) && options.checkpointing === false) {
+    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)", {
+      domain: "config",
+    });
+  }
+  const restore = restorePointOf({ checkpoint: options.fromCheckpoint, savepoint: options.fromSavepoint });
+  // Operators that do not set their max parallelism keep the one their state was written with.
+  const restoredMaxParallelism =
+    restore === undefined ? undefined : Object.fromEntries(Object.entries(restore.manifest.operators).map(([uid, o]) => [uid, o.maxParallelism]));
+  const { env, plan } = planJob(job, { ...options, restoredMaxParallelism }, logger);
   const results = new Map<string, unknown[]>();
   const committed = new Map<string, Set<string>>();
   const stdout = options.stdout ?? ((line: string) => void process.stdout.write(line + "\n"));
@@ -171,6 +180,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       placement: options.placement ?? "shared",
       parallelism: options.parallelism,
       maxParallelism: options.maxParallelism,
+      restoredMaxParallelism,
       logger,
       logLevel: options.logLevel ?? "info",
       services,
@@ -193,13 +203,10 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   }
   const jobId = options.jobId ?? fileSafe(job.name);
   const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
-  if ((options.fromSavepoint !== undefined || options.fromCheckpoint !== undefined) && checkpointConfig === undefined) {
+  if (restore !== undefined && checkpointConfig === undefined) {
     throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)", {
       domain: "config",
     });
-  }
-  if (options.fromSavepoint !== undefined && options.fromCheckpoint !== undefined) {
-    throw new EddyError("INVALID_RESTORE", "give fromSavepoint or fromCheckpoint, not both", { domain: "config" });
   }
   if (checkpointConfig !== undefined) {
     const location: CheckpointLocation = {
@@ -212,8 +219,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       location,
       storageRef: options.checkpointStorage,
       strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
-      fromCheckpoint: options.fromCheckpoint,
-      fromSavepoint: options.fromSavepoint,
+      restore,
       allowNonRestoredState: options.allowNonRestoredState === true,
       logger,
       ref: wantsInline

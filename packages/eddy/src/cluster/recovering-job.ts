@@ -34,10 +34,8 @@ export interface RecoveringJobOptions {
   /** The storage module (default: the local directory). */
   readonly storageRef: CheckpointStorageRef | undefined;
   readonly strategy: RestartStrategy;
-  /** A `chk-<n>` directory to start from instead of empty state. */
-  readonly fromCheckpoint: string | undefined;
-  /** A savepoint directory to start from instead of empty state. */
-  readonly fromSavepoint: string | undefined;
+  /** The savepoint or checkpoint to start from instead of empty state (restorePointOf). */
+  readonly restore: RestoreSource | undefined;
   /** Drop restored state that no operator of the job takes back, instead of refusing to start. */
   readonly allowNonRestoredState: boolean;
   readonly logger: Logger;
@@ -84,9 +82,7 @@ export class RecoveringJob {
     const { logger, plan, strategy } = this.#o;
     const ref = await this.#o.ref;
     this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
-    let restore: RestoreSource | undefined;
-    if (this.#o.fromCheckpoint !== undefined) restore = await checkpointDirectory(this.#o.fromCheckpoint);
-    else if (this.#o.fromSavepoint !== undefined) restore = await savepointDirectory(this.#o.fromSavepoint);
+    let restore = this.#o.restore;
     if (restore !== undefined) checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
     // Until the job completes a checkpoint of its own, a restart goes back to where it started.
     const initial = restore;
@@ -211,21 +207,30 @@ export class RecoveringJob {
   }
 }
 
-/** The checkpoint in directory `dir` (`<root>/<jobId>/chk-<n>`); its files are verified when loaded. */
-async function checkpointDirectory(dir: string): Promise<RestoreSource> {
-  const path = resolvePath(dir);
-  if (!/^chk-(0|[1-9][0-9]*)$/.test(basename(path))) {
-    throw new EddyError("INVALID_CHECKPOINT_PATH", `'${dir}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
+/**
+ * The snapshot a run starts from: a checkpoint directory (`<root>/<jobId>/chk-<n>`) or a
+ * savepoint directory (any name: savepoints are relocatable). Its manifest is read and
+ * validated now (the plan needs the max parallelism it records); its files are verified when
+ * loaded.
+ */
+export function restorePointOf(from: { readonly checkpoint?: string | undefined; readonly savepoint?: string | undefined }): RestoreSource | undefined {
+  if (from.checkpoint !== undefined && from.savepoint !== undefined) {
+    throw new EddyError("INVALID_RESTORE", "give fromSavepoint or fromCheckpoint, not both", { domain: "config" });
   }
-  return { manifest: asManifest(await readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
-}
-
-/** The savepoint in directory `dir` (any name: savepoints are relocatable). */
-async function savepointDirectory(dir: string): Promise<RestoreSource> {
-  const path = resolvePath(dir);
-  const manifest = asManifest(await readManifestIn(path, `savepoint '${path}'`), path);
+  if (from.checkpoint !== undefined) {
+    const path = resolvePath(from.checkpoint);
+    if (!/^chk-(0|[1-9][0-9]*)$/.test(basename(path))) {
+      throw new EddyError("INVALID_CHECKPOINT_PATH", `'${from.checkpoint}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
+    }
+    return { manifest: asManifest(readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
+  }
+  if (from.savepoint === undefined) return undefined;
+  const path = resolvePath(from.savepoint);
+  const manifest = asManifest(readManifestIn(path, `savepoint '${path}'`), path);
   if (!manifest.isSavepoint) {
-    throw new EddyError("NOT_A_SAVEPOINT", `'${dir}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`, { domain: "config" });
+    throw new EddyError("NOT_A_SAVEPOINT", `'${from.savepoint}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`, {
+      domain: "config",
+    });
   }
   return { manifest, dir: path };
 }

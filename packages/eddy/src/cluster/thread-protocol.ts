@@ -19,6 +19,7 @@ export interface WorkerInit {
   readonly job: JobRef;
   readonly parallelism: number | undefined;
   readonly maxParallelism: number | undefined;
+  readonly restoredMaxParallelism: Readonly<Record<string, number>> | undefined;
   readonly workerIndex: number;
   readonly workers: number;
   readonly placement: Placement;

@@ -25,6 +25,7 @@ export interface ThreadedOptions {
   readonly placement: Placement;
   readonly parallelism: number | undefined;
   readonly maxParallelism: number | undefined;
+  readonly restoredMaxParallelism: Readonly<Record<string, number>> | undefined;
   readonly logger: Logger;
   readonly logLevel: LogLevel;
   readonly services: JobServices;
@@ -147,6 +148,7 @@ export class ThreadedExecution {
         job,
         parallelism: this.#options.parallelism,
         maxParallelism: this.#options.maxParallelism,
+        restoredMaxParallelism: this.#options.restoredMaxParallelism,
         workerIndex: i,
         workers: n,
         placement: this.#options.placement,

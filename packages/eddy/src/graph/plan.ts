@@ -53,6 +53,12 @@ export interface PlanOptions {
   readonly jobName: string;
   readonly parallelism: number;
   readonly maxParallelism: number | undefined;
+  /**
+   * Max parallelism per operator id recorded by the savepoint or checkpoint the job restores:
+   * an operator whose max parallelism is not set keeps the one its state was written with
+   * (keyed state is stored per key group, so it could not restore with another).
+   */
+  readonly restoredMaxParallelism?: Readonly<Record<string, number>> | undefined;
   readonly logger: Logger;
 }
 
@@ -98,7 +104,13 @@ export function compilePlan(transformations: readonly Transformation[], options:
       }
       parallelism = Math.min(parallelism, t.source.maxParallelism);
     }
-    const maxParallelism = t.maxParallelism ?? options.maxParallelism ?? defaultMaxParallelism(parallelism);
+    const operatorId = t.uid ?? `${slug(t.name)}-${t.id}`;
+    const restored = options.restoredMaxParallelism;
+    const maxParallelism =
+      t.maxParallelism ??
+      options.maxParallelism ??
+      (restored !== undefined && Object.hasOwn(restored, operatorId) ? restored[operatorId] : undefined) ??
+      defaultMaxParallelism(parallelism);
     try {
       checkParallelism(parallelism, maxParallelism);
     } catch (e) {
@@ -117,7 +129,7 @@ export function compilePlan(transformations: readonly Transformation[], options:
     nodes.set(t, {
       transformation: t,
       name: t.name,
-      operatorId: t.uid ?? `${slug(t.name)}-${t.id}`,
+      operatorId,
       parallelism,
       maxParallelism,
       keySelectors,
