@@ -1,0 +1,116 @@
+/**
+ * Queryable state (DESIGN §9, issue 8): the contract between a running job, its state servers
+ * and clients. A client asks the job's control API where a queryable state lives (the location:
+ * which state server holds which key groups), computes the key group of its key as the job does,
+ * and reads from that server. Locations change when the job restarts (new generation); a client
+ * caches them and asks again when a server answers NOT_OWNER, UNKNOWN_STATE, or is gone.
+ *
+ * State server protocol (HTTP/1.1 on loopback, `Authorization: Bearer <job token>` on every
+ * request, JSON responses):
+ *
+ *   GET /v1/state/<name>?key=<key>[&keyGroup=<kg>]
+ *     key: the key, encoded by `encodeQueryKey` (URI-encoded in the query string)
+ *     200 { "found": true, "value": <encodeQueryValue(value)> }   the value at some point between two records
+ *     200 { "found": false }                                      no value for the key (absent is not an error)
+ *     400 BAD_KEY           the key is not a valid key, or too long (over MAX_QUERY_KEY_BYTES)
+ *     401 UNAUTHORIZED      missing or wrong token
+ *     404 UNKNOWN_STATE     no queryable state of that name here
+ *     409 NOT_OWNER         this server does not hold the key's key group (the location is stale)
+ *     413 VALUE_TOO_LARGE   the value's JSON exceeds MAX_QUERY_VALUE_BYTES
+ *     503 BUSY              too many requests in flight
+ *   Errors are { "error": { "code", "message" } }.
+ */
+import { EddyError } from "../core/errors.ts";
+import { requireValidKey, type Key } from "../core/key.ts";
+
+/** Longest encoded key accepted. */
+export const MAX_QUERY_KEY_BYTES = 1024;
+/** Largest JSON value served. */
+export const MAX_QUERY_VALUE_BYTES = 1024 * 1024;
+
+/** Where a queryable state lives now. */
+export interface QueryLocation {
+  readonly name: string;
+  /** The operator (uid) holding the state, and its name. */
+  readonly operatorId: string;
+  readonly operatorName: string;
+  readonly maxParallelism: number;
+  readonly parallelism: number;
+  /** The run attempt; a restart makes every earlier location stale. */
+  readonly generation: number;
+  /** Per subtask, the URL of the state server holding its key groups (undefined: not registered yet). */
+  readonly servers: readonly (string | undefined)[];
+}
+
+/** What a running job tells its control API about queryable state. */
+export interface QueryableJob {
+  /** The bearer token of the job's control API and state servers. */
+  readonly token: string;
+  /** Every queryable state known so far (a state declared in a function registers on first use). */
+  queryableStates(): QueryLocation[];
+}
+
+/**
+ * Keys travel as JSON text: a string key as a JSON string, a number as a JSON number, an array
+ * (composite key) as a JSON array, a bigint as {"$bigint":"<decimal>"}.
+ */
+export function encodeQueryKey(key: Key): string {
+  return JSON.stringify(key, (_k, v: unknown) => (typeof v === "bigint" ? { $bigint: v.toString() } : v));
+}
+
+export function decodeQueryKey(text: string): Key {
+  if (text.length > MAX_QUERY_KEY_BYTES) throw badKey(`the key is ${text.length} bytes, more than ${MAX_QUERY_KEY_BYTES}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text, (_k, v: unknown) => {
+      if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+      const big = (v as { $bigint?: unknown }).$bigint;
+      if (typeof big === "string" && /^-?[0-9]{1,400}$/.test(big) && Object.keys(v).length === 1) return BigInt(big);
+      return v;
+    });
+  } catch {
+    throw badKey(`the key is not JSON: ${text.slice(0, 80)}`);
+  }
+  try {
+    return requireValidKey(parsed, "query");
+  } catch (e) {
+    throw badKey(e instanceof Error ? e.message : String(e));
+  }
+}
+
+function badKey(message: string): EddyError {
+  return new EddyError("BAD_KEY", message, { domain: "user", retryable: false });
+}
+
+/**
+ * State values as JSON: bigint → {"$bigint"}, Map → {"$map": [[k, v], …]}, Set → {"$set": […]},
+ * Date → {"$date": ms}, Uint8Array → {"$bytes": base64}, undefined in arrays → null. Plain
+ * objects, arrays, strings, numbers and booleans are themselves (non-finite numbers → null).
+ */
+export function encodeQueryValue(value: unknown): string {
+  return JSON.stringify(value, function (this: unknown, key: string, v: unknown) {
+    // JSON.stringify has already called Date's toJSON: read the original from the holder.
+    const original = (this as Record<string, unknown>)[key];
+    if (original instanceof Date) return { $date: original.getTime() };
+    if (typeof v === "bigint") return { $bigint: v.toString() };
+    if (v instanceof Map) return { $map: [...v] };
+    if (v instanceof Set) return { $set: [...v] };
+    if (v instanceof Uint8Array) return { $bytes: Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString("base64") };
+    return v;
+  });
+}
+
+export function decodeQueryValue(text: string): unknown {
+  return JSON.parse(text, (_key, v: unknown) => {
+    if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
+    const o = v as Record<string, unknown>;
+    const keys = Object.keys(o);
+    if (keys.length !== 1) return v;
+    if (typeof o.$bigint === "string") return BigInt(o.$bigint);
+    if (Array.isArray(o.$map)) return new Map(o.$map as [unknown, unknown][]);
+    if (Array.isArray(o.$set)) return new Set(o.$set);
+    if (typeof o.$date === "number") return new Date(o.$date);
+    if (typeof o.$bytes === "string") return new Uint8Array(Buffer.from(o.$bytes, "base64"));
+    return v;
+  });
+}
