@@ -114,3 +114,16 @@ export function decodeQueryValue(text: string): unknown {
     return v;
   });
 }
+
+/** The answer to one read: absent, or the value the state held at some point between two records. */
+export type QueryAnswer = { readonly found: false } | { readonly found: true; readonly value: unknown };
+
+/** What a state server reads from: the queryable states of the subtasks of one worker (or inline job). */
+export interface StateServerBackend {
+  /**
+   * Reads `key` of queryable state `name`, synchronously, between two records (the server runs
+   * on the thread of the tasks). Throws EddyError UNKNOWN_STATE (no such state here) or NOT_OWNER
+   * (the key's key group is not held here).
+   */
+  read(name: string, key: Key): QueryAnswer;
+}
