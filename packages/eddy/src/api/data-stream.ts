@@ -17,6 +17,7 @@ import type {
   PhysicalTransformation,
   Transformation,
 } from "../graph/transformation.ts";
+import { ReducingStateDescriptor, ValueStateDescriptor } from "../state/descriptors.ts";
 import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
 import type {
   Collector,
@@ -319,6 +320,21 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
     if (slide === undefined) return windowed.trigger(PurgingTrigger.of(CountTrigger.of<T, GlobalWindow>(size)));
     if (!Number.isInteger(slide) || slide < 1) throw new RangeError(`countWindow needs a slide ≥ 1, got ${slide}`);
     return windowed.evictor(CountEvictor.of<T, GlobalWindow>(size)).trigger(CountTrigger.of<T, GlobalWindow>(slide));
+  }
+
+  /**
+   * Keeps the latest record of each key (or, with a ReducingStateDescriptor, the reduction of
+   * all of them) in keyed state readable from outside the job under `name` (issue 8:
+   * `eddy/query`, `eddy query`, `GET /v1/jobs/:id/state/:name/:key`). A sink: set its uid.
+   */
+  asQueryableState(name: string, descriptor?: ValueStateDescriptor<T> | ReducingStateDescriptor<T>): DataStreamSink<T> {
+    const d = (descriptor ?? new ValueStateDescriptor<T>(name)).setQueryable(name);
+    const fn: KeyedProcessFunction<K, T, never> =
+      d instanceof ReducingStateDescriptor
+        ? { processElement: (value, ctx) => ctx.getReducingState(d).add(value) }
+        : { processElement: (value, ctx) => ctx.getState(d).update(value) };
+    const t = this._addOneInput(`Queryable state '${name}'`, keyedProcessOperator(fn), true, this.#keySelector, true);
+    return new DataStreamSink<T>(this.builder, t);
   }
 
   /** Rolling reduce: emits the key's running result after every record. */

@@ -12,6 +12,7 @@ import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { openEnumerator, snapshotEnumerators } from "../connector/source.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+import { QueryableLocations, serveQueryableStates } from "./queryable-serving.ts";
 
 export interface JobResult {
   readonly jobName: string;
@@ -33,6 +34,8 @@ export interface InlineOptions extends ExecutorOptions {
   readonly channelCapacityRecords: number;
   /** Checkpointing: how tasks take part, and the enumerator state to restore (by source operator id). */
   readonly checkpoints?: { readonly participation: CheckpointParticipation; readonly enumeratorState: ((operatorId: string) => unknown) | undefined } | undefined;
+  /** The job's token: the queryable state server requires it. */
+  readonly token: string;
 }
 
 /** Creates one source enumerator per source operator and connects it to that source's readers. */
@@ -137,6 +140,8 @@ class InlineDeployment implements Deployment {
 
 export class InlineExecution {
   readonly done: Promise<JobResult>;
+  /** Where the job's queryable states are served (one state server, on this thread). */
+  readonly queryable = new QueryableLocations();
   readonly #executor: TaskExecutor;
   readonly #deployment: InlineDeployment;
 
@@ -144,7 +149,13 @@ export class InlineExecution {
     const startedAtMs = options.clock.now();
     this.#deployment = new InlineDeployment(options.channelCapacityRecords, options.logger, options.checkpoints);
     this.#executor = new TaskExecutor(plan, this.#deployment, options);
-    this.done = this.#executor.done.then((r) => ({
+    const serving = serveQueryableStates(this.#executor.queryable, {
+      token: options.token,
+      logger: options.logger,
+      onRegistered: (registration) => this.queryable.add(registration),
+    });
+    const ended = this.#executor.done.finally(() => serving.close());
+    this.done = ended.then((r) => ({
       jobName: plan.jobName,
       durationMs: options.clock.now() - startedAtMs,
       runningMs: options.clock.now() - startedAtMs,

@@ -22,6 +22,8 @@ import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
+import type { QueryableJob } from "./queryable.ts";
+import { randomBytes } from "node:crypto";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob, restorePointOf } from "./recovering-job.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
@@ -87,7 +89,7 @@ export interface RunOptions {
   readonly config?: Readonly<Record<string, string>>;
 }
 
-export interface JobExecution extends ControlledJob {
+export interface JobExecution extends ControlledJob, QueryableJob {
   readonly jobName: string;
   readonly plan: Plan;
   /** Settles when a bounded job has finished (or the job failed / was cancelled). */
@@ -143,6 +145,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     writeStdout: stdout,
   };
   const largest = Math.max(1, ...plan.chains.map((c) => c.parallelism));
+  /** Required by the job's control API and its queryable state servers. */
+  const token = randomBytes(32).toString("hex");
 
   let execution: InlineExecution | ThreadedExecution | undefined;
   let cancelled = false;
@@ -166,6 +170,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       yieldIntervalMs: 10,
+      token,
     });
   };
 
@@ -190,6 +195,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       maxWorkerHeapMb: options.maxWorkerHeapMb,
+      token,
       checkpointing,
     });
   };
@@ -285,6 +291,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
 
   return {
     id: jobId,
+    token,
+    queryableStates: () => execution?.queryable.list(recoveringJob?.restoredFrom.length ?? 0) ?? [],
     name: job.name,
     startedAtMs: Date.now(),
     status: () => status,

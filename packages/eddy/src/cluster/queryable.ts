@@ -18,6 +18,7 @@
  *     409 NOT_OWNER         this server does not hold the key's key group (the location is stale)
  *     413 VALUE_TOO_LARGE   the value's JSON exceeds MAX_QUERY_VALUE_BYTES
  *     503 BUSY              too many requests in flight
+ *     503 NOT_SERVING       the tasks here failed or ended (a restarted job serves again elsewhere)
  *   Errors are { "error": { "code", "message" } }.
  */
 import { EddyError } from "../core/errors.ts";

@@ -23,6 +23,7 @@ import type { InputChannel, OutputChannel } from "../runtime/channels/local-chan
 import { createChannelSelector } from "../runtime/channels/partitioner.ts";
 import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
+import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
@@ -114,6 +115,8 @@ type AnyOperator = OneInputOperator<unknown> | TwoInputOperator<unknown, unknown
 export class TaskExecutor {
   readonly done: Promise<ExecutorResult>;
   readonly tasks: StreamTask[] = [];
+  /** The queryable states of this executor's subtasks (a state server reads them). */
+  readonly queryable = new QueryableRegistry();
   readonly #plan: Plan;
   readonly #deployment: Deployment;
   readonly #options: ExecutorOptions;
@@ -373,6 +376,7 @@ export class TaskExecutor {
 
   #fail(cause: unknown, task?: StreamTask): void {
     if (this.#failure !== undefined) return;
+    this.queryable.close("the job failed");
     if (cause instanceof EddyError) {
       this.#failure = cause;
     } else {
@@ -387,6 +391,7 @@ export class TaskExecutor {
   }
 
   #shutdown(): void {
+    this.queryable.close("the job has ended");
     for (const task of this.tasks) {
       try {
         task.close();
@@ -468,6 +473,7 @@ export class TaskExecutor {
             autoWatermarkIntervalMs,
             counter: (name) => counters.counter(node.name, name),
             checkpointing: checkpointings.get(node),
+            queryable: this.queryable,
           };
           operators.set(node, t.factory(ctx, output));
         }

@@ -14,6 +14,7 @@ import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointManifest } from "./checkpoint-restore.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
+import type { QueryableRegistration } from "./queryable-serving.ts";
 
 export interface WorkerInit {
   readonly job: JobRef;
@@ -34,6 +35,8 @@ export interface WorkerInit {
   readonly logLevel: LogLevel;
   /** Checkpointing: where tasks write, and the checkpoint they restore from (if any). */
   readonly checkpointing: WorkerCheckpointing | undefined;
+  /** The job's token: the worker's queryable state server requires it. */
+  readonly token: string;
 }
 
 /** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */
@@ -94,7 +97,8 @@ export type FromWorker =
   | { readonly t: "failed"; readonly error: SerializedError }
   | { readonly t: "checkpoint-ack"; readonly taskId: string; readonly checkpointId: number; readonly ack: TaskAck }
   | { readonly t: "checkpoint-decline"; readonly taskId: string; readonly checkpointId: number; readonly reason: string }
-  | { readonly t: "task-finished"; readonly taskId: string };
+  | { readonly t: "task-finished"; readonly taskId: string }
+  | { readonly t: "queryable"; readonly registration: QueryableRegistration };
 
 /**
  * Where subtasks run. `shared` is Flink's slot sharing: subtask i of every operator goes to

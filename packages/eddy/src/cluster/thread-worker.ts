@@ -15,6 +15,7 @@ import { LocalChannel, type InputChannel, type OutputChannel } from "../runtime/
 import { RemoteInputChannel, RemoteOutputChannel, type RemoteChannelInfo } from "../runtime/channels/remote-channel.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
+import { serveQueryableStates } from "./queryable-serving.ts";
 import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
 import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
@@ -294,6 +295,11 @@ async function run(): Promise<void> {
     });
   }
 
+  const queryable = serveQueryableStates(executor.queryable, {
+    token: init.token,
+    logger,
+    onRegistered: (registration) => send({ t: "queryable", registration }),
+  });
   const metricsTimer = setInterval(
     () => send({ t: "metrics", sourceRecords: executor.sourceRecords, metrics: executor.metrics() }),
     init.metricsIntervalMs,
@@ -305,6 +311,7 @@ async function run(): Promise<void> {
     send({ t: "finished", sourceRecords: result.sourceRecords, metrics: executor.metrics() });
   } finally {
     clearInterval(metricsTimer);
+    await queryable.close();
   }
 }
 

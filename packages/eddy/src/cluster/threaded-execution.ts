@@ -19,6 +19,7 @@ import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
 import { placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
+import { QueryableLocations } from "./queryable-serving.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -26,6 +27,8 @@ export interface ThreadedOptions {
   readonly parallelism: number | undefined;
   readonly maxParallelism: number | undefined;
   readonly restoredMaxParallelism: Readonly<Record<string, number>> | undefined;
+  /** The job's token (queryable state servers require it). */
+  readonly token: string;
   readonly logger: Logger;
   readonly logLevel: LogLevel;
   readonly services: JobServices;
@@ -60,6 +63,8 @@ interface WorkerState {
 
 export class ThreadedExecution {
   readonly done: Promise<JobResult>;
+  /** Where the job's queryable states are served (a state server per worker). */
+  readonly queryable = new QueryableLocations();
   readonly #plan: Plan;
   readonly #options: ThreadedOptions;
   readonly #workers: WorkerState[] = [];
@@ -149,6 +154,7 @@ export class ThreadedExecution {
         parallelism: this.#options.parallelism,
         maxParallelism: this.#options.maxParallelism,
         restoredMaxParallelism: this.#options.restoredMaxParallelism,
+        token: this.#options.token,
         workerIndex: i,
         workers: n,
         placement: this.#options.placement,
@@ -246,6 +252,9 @@ export class ThreadedExecution {
         return;
       case "task-finished":
         this.#options.checkpointing?.finished(message.taskId);
+        return;
+      case "queryable":
+        this.queryable.add(message.registration);
         return;
     }
   }

@@ -11,6 +11,7 @@ import type { OutputTag } from "../core/output-tag.ts";
 import type { KeyGroupRange } from "../core/key-group.ts";
 import type { JobServices } from "../core/job-services.ts";
 import type { OperatorCheckpointing } from "./checkpointing.ts";
+import type { QueryableRegistry } from "./queryable-registry.ts";
 
 export type { JobServices };
 /** A key selector as the runtime stores it; its result is validated per record. */
@@ -78,6 +79,8 @@ export interface OperatorContext {
   counter(name: string): Counter;
   /** Checkpoint participation of this operator subtask (undefined: checkpointing is off). */
   readonly checkpointing?: OperatorCheckpointing | undefined;
+  /** Where queryable states of this executor's subtasks are registered (undefined: not served). */
+  readonly queryable?: QueryableRegistry | undefined;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

@@ -78,9 +78,42 @@ export interface StateDescriptorBase {
   readonly ttl: ResolvedTtl | undefined;
   readonly copy: "deep" | "none";
   readonly codec: StateCodec | undefined;
+  /** See DescriptorBase.setQueryable. */
+  readonly queryableName?: string | undefined;
 }
 
-export class ValueStateDescriptor<T> implements StateDescriptorBase {
+/** Queryable names of descriptors (descriptors are frozen, so the mark lives beside them). */
+const queryableNames = new WeakMap<object, string>();
+
+/**
+ * What every descriptor class shares: `setQueryable`. A queryable state can be read by key from
+ * outside the job while it runs (issue 8: `eddy/query`, `eddy query`, the HTTP endpoint).
+ */
+abstract class DescriptorBase {
+  /**
+   * Makes the state readable from outside under `name` (unique per job); returns the descriptor.
+   * Only the void namespace (state outside windows) is served.
+   */
+  setQueryable(name: string): this {
+    if (typeof name !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(name)) {
+      throw new EddyError("INVALID_STATE_DESCRIPTOR", `a queryable state name must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}, got ${describe(name)}`, {
+        domain: "config",
+        retryable: false,
+      });
+    }
+    const existing = queryableNames.get(this);
+    if (existing !== undefined && existing !== name) throw invalid((this as unknown as StateDescriptorBase).name, `is already queryable as '${existing}'`);
+    queryableNames.set(this, name);
+    return this;
+  }
+
+  /** The name `setQueryable` gave, if any. */
+  get queryableName(): string | undefined {
+    return queryableNames.get(this);
+  }
+}
+
+export class ValueStateDescriptor<T> extends DescriptorBase implements StateDescriptorBase {
   readonly kind = "value" as const;
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
@@ -90,6 +123,7 @@ export class ValueStateDescriptor<T> implements StateDescriptorBase {
   declare readonly __type?: T;
 
   constructor(name: string, options?: StateDescriptorOptions<T>) {
+    super();
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
@@ -98,7 +132,7 @@ export class ValueStateDescriptor<T> implements StateDescriptorBase {
   }
 }
 
-export class ListStateDescriptor<T> implements StateDescriptorBase {
+export class ListStateDescriptor<T> extends DescriptorBase implements StateDescriptorBase {
   readonly kind = "list" as const;
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
@@ -107,6 +141,7 @@ export class ListStateDescriptor<T> implements StateDescriptorBase {
   declare readonly __type?: T;
 
   constructor(name: string, options?: StateDescriptorOptions<T>) {
+    super();
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
@@ -115,7 +150,7 @@ export class ListStateDescriptor<T> implements StateDescriptorBase {
   }
 }
 
-export class MapStateDescriptor<UK, UV> implements StateDescriptorBase {
+export class MapStateDescriptor<UK, UV> extends DescriptorBase implements StateDescriptorBase {
   readonly kind = "map" as const;
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
@@ -124,6 +159,7 @@ export class MapStateDescriptor<UK, UV> implements StateDescriptorBase {
   declare readonly __type?: [UK, UV];
 
   constructor(name: string, options?: StateDescriptorOptions<UV>) {
+    super();
     this.name = validName(name);
     this.ttl = resolveTtl(name, options?.ttl);
     this.copy = resolveCopy(name, options?.copy);
@@ -132,7 +168,7 @@ export class MapStateDescriptor<UK, UV> implements StateDescriptorBase {
   }
 }
 
-export class ReducingStateDescriptor<T> implements StateDescriptorBase {
+export class ReducingStateDescriptor<T> extends DescriptorBase implements StateDescriptorBase {
   readonly kind = "reducing" as const;
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
@@ -141,6 +177,7 @@ export class ReducingStateDescriptor<T> implements StateDescriptorBase {
   readonly reduceFn: (a: T, b: T) => T;
 
   constructor(name: string, reduceFn: (a: T, b: T) => T, options?: StateDescriptorOptions<T>) {
+    super();
     this.name = validName(name);
     if (typeof reduceFn !== "function") throw invalid(name, "needs a reduce function (a, b) => value");
     this.reduceFn = reduceFn;
@@ -151,7 +188,7 @@ export class ReducingStateDescriptor<T> implements StateDescriptorBase {
   }
 }
 
-export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptorBase {
+export class AggregatingStateDescriptor<IN, ACC, OUT> extends DescriptorBase implements StateDescriptorBase {
   readonly kind = "aggregating" as const;
   readonly name: string;
   readonly ttl: ResolvedTtl | undefined;
@@ -160,6 +197,7 @@ export class AggregatingStateDescriptor<IN, ACC, OUT> implements StateDescriptor
   readonly aggregateFunction: AggregateFunction<IN, ACC, OUT>;
 
   constructor(name: string, aggregateFunction: AggregateFunction<IN, ACC, OUT>, options?: StateDescriptorOptions<ACC>) {
+    super();
     this.name = validName(name);
     const f = aggregateFunction as Partial<AggregateFunction<IN, ACC, OUT>> | null | undefined;
     if (

@@ -44,6 +44,8 @@ export interface HeapKeyedStateBackendOptions {
   readonly clock: Clock;
   /** The operator the state belongs to, for messages. */
   readonly operatorName?: string;
+  /** A state whose descriptor is queryable was registered (see DescriptorBase.setQueryable). */
+  readonly onQueryable?: (queryableName: string, stateName: string) => void;
 }
 
 /** One stored (key, namespace) value of a state, as `entries()` reports it. */
@@ -70,6 +72,7 @@ export class HeapKeyedStateBackend {
   readonly #ctx = new KeyContext();
   readonly #states = new Map<string, RegisteredState>();
   readonly #operator: string | undefined;
+  readonly #onQueryable: ((queryableName: string, stateName: string) => void) | undefined;
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { start, end } = options.keyGroupRange;
@@ -82,6 +85,7 @@ export class HeapKeyedStateBackend {
     this.keyGroupRange = Object.freeze({ start, end });
     this.#clock = options.clock;
     this.#operator = options.operatorName;
+    this.#onQueryable = options.onQueryable;
   }
 
   /**
@@ -223,6 +227,7 @@ export class HeapKeyedStateBackend {
   #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
     const state = this.#ensureTable(descriptor);
     if (state.restored) this.#adopt(state, descriptor);
+    if (state.handle === undefined && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
     // Same name and kind, hence created by the same factory; only the type parameters may differ.
     state.handle ??= create(state.table);
     return state.handle as H;

@@ -29,7 +29,21 @@ export class KeyedSupport {
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
     this.#maxParallelism = ctx.maxParallelism;
-    this.backend = new HeapKeyedStateBackend({ keyGroupRange: ctx.keyGroupRange, clock: ctx.clock, operatorName: ctx.operatorName });
+    this.backend = new HeapKeyedStateBackend({
+      keyGroupRange: ctx.keyGroupRange,
+      clock: ctx.clock,
+      operatorName: ctx.operatorName,
+      onQueryable: (queryableName, stateName) =>
+        ctx.queryable?.register(queryableName, {
+          operatorId: ctx.operatorId,
+          operatorName: ctx.operatorName,
+          subtask: ctx.subtaskIndex,
+          parallelism: ctx.parallelism,
+          maxParallelism: ctx.maxParallelism,
+          keyGroupRange: ctx.keyGroupRange,
+          read: (key, keyGroup) => this.backend.getValueForKey(stateName, key, keyGroup),
+        }),
+    });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
       keyGroupRange: ctx.keyGroupRange,
