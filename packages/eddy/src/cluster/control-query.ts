@@ -17,8 +17,8 @@ import { errorReply, type Reply } from "./http-endpoint.ts";
 import type { QueryableJob, QueryLocation } from "./queryable.ts";
 import { encodeCheckedKey, fetchFromStateServer, locateKey, parseKeyArgument } from "./state-lookup.ts";
 
-/** How long a proxied read waits for the state server (below the control API's request timeout). */
-export const PROXY_TIMEOUT_MS = 5_000;
+/** How long a proxied read waits for the state server (below the control client's default timeout, so it answers 504 first). */
+export const PROXY_TIMEOUT_MS = 4_000;
 
 /** A GET endpoint whose path matches `pattern`; `handle` gets the URI-decoded capture groups. */
 export interface PatternRoute {
