@@ -6,9 +6,9 @@ import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key } from "../core/key.ts";
 import { silentLogger } from "../core/logger.ts";
-import type { ControlledJob } from "./control.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
-import type { QueryableJob, QueryLocation, StateServerBackend } from "./queryable.ts";
+import { fakeQueryableJob, mapStateBackend } from "../testing/fake-queryable.ts";
+import type { QueryLocation } from "./queryable.ts";
 import { locateKey } from "./state-lookup.ts";
 import { startStateServer, type StateServer } from "./state-server.ts";
 
@@ -26,30 +26,8 @@ function keyOn(loc: QueryLocation, subtask: number, candidates: readonly Key[]):
   return key;
 }
 
-function queryableJob(states: () => QueryLocation[], token = TOKEN): ControlledJob & QueryableJob {
-  return {
-    id: "q-job",
-    name: "Queryable",
-    startedAtMs: 1_700_000_000_000,
-    status: () => "running",
-    savepoint: () => Promise.reject(new Error("unused")),
-    stop: () => Promise.reject(new Error("unused")),
-    cancel: () => undefined,
-    token,
-    queryableStates: states,
-  };
-}
-
-/** A backend for subtask 0 of `loc`: "counts" holds `values`; keys of subtask 1 are NOT_OWNER. */
-function backendFor(loc: QueryLocation, values: ReadonlyMap<string | number | bigint, unknown>): StateServerBackend {
-  return {
-    read(name, key) {
-      if (name !== "counts") throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`, { domain: "user" });
-      if (locateKey(loc, key).subtask !== 0) throw new EddyError("NOT_OWNER", "not held here", { domain: "user" });
-      const mk = mapKeyOf(key);
-      return values.has(mk) ? { found: true, value: values.get(mk) } : { found: false };
-    },
-  };
+function queryableJob(states: () => QueryLocation[], token = TOKEN) {
+  return fakeQueryableJob({ id: "q-job", token, states });
 }
 
 async function withQueryableJob(body: (ctx: { control: ControlServer; state: StateServer; loc: QueryLocation; call: (path: string) => Promise<{ status: number; body: any }> }) => Promise<void>): Promise<void> {
@@ -58,7 +36,7 @@ async function withQueryableJob(body: (ctx: { control: ControlServer; state: Sta
   // The backend needs the location, the location the server's URL: route with a placeholder URL.
   const routing = location("http://placeholder");
   const values = new Map<string | number | bigint, unknown>([[mapKeyOf(keyOn(routing, 0, candidates)), 5], [mapKeyOf(keyOn(routing, 0, [1, 2, 3, 4, 5])), { n: 7n }]]);
-  const state = await startStateServer({ token: TOKEN, backend: backendFor(routing, values), logger: silentLogger });
+  const state = await startStateServer({ token: TOKEN, backend: mapStateBackend({ counts: values }, (key) => locateKey(routing, key).subtask === 0), logger: silentLogger });
   const loc = location(state.url);
   const control = await startControlServer(queryableJob(() => [loc]), { home, logger: silentLogger });
   const call = async (path: string) => {

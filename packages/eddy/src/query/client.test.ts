@@ -6,11 +6,11 @@ import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import { silentLogger } from "../core/logger.ts";
-import type { ControlledJob } from "../cluster/control.ts";
 import { startControlServer } from "../cluster/control-server.ts";
-import type { QueryableJob, QueryLocation } from "../cluster/queryable.ts";
+import type { QueryLocation } from "../cluster/queryable.ts";
 import { locateKey } from "../cluster/state-lookup.ts";
 import { startStateServer, type StateServer } from "../cluster/state-server.ts";
+import { fakeQueryableJob, mapStateBackend } from "../testing/fake-queryable.ts";
 import { createQueryClient, type QueryClient } from "./index.ts";
 
 const TOKEN = "f".repeat(64);
@@ -22,21 +22,8 @@ const ROUTING: QueryLocation = { name: "counts", operatorId: "count", operatorNa
 
 /** A worker: the state server of `subtask`, answering NOT_OWNER for keys of the other one. */
 async function worker(subtask: number): Promise<StateServer & { served: Key[] }> {
-  const served: Key[] = [];
-  const server = await startStateServer({
-    token: TOKEN,
-    logger: silentLogger,
-    backend: {
-      read(name, key) {
-        if (name !== "counts") throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`, { domain: "user" });
-        if (locateKey(ROUTING, key).subtask !== subtask) throw new EddyError("NOT_OWNER", `key group not held by subtask ${subtask}`, { domain: "user" });
-        served.push(key);
-        const mk = mapKeyOf(key);
-        return VALUES.has(mk) ? { found: true, value: VALUES.get(mk) } : { found: false };
-      },
-    },
-  });
-  return Object.assign(server, { served });
+  const backend = mapStateBackend({ counts: VALUES }, (key) => locateKey(ROUTING, key).subtask === subtask);
+  return Object.assign(await startStateServer({ token: TOKEN, logger: silentLogger, backend }), { served: backend.served });
 }
 
 interface Fixture {
@@ -53,20 +40,14 @@ async function withJob(body: (f: Fixture) => Promise<void>): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), "eddy-query-client-"));
   const workers = [await worker(0), await worker(1)];
   const f: Fixture = { client: createQueryClient({ home, timeoutMs: 2_000 }), workers, table: { ...ROUTING, servers: workers.map((w) => w.url) }, earlier: [], lookups: 0 };
-  const job: ControlledJob & QueryableJob = {
+  const job = fakeQueryableJob({
     id: JOB,
-    name: "Counting",
-    startedAtMs: 0,
-    status: () => "running",
-    savepoint: () => Promise.reject(new Error("unused")),
-    stop: () => Promise.reject(new Error("unused")),
-    cancel: () => undefined,
     token: TOKEN,
-    queryableStates: () => {
+    states: () => {
       f.lookups++;
       return [f.earlier.shift() ?? f.table];
     },
-  };
+  });
   const control = await startControlServer(job, { home, logger: silentLogger });
   try {
     await body(f);
