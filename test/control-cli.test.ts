@@ -1,7 +1,7 @@
 /**
- * `eddy list / savepoint / stop / cancel` as separate processes against a control server: one run
- * in this process with a fake job, and one started by `eddy run`. EDDY_HOME is a temporary
- * directory, so nothing here touches ~/.eddy.
+ * `eddy list / savepoint / stop / cancel / query` as separate processes against a control server:
+ * one run in this process with a fake job (and, for query, a state server with a fake backend),
+ * and one started by `eddy run`. EDDY_HOME is a temporary directory, so nothing here touches ~/.eddy.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -13,8 +13,12 @@ import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import type { ControlledJob, SavepointResult, StopOptions } from "../packages/eddy/src/cluster/control.ts";
 import { listJobs } from "../packages/eddy/src/cluster/control-client.ts";
 import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
+import { startStateServer } from "../packages/eddy/src/cluster/state-server.ts";
+import { mapKeyOf, type MapKey } from "../packages/eddy/src/core/key.ts";
+import { fakeQueryableJob, mapStateBackend } from "../packages/eddy/src/testing/fake-queryable.ts";
 
 const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+const QUERY_TOKEN = "c".repeat(64);
 
 interface Run {
   readonly status: number | null;
@@ -142,6 +146,55 @@ test("eddy run serves the control API until the job ends: registered while runni
     assert.deepEqual(readdirSync(join(home, "jobs")), [], "registry entry and token file removed");
   } finally {
     if (child.exitCode === null) child.kill("SIGKILL");
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("eddy query prints a value as JSON, 'absent' for a missing key, {found, value} with --json, and clear errors", { timeout: 30_000 }, async () => {
+  const home = mkdtempSync(join(tmpdir(), "eddy-query-cli-"));
+  const values = new Map<MapKey, unknown>([["alice", 5], [42, { n: 7n, at: new Date(0) }], [mapKeyOf(["a", 1]), "pair"]]);
+  const state = await startStateServer({ token: QUERY_TOKEN, logger: silentLogger, backend: mapStateBackend({ counts: values }) });
+  const job = fakeQueryableJob({
+    id: "q-job",
+    token: QUERY_TOKEN,
+    states: () => [{ name: "counts", operatorId: "c", operatorName: "Count", maxParallelism: 128, parallelism: 1, generation: 1, servers: [state.url] }],
+  });
+  const control = await startControlServer(job, { home, logger: silentLogger });
+  try {
+    // At most MAX_IN_FLIGHT (4) commands that call the control API at a time (an unknown job and
+    // a usage error do not call it).
+    const [alice, number, pair, quoted, unknownJob, missing] = await Promise.all([
+      eddy(home, "query", "q-job", "counts", "alice"),
+      eddy(home, "query", "q-job", "counts", "42"),
+      eddy(home, "query", "q-job", "counts", '["a",1]'),
+      eddy(home, "query", "q-job", "counts", '"42"'),
+      eddy(home, "query", "other-job", "counts", "alice"),
+      eddy(home, "query", "q-job", "counts"),
+    ]);
+    assert.deepEqual([alice.status, alice.stdout], [0, "5\n"], alice.stderr);
+    assert.deepEqual([number.status, number.stdout], [0, '{"n":{"$bigint":"7"},"at":{"$date":0}}\n'], number.stderr);
+    assert.deepEqual([pair.status, pair.stdout], [0, '"pair"\n'], pair.stderr);
+    assert.deepEqual([quoted.status, quoted.stdout], [0, "absent\n"], "the string '42' is not the number 42");
+
+    const [json, absentJson, unknownState, badKey] = await Promise.all([
+      eddy(home, "query", "q-job", "counts", "alice", "--json"),
+      eddy(home, "query", "q-job", "counts", "nobody", "--json"),
+      eddy(home, "query", "q-job", "nope", "alice"),
+      eddy(home, "query", "q-job", "counts", "true"),
+    ]);
+    assert.deepEqual([json.status, json.stdout], [0, '{"found":true,"value":5}\n'], json.stderr);
+    assert.deepEqual([absentJson.status, absentJson.stdout], [0, '{"found":false}\n'], absentJson.stderr);
+    assert.equal(unknownState.status, 1);
+    assert.match(unknownState.stderr, /^eddy: no queryable state 'nope' in this job \(it has: counts\)\n$/);
+    assert.equal(badKey.status, 1);
+    assert.match(badKey.stderr, /quote it as JSON/);
+    assert.equal(unknownJob.status, 1);
+    assert.match(unknownJob.stderr, /no running job with id 'other-job'; running: q-job/);
+    assert.equal(missing.status, 2);
+    assert.match(missing.stderr, /needs all three/);
+  } finally {
+    await control.close();
+    await state.close();
     rmSync(home, { recursive: true, force: true });
   }
 });

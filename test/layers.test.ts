@@ -8,7 +8,7 @@ import { dirname, join, relative, resolve } from "node:path";
 import { test } from "node:test";
 
 const SRC = resolve(import.meta.dirname, "../packages/eddy/src");
-const LAYERS = ["core", "state", "checkpoint", "connector", "runtime", "graph", "api", "cluster", "savepoint", "testing"];
+const LAYERS = ["core", "state", "checkpoint", "connector", "runtime", "graph", "api", "cluster", "savepoint", "query", "testing"];
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

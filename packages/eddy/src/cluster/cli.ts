@@ -24,6 +24,10 @@ Usage:
                                 Stop a running job, with a final savepoint when asked (--drain:
                                 fire every window and event-time timer first); prints its path
   eddy cancel <jobId>           End a running job at once, without a savepoint
+  eddy query <jobId> <name> <key> [--json]
+                                Read a key of a queryable state of a running job: prints the
+                                value as JSON, or 'absent' (--json: {"found":…,"value":…}); the
+                                key is JSON if it parses as JSON (42, "42", ["a",1]), else a string
   eddy savepoint inspect <dir> [--json]
                                 What a savepoint (or checkpoint) holds: operators, states, sizes
   eddy --help                   Show this help
@@ -53,7 +57,8 @@ Checkpoints (see the README):
 
 Control: a running job serves a local control API (loopback only, bearer token); its registry
 entry and token file (mode 0600) are in $EDDY_HOME/jobs (default ~/.eddy/jobs). With --dir, the
-CLI moves the savepoint directory there itself.
+CLI moves the savepoint directory there itself. Queryable state is read with the same token,
+from state servers on loopback (eddy query, GET /v1/jobs/<id>/state/<name>/<key>, eddy/query).
 
 Records written by print() go to stdout as JSON lines; logs and progress go to stderr.
 `;

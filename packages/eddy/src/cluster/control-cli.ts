@@ -1,6 +1,8 @@
 /**
- * `eddy list / savepoint / stop / cancel`: the commands that control a running job through its
- * control API (control-client.ts). Results go to stdout (a savepoint's path, the job table);
+ * `eddy list / savepoint / stop / cancel / query`: the commands that control (or read from) a
+ * running job through its control API (control-client.ts). `eddy query` reads through the control
+ * API's read endpoint, so its key is parsed exactly as in the HTTP path (JSON if it parses, else a
+ * string). Results go to stdout (a savepoint's path, the job table, a value);
  * failures are thrown as EddyError, a usage error with code "USAGE" (cli.ts exits 2 on it, 1 on
  * the others).
  */
@@ -10,7 +12,7 @@ import type { SavepointResult } from "./control.ts";
 import { connectJob, listJobs, type JobListing } from "./control-client.ts";
 import { moveSavepoint } from "./move-savepoint.ts";
 
-export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel"] as const;
+export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel", "query"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 
 export function isControlCommand(command: string): command is ControlCommand {
@@ -49,6 +51,15 @@ export async function controlCommand(command: ControlCommand, argv: readonly str
       await (await connectJob(positionals[0]!)).cancel();
       return;
     }
+    case "query": {
+      const { values, positionals } = parse(argv, { json: { type: "boolean" } }, 3);
+      const [jobId, name, key] = positionals as [string, string, string];
+      const answer = await (await connectJob(jobId)).readState(name, key);
+      // The value in the wire encoding (bigint, Map, Date, … as {"$bigint"}, {"$map"}, {"$date"}).
+      const text = values.json === true ? JSON.stringify(answer) : answer.found ? JSON.stringify(answer.value) : "absent";
+      process.stdout.write(text + "\n");
+      return;
+    }
   }
 }
 
@@ -58,15 +69,15 @@ async function printSavepoint(result: SavepointResult, dir: string | undefined):
   process.stdout.write(path + "\n");
 }
 
-/** Options and exactly `count` positionals (a job id, or none), else a usage error. */
-function parse<O extends NonNullable<ParseArgsConfig["options"]>>(argv: readonly string[], options: O, count: 0 | 1) {
+/** Options and exactly `count` positionals (none; a job id; or a job id, a state name and a key), else a usage error. */
+function parse<O extends NonNullable<ParseArgsConfig["options"]>>(argv: readonly string[], options: O, count: 0 | 1 | 3) {
   let parsed;
   try {
     parsed = parseArgs({ args: [...argv], options, allowPositionals: true, strict: true });
   } catch (e) {
     throw usage((e as Error).message);
   }
-  if (parsed.positionals.length < count) throw usage("a job id is needed (see 'eddy list')");
+  if (parsed.positionals.length < count) throw usage(count === 3 ? "eddy query <jobId> <name> <key> needs all three (see 'eddy list')" : "a job id is needed (see 'eddy list')");
   if (parsed.positionals.length > count) throw usage(`unexpected arguments: ${parsed.positionals.slice(count).join(" ")}`);
   return parsed;
 }

@@ -1,7 +1,7 @@
 /**
  * The client side of the local control API (control-server.ts): finds running jobs in the registry
  * (control-registry.ts) and calls a job's server with its token. Used by `eddy list / savepoint /
- * stop / cancel`.
+ * stop / cancel / query` and by the queryable-state client (query/client.ts).
  *
  * Stale entries: `listJobs` reports an entry whose process is gone with status "gone" and leaves
  * the file alone (listing never writes); the next server started for that job id replaces it.
@@ -12,6 +12,7 @@ import { describeCause, EddyError, type ErrorDomain } from "../core/errors.ts";
 import type { JobStatus, SavepointResult } from "./control.ts";
 import { checkJobId, controlHome, isPidAlive, jobsDir, readRegistryEntry, registryFile, type RegistryEntry } from "./control-registry.ts";
 import type { JobInfo } from "./control-server.ts";
+import type { QueryLocation } from "./queryable.ts";
 
 /** A job of the registry as `eddy list` shows it. */
 export interface JobListing {
@@ -41,6 +42,16 @@ export interface JobClient {
   savepoint(): Promise<SavepointResult>;
   stop(options: { readonly savepoint: boolean; readonly drain: boolean }): Promise<SavepointResult | undefined>;
   cancel(): Promise<void>;
+  /** The job's bearer token (its state servers check the same one). */
+  readonly token: string;
+  /** Where the queryable state `name` lives now; UNKNOWN_STATE when the job has none of that name. */
+  stateLocation(name: string): Promise<QueryLocation>;
+  /**
+   * Reads one key through the control API (GET /v1/jobs/<id>/state/<name>/<key>): `keyArgument`
+   * is JSON if it parses as JSON, else a string key. The value is in the wire encoding
+   * (encodeQueryValue), not decoded.
+   */
+  readState(name: string, keyArgument: string): Promise<{ readonly found: boolean; readonly value?: unknown }>;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
@@ -128,6 +139,10 @@ async function clientFor(home: string, entry: RegistryEntry, options: ControlCli
     cancel: async () => {
       await call<unknown>("POST", "/v1/job/cancel", {}, timeoutMs);
     },
+    token,
+    stateLocation: (name) => call<QueryLocation>("GET", `/v1/job/state/${encodeURIComponent(name)}/location`, undefined, timeoutMs),
+    readState: (name, keyArgument) =>
+      call("GET", `/v1/jobs/${encodeURIComponent(entry.id)}/state/${encodeURIComponent(name)}/${encodeURIComponent(keyArgument)}`, undefined, timeoutMs),
   };
 }
 

@@ -16,12 +16,14 @@
  *   POST /v1/job/savepoint  {}                                 → 200 SavepointResult
  *   POST /v1/job/stop       { savepoint: boolean, drain?: boolean } → 200 { savepoint: SavepointResult | null }
  *   POST /v1/job/cancel     {}                                 → 202 {}
+ * and, when the job also implements QueryableJob (has `token` and `queryableStates`), the
+ * queryable-state endpoints of control-query.ts. Such a job brings its own token, which its state
+ * servers check too, so one token file grants both; otherwise the server makes a random one.
  * A failure of the job's method is 409 when it is an EddyError of the "user" or "config" domain
  * (the request does not fit the job: not running, no checkpointing, …), else 500.
  */
-import { randomBytes, timingSafeEqual } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { randomBytes } from "node:crypto";
+import { Agent, createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import { chmod, link, mkdir, open, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -38,6 +40,18 @@ import {
   registryFile,
   type RegistryEntry,
 } from "./control-registry.ts";
+import { queryRoutes, type PatternRoute } from "./control-query.ts";
+import {
+  answerClientErrors,
+  bearerAuthorized,
+  createRequestLimit,
+  errorReply,
+  listen,
+  sendReply,
+  UNAUTHORIZED,
+  type Reply,
+} from "./http-endpoint.ts";
+import { isQueryableJob } from "./state-lookup.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {
@@ -76,13 +90,13 @@ const CLOSE_GRACE_MS = 5_000;
 /** Registry files of servers open in this process: a second server for the same job id is refused. */
 const openHere = new Set<string>();
 
-/** An answer to a request: status and JSON body. */
-interface Reply {
-  readonly status: number;
-  readonly body: unknown;
-}
-
 type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>) => Promise<Reply> };
+
+/** The endpoints: by exact path, then GET endpoints by pattern. */
+interface Routes {
+  readonly exact: ReadonlyMap<string, Route>;
+  readonly patterns: readonly PatternRoute[];
+}
 
 export async function startControlServer(job: ControlledJob, options: ControlServerOptions): Promise<ControlServer> {
   checkJobId(job.id);
@@ -106,44 +120,36 @@ async function openControlServer(job: ControlledJob, logger: Logger, host: strin
   await chmod(dir, 0o700);
   await claimJobId(dir, job.id, logger);
 
-  const token = randomBytes(32).toString("hex");
+  const token = isQueryableJob(job) ? checkJobToken(job.id, job.token) : randomBytes(32).toString("hex");
   const tokenFile = join(dir, `${job.id}.${process.pid}.token`);
   // The name holds this process's pid, so a file already there is a leftover of a process
   // that had the same pid and died before publishing its entry.
   await unlink(tokenFile).catch(ignoreMissing);
   await writeExclusive(tokenFile, token);
 
-  const routes = controlRoutes(job);
-  const inFlight = new Set<Promise<void>>();
+  // Keep-alive connections to the job's state servers, for proxied reads.
+  const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
+  const routes: Routes = { exact: controlRoutes(job), patterns: isQueryableJob(job) ? queryRoutes(job, agent) : [] };
+  const limit = createRequestLimit(MAX_IN_FLIGHT);
   const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
-    if (inFlight.size >= MAX_IN_FLIGHT) {
-      send(res, { status: 503, body: errorBody("BUSY", `too many requests in flight (at most ${MAX_IN_FLIGHT}); retry later`) }, true);
-      return;
-    }
-    const handled = serve(req, res, token, routes, logger).catch((e: unknown) => {
-      logger.error("control request failed", { job: job.id, cause: describeCause(e) });
-      if (!res.headersSent) send(res, { status: 500, body: errorBody("INTERNAL", describeCause(e)) }, true);
-    });
-    inFlight.add(handled);
-    void handled.finally(() => inFlight.delete(handled));
+    limit.run(res, () =>
+      serve(req, res, token, routes, logger).catch((e: unknown) => {
+        logger.error("control request failed", { job: job.id, cause: describeCause(e) });
+        if (!res.headersSent) sendReply(res, errorReply(500, "INTERNAL", describeCause(e)), true);
+      }),
+    );
   });
+  answerClientErrors(server);
   // The job keeps the process alive, not its control API.
   server.unref();
 
   let url: string;
   try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = server.address() as AddressInfo;
-    url = `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+    url = await listen(server, host);
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();
+    agent.destroy();
     await unlinkIfOurs(tokenFile, token);
     throw e;
   }
@@ -154,15 +160,24 @@ async function openControlServer(job: ControlledJob, logger: Logger, host: strin
     server.close();
     server.closeIdleConnections();
     const grace = new AbortController();
-    await Promise.race([Promise.allSettled(inFlight), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
+    await Promise.race([limit.settled(), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
     grace.abort();
     server.closeAllConnections();
+    agent.destroy();
     const current = await readRegistryEntry(regFile).catch(() => undefined);
     if (current !== undefined && current.pid === process.pid && current.url === url) await unlink(regFile).catch(ignoreMissing);
     await unlinkIfOurs(tokenFile, token);
     openHere.delete(regFile);
   };
   return { url, tokenFile, registryFile: regFile, close: () => (closing ??= close()) };
+}
+
+/** The job's own token, when it brings one: long enough to guess no better than a random one, and no whitespace. */
+function checkJobToken(id: string, token: string): string {
+  if (!/^[\x21-\x7e]{32,1024}$/.test(token)) {
+    throw new EddyError("CONTROL_SERVER_FAILED", `the token of job '${id}' must be 32 to 1024 printable ASCII characters without spaces`, { domain: "internal" });
+  }
+  return token;
 }
 
 function jobIdInUse(id: string, pid: number): EddyError {
@@ -297,32 +312,36 @@ function onlyFields(body: Record<string, unknown>, fields: Readonly<Record<strin
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, token: string, routes: ReadonlyMap<string, Route>, logger: Logger): Promise<void> {
-  if (!authorized(req.headers.authorization, token)) {
-    send(res, { status: 401, body: errorBody("UNAUTHORIZED", "missing or wrong bearer token (see the job's token file)") }, true);
+async function serve(req: IncomingMessage, res: ServerResponse, token: string, routes: Routes, logger: Logger): Promise<void> {
+  if (!bearerAuthorized(req.headers.authorization, token)) {
+    sendReply(res, UNAUTHORIZED, true);
     return;
   }
   const path = new URL(req.url ?? "/", "http://localhost").pathname;
-  const route = routes.get(path);
+  const route = routes.exact.get(path) ?? patternRoute(routes.patterns, path);
   if (route === undefined) {
-    send(res, { status: 404, body: errorBody("NOT_FOUND", `no endpoint ${path}`) }, true);
+    sendReply(res, errorReply(404, "NOT_FOUND", `no endpoint ${path}`), true);
+    return;
+  }
+  if (typeof route === "string") {
+    sendReply(res, errorReply(400, "BAD_REQUEST", route), true);
     return;
   }
   if (req.method !== route.method) {
     res.setHeader("Allow", route.method);
-    send(res, { status: 405, body: errorBody("METHOD_NOT_ALLOWED", `${path} takes ${route.method}, not ${req.method}`) }, true);
+    sendReply(res, errorReply(405, "METHOD_NOT_ALLOWED", `${path} takes ${route.method}, not ${req.method}`), true);
     return;
   }
   let body: Record<string, unknown> = {};
   if (route.method === "POST") {
     const read = await readBody(req);
     if (typeof read === "number") {
-      send(res, read === 413 ? { status: 413, body: errorBody("BODY_TOO_LARGE", `request body over ${MAX_BODY_BYTES} bytes`) } : { status: 400, body: errorBody("BAD_REQUEST", "request body incomplete") }, true);
+      sendReply(res, read === 413 ? errorReply(413, "BODY_TOO_LARGE", `request body over ${MAX_BODY_BYTES} bytes`) : errorReply(400, "BAD_REQUEST", "request body incomplete"), true);
       return;
     }
     const parsed = parseBody(read);
     if (typeof parsed === "string") {
-      send(res, { status: 400, body: errorBody("BAD_REQUEST", parsed) }, false);
+      sendReply(res, errorReply(400, "BAD_REQUEST", parsed), false);
       return;
     }
     body = parsed;
@@ -333,25 +352,34 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
   } catch (e) {
     reply = failureReply(e, path, logger);
   }
-  send(res, reply, false);
+  sendReply(res, reply, false);
+}
+
+/** The route of the first pattern `path` matches, with its URI-decoded segments; a message when one is malformed. */
+function patternRoute(patterns: readonly PatternRoute[], path: string): Route | string | undefined {
+  for (const { pattern, handle } of patterns) {
+    const match = pattern.exec(path);
+    if (match === null) continue;
+    let params: string[];
+    try {
+      params = match.slice(1).map((segment) => decodeURIComponent(segment));
+    } catch {
+      return `a path segment of ${path} is not valid URI encoding`;
+    }
+    return { method: "GET", handle: () => handle(params) };
+  }
+  return undefined;
 }
 
 function failureReply(e: unknown, path: string, logger: Logger): Reply {
-  if (e instanceof BadRequest) return { status: 400, body: errorBody("BAD_REQUEST", e.message) };
+  if (e instanceof BadRequest) return errorReply(400, "BAD_REQUEST", e.message);
   if (e instanceof EddyError) {
     const conflict = e.domain === "user" || e.domain === "config";
     if (!conflict) logger.warn("control request failed in the job", { path, code: e.code, message: e.message });
-    return { status: conflict ? 409 : 500, body: errorBody(e.code, e.message) };
+    return errorReply(conflict ? 409 : 500, e.code, e.message);
   }
   logger.error("control request failed in the job", { path, cause: describeCause(e) });
-  return { status: 500, body: errorBody("INTERNAL", describeCause(e)) };
-}
-
-function authorized(header: string | undefined, token: string): boolean {
-  if (header === undefined || !header.startsWith("Bearer ")) return false;
-  const given = Buffer.from(header.slice("Bearer ".length).trim(), "utf8");
-  const expected = Buffer.from(token, "utf8");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return errorReply(500, "INTERNAL", describeCause(e));
 }
 
 /** The body as text, or 413 once it exceeds MAX_BODY_BYTES (reading stops), or 400 if the client went away. */
@@ -389,20 +417,4 @@ function parseBody(text: string): Record<string, unknown> | string {
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) return "the body must be a JSON object";
   return value as Record<string, unknown>;
-}
-
-function errorBody(code: string, message: string): { error: { code: string; message: string } } {
-  return { error: { code, message } };
-}
-
-/** Writes the reply; with `closeConnection` the socket is closed after it (unread body, bad client). */
-function send(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
-  const text = JSON.stringify(reply.body);
-  res.writeHead(reply.status, {
-    "Content-Type": "application/json; charset=utf-8",
-    "Content-Length": Buffer.byteLength(text),
-    "Cache-Control": "no-store",
-    ...(closeConnection ? { Connection: "close" } : {}),
-  });
-  res.end(text);
 }

@@ -1,0 +1,118 @@
+/**
+ * What the job's loopback JSON endpoints share: the control API (control-server.ts) and the state
+ * servers (state-server.ts). Bearer-token checks in constant time, JSON answers with
+ * `{ error: { code, message } }` for failures, a bound on requests in flight (503 BUSY past it),
+ * JSON answers for requests the HTTP parser refuses (oversized headers, timeouts), and listening.
+ */
+import { timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+/** An answer to a request: status and a body to encode as JSON, or JSON text to send as it is. */
+export type Reply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
+
+export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+  return { error: { code, message } };
+}
+
+export function errorReply(status: number, code: string, message: string): Reply {
+  return { status, body: errorBody(code, message) };
+}
+
+/** Whether `header` is `Bearer <token>`; compared in constant time. */
+export function bearerAuthorized(header: string | undefined, token: string): boolean {
+  if (header === undefined || !header.startsWith("Bearer ")) return false;
+  const given = Buffer.from(header.slice("Bearer ".length).trim(), "utf8");
+  const expected = Buffer.from(token, "utf8");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+export const UNAUTHORIZED: Reply = errorReply(401, "UNAUTHORIZED", "missing or wrong bearer token (see the job's token file)");
+
+/** Writes the reply; with `closeConnection` the socket is closed after it (unread body, bad client). */
+export function sendReply(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
+  const text = "json" in reply ? reply.json : JSON.stringify(reply.body);
+  res.writeHead(reply.status, {
+    "Content-Type": "application/json; charset=utf-8",
+    "Content-Length": Buffer.byteLength(text),
+    "Cache-Control": "no-store",
+    ...(closeConnection ? { Connection: "close" } : {}),
+  });
+  res.end(text);
+}
+
+/** Whether the request announces a body (any length, or chunked). */
+export function hasRequestBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return req.headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}
+
+/** At most `maxInFlight` requests handled at once; the rest are answered 503 BUSY at once. */
+export interface RequestLimit {
+  /**
+   * Runs `handle` for the request when a slot is free, holding the slot until its promise settles;
+   * else answers 503 BUSY and closes the connection. `handle`'s promise must not reject.
+   */
+  run(res: ServerResponse, handle: () => Promise<void>): void;
+  /** Resolves when every request admitted so far has settled. */
+  settled(): Promise<void>;
+}
+
+export function createRequestLimit(maxInFlight: number): RequestLimit {
+  if (!Number.isInteger(maxInFlight) || maxInFlight < 1) throw new RangeError(`maxInFlight must be a positive integer, got ${maxInFlight}`);
+  const inFlight = new Set<Promise<void>>();
+  const busy = errorReply(503, "BUSY", `too many requests in flight (at most ${maxInFlight}); retry later`);
+  return {
+    run(res, handle) {
+      if (inFlight.size >= maxInFlight) {
+        sendReply(res, busy, true);
+        return;
+      }
+      const handled = handle();
+      inFlight.add(handled);
+      void handled.finally(() => inFlight.delete(handled));
+    },
+    settled: async () => {
+      await Promise.allSettled([...inFlight]);
+    },
+  };
+}
+
+/**
+ * Answers requests the HTTP parser refuses (headers or URL over the server's maxHeaderSize, a
+ * request that did not arrive in time, malformed HTTP) with a JSON error instead of Node's bare
+ * one, then closes the connection.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+    // As Node's own handler: answer only when no response has started on the socket.
+    const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
+    if (err.code !== "ECONNRESET" && socket.writable && !started) {
+      const [status, code, message] =
+        err.code === "HPE_HEADER_OVERFLOW"
+          ? ([431, "HEADERS_TOO_LARGE", "request line and headers too large"] as const)
+          : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+            ? ([408, "REQUEST_TIMEOUT", "the request did not arrive in time"] as const)
+            : ([400, "BAD_REQUEST", "malformed HTTP request"] as const);
+      const text = JSON.stringify(errorBody(code, message));
+      socket.end(
+        `HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request"}\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      );
+    }
+    socket.destroySoon();
+  });
+}
+
+/** Listens on `host` at a free port; resolves with the base URL (`http://127.0.0.1:41234`). */
+export async function listen(server: Server, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  return `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}`;
+}
