@@ -154,7 +154,10 @@ export class InlineExecution {
       logger: options.logger,
       onRegistered: (registration) => this.queryable.add(registration),
     });
-    const ended = this.#executor.done.finally(() => serving.close());
+    const ended = this.#executor.done.finally(() => {
+      this.queryable.end();
+      return serving.close();
+    });
     this.done = ended.then((r) => ({
       jobName: plan.jobName,
       durationMs: options.clock.now() - startedAtMs,

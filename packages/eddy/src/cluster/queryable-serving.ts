@@ -53,6 +53,16 @@ export function serveQueryableStates(
 /** Where each queryable state's subtasks are served, as registrations come in. */
 export class QueryableLocations {
   readonly #states = new Map<string, { registration: QueryableRegistration; servers: (string | undefined)[] }>();
+  #ended = false;
+
+  /**
+   * The execution ended (failed, or finished): its servers are gone. Locations keep their states
+   * with no server, so a client hears NOT_READY (retry; a restarted job serves again) rather
+   * than reaching for servers that are gone.
+   */
+  end(): void {
+    this.#ended = true;
+  }
 
   add(registration: QueryableRegistration): void {
     let state = this.#states.get(registration.name);
@@ -71,7 +81,7 @@ export class QueryableLocations {
       maxParallelism: r.maxParallelism,
       parallelism: r.parallelism,
       generation,
-      servers: [...servers],
+      servers: this.#ended ? servers.map(() => undefined) : [...servers],
     }));
   }
 }

@@ -64,7 +64,8 @@ function badKey(message: string): EddyError {
 export function locateKey(location: QueryLocation, key: Key): { readonly keyGroup: number; readonly subtask: number; readonly server: string | undefined } {
   const keyGroup = assignToKeyGroup(key, location.maxParallelism);
   const subtask = computeOperatorIndexForKeyGroup(location.maxParallelism, location.parallelism, keyGroup);
-  return { keyGroup, subtask, server: location.servers[subtask] };
+  // A location that came as JSON has null where no server registered yet.
+  return { keyGroup, subtask, server: location.servers[subtask] ?? undefined };
 }
 
 /** A state server's answer, as it sent it (JSON text). */

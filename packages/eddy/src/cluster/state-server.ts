@@ -172,7 +172,7 @@ function isReply(x: Key | Reply): x is Reply {
   return typeof x === "object" && !Array.isArray(x) && "status" in x;
 }
 
-const READ_FAILURES: Readonly<Record<string, number>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400 };
+const READ_FAILURES: Readonly<Record<string, number>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400, NOT_SERVING: 503 };
 
 function readFailure(e: unknown, name: string, logger: Logger): Reply {
   if (e instanceof EddyError && READ_FAILURES[e.code] !== undefined) return errorReply(READ_FAILURES[e.code]!, e.code, e.message);

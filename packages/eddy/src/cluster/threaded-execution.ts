@@ -281,6 +281,7 @@ export class ThreadedExecution {
   async #succeed(): Promise<void> {
     if (this.#settled) return;
     this.#settled = true;
+    this.queryable.end();
     await this.#shutdown();
     this.#resolve({
       jobName: this.#plan.jobName,
@@ -294,6 +295,7 @@ export class ThreadedExecution {
   #fail(error: EddyError): void {
     if (this.#settled) return;
     this.#settled = true;
+    this.queryable.end();
     if (error.code !== "JOB_CANCELLED") {
       this.#options.logger.error("job failed", { job: this.#plan.jobName, error: error.message, code: error.code });
     }

@@ -172,7 +172,7 @@ export class HeapKeyedStateBackend {
     const byName = new Map(states.map((m) => [m.name, m]));
     const kgIndex = keyGroup - range.start;
     readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable({ ...meta, codec: meta.codec }, true);
+      const { table } = this.#ensureTable({ ...meta, codec: meta.codec, queryableName: meta.queryable }, true);
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
   }
@@ -208,9 +208,11 @@ export class HeapKeyedStateBackend {
     if (entry === undefined) return undefined;
     const cell = namespace === VOID_NAMESPACE ? entry.voidCell : entry.nsCells?.get(namespace);
     if (cell === undefined) return undefined;
-    if (handle === undefined) return undefined; // restored, not declared by the operator yet
     const now = descriptor.ttl === undefined ? 0 : this.#clock.now();
-    return handle.queryValue(cell, now);
+    if (handle !== undefined) return handle.queryValue(cell, now);
+    // Restored, not used by the operator yet: the value as stored — except an aggregate, whose
+    // result needs the operator's function.
+    return descriptor.kind === "aggregating" ? undefined : snapshotCellValue(descriptor.kind, cell, now);
   }
 
   /**
@@ -228,6 +230,7 @@ export class HeapKeyedStateBackend {
     const state = this.#ensureTable(descriptor);
     if (state.restored) this.#adopt(state, descriptor);
     if (state.handle === undefined && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
+    // (Registering a name twice for one state is a no-op: the registry keeps one entry per subtask.)
     // Same name and kind, hence created by the same factory; only the type parameters may differ.
     state.handle ??= create(state.table);
     return state.handle as H;
@@ -304,6 +307,8 @@ export class HeapKeyedStateBackend {
     );
     const state: RegisteredState = { table, descriptor, handle: undefined, restored: restoring };
     this.#states.set(descriptor.name, state);
+    // A restored queryable state is served at once, before the operator next touches it.
+    if (restoring && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
     return state;
   }
 

@@ -36,14 +36,24 @@ export interface KeyedStateMeta {
   readonly format: string;
   /** The schema the values were written with (StateCodec id and version), if the state declared one. */
   readonly codec?: { readonly id: string; readonly version: number };
+  /** The name it is queryable under (setQueryable), so a restore serves it before it is used. */
+  readonly queryable?: string;
 }
 
 /** The byte format of every keyed state's cells in snapshots (the default codec's id). */
 export const CELL_FORMAT = "eddy.default/1";
 
 export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
-  const { name, kind, ttl, copy, codec } = descriptor;
-  return { name, kind, ttl, copy, format: CELL_FORMAT, ...(codec === undefined ? {} : { codec: { id: codec.id, version: codec.version } }) };
+  const { name, kind, ttl, copy, codec, queryableName } = descriptor;
+  return {
+    name,
+    kind,
+    ttl,
+    copy,
+    format: CELL_FORMAT,
+    ...(codec === undefined ? {} : { codec: { id: codec.id, version: codec.version } }),
+    ...(queryableName === undefined ? {} : { queryable: queryableName }),
+  };
 }
 
 interface CapturedState {
