@@ -45,8 +45,9 @@ async function readWhile(client: ReturnType<typeof createQueryClient>, jobId: st
     try {
       values = await client.getMany<Counter>(jobId, "counts", keys);
     } catch (e) {
-      // Between a failure and the restarted job serving again, reads are refused clearly.
-      if (e instanceof EddyError && ["NOT_SERVING", "NOT_READY", "UNKNOWN_STATE"].includes(e.code)) {
+      // Between a failure and the restarted job serving again, reads fail with a retryable error:
+      // the server is gone (UNREACHABLE), not serving, or not registered again yet.
+      if (e instanceof EddyError && ["NOT_SERVING", "NOT_READY", "UNKNOWN_STATE", "STATE_SERVER_UNREACHABLE"].includes(e.code)) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         continue;
       }

@@ -82,6 +82,11 @@ export type ToWorker =
   | { readonly t: "resume-sources" }
   /** Stopped with a savepoint: end once the messages before this one have been acted on. */
   | { readonly t: "stop" }
+  /**
+   * The job is ending: close the state server and answer "servers-closed", before the thread is
+   * terminated (terminating a thread while its HTTP parser runs aborts the whole process).
+   */
+  | { readonly t: "close-servers" }
   | { readonly t: "checkpoint-complete"; readonly checkpointId: number }
   | { readonly t: "abort-checkpoint"; readonly checkpointId: number }
   | { readonly t: "final-checkpoint"; readonly barrier: CheckpointBarrier };
@@ -98,7 +103,8 @@ export type FromWorker =
   | { readonly t: "checkpoint-ack"; readonly taskId: string; readonly checkpointId: number; readonly ack: TaskAck }
   | { readonly t: "checkpoint-decline"; readonly taskId: string; readonly checkpointId: number; readonly reason: string }
   | { readonly t: "task-finished"; readonly taskId: string }
-  | { readonly t: "queryable"; readonly registration: QueryableRegistration };
+  | { readonly t: "queryable"; readonly registration: QueryableRegistration }
+  | { readonly t: "servers-closed" };
 
 /**
  * Where subtasks run. `shared` is Flink's slot sharing: subtask i of every operator goes to

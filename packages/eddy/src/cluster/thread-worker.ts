@@ -241,6 +241,11 @@ async function run(): Promise<void> {
     yieldIntervalMs: 0,
   });
 
+  const queryable = serveQueryableStates(executor.queryable, {
+    token: init.token,
+    logger,
+    onRegistered: (registration) => send({ t: "queryable", registration }),
+  });
   port.on("message", (message: ToWorker) => {
     try {
       switch (message.t) {
@@ -258,6 +263,9 @@ async function run(): Promise<void> {
           return;
         case "stop":
           executor.stop();
+          return;
+        case "close-servers":
+          void queryable.close().then(() => send({ t: "servers-closed" }));
           return;
         case "checkpoint-complete":
           executor.notifyCheckpointComplete(message.checkpointId);
@@ -295,11 +303,6 @@ async function run(): Promise<void> {
     });
   }
 
-  const queryable = serveQueryableStates(executor.queryable, {
-    token: init.token,
-    logger,
-    onRegistered: (registration) => send({ t: "queryable", registration }),
-  });
   const metricsTimer = setInterval(
     () => send({ t: "metrics", sourceRecords: executor.sourceRecords, metrics: executor.metrics() }),
     init.metricsIntervalMs,
@@ -308,6 +311,8 @@ async function run(): Promise<void> {
   try {
     const result = await executor.done;
     forwarder.flush();
+    // Closed before the coordinator hears of the end (it may terminate this thread then).
+    await queryable.close();
     send({ t: "finished", sourceRecords: result.sourceRecords, metrics: executor.metrics() });
   } finally {
     clearInterval(metricsTimer);

@@ -56,6 +56,9 @@ const ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
 
 interface WorkerState {
   readonly worker: Worker;
+  /** Resolves once the worker's state server is closed (or the worker has exited). */
+  readonly serversClosed: Promise<void>;
+  readonly closeServers: () => void;
   finished: boolean;
   sourceRecords: number;
   metrics: readonly SubtaskMetrics[];
@@ -175,7 +178,9 @@ export class ThreadedExecution {
         name: `eddy-worker-${i}`,
         ...(this.#options.maxWorkerHeapMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxWorkerHeapMb } }),
       });
-      const state: WorkerState = { worker, finished: false, sourceRecords: 0, metrics: [] };
+      let serversClosed!: () => void;
+      const closed = new Promise<void>((resolve) => (serversClosed = resolve));
+      const state: WorkerState = { worker, serversClosed: closed, closeServers: serversClosed, finished: false, sourceRecords: 0, metrics: [] };
       this.#workers.push(state);
       worker.on("message", (message: FromWorker) => {
         try {
@@ -192,6 +197,7 @@ export class ThreadedExecution {
         this.#fail(new EddyError("WORKER_DIED", `job '${this.#plan.jobName}' failed: ${message}`, { domain: "internal", cause: e }));
       });
       worker.on("exit", (code) => {
+        state.closeServers();
         if (state.finished || this.#settled) return;
         this.#fail(
           new EddyError(
@@ -209,6 +215,7 @@ export class ThreadedExecution {
   }
 
   #onMessage(index: number, state: WorkerState, message: FromWorker): void {
+    if (message.t === "servers-closed") return state.closeServers();
     if (this.#settled) return;
     switch (message.t) {
       case "ready":
@@ -237,6 +244,7 @@ export class ThreadedExecution {
         return;
       case "finished":
         state.finished = true;
+        state.closeServers(); // closed before it said finished
         state.sourceRecords = message.sourceRecords;
         state.metrics = message.metrics;
         if (this.#workers.every((w) => w.finished)) void this.#succeed();
@@ -310,7 +318,19 @@ export class ThreadedExecution {
         this.#options.logger.warn("split enumerator failed to close", { error: describeCause(e) });
       }
     }
-    await Promise.all(this.#workers.map((w) => w.worker.terminate().catch(() => undefined)));
+    // Terminating a thread while its HTTP parser runs aborts the process: close the state servers
+    // first (each worker answers once closed; a stuck one is terminated after a second anyway).
+    await Promise.all(
+      this.#workers.map(async (w) => {
+        try {
+          w.worker.postMessage({ t: "close-servers" } satisfies ToWorker);
+        } catch {
+          // Already gone.
+        }
+        await Promise.race([w.serversClosed, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+        await w.worker.terminate().catch(() => undefined);
+      }),
+    );
   }
 }
 
