@@ -141,8 +141,33 @@ test("eddy run serves the control API until the job ends: registered while runni
     );
     const cancelled = await eddy(home, "cancel", "endless");
     assert.equal(cancelled.status, 0, cancelled.stderr);
-    await exited;
-    assert.match(stderr, /was cancelled/);
+    assert.equal(await exited, 0, "cancelled on purpose: not a failure");
+    assert.match(stderr, /\[eddy\] job 'endless' cancelled\n/);
+    assert.deepEqual(readdirSync(join(home, "jobs")), [], "registry entry and token file removed");
+  } finally {
+    if (child.exitCode === null) child.kill("SIGKILL");
+    rmSync(home, { recursive: true, force: true });
+  }
+});
+
+test("Ctrl-C (SIGINT) cancels eddy run's job, removes its registry entry and exits 130", { timeout: 30_000 }, async () => {
+  const home = mkdtempSync(join(tmpdir(), "eddy-control-sigint-"));
+  const child = spawn(process.execPath, [eddyBin, "run", resolve(import.meta.dirname, "jobs/endless.ts"), "--inline"], {
+    env: { ...process.env, EDDY_HOME: home },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  try {
+    let stderr = "";
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    await new Promise<void>((resolve) =>
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        if (/control API on /.test(stderr)) resolve();
+      }),
+    );
+    child.kill("SIGINT");
+    assert.equal(await exited, 130, stderr);
+    assert.match(stderr, /SIGINT: cancelling job 'endless'/);
     assert.deepEqual(readdirSync(join(home, "jobs")), [], "registry entry and token file removed");
   } finally {
     if (child.exitCode === null) child.kill("SIGKILL");

@@ -257,6 +257,16 @@ async function main(argv: string[]): Promise<void> {
         process.stderr.write(`\r[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
       }, 500)
     : undefined;
+  // Ctrl-C / SIGTERM: cancel the job (its control API entry is removed below); a second one exits at once.
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled !== undefined) process.exit(130);
+    signalled = signal;
+    process.stderr.write(`\n[eddy] ${signal}: cancelling job '${execution!.jobName}' (again to exit at once)\n`);
+    execution!.cancel();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   const outcome = await execution.done.then(
     (result) => ({ result }),
     (error: unknown) => ({ error }),
@@ -270,9 +280,15 @@ async function main(argv: string[]): Promise<void> {
   if ("error" in outcome) {
     if (stdoutBroken) return;
     const e = outcome.error;
+    if (e instanceof EddyError && e.code === "JOB_CANCELLED") {
+      // Cancelled on purpose (a signal, eddy cancel): said, not a failure of the job.
+      process.stderr.write(`[eddy] job '${execution.jobName}' cancelled${signalled === undefined ? "" : ` (${signalled})`}\n`);
+      process.exit(signalled === undefined ? 0 : 130);
+    }
     fail(e instanceof EddyError ? `job '${execution.jobName}' failed: ${e.message}` : describeCause(e));
   }
   const { result } = outcome;
+  if (execution.status() === "stopped") process.stderr.write(`[eddy] job '${result.jobName}' stopped\n`);
   const rate = result.durationMs > 0 ? Math.round((result.sourceRecords * 1000) / result.durationMs) : result.sourceRecords;
   process.stderr.write(
     `[eddy] job '${result.jobName}' finished: ${result.sourceRecords.toLocaleString("en")} records in ${result.durationMs} ms (${rate.toLocaleString("en")} records/s)\n`,
