@@ -116,6 +116,22 @@ test("timers on a non-keyed stream fail with a hint to use keyBy", async () => {
   assert.match(error.message, /keyBy/);
 });
 
+test("a function class with #private fields fails with a hint to use ordinary fields", async () => {
+  class Counting {
+    #seen = 0;
+    processElement(v: number, _ctx: unknown, out: { collect(v: number): void }): void {
+      this.#seen++;
+      out.collect(v + this.#seen);
+    }
+  }
+  const error = await failureOf(
+    defineJob("private-fields", (env) => {
+      env.fromElements(1).process<number>(new Counting()).sinkTo(collectSink("out"));
+    }),
+  );
+  assert.match(error.message, /private member.*copied per subtask.*ordinary fields/);
+});
+
 test("a summed field that is not a number fails naming the field", async () => {
   const error = await failureOf(
     defineJob("bad-sum", (env) => {

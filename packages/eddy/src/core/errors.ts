@@ -65,9 +65,14 @@ export function userFunctionError(operator: string, subtask: number, cause: unkn
       cause: cause.cause ?? cause,
     });
   }
+  // A function object is copied per subtask, and a copy has no #private slots (README).
+  const hint =
+    cause instanceof TypeError && /private member/.test(cause.message)
+      ? " (function objects are copied per subtask and a copy has no #private fields: use ordinary fields)"
+      : "";
   return new EddyError(
     "USER_FUNCTION_FAILED",
-    `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}`,
+    `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}${hint}`,
     { domain: "user", retryable: false, operator, subtask, cause },
   );
 }
