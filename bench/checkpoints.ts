@@ -9,7 +9,7 @@
  *   3. Recovery: the keyed job at 1 M keys fails once near its end; the time from the failure to
  *      the first record processed again after restoring the latest checkpoint, and its size.
  *
- *   node --import tsx bench/checkpoints.ts [--events 10000000] [--records 10000000] [--rounds 3] [--only q5|state|recovery]
+ *   node --import tsx bench/checkpoints.ts [--events 10000000] [--records 10000000] [--rounds 3] [--only q5|state|recovery] [--keys 100000,1000000]
  *
  * Medians of `rounds` runs (recovery: of `rounds` failures). Checkpoints go to a temporary
  * directory, removed at the end.
@@ -28,6 +28,8 @@ const { values } = parseArgs({
     records: { type: "string", default: "10000000" },
     rounds: { type: "string", default: "3" },
     only: { type: "string" },
+    /** Comma-separated key counts of the keyed-state runs (default 100000,1000000). */
+    keys: { type: "string", default: "100000,1000000" },
   },
 });
 const EVENTS = Number(values.events);
@@ -150,7 +152,7 @@ try {
   }
   if (values.only === undefined || values.only === "state") {
     process.env.EDDY_BENCH_CHK_RECORDS = String(RECORDS);
-    for (const keys of [100_000, 1_000_000]) {
+    for (const keys of values.keys.split(",").map(Number)) {
       process.env.EDDY_BENCH_CHK_KEYS = String(keys);
       await compare(`Keyed counter, ${k(keys)} keys, ${k(RECORDS)} records, parallelism 2`, keyedState, RECORDS, "records");
     }
