@@ -236,6 +236,16 @@ async function main(argv: string[]): Promise<void> {
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));
   }
+  // Ctrl-C / SIGTERM: cancel the job (its control API entry is removed below); a second one exits at once.
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled !== undefined) process.exit(130);
+    signalled = signal;
+    process.stderr.write(`\n[eddy] ${signal}: cancelling job '${execution!.jobName}' (again to exit at once)\n`);
+    execution!.cancel();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
   const startedAt = execution.startedAtMs;
   let control: ControlServer | undefined;
   if (values["no-control"] !== true) {
@@ -257,16 +267,6 @@ async function main(argv: string[]): Promise<void> {
         process.stderr.write(`\r[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
       }, 500)
     : undefined;
-  // Ctrl-C / SIGTERM: cancel the job (its control API entry is removed below); a second one exits at once.
-  let signalled: NodeJS.Signals | undefined;
-  const onSignal = (signal: NodeJS.Signals): void => {
-    if (signalled !== undefined) process.exit(130);
-    signalled = signal;
-    process.stderr.write(`\n[eddy] ${signal}: cancelling job '${execution!.jobName}' (again to exit at once)\n`);
-    execution!.cancel();
-  };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
   const outcome = await execution.done.then(
     (result) => ({ result }),
     (error: unknown) => ({ error }),
