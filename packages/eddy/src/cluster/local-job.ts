@@ -115,11 +115,6 @@ export interface JobExecution extends ControlledJob, QueryableJob {
 export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExecution {
   const job = resolveJob(jobOrModule);
   const logger = options.logger ?? silentLogger;
-  if ((options.fromSavepoint !== undefined || options.fromCheckpoint !== undefined) && options.checkpointing === false) {
-    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)", {
-      domain: "config",
-    });
-  }
   const restore = restorePointOf({ checkpoint: options.fromCheckpoint, savepoint: options.fromSavepoint });
   // Operators that do not set their max parallelism keep the one their state was written with.
   const restoredMaxParallelism =
@@ -269,10 +264,10 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   }
 
   let status: JobStatus = "running";
+  /** The stop in progress (undefined: none, or it failed and the job went on). */
   let stopping: Promise<SavepointResult | undefined> | undefined;
-  let stopped = false;
   done.then(
-    () => void (status = stopped ? "stopped" : "finished"),
+    () => void (status = stopping !== undefined ? "stopped" : "finished"),
     (e: unknown) => void (status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
   );
   const savepoint = (opts: SavepointOptions | undefined, stop?: { drain: boolean }): Promise<SavepointResult> => {
@@ -300,19 +295,15 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     stop: (opts: StopOptions) => {
       if (stopping !== undefined) return stopping;
       if (status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}`, { domain: "user" }));
-      status = "stopping";
-      stopped = true;
       if (opts.drain === true && !opts.savepoint) {
-        status = "running";
-        stopped = false;
         return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))", { domain: "user" }));
       }
+      status = "stopping";
       if (opts.savepoint) {
         stopping = savepoint(opts, { drain: opts.drain === true });
         stopping.catch(() => {
           // The job goes on (or, after a failed drain, restarts): it is running again.
           if (status === "stopping") status = "running";
-          stopped = false;
           stopping = undefined;
         });
       } else {

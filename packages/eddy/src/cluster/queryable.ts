@@ -22,7 +22,7 @@
  *   Errors are { "error": { "code", "message" } }.
  */
 import { EddyError } from "../core/errors.ts";
-import { requireValidKey, type Key } from "../core/key.ts";
+import { invalidKeyReason, type Key } from "../core/key.ts";
 
 /** Longest encoded key accepted. */
 export const MAX_QUERY_KEY_BYTES = 1024;
@@ -52,34 +52,36 @@ export interface QueryableJob {
 }
 
 /**
- * Keys travel as JSON text: a string key as a JSON string, a number as a JSON number, an array
- * (composite key) as a JSON array, a bigint as {"$bigint":"<decimal>"}.
+ * Keys travel as JSON text in the value encoding below: a string key as a JSON string, a number
+ * as a JSON number, an array (composite key) as a JSON array, a bigint as {"$bigint":"<decimal>"}.
  */
 export function encodeQueryKey(key: Key): string {
-  return JSON.stringify(key, (_k, v: unknown) => (typeof v === "bigint" ? { $bigint: v.toString() } : v));
+  return encodeQueryValue(key);
 }
 
+/** The key `text` encodes; BAD_KEY for text that is not JSON, not a valid key, or too long. */
 export function decodeQueryKey(text: string): Key {
-  if (text.length > MAX_QUERY_KEY_BYTES) throw badKey(`the key is ${text.length} bytes, more than ${MAX_QUERY_KEY_BYTES}`);
+  const bytes = Buffer.byteLength(text);
+  if (bytes > MAX_QUERY_KEY_BYTES) throw badQueryKey(`the key is ${bytes} bytes, more than ${MAX_QUERY_KEY_BYTES}`);
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text, (_k, v: unknown) => {
-      if (v === null || typeof v !== "object" || Array.isArray(v)) return v;
-      const big = (v as { $bigint?: unknown }).$bigint;
-      if (typeof big === "string" && /^-?[0-9]{1,400}$/.test(big) && Object.keys(v).length === 1) return BigInt(big);
-      return v;
-    });
+    parsed = decodeQueryValue(text);
   } catch {
-    throw badKey(`the key is not JSON: ${text.slice(0, 80)}`);
+    throw badQueryKey(`the key is not JSON: ${text.slice(0, 80)}`);
   }
-  try {
-    return requireValidKey(parsed, "query");
-  } catch (e) {
-    throw badKey(e instanceof Error ? e.message : String(e));
-  }
+  return checkQueryKey(parsed);
 }
 
-function badKey(message: string): EddyError {
+/** `key` if it is a valid key whose encoding fits MAX_QUERY_KEY_BYTES; BAD_KEY otherwise. */
+export function checkQueryKey(key: unknown): Key {
+  const reason = invalidKeyReason(key);
+  if (reason !== undefined) throw badQueryKey(`not a valid key: ${reason}`);
+  const bytes = Buffer.byteLength(encodeQueryKey(key as Key));
+  if (bytes > MAX_QUERY_KEY_BYTES) throw badQueryKey(`the key is ${bytes} bytes as JSON, more than ${MAX_QUERY_KEY_BYTES}`);
+  return key as Key;
+}
+
+export function badQueryKey(message: string): EddyError {
   return new EddyError("BAD_KEY", message, { domain: "user", retryable: false });
 }
 
@@ -107,7 +109,7 @@ export function decodeQueryValue(text: string): unknown {
     const o = v as Record<string, unknown>;
     const keys = Object.keys(o);
     if (keys.length !== 1) return v;
-    if (typeof o.$bigint === "string") return BigInt(o.$bigint);
+    if (typeof o.$bigint === "string" && /^-?[0-9]{1,400}$/.test(o.$bigint)) return BigInt(o.$bigint);
     if (Array.isArray(o.$map)) return new Map(o.$map as [unknown, unknown][]);
     if (Array.isArray(o.$set)) return new Set(o.$set);
     if (typeof o.$date === "number") return new Date(o.$date);

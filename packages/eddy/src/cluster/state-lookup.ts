@@ -7,8 +7,8 @@
 import { request, type Agent } from "node:http";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../core/key-group.ts";
-import { invalidKeyReason, type Key } from "../core/key.ts";
-import { decodeQueryKey, encodeQueryKey, MAX_QUERY_KEY_BYTES, MAX_QUERY_VALUE_BYTES, type QueryableJob, type QueryLocation } from "./queryable.ts";
+import type { Key } from "../core/key.ts";
+import { badQueryKey, checkQueryKey, decodeQueryKey, encodeQueryKey, MAX_QUERY_VALUE_BYTES, type QueryableJob, type QueryLocation } from "./queryable.ts";
 
 /** Whether a job handle also serves queryable state (duck-typed: it has `token` and `queryableStates`). */
 export function isQueryableJob<J extends object>(job: J): job is J & QueryableJob {
@@ -28,12 +28,12 @@ export function parseKeyArgument(text: string): Key {
   } catch {
     isJson = false;
   }
-  if (!isJson) return checkedKey(text);
+  if (!isJson) return checkQueryKey(text);
   try {
     return decodeQueryKey(text);
   } catch (e) {
     if (e instanceof EddyError && e.code === "BAD_KEY") {
-      throw badKey(`${e.message}; to query it as a string, quote it as JSON: ${JSON.stringify(JSON.stringify(text))}`);
+      throw badQueryKey(`${e.message}; to query it as a string, quote it as JSON: ${JSON.stringify(JSON.stringify(text))}`);
     }
     throw e;
   }
@@ -44,21 +44,10 @@ export function parseKeyArgument(text: string): Key {
  * MAX_QUERY_KEY_BYTES; throws BAD_KEY.
  */
 export function encodeCheckedKey(key: Key): string {
-  checkedKey(key);
+  checkQueryKey(key);
   return encodeQueryKey(key);
 }
 
-function checkedKey(key: unknown): Key {
-  const reason = invalidKeyReason(key);
-  if (reason !== undefined) throw badKey(reason);
-  const bytes = Buffer.byteLength(encodeQueryKey(key as Key));
-  if (bytes > MAX_QUERY_KEY_BYTES) throw badKey(`the key is ${bytes} bytes as JSON, more than ${MAX_QUERY_KEY_BYTES}`);
-  return key as Key;
-}
-
-function badKey(message: string): EddyError {
-  return new EddyError("BAD_KEY", message, { domain: "user", retryable: false });
-}
 
 /** Where `key` lives under `location`: its key group, the owning subtask and its server (undefined: not registered yet). */
 export function locateKey(location: QueryLocation, key: Key): { readonly keyGroup: number; readonly subtask: number; readonly server: string | undefined } {

@@ -28,7 +28,7 @@ import {
   UNAUTHORIZED,
   type Reply,
 } from "./http-endpoint.ts";
-import { decodeQueryKey, encodeQueryValue, MAX_QUERY_KEY_BYTES, MAX_QUERY_VALUE_BYTES, type StateServerBackend } from "./queryable.ts";
+import { decodeQueryKey, encodeQueryValue, MAX_QUERY_VALUE_BYTES, type StateServerBackend } from "./queryable.ts";
 
 export interface StateServerOptions {
   /** The job's bearer token. */
@@ -157,12 +157,8 @@ function keyOf(params: URLSearchParams): Key | Reply {
   }
   const keys = params.getAll("key");
   if (keys.length !== 1) return errorReply(400, "BAD_KEY", keys.length === 0 ? "missing parameter 'key' (the key as JSON)" : "more than one parameter 'key'");
-  const text = keys[0]!;
-  if (Buffer.byteLength(text) > MAX_QUERY_KEY_BYTES) {
-    return errorReply(400, "BAD_KEY", `the key is ${Buffer.byteLength(text)} bytes, more than ${MAX_QUERY_KEY_BYTES}`);
-  }
   try {
-    return decodeQueryKey(text);
+    return decodeQueryKey(keys[0]!);
   } catch (e) {
     return errorReply(400, "BAD_KEY", e instanceof Error ? e.message : String(e));
   }
