@@ -14,48 +14,19 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { defineJob, ValueStateDescriptor, WatermarkStrategy, staticSplitEnumerator, type KeyedProcessFunction, type Source } from "eddy";
+import { defineJob, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
 import { runJob } from "eddy/testing";
 import { createQueryClient } from "eddy/query";
 import { EddyError } from "eddy";
 import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
+import { pacedNumbers } from "./jobs/paced-source.ts";
 
 const KEYS = 5;
 
 interface Basket {
   items: number[];
   sum: number;
-}
-
-/**
- * The values, a few per poll with a pause between polls, so reads fall between records; then it
- * holds (the job keeps serving its final state until cancelled).
- */
-function slowSource(values: readonly number[]): Source<number, { readonly splitId: string; readonly next: number }> {
-  return {
-    boundedness: "bounded",
-    maxParallelism: 1,
-    createEnumerator: (context) => staticSplitEnumerator(context, [{ splitId: "all", next: 0 }]),
-    createReader: () => {
-      let split: { splitId: string; next: number } | undefined;
-      let resumeAt = 0;
-      return {
-        pollNext(output) {
-          if (performance.now() < resumeAt || split === undefined) return "nothing";
-          const end = Math.min(values.length, split.next + 3);
-          for (; split.next < end; split.next++) output.collect(values[split.next]!);
-          resumeAt = performance.now() + 1;
-          if (split.next >= values.length) split = undefined;
-          return "nothing";
-        },
-        isAvailable: () => new Promise((resolve) => setTimeout(resolve, 1)),
-        addSplits: (added) => void (split = { ...added[0]! }),
-        notifyNoMoreSplits: () => undefined,
-        snapshotState: () => (split === undefined ? [] : [{ ...split }]),
-      };
-    },
-  };
 }
 
 function basketJob(values: readonly number[], copy: "none" | "deep") {
@@ -78,7 +49,14 @@ function basketJob(values: readonly number[], copy: "none" | "deep") {
     },
   };
   return defineJob("baskets", (env) => {
-    env.fromSource(slowSource(values), WatermarkStrategy.noWatermarks<number>(), "values").keyBy((n) => n % KEYS).process(fill).uid("fill");
+    // Three values per poll with a pause between polls, so reads fall between records; then the
+    // source holds (the job keeps serving its final state until cancelled).
+    env
+      .fromSource(pacedNumbers({ records: values.length, splits: 1, idPrefix: "values", perPoll: 3, pauseMs: 1, endless: true }), WatermarkStrategy.noWatermarks<number>(), "values")
+      .map((i: number) => values[i - 1]!)
+      .keyBy((n) => n % KEYS)
+      .process(fill)
+      .uid("fill");
   });
 }
 

@@ -23,7 +23,8 @@ import {
   type StreamExecutionEnvironment,
 } from "eddy";
 import { committingCollectSink, runJob, type RunOptions } from "eddy/testing";
-import { pacedSource, RECORDS } from "./jobs/rescalable.ts";
+import { RECORDS } from "./jobs/rescalable.ts";
+import { pacedNumbers } from "./jobs/paced-source.ts";
 
 const KEYS = 20;
 
@@ -76,7 +77,7 @@ interface Variant {
 function job(variant: Variant) {
   return defineJob("upgradable", (env: StreamExecutionEnvironment) => {
     env.setMaxParallelism(16);
-    let stream: DataStream<number> = env.fromSource(pacedSource(100), WatermarkStrategy.noWatermarks<number>(), "paced").uid("source");
+    let stream: DataStream<number> = env.fromSource(pacedNumbers({ records: RECORDS, splits: 8, idPrefix: "split", perPoll: 100, pauseMs: 1 }), WatermarkStrategy.noWatermarks<number>(), "paced").uid("source");
     if (variant.rechain === true) stream = stream.rebalance();
     stream = stream
       .process<number>({

@@ -17,7 +17,6 @@ import {
   MapStateDescriptor,
   OutputTag,
   ReducingStateDescriptor,
-  staticSplitEnumerator,
   TumblingEventTimeWindows,
   ValueStateDescriptor,
   WatermarkStrategy,
@@ -29,56 +28,14 @@ import {
   type ProcessContext,
   type ProcessFunction,
   type RuntimeContext,
-  type Source,
-  type SourceReader,
 } from "eddy";
 import { committingCollectSink } from "eddy/testing";
+import { pacedNumbers } from "./paced-source.ts";
 
 export const RECORDS = 2_000;
 export const SPLITS = 4;
 export const KEYS = 7;
 export const END = RECORDS + 1;
-
-interface GoldenSplit {
-  readonly splitId: string;
-  readonly next: number;
-  readonly last: number;
-}
-
-function goldenSource(hold: number): Source<number, GoldenSplit> {
-  return {
-    boundedness: "bounded",
-    createEnumerator: (context) =>
-      staticSplitEnumerator(
-        context,
-        Array.from({ length: SPLITS }, (_, i) => ({ splitId: `golden-${i}`, next: (RECORDS / SPLITS) * i + 1, last: (RECORDS / SPLITS) * (i + 1) })),
-      ),
-    createReader: () => {
-      const splits: GoldenSplit[] = [];
-      let noMore = false;
-      const reader: SourceReader<number, GoldenSplit> = {
-        pollNext(output) {
-          for (let i = 0; i < splits.length; i++) {
-            const s = splits[i]!;
-            const limit = Math.min(s.last, s.next + 99, hold);
-            if (s.next > limit) continue;
-            for (let n = s.next; n <= limit; n++) output.collect(n, n);
-            splits[i] = { ...s, next: limit + 1 };
-            return "more";
-          }
-          const done = splits.every((s) => s.next > s.last);
-          return done && noMore ? "end" : "nothing";
-        },
-        // Held: nothing more comes (the test stops the job with a savepoint).
-        isAvailable: () => new Promise((resolve) => setTimeout(resolve, 50)),
-        addSplits: (added) => void splits.push(...added),
-        notifyNoMoreSplits: () => void (noMore = true),
-        snapshotState: () => splits.map((s) => ({ ...s })),
-      };
-      return reader;
-    },
-  };
-}
 
 export interface Features {
   readonly key: number;
@@ -153,7 +110,7 @@ export default defineJob("golden", (env) => {
   env.setMaxParallelism(8);
   const hold = Number(process.env.EDDY_GOLDEN_HOLD ?? Number.POSITIVE_INFINITY);
   const numbers = env
-    .fromSource(goldenSource(hold), WatermarkStrategy.forMonotonousTimestamps<number>(), "golden numbers")
+    .fromSource(pacedNumbers({ records: RECORDS, splits: SPLITS, idPrefix: "golden", perPoll: 100, pauseMs: 0, holdAt: hold }), WatermarkStrategy.forMonotonousTimestamps<number>(), "golden numbers")
     .uid("source")
     .process(new Tally())
     .uid("tally");

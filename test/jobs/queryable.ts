@@ -10,51 +10,12 @@
  * does not exist yet) the counter throws once at record n.
  */
 import { writeFileSync } from "node:fs";
-import { defineJob, ValueStateDescriptor, WatermarkStrategy, staticSplitEnumerator, type KeyedProcessFunction, type Source, type SourceReader } from "eddy";
+import { defineJob, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
+import { pacedNumbers } from "./paced-source.ts";
 
 export const RECORDS = Number(process.env.EDDY_Q_RECORDS ?? 40_000);
 export const KEYS = 37;
 export const SPLITS = 4;
-
-interface Split {
-  readonly splitId: string;
-  readonly next: number;
-  readonly last: number;
-}
-
-function source(perMs: number, hold: boolean): Source<number, Split> {
-  return {
-    boundedness: "bounded",
-    createEnumerator: (context) =>
-      staticSplitEnumerator(
-        context,
-        Array.from({ length: SPLITS }, (_, i) => ({ splitId: `q-${i}`, next: (RECORDS / SPLITS) * i + 1, last: (RECORDS / SPLITS) * (i + 1) })),
-      ),
-    createReader: () => {
-      const splits: Split[] = [];
-      let noMore = false;
-      let resumeAt = 0;
-      const reader: SourceReader<number, Split> = {
-        pollNext(output) {
-          if (performance.now() < resumeAt) return "nothing";
-          const i = splits.findIndex((s) => s.next <= s.last);
-          if (i < 0) return noMore && !hold ? "end" : "nothing";
-          const s = splits[i]!;
-          const end = Math.min(s.last, s.next + perMs - 1);
-          for (let n = s.next; n <= end; n++) output.collect(n, n);
-          splits[i] = { ...s, next: end + 1 };
-          resumeAt = performance.now() + 1;
-          return "nothing";
-        },
-        isAvailable: () => new Promise((resolve) => setTimeout(resolve, Math.max(1, resumeAt - performance.now()))),
-        addSplits: (added) => void splits.push(...added),
-        notifyNoMoreSplits: () => void (noMore = true),
-        snapshotState: () => splits.map((s) => ({ ...s })),
-      };
-      return reader;
-    },
-  };
-}
 
 export interface Counter {
   count: number;
@@ -87,7 +48,9 @@ export default defineJob("queryable", (env) => {
     },
   };
   const keyed = env
-    .fromSource(source(Number(process.env.EDDY_Q_PER_MS ?? 20), process.env.EDDY_Q_HOLD === "1"), WatermarkStrategy.noWatermarks<number>(), "numbers")
+    .fromSource(
+      pacedNumbers({ records: RECORDS, splits: SPLITS, idPrefix: "q", perPoll: Number(process.env.EDDY_Q_PER_MS ?? 20), pauseMs: 1, endless: process.env.EDDY_Q_HOLD === "1" }),
+      WatermarkStrategy.noWatermarks<number>(), "numbers")
     .uid("numbers")
     .keyBy((n) => n % KEYS);
   keyed.process(counting).uid("counter");

@@ -19,7 +19,6 @@
 import {
   defineJob,
   OutputTag,
-  staticSplitEnumerator,
   ValueStateDescriptor,
   WatermarkStrategy,
   type Collector,
@@ -31,10 +30,9 @@ import {
   type ProcessContext,
   type ProcessFunction,
   type RuntimeContext,
-  type Source,
-  type SourceReader,
 } from "eddy";
 import { committingCollectSink } from "eddy/testing";
+import { pacedNumbers } from "./paced-source.ts";
 
 export const RECORDS = Number(process.env.EDDY_SP_RECORDS ?? 60_000);
 export const SPLITS = 8;
@@ -56,59 +54,6 @@ export interface Tally {
 export interface Markers {
   readonly marker: string;
   readonly restored: readonly string[];
-}
-
-interface PacedSplit {
-  readonly splitId: string;
-  /** Next record number to emit (inclusive). */
-  readonly next: number;
-  /** Last record number (inclusive). */
-  readonly last: number;
-}
-
-/**
- * Record numbers 1..RECORDS in SPLITS ranges (independent of the parallelism), at most
- * `perMs` records per millisecond per reader, with the record number as event time.
- */
-export function pacedSource(perMs: number): Source<number, PacedSplit> {
-  return {
-    boundedness: "bounded",
-    createEnumerator: (context) =>
-      staticSplitEnumerator(
-        context,
-        Array.from({ length: SPLITS }, (_, i) => ({
-          splitId: `split-${i}`,
-          next: Math.floor((RECORDS * i) / SPLITS) + 1,
-          last: Math.floor((RECORDS * (i + 1)) / SPLITS),
-        })),
-      ),
-    createReader: () => {
-      const splits: PacedSplit[] = [];
-      let current: { splitId: string; next: number; last: number } | undefined;
-      let noMore = false;
-      let resumeAt = 0;
-      const reader: SourceReader<number, PacedSplit> = {
-        pollNext(output) {
-          if (performance.now() < resumeAt) return "nothing";
-          if (current === undefined) {
-            const split = splits.shift();
-            if (split === undefined) return noMore ? "end" : "nothing";
-            current = { ...split };
-          }
-          const end = Math.min(current.last, current.next + perMs - 1);
-          for (; current.next <= end; current.next++) output.collect(current.next, current.next);
-          if (current.next > current.last) current = undefined;
-          resumeAt = performance.now() + 1;
-          return "nothing";
-        },
-        isAvailable: () => new Promise((resolve) => setTimeout(resolve, Math.max(0, resumeAt - performance.now()))),
-        addSplits: (added) => void splits.push(...added),
-        notifyNoMoreSplits: () => void (noMore = true),
-        snapshotState: () => [...(current === undefined ? [] : [{ ...current }]), ...splits],
-      };
-      return reader;
-    },
-  };
 }
 
 /**
@@ -185,7 +130,7 @@ export default defineJob("rescalable", (env) => {
   if (maxParallelism !== "unset") env.setMaxParallelism(Number(maxParallelism));
   const perMs = Number(process.env.EDDY_SP_PER_MS ?? 10);
   const tallied = env
-    .fromSource(pacedSource(perMs), WatermarkStrategy.noWatermarks<number>(), "paced")
+    .fromSource(pacedNumbers({ records: RECORDS, splits: SPLITS, idPrefix: "split", perPoll: perMs, pauseMs: 1 }), WatermarkStrategy.noWatermarks<number>(), "paced")
     .uid("source")
     .process(new Tallying(process.env.EDDY_SP_RUN ?? "run"))
     .uid("tally");
