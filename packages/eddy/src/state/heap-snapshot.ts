@@ -84,17 +84,17 @@ export class HeapKeyedStateSnapshot {
   /** Whether any state has a cell in `keyGroup`. */
   hasKeyGroup(keyGroup: number): boolean {
     const index = keyGroup - this.keyGroupRange.start;
-    return this.#captured.some((c) => (c.capture.groups[index]?.size ?? 0) > 0);
+    return this.#captured.some((c) => c.capture.size(index) > 0);
   }
 
   /** Appends key group `keyGroup` in the format of the file comment. */
   writeKeyGroup(keyGroup: number, out: ByteWriter): void {
     const index = keyGroup - this.keyGroupRange.start;
-    const present = this.#captured.filter((c) => (c.capture.groups[index]?.size ?? 0) > 0);
+    const present = this.#captured.filter((c) => c.capture.size(index) > 0);
     out.varuint(present.length);
     for (const { meta, capture } of present) {
       out.string(meta.name);
-      writeCells(capture.groups[index]!, meta, this.#now, this.#codec, out);
+      writeCells(capture.entries(index), meta, this.#now, this.#codec, out);
     }
   }
 
@@ -103,7 +103,7 @@ export class HeapKeyedStateSnapshot {
   }
 }
 
-function writeCells(group: ReadonlyMap<unknown, KeyEntry>, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
+function writeCells(group: Iterable<KeyEntry>, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
   const hasTtl = meta.ttl !== undefined;
   const keys: Key[] = [];
   const namespaces: Namespace[] = [];
@@ -116,7 +116,7 @@ function writeCells(group: ReadonlyMap<unknown, KeyEntry>, meta: KeyedStateMeta,
     payloads.push(cell.value);
     if (hasTtl) cells.push(cell);
   };
-  for (const entry of group.values()) {
+  for (const entry of group) {
     if (entry.voidCell !== undefined) add(entry.key, VOID_NAMESPACE, entry.voidCell);
     if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) add(entry.key, ns, cell);
   }

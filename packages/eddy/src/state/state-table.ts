@@ -15,13 +15,19 @@
  * Costs: current-key lookup is one Map.get per (state, record), cached until the next
  * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
  *
- * Snapshots (copy-on-write per key group): `capture()` hands out the current group maps and
- * marks them shared, which costs O(key groups), not O(keys). A shared group map is never changed
- * again: the first access of a key in it (read or write — reads may refresh or drop expired
- * cells) replaces it with a private copy of its entries and cells, so a snapshot's view is frozen
- * while the task goes on processing. `release()` unmarks what was not copied yet. Values of
- * states declared `copy: "none"` are copied too when a group is unshared (internal accumulators
- * and user reduce functions may mutate them in place); other values are never mutated in place.
+ * Snapshots (copy-on-write, per key group and per entry, as Flink's CopyOnWriteStateMap does):
+ * - `capture()` costs O(key groups), not O(keys): it bumps the table's version and records, per
+ *   non-empty group, that the capture still reads the group's live map (the group is *pending*).
+ * - The first access of a pending group (read or write) hands every pending capture an array of
+ *   the group's entries as they are (a copy of pointers, ~10 ns per key), so later inserts and
+ *   deletes in the live map do not change what the captures see.
+ * - Entries carry the version they were created at. An entry older than the newest live capture
+ *   is shared with it and never changed again: the first access of its key replaces it in the
+ *   live map by a private copy (entry, cells, list arrays and maps, and the values of states
+ *   declared `copy: "none"`, which internal accumulators and user reduce functions may mutate in
+ *   place; other values are never mutated in place). So a capture's view is frozen while the
+ *   task goes on processing, and only the keys touched while it is alive are copied.
+ * - `release()` ends a capture; once none is alive, nothing is copied any more.
  */
 
 import type { Clock } from "../core/clock.ts";
@@ -69,6 +75,8 @@ export class KeyEntry {
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
+    /** The table's version when the entry was created: shared with every capture taken since. */
+    readonly version: number,
   ) {}
 
   isEmpty(): boolean {
@@ -94,8 +102,14 @@ export class StateTable {
   #cursorIter: Iterator<KeyEntry> | undefined = undefined;
   /** Group index of the group `#cursorIter` iterates. */
   #cursorKgIndex = 0;
-  /** Per group index: how many unreleased captures hold the group's current map. */
-  readonly #shared: Int32Array;
+  /** Entries are created at this version; `capture()` bumps it. */
+  #version = 0;
+  /** The newest live capture's version (0: none). An entry older than it is shared: copied on access. */
+  #required = 0;
+  /** Live captures, oldest first. */
+  readonly #captures: LiveCapture[] = [];
+  /** Per group index: the live captures that still read the group's live map (see the file comment). */
+  readonly #pending: (LiveCapture[] | undefined)[];
   /** Whether unsharing deep-copies value/reducing/aggregating values (descriptor `copy: "none"`). */
   readonly #copyValues: boolean;
 
@@ -109,7 +123,7 @@ export class StateTable {
     copy: "deep" | "none" = "deep",
   ) {
     this.#range = range;
-    this.#shared = new Int32Array(range.end - range.start + 1);
+    this.#pending = new Array<LiveCapture[] | undefined>(range.end - range.start + 1).fill(undefined);
     this.#copyValues = copy === "none" && kind !== "list" && kind !== "map";
     this.#ctx = ctx;
     this.#clock = clock;
@@ -129,10 +143,13 @@ export class StateTable {
     // hot path
     const ctx = this.#ctx;
     if (this.#cacheEpoch !== ctx.epoch) {
-      if (ctx.kgIndex < 0) throw noCurrentKey(this.name);
-      if (this.#shared[ctx.kgIndex] !== 0) this.#unshare(ctx.kgIndex);
+      const kgIndex = ctx.kgIndex;
+      if (kgIndex < 0) throw noCurrentKey(this.name);
+      if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
+      let entry = this.#groups[kgIndex]?.get(ctx.mapKey);
+      if (entry !== undefined && entry.version < this.#required) entry = this.#copyEntry(entry, kgIndex);
       this.#cacheEpoch = ctx.epoch;
-      this.#cacheEntry = this.#groups[ctx.kgIndex]?.get(ctx.mapKey);
+      this.#cacheEntry = entry;
     }
     return this.#cacheEntry;
   }
@@ -144,7 +161,7 @@ export class StateTable {
       const ctx = this.#ctx;
       let group = this.#groups[ctx.kgIndex];
       if (group === undefined) this.#groups[ctx.kgIndex] = group = new Map();
-      entry = new KeyEntry(ctx.key, ctx.mapKey);
+      entry = new KeyEntry(ctx.key, ctx.mapKey, this.#version);
       group.set(ctx.mapKey, entry);
       this.#numKeys++;
       this.#cacheEntry = entry;
@@ -158,7 +175,10 @@ export class StateTable {
     return cell;
   }
 
-  /** Removes the cell of `ns` from `entry`, and `entry` from its group when it became empty. */
+  /**
+   * Removes the cell of `ns` from `entry`, and `entry` from its group when it became empty.
+   * `entry` must be private: the current entry, or one `#privateEntry` returned.
+   */
   removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
     if (isVoid) entry.voidCell = undefined;
     else entry.nsCells?.delete(ns);
@@ -175,12 +195,12 @@ export class StateTable {
     this.removeCell(entry, ns, isVoid, this.#ctx.kgIndex);
   }
 
-  /** The entry of any key (no current-key change); `kgIndex` must be in range. */
+  /** The entry of any key (no current-key change), read-only; `kgIndex` must be in range. */
   lookup(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
     return this.#groups[kgIndex]?.get(mapKey);
   }
 
-  /** Every (key, namespace, cell) of one key group (index), expired cells included. */
+  /** Every (key, namespace, cell) of one key group (index), expired cells included; read-only. */
   *cellsOfGroup(kgIndex: number): Generator<{ key: Key; namespace: Namespace; cell: Cell }> {
     const group = this.#groups[kgIndex];
     if (group === undefined) return;
@@ -215,7 +235,7 @@ export class StateTable {
         const index = this.#cursorGroup;
         this.#cursorGroup = index + 1 === groups.length ? 0 : index + 1;
         if (groups[index] === undefined || groups[index].size === 0) continue;
-        if (this.#shared[index] !== 0) this.#unshare(index);
+        if (this.#pending[index] !== undefined) this.#materialize(index);
         const group = groups[index]!;
         this.#cursorIter = group.values();
         this.#cursorKgIndex = index;
@@ -226,7 +246,8 @@ export class StateTable {
         continue;
       }
       examined++;
-      removed += this.#purgeEntry(next.value, now, this.#cursorKgIndex);
+      const entry = next.value.version < this.#required ? this.#copyEntry(next.value, this.#cursorKgIndex) : next.value;
+      removed += this.#purgeEntry(entry, now, this.#cursorKgIndex);
     }
     return removed;
   }
@@ -253,30 +274,50 @@ export class StateTable {
    * (by group index; undefined: empty) stay unchanged until `release()`. O(key groups).
    */
   capture(): TableCapture {
-    const groups = this.#groups.slice();
-    for (let i = 0; i < groups.length; i++) if (groups[i] !== undefined) this.#shared[i]!++;
-    // The cached entry and the cleanup iterator point into maps that are shared from now on.
+    const version = ++this.#version;
+    const capture = new LiveCapture(version, this.#groups.length);
+    const groups = this.#groups;
+    for (let i = 0; i < groups.length; i++) {
+      const group = groups[i];
+      if (group === undefined || group.size === 0) continue;
+      capture.groups[i] = group;
+      (this.#pending[i] ??= []).push(capture);
+    }
+    this.#captures.push(capture);
+    this.#required = version;
+    // The cached entry is shared from now on; the cleanup iterator may be over a pending group.
     this.#cacheEpoch = -1;
     this.#cacheEntry = undefined;
     this.#cursorIter = undefined;
     let released = false;
     return {
-      groups,
+      size: (index) => capture.size(index),
+      entries: (index) => capture.entries(index),
       release: () => {
         if (released) return;
         released = true;
-        for (let i = 0; i < groups.length; i++) {
-          if (groups[i] !== undefined && this.#groups[i] === groups[i]) this.#shared[i]!--;
-        }
+        this.#release(capture);
       },
     };
   }
 
-  /** Number of group maps currently shared with a capture (for tests and metrics). */
-  get sharedGroups(): number {
-    let n = 0;
-    for (let i = 0; i < this.#shared.length; i++) if (this.#shared[i] !== 0) n++;
-    return n;
+  #release(capture: LiveCapture): void {
+    this.#captures.splice(this.#captures.indexOf(capture), 1);
+    for (let i = 0; i < this.#pending.length; i++) {
+      const pending = this.#pending[i];
+      if (pending === undefined) continue;
+      const at = pending.indexOf(capture);
+      if (at < 0) continue;
+      pending.splice(at, 1);
+      if (pending.length === 0) this.#pending[i] = undefined;
+    }
+    capture.groups.fill(undefined);
+    this.#required = this.#captures.at(-1)?.version ?? 0;
+  }
+
+  /** Number of live captures (for tests). */
+  get liveCaptures(): number {
+    return this.#captures.length;
   }
 
   /**
@@ -288,7 +329,7 @@ export class StateTable {
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     let entry = group.get(mapKey);
     if (entry === undefined) {
-      group.set(mapKey, (entry = new KeyEntry(key, mapKey)));
+      group.set(mapKey, (entry = new KeyEntry(key, mapKey, this.#version)));
       this.#numKeys++;
     }
     if (ns === VOID_NAMESPACE) entry.voidCell = cell;
@@ -311,8 +352,9 @@ export class StateTable {
     };
     for (let i = 0; i < this.#groups.length; i++) {
       if (this.#groups[i] === undefined) continue;
-      if (this.#shared[i] !== 0) this.#unshare(i);
-      for (const entry of this.#groups[i]!.values()) {
+      if (this.#pending[i] !== undefined) this.#materialize(i);
+      for (let entry of this.#groups[i]!.values()) {
+        if (entry.version < this.#required) entry = this.#copyEntry(entry, i);
         if (entry.voidCell !== undefined) step(entry.voidCell);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
@@ -320,24 +362,27 @@ export class StateTable {
     this.#cacheEpoch = -1;
   }
 
-  /** Replaces the shared map of group `kgIndex` by a private copy (copy-on-write). */
-  #unshare(kgIndex: number): void {
-    const shared = this.#groups[kgIndex]!;
-    const copy = new Map<MapKey, KeyEntry>();
+  /** Gives the captures pending on group `kgIndex` its entries as they are, before it changes. */
+  #materialize(kgIndex: number): void {
+    const pending = this.#pending[kgIndex]!;
+    const entries = Array.from(this.#groups[kgIndex]!.values());
+    for (const capture of pending) capture.groups[kgIndex] = entries;
+    this.#pending[kgIndex] = undefined;
+  }
+
+  /** Replaces `entry` (shared with a capture) in its group by a private copy, and returns the copy. */
+  #copyEntry(entry: KeyEntry, kgIndex: number): KeyEntry {
     const kind = this.kind;
     const copyValues = this.#copyValues;
-    for (const [mapKey, entry] of shared) {
-      const e = new KeyEntry(entry.key, entry.mapKey);
-      if (entry.voidCell !== undefined) e.voidCell = copyCell(kind, entry.voidCell, copyValues);
-      if (entry.nsCells !== undefined) {
-        const cells = new Map<Namespace, Cell>();
-        for (const [ns, cell] of entry.nsCells) cells.set(ns, copyCell(kind, cell, copyValues));
-        e.nsCells = cells;
-      }
-      copy.set(mapKey, e);
+    const e = new KeyEntry(entry.key, entry.mapKey, this.#version);
+    if (entry.voidCell !== undefined) e.voidCell = copyCell(kind, entry.voidCell, copyValues);
+    if (entry.nsCells !== undefined) {
+      const cells = new Map<Namespace, Cell>();
+      for (const [ns, cell] of entry.nsCells) cells.set(ns, copyCell(kind, cell, copyValues));
+      e.nsCells = cells;
     }
-    this.#groups[kgIndex] = copy;
-    this.#shared[kgIndex] = 0;
+    this.#groups[kgIndex]!.set(entry.mapKey, e);
+    return e;
   }
 
   /** Range check for key groups handed in by callers other than the current-key path. */
@@ -349,11 +394,38 @@ export class StateTable {
   }
 }
 
-/** What `StateTable.capture()` returns: frozen group maps by group index, and their release. */
+/** What `StateTable.capture()` returns: the frozen entries per group index, and their release. */
 export interface TableCapture {
-  readonly groups: readonly (ReadonlyMap<MapKey, KeyEntry> | undefined)[];
-  /** Ends the capture; idempotent. Groups not copied yet become writable in place again. */
+  /** Number of keys group `index` had when captured. */
+  size(index: number): number;
+  /** The entries group `index` had when captured; never changed while the capture is alive. */
+  entries(index: number): Iterable<KeyEntry>;
+  /** Ends the capture; idempotent. Entries are no longer copied for it. */
   release(): void;
+}
+
+/**
+ * One capture's view, per group index: the live map while the group is pending (unchanged since
+ * the capture), the array of its entries once it was materialized, or undefined when empty.
+ */
+class LiveCapture {
+  readonly groups: (ReadonlyMap<MapKey, KeyEntry> | readonly KeyEntry[] | undefined)[];
+  constructor(
+    readonly version: number,
+    numGroups: number,
+  ) {
+    this.groups = new Array<undefined>(numGroups).fill(undefined);
+  }
+
+  size(index: number): number {
+    const group = this.groups[index];
+    return group === undefined ? 0 : Array.isArray(group) ? group.length : (group as ReadonlyMap<MapKey, KeyEntry>).size;
+  }
+
+  entries(index: number): Iterable<KeyEntry> {
+    const group = this.groups[index];
+    return group === undefined ? [] : Array.isArray(group) ? group : (group as ReadonlyMap<MapKey, KeyEntry>).values();
+  }
 }
 
 /** A private copy of a cell: its own list array / Map and expiry; values copied when asked. */
