@@ -31,9 +31,9 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
     throw new Error(`injected storage fault in ${op}`);
   };
   return {
-    async writeFile(checkpointId: number, fileName: string, bytes: Uint8Array): Promise<FileRef> {
+    async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
       maybeFail("writeFile");
-      return inner.writeFile(checkpointId, fileName, bytes);
+      return inner.writeFile(checkpointId, fileName, chunks);
     },
     async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
       maybeFail("commitManifest");

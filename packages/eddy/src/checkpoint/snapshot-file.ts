@@ -73,10 +73,12 @@ export function hex32(value: number): string {
 }
 
 /**
- * Encodes a file. `meta` goes through JSON (so it must be JSON-able, and comes back as
- * `JSON.parse(JSON.stringify(meta))`); section bytes are copied.
+ * Encodes a file as the list of its pieces, in order: preamble and header, the section bytes
+ * themselves (not copied: the caller must not change them until the file is written), trailer.
+ * Writing the pieces one after another writes the file; nothing is concatenated. `meta` goes
+ * through JSON (so it must be JSON-able, and comes back as `JSON.parse(JSON.stringify(meta))`).
  */
-export function encodeSnapshotFile(kind: string, meta: unknown, sections: readonly SnapshotSection[]): Uint8Array {
+export function encodeSnapshotFileChunks(kind: string, meta: unknown, sections: readonly SnapshotSection[]): Uint8Array[] {
   const entries: object[] = [];
   const seen = new Set<string>();
   let bodyBytes = 0;
@@ -98,21 +100,30 @@ export function encodeSnapshotFile(kind: string, meta: unknown, sections: readon
     throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { domain: "internal", cause });
   }
   const header = encoder.encode(json);
-  const bodyStart = PREAMBLE_BYTES + header.length;
-  const out = new Uint8Array(bodyStart + bodyBytes + TRAILER_BYTES);
-  const view = new DataView(out.buffer);
-  out.set(MAGIC, 0);
-  view.setUint16(8, SNAPSHOT_FILE_VERSION, true);
-  view.setUint16(10, 0, true);
-  view.setUint32(12, header.length, true);
-  out.set(header, PREAMBLE_BYTES);
-  let at = bodyStart;
-  for (const { bytes } of sections) {
-    out.set(bytes, at);
-    at += bytes.length;
+  const head = new Uint8Array(PREAMBLE_BYTES + header.length);
+  const headView = new DataView(head.buffer);
+  head.set(MAGIC, 0);
+  headView.setUint16(8, SNAPSHOT_FILE_VERSION, true);
+  headView.setUint16(10, 0, true);
+  headView.setUint32(12, header.length, true);
+  head.set(header, PREAMBLE_BYTES);
+  let crc = crc32(head);
+  for (const { bytes } of sections) crc = crc32(bytes, crc);
+  const trailer = new Uint8Array(TRAILER_BYTES);
+  new DataView(trailer.buffer).setUint32(0, crc, true);
+  trailer.set(END_MAGIC, 4);
+  return [head, ...sections.map((s) => s.bytes), trailer];
+}
+
+/** Encodes a file into one buffer (`encodeSnapshotFileChunks`, concatenated): for small files. */
+export function encodeSnapshotFile(kind: string, meta: unknown, sections: readonly SnapshotSection[]): Uint8Array {
+  const chunks = encodeSnapshotFileChunks(kind, meta, sections);
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
   }
-  view.setUint32(at, crc32(out.subarray(0, at)), true);
-  out.set(END_MAGIC, at + 4);
   return out;
 }
 

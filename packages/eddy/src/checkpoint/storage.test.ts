@@ -23,7 +23,7 @@ async function tempStorage(t: TestContext): Promise<{ root: string; storage: Loc
 /** Writes one file per entry, then commits a manifest listing them. */
 async function complete(storage: LocalCheckpointStorage, id: number, files: Record<string, Uint8Array> = { "op-1-0.snap": snapshot(id) }): Promise<TestManifest> {
   const refs: FileRef[] = [];
-  for (const [name, bytes] of Object.entries(files)) refs.push(await storage.writeFile(id, name, bytes));
+  for (const [name, bytes] of Object.entries(files)) refs.push(await storage.writeFile(id, name, [bytes]));
   const manifest = { generation: 1, files: refs };
   await storage.commitManifest(id, manifest);
   return manifest;
@@ -52,7 +52,7 @@ test("lists checkpoint directories ascending, complete or not, and nothing else"
   const { storage } = await tempStorage(t);
   assert.deepEqual(await storage.listCheckpoints(), [], "no job directory yet");
   await complete(storage, 10);
-  await storage.writeFile(2, "a", Uint8Array.of(1));
+  await storage.writeFile(2, "a", [Uint8Array.of(1)]);
   await complete(storage, 9);
   await writeFile(join(storage.checkpointDir(10), "..", "chk-11"), "a file, not a directory");
   await writeFile(join(storage.checkpointDir(10), "..", "notes.txt"), "");
@@ -64,7 +64,7 @@ test("a checkpoint whose manifest never got its final name does not exist", asyn
   const { storage } = await tempStorage(t);
   const first = await complete(storage, 1);
   // Crash after writing the manifest's temp file, before the link to `_manifest`.
-  const ref = await storage.writeFile(2, "op-1-0.snap", snapshot(2));
+  const ref = await storage.writeFile(2, "op-1-0.snap", [snapshot(2)]);
   await writeFile(join(storage.checkpointDir(2), "_manifest.tmp"), encodeSnapshotFile("manifest", { generation: 1, files: [ref] }, []));
   assert.deepEqual(await storage.listCheckpoints(), [1, 2]);
   assert.equal(await storage.hasManifest(2), false);
@@ -78,7 +78,7 @@ test("the manifest is exclusive: a second commit is refused and changes nothing"
   const { storage } = await tempStorage(t);
   const manifest = await complete(storage, 3);
   await assert.rejects(storage.commitManifest(3, { generation: 0, files: [] }), hasCode("CHECKPOINT_ALREADY_COMMITTED"));
-  await assert.rejects(storage.writeFile(3, "late.snap", Uint8Array.of(1)), hasCode("CHECKPOINT_ALREADY_COMMITTED"));
+  await assert.rejects(storage.writeFile(3, "late.snap", [Uint8Array.of(1)]), hasCode("CHECKPOINT_ALREADY_COMMITTED"));
   assert.deepEqual(await storage.readManifest(3), manifest);
   assert.deepEqual((await readdir(storage.checkpointDir(3))).sort(), ["_manifest", "op-1-0.snap"], "no temp file left behind");
 });
@@ -93,7 +93,7 @@ test("concurrent commits of one checkpoint: exactly one wins", async (t) => {
 
 test("readFile tells a missing, a truncated and a corrupt file apart", async (t) => {
   const { storage } = await tempStorage(t);
-  const ref = await storage.writeFile(1, "op.snap", snapshot(1));
+  const ref = await storage.writeFile(1, "op.snap", [snapshot(1)]);
   const path = join(storage.checkpointDir(1), "op.snap");
   await assert.rejects(storage.readFile(1, { ...ref, size: ref.size + 1 }), hasCode("CHECKPOINT_CORRUPT", /'.*op\.snap' is truncated: \d+ bytes, the manifest lists \d+/));
   await assert.rejects(storage.readFile(1, { ...ref, size: ref.size - 1 }), hasCode("CHECKPOINT_CORRUPT", /is too long/));
@@ -115,7 +115,7 @@ for (const [what, damage, reason] of damages) {
     await complete(storage, 1);
     const previous = await complete(storage, 2);
     await complete(storage, 3, { "op-1-0.snap": snapshot(3), "op-2-0.snap": snapshot(30) });
-    await storage.writeFile(4, "op-1-0.snap", snapshot(4)); // in progress: no manifest
+    await storage.writeFile(4, "op-1-0.snap", [snapshot(4)]); // in progress: no manifest
     await damage(join(storage.checkpointDir(3), "op-2-0.snap"));
     const log: string[] = [];
     const found = await findLatestRestorable(storage, { verifyFiles, log: (m) => log.push(m) });
@@ -142,8 +142,8 @@ test("restore skips a checkpoint whose manifest is corrupt, and finds none when 
 test("retain keeps the newest complete checkpoints and what may still be in progress", async (t) => {
   const { storage } = await tempStorage(t);
   for (const id of [1, 2, 4, 5, 6]) await complete(storage, id);
-  await storage.writeFile(3, "x", Uint8Array.of(1)); // incomplete, older than 6
-  await storage.writeFile(7, "x", Uint8Array.of(1)); // in progress, newer than 6
+  await storage.writeFile(3, "x", [Uint8Array.of(1)]); // incomplete, older than 6
+  await storage.writeFile(7, "x", [Uint8Array.of(1)]); // in progress, newer than 6
   assert.deepEqual(await retain(storage, 6, 2), [1, 2, 3, 4]);
   assert.deepEqual(await storage.listCheckpoints(), [5, 6, 7]);
   assert.deepEqual(await retain(storage, 6, 2), [], "idempotent");
@@ -154,7 +154,7 @@ test("retain keeps the newest complete checkpoints and what may still be in prog
 test("retain refuses to run around an incomplete checkpoint or to keep none", async (t) => {
   const { storage } = await tempStorage(t);
   await complete(storage, 1);
-  await storage.writeFile(2, "x", Uint8Array.of(1));
+  await storage.writeFile(2, "x", [Uint8Array.of(1)]);
   await assert.rejects(retain(storage, 2, 3), hasCode("CHECKPOINT_NOT_COMPLETE"));
   await assert.rejects(retain(storage, 1, 0), hasCode("INVALID_RETAINED_CHECKPOINTS"));
   assert.deepEqual(await storage.listCheckpoints(), [1, 2]);
@@ -174,17 +174,29 @@ test("refuses file names and job ids that are not one plain path segment", async
   const { root, storage } = await tempStorage(t);
   const bad = ["", ".", "..", "../x", "a/b", "a\\b", "_manifest", "_manifest.tmp", ".hidden", "-x", "a b", "x\0", "a".repeat(129), "é"];
   for (const name of bad) {
-    await assert.rejects(storage.writeFile(1, name, Uint8Array.of()), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
+    await assert.rejects(storage.writeFile(1, name, [Uint8Array.of()]), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
     // A name read from a manifest is external input: a bad one makes the snapshot corrupt.
     await assert.rejects(storage.readFile(1, { name, size: 0, sha256: "" }), hasCode("CHECKPOINT_CORRUPT"), JSON.stringify(name));
     assert.throws(() => new LocalCheckpointStorage({ rootDir: root, jobId: name }), hasCode("INVALID_CHECKPOINT_NAME"), JSON.stringify(name));
   }
   for (const id of [-1, 1.5, Number.NaN, 2 ** 53]) {
-    await assert.rejects(storage.writeFile(id, "a", Uint8Array.of()), hasCode("INVALID_CHECKPOINT_ID"));
+    await assert.rejects(storage.writeFile(id, "a", [Uint8Array.of()]), hasCode("INVALID_CHECKPOINT_ID"));
   }
-  await storage.writeFile(1, "a".repeat(128), Uint8Array.of());
-  await storage.writeFile(1, "Op_1-0.part.snap", Uint8Array.of());
+  await storage.writeFile(1, "a".repeat(128), [Uint8Array.of()]);
+  await storage.writeFile(1, "Op_1-0.part.snap", [Uint8Array.of()]);
   assert.deepEqual(await readdir(root), ["job-1"], "nothing written outside the job directory");
+});
+
+test("a file written as chunks is their concatenation; its ref describes the whole file", async (t) => {
+  const { storage } = await tempStorage(t);
+  const whole = snapshot(5);
+  // Cut at uneven places, with empty chunks, as a file built from section views would be.
+  const chunks = [whole.subarray(0, 3), whole.subarray(3, 3), whole.subarray(3, 17), whole.subarray(17)];
+  const ref = await storage.writeFile(5, "chunked.snap", chunks);
+  const single = await storage.writeFile(5, "single.snap", [whole]);
+  assert.deepEqual({ size: ref.size, sha256: ref.sha256 }, { size: single.size, sha256: single.sha256 });
+  assert.equal(ref.size, whole.length);
+  assert.deepEqual(await storage.readFile(5, ref), whole);
 });
 
 async function flipBit(path: string): Promise<void> {
@@ -195,8 +207,8 @@ async function flipBit(path: string): Promise<void> {
 
 test("a file ref tells valid snapshot files apart: another valid file in its place is detected", async (t) => {
   const { root, storage } = await tempStorage(t);
-  const a = await storage.writeFile(1, "a.snap", snapshot(1));
-  const b = await storage.writeFile(1, "b.snap", snapshot(2));
+  const a = await storage.writeFile(1, "a.snap", [snapshot(1)]);
+  const b = await storage.writeFile(1, "b.snap", [snapshot(2)]);
   // A plain CRC-32 of a whole snapshot file is the same constant for every file (the trailer is
   // the CRC of the rest); the ref's checksum must not be.
   assert.notEqual(a.sha256, b.sha256);

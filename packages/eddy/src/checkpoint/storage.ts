@@ -35,8 +35,11 @@ export interface FileRef {
  * concurrently; `commitManifest` is exclusive even across processes.
  */
 export interface CheckpointStorage {
-  /** Stores a file of a not yet committed checkpoint, replacing one of the same name. */
-  writeFile(checkpointId: number, fileName: string, bytes: Uint8Array): Promise<FileRef>;
+  /**
+   * Stores a file of a not yet committed checkpoint, replacing one of the same name. The file is
+   * `chunks` one after another (a file is built from pieces; see encodeSnapshotFileChunks).
+   */
+  writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef>;
   /**
    * Makes the checkpoint exist, atomically, after all its files are written. Refuses with
    * `CHECKPOINT_ALREADY_COMMITTED` if it has a manifest already (a stale coordinator lost).
@@ -61,8 +64,10 @@ export interface CheckpointStorage {
  * whole file is one constant for every file — the CRC residue — and a seeded CRC is constant for
  * every file of one length. The files' own CRCs catch damage; the ref catches a wrong file.)
  */
-export function fileChecksum(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+export function fileChecksum(...chunks: readonly Uint8Array[]): string {
+  const hash = createHash("sha256");
+  for (const chunk of chunks) hash.update(chunk);
+  return hash.digest("hex");
 }
 
 /** Names of job ids and checkpoint files: one path segment, never hidden, never a path. */
@@ -92,7 +97,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     return join(this.#jobDir, `chk-${checkpointId}`);
   }
 
-  async writeFile(checkpointId: number, fileName: string, bytes: Uint8Array): Promise<FileRef> {
+  async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
     checkName(fileName, "checkpoint file name", "internal");
     const dir = this.checkpointDir(checkpointId);
     // Best effort against a late writer: readFile's CRC check catches one that slips past.
@@ -104,14 +109,14 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, tempName(fileName));
     try {
-      await writeDurably(tmp, bytes);
+      await writeDurably(tmp, chunks);
       await rename(tmp, join(dir, fileName));
     } catch (e) {
       await rm(tmp, { force: true });
       throw e;
     }
     // The directory entry becomes durable with commitManifest's directory fsync.
-    return { name: fileName, size: bytes.length, sha256: fileChecksum(bytes) };
+    return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
   }
 
   async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
@@ -122,7 +127,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     // rename() because link fails on an existing `_manifest` where rename would replace it.
     const tmp = join(dir, tempName(MANIFEST));
     try {
-      await writeDurably(tmp, bytes);
+      await writeDurably(tmp, [bytes]);
       await link(tmp, join(dir, MANIFEST));
     } catch (e) {
       if (errorCode(e) !== "EEXIST") throw e;
@@ -226,9 +231,9 @@ export async function writeSnapshotDirectory(
     await mkdir(tmp);
     for (const f of files) {
       checkName(f.name, "snapshot file name", "internal");
-      await writeDurably(join(tmp, f.name), f.bytes);
+      await writeDurably(join(tmp, f.name), [f.bytes]);
     }
-    await writeDurably(join(tmp, MANIFEST), encodeSnapshotFile(MANIFEST_KIND, manifest, []));
+    await writeDurably(join(tmp, MANIFEST), [encodeSnapshotFile(MANIFEST_KIND, manifest, [])]);
     await syncDirectory(tmp);
     if (await exists(target)) {
       throw new EddyError("SNAPSHOT_EXISTS", `'${target}' exists already; not replacing it`, { domain: "external", retryable: false });
@@ -332,10 +337,12 @@ function tempName(fileName: string): string {
   return `_${fileName}.${randomUUID()}.tmp`;
 }
 
-async function writeDurably(path: string, bytes: Uint8Array): Promise<void> {
+async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
   const handle = await open(path, "wx");
   try {
-    await handle.writeFile(bytes);
+    for (const chunk of chunks) {
+      for (let at = 0; at < chunk.length; ) at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;
+    }
     await handle.sync();
   } finally {
     await handle.close();

@@ -11,9 +11,9 @@
 import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
-import { encodeSnapshotFile } from "../checkpoint/snapshot-file.ts";
+import { encodeSnapshotFileChunks } from "../checkpoint/snapshot-file.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
-import { OperatorCheckpointing, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type OperatorSnapshotMeta } from "../runtime/checkpointing.ts";
+import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type OperatorSnapshotMeta } from "../runtime/checkpointing.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
 import type { Logger } from "../core/logger.ts";
@@ -336,9 +336,13 @@ export class TaskExecutor {
     const run = async (): Promise<void> => {
       const { sections, operators } = await serializeTaskSnapshot(snapshots);
       let file: FileRef | null = null;
-      if (sections.length > 0) {
-        const bytes = encodeSnapshotFile("task", { taskId, chain: chain.index, subtask, checkpointId: id, operators }, sections);
-        file = await cp.storage.writeFile(id, `task-${chain.index}-${subtask}.snap`, bytes);
+      try {
+        if (sections.length > 0) {
+          const chunks = encodeSnapshotFileChunks("task", { taskId, chain: chain.index, subtask, checkpointId: id, operators }, sections);
+          file = await cp.storage.writeFile(id, `task-${chain.index}-${subtask}.snap`, chunks);
+        }
+      } finally {
+        releaseSectionBuffers(sections);
       }
       const handle: TaskSnapshotHandle = { taskId, chain: chain.index, subtask, file, operators };
       cp.acknowledge(taskId, id, {

@@ -11,7 +11,7 @@
  * `writeTaskSnapshot` turns the frozen parts into bytes later, yielding to the event loop while
  * the task goes on processing.
  */
-import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
@@ -173,6 +173,14 @@ export interface TaskSnapshotSection {
 
 /** Longest stretch of serialization before yielding to the event loop (and so to the task). */
 const SLICE_MS = 4;
+/** Buffer size of the section writer: many key groups per buffer, few copies when one overflows. */
+const SECTION_BUFFER_BYTES = 4 * 1024 * 1024;
+/**
+ * The section writers' buffers, per thread, reused from one checkpoint to the next (a fresh
+ * buffer costs more in page faults than serializing into it; see BufferPool). Keeps up to 64 MiB:
+ * enough for the state of most tasks; a task with more takes fresh buffers for the rest.
+ */
+const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
 
 /**
  * The asynchronous part: serializes the frozen operator snapshots of one task into sections and
@@ -186,14 +194,15 @@ export async function serializeTaskSnapshot(
   const operators: OperatorSnapshotMeta[] = [];
   try {
     let sliceStart = performance.now();
-    const out = new ByteWriter(64 * 1024);
+    // Sections are views of a few large buffers (`take`), written to the file as they are.
+    const out = new ByteWriter(SECTION_BUFFER_BYTES, sectionBuffers);
     for (const s of snapshots) {
       const keyed = s.keyed;
       if (keyed !== undefined) {
         for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
           if (!keyed.hasKeyGroup(kg)) continue;
           keyed.writeKeyGroup(kg, out);
-          sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: new Uint8Array(out.finish()) });
+          sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
           if (performance.now() - sliceStart >= SLICE_MS) {
             await new Promise<void>((resolve) => setImmediate(resolve));
             sliceStart = performance.now();
@@ -203,7 +212,7 @@ export async function serializeTaskSnapshot(
       }
       if (s.operatorStates.length > 0) {
         encodeValue(s.operatorStates.map((o) => o.values), out);
-        sections.push({ name: operatorStateSection(s.operatorId), bytes: new Uint8Array(out.finish()) });
+        sections.push({ name: operatorStateSection(s.operatorId), bytes: out.take() });
       }
       operators.push({
         operatorId: s.operatorId,
@@ -218,6 +227,14 @@ export async function serializeTaskSnapshot(
     for (const s of snapshots) s.keyed?.release();
   }
   return { sections, operators };
+}
+
+/**
+ * Gives the buffers of sections from `serializeTaskSnapshot` back for reuse, once nothing reads
+ * the sections any more (their file is written, or the checkpoint failed).
+ */
+export function releaseSectionBuffers(sections: readonly TaskSnapshotSection[]): void {
+  sectionBuffers.release(new Set(sections.map((s) => s.bytes.buffer)));
 }
 
 /** One operator subtask's snapshot as bytes (what a task snapshot file holds for it). */

@@ -132,6 +132,51 @@ test("finish returns a buffer the writer no longer uses", () => {
   assert.equal(new ByteReader(w.finish()).u32(), 9);
 });
 
+
+test("take hands out views the writer never writes over, each aligned as if written alone", () => {
+  // Pieces of random sizes (some larger than the buffer), each a prefix then an f64 array, taken
+  // one by one: every view must read back its own piece after all the others were written.
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.array(fc.double(), { maxLength: 40 })), { minLength: 1, maxLength: 30 }),
+      fc.integer({ min: 64, max: 256 }),
+      (pieces, capacity) => {
+        const w = new ByteWriter(capacity);
+        const views: Uint8Array[] = [];
+        for (const [prefix, values] of pieces) {
+          for (let i = 0; i < prefix; i++) w.u8(prefix);
+          w.f64Array(values, values.length);
+          views.push(w.take());
+          assert.equal(w.length, 0);
+        }
+        pieces.forEach(([prefix, values], i) => {
+          const view = views[i]!;
+          const r = new ByteReader(view.buffer as ArrayBuffer, view.byteOffset, view.byteOffset + view.byteLength);
+          for (let j = 0; j < prefix; j++) assert.equal(r.u8(), prefix);
+          assert.deepEqual([...r.f64Array(values.length)], values);
+          assert.equal(r.remaining, 0);
+        });
+      },
+    ),
+  );
+});
+
+test("finish and reset after take leave the taken views alone", () => {
+  const w = new ByteWriter(64);
+  w.u32(1);
+  const view = w.take();
+  w.u32(2);
+  w.reset();
+  w.u32(3);
+  assert.equal(new ByteReader(w.finish()).u32(), 3);
+  w.u32(4);
+  const taken = w.take();
+  w.u32(5);
+  assert.equal(new ByteReader(w.finish()).u32(), 5);
+  w.u32(6);
+  assert.deepEqual([...view], [1, 0, 0, 0]);
+  assert.deepEqual([...taken], [4, 0, 0, 0]);
+});
 test("reading past the end throws 'truncated' and never returns garbage", () => {
   const buffer = new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8, 9]).buffer;
   const reads: ((r: ByteReader) => unknown)[] = [
@@ -167,5 +212,25 @@ test("invalid UTF-8 is refused as a corrupt frame", () => {
   assert.throws(
     () => new ByteReader(w.finish()).string(),
     (e: unknown) => e instanceof CodecError && e.code === "CORRUPT_FRAME",
+  );
+});
+
+test("joinedString writes exactly the bytes of string(joined), lone surrogates and long strings included", () => {
+  const piece = fc.oneof(
+    fc.string({ maxLength: 80 }),
+    fc.string({ unit: "grapheme", maxLength: 40 }),
+    fc.string({ unit: "binary", maxLength: 40 }), // lone surrogates
+    fc.constantFrom("\uD83D", "\uDE00", "é", "x".repeat(70)),
+  );
+  fc.assert(
+    fc.property(fc.array(piece, { maxLength: 30 }), fc.nat(30), (strings, cut) => {
+      const m = Math.min(cut, strings.length);
+      const a = new ByteWriter(16);
+      a.joinedString(strings, m);
+      const b = new ByteWriter(16);
+      b.string(strings.slice(0, m).join(""));
+      assert.deepEqual(new Uint8Array(a.finish()), new Uint8Array(b.finish()));
+    }),
+    { numRuns: 2000 },
   );
 });

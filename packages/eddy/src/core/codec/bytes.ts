@@ -54,28 +54,75 @@ export function varuintSize(value: number): number {
   return value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x20_0000 ? 3 : value < 0x1000_0000 ? 4 : 5;
 }
 
+/**
+ * Buffers of one size kept for reuse. A fresh buffer is expensive where it is first written: the
+ * first touch of each 4 KiB page is a page fault, measured at ~17 µs per page on the 2-core
+ * development VM (a fresh 40 MB buffer: ~170 ms to fill the first time, 3 ms the second). Large
+ * writers that run again and again (checkpoint serialization) take their buffers from a pool and
+ * give them back when the bytes are written. The pool keeps at most `maxRetainedBytes`.
+ */
+export class BufferPool {
+  readonly #free: ArrayBuffer[] = [];
+
+  constructor(
+    readonly bufferBytes: number,
+    readonly maxRetainedBytes: number,
+  ) {}
+
+  /** A buffer of at least `minBytes`: a pooled one when it fits one, else a fresh one. Not zeroed. */
+  acquire(minBytes: number): ArrayBuffer {
+    if (minBytes <= this.bufferBytes) return this.#free.pop() ?? new ArrayBuffer(this.bufferBytes);
+    return new ArrayBuffer(minBytes);
+  }
+
+  /**
+   * Takes back buffers nothing uses any more (the caller promises: no view of them is read or
+   * written again). Buffers of another size, and those beyond the limit, are left to the GC.
+   */
+  release(buffers: Iterable<ArrayBufferLike>): void {
+    for (const buffer of buffers) {
+      if (!(buffer instanceof ArrayBuffer) || buffer.byteLength !== this.bufferBytes) continue;
+      if ((this.#free.length + 1) * this.bufferBytes > this.maxRetainedBytes) return;
+      if (!this.#free.includes(buffer)) this.#free.push(buffer);
+    }
+  }
+
+  /** Bytes held for reuse. */
+  get retainedBytes(): number {
+    return this.#free.length * this.bufferBytes;
+  }
+}
+
 export class ByteWriter {
   readonly #initialCapacity: number;
+  readonly #pool: BufferPool | undefined;
   #buffer: ArrayBuffer;
   #u8: Uint8Array;
   #view: DataView;
+  /** A Node Buffer over #buffer, made when first needed (its UTF-8 writer is the fastest). */
+  #node: Buffer | undefined = undefined;
   /** Bytes written; always ≤ #buffer.byteLength. */
   #pos = 0;
+  /** Start of the bytes not yet handed out by `take()`; what lies before it belongs to views. */
+  #taken = 0;
 
-  constructor(initialCapacity = 4096) {
+  /** With a `pool`, buffers come from it (and those the writer outgrows before any `take` go back). */
+  constructor(initialCapacity = 4096, pool?: BufferPool) {
     this.#initialCapacity = Math.max(64, initialCapacity);
-    this.#buffer = new ArrayBuffer(this.#initialCapacity);
+    this.#pool = pool;
+    this.#buffer = pool?.acquire(this.#initialCapacity) ?? new ArrayBuffer(this.#initialCapacity);
     this.#u8 = new Uint8Array(this.#buffer);
     this.#view = new DataView(this.#buffer);
   }
 
-  /** Bytes written since construction or the last `reset()`/`finish()`. */
+  /** Bytes written since construction or the last `reset()`/`finish()`/`take()`. */
   get length(): number {
-    return this.#pos;
+    return this.#pos - this.#taken;
   }
 
   reset(): void {
     this.#pos = 0;
+    if (this.#taken !== 0) this.#release();
   }
 
   /**
@@ -83,10 +130,27 @@ export class ByteWriter {
    * transfer; then resets the writer, which keeps its own buffer for the next batch.
    */
   finish(): ArrayBuffer {
-    const out = this.#buffer.slice(0, this.#pos);
+    const out = this.#buffer.slice(this.#taken, this.#pos);
     this.#pos = 0;
-    if (this.#buffer.byteLength > RETAIN_MAX_BYTES) this.#replaceBuffer(this.#initialCapacity);
+    if (this.#taken !== 0 || this.#buffer.byteLength > RETAIN_MAX_BYTES) this.#release();
     return out;
+  }
+
+  /**
+   * Returns the bytes written since the last `take()` (or construction, reset, finish) as a view
+   * of the writer's buffer, without copying; the caller owns it. The writer never writes over a
+   * view it handed out: it goes on after it, 8-aligned (so `align` keeps meaning the same relative
+   * to each view's byte 0), and when the buffer is full it starts a new one, copying only the bytes
+   * not taken yet. For many pieces that end up together, such as the sections of a checkpoint file:
+   * construct with a capacity of a few megabytes so a buffer holds many pieces.
+   */
+  take(): Uint8Array {
+    // An empty view ties no buffer (so a pool never sees a buffer as free while a view holds it).
+    if (this.#pos === this.#taken) return new Uint8Array(0);
+    const view = this.#u8.subarray(this.#taken, this.#pos);
+    const next = Math.min((this.#pos + 7) & ~7, this.#buffer.byteLength);
+    this.#pos = this.#taken = next;
+    return view;
   }
 
   /** Makes room for `n` more bytes. */
@@ -224,6 +288,49 @@ export class ByteWriter {
     this.#pos += written;
   }
 
+  /**
+   * Writes the first `m` strings joined, as one `string`: the same bytes as
+   * `string(strings.slice(0, m).join(""))`, but each string is encoded where it goes instead of
+   * being joined first (measured: joining costs ~250 ns per 60-character string, this ~60 ns).
+   */
+  joinedString(strings: readonly string[], m: number): void {
+    let chars = 0;
+    for (let i = 0; i < m; i++) chars += (strings[i] as string).length;
+    const maxBytes = chars * 3;
+    const room = varuintSize(maxBytes * 2);
+    this.ensure(room + maxBytes);
+    const u8 = this.#u8;
+    const start = this.#pos + room;
+    let p = start;
+    for (let i = 0; i < m; i++) {
+      const s = strings[i] as string;
+      const n = s.length;
+      if (n < SHORT_STRING) {
+        let j = 0;
+        for (; j < n; j++) {
+          const c = s.charCodeAt(j);
+          if (c >= 0x80) break;
+          u8[p + j] = c;
+        }
+        if (j === n) {
+          p += n;
+          continue;
+        }
+      }
+      // A lone surrogate may pair up with a neighbour once joined: let `string` decide on the whole.
+      if (!isWellFormedString(s)) {
+        this.string(strings.slice(0, m).join(""));
+        return;
+      }
+      p += (this.#node ??= Buffer.from(this.#buffer)).write(s, p, "utf8");
+    }
+    const written = p - start;
+    const size = varuintSize(written * 2);
+    if (size < room) u8.copyWithin(this.#pos + size, start, p);
+    this.#putVaruint(written * 2); // within the room ensured above
+    this.#pos += written;
+  }
+
   #utf16(s: string): void {
     const n = s.length;
     this.varuint(n * 2 + 1);
@@ -239,15 +346,36 @@ export class ByteWriter {
   }
 
   #grow(need: number): void {
+    const taken = this.#taken;
+    if (taken !== 0) {
+      // Views of the bytes before `taken` are out there: move only the rest to a new buffer.
+      const live = this.#pos - taken;
+      let capacity = this.#initialCapacity;
+      while (capacity < need - taken) capacity *= 2;
+      const old = this.#u8;
+      this.#replaceBuffer(capacity);
+      this.#u8.set(old.subarray(taken, this.#pos));
+      this.#pos = live;
+      this.#taken = 0;
+      return;
+    }
     let capacity = this.#buffer.byteLength * 2;
     while (capacity < need) capacity *= 2;
     const old = this.#u8;
     this.#replaceBuffer(capacity);
     this.#u8.set(old.subarray(0, this.#pos));
+    this.#pool?.release([old.buffer]); // no view of it was handed out (nothing was taken)
+  }
+
+  /** Leaves the buffer to the views taken from it; starts afresh. */
+  #release(): void {
+    this.#taken = 0;
+    this.#replaceBuffer(this.#initialCapacity);
   }
 
   #replaceBuffer(capacity: number): void {
-    this.#buffer = new ArrayBuffer(capacity);
+    this.#node = undefined;
+    this.#buffer = this.#pool?.acquire(capacity) ?? new ArrayBuffer(capacity);
     this.#u8 = new Uint8Array(this.#buffer);
     this.#view = new DataView(this.#buffer);
   }

@@ -481,7 +481,7 @@ function columnKind(column: readonly unknown[], m: number, depth: number): Colum
 }
 
 function writeStrings(strings: readonly string[], m: number, out: ByteWriter): void {
-  out.string(m === strings.length ? strings.join("") : strings.slice(0, m).join(""));
+  out.joinedString(strings, m);
   out.ensure(m * 5);
   for (let i = 0; i < m; i++) out.varuint((strings[i] as string).length);
 }
