@@ -117,7 +117,7 @@ function writeCells(group: Iterable<KeyEntry>, meta: KeyedStateMeta, now: number
     if (hasTtl) cells.push(cell);
   };
   for (const entry of group) {
-    if (entry.voidCell !== undefined) add(entry.key, VOID_NAMESPACE, entry.voidCell);
+    if (entry.hasVoid) add(entry.key, VOID_NAMESPACE, entry);
     if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) add(entry.key, ns, cell);
   }
   out.varuint(keys.length);

@@ -69,18 +69,45 @@ export class Cell {
   ) {}
 }
 
-export class KeyEntry {
-  voidCell: Cell | undefined = undefined;
+/**
+ * A key's state in one table. The cell of the VOID namespace (all state outside windows) is the
+ * entry itself — its `value`, `expiresAt` and `expiry`, valid while `hasVoid` — so the common
+ * case is one object per key, not two; cells of other namespaces are in `nsCells`.
+ */
+export class KeyEntry extends Cell {
+  hasVoid = false;
   nsCells: Map<Namespace, Cell> | undefined = undefined;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
     /** The table's version when the entry was created: shared with every capture taken since. */
     readonly version: number,
-  ) {}
+  ) {
+    super(undefined, Number.POSITIVE_INFINITY, undefined);
+  }
+
+  /** The VOID namespace's cell (the entry itself), or undefined when it has none. */
+  get voidCell(): Cell | undefined {
+    return this.hasVoid ? this : undefined;
+  }
+
+  /** Makes the VOID cell exist, holding `value`, without expiry. */
+  setVoid(value: unknown): void {
+    this.hasVoid = true;
+    this.value = value;
+    this.expiresAt = Number.POSITIVE_INFINITY;
+    this.expiry = undefined;
+  }
+
+  clearVoid(): void {
+    this.hasVoid = false;
+    this.value = undefined;
+    this.expiresAt = Number.POSITIVE_INFINITY;
+    this.expiry = undefined;
+  }
 
   isEmpty(): boolean {
-    return this.voidCell === undefined && (this.nsCells === undefined || this.nsCells.size === 0);
+    return !this.hasVoid && (this.nsCells === undefined || this.nsCells.size === 0);
   }
 }
 
@@ -166,11 +193,14 @@ export class StateTable {
       this.#numKeys++;
       this.#cacheEntry = entry;
     }
-    let cell = isVoid ? entry.voidCell : entry.nsCells?.get(ns);
+    if (isVoid) {
+      if (!entry.hasVoid) entry.setVoid(initialValue);
+      return entry;
+    }
+    let cell = entry.nsCells?.get(ns);
     if (cell === undefined) {
       cell = new Cell(initialValue, Number.POSITIVE_INFINITY, undefined);
-      if (isVoid) entry.voidCell = cell;
-      else (entry.nsCells ??= new Map()).set(ns, cell);
+      (entry.nsCells ??= new Map()).set(ns, cell);
     }
     return cell;
   }
@@ -180,7 +210,7 @@ export class StateTable {
    * `entry` must be private: the current entry, or one `#privateEntry` returned.
    */
   removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
-    if (isVoid) entry.voidCell = undefined;
+    if (isVoid) entry.clearVoid();
     else entry.nsCells?.delete(ns);
     if (!entry.isEmpty()) return;
     const group = this.#groups[kgIndex];
@@ -205,7 +235,7 @@ export class StateTable {
     const group = this.#groups[kgIndex];
     if (group === undefined) return;
     for (const entry of group.values()) {
-      if (entry.voidCell !== undefined) yield { key: entry.key, namespace: VOID_NAMESPACE, cell: entry.voidCell };
+      if (entry.hasVoid) yield { key: entry.key, namespace: VOID_NAMESPACE, cell: entry };
       if (entry.nsCells !== undefined) {
         for (const [namespace, cell] of entry.nsCells) yield { key: entry.key, namespace, cell };
       }
@@ -254,7 +284,7 @@ export class StateTable {
 
   #purgeEntry(entry: KeyEntry, now: number, kgIndex: number): number {
     let removed = 0;
-    if (entry.voidCell !== undefined && purgeCell(this.kind, entry.voidCell, now)) {
+    if (entry.hasVoid && purgeCell(this.kind, entry, now)) {
       this.removeCell(entry, VOID_NAMESPACE, true, kgIndex);
       removed++;
     }
@@ -332,8 +362,11 @@ export class StateTable {
       group.set(mapKey, (entry = new KeyEntry(key, mapKey, this.#version)));
       this.#numKeys++;
     }
-    if (ns === VOID_NAMESPACE) entry.voidCell = cell;
-    else (entry.nsCells ??= new Map()).set(ns, cell);
+    if (ns === VOID_NAMESPACE) {
+      entry.setVoid(cell.value);
+      entry.expiresAt = cell.expiresAt;
+      entry.expiry = cell.expiry;
+    } else (entry.nsCells ??= new Map()).set(ns, cell);
     this.#cacheEpoch = -1;
   }
 
@@ -355,7 +388,7 @@ export class StateTable {
       if (this.#pending[i] !== undefined) this.#materialize(i);
       for (let entry of this.#groups[i]!.values()) {
         if (entry.version < this.#required) entry = this.#copyEntry(entry, i);
-        if (entry.voidCell !== undefined) step(entry.voidCell);
+        if (entry.hasVoid) step(entry);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
     }
@@ -375,10 +408,13 @@ export class StateTable {
     const kind = this.kind;
     const copyValues = this.#copyValues;
     const e = new KeyEntry(entry.key, entry.mapKey, this.#version);
-    if (entry.voidCell !== undefined) e.voidCell = copyCell(kind, entry.voidCell, copyValues);
+    if (entry.hasVoid) {
+      e.hasVoid = true;
+      copyCellInto(kind, entry, e, copyValues);
+    }
     if (entry.nsCells !== undefined) {
       const cells = new Map<Namespace, Cell>();
-      for (const [ns, cell] of entry.nsCells) cells.set(ns, copyCell(kind, cell, copyValues));
+      for (const [ns, cell] of entry.nsCells) cells.set(ns, copyCellInto(kind, cell, new Cell(undefined, 0, undefined), copyValues));
       e.nsCells = cells;
     }
     this.#groups[kgIndex]!.set(entry.mapKey, e);
@@ -428,14 +464,17 @@ class LiveCapture {
   }
 }
 
-/** A private copy of a cell: its own list array / Map and expiry; values copied when asked. */
-function copyCell(kind: StateKind, cell: Cell, copyValues: boolean): Cell {
-  const expiry = cell.expiry === undefined ? undefined : Array.isArray(cell.expiry) ? cell.expiry.slice() : new Map(cell.expiry);
-  let value = cell.value;
+/** Makes `to` a private copy of cell `from` (its own list array / Map and expiry; values copied when asked); returns `to`. */
+function copyCellInto(kind: StateKind, from: Cell, to: Cell, copyValues: boolean): Cell {
+  const expiry = from.expiry;
+  let value = from.value;
   if (kind === "list") value = (value as unknown[]).slice();
   else if (kind === "map") value = new Map(value as Map<unknown, unknown>);
   else if (copyValues) value = copyValue(value);
-  return new Cell(value, cell.expiresAt, expiry);
+  to.value = value;
+  to.expiresAt = from.expiresAt;
+  to.expiry = expiry === undefined ? undefined : Array.isArray(expiry) ? expiry.slice() : new Map(expiry);
+  return to;
 }
 
 /**
