@@ -12,6 +12,7 @@ import {
   encodeKeyCanonical,
   hashKey,
   hashKeyGeneral,
+  KeyGroupAssigner,
   keyGroupRangeContains,
   keyGroupRangeForOperator,
   keyGroupRangeSize,
@@ -256,4 +257,38 @@ test("the number fast path of hashKey equals murmur3 over the canonical encoding
     }),
     { numRuns: 2000 },
   );
+});
+
+test("KeyGroupAssigner agrees with assignToKeyGroup, cached or not, slots shared or not (property)", () => {
+  const key: fc.Arbitrary<Key> = fc.oneof(
+    fc.integer({ min: -5000, max: 5000 }),
+    // Keys 4096 apart share a cache slot and must evict each other correctly.
+    fc.integer({ min: 0, max: 8 }).map((i) => 7 + 4096 * i),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.constantFrom(0, -0, 2 ** 53, -(2 ** 31), 2 ** 32 + 5, Number.MAX_VALUE),
+    fc.string(),
+    fc.tuple(fc.string(), fc.integer()),
+  );
+  fc.assert(
+    fc.property(fc.constantFrom(1, 7, 128, 1000, 32768), fc.array(key, { maxLength: 200 }), (maxParallelism, keys) => {
+      const assigner = new KeyGroupAssigner(maxParallelism);
+      // Every key twice, so the second look-up of a number key can hit the cache.
+      for (const k of [...keys, ...keys]) assert.equal(assigner.keyGroupOf(k), assignToKeyGroup(k, maxParallelism));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("KeyGroupAssigner pins the fixture key groups and rejects invalid input like assignToKeyGroup", () => {
+  const a128 = new KeyGroupAssigner(128);
+  const a32768 = new KeyGroupAssigner(32768);
+  for (let round = 0; round < 2; round++) {
+    for (const [key, , kg128, kg32768] of PINNED) {
+      assert.equal(a128.keyGroupOf(key), kg128);
+      assert.equal(a32768.keyGroupOf(key), kg32768);
+    }
+  }
+  for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) assert.throws(() => a128.keyGroupOf(bad), RangeError);
+  assert.throws(() => new KeyGroupAssigner(0), RangeError);
+  assert.throws(() => new KeyGroupAssigner(MAX_MAX_PARALLELISM + 1), RangeError);
 });

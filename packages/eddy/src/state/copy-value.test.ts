@@ -97,3 +97,22 @@ test("an own __proto__ key stays a key and does not change the prototype", () =>
   assert.deepEqual(Object.keys(copy), ["__proto__", "a"]);
   assert.equal((copy as { polluted?: boolean }).polluted, undefined);
 });
+
+test("the plain-object fast path decides by the prototype, never by a `constructor` property", () => {
+  // An own `constructor` key on a plain object: still a plain object, copied deeply.
+  const own = { constructor: { note: "a key like any other" }, a: { b: 1 } };
+  const ownCopy = copyValue(own);
+  assert.deepEqual(ownCopy, own);
+  assert.notEqual(ownCopy.constructor, own.constructor);
+  assert.notEqual(ownCopy.a, own.a);
+  // `constructor` says Object but the prototype is not Object.prototype: not a plain object.
+  const disguised = Object.create({ constructor: Object }) as object;
+  assert.throws(() => copyValue(disguised), (e: unknown) => e instanceof EddyError && e.code === "VALUE_NOT_COPYABLE");
+  // Many shapes through the same path (V8 sees them all at one site) stay correct.
+  for (let i = 0; i < 20; i++) {
+    const src: Record<string, unknown> = { [`k${i}`]: i, nested: { i }, d: 0.5 + i };
+    const copy = copyValue(src);
+    assert.deepEqual(copy, src);
+    assert.notEqual(copy["nested"], src["nested"]);
+  }
+});

@@ -17,8 +17,10 @@
  * properties of plain objects are copied shallowly; getters are read and stored as values. Cyclic or very deep (> 64 levels) values are handed to
  * `structuredClone` as a whole, which preserves cycles.
  *
- * Cost (measured, Node 20, see copy-value.test.ts): ~30 ns (60 on a busy machine) for a record
- * `{ key: "k12", count: 3, ts: 1700000000000 }`; nothing for primitives.
+ * Cost (measured, Node 20, see copy-value.test.ts): ~22 ns (~28 before the plain-object fast path;
+ * 60 on a busy machine) for a record `{ key: "k12", count: 3, ts: 1700000000000 }`; nothing for
+ * primitives. The plain-object test reads `constructor` once, so a getter of that name (or a
+ * Proxy's get trap) runs once more than the copy itself needs.
  */
 
 import { EddyError } from "../core/errors.ts";
@@ -43,6 +45,12 @@ export function copyValue<T>(value: T): T {
 
 function copyObject(value: object, depth: number): unknown {
   if (depth > MAX_FAST_DEPTH) throw TOO_DEEP;
+  // hot path: plain objects first (most records). Reading `constructor` first lets V8 check the
+  // object's map, after which the prototype test folds to a constant instead of calling
+  // Object.getPrototypeOf (~7 ns of a ~25 ns copy). Other objects take the general tests below.
+  if ((value as { constructor?: unknown }).constructor === Object && Object.getPrototypeOf(value) === Object.prototype) {
+    return copyPlain({ ...value }, depth);
+  }
   if (Array.isArray(value)) {
     const n = value.length;
     const out = new Array<unknown>(n);
@@ -54,16 +62,10 @@ function copyObject(value: object, depth: number): unknown {
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto === Object.prototype || proto === null) {
-    // Spread first: V8 clones a plain object's own enumerable properties in one fast step
-    // (~2x faster than assigning key by key), and defines rather than assigns them, so an own
-    // "__proto__" key stays a key. Then replace nested objects by their copies.
-    const out: Record<string, unknown> =
-      proto === null ? Object.assign(Object.create(null) as Record<string, unknown>, value) : { ...value };
-    for (const k in out) {
-      const e = out[k];
-      if (typeof e === "object" && e !== null) out[k] = copyObject(e, depth + 1);
-    }
-    return out;
+    // Spread (or assign) first: V8 clones a plain object's own enumerable properties in one fast
+    // step (~2x faster than assigning key by key), and defines rather than assigns them, so an
+    // own "__proto__" key stays a key. copyPlain then replaces nested objects by their copies.
+    return copyPlain(proto === null ? Object.assign(Object.create(null) as Record<string, unknown>, value) : { ...value }, depth);
   }
   if (proto === Map.prototype) {
     const out = new Map<unknown, unknown>();
@@ -79,6 +81,25 @@ function copyObject(value: object, depth: number): unknown {
   if (Buffer.isBuffer(value)) return Buffer.from(value);
   if (isStructuredCloneable(value)) return structuredClone(value);
   throw notCopyable(value);
+}
+
+/** Replaces the nested objects of `out` (a fresh shallow copy) by their copies. */
+function copyPlain(out: Record<string, unknown>, depth: number): Record<string, unknown> {
+  // Look before writing: a for...in loop without stores keeps V8's enum-cache fast path and does
+  // not box double fields; most records have no nested object and end here.
+  let nested = false;
+  for (const k in out) {
+    if (typeof out[k] === "object" && out[k] !== null) {
+      nested = true;
+      break;
+    }
+  }
+  if (!nested) return out;
+  for (const k in out) {
+    const e = out[k];
+    if (typeof e === "object" && e !== null) out[k] = copyObject(e, depth + 1);
+  }
+  return out;
 }
 
 function copyChild(v: unknown, depth: number): unknown {

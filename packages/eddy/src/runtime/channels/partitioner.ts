@@ -5,7 +5,7 @@
  */
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey } from "../../core/key.ts";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../../core/key-group.ts";
+import { checkParallelism, KeyGroupAssigner } from "../../core/key-group.ts";
 import type { AnyKeySelector } from "../operator.ts";
 
 export type PartitionerSpec =
@@ -108,13 +108,17 @@ export function rescaleTargets(senderIndex: number, senderParallelism: number, r
 function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
   const maxP = ctx.receiverMaxParallelism;
   const p = ctx.receiverParallelism;
+  // Checked once here, so the per-record step is computeOperatorIndexForKeyGroup without checks.
+  checkParallelism(p, maxP);
+  const assigner = new KeyGroupAssigner(maxP);
   const selector: { keyGroup: number; select(value: unknown): number } = {
     keyGroup: -1,
     select(value: unknown): number {
+      // hot path
       const key = requireValidKey(keySelector(value), ctx.receiverName);
-      const keyGroup = assignToKeyGroup(key, maxP);
+      const keyGroup = assigner.keyGroupOf(key);
       this.keyGroup = keyGroup;
-      return computeOperatorIndexForKeyGroup(maxP, p, keyGroup);
+      return Math.floor((keyGroup * p) / maxP);
     },
   };
   return selector;

@@ -5,7 +5,7 @@
  */
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
-import { assignToKeyGroup } from "../../core/key-group.ts";
+import { KeyGroupAssigner } from "../../core/key-group.ts";
 import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
@@ -24,11 +24,11 @@ export class KeyedSupport {
   /** User-facing keyed state access (handles follow the current key). */
   readonly stateStore: KeyedStateStore;
   readonly #ctx: OperatorContext;
-  readonly #maxParallelism: number;
+  readonly #keyGroups: KeyGroupAssigner;
 
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
-    this.#maxParallelism = ctx.maxParallelism;
+    this.#keyGroups = new KeyGroupAssigner(ctx.maxParallelism);
     this.backend = new HeapKeyedStateBackend({
       keyGroupRange: ctx.keyGroupRange,
       clock: ctx.clock,
@@ -103,7 +103,7 @@ export class KeyedSupport {
    */
   setKeyFromRecord(keySelector: AnyKeySelector, value: unknown, keyGroup: number | undefined): void {
     const key = requireValidKey(keySelector(value), this.#ctx.operatorName);
-    this.backend.setCurrentKey(key, keyGroup ?? assignToKeyGroup(key, this.#maxParallelism));
+    this.backend.setCurrentKey(key, keyGroup ?? this.#keyGroups.keyGroupOf(key));
   }
 
   /** Keys holding any state of the operator, and its pending timers (leak tests: both reach 0). */
