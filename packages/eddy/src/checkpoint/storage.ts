@@ -37,7 +37,9 @@ export interface FileRef {
 export interface CheckpointStorage {
   /**
    * Stores a file of a not yet committed checkpoint, replacing one of the same name. The file is
-   * `chunks` one after another (a file is built from pieces; see encodeSnapshotFileChunks).
+   * `chunks` one after another (a file is built from pieces; see encodeSnapshotFileChunks). The
+   * caller reuses the chunks' memory once the promise settles: an implementation must not read
+   * them after that (copy what it keeps, e.g. for a retry in the background).
    */
   writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef>;
   /**
