@@ -120,9 +120,19 @@ export class ByteWriter {
     return this.#pos - this.#taken;
   }
 
+  /** Starts over, keeping the buffer (unless views were taken from it, or it grew huge). */
   reset(): void {
     this.#pos = 0;
-    if (this.#taken !== 0) this.#release();
+    if (this.#taken !== 0 || this.#buffer.byteLength > RETAIN_MAX_BYTES) this.#release();
+  }
+
+  /**
+   * The bytes written since the last reset/finish/take, as a view of the writer's buffer without
+   * copying. The caller only borrows it: it is valid until the writer is next written to or
+   * reset. For bytes that are copied on at once (a frame into a transport).
+   */
+  written(): Uint8Array {
+    return this.#u8.subarray(this.#taken, this.#pos);
   }
 
   /**
@@ -386,7 +396,7 @@ export class ByteWriter {
  * "CORRUPT_FRAME" ("truncated: …") instead of reading past `end`.
  */
 export class ByteReader {
-  readonly #buffer: ArrayBuffer;
+  readonly #buffer: ArrayBufferLike;
   readonly #u8: Uint8Array;
   readonly #view: DataView;
   /** Absolute offset of the writer's byte 0; alignment is relative to it. */
@@ -395,8 +405,11 @@ export class ByteReader {
   /** Absolute read position; #start ≤ #pos ≤ #end. */
   #pos: number;
 
-  /** Reads `buffer[start, end)`; `start` is where the writer's byte 0 lies. */
-  constructor(buffer: ArrayBuffer, start = 0, end = buffer.byteLength) {
+  /**
+   * Reads `buffer[start, end)`; `start` is where the writer's byte 0 lies. The buffer may be shared
+   * (a ring between threads): views the reader returns are then views of shared memory.
+   */
+  constructor(buffer: ArrayBufferLike, start = 0, end = buffer.byteLength) {
     if (!(start >= 0 && start <= end && end <= buffer.byteLength)) {
       throw new RangeError(`invalid range [${start}, ${end}) of a ${buffer.byteLength}-byte buffer`);
     }
