@@ -98,6 +98,8 @@ class DefaultCodec implements BatchCodec {
   readonly #builders = new Map<string, Builder>();
   /** Group index per record of the batch being encoded; grown as needed. */
   #groupIndex = new Uint8Array(2048);
+  /** The shape of the last batch that had only one: batches of a stream mostly share it. */
+  #lastShape: { readonly keys: readonly string[]; readonly extract: Extractor | undefined } | undefined = undefined;
 
   encode(values: readonly unknown[], out: ByteWriter): void {
     try {
@@ -125,6 +127,15 @@ class DefaultCodec implements BatchCodec {
     const n = values.length;
     if (n === 0) {
       out.varuint(0);
+      return;
+    }
+    // hot path: a batch of records of one shape (the common case) is one group of the records as
+    // they are: no group index and no copy of the batch; the bytes are those of the general path.
+    const single = this.#singleShape(values, n);
+    if (single !== undefined) {
+      out.varuint(1);
+      out.u8(GroupKind.Shape);
+      this.#writeShape(values, n, single.keys, single.extract, out, 0);
       return;
     }
     if (this.#groupIndex.length < n) this.#groupIndex = new Uint8Array(Math.max(n, this.#groupIndex.length * 2));
@@ -168,6 +179,25 @@ class DefaultCodec implements BatchCodec {
     out.varuint(groups.length);
     if (groups.length > 1) out.bytes(index.subarray(0, n));
     for (const g of groups) this.#writeGroup(g, out);
+  }
+
+  /** The shape of every record of `values` when they all have one (see Group), else undefined. */
+  #singleShape(values: readonly unknown[], n: number): { readonly keys: readonly string[]; readonly extract: Extractor | undefined } | undefined {
+    const first = values[0];
+    if (typeof first !== "object" || first === null || Object.getPrototypeOf(first) !== Object.prototype) return undefined;
+    let shape = this.#lastShape;
+    if (shape === undefined || !hasKeys(first, shape.keys)) {
+      const keys = shapeKeys(first);
+      if (keys === undefined) return undefined;
+      shape = { keys, extract: this.#extractor(keys, JSON.stringify(keys)) };
+      this.#lastShape = shape;
+    }
+    const keys = shape.keys;
+    for (let i = 1; i < n; i++) {
+      const v = values[i];
+      if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype || !hasKeys(v, keys)) return undefined;
+    }
+    return shape;
   }
 
   /** The group of a plain object whose keys matched no probed shape, or undefined → values. */
