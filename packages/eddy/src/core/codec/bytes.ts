@@ -255,6 +255,28 @@ export class ByteWriter {
     this.#pos += count * 4;
   }
 
+  /**
+   * align(8), then room for `count` f64 values, returned as a view to fill (host byte order, so
+   * only on little-endian hosts). Valid until the writer next grows: ensure the room of everything
+   * reserved together first.
+   */
+  reserveF64(count: number): Float64Array {
+    this.align(8);
+    this.ensure(count * 8);
+    const view = new Float64Array(this.#buffer, this.#pos, count);
+    this.#pos += count * 8;
+    return view;
+  }
+
+  /** align(4), then room for `count` i32 values, as `reserveF64`. */
+  reserveI32(count: number): Int32Array {
+    this.align(4);
+    this.ensure(count * 4);
+    const view = new Int32Array(this.#buffer, this.#pos, count);
+    this.#pos += count * 4;
+    return view;
+  }
+
   bytes(data: Uint8Array): void {
     this.ensure(data.length);
     this.#u8.set(data, this.#pos);

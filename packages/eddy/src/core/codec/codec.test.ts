@@ -365,6 +365,28 @@ describe("defaultCodec", () => {
     }
   });
 
+  test("numeric shapes: int32 columns stay 4 bytes a value, −0, NaN, ±Infinity, 2^31 and fractions make a column f64, a non-number anywhere falls back", () => {
+    const codec = defaultCodec();
+    const ints = Array.from({ length: 256 }, (_, i) => ({ key: i - 128, value: 1 }));
+    assertSameValues(roundTrip(codec, ints), ints);
+    assert.ok(encoded(codec, ints).length < 256 * 8 + 64, "two int32 columns");
+    for (const odd of [-0, NaN, Infinity, -Infinity, 2 ** 31, -(2 ** 31) - 1, 0.5]) {
+      for (const at of [0, 100, 255]) {
+        const batch = ints.map((r, i) => (i === at ? { key: r.key, value: odd } : r));
+        const decoded = roundTrip(codec, batch) as { value: number }[];
+        assertSameValues(decoded, batch);
+        assert.ok(Object.is(decoded[at]!.value, odd), `${odd} at ${at}`);
+        const size = encoded(codec, batch).length;
+        assert.ok(size > 256 * 12 && size < 256 * 12 + 64, `${odd} at ${at}: one int32 and one f64 column, ${size} bytes`);
+      }
+    }
+    for (const odd of ["1", null, undefined, 1n, { n: 1 }]) {
+      const batch = ints.map((r, i) => (i === 200 ? { key: r.key, value: odd } : r));
+      assertSameValues(roundTrip(codec, batch), batch);
+    }
+    assertSameValues(roundTrip(codec, ints), ints);
+  });
+
   test("decoded records of one shape share their key order and construction", () => {
     const batch = Array.from({ length: 10 }, (_, i) => ({ z: i, a: `${i}`, m: i % 2 === 0 }));
     const decoded = roundTrip(defaultCodec(), batch) as Record<string, unknown>[];
