@@ -81,6 +81,18 @@ test("rebalance keeps per-channel order and spreads every sender round-robin", a
   }
 });
 
+test("records far larger than a channel's ring arrive intact, the last ones too (a worker does not end while its frames wait for room)", { timeout: 60_000 }, async () => {
+  // Capacity 4 records gives the smallest ring (64 KiB); batches of 8 records of 100,000 characters
+  // make frames of ~800 KB, sent in fragments, and the last of them are still held when the
+  // sources finish.
+  const out = await collect<{ n: number; intact: boolean }>(jobs.largeRecords, { parallelism: 2, mode: "threads", batchRecords: 8, channelCapacityRecords: 4 });
+  assert.deepEqual(
+    out.map((r) => r.n).sort((a, b) => a - b),
+    Array.from({ length: jobs.LARGE_RECORDS }, (_, i) => i),
+  );
+  for (const r of out) assert.ok(r.intact, `record ${r.n} arrived torn`);
+});
+
 test("broadcast delivers every record to every subtask across threads", async () => {
   const out = await collect<{ src: number; n: number; dst: number }>(jobs.broadcasted, { parallelism: 3, mode: "threads" });
   assert.equal(out.length, 3000);

@@ -91,6 +91,22 @@ export const broadcasted = defineJob("broadcasted", (env) => {
   env.fromSequence(0, 999).setParallelism(1).process(tagSource()).broadcast().process(tagDestination()).sinkTo(collectSink("out"));
 });
 
+export const LARGE_RECORDS = 120;
+export const LARGE_RECORD_CHARS = 100_000;
+
+/** A record's payload: its own number spelled out over and over, so a torn or mixed-up frame shows. */
+export const largePayload = (n: number): string => `${n}|`.repeat(LARGE_RECORD_CHARS).slice(0, LARGE_RECORD_CHARS);
+
+/** Records far larger than a channel's ring, rebalanced between threads; each checked on arrival. */
+export const largeRecords = defineJob("large-records", (env) => {
+  env
+    .fromSequence(0, LARGE_RECORDS - 1)
+    .map((n) => ({ n, payload: largePayload(n) }))
+    .rebalance()
+    .map((r) => ({ n: r.n, intact: r.payload === largePayload(r.n) }))
+    .sinkTo(collectSink("out"));
+});
+
 /** union of two sources, then a keyed sum. */
 export const unioned = defineJob("unioned", (env) => {
   const a = env.fromSequence(0, 4_999).map((n) => ({ key: n % 13, value: 1 }));

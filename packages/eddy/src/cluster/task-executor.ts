@@ -56,6 +56,29 @@ export interface Deployment {
   readonly splits: SplitCoordination;
   /** Checkpointing of this executor's subtasks; undefined when checkpointing is off. */
   readonly checkpoints?: CheckpointParticipation | undefined;
+  /**
+   * How other threads wake this executor when they publish data, credit or room in shared memory
+   * (which sends no event). Undefined when every arrival is an event that calls `wake()` itself.
+   */
+  readonly doorbell?: Doorbell | undefined;
+  /**
+   * Sends what transports held back for lack of room (see FrameOutlet.hasRoom); returns whether
+   * some is still held. Called on rounds where no task ran and before the executor ends, which it
+   * does only once nothing is held. Undefined when transports never hold frames back.
+   */
+  flushTransports?(): boolean;
+}
+
+/**
+ * A flag other threads check after publishing something for this executor: while it is armed,
+ * they wake the executor (with a message); while it is not, they do nothing, and the executor
+ * finds what they published on its next round. The executor arms it, looks at its inputs once more
+ * (so nothing published before the arming is missed), and only then sleeps; it disarms it on
+ * waking.
+ */
+export interface Doorbell {
+  arm(): void;
+  disarm(): void;
 }
 
 /** What a task reports when its snapshot for a checkpoint is persisted (TaskAck.state). */
@@ -273,6 +296,8 @@ export class TaskExecutor {
   async #loop(): Promise<void> {
     const tasks = this.tasks;
     const { yieldIntervalMs, flushTimeoutMs } = this.#options;
+    const doorbell = this.#deployment.doorbell;
+    let armed = false;
     let lastYield = performance.now();
     while (this.#failure === undefined) {
       if (this.#cancelled) {
@@ -295,11 +320,18 @@ export class TaskExecutor {
         }
         if (!task.isFinished) allFinished = false;
       }
+      // Frames a transport held back for lack of room go out as room appears, even after the task
+      // that sent them has finished; the executor does not end before they are out.
+      const held = (allFinished || !progressed) && this.#deployment.flushTransports !== undefined && this.#deployment.flushTransports();
       // With checkpointing, finished tasks stay open until the final checkpoint is complete and its
       // notifications have run (sinks commit their last output there).
-      if (allFinished && (this.#deployment.checkpoints === undefined || (this.#finalCommitted && !tasks.some((t) => t.hasMail)))) return;
+      if (allFinished && !held && (this.#deployment.checkpoints === undefined || (this.#finalCommitted && !tasks.some((t) => t.hasMail)))) return;
       const now = performance.now();
       if (progressed) {
+        if (armed) {
+          armed = false;
+          doorbell!.disarm();
+        }
         // Under load, batches fill; a partly filled batch waits at most the flush timeout.
         for (let i = 0; i < tasks.length; i++) tasks[i]!.flushOlderThan(now - flushTimeoutMs);
         if (now - lastYield >= yieldIntervalMs || this.#expedited !== 0) {
@@ -313,10 +345,20 @@ export class TaskExecutor {
       let flushed = false;
       for (let i = 0; i < tasks.length; i++) flushed = tasks[i]!.flushAll() || flushed;
       if (flushed) continue;
+      if (doorbell !== undefined && !armed) {
+        // One more round with the doorbell armed: whatever was published before is seen then.
+        doorbell.arm();
+        armed = true;
+        continue;
+      }
       for (const resolve of this.#idleWaiters.splice(0)) resolve();
       await new Promise<void>((resolve) => {
         this.#wakeup = resolve;
       });
+      if (armed) {
+        armed = false;
+        doorbell!.disarm();
+      }
       lastYield = performance.now();
     }
   }

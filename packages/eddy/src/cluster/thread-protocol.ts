@@ -1,8 +1,10 @@
 /**
  * What the coordinator (the thread that started the job) and its worker threads say to each
  * other, and the placement both sides derive from the plan without talking: which worker runs a
- * subtask, and the id of every channel. Record data never goes through the coordinator; workers
- * exchange frames directly over one MessagePort per pair of workers.
+ * subtask, and the id of every channel. Record data never goes through the coordinator: each
+ * channel between two workers has a shared-memory ring (frame-ring.ts) that the coordinator
+ * allocates and both workers map; one MessagePort per pair of workers carries only doorbells
+ * (doorbells.ts), which wake a sleeping worker.
  */
 import type { MessagePort } from "node:worker_threads";
 import type { ErrorDomain } from "../core/errors.ts";
@@ -25,8 +27,12 @@ export interface WorkerInit {
   readonly workers: number;
   readonly placement: Placement;
   readonly fingerprint: string;
-  /** ports[w] connects to worker w (undefined for this worker itself). */
+  /** ports[w] connects to worker w (undefined for this worker itself); it carries doorbells. */
   readonly ports: readonly (MessagePort | undefined)[];
+  /** The ring of every channel this worker sends or receives on with another worker, by channel id. */
+  readonly rings: ReadonlyMap<number, SharedArrayBuffer>;
+  /** Every worker's doorbell flag (see Doorbells). */
+  readonly doorbells: SharedArrayBuffer;
   readonly batchRecords: number;
   readonly channelCapacityRecords: number;
   readonly flushTimeoutMs: number;
@@ -144,4 +150,31 @@ export function channelIds(plan: Plan): (edge: PlanEdge, sender: number, receive
     if (b === undefined) throw new RangeError(`edge '${edge.source.name}' → '${edge.target.name}' is chained and has no channels`);
     return b + sender * edge.target.parallelism + receiver;
   };
+}
+
+/** A channel whose sender and receiver are on different workers. */
+export interface CrossWorkerChannel {
+  readonly channelId: number;
+  readonly sender: number;
+  readonly receiver: number;
+}
+
+/** The channels that cross between workers, derived from the plan as both sides derive it. */
+export function crossWorkerChannels(plan: Plan, workers: number, placement: Placement): CrossWorkerChannel[] {
+  const place = placeSubtasks(plan, workers, placement);
+  const id = channelIds(plan);
+  const out: CrossWorkerChannel[] = [];
+  for (const node of plan.nodes) {
+    for (const edge of node.outputs) {
+      if (edge.chained) continue;
+      for (let s = 0; s < edge.source.parallelism; s++) {
+        const sender = place(edge.source, s);
+        for (let r = 0; r < edge.target.parallelism; r++) {
+          const receiver = place(edge.target, r);
+          if (sender !== receiver) out.push({ channelId: id(edge, s, r), sender, receiver });
+        }
+      }
+    }
+  }
+  return out;
 }

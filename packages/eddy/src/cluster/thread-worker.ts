@@ -1,21 +1,24 @@
 /**
  * The body of a worker thread: rebuilds the job from its module, checks that its plan matches the
  * coordinator's, runs the subtasks placed on this worker with a TaskExecutor, and exchanges
- * frames with the other workers. Failures are reported to the coordinator, which ends the job.
+ * frames with the other workers through the shared-memory rings the coordinator allocated (one per
+ * channel), waking them with doorbells. Failures are reported to the coordinator, which ends the
+ * job.
  */
-import { parentPort, workerData, type MessagePort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { BatchCodec } from "../core/codec/codec.ts";
 import { SystemClock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
-import { creditOf, FrameType, readFrameHeader } from "../runtime/channels/frames.ts";
+import { FrameRingReader, FrameRingWriter } from "../runtime/channels/frame-ring.ts";
 import { LocalChannel, type InputChannel, type OutputChannel } from "../runtime/channels/local-channel.ts";
 import { RemoteInputChannel, RemoteOutputChannel, type RemoteChannelInfo } from "../runtime/channels/remote-channel.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
 import { serveQueryableStates } from "./queryable-serving.ts";
+import { Doorbells } from "./doorbells.ts";
 import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
 import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
@@ -141,14 +144,15 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
 class ThreadDeployment implements Deployment {
   readonly splits: RemoteSplitCoordination;
   readonly checkpoints: CheckpointParticipation | undefined;
-  readonly inputs = new Map<number, RemoteInputChannel>();
-  readonly outputs = new Map<number, RemoteOutputChannel>();
+  readonly doorbell: Doorbells;
+  readonly #outlets: FrameRingWriter[] = [];
   readonly #local = new Map<number, LocalChannel>();
   readonly #channelId: ReturnType<typeof channelIds>;
   readonly #place: ReturnType<typeof placeSubtasks>;
   readonly #codec: BatchCodec = defaultCodec();
 
-  constructor(plan: Plan, splits: RemoteSplitCoordination, checkpoints: CheckpointParticipation | undefined) {
+  constructor(plan: Plan, splits: RemoteSplitCoordination, checkpoints: CheckpointParticipation | undefined, doorbell: Doorbells) {
+    this.doorbell = doorbell;
     this.#channelId = channelIds(plan);
     this.#place = placeSubtasks(plan, init.workers, init.placement);
     this.splits = splits;
@@ -163,30 +167,29 @@ class ThreadDeployment implements Deployment {
     const id = this.#channelId(edge, sender, receiver);
     const peer = this.#place(edge.target, receiver);
     if (peer === init.workerIndex) return this.#localChannel(id);
-    const port = peerPort(peer);
-    const channel = new RemoteOutputChannel(
-      info(id, edge, sender, receiver),
-      edge.source.transformation.codec ?? this.#codec,
-      (frame) => port.postMessage(frame, [frame]),
-      init.channelCapacityRecords,
-    );
-    this.outputs.set(id, channel);
-    return channel;
+    const doorbell = this.doorbell;
+    const outlet = new FrameRingWriter(ringOf(id), () => doorbell.ring(peer));
+    this.#outlets.push(outlet);
+    return new RemoteOutputChannel(info(id, edge, sender, receiver), edge.source.transformation.codec ?? this.#codec, outlet, init.channelCapacityRecords);
+  }
+
+  flushTransports(): boolean {
+    let held = false;
+    for (const outlet of this.#outlets) if (!outlet.hasRoom) held = true;
+    return held;
   }
 
   inputChannel(edge: PlanEdge, sender: number, receiver: number): InputChannel {
     const id = this.#channelId(edge, sender, receiver);
     const peer = this.#place(edge.source, sender);
     if (peer === init.workerIndex) return this.#localChannel(id);
-    const port = peerPort(peer);
-    const channel = new RemoteInputChannel(
+    const doorbell = this.doorbell;
+    return new RemoteInputChannel(
       info(id, edge, sender, receiver),
       edge.source.transformation.codec ?? this.#codec,
-      (frame) => port.postMessage(frame, [frame]),
+      new FrameRingReader(ringOf(id), () => doorbell.ring(peer)),
       init.channelCapacityRecords,
     );
-    this.inputs.set(id, channel);
-    return channel;
   }
 
   #localChannel(id: number): LocalChannel {
@@ -200,10 +203,10 @@ function info(channelId: number, edge: PlanEdge, sender: number, receiver: numbe
   return { channelId, senderName: edge.source.name, senderSubtask: sender, receiverName: edge.target.name, receiverSubtask: receiver };
 }
 
-function peerPort(worker: number): MessagePort {
-  const p = init.ports[worker];
-  if (p === undefined) throw new EddyError("NO_PEER_PORT", `worker ${init.workerIndex} has no port to worker ${worker}`, { domain: "internal" });
-  return p;
+function ringOf(channelId: number): SharedArrayBuffer {
+  const ring = init.rings.get(channelId);
+  if (ring === undefined) throw new EddyError("NO_CHANNEL_RING", `worker ${init.workerIndex} has no ring for channel ${channelId}`, { domain: "internal" });
+  return ring;
 }
 
 async function run(): Promise<void> {
@@ -222,7 +225,7 @@ async function run(): Promise<void> {
   const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));
   const splits = new RemoteSplitCoordination(nodeIndex);
   const checkpoints = await checkpointParticipation(plan);
-  const deployment = new ThreadDeployment(plan, splits, checkpoints);
+  const deployment = new ThreadDeployment(plan, splits, checkpoints, new Doorbells(init.doorbells, init.workerIndex, init.ports));
   const forwarder = new OutputForwarder();
   const services: JobServices = {
     jobName: job.name,
@@ -281,27 +284,8 @@ async function run(): Promise<void> {
       executor.fail(e);
     }
   });
-  for (let w = 0; w < init.ports.length; w++) {
-    const p = init.ports[w];
-    if (p === undefined) continue;
-    p.on("message", (frame: ArrayBuffer) => {
-      try {
-        const header = readFrameHeader(frame);
-        if (header.type === FrameType.credit) {
-          const channel = deployment.outputs.get(header.channel);
-          if (channel === undefined) throw new EddyError("UNKNOWN_CHANNEL", `credit for unknown channel ${header.channel}`, { domain: "internal" });
-          channel.addCredit(creditOf(frame));
-        } else {
-          const channel = deployment.inputs.get(header.channel);
-          if (channel === undefined) throw new EddyError("UNKNOWN_CHANNEL", `frame for unknown channel ${header.channel}`, { domain: "internal" });
-          channel.receive(frame);
-        }
-        executor.wake();
-      } catch (e) {
-        executor.fail(e);
-      }
-    });
-  }
+  // Peers ring when they published frames, credit or room for this worker while it slept.
+  for (const p of init.ports) p?.on("message", () => executor.wake());
 
   const metricsTimer = setInterval(
     () => send({ t: "metrics", sourceRecords: executor.sourceRecords, metrics: executor.metrics() }),

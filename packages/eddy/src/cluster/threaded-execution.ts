@@ -1,7 +1,8 @@
 /**
  * Threaded mode: the calling thread is the coordinator (Flink's JobManager in miniature) and the
- * subtasks run on worker threads. The coordinator starts the workers, connects every pair with a
- * MessagePort (record frames flow between workers directly, never through here), runs the source
+ * subtasks run on worker threads. The coordinator starts the workers, allocates a shared-memory
+ * ring for every channel between two workers and connects every pair with a MessagePort for
+ * doorbells (record frames flow between workers directly, never through here), runs the source
  * split enumerators, gathers collect/print output, logs and metrics, and ends the job: when every
  * worker has finished, or at the first failure — a task error, a crashed worker, a worker that
  * exits on its own (e.g. `process.exit` in user code) or runs out of memory. On failure or
@@ -18,7 +19,9 @@ import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
-import { placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
+import { frameRingBytesFor, createFrameRing } from "../runtime/channels/frame-ring.ts";
+import { createDoorbells } from "./doorbells.ts";
+import { crossWorkerChannels, placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
 
 export interface ThreadedOptions {
@@ -150,6 +153,14 @@ export class ThreadedExecution {
         ports[b]![a] = port2;
       }
     }
+    const rings = Array.from({ length: n }, () => new Map<number, SharedArrayBuffer>());
+    const ringBytes = frameRingBytesFor(this.#options.channelCapacityRecords);
+    for (const channel of crossWorkerChannels(this.#plan, n, this.#options.placement)) {
+      const ring = createFrameRing(ringBytes);
+      rings[channel.sender]!.set(channel.channelId, ring);
+      rings[channel.receiver]!.set(channel.channelId, ring);
+    }
+    const doorbells = createDoorbells(n);
     const fingerprint = planFingerprint(this.#plan);
     for (let i = 0; i < n; i++) {
       const init: WorkerInit = {
@@ -163,6 +174,8 @@ export class ThreadedExecution {
         placement: this.#options.placement,
         fingerprint,
         ports: ports[i]!,
+        rings: rings[i]!,
+        doorbells,
         batchRecords: this.#options.batchRecords,
         channelCapacityRecords: this.#options.channelCapacityRecords,
         flushTimeoutMs: this.#options.flushTimeoutMs,

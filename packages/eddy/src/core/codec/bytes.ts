@@ -120,9 +120,19 @@ export class ByteWriter {
     return this.#pos - this.#taken;
   }
 
+  /** Starts over, keeping the buffer (unless views were taken from it, or it grew huge). */
   reset(): void {
     this.#pos = 0;
-    if (this.#taken !== 0) this.#release();
+    if (this.#taken !== 0 || this.#buffer.byteLength > RETAIN_MAX_BYTES) this.#release();
+  }
+
+  /**
+   * The bytes written since the last reset/finish/take, as a view of the writer's buffer without
+   * copying. The caller only borrows it: it is valid until the writer is next written to or
+   * reset. For bytes that are copied on at once (a frame into a transport).
+   */
+  written(): Uint8Array {
+    return this.#u8.subarray(this.#taken, this.#pos);
   }
 
   /**
@@ -243,6 +253,28 @@ export class ByteWriter {
       for (let i = 0; i < count; i++) this.#view.setInt32(this.#pos + i * 4, values[i] as number, true);
     }
     this.#pos += count * 4;
+  }
+
+  /**
+   * align(8), then room for `count` f64 values, returned as a view to fill (host byte order, so
+   * only on little-endian hosts). Valid until the writer next grows: ensure the room of everything
+   * reserved together first.
+   */
+  reserveF64(count: number): Float64Array {
+    this.align(8);
+    this.ensure(count * 8);
+    const view = new Float64Array(this.#buffer, this.#pos, count);
+    this.#pos += count * 8;
+    return view;
+  }
+
+  /** align(4), then room for `count` i32 values, as `reserveF64`. */
+  reserveI32(count: number): Int32Array {
+    this.align(4);
+    this.ensure(count * 4);
+    const view = new Int32Array(this.#buffer, this.#pos, count);
+    this.#pos += count * 4;
+    return view;
   }
 
   bytes(data: Uint8Array): void {
@@ -386,7 +418,7 @@ export class ByteWriter {
  * "CORRUPT_FRAME" ("truncated: …") instead of reading past `end`.
  */
 export class ByteReader {
-  readonly #buffer: ArrayBuffer;
+  readonly #buffer: ArrayBufferLike;
   readonly #u8: Uint8Array;
   readonly #view: DataView;
   /** Absolute offset of the writer's byte 0; alignment is relative to it. */
@@ -395,8 +427,11 @@ export class ByteReader {
   /** Absolute read position; #start ≤ #pos ≤ #end. */
   #pos: number;
 
-  /** Reads `buffer[start, end)`; `start` is where the writer's byte 0 lies. */
-  constructor(buffer: ArrayBuffer, start = 0, end = buffer.byteLength) {
+  /**
+   * Reads `buffer[start, end)`; `start` is where the writer's byte 0 lies. The buffer may be shared
+   * (a ring between threads): views the reader returns are then views of shared memory.
+   */
+  constructor(buffer: ArrayBufferLike, start = 0, end = buffer.byteLength) {
     if (!(start >= 0 && start <= end && end <= buffer.byteLength)) {
       throw new RangeError(`invalid range [${start}, ${end}) of a ${buffer.byteLength}-byte buffer`);
     }

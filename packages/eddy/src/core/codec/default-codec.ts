@@ -41,8 +41,13 @@
  * Every group costs at least one byte per record, which bounds what a corrupt count can allocate.
  * The decoder rebuilds a shape's records with a generated function whose object literal gives
  * them one hidden class; field names enter generated code only through JSON.stringify.
+ *
+ * Encoding takes a shortcut for the common batch, whose records all have one shape (that of the
+ * last batch's first record, usually): no group index and no copy of the batch; and when the
+ * fields are all numbers, a generated pair of loops checks the records and writes each field
+ * straight into its column. The bytes are the same as those of the general path.
  */
-import type { ByteReader, ByteWriter } from "./bytes.ts";
+import { HOST_LITTLE_ENDIAN, type ByteReader, type ByteWriter } from "./bytes.ts";
 import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
 import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
 
@@ -71,6 +76,30 @@ const SHAPE_PROBES = 8;
 /** Nesting of shape columns; deeper objects (and cycles) go to the value codec. */
 const MAX_SHAPE_DEPTH = 8;
 
+/**
+ * For a shape whose fields may all be numbers: checks that every record has the shape and only
+ * numbers in its fields, and sets kinds[f] to I32 or F64 as columnKind would; false if not.
+ */
+type NumericCheck = (records: readonly unknown[], m: number, kinds: Uint8Array) => boolean;
+/** Copies each record's fields into the column views (Int32Array or Float64Array each). */
+type NumericFill = (records: readonly unknown[], m: number, columns: readonly (Int32Array | Float64Array)[]) => void;
+
+interface NumericShape {
+  readonly check: NumericCheck;
+  readonly fill: NumericFill;
+  /** Column kinds of the batch being encoded (written by `check`). */
+  readonly kinds: Uint8Array;
+}
+
+/** A record shape as the encoder remembers it between batches. */
+interface KnownShape {
+  readonly keys: readonly string[];
+  readonly signature: string;
+  readonly extract: Extractor | undefined;
+  /** Set once a record of this shape had numbers only (and the cache had room). */
+  numeric: NumericShape | undefined;
+}
+
 /** Reads a shape's fields from records into one array per field. */
 type Extractor = (records: readonly unknown[], m: number) => unknown[][];
 /** Writes `m` records built from decoded columns into `out[0..m)`. */
@@ -98,6 +127,10 @@ class DefaultCodec implements BatchCodec {
   readonly #builders = new Map<string, Builder>();
   /** Group index per record of the batch being encoded; grown as needed. */
   #groupIndex = new Uint8Array(2048);
+  /** Shape signature → generated numeric encoder; at most MAX_CACHED_SHAPES entries. */
+  readonly #numerics = new Map<string, NumericShape>();
+  /** The shape of the first record of the last batch: batches of a stream mostly share it. */
+  #lastShape: KnownShape | undefined = undefined;
 
   encode(values: readonly unknown[], out: ByteWriter): void {
     try {
@@ -126,6 +159,23 @@ class DefaultCodec implements BatchCodec {
     if (n === 0) {
       out.varuint(0);
       return;
+    }
+    // hot path: a batch of records of one shape (the common case) is one group of the records as
+    // they are: no group index and no copy of the batch; the bytes are those of the general path.
+    const single = this.#candidateShape(values[0]);
+    if (single !== undefined) {
+      const numeric = single.numeric;
+      if (numeric !== undefined && numeric.check(values, n, numeric.kinds)) {
+        // hot path: numbers only, written straight from the records into the columns
+        this.#writeNumeric(values, n, single.keys, numeric, out);
+        return;
+      }
+      if (allHaveKeys(values, n, single.keys)) {
+        out.varuint(1);
+        out.u8(GroupKind.Shape);
+        this.#writeShape(values, n, single.keys, single.extract, out, 0);
+        return;
+      }
     }
     if (this.#groupIndex.length < n) this.#groupIndex = new Uint8Array(Math.max(n, this.#groupIndex.length * 2));
     const index = this.#groupIndex;
@@ -168,6 +218,45 @@ class DefaultCodec implements BatchCodec {
     out.varuint(groups.length);
     if (groups.length > 1) out.bytes(index.subarray(0, n));
     for (const g of groups) this.#writeGroup(g, out);
+  }
+
+  /**
+   * The shape of `first` if it has one: the last batch's when it matches (batches of a stream
+   * mostly share it), with a numeric encoder once a record of it had numbers only.
+   */
+  #candidateShape(first: unknown): KnownShape | undefined {
+    if (typeof first !== "object" || first === null || Object.getPrototypeOf(first) !== Object.prototype) return undefined;
+    let shape = this.#lastShape;
+    if (shape === undefined || !hasKeys(first, shape.keys)) {
+      const keys = shapeKeys(first);
+      if (keys === undefined) return undefined;
+      const signature = JSON.stringify(keys);
+      shape = { keys, signature, extract: this.#extractor(keys, signature), numeric: this.#numerics.get(signature) };
+      this.#lastShape = shape;
+    }
+    if (shape.numeric === undefined && HOST_LITTLE_ENDIAN && this.#numerics.size < MAX_CACHED_SHAPES && allNumbers(first, shape.keys)) {
+      shape.numeric = compileNumeric(shape.keys);
+      this.#numerics.set(shape.signature, shape.numeric);
+    }
+    return shape;
+  }
+
+  /** Writes a shape group whose columns are all numbers (the bytes #writeShape would write). */
+  #writeNumeric(records: readonly unknown[], m: number, keys: readonly string[], numeric: NumericShape, out: ByteWriter): void {
+    out.varuint(1);
+    out.u8(GroupKind.Shape);
+    out.varuint(keys.length);
+    for (const key of keys) out.string(key);
+    // Room for every column first, so reserving one never moves the others.
+    out.ensure(keys.length * (8 + m * 8));
+    const kinds = numeric.kinds;
+    const columns = new Array<Int32Array | Float64Array>(keys.length);
+    for (let f = 0; f < keys.length; f++) {
+      const kind = kinds[f]!;
+      out.u8(kind);
+      columns[f] = kind === ColumnKind.I32 ? out.reserveI32(m) : out.reserveF64(m);
+    }
+    numeric.fill(records, m, columns);
   }
 
   /** The group of a plain object whose keys matched no probed shape, or undefined → values. */
@@ -400,6 +489,58 @@ function hasKeys(v: object, keys: readonly string[]): boolean {
     j++;
   }
   return j === keys.length;
+}
+
+/** Whether the first `n` values are plain objects with exactly `keys`, in order. */
+function allHaveKeys(values: readonly unknown[], n: number, keys: readonly string[]): boolean {
+  for (let i = 0; i < n; i++) {
+    const v = values[i];
+    if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype || !hasKeys(v, keys)) return false;
+  }
+  return true;
+}
+
+/** Whether every field of `v` named in `keys` is a number. */
+function allNumbers(v: object, keys: readonly string[]): boolean {
+  for (const key of keys) if (typeof (v as Record<string, unknown>)[key] !== "number") return false;
+  return true;
+}
+
+function compileNumeric(keys: readonly string[]): NumericShape {
+  const names = keys.map((key) => JSON.stringify(key));
+  const checkBody = `"use strict";
+${keys.map((_, f) => `let k${f} = ${ColumnKind.I32};`).join(" ")}
+for (let i = 0; i < m; i++) {
+  const r = records[i];
+  if (typeof r !== "object" || r === null || getPrototypeOf(r) !== objectPrototype) return false;
+  let j = 0;
+  for (const k in r) {
+    switch (j) {
+${names.map((name, f) => `      case ${f}: if (k !== ${name}) return false; break;`).join("\n")}
+      default: return false;
+    }
+    j++;
+  }
+  if (j !== ${keys.length}) return false;
+${names
+  .map(
+    (name, f) => `  const v${f} = r[${name}];
+  if (typeof v${f} !== "number") return false;
+  if (k${f} === ${ColumnKind.I32} && ((v${f} | 0) !== v${f} || (v${f} === 0 && 1 / v${f} < 0))) k${f} = ${ColumnKind.F64};`,
+  )
+  .join("\n")}
+}
+${keys.map((_, f) => `kinds[${f}] = k${f};`).join(" ")}
+return true;`;
+  const check = new Function("getPrototypeOf", "objectPrototype", `return (records, m, kinds) => {${checkBody}};`)(
+    Object.getPrototypeOf,
+    Object.prototype,
+  ) as NumericCheck;
+  const fillBody = `"use strict";
+const ${keys.map((_, f) => `c${f} = columns[${f}]`).join(", ")};
+for (let i = 0; i < m; i++) { const r = records[i]; ${names.map((name, f) => `c${f}[i] = r[${name}];`).join(" ")} }`;
+  const fill = new Function("records", "m", "columns", fillBody) as NumericFill;
+  return { check, fill, kinds: new Uint8Array(keys.length) };
 }
 
 function compileExtractor(keys: readonly string[]): Extractor {

@@ -1,11 +1,14 @@
 /**
- * Frames: stream elements as bytes, for channels that cross a thread (and later a machine). One
- * frame is one ArrayBuffer; a transport moves whole frames (transferred between threads,
- * length-prefixed on TCP). Many channels share one transport, so each frame names its channel.
+ * Frames: stream elements as bytes, for channels that cross a thread (and later a machine). A
+ * transport moves whole frames (through a shared-memory ring between threads, length-prefixed on
+ * TCP). Each frame names its channel, so a transport may carry several channels, and a receiver
+ * can check that a frame is for the channel it reads.
  *
  * Layout (little endian), header of 8 bytes:
  *
- *   u8  type        1 records, 2 watermark, 3 status, 4 barrier, 5 end, 16 credit
+ *   u8  type        1 records, 2 watermark, 3 status, 4 barrier, 5 end (16 is reserved for
+ *                   credit frames of transports that carry credit in band; the ring carries
+ *                   credit in shared memory)
  *   u8  version     1
  *   u16 flags       records: bit 0 = key groups follow the timestamps; 0 otherwise
  *   u32 channel     channel id, unique per job (see `channelId`)
@@ -18,7 +21,6 @@
  *   status     u8 idle (1) / active (0)
  *   barrier    pad to 8, f64 checkpointId, f64 timestampMs, u8 isSavepoint
  *   end        nothing
- *   credit     u32 records the receiver has consumed (the sender may send that many more)
  */
 import type { BatchCodec } from "../../core/codec/codec.ts";
 import { ByteReader, ByteWriter } from "../../core/codec/bytes.ts";
@@ -34,15 +36,6 @@ export const FrameType = {
   status: 3,
   barrier: 4,
   end: 5,
-  credit: 16,
-} as const;
-
-const ELEMENT_TYPE = {
-  records: FrameType.records,
-  watermark: FrameType.watermark,
-  status: FrameType.status,
-  barrier: FrameType.barrier,
-  end: FrameType.end,
 } as const;
 
 const FLAG_KEY_GROUPS = 1;
@@ -54,11 +47,11 @@ function header(writer: ByteWriter, type: number, channel: number, flags = 0): v
   writer.u32(channel);
 }
 
-/** Encodes one element for `channel`. The writer is reset first and may be reused afterwards. */
-export function encodeElementFrame(channel: number, element: StreamElement, codec: BatchCodec, writer: ByteWriter): ArrayBuffer {
+/** Encodes one element for `channel`: the writer is reset first, then holds the frame (`written()`). */
+export function encodeElementFrame(channel: number, element: StreamElement, codec: BatchCodec, writer: ByteWriter): void {
   writer.reset();
   const keyGroups = element.kind === "records" ? element.keyGroups : undefined;
-  header(writer, ELEMENT_TYPE[element.kind], channel, keyGroups === undefined ? 0 : FLAG_KEY_GROUPS);
+  header(writer, FrameType[element.kind], channel, keyGroups === undefined ? 0 : FLAG_KEY_GROUPS);
   switch (element.kind) {
     case "records": {
       const n = element.values.length;
@@ -85,49 +78,24 @@ export function encodeElementFrame(channel: number, element: StreamElement, code
     case "end":
       break;
   }
-  return writer.finish();
 }
 
-export function encodeCreditFrame(channel: number, records: number): ArrayBuffer {
-  const buffer = new ArrayBuffer(FRAME_HEADER_BYTES + 4);
-  const view = new DataView(buffer);
-  view.setUint8(0, FrameType.credit);
-  view.setUint8(1, FRAME_VERSION);
-  view.setUint32(4, channel, true);
-  view.setUint32(8, records, true);
-  return buffer;
-}
-
-export interface FrameHeader {
-  readonly type: number;
-  readonly channel: number;
-}
-
-/** Reads and checks the header; throws CORRUPT_FRAME for anything that is not a frame. */
-export function readFrameHeader(frame: ArrayBuffer): FrameHeader {
-  if (!(frame instanceof ArrayBuffer) || frame.byteLength < FRAME_HEADER_BYTES) {
-    throw CodecError.corrupt("received a message that is not a frame");
-  }
-  const view = new DataView(frame);
-  const version = view.getUint8(1);
+/**
+ * Decodes a frame for `channel`. Typed arrays of a records element (timestamps, key groups) may be
+ * views of `frame`'s memory; the values never are. Throws CodecError CORRUPT_FRAME for anything
+ * that is not such a frame.
+ */
+export function decodeElementFrame(frame: Uint8Array, codec: BatchCodec, channel: number): StreamElement {
+  if (frame.length < FRAME_HEADER_BYTES) throw CodecError.corrupt(`a frame of ${frame.length} bytes is shorter than its header`);
+  const reader = new ByteReader(frame.buffer, frame.byteOffset, frame.byteOffset + frame.length);
+  const type = reader.u8();
+  const version = reader.u8();
   if (version !== FRAME_VERSION) {
     throw CodecError.corrupt(`frame version ${version} is not supported (this Eddy speaks ${FRAME_VERSION})`);
   }
-  return { type: view.getUint8(0), channel: view.getUint32(4, true) };
-}
-
-export function creditOf(frame: ArrayBuffer): number {
-  if (frame.byteLength < FRAME_HEADER_BYTES + 4) throw CodecError.corrupt("credit frame is truncated");
-  return new DataView(frame).getUint32(FRAME_HEADER_BYTES, true);
-}
-
-/** Decodes an element frame (any type but credit). */
-export function decodeElementFrame(frame: ArrayBuffer, codec: BatchCodec): StreamElement {
-  const reader = new ByteReader(frame, 0);
-  const type = reader.u8();
-  reader.u8();
   const flags = reader.u16();
-  reader.u32();
+  const to = reader.u32();
+  if (to !== channel) throw CodecError.corrupt(`a frame for channel ${to} arrived on channel ${channel}`);
   switch (type) {
     case FrameType.records: {
       const n = reader.u32();

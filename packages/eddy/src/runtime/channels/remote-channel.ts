@@ -6,9 +6,9 @@
  * - The receiver grants `capacityRecords` of credit up front. The sender spends credit per record
  *   sent and stops (isWritable = false) when it has none; a batch in progress may overshoot by
  *   at most one batch. Memory per channel is therefore bounded by capacity + one batch, whatever
- *   the input rate.
+ *   the input rate. A transport may hold the sender back too (`hasRoom`), e.g. a full ring.
  * - The receiver returns credit as its task consumes records, in chunks of a quarter of the
- *   capacity so credit frames stay rare, and never holds back more than that.
+ *   capacity, and never holds back more than that.
  *
  * Frames are decoded on the receiving task's turn (in `poll`), not when they arrive, so decoding
  * is work of the consuming task and a burst of arrivals costs nothing until it is read.
@@ -17,12 +17,41 @@ import { ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError, type BatchCodec } from "../../core/codec/codec.ts";
 import type { StreamElement } from "../../core/elements.ts";
 import { EddyError } from "../../core/errors.ts";
-import { RingBuffer } from "../../core/ring-buffer.ts";
-import { decodeElementFrame, encodeCreditFrame, encodeElementFrame } from "./frames.ts";
+import { decodeElementFrame, encodeElementFrame } from "./frames.ts";
 import type { InputChannel, OutputChannel } from "./local-channel.ts";
 
-/** Moves frames to the other side. Implementations: a MessagePort between threads; TCP later. */
-export type FrameSink = (frame: ArrayBuffer) => void;
+/**
+ * The sending end of one channel's transport (implementations: a shared-memory ring between
+ * threads, frame-ring.ts; TCP later). Frames arrive whole and in the order sent. Used by one
+ * thread, never concurrently.
+ */
+export interface FrameOutlet {
+  /**
+   * Sends a frame (at least one byte). Never blocks: what the transport cannot take now waits on
+   * this side, in order, and `hasRoom` is false until it is gone. `frame` is copied or sent before
+   * this returns, so the caller may reuse its memory.
+   */
+  send(frame: Uint8Array): void;
+  /** Whether frames sent now go out at once (nothing waits on this side). */
+  readonly hasRoom: boolean;
+  /** Records of credit the receiver returned since the last call. */
+  takeCredit(): number;
+}
+
+/** The receiving end of one channel's transport. Used by one thread, never concurrently. */
+export interface FrameInlet {
+  /** Whether bytes are waiting; `peek` may still find only part of a frame. Cheap. */
+  readonly hasData: boolean;
+  /**
+   * The oldest frame not released yet, or undefined. The view is valid until `release()`; the
+   * same frame is returned until then.
+   */
+  peek(): Uint8Array | undefined;
+  /** Frees the frame `peek` returned (its memory may be reused at once). No-op without one. */
+  release(): void;
+  /** Gives `records` of credit back to the sender. */
+  returnCredit(records: number): void;
+}
 
 export interface RemoteChannelInfo {
   readonly channelId: number;
@@ -36,37 +65,34 @@ export interface RemoteChannelInfo {
 export class RemoteOutputChannel implements OutputChannel {
   readonly #info: RemoteChannelInfo;
   readonly #codec: BatchCodec;
-  readonly #send: FrameSink;
+  readonly #outlet: FrameOutlet;
+  /** Encodes every frame of this channel; its buffer is reused (the outlet copies the bytes). */
   readonly #writer = new ByteWriter();
   #credit: number;
   bytesOut = 0;
 
-  constructor(info: RemoteChannelInfo, codec: BatchCodec, send: FrameSink, initialCredit: number) {
+  constructor(info: RemoteChannelInfo, codec: BatchCodec, outlet: FrameOutlet, initialCredit: number) {
     this.#info = info;
     this.#codec = codec;
-    this.#send = send;
+    this.#outlet = outlet;
     this.#credit = initialCredit;
   }
 
   push(element: StreamElement): void {
-    let frame: ArrayBuffer;
     try {
-      frame = encodeElementFrame(this.#info.channelId, element, this.#codec, this.#writer);
+      encodeElementFrame(this.#info.channelId, element, this.#codec, this.#writer);
     } catch (e) {
       throw this.#encodeError(e);
     }
     if (element.kind === "records") this.#credit -= element.values.length;
-    this.bytesOut += frame.byteLength;
-    this.#send(frame);
+    const frame = this.#writer.written();
+    this.bytesOut += frame.length;
+    this.#outlet.send(frame);
   }
 
   get isWritable(): boolean {
-    return this.#credit > 0;
-  }
-
-  /** The receiver consumed `records`: that many more may be sent. */
-  addCredit(records: number): void {
-    this.#credit += records;
+    if (this.#credit <= 0) this.#credit += this.#outlet.takeCredit();
+    return this.#credit > 0 && this.#outlet.hasRoom;
   }
 
   #encodeError(e: unknown): unknown {
@@ -84,32 +110,41 @@ export class RemoteOutputChannel implements OutputChannel {
 export class RemoteInputChannel implements InputChannel {
   readonly #info: RemoteChannelInfo;
   readonly #codec: BatchCodec;
-  readonly #sendCredit: FrameSink;
-  readonly #frames = new RingBuffer<ArrayBuffer>(16);
+  readonly #inlet: FrameInlet;
   readonly #creditChunk: number;
+  /**
+   * Whether the last element polled still lies in the inlet's memory (its timestamps and key
+   * groups are views of the frame). It is released on the next poll: a task handles an element
+   * completely before it polls the same channel again.
+   */
+  #holding = false;
   #consumed = 0;
   bytesIn = 0;
 
-  constructor(info: RemoteChannelInfo, codec: BatchCodec, sendCredit: FrameSink, capacityRecords: number) {
+  constructor(info: RemoteChannelInfo, codec: BatchCodec, inlet: FrameInlet, capacityRecords: number) {
     if (!(capacityRecords >= 1)) throw new RangeError(`channel capacity must be ≥ 1 record, got ${capacityRecords}`);
     this.#info = info;
     this.#codec = codec;
-    this.#sendCredit = sendCredit;
+    this.#inlet = inlet;
     this.#creditChunk = Math.max(1, Math.floor(capacityRecords / 4));
   }
 
-  /** A frame for this channel arrived from the transport. */
-  receive(frame: ArrayBuffer): void {
-    this.#frames.push(frame);
-  }
-
+  /**
+   * The next element. A records element from here is valid until the next `poll` of this channel
+   * (its typed arrays may be views of the transport's memory); its values are the task's to keep.
+   */
   poll(): StreamElement | undefined {
-    const frame = this.#frames.shift();
+    if (this.#holding) {
+      this.#holding = false;
+      this.#inlet.release();
+    }
+    const frame = this.#inlet.peek();
     if (frame === undefined) return undefined;
-    this.bytesIn += frame.byteLength;
+    this.#holding = true;
+    this.bytesIn += frame.length;
     let element: StreamElement;
     try {
-      element = decodeElementFrame(frame, this.#codec);
+      element = decodeElementFrame(frame, this.#codec, this.#info.channelId);
     } catch (e) {
       const { senderName, senderSubtask, receiverName, receiverSubtask } = this.#info;
       throw new EddyError(
@@ -121,14 +156,15 @@ export class RemoteInputChannel implements InputChannel {
     if (element.kind === "records") {
       this.#consumed += element.values.length;
       if (this.#consumed >= this.#creditChunk) {
-        this.#sendCredit(encodeCreditFrame(this.#info.channelId, this.#consumed));
+        this.#inlet.returnCredit(this.#consumed);
         this.#consumed = 0;
       }
     }
     return element;
   }
 
+  /** True also while an element is held: the next poll frees its room even if nothing follows. */
   get hasData(): boolean {
-    return this.#frames.size > 0;
+    return this.#holding || this.#inlet.hasData;
   }
 }
