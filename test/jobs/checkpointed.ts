@@ -213,8 +213,32 @@ export const LATE = "late";
  * deterministic), a fault point, 500 ms tumbling windows per key; late events go to a side
  * output. Both outputs go to committing sinks.
  */
+/** `inner`, creating the file `marker` when it first commits (a checkpoint completed). */
+function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink<T> {
+  if (marker === undefined) return inner;
+  return {
+    createWriter: (context) => inner.createWriter(context),
+    createCommitter(context) {
+      const committer = inner.createCommitter!(context);
+      return {
+        commit(committables) {
+          committer.commit(committables);
+          writeFileSync(marker, "committed");
+        },
+      };
+    },
+  };
+}
+
+/** For short sleeps of the map (Atomics.wait on a value that never changes). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
 export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
   const f = fault();
+  // The test is about what a restore gives back, so the fault must come after a completed
+  // checkpoint. On a loaded machine the first one can take longer than the whole input: until one
+  // has completed, the map sleeps 1 ms every 100 events before the fault point (at most ~1.6 s).
+  const committed = f === undefined ? undefined : `${f.marker}.committed`;
   const events = env
     .fromCollection(outOfOrderEvents())
     .setParallelism(1)
@@ -232,7 +256,9 @@ export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
     )
     .setParallelism(1)
     .map((e: Event) => {
-      if (f !== undefined && e.seq === f.atRecord && f.kind === "process" && fire(f)) throw new Error(`injected fault at event ${e.seq}`);
+      if (f === undefined) return e;
+      if (e.seq < f.atRecord && e.seq % 100 === 0 && !existsSync(committed!)) Atomics.wait(sleeper, 0, 0, 1);
+      if (e.seq === f.atRecord && f.kind === "process" && fire(f)) throw new Error(`injected fault at event ${e.seq}`);
       return e;
     })
     .setParallelism(1);
@@ -253,6 +279,6 @@ export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
       },
     })
     .uid("event-time-windows");
-  windows.sinkTo(committingCollectSink<WindowCount>("windows"), "committed-windows");
+  windows.sinkTo(markingFirstCommit(committingCollectSink<WindowCount>("windows"), committed), "committed-windows");
   windows.getSideOutput(lateTag).sinkTo(committingCollectSink<Event>("late"), "committed-late");
 });
