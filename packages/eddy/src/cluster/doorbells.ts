@@ -23,8 +23,6 @@ export class Doorbells implements Doorbell {
   readonly #self: number;
   /** ports[w] reaches worker w (undefined for this worker). */
   readonly #ports: readonly (MessagePort | undefined)[];
-  /** Doorbells this worker rang (metrics, tests). */
-  rung = 0;
 
   constructor(shared: SharedArrayBuffer, self: number, ports: readonly (MessagePort | undefined)[]) {
     this.#asleep = new Int32Array(shared);
@@ -44,7 +42,6 @@ export class Doorbells implements Doorbell {
   ring(worker: number): void {
     if (Atomics.load(this.#asleep, worker) === 0) return;
     if (Atomics.exchange(this.#asleep, worker, 0) === 0) return;
-    this.rung++;
     this.#ports[worker]?.postMessage(DOORBELL_MESSAGE);
   }
 }

@@ -94,6 +94,13 @@ export interface SubtaskMetrics {
   readonly counters: Readonly<Record<string, number>>;
 }
 
+/** StreamTask's #times: performance.now() when the task last found an output without credit (-1: none). */
+const BACKPRESSURED_SINCE = 0;
+/** Milliseconds the task has been backpressured, not counting the current stretch. */
+const BACKPRESSURED_MS = 1;
+/** performance.now() when the first barrier of the checkpoint being aligned arrived. */
+const ALIGNMENT_START = 2;
+
 export class StreamTask {
   readonly name: string;
   readonly subtaskIndex: number;
@@ -116,14 +123,17 @@ export class StreamTask {
   #lastSnapshotId = 0;
   readonly #readerOutput: ReaderOutput<unknown> | undefined;
   recordsIn = 0;
-  #backpressuredMs = 0;
-  /** performance.now() when the task last found an output without credit, or -1. */
-  #backpressuredSince = -1;
+  /**
+   * Times, in a Float64Array rather than in fields (indices below): a field that first holds a
+   * small integer and later a fraction changes the task's hidden class mid-run, and on worker
+   * threads that left the hot loop of #processRecords deoptimizing on every batch (V8 11 kept
+   * re-entering stale optimized code for the loop) in about a third of the runs of
+   * bench/parallel.ts (b), from the first time a source waited for credit.
+   */
+  readonly #times = new Float64Array([-1, 0, 0]);
   readonly #aligner: BarrierAligner | undefined;
   /** Whether the aligner may hold back input channels now (false: skip the per-channel check). */
   #aligning = false;
-  /** performance.now() when the first barrier of the checkpoint being aligned arrived. */
-  #alignmentStart = 0;
   /** The barrier of the checkpoint being aligned (the one the aligner will trigger). */
   readonly #barriers = new Map<number, CheckpointBarrier>();
 
@@ -184,12 +194,13 @@ export class StreamTask {
     if (this.#o.mailbox.hasMail) return true;
     if (this.#state !== "running") return false;
     if (!this.#writable()) {
-      if (this.#backpressuredSince < 0) this.#backpressuredSince = performance.now();
+      if (this.#times[BACKPRESSURED_SINCE]! < 0) this.#times[BACKPRESSURED_SINCE] = performance.now();
       return false;
     }
-    if (this.#backpressuredSince >= 0) {
-      this.#backpressuredMs += performance.now() - this.#backpressuredSince;
-      this.#backpressuredSince = -1;
+    const since = this.#times[BACKPRESSURED_SINCE]!;
+    if (since >= 0) {
+      this.#times[BACKPRESSURED_MS]! += performance.now() - since;
+      this.#times[BACKPRESSURED_SINCE] = -1;
     }
     if (this.#o.head.kind === "source") return !this.#sourceWaiting && !this.#suspended;
     const inputs = this.#o.inputs;
@@ -233,7 +244,8 @@ export class StreamTask {
     }
     let bytesIn = 0;
     for (const input of this.#o.inputs) bytesIn += input.channel.bytesIn ?? 0;
-    const pending = this.#backpressuredSince < 0 ? 0 : performance.now() - this.#backpressuredSince;
+    const since = this.#times[BACKPRESSURED_SINCE]!;
+    const pending = since < 0 ? 0 : performance.now() - since;
     return {
       task: this.name,
       subtask: this.subtaskIndex,
@@ -242,7 +254,7 @@ export class StreamTask {
       recordsOut,
       bytesIn,
       bytesOut,
-      backpressuredMs: this.#backpressuredMs + pending,
+      backpressuredMs: this.#times[BACKPRESSURED_MS]! + pending,
       watermark: this.#combinedWatermark,
       counters: this.#o.counters?.snapshot() ?? {},
     };
@@ -323,7 +335,7 @@ export class StreamTask {
             domain: "internal",
           });
         }
-        if (aligner.pendingCheckpoint === undefined) this.#alignmentStart = performance.now();
+        if (aligner.pendingCheckpoint === undefined) this.#times[ALIGNMENT_START] = performance.now();
         this.#barriers.set(element.checkpointId, element);
         this.#applyAligner(aligner.onBarrier(index, element.checkpointId));
         return 0;
@@ -347,7 +359,7 @@ export class StreamTask {
     for (const triggered of result.triggered) {
       const barrier = this.#barriers.get(triggered)!;
       for (const id of this.#barriers.keys()) if (id <= triggered) this.#barriers.delete(id);
-      this.#checkpoint(barrier, performance.now() - this.#alignmentStart);
+      this.#checkpoint(barrier, performance.now() - this.#times[ALIGNMENT_START]!);
     }
   }
 
