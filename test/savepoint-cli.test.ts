@@ -31,7 +31,8 @@ test("eddy savepoint / stop --savepoint --dir / savepoint inspect / run --from-s
     const out = join(dir, "out");
     const common = ["--checkpoint-interval", "60000", "--checkpoint-dir", join(dir, "checkpoints"), "--savepoint-dir", join(dir, "savepoints"), "--no-progress"];
     const child = spawn(process.execPath, [eddyBin, "run", jobFile, "-p", "2", "--job-id", "sp-cli", ...common], {
-      env: { ...env, EDDY_CHK_OUT_DIR: out },
+      // The map sleeps ~1 ms per 250 records and subtask: the job runs for seconds, so the commands below reach it while it runs.
+      env: { ...env, EDDY_CHK_OUT_DIR: out, EDDY_CHK_THROTTLE: "250" },
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";

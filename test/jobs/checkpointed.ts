@@ -140,8 +140,14 @@ function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
   };
 }
 
+/** For short sleeps of a map (Atomics.wait on a value that never changes). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
 export const countingJob = defineJob("checkpointed-counting", (env) => {
   const f = fault();
+  // EDDY_CHK_THROTTLE=n: the map sleeps 1 ms every n records, so a job that commands must reach
+  // while it runs (the CLI savepoint test) lasts long enough on a fast or a loaded machine.
+  const throttle = Number(process.env.EDDY_CHK_THROTTLE ?? 0);
   const counted = env
     .fromSequence(1, RECORDS)
     // Event time is the record number, monotonous per source subtask: no record is ever late, so
@@ -152,6 +158,7 @@ export const countingJob = defineJob("checkpointed-counting", (env) => {
         if (f.kind === "exit") process.exit(3);
         throw new Error(`injected fault at record ${n}`);
       }
+      if (throttle > 0 && n % throttle === 0) Atomics.wait(sleeper, 0, 0, 1);
       return n;
     })
     .keyBy(keyOf)
@@ -229,9 +236,6 @@ function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink
     },
   };
 }
-
-/** For short sleeps of the map (Atomics.wait on a value that never changes). */
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
   const f = fault();
