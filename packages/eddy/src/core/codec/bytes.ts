@@ -93,6 +93,20 @@ export class BufferPool {
   }
 }
 
+/**
+ * Writes `s` at `at` as one byte per char if it is all ASCII; returns false (having written a
+ * prefix the caller overwrites) at its first non-ASCII char. The caller ensured the room.
+ */
+function writeAscii(s: string, u8: Uint8Array, at: number): boolean {
+  const n = s.length;
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) return false;
+    u8[at + i] = c;
+  }
+  return true;
+}
+
 export class ByteWriter {
   readonly #initialCapacity: number;
   readonly #pool: BufferPool | undefined;
@@ -289,17 +303,9 @@ export class ByteWriter {
     if (n < SHORT_STRING) {
       // ASCII by hand: the header is one byte (2·n < 128) and each char one byte.
       this.ensure(1 + n);
-      const u8 = this.#u8;
-      const start = this.#pos + 1;
-      let i = 0;
-      for (; i < n; i++) {
-        const c = s.charCodeAt(i);
-        if (c >= 0x80) break;
-        u8[start + i] = c;
-      }
-      if (i === n) {
-        u8[this.#pos] = n << 1;
-        this.#pos = start + n;
+      if (writeAscii(s, this.#u8, this.#pos + 1)) {
+        this.#u8[this.#pos] = n << 1;
+        this.#pos += 1 + n;
         return;
       }
     }
@@ -337,17 +343,9 @@ export class ByteWriter {
     for (let i = 0; i < m; i++) {
       const s = strings[i] as string;
       const n = s.length;
-      if (n < SHORT_STRING) {
-        let j = 0;
-        for (; j < n; j++) {
-          const c = s.charCodeAt(j);
-          if (c >= 0x80) break;
-          u8[p + j] = c;
-        }
-        if (j === n) {
-          p += n;
-          continue;
-        }
+      if (n < SHORT_STRING && writeAscii(s, u8, p)) {
+        p += n;
+        continue;
       }
       // A lone surrogate may pair up with a neighbour once joined: let `string` decide on the whole.
       if (!isWellFormedString(s)) {
