@@ -12,7 +12,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
@@ -25,6 +25,7 @@ import { runJob, type RunOptions } from "eddy/testing";
 import type { CheckpointStats } from "../packages/eddy/src/checkpoint/coordinator.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import type { Counted, Fault, FaultKind } from "./jobs/checkpointed.ts";
+import type { StorageFault } from "./jobs/faulty-storage.ts";
 import { prng } from "./fixtures.ts";
 
 
@@ -223,62 +224,71 @@ test("at-least-once mode: after a failure nothing is lost, and only records afte
   }
 });
 
-test("a storage failure while a task persists its snapshot, or while the manifest is committed, fails that checkpoint; the job recovers with the exact output", async () => {
-  const expected = await failureFree();
-  for (const op of ["writeFile", "commitManifest"] as const) {
-    const dir = mkdtempSync(join(tmpdir(), "eddy-storage-fault-"));
-    const marker = join(dir, "fault-fired");
-    process.env.EDDY_CHK_STORAGE_FAULT = JSON.stringify({ op, afterCalls: op === "writeFile" ? 3 : 1, marker });
-    try {
-      const result = await run(
-        {
-          mode: "threads",
-          parallelism: 2,
-          checkpointing: { intervalMs: 10 },
-          checkpointDir: join(dir, "checkpoints"),
-          checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") },
-          jobId: "storage-fault",
-          restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 },
-        },
-        undefined,
-      );
-      assert.ok(existsSync(marker), `${op}: the storage fault fired`);
-      // tolerableFailures is 0: the failed checkpoint fails the job, which restarts once.
-      assert.equal(result.restarts, 1, op);
-      assert.deepEqual(result.output.counted, expected.counted, `${op}: committed counts`);
-      assert.deepEqual(result.output.windows, expected.windows, `${op}: committed windows`);
-    } finally {
-      delete process.env.EDDY_CHK_STORAGE_FAULT;
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
-});
-
-test("with tolerable failures, a checkpoint that fails in storage is aborted and the job goes on, output exact", async () => {
-  const expected = await failureFree();
-  const dir = mkdtempSync(join(tmpdir(), "eddy-tolerated-"));
+/**
+ * Runs the checkpointed job on the faulty storage (test/jobs/faulty-storage.ts) with `fault`
+ * (its marker is added): the fault must fire, and no checkpoint id may be written after its
+ * discard was asked for.
+ */
+async function runWithStorageFault(
+  fault: Omit<StorageFault, "marker">,
+  options: Pick<RunOptions, "mode" | "checkpointing" | "jobId" | "restartStrategy">,
+): ReturnType<typeof run> {
+  const dir = mkdtempSync(join(tmpdir(), `eddy-${options.jobId}-`));
   const marker = join(dir, "fault-fired");
-  process.env.EDDY_CHK_STORAGE_FAULT = JSON.stringify({ op: "writeFile", afterCalls: 3, marker });
+  process.env.EDDY_CHK_STORAGE_FAULT = JSON.stringify({ ...fault, marker });
   try {
     const result = await run(
-      {
-        mode: "threads",
-        parallelism: 2,
-        checkpointing: { intervalMs: 10, tolerableFailures: 5 },
-        checkpointDir: join(dir, "checkpoints"),
-        checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") },
-        jobId: "tolerated",
-      },
+      { parallelism: 2, ...options, checkpointDir: join(dir, "checkpoints"), checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") } },
       undefined,
     );
-    assert.ok(existsSync(marker), "the storage fault fired");
-    assert.equal(result.restarts, 0, "the job went on");
-    assert.ok(result.checkpoints.some((c) => c.status === "failed" && /injected storage fault/.test(c.failureReason ?? "")), JSON.stringify(result.checkpoints));
-    assert.ok(result.checkpoints.some((c) => c.status === "completed"), "other checkpoints completed");
-    assert.deepEqual(result.output.counted, expected.counted);
-    assert.deepEqual(result.output.windows, expected.windows);
+    assert.ok(existsSync(marker), `${options.jobId}: the storage fault fired`);
+    const reused = existsSync(`${marker}.reused`) ? readFileSync(`${marker}.reused`, "utf8") : "";
+    assert.equal(reused, "", `${options.jobId}: checkpoint ids written after their discard was asked for`);
+    return result;
   } finally {
     delete process.env.EDDY_CHK_STORAGE_FAULT;
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+test("a storage failure while a task persists its snapshot, or while the manifest is committed, fails that checkpoint; the job recovers with the exact output", async () => {
+  const expected = await failureFree();
+  for (const op of ["writeFile", "commitManifest"] as const) {
+    const result = await runWithStorageFault(
+      { op, afterCalls: op === "writeFile" ? 3 : 1 },
+      { mode: "threads", checkpointing: { intervalMs: 10 }, jobId: `storage-fault-${op}`, restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 } },
+    );
+    // tolerableFailures is 0: the failed checkpoint fails the job, which restarts once.
+    assert.equal(result.restarts, 1, op);
+    assert.deepEqual(result.output.counted, expected.counted, `${op}: committed counts`);
+    assert.deepEqual(result.output.windows, expected.windows, `${op}: committed windows`);
+  }
+});
+
+test("a restart never issues the id of a checkpoint the failed attempt issued, even one with no directory and a discard still pending", async () => {
+  // The first checkpoint fails in every task before any file exists, and its discard lands late:
+  // an attempt that chose its first id from the directories alone would issue id 1 again and
+  // have its files deleted under it.
+  const expected = await failureFree();
+  const result = await runWithStorageFault(
+    { op: "writeFile", afterCalls: 0, wholeCheckpoint: true, discardDelayMs: 400 },
+    { mode: "inline", checkpointing: { intervalMs: 10 }, jobId: "id-reuse", restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 } },
+  );
+  assert.equal(result.restarts, 1);
+  assert.ok(result.checkpoints.length > 0 && result.checkpoints.every((c) => c.checkpointId > 1), JSON.stringify(result.checkpoints.map((c) => c.checkpointId)));
+  assert.deepEqual(result.output.counted, expected.counted);
+  assert.deepEqual(result.output.windows, expected.windows);
+});
+
+test("with tolerable failures, a checkpoint that fails in storage is aborted and the job goes on, output exact", async () => {
+  const expected = await failureFree();
+  const result = await runWithStorageFault(
+    { op: "writeFile", afterCalls: 3 },
+    { mode: "threads", checkpointing: { intervalMs: 10, tolerableFailures: 5 }, jobId: "tolerated" },
+  );
+  assert.equal(result.restarts, 0, "the job went on");
+  assert.ok(result.checkpoints.some((c) => c.status === "failed" && /injected storage fault/.test(c.failureReason ?? "")), JSON.stringify(result.checkpoints));
+  assert.ok(result.checkpoints.some((c) => c.status === "completed"), "other checkpoints completed");
+  assert.deepEqual(result.output.counted, expected.counted);
+  assert.deepEqual(result.output.windows, expected.windows);
 });

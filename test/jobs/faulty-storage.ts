@@ -4,8 +4,15 @@
  * after every task acknowledged and before anything is notified). Chosen by EDDY_CHK_STORAGE_FAULT
  * (JSON: { op, afterCalls, marker }); it fires once per marker file, on whichever thread gets there
  * first. Loaded by module reference (RunOptions.checkpointStorage), so worker threads use it too.
+ *
+ * With `wholeCheckpoint`, every later `writeFile` of the failed checkpoint (on this instance)
+ * fails too, so no directory of it ever exists; with `discardDelayMs`, a discard happens that
+ * much later than asked, as a slow disk or object store would. Any `writeFile` of a checkpoint id
+ * after a discard of that id was asked for is reported in `<marker>.reused`: the id of an
+ * aborted checkpoint was issued again while its discard was still pending.
  */
-import { writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { LocalCheckpointStorage, type CheckpointStorage, type FileRef } from "../../packages/eddy/src/checkpoint/storage.ts";
 import type { CheckpointLocation } from "../../packages/eddy/src/cluster/thread-protocol.ts";
 
@@ -14,6 +21,8 @@ export interface StorageFault {
   /** Calls of `op` (on this instance) that succeed before the fault. */
   readonly afterCalls: number;
   readonly marker: string;
+  readonly wholeCheckpoint?: boolean;
+  readonly discardDelayMs?: number;
 }
 
 export default function faultyStorage(location: CheckpointLocation): CheckpointStorage {
@@ -21,29 +30,39 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
   const raw = process.env.EDDY_CHK_STORAGE_FAULT;
   const fault = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as StorageFault);
   let calls = 0;
-  const maybeFail = (op: StorageFault["op"]): void => {
-    if (fault === undefined || fault.op !== op || ++calls <= fault.afterCalls) return;
+  let failed: number | undefined;
+  const discarded = new Set<number>();
+  const maybeFail = (op: StorageFault["op"], checkpointId: number): void => {
+    if (fault === undefined || fault.op !== op) return;
+    if (fault.wholeCheckpoint === true && failed === checkpointId) throw new Error(`injected storage fault in ${op} (checkpoint ${checkpointId} again)`);
+    if (++calls <= fault.afterCalls) return;
     try {
       writeFileSync(fault.marker, op, { flag: "wx" });
     } catch {
       return; // fired already
     }
+    failed = checkpointId;
     throw new Error(`injected storage fault in ${op}`);
   };
   return {
     async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
-      maybeFail("writeFile");
+      if (fault !== undefined && discarded.has(checkpointId)) appendFileSync(`${fault.marker}.reused`, `${checkpointId}\n`);
+      maybeFail("writeFile", checkpointId);
       return inner.writeFile(checkpointId, fileName, chunks);
     },
     async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
-      maybeFail("commitManifest");
+      maybeFail("commitManifest", checkpointId);
       return inner.commitManifest(checkpointId, manifest);
     },
     readManifest: (id) => inner.readManifest(id),
     readFile: (id, ref) => inner.readFile(id, ref),
     listCheckpoints: () => inner.listCheckpoints(),
     hasManifest: (id) => inner.hasManifest(id),
-    discard: (id) => inner.discard(id),
+    async discard(id: number): Promise<void> {
+      discarded.add(id);
+      if (fault?.discardDelayMs !== undefined) await sleep(fault.discardDelayMs);
+      return inner.discard(id);
+    },
     checkpointDir: (id) => inner.checkpointDir(id),
   };
 }

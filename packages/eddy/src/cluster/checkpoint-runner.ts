@@ -223,6 +223,11 @@ export class CheckpointRunner {
     return this.#coordinator.stats();
   }
 
+  /** The highest checkpoint id this runner issued (a trigger, a savepoint or the final one). */
+  get lastCheckpointId(): number {
+    return this.#lastId;
+  }
+
   #run(commands: readonly CoordinatorCommand[]): void {
     if (this.#stopped) return;
     for (const command of commands) {

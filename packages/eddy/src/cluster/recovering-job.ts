@@ -56,6 +56,8 @@ export class RecoveringJob {
   #runner: CheckpointRunner | undefined;
   /** Whether an attempt has deployed its tasks and not ended (savepoints can be taken). */
   #running = false;
+  /** The highest checkpoint id any attempt issued: a later attempt never reuses one (see #attempt). */
+  #lastIssuedId = 0;
 
   constructor(options: RecoveringJobOptions) {
     this.#o = options;
@@ -114,7 +116,11 @@ export class RecoveringJob {
   /** One run of the job, with a checkpoint runner beside it. */
   async #attempt(ref: JobRef | undefined, restore: RestoreSource | undefined): Promise<JobResult> {
     const { plan, config, logger } = this.#o;
-    const firstCheckpointId = Math.max(0, ...(await this.#storage.listCheckpoints())) + 1;
+    // Ids are never reused within a run, as Flink's CheckpointIDCounter: a failed attempt can
+    // leave work behind on an id it issued — a discard of an aborted checkpoint still running, an
+    // inline task still persisting — and an id may have no directory yet when the next attempt
+    // lists them. The listing covers ids of earlier processes (a resume after kill -9).
+    const firstCheckpointId = Math.max(this.#lastIssuedId, ...(await this.#storage.listCheckpoints())) + 1;
     let targets: CheckpointTargets | undefined;
     let fail: (e: EddyError) => void = () => {};
     const runner = new CheckpointRunner({
@@ -194,6 +200,7 @@ export class RecoveringJob {
     } finally {
       this.#running = false;
       runner.stop();
+      this.#lastIssuedId = Math.max(this.#lastIssuedId, runner.lastCheckpointId);
     }
   }
 
