@@ -24,6 +24,8 @@ export interface KeyedSnapshotPart {
   readonly watermark: number;
   hasKeyGroup(keyGroup: number): boolean;
   writeKeyGroup(keyGroup: number, out: ByteWriter): void;
+  /** Key group `keyGroup` is written and will not be read again: its copy-on-write view ends. */
+  releaseKeyGroup(keyGroup: number): void;
   /** Ends the copy-on-write view; idempotent. */
   release(): void;
 }
@@ -202,6 +204,7 @@ export async function serializeTaskSnapshot(
         for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
           if (!keyed.hasKeyGroup(kg)) continue;
           keyed.writeKeyGroup(kg, out);
+          keyed.releaseKeyGroup(kg);
           sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
           if (performance.now() - sliceStart >= SLICE_MS) {
             await new Promise<void>((resolve) => setImmediate(resolve));

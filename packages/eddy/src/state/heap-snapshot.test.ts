@@ -116,15 +116,26 @@ function contents(b: HeapKeyedStateBackend): string[] {
 }
 
 /** Serializes every key group of `snapshot` and restores them into a fresh backend. */
-function roundTrip(snapshot: HeapKeyedStateSnapshot, clock: ManualClock, start = 0, end = MAX_PARALLELISM - 1): HeapKeyedStateBackend {
+/** Restores `snapshot` into a new backend; `written`: bytes of key groups written (and given back) earlier. */
+function roundTrip(
+  snapshot: HeapKeyedStateSnapshot,
+  clock: ManualClock,
+  start = 0,
+  end = MAX_PARALLELISM - 1,
+  written: ReadonlyMap<number, ArrayBuffer> = new Map(),
+): HeapKeyedStateBackend {
   const restored = newBackend(clock, start, end);
   const states = JSON.parse(JSON.stringify(snapshot.states));
   for (let kg = start; kg <= end; kg++) {
-    const out = new ByteWriter();
-    snapshot.writeKeyGroup(kg, out);
-    restored.restoreKeyGroup(kg, new ByteReader(out.finish()), states);
+    restored.restoreKeyGroup(kg, new ByteReader(written.get(kg) ?? writeGroup(snapshot, kg)), states);
   }
   return restored;
+}
+
+function writeGroup(snapshot: HeapKeyedStateSnapshot, kg: number): ArrayBuffer {
+  const out = new ByteWriter();
+  snapshot.writeKeyGroup(kg, out);
+  return out.finish();
 }
 
 function registerAll(b: HeapKeyedStateBackend): void {
@@ -187,11 +198,13 @@ test("a snapshot is immune to in-place mutation of copy-none accumulators and to
   assert.equal(b.getAggregatingState(descriptors.aggregatingNoCopy).get(), 3);
 });
 
-test("overlapping snapshots each hold the state of their own moment, whatever the order of releases", () => {
-  // Steps: an operation, taking a snapshot, or releasing one of the live snapshots (any of them).
+test("overlapping snapshots each hold the state of their own moment, whatever the order of releases of groups and snapshots", () => {
+  // Steps: an operation, taking a snapshot, writing one key group of a live snapshot and giving
+  // it back (as a checkpoint does, group by group), or releasing one of the live snapshots.
   const stepArb = fc.oneof(
     { weight: 8, arbitrary: opArb.map((op) => ({ op })) },
     { weight: 1, arbitrary: fc.constant({ take: true as const }) },
+    { weight: 3, arbitrary: fc.record({ of: fc.nat(5), group: fc.nat(MAX_PARALLELISM - 1) }) },
     { weight: 1, arbitrary: fc.nat(5).map((release) => ({ release })) },
   );
   fc.assert(
@@ -199,16 +212,21 @@ test("overlapping snapshots each hold the state of their own moment, whatever th
       const clock = new ManualClock(0);
       const live = newBackend(clock);
       registerAll(live);
-      const held: { snapshot: HeapKeyedStateSnapshot; expected: string[]; time: number }[] = [];
-      const check = ({ snapshot, expected, time }: (typeof held)[number]): void => {
-        const restored = roundTrip(snapshot, new ManualClock(time));
+      const held: { snapshot: HeapKeyedStateSnapshot; expected: string[]; time: number; written: Map<number, ArrayBuffer> }[] = [];
+      const check = ({ snapshot, expected, time, written }: (typeof held)[number]): void => {
+        const restored = roundTrip(snapshot, new ManualClock(time), 0, MAX_PARALLELISM - 1, written);
         registerAll(restored);
         assert.deepEqual(contents(restored), expected);
       };
       for (const step of steps) {
         if ("op" in step) apply(live, clock, step.op);
-        else if ("take" in step) held.push({ snapshot: live.snapshot(), expected: contents(live), time: clock.now() });
-        else if (held.length > 0) {
+        else if ("take" in step) held.push({ snapshot: live.snapshot(), expected: contents(live), time: clock.now(), written: new Map() });
+        else if ("group" in step) {
+          const h = held[step.of % Math.max(1, held.length)];
+          if (h === undefined || h.written.has(step.group)) continue;
+          h.written.set(step.group, writeGroup(h.snapshot, step.group));
+          h.snapshot.releaseKeyGroup(step.group);
+        } else if (held.length > 0) {
           const [released] = held.splice(step.release % held.length, 1);
           check(released!);
           released!.snapshot.release();

@@ -98,6 +98,12 @@ export class HeapKeyedStateSnapshot {
     }
   }
 
+  /** Gives key group `keyGroup` back once written: keys touched from now on are not copied for this snapshot. */
+  releaseKeyGroup(keyGroup: number): void {
+    const index = keyGroup - this.keyGroupRange.start;
+    for (const c of this.#captured) c.capture.releaseGroup(index);
+  }
+
   release(): void {
     for (const c of this.#captured) c.capture.release();
   }

@@ -27,7 +27,12 @@
  *   declared `copy: "none"`, which internal accumulators and user reduce functions may mutate in
  *   place; other values are never mutated in place). So a capture's view is frozen while the
  *   task goes on processing, and only the keys touched while it is alive are copied.
- * - `release()` ends a capture; once none is alive, nothing is copied any more.
+ * - The copy decision is per group: an entry is copied when it is older than the newest live
+ *   capture that still needs its group. A snapshot writes its groups one by one and gives each
+ *   back when written (`releaseGroup`), so a key touched after its group was written is not
+ *   copied: on average half the copies of holding every group until the end.
+ * - `release()` ends a capture (every group it still holds); once none is alive, nothing is
+ *   copied any more.
  */
 
 import type { Clock } from "../core/clock.ts";
@@ -131,8 +136,11 @@ export class StateTable {
   #cursorKgIndex = 0;
   /** Entries are created at this version; `capture()` bumps it. */
   #version = 0;
-  /** The newest live capture's version (0: none). An entry older than it is shared: copied on access. */
-  #required = 0;
+  /**
+   * Per group index: the version of the newest live capture that still holds the group (0: none).
+   * An entry of the group older than it is shared with that capture: copied on access.
+   */
+  readonly #required: Int32Array;
   /** Live captures, oldest first. */
   readonly #captures: LiveCapture[] = [];
   /** Per group index: the live captures that still read the group's live map (see the file comment). */
@@ -151,6 +159,7 @@ export class StateTable {
   ) {
     this.#range = range;
     this.#pending = new Array<LiveCapture[] | undefined>(range.end - range.start + 1).fill(undefined);
+    this.#required = new Int32Array(range.end - range.start + 1);
     this.#copyValues = copy === "none" && kind !== "list" && kind !== "map";
     this.#ctx = ctx;
     this.#clock = clock;
@@ -174,7 +183,7 @@ export class StateTable {
       if (kgIndex < 0) throw noCurrentKey(this.name);
       if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
       let entry = this.#groups[kgIndex]?.get(ctx.mapKey);
-      if (entry !== undefined && entry.version < this.#required) entry = this.#copyEntry(entry, kgIndex);
+      if (entry !== undefined && entry.version < this.#required[kgIndex]!) entry = this.#copyEntry(entry, kgIndex);
       this.#cacheEpoch = ctx.epoch;
       this.#cacheEntry = entry;
     }
@@ -276,7 +285,7 @@ export class StateTable {
         continue;
       }
       examined++;
-      const entry = next.value.version < this.#required ? this.#copyEntry(next.value, this.#cursorKgIndex) : next.value;
+      const entry = next.value.version < this.#required[this.#cursorKgIndex]! ? this.#copyEntry(next.value, this.#cursorKgIndex) : next.value;
       removed += this.#purgeEntry(entry, now, this.#cursorKgIndex);
     }
     return removed;
@@ -312,9 +321,9 @@ export class StateTable {
       if (group === undefined || group.size === 0) continue;
       capture.groups[i] = group;
       (this.#pending[i] ??= []).push(capture);
+      this.#required[i] = version;
     }
     this.#captures.push(capture);
-    this.#required = version;
     // The cached entry is shared from now on; the cleanup iterator may be over a pending group.
     this.#cacheEpoch = -1;
     this.#cacheEntry = undefined;
@@ -323,6 +332,9 @@ export class StateTable {
     return {
       size: (index) => capture.size(index),
       entries: (index) => capture.entries(index),
+      releaseGroup: (index) => {
+        if (!released) this.#releaseGroup(capture, index);
+      },
       release: () => {
         if (released) return;
         released = true;
@@ -332,17 +344,29 @@ export class StateTable {
   }
 
   #release(capture: LiveCapture): void {
+    for (let i = 0; i < capture.groups.length; i++) this.#releaseGroup(capture, i);
     this.#captures.splice(this.#captures.indexOf(capture), 1);
-    for (let i = 0; i < this.#pending.length; i++) {
-      const pending = this.#pending[i];
-      if (pending === undefined) continue;
+  }
+
+  /** `capture` no longer holds group `index`: its entries are copied only for older captures. */
+  #releaseGroup(capture: LiveCapture, index: number): void {
+    if (capture.groups[index] === undefined) return;
+    capture.groups[index] = undefined;
+    const pending = this.#pending[index];
+    if (pending !== undefined) {
       const at = pending.indexOf(capture);
-      if (at < 0) continue;
-      pending.splice(at, 1);
-      if (pending.length === 0) this.#pending[i] = undefined;
+      if (at >= 0) pending.splice(at, 1);
+      if (pending.length === 0) this.#pending[index] = undefined;
     }
-    capture.groups.fill(undefined);
-    this.#required = this.#captures.at(-1)?.version ?? 0;
+    let required = 0;
+    const captures = this.#captures;
+    for (let c = captures.length - 1; c >= 0; c--) {
+      if (captures[c]!.groups[index] !== undefined) {
+        required = captures[c]!.version;
+        break;
+      }
+    }
+    this.#required[index] = required;
   }
 
   /** Number of live captures (for tests). */
@@ -387,7 +411,7 @@ export class StateTable {
       if (this.#groups[i] === undefined) continue;
       if (this.#pending[i] !== undefined) this.#materialize(i);
       for (let entry of this.#groups[i]!.values()) {
-        if (entry.version < this.#required) entry = this.#copyEntry(entry, i);
+        if (entry.version < this.#required[i]!) entry = this.#copyEntry(entry, i);
         if (entry.hasVoid) step(entry);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
@@ -434,15 +458,18 @@ export class StateTable {
 export interface TableCapture {
   /** Number of keys group `index` had when captured. */
   size(index: number): number;
-  /** The entries group `index` had when captured; never changed while the capture is alive. */
+  /** The entries group `index` had when captured; never changed while the capture holds the group. */
   entries(index: number): Iterable<KeyEntry>;
+  /** Gives group `index` back (it was written): it reads as empty from now on; idempotent. */
+  releaseGroup(index: number): void;
   /** Ends the capture; idempotent. Entries are no longer copied for it. */
   release(): void;
 }
 
 /**
  * One capture's view, per group index: the live map while the group is pending (unchanged since
- * the capture), the array of its entries once it was materialized, or undefined when empty.
+ * the capture), the array of its entries once it was materialized, or undefined when empty or
+ * given back.
  */
 class LiveCapture {
   readonly groups: (ReadonlyMap<MapKey, KeyEntry> | readonly KeyEntry[] | undefined)[];

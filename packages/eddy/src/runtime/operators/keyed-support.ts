@@ -126,6 +126,7 @@ export class KeyedSupport {
         state.writeKeyGroup(kg, out);
         timers.writeKeyGroup(kg, out);
       },
+      releaseKeyGroup: (kg) => state.releaseKeyGroup(kg),
       release: () => state.release(),
     };
   }
