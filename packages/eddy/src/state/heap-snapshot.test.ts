@@ -19,6 +19,7 @@ import {
   type AggregateFunction,
 } from "./descriptors.ts";
 import { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
+import { VOID_NAMESPACE } from "./state-table.ts";
 import type { HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 
 const MAX_PARALLELISM = 16;
@@ -49,6 +50,10 @@ const descriptors = {
   aggregatingNoCopy: new AggregatingStateDescriptor("aggregating-no-copy", counting, { copy: "none" }),
   ttlList: new ListStateDescriptor<number>("ttl-list", { ttl: { ttlMs: 1_000 } }),
   ttlMap: new MapStateDescriptor<string, number>("ttl-map", { ttl: { ttlMs: 1_000 } }),
+  // Value-like state is captured by value (state-table.ts): with TTL refreshed by reads, and with
+  // namespace cells (windows) beside the VOID cell.
+  ttlValue: new ValueStateDescriptor<number>("ttl-value", { ttl: { ttlMs: 1_000, updateType: "onReadAndWrite" } }),
+  windowed: new ReducingStateDescriptor<number>("windowed", (a, b) => a + b),
 };
 
 function newBackend(clock: ManualClock, start = 0, end = MAX_PARALLELISM - 1): HeapKeyedStateBackend {
@@ -93,10 +98,24 @@ function apply(b: HeapKeyedStateBackend, clock: ManualClock, { key, kind, arg }:
       break;
     case 8:
       clock.advance(arg * 50);
-      // Reads drop what expired (in place, on the live state only).
+      // Reads drop what expired (in place, on the live state only), and refresh a value's TTL.
       b.getListState(descriptors.ttlList).get();
       b.getMapState(descriptors.ttlMap).isEmpty();
+      b.getState(descriptors.ttlValue).value();
       break;
+    case 9:
+      b.getState(descriptors.ttlValue).update(arg);
+      break;
+    case 10:
+    case 11: {
+      // A namespace cell (a window) and the VOID cell of the same key; clearing one or the other.
+      const windowed = b.getReducingState(descriptors.windowed);
+      windowed.setCurrentNamespace(arg % 3 === 0 ? VOID_NAMESPACE : `w${arg % 3}`);
+      if (kind === 10) windowed.add(arg);
+      else windowed.clear();
+      windowed.setCurrentNamespace(VOID_NAMESPACE);
+      break;
+    }
     default:
       b.getListState(descriptors.list).clear();
   }
@@ -115,7 +134,6 @@ function contents(b: HeapKeyedStateBackend): string[] {
   return out.sort();
 }
 
-/** Serializes every key group of `snapshot` and restores them into a fresh backend. */
 /** Restores `snapshot` into a new backend; `written`: bytes of key groups written (and given back) earlier. */
 function roundTrip(
   snapshot: HeapKeyedStateSnapshot,
@@ -147,9 +165,11 @@ function registerAll(b: HeapKeyedStateBackend): void {
   b.getAggregatingState(descriptors.aggregatingNoCopy);
   b.getListState(descriptors.ttlList);
   b.getMapState(descriptors.ttlMap);
+  b.getState(descriptors.ttlValue);
+  b.getReducingState(descriptors.windowed);
 }
 
-const opArb = fc.record({ key: fc.integer({ min: 0, max: 40 }), kind: fc.integer({ min: 0, max: 9 }), arg: fc.integer({ min: 0, max: 30 }) });
+const opArb = fc.record({ key: fc.integer({ min: 0, max: 40 }), kind: fc.integer({ min: 0, max: 12 }), arg: fc.integer({ min: 0, max: 30 }) });
 
 test("a snapshot holds the state as it was when taken, whatever happens after; restored, it is equal", () => {
   fc.assert(

@@ -24,7 +24,7 @@ import type { BatchCodec } from "../core/codec/codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
-import { Cell, VOID_NAMESPACE, type KeyEntry, type Namespace, type TableCapture } from "./state-table.ts";
+import { Cell, type Namespace, type TableCapture } from "./state-table.ts";
 
 /** What a snapshot records about each keyed state (JSON-able). */
 export interface KeyedStateMeta {
@@ -94,7 +94,7 @@ export class HeapKeyedStateSnapshot {
     out.varuint(present.length);
     for (const { meta, capture } of present) {
       out.string(meta.name);
-      writeCells(capture.entries(index), meta, this.#now, this.#codec, out);
+      writeCells(capture, index, meta, this.#now, this.#codec, out);
     }
   }
 
@@ -109,38 +109,38 @@ export class HeapKeyedStateSnapshot {
   }
 }
 
-function writeCells(group: Iterable<KeyEntry>, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
+function writeCells(capture: TableCapture, index: number, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
   const hasTtl = meta.ttl !== undefined;
   const keys: Key[] = [];
   const namespaces: Namespace[] = [];
   const payloads: unknown[] = [];
-  const cells: Cell[] = [];
-  const add = (key: Key, ns: Namespace, cell: Cell): void => {
-    if (hasTtl && cell.expiresAt <= now) return;
+  const expiresAts: number[] = [];
+  const expiries: Cell["expiry"][] = [];
+  capture.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
+    if (hasTtl && expiresAt <= now) return;
     keys.push(key);
     namespaces.push(ns);
-    payloads.push(cell.value);
-    if (hasTtl) cells.push(cell);
-  };
-  for (const entry of group) {
-    if (entry.hasVoid) add(entry.key, VOID_NAMESPACE, entry);
-    if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) add(entry.key, ns, cell);
-  }
+    payloads.push(value);
+    if (hasTtl) {
+      expiresAts.push(expiresAt);
+      expiries.push(expiry);
+    }
+  });
   out.varuint(keys.length);
   codec.encode(keys, out);
   codec.encode(namespaces, out);
   codec.encode(payloads, out);
-  for (const cell of cells) writeTtl(meta.kind, cell, out);
+  for (let i = 0; i < expiresAts.length; i++) writeTtl(meta.kind, expiresAts[i]!, expiries[i], out);
 }
 
-function writeTtl(kind: StateKind, cell: Cell, out: ByteWriter): void {
-  out.f64(cell.expiresAt);
+function writeTtl(kind: StateKind, expiresAt: number, expiry: Cell["expiry"], out: ByteWriter): void {
+  out.f64(expiresAt);
   if (kind === "list") {
-    const exps = (cell.expiry as number[] | undefined) ?? [];
+    const exps = (expiry as number[] | undefined) ?? [];
     out.varuint(exps.length);
     for (const e of exps) out.f64(e);
   } else if (kind === "map") {
-    const exps = (cell.expiry as Map<unknown, number> | undefined) ?? new Map<unknown, number>();
+    const exps = (expiry as Map<unknown, number> | undefined) ?? new Map<unknown, number>();
     out.varuint(exps.size);
     for (const [k, e] of exps) {
       encodeValue(k, out);

@@ -21,12 +21,17 @@
  * - The first access of a pending group (read or write) hands every pending capture an array of
  *   the group's entries as they are (a copy of pointers, ~10 ns per key), so later inserts and
  *   deletes in the live map do not change what the captures see.
- * - Entries carry the version they were created at. An entry older than the newest live capture
- *   is shared with it and never changed again: the first access of its key replaces it in the
- *   live map by a private copy (entry, cells, list arrays and maps, and the values of states
- *   declared `copy: "none"`, which internal accumulators and user reduce functions may mutate in
- *   place; other values are never mutated in place). So a capture's view is frozen while the
- *   task goes on processing, and only the keys touched while it is alive are copied.
+ * - Value, reducing and aggregating state (unless declared `copy: "none"`) never mutates a value
+ *   in place, so the array also records each entry's VOID cell by value (value, expiry) and its
+ *   namespace map: the entry itself may then change in place, and such an entry is never copied
+ *   — unless it has namespace cells (windows), whose map is mutated in place.
+ * - Other entries carry the version they were created at. An entry older than the newest live
+ *   capture holding its group is shared with it and never changed again: the first access of its
+ *   key replaces it in the live map by a private copy (entry, cells, list arrays and maps, and
+ *   the values of states declared `copy: "none"`, which internal accumulators and user reduce
+ *   functions may mutate in place; other values are never mutated in place). So a capture's view
+ *   is frozen while the task goes on processing, and only the keys touched while it is alive are
+ *   copied.
  * - The copy decision is per group: an entry is copied when it is older than the newest live
  *   capture that still needs its group. A snapshot writes its groups one by one and gives each
  *   back when written (`releaseGroup`), so a key touched after its group was written is not
@@ -147,6 +152,8 @@ export class StateTable {
   readonly #pending: (LiveCapture[] | undefined)[];
   /** Whether unsharing deep-copies value/reducing/aggregating values (descriptor `copy: "none"`). */
   readonly #copyValues: boolean;
+  /** Whether captures record VOID cells by value, so entries without namespace cells are never copied. */
+  readonly #byValue: boolean;
 
   constructor(
     readonly name: string,
@@ -161,6 +168,7 @@ export class StateTable {
     this.#pending = new Array<LiveCapture[] | undefined>(range.end - range.start + 1).fill(undefined);
     this.#required = new Int32Array(range.end - range.start + 1);
     this.#copyValues = copy === "none" && kind !== "list" && kind !== "map";
+    this.#byValue = copy !== "none" && kind !== "list" && kind !== "map";
     this.#ctx = ctx;
     this.#clock = clock;
     this.#groups = new Array<Map<MapKey, KeyEntry> | undefined>(range.end - range.start + 1).fill(undefined);
@@ -183,7 +191,7 @@ export class StateTable {
       if (kgIndex < 0) throw noCurrentKey(this.name);
       if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
       let entry = this.#groups[kgIndex]?.get(ctx.mapKey);
-      if (entry !== undefined && entry.version < this.#required[kgIndex]!) entry = this.#copyEntry(entry, kgIndex);
+      if (entry !== undefined && entry.version < this.#required[kgIndex]! && this.#isShared(entry)) entry = this.#copyEntry(entry, kgIndex);
       this.#cacheEpoch = ctx.epoch;
       this.#cacheEntry = entry;
     }
@@ -285,7 +293,8 @@ export class StateTable {
         continue;
       }
       examined++;
-      const entry = next.value.version < this.#required[this.#cursorKgIndex]! ? this.#copyEntry(next.value, this.#cursorKgIndex) : next.value;
+      let entry = next.value;
+      if (entry.version < this.#required[this.#cursorKgIndex]! && this.#isShared(entry)) entry = this.#copyEntry(entry, this.#cursorKgIndex);
       removed += this.#purgeEntry(entry, now, this.#cursorKgIndex);
     }
     return removed;
@@ -331,7 +340,7 @@ export class StateTable {
     let released = false;
     return {
       size: (index) => capture.size(index),
-      entries: (index) => capture.entries(index),
+      forEachCell: (index, visit) => capture.forEachCell(index, visit),
       releaseGroup: (index) => {
         if (!released) this.#releaseGroup(capture, index);
       },
@@ -411,7 +420,7 @@ export class StateTable {
       if (this.#groups[i] === undefined) continue;
       if (this.#pending[i] !== undefined) this.#materialize(i);
       for (let entry of this.#groups[i]!.values()) {
-        if (entry.version < this.#required[i]!) entry = this.#copyEntry(entry, i);
+        if (entry.version < this.#required[i]! && this.#isShared(entry)) entry = this.#copyEntry(entry, i);
         if (entry.hasVoid) step(entry);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
@@ -419,11 +428,33 @@ export class StateTable {
     this.#cacheEpoch = -1;
   }
 
+  /**
+   * Whether `entry`, older than a capture holding its group, must be copied before it changes:
+   * always, unless the capture recorded its VOID cell by value and it has no namespace cells.
+   */
+  #isShared(entry: KeyEntry): boolean {
+    return !this.#byValue || entry.nsCells !== undefined;
+  }
+
   /** Gives the captures pending on group `kgIndex` its entries as they are, before it changes. */
   #materialize(kgIndex: number): void {
     const pending = this.#pending[kgIndex]!;
     const entries = Array.from(this.#groups[kgIndex]!.values());
-    for (const capture of pending) capture.groups[kgIndex] = entries;
+    let group: CapturedGroup;
+    if (this.#byValue) {
+      const n = entries.length;
+      const values = new Array<unknown>(n);
+      const nsCells = new Array<Map<Namespace, Cell> | undefined>(n);
+      const expiresAt = this.ttl === undefined ? undefined : new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const entry = entries[i]!;
+        values[i] = entry.hasVoid ? entry.value : NO_VOID;
+        nsCells[i] = entry.nsCells;
+        if (expiresAt !== undefined) expiresAt[i] = entry.expiresAt;
+      }
+      group = { entries, values, nsCells, expiresAt };
+    } else group = { entries, values: undefined, nsCells: undefined, expiresAt: undefined };
+    for (const capture of pending) capture.groups[kgIndex] = group;
     this.#pending[kgIndex] = undefined;
   }
 
@@ -458,21 +489,41 @@ export class StateTable {
 export interface TableCapture {
   /** Number of keys group `index` had when captured. */
   size(index: number): number;
-  /** The entries group `index` had when captured; never changed while the capture holds the group. */
-  entries(index: number): Iterable<KeyEntry>;
+  /**
+   * Calls `visit` with every cell group `index` had when captured (expired ones included), as it
+   * was then, whatever happened since: valid while the capture holds the group.
+   */
+  forEachCell(index: number, visit: CellVisitor): void;
   /** Gives group `index` back (it was written): it reads as empty from now on; idempotent. */
   releaseGroup(index: number): void;
   /** Ends the capture; idempotent. Entries are no longer copied for it. */
   release(): void;
 }
 
+/** Receives one captured cell: `expiry` is the element expiries of list and map cells. */
+export type CellVisitor = (key: Key, namespace: Namespace, value: unknown, expiresAt: number, expiry: Cell["expiry"]) => void;
+
+/** Marks an entry without a VOID cell in `CapturedGroup.values`. */
+const NO_VOID: unique symbol = Symbol("no VOID cell");
+
+/**
+ * A group's entries as they were when first accessed after a capture; for tables captured by
+ * value, with each entry's VOID value (or NO_VOID), namespace map and (with TTL) expiry.
+ */
+interface CapturedGroup {
+  readonly entries: readonly KeyEntry[];
+  readonly values: readonly unknown[] | undefined;
+  readonly nsCells: readonly (Map<Namespace, Cell> | undefined)[] | undefined;
+  readonly expiresAt: Float64Array | undefined;
+}
+
 /**
  * One capture's view, per group index: the live map while the group is pending (unchanged since
- * the capture), the array of its entries once it was materialized, or undefined when empty or
+ * the capture), what was captured of it once it was materialized, or undefined when empty or
  * given back.
  */
 class LiveCapture {
-  readonly groups: (ReadonlyMap<MapKey, KeyEntry> | readonly KeyEntry[] | undefined)[];
+  readonly groups: (ReadonlyMap<MapKey, KeyEntry> | CapturedGroup | undefined)[];
   constructor(
     readonly version: number,
     numGroups: number,
@@ -482,13 +533,35 @@ class LiveCapture {
 
   size(index: number): number {
     const group = this.groups[index];
-    return group === undefined ? 0 : Array.isArray(group) ? group.length : (group as ReadonlyMap<MapKey, KeyEntry>).size;
+    return group === undefined ? 0 : group instanceof Map ? group.size : (group as CapturedGroup).entries.length;
   }
 
-  entries(index: number): Iterable<KeyEntry> {
+  forEachCell(index: number, visit: CellVisitor): void {
     const group = this.groups[index];
-    return group === undefined ? [] : Array.isArray(group) ? group : (group as ReadonlyMap<MapKey, KeyEntry>).values();
+    if (group === undefined) return;
+    if (group instanceof Map) {
+      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) visitEntry(entry, entry.nsCells, visit);
+      return;
+    }
+    const { entries, values, nsCells, expiresAt } = group as CapturedGroup;
+    if (values === undefined) {
+      for (const entry of entries) visitEntry(entry, entry.nsCells, visit);
+      return;
+    }
+    for (let i = 0; i < entries.length; i++) {
+      const key = entries[i]!.key;
+      const value = values[i];
+      if (value !== NO_VOID) visit(key, VOID_NAMESPACE, value, expiresAt === undefined ? Number.POSITIVE_INFINITY : expiresAt[i]!, undefined);
+      const cells = nsCells![i];
+      if (cells !== undefined) for (const [ns, cell] of cells) visit(key, ns, cell.value, cell.expiresAt, cell.expiry);
+    }
   }
+}
+
+/** Visits the cells of an entry that has not changed since the capture (`nsCells`: its namespace map). */
+function visitEntry(entry: KeyEntry, nsCells: Map<Namespace, Cell> | undefined, visit: CellVisitor): void {
+  if (entry.hasVoid) visit(entry.key, VOID_NAMESPACE, entry.value, entry.expiresAt, entry.expiry);
+  if (nsCells !== undefined) for (const [ns, cell] of nsCells) visit(entry.key, ns, cell.value, cell.expiresAt, cell.expiry);
 }
 
 /** Makes `to` a private copy of cell `from` (its own list array / Map and expiry; values copied when asked); returns `to`. */
