@@ -16,7 +16,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { basename, dirname } from "node:path";
 import { SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
-import { asManifest } from "../packages/eddy/src/cluster/checkpoint-restore.ts";
+import { asManifest, manifestFiles } from "../packages/eddy/src/cluster/checkpoint-restore.ts";
 import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/cluster/task-executor.ts";
 import { decodeOperatorStates, operatorStateSection } from "../packages/eddy/src/runtime/checkpointing.ts";
 import { tmpdir } from "node:os";
@@ -37,12 +37,16 @@ interface Output {
 async function run(
   options: RunOptions,
   fault: Fault | undefined,
-): Promise<{ output: Output; restarts: number; restoredFrom: readonly (number | null)[]; checkpoints: CheckpointStats[] }> {
+): Promise<{ output: Output; restarts: number; restoredFrom: readonly (number | null)[]; checkpoints: CheckpointStats[]; warnings: string[] }> {
   process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
+  // Warnings and errors (why a job restarted, which checkpoint failed), for assertion messages.
+  const warnings: string[] = [];
+  const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
   try {
-    const handle = runJob(checkpointed.countingJob, options);
+    const handle = runJob(checkpointed.countingJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options });
     await handle.done;
     return {
+      warnings,
       output: { counted: checkpointed.rowsOf(handle.collected("counted")), windows: checkpointed.rowsOf(handle.collected("windows")) },
       restarts: handle.restarts,
       restoredFrom: handle.restoredFrom,
@@ -95,7 +99,7 @@ async function faultyRun(mode: "inline" | "threads", kind: FaultKind, atRecord: 
       fault,
     );
     assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
-    assert.equal(result.restarts, 1, at);
+    assert.equal(result.restarts, 1, `${at}: ${result.warnings.join("\n")}`);
     assert.deepEqual(result.output.counted, expected.counted, `${at}: committed counts differ from the failure-free run`);
     assert.deepEqual(result.output.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
     return result.restoredFrom[0] ?? null;
@@ -259,7 +263,7 @@ test("a storage failure while a task persists its snapshot, or while the manifes
       { mode: "threads", checkpointing: { intervalMs: 10 }, jobId: `storage-fault-${op}`, restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 } },
     );
     // tolerableFailures is 0: the failed checkpoint fails the job, which restarts once.
-    assert.equal(result.restarts, 1, op);
+    assert.equal(result.restarts, 1, `${op}: ${result.warnings.join("\n")}`);
     assert.deepEqual(result.output.counted, expected.counted, `${op}: committed counts`);
     assert.deepEqual(result.output.windows, expected.windows, `${op}: committed windows`);
   }
@@ -274,10 +278,50 @@ test("a restart never issues the id of a checkpoint the failed attempt issued, e
     { op: "writeFile", afterCalls: 0, wholeCheckpoint: true, discardDelayMs: 400 },
     { mode: "inline", checkpointing: { intervalMs: 10 }, jobId: "id-reuse", restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 } },
   );
-  assert.equal(result.restarts, 1);
+  assert.equal(result.restarts, 1, result.warnings.join("\n"));
   assert.ok(result.checkpoints.length > 0 && result.checkpoints.every((c) => c.checkpointId > 1), JSON.stringify(result.checkpoints.map((c) => c.checkpointId)));
   assert.deepEqual(result.output.counted, expected.counted);
   assert.deepEqual(result.output.windows, expected.windows);
+});
+
+test("the final checkpoint waits for a periodic one still writing its manifest (whose retention would otherwise delete it)", async () => {
+  const expected = await failureFree();
+  const dir = mkdtempSync(join(tmpdir(), "eddy-final-waits-"));
+  process.env.EDDY_CHK_MANIFEST_DELAY_MS = "300";
+  try {
+    const result = await run(
+      {
+        mode: "inline",
+        parallelism: 2,
+        checkpointing: { intervalMs: 10 },
+        checkpointDir: join(dir, "checkpoints"),
+        checkpointStorage: { module: join(import.meta.dirname, "jobs/faulty-storage.ts") },
+        jobId: "final-waits",
+        restartStrategy: { type: "none" },
+      },
+      undefined,
+    );
+    assert.equal(result.restarts, 0, result.warnings.join("\n"));
+    assert.ok(result.checkpoints.some((c) => c.status === "completed"), "periodic checkpoints completed");
+    // None was still in progress when the job ended (its manifest landing after the final one).
+    const inProgress = result.checkpoints.filter((c) => c.status === "in-progress").map((c) => c.checkpointId);
+    assert.deepEqual(inProgress, [], "checkpoints in progress after the job ended");
+    // Every checkpoint left with a manifest has all its files (retention never deleted the
+    // files of one whose manifest was still to come).
+    const storage = new LocalCheckpointStorage({ rootDir: join(dir, "checkpoints"), jobId: "final-waits" });
+    const left = await storage.listCheckpoints();
+    assert.ok(left.length > 0);
+    for (const id of left) {
+      if (!(await storage.hasManifest(id))) continue;
+      const manifest = asManifest(await storage.readManifest(id), `checkpoint ${id}`);
+      for (const ref of manifestFiles(manifest)) await storage.readFile(id, ref);
+    }
+    assert.deepEqual(result.output.counted, expected.counted);
+    assert.deepEqual(result.output.windows, expected.windows);
+  } finally {
+    delete process.env.EDDY_CHK_MANIFEST_DELAY_MS;
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("with tolerable failures, a checkpoint that fails in storage is aborted and the job goes on, output exact", async () => {
@@ -286,7 +330,7 @@ test("with tolerable failures, a checkpoint that fails in storage is aborted and
     { op: "writeFile", afterCalls: 3 },
     { mode: "threads", checkpointing: { intervalMs: 10, tolerableFailures: 5 }, jobId: "tolerated" },
   );
-  assert.equal(result.restarts, 0, "the job went on");
+  assert.equal(result.restarts, 0, `the job went on: ${result.warnings.join("\n")}`);
   assert.ok(result.checkpoints.some((c) => c.status === "failed" && /injected storage fault/.test(c.failureReason ?? "")), JSON.stringify(result.checkpoints));
   assert.ok(result.checkpoints.some((c) => c.status === "completed"), "other checkpoints completed");
   assert.deepEqual(result.output.counted, expected.counted);

@@ -10,6 +10,10 @@
  * much later than asked, as a slow disk or object store would. Any `writeFile` of a checkpoint id
  * after a discard of that id was asked for is reported in `<marker>.reused`: the id of an
  * aborted checkpoint was issued again while its discard was still pending.
+ *
+ * Independently of any fault, EDDY_CHK_MANIFEST_DELAY_MS delays the manifest of every periodic
+ * (not final) checkpoint, as a slow store would: the final checkpoint then comes while one is
+ * still being committed.
  */
 import { appendFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -29,6 +33,7 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
   const inner = new LocalCheckpointStorage(location);
   const raw = process.env.EDDY_CHK_STORAGE_FAULT;
   const fault = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as StorageFault);
+  const manifestDelayMs = Number(process.env.EDDY_CHK_MANIFEST_DELAY_MS ?? 0);
   let calls = 0;
   let failed: number | undefined;
   const discarded = new Set<number>();
@@ -52,6 +57,7 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
     },
     async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
       maybeFail("commitManifest", checkpointId);
+      if (manifestDelayMs > 0 && (manifest as { isFinal?: unknown }).isFinal !== true) await sleep(manifestDelayMs);
       return inner.commitManifest(checkpointId, manifest);
     },
     readManifest: (id) => inner.readManifest(id),

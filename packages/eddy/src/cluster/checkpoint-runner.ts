@@ -97,6 +97,7 @@ export class CheckpointRunner {
   }
 
   start(): void {
+    if (this.#stopped) return;
     const period = Math.max(5, Math.min(100, Math.floor(this.#o.config.intervalMs / 4)));
     this.#timer = setInterval(() => {
       this.#triggerQueuedSavepoints();
@@ -207,10 +208,19 @@ export class CheckpointRunner {
   }
 
   taskFinished(taskId: string): void {
-    this.#run(this.#coordinator.taskFinished(taskId, Date.now()));
     this.#finished.add(taskId);
+    this.#run(this.#coordinator.taskFinished(taskId, Date.now()));
+  }
+
+  /**
+   * Every task finished: the final checkpoint holds what sinks wrote since the last barrier. It
+   * waits until no other checkpoint is in progress: one still committing its manifest would
+   * otherwise complete after it (notifications must come in id order), or be deleted by its
+   * retention as an incomplete older checkpoint while its manifest is being written.
+   */
+  #maybeTriggerFinal(): void {
     if (this.#finished.size < this.#o.taskIds.length || this.#final !== undefined || this.#stopped) return;
-    // Every task finished: the final checkpoint holds what sinks wrote since the last barrier.
+    if (this.#coordinator.inProgress > 0) return;
     const id = this.#lastId + 1;
     this.#lastId = id;
     this.#final = { id, acks: new Map() };
@@ -237,6 +247,8 @@ export class CheckpointRunner {
         this.#o.logger.error("checkpoint command failed", { command: command.type, error: describeCause(e) });
       }
     }
+    // Whatever ended a checkpoint in progress (complete, aborted, timed out) passes through here.
+    this.#maybeTriggerFinal();
   }
 
   #execute(command: CoordinatorCommand): void {

@@ -191,13 +191,17 @@ export class RecoveringJob {
     }
     targets = execution.checkpointTargets();
     if (this.#o.isCancelled()) execution.cancel();
+    let ended = false;
     void running.then(() => {
+      // An attempt that failed while deploying has ended already: nothing to start.
+      if (ended) return;
       this.#running = true;
       runner.start();
     });
     try {
       return await execution.done;
     } finally {
+      ended = true;
       this.#running = false;
       runner.stop();
       this.#lastIssuedId = Math.max(this.#lastIssuedId, runner.lastCheckpointId);
