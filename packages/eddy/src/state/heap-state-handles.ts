@@ -193,8 +193,8 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     const current = this.visibleCell(false);
     const next =
       current === undefined ? this.copyIn(value) : this.#reduce(this.copyIn(current.value as T), this.copyIn(value));
-    // The cell read above is the current entry's own (currentEntry unshares it), so it is written
-    // in place; only a new cell needs the table.
+    // An existing cell is the one cellForWrite would return (the same current entry, the same
+    // cell), so it is written directly; only a new cell needs the table.
     const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
@@ -235,7 +235,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     // reachable from the caller. Saves a record copy per element of count/sum windows.
     const primitiveAcc = typeof acc !== "object" || acc === null;
     const next = primitiveAcc ? this.copyIn(this.#fn.add(value, acc)) : this.#fn.add(this.copyIn(value), acc);
-    // As in HeapReducingState.add: an existing cell is private and written in place.
+    // As in HeapReducingState.add: an existing cell is written directly.
     const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
