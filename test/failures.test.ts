@@ -59,6 +59,27 @@ test("a failure in a downstream subtask names that subtask", async () => {
   assert.equal(typeof error.subtask, "number");
 });
 
+test("a reduce function failing mid-batch in a keyed subtask names the operator and that subtask", async () => {
+  const error = await failureOf(
+    defineJob("boom-reduce", (env) => {
+      env
+        .fromSequence(0, 9_999)
+        .keyBy((n) => n % 10)
+        .reduce((a, b) => {
+          if (b === 7_777) throw new RangeError("no 7777");
+          return a + b;
+        })
+        .name("Sums")
+        .sinkTo(collectSink("out"));
+    }),
+    2,
+  );
+  assert.equal(error.operator, "Sums");
+  assert.equal(typeof error.subtask, "number");
+  assert.match(error.message, /Sums/);
+  assert.match(error.message, /RangeError: no 7777/);
+});
+
 for (const [label, selector] of [
   ["undefined", () => undefined],
   ["null", () => null],

@@ -228,3 +228,38 @@ test("operators on forward edges with equal parallelism are chained; keyBy and p
   );
   await handle.done;
 });
+
+test("a keyed rolling reduce emits each key's running result, at parallelism 1 (batches without key groups) and 3 (with)", async () => {
+  // Keys that look alike (7 and "7") stay apart; every key's results come in input order.
+  const key = (n: number): number | string => (n % 3 === 0 ? String(n % 11) : n % 11);
+  const expected = new Map<string, number[]>();
+  const sums = new Map<string, number>();
+  for (let n = 0; n < 5_000; n++) {
+    const k = JSON.stringify(key(n));
+    const sum = (sums.get(k) ?? 0) + n;
+    sums.set(k, sum);
+    expected.set(k, [...(expected.get(k) ?? []), sum]);
+  }
+  for (const parallelism of [1, 3]) {
+    const handle = runJob(
+      defineJob("rolling-sums", (env) => {
+        env
+          .fromSequence(0, 4_999)
+          .setParallelism(1) // one source subtask: each key's records arrive in input order
+          .map((n) => ({ k: key(n), sum: n }))
+          .setParallelism(1)
+          .keyBy((r) => r.k)
+          .reduce((a, b) => ({ k: a.k, sum: a.sum + b.sum }))
+          .sinkTo(collectSink("sums"));
+      }),
+      { parallelism },
+    );
+    await handle.done;
+    const got = new Map<string, number[]>();
+    for (const r of handle.collected<{ k: number | string; sum: number }>("sums")) {
+      const k = JSON.stringify(r.k);
+      got.set(k, [...(got.get(k) ?? []), r.sum]);
+    }
+    assert.deepEqual(got, expected, `parallelism ${parallelism}`);
+  }
+});

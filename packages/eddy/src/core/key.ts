@@ -62,8 +62,32 @@ export function mapKeyOf(key: Key): MapKey {
   return compositeKeyString(key);
 }
 
+/*
+ * The map identity of a composite key: "\u0000[", one tagged part per element, "]". Tags keep
+ * ["a,b"] and ["a", "b"] and [1] and ["1"] apart; every part says where it ends:
+ *
+ *   s<length>:<chars>   string
+ *   u<lo><hi>           number that is an integer in [0, 2^32): its low and high 16 bits as two
+ *                       UTF-16 code units (-0 is 0)
+ *   n<decimal>;         any other number
+ *   b<decimal>;         bigint
+ *   \u0000[ ... ]       nested array
+ *
+ * Only in memory (Map keys of state and timers), never persisted or hashed into key groups, so it
+ * may change between versions.
+ */
+const TAG_U32 = 0x75; // "u"
+
 function compositeKeyString(key: readonly Key[]): string {
-  // Tagged, length-prefixed so ["a,b"] and ["a", "b"] and [1] and ["1"] all differ.
+  // hot path: a pair of small non-negative integers, e.g. [auction, day], in one allocation
+  // (no number formatting, no concatenation).
+  if (key.length === 2) {
+    const a = key[0];
+    const b = key[1];
+    if (typeof a === "number" && typeof b === "number" && a >>> 0 === a && b >>> 0 === b) {
+      return String.fromCharCode(0, 0x5b, TAG_U32, a & 0xffff, a >>> 16, TAG_U32, b & 0xffff, b >>> 16, 0x5d);
+    }
+  }
   let out = "\u0000[";
   for (let i = 0; i < key.length; i++) {
     const part = key[i]!;
@@ -72,7 +96,7 @@ function compositeKeyString(key: readonly Key[]): string {
         out += `s${part.length}:${part}`;
         break;
       case "number":
-        out += `n${Object.is(part, -0) ? 0 : part};`;
+        out += part >>> 0 === part ? String.fromCharCode(TAG_U32, part & 0xffff, part >>> 16) : `n${part};`;
         break;
       case "bigint":
         out += `b${part};`;

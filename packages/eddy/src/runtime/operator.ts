@@ -1,9 +1,10 @@
 /**
  * The operator contract. An operator is a flat object with a few hooks; the task calls them,
- * never concurrently, in this order: open() once; then any interleaving of processElement,
- * processWatermark, processWatermarkStatus and mail (timers); endInput() once per input when that
- * input is exhausted (after the final MAX watermark); close() once. close() is also called on
- * cancellation and failure (it may then run without endInput) and must not throw for that reason.
+ * never concurrently, in this order: open() once; then any interleaving of processElement (or
+ * processBatch), processWatermark, processWatermarkStatus and mail (timers); endInput() once per
+ * input when that input is exhausted (after the final MAX watermark); close() once. close() is
+ * also called on cancellation and failure (it may then run without endInput) and must not throw
+ * for that reason.
  */
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
@@ -36,6 +37,17 @@ export interface OneInputOperator<IN> {
    * already computed it (so keyed operators need not hash the key again), else undefined.
    */
   processElement(value: IN, timestamp: number, keyGroup?: number): void;
+  /**
+   * hot path, optional: the batch form of processElement for the head of a chain. Handles
+   * `values[i]` with `timestamps[i]` (and `keyGroups[i]` when the partitioner computed them) for
+   * every i in order, with exactly the effects of as many processElement calls; a failure stops
+   * the batch where it happened, as it would stop those calls. The task calls it once per input
+   * batch when present. Nothing else runs on the task between the records of a batch (no mail,
+   * timer, watermark or barrier), so an operator may hoist per-batch work out of its loop; and
+   * the loop is a compilation unit of its own, so V8 can inline the whole per-record step into
+   * it (inside the task's shared loop, the inlining budget ran out before the step did).
+   */
+  processBatch?(values: readonly IN[], timestamps: ArrayLike<number>, keyGroups: ArrayLike<number> | undefined): void;
   /** Fires everything the watermark triggers, then forwards it. */
   processWatermark(watermark: number): void;
   processWatermarkStatus?(idle: boolean): void;

@@ -471,7 +471,8 @@ export class StreamTask {
     // hot path
     if (head.kind === "one-input") {
       const op = head.operator;
-      if (keyGroups === undefined) for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!);
+      if (op.processBatch !== undefined) op.processBatch(values, timestamps, keyGroups);
+      else if (keyGroups === undefined) for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!);
       else for (let i = 0; i < n; i++) op.processElement(values[i], timestamps[i]!, keyGroups[i]!);
     } else if (head.kind === "two-input") {
       const op = head.operator;

@@ -16,11 +16,10 @@
  * - Registering an existing timer keeps its original registration order; deleting an absent one
  *   is a no-op.
  *
- * Cost per domain: a binary min-heap of timers ordered by (timestamp, registration sequence),
- * with each timer knowing its heap index, so register, delete and fire are O(log n) with proper
- * removal (no tombstones; the heap holds exactly the live timers); plus per key group a nested
- * Map key → namespace → timestamp → timer for O(1) deduplication. A duplicate registration
- * allocates nothing.
+ * Cost per domain (runtime/timer-queue.ts): a binary min-heap of timers ordered by (timestamp,
+ * registration sequence), O(log n) register, delete and fire; plus per key group an index for
+ * O(1) deduplication. A duplicate registration allocates nothing, and one equal to the previous
+ * registration of its domain is answered without a lookup.
  *
  * Never called concurrently: every method runs on the task thread; the clock callback only
  * posts mail.
@@ -31,10 +30,11 @@ import { EddyError } from "../core/errors.ts";
 import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { mapKeyOf } from "../core/key.ts";
-import type { Key, MapKey } from "../core/key.ts";
+import type { Key } from "../core/key.ts";
+import { TimerQueue, type Timer, type TimerNamespace } from "./timer-queue.ts";
 
+export type { TimerNamespace } from "./timer-queue.ts";
 export type TimerDomain = "event" | "processing";
-export type TimerNamespace = string | number;
 
 export type OnTimerCallback = (
   domain: TimerDomain,
@@ -318,152 +318,6 @@ export function readTimers(keyGroup: number, input: ByteReader, into: RestoredTi
       into.push({ domain, timestamp, seq, key, keyGroup, namespace });
     }
   }
-}
-
-class Timer {
-  /** Position in the heap array; -1 once removed. */
-  heapIndex = -1;
-  constructor(
-    readonly timestamp: number,
-    readonly seq: number,
-    readonly key: Key,
-    readonly mapKey: MapKey,
-    readonly keyGroup: number,
-    readonly kgIndex: number,
-    readonly namespace: TimerNamespace,
-  ) {}
-}
-
-type NamespaceTimers = Map<TimerNamespace, Map<number, Timer>>;
-
-/** The timers of one domain: dedup maps per key group + a min-heap over all of them. */
-class TimerQueue {
-  /** Per key group index: key → namespace → timestamp → timer. No empty inner maps. */
-  readonly #groups: (Map<MapKey, NamespaceTimers> | undefined)[];
-  /** Min-heap by (timestamp, seq); `heap[i].heapIndex === i`. */
-  readonly #heap: Timer[] = [];
-  #seq = 0;
-
-  constructor(numGroups: number) {
-    this.#groups = new Array<Map<MapKey, NamespaceTimers> | undefined>(numGroups).fill(undefined);
-  }
-
-  get size(): number {
-    return this.#heap.length;
-  }
-
-  peek(): Timer | undefined {
-    return this.#heap[0];
-  }
-
-  /** Adds the timer unless it exists; returns the new timer, or undefined for a duplicate. */
-  add(key: Key, keyGroup: number, kgIndex: number, ns: TimerNamespace, timestamp: number): Timer | undefined {
-    const mapKey = mapKeyOf(key);
-    let byKey = this.#groups[kgIndex];
-    if (byKey === undefined) this.#groups[kgIndex] = byKey = new Map();
-    let byNs = byKey.get(mapKey);
-    if (byNs === undefined) byKey.set(mapKey, (byNs = new Map()));
-    let byTs = byNs.get(ns);
-    if (byTs === undefined) byNs.set(ns, (byTs = new Map()));
-    else if (byTs.has(timestamp)) return undefined;
-    const timer = new Timer(timestamp, this.#seq++, key, mapKey, keyGroup, kgIndex, ns);
-    byTs.set(timestamp, timer);
-    timer.heapIndex = this.#heap.length;
-    this.#heap.push(timer);
-    this.#siftUp(timer.heapIndex);
-    return timer;
-  }
-
-  /** Removes the timer if present; returns whether it was the head of the heap. */
-  remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
-    const timer = this.#groups[kgIndex]?.get(mapKey)?.get(ns)?.get(timestamp);
-    if (timer === undefined) return false;
-    const wasHead = timer.heapIndex === 0;
-    this.#unindex(timer);
-    this.#removeAt(timer.heapIndex);
-    return wasHead;
-  }
-
-  /** Removes and returns the earliest timer. */
-  poll(): Timer | undefined {
-    const head = this.#heap[0];
-    if (head === undefined) return undefined;
-    this.#unindex(head);
-    this.#removeAt(0);
-    return head;
-  }
-
-  /** A copy of the live timers, in heap order. */
-  timers(): Timer[] {
-    return this.#heap.slice();
-  }
-
-  *ofGroup(kgIndex: number): Generator<Timer, void, undefined> {
-    const byKey = this.#groups[kgIndex];
-    if (byKey === undefined) return;
-    for (const byNs of byKey.values()) for (const byTs of byNs.values()) yield* byTs.values();
-  }
-
-  #unindex(timer: Timer): void {
-    const byKey = this.#groups[timer.kgIndex]!;
-    const byNs = byKey.get(timer.mapKey)!;
-    const byTs = byNs.get(timer.namespace)!;
-    byTs.delete(timer.timestamp);
-    if (byTs.size !== 0) return;
-    byNs.delete(timer.namespace);
-    if (byNs.size !== 0) return;
-    byKey.delete(timer.mapKey);
-  }
-
-  #removeAt(i: number): void {
-    const heap = this.#heap;
-    const removed = heap[i]!;
-    removed.heapIndex = -1;
-    const last = heap.pop()!;
-    if (last === removed) return;
-    heap[i] = last;
-    last.heapIndex = i;
-    if (i > 0 && less(last, heap[(i - 1) >> 1]!)) this.#siftUp(i);
-    else this.#siftDown(i);
-  }
-
-  #siftUp(i: number): void {
-    const heap = this.#heap;
-    const timer = heap[i]!;
-    while (i > 0) {
-      const parentIndex = (i - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!less(timer, parent)) break;
-      heap[i] = parent;
-      parent.heapIndex = i;
-      i = parentIndex;
-    }
-    heap[i] = timer;
-    timer.heapIndex = i;
-  }
-
-  #siftDown(i: number): void {
-    const heap = this.#heap;
-    const n = heap.length;
-    const timer = heap[i]!;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const child = r < n && less(heap[r]!, heap[l]!) ? r : l;
-      const c = heap[child]!;
-      if (!less(c, timer)) break;
-      heap[i] = c;
-      c.heapIndex = i;
-      i = child;
-    }
-    heap[i] = timer;
-    timer.heapIndex = i;
-  }
-}
-
-function less(a: Timer, b: Timer): boolean {
-  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
 }
 
 function internal(code: string, message: string): EddyError {

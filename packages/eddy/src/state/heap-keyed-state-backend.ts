@@ -32,6 +32,7 @@ import type {
 import type { ByteReader } from "../core/codec/bytes.ts";
 import { HeapKeyedStateSnapshot, metaOf, readKeyGroup, type KeyedStateMeta } from "./heap-snapshot.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE } from "./state-table.ts";
+import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export { VOID_NAMESPACE } from "./state-table.ts";
@@ -118,6 +119,22 @@ export class HeapKeyedStateBackend {
 
   getState<T>(descriptor: ValueStateDescriptor<T>): InternalValueState<T> {
     return this.#register(descriptor, (t) => new HeapValueState<T>(descriptor, t));
+  }
+
+  /**
+   * A cursor over the value state of `descriptor` by key (see VoidValueCursor), for operators
+   * that own the state. The state is registered as by `getState` (snapshots, restore, queryable
+   * reads); the descriptor must have no TTL and `copy: "none"`.
+   */
+  getVoidValueCursor<T>(descriptor: ValueStateDescriptor<T>): VoidValueCursor<T> {
+    if (descriptor.ttl !== undefined || descriptor.copy !== "none") {
+      throw new EddyError("STATE_CURSOR_UNSUPPORTED", `state '${descriptor.name}': a value cursor needs a state without TTL and with copy "none"`, {
+        domain: "internal",
+        retryable: false,
+      });
+    }
+    this.getState(descriptor);
+    return new VoidValueCursor<T>(this.#get(descriptor.name).table, this.keyGroupRange);
   }
 
   getListState<T>(descriptor: ListStateDescriptor<T>): InternalListState<T> {

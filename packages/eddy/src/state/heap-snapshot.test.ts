@@ -325,3 +325,42 @@ test("the synchronous part of a snapshot does not grow with the number of keys (
   times.sort((x, y) => x - y);
   assert.ok(times[2]! < 5, `median synchronous snapshot time ${times[2]!.toFixed(2)} ms at 1 M keys`);
 });
+
+test("a snapshot holds windowed (namespaced) reducing and aggregating cells as they were while later adds update them", () => {
+  const clock = new ManualClock(0);
+  const b = newBackend(clock);
+  const reducing = b.getReducingState(descriptors.reducing);
+  const counter = b.getAggregatingState(descriptors.aggregatingNoCopy);
+  at(b, "a");
+  for (const ns of [10, 20]) {
+    reducing.setCurrentNamespace(ns);
+    counter.setCurrentNamespace(ns);
+    reducing.add(ns);
+    counter.add(`w${ns}`);
+  }
+  const snapshot = b.snapshot();
+  // Adds to existing cells of the same key (each read returns the cell that is then written).
+  at(b, "a");
+  for (const ns of [10, 20, 10]) {
+    reducing.setCurrentNamespace(ns);
+    counter.setCurrentNamespace(ns);
+    reducing.add(1);
+    counter.add("later");
+  }
+  const restored = roundTrip(snapshot, clock);
+  snapshot.release();
+  at(restored, "a");
+  const restoredReducing = restored.getReducingState(descriptors.reducing);
+  const restoredCounter = restored.getAggregatingState(descriptors.aggregatingNoCopy);
+  for (const ns of [10, 20]) {
+    restoredReducing.setCurrentNamespace(ns);
+    restoredCounter.setCurrentNamespace(ns);
+    assert.equal(restoredReducing.get(), ns);
+    assert.equal(restoredCounter.get(), 1);
+  }
+  at(b, "a");
+  reducing.setCurrentNamespace(10);
+  counter.setCurrentNamespace(10);
+  assert.equal(reducing.get(), 12);
+  assert.equal(counter.get(), 3);
+});

@@ -193,7 +193,9 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     const current = this.visibleCell(false);
     const next =
       current === undefined ? this.copyIn(value) : this.#reduce(this.copyIn(current.value as T), this.copyIn(value));
-    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    // An existing cell is the one cellForWrite would return (the same current entry, the same
+    // cell), so it is written directly; only a new cell needs the table.
+    const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
   }
@@ -233,7 +235,8 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     // reachable from the caller. Saves a record copy per element of count/sum windows.
     const primitiveAcc = typeof acc !== "object" || acc === null;
     const next = primitiveAcc ? this.copyIn(this.#fn.add(value, acc)) : this.#fn.add(this.copyIn(value), acc);
-    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    // As in HeapReducingState.add: an existing cell is written directly.
+    const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
   }

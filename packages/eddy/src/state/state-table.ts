@@ -189,13 +189,34 @@ export class StateTable {
     if (this.#cacheEpoch !== ctx.epoch) {
       const kgIndex = ctx.kgIndex;
       if (kgIndex < 0) throw noCurrentKey(this.name);
-      if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
-      let entry = this.#groups[kgIndex]?.get(ctx.mapKey);
-      if (entry !== undefined && entry.version < this.#required[kgIndex]! && this.#isShared(entry)) entry = this.#copyEntry(entry, kgIndex);
+      this.#cacheEntry = this.entryAt(ctx.mapKey, kgIndex);
       this.#cacheEpoch = ctx.epoch;
-      this.#cacheEntry = entry;
     }
     return this.#cacheEntry;
+  }
+
+  /**
+   * hot path: the entry of any key — map identity `mapKey`, group index `kgIndex` (in range,
+   * checked by the caller) — without making it the current key; undefined when the key has no
+   * state here. Like `currentEntry`, it unshares an entry a live capture holds, so the entry
+   * returned may be written. For operators that address keys by record (see VoidValueCursor).
+   */
+  entryAt(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
+    const entry = this.#groups[kgIndex]?.get(mapKey);
+    return entry !== undefined && entry.version < this.#required[kgIndex]! && this.#isShared(entry) ? this.#copyEntry(entry, kgIndex) : entry;
+  }
+
+  /** Adds an empty entry for a key `entryAt` found none for, and returns it. */
+  createEntry(key: Key, mapKey: MapKey, kgIndex: number): KeyEntry {
+    let group = this.#groups[kgIndex];
+    if (group === undefined) this.#groups[kgIndex] = group = new Map();
+    const entry = new KeyEntry(key, mapKey, this.#version);
+    group.set(mapKey, entry);
+    this.#numKeys++;
+    // The cache may hold "no entry" for this very key.
+    this.#cacheEpoch = -1;
+    return entry;
   }
 
   /** The current key's cell for `ns`, created empty (value undefined) when absent. */
@@ -203,11 +224,8 @@ export class StateTable {
     let entry = this.currentEntry();
     if (entry === undefined) {
       const ctx = this.#ctx;
-      let group = this.#groups[ctx.kgIndex];
-      if (group === undefined) this.#groups[ctx.kgIndex] = group = new Map();
-      entry = new KeyEntry(ctx.key, ctx.mapKey, this.#version);
-      group.set(ctx.mapKey, entry);
-      this.#numKeys++;
+      entry = this.createEntry(ctx.key, ctx.mapKey, ctx.kgIndex);
+      this.#cacheEpoch = ctx.epoch;
       this.#cacheEntry = entry;
     }
     if (isVoid) {

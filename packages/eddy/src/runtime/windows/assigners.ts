@@ -87,10 +87,19 @@ class Tumbling<T> extends FixedSizeAssigner<T> {
     this.description = `Tumbling${eventTime ? "Event" : "Processing"}TimeWindows(${size}${offset === 0 ? "" : `, ${offset}`})`;
   }
 
+  /**
+   * The last assignment, returned again while elements fall into the same window, so the
+   * per-element path does not allocate. Safe to share (also between subtasks using this
+   * assigner): a TimeWindow never changes, and the array is frozen.
+   */
+  #last: readonly TimeWindow[] = Object.freeze([new TimeWindow(Number.NaN, Number.NaN)]);
+
   assignWindows(_element: T, timestamp: number, context: WindowAssignerContext): readonly TimeWindow[] {
+    // hot path
     const t = this.isEventTime ? eventTimestamp(timestamp, this.description) : context.currentProcessingTime();
     const start = windowStart(t, this.#offset, this.size);
-    return [new TimeWindow(start, start + this.size)];
+    if (this.#last[0]!.start === start) return this.#last;
+    return (this.#last = Object.freeze([new TimeWindow(start, start + this.size)]));
   }
 }
 

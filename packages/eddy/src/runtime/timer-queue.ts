@@ -1,0 +1,267 @@
+/**
+ * The timers of one domain of a timer service (runtime/timer-service.ts): a min-heap that orders
+ * them, and per key group an index that deduplicates them by (key, namespace, timestamp).
+ *
+ * Costs. Heap: register, delete and fire O(log n), with each timer knowing its heap index, so
+ * removal is real (no tombstones; the heap holds exactly the live timers). Index: per key group a
+ * Map from the key's map identity to the key's timers, held in the cheapest shape that fits:
+ * - one `Timer` (the common case: a keyed process function's one pending timer, a tumbling
+ *   window's cleanup timer): a duplicate registration is one Map.get and two comparisons, and
+ *   a new key allocates only the timer;
+ * - an array of 2..`SMALL_KEY_TIMERS` timers, scanned linearly (a key's few open windows);
+ * - above that, Map namespace → Map timestamp → timer (a key with many pending timers, e.g. one
+ *   per event), O(1) per operation; back to an array when it falls to half the threshold.
+ * A key without timers has no entry, so a key never holds an empty array or map.
+ * Before any of this, a registration equal to the previous one of the queue (same key object,
+ * namespace and timestamp, still pending) is answered without a lookup: a window operator and
+ * its trigger register the same timer one after the other for every element.
+ *
+ * Equality of namespaces and timestamps is SameValueZero, as in a Map.
+ */
+
+import { mapKeyOf } from "../core/key.ts";
+import type { Key, MapKey } from "../core/key.ts";
+
+export type TimerNamespace = string | number;
+
+/** Largest number of timers one key keeps in an array before the index switches to maps. */
+export const SMALL_KEY_TIMERS = 8;
+
+export class Timer {
+  /** Position in the heap array; -1 once removed. */
+  heapIndex = -1;
+  constructor(
+    readonly timestamp: number,
+    readonly seq: number,
+    readonly key: Key,
+    readonly mapKey: MapKey,
+    readonly keyGroup: number,
+    readonly kgIndex: number,
+    readonly namespace: TimerNamespace,
+  ) {}
+}
+
+/** The timers of a key with many: namespace → timestamp → timer; no empty inner maps. */
+class ManyTimers {
+  readonly byNs = new Map<TimerNamespace, Map<number, Timer>>();
+  /** Number of timers in `byNs`; always > `SMALL_KEY_TIMERS / 2` (below, the key uses an array). */
+  size = 0;
+
+  get(ns: TimerNamespace, timestamp: number): Timer | undefined {
+    return this.byNs.get(ns)?.get(timestamp);
+  }
+
+  add(timer: Timer): void {
+    let byTs = this.byNs.get(timer.namespace);
+    if (byTs === undefined) this.byNs.set(timer.namespace, (byTs = new Map()));
+    byTs.set(timer.timestamp, timer);
+    this.size++;
+  }
+
+  delete(timer: Timer): void {
+    const byTs = this.byNs.get(timer.namespace)!;
+    byTs.delete(timer.timestamp);
+    if (byTs.size === 0) this.byNs.delete(timer.namespace);
+    this.size--;
+  }
+
+  *values(): Generator<Timer, void, undefined> {
+    for (const byTs of this.byNs.values()) yield* byTs.values();
+  }
+}
+
+/** The pending timers of one key: see the file comment. Never an empty array. */
+type KeyTimers = Timer | Timer[] | ManyTimers;
+
+export class TimerQueue {
+  /** Per key group index: key → its timers. */
+  readonly #groups: (Map<MapKey, KeyTimers> | undefined)[];
+  /** Min-heap by (timestamp, seq); `heap[i].heapIndex === i`. */
+  readonly #heap: Timer[] = [];
+  #seq = 0;
+  /** The timer the last `add` returned or found; may have been removed since (heapIndex -1). */
+  #last: Timer | undefined = undefined;
+
+  constructor(numGroups: number) {
+    this.#groups = new Array<Map<MapKey, KeyTimers> | undefined>(numGroups).fill(undefined);
+  }
+
+  get size(): number {
+    return this.#heap.length;
+  }
+
+  peek(): Timer | undefined {
+    return this.#heap[0];
+  }
+
+  /** Adds the timer unless it exists; returns the new timer, or undefined for a duplicate. */
+  add(key: Key, keyGroup: number, kgIndex: number, ns: TimerNamespace, timestamp: number): Timer | undefined {
+    // hot path: the same registration as the last one (key compared by identity: a miss for an
+    // equal composite key in another array only costs the lookup below).
+    const last = this.#last;
+    if (
+      last !== undefined &&
+      last.key === key &&
+      last.heapIndex >= 0 &&
+      last.kgIndex === kgIndex &&
+      same(last.timestamp, timestamp) &&
+      same(last.namespace, ns)
+    ) {
+      return undefined;
+    }
+    const mapKey = mapKeyOf(key);
+    let byKey = this.#groups[kgIndex];
+    if (byKey === undefined) this.#groups[kgIndex] = byKey = new Map();
+    const timers = byKey.get(mapKey);
+    let found: Timer | undefined;
+    if (timers === undefined) found = undefined;
+    else if (timers instanceof Timer) found = matches(timers, ns, timestamp) ? timers : undefined;
+    else if (Array.isArray(timers)) found = findIn(timers, ns, timestamp);
+    else found = timers.get(ns, timestamp);
+    if (found !== undefined) {
+      this.#last = found;
+      return undefined;
+    }
+    const timer = new Timer(timestamp, this.#seq++, key, mapKey, keyGroup, kgIndex, ns);
+    if (timers === undefined) byKey.set(mapKey, timer);
+    else if (timers instanceof Timer) byKey.set(mapKey, [timers, timer]);
+    else if (!Array.isArray(timers)) timers.add(timer);
+    else if (timers.length < SMALL_KEY_TIMERS) timers.push(timer);
+    else {
+      const many = new ManyTimers();
+      for (const t of timers) many.add(t);
+      many.add(timer);
+      byKey.set(mapKey, many);
+    }
+    timer.heapIndex = this.#heap.length;
+    this.#heap.push(timer);
+    this.#siftUp(timer.heapIndex);
+    this.#last = timer;
+    return timer;
+  }
+
+  /** Removes the timer if present; returns whether it was the head of the heap. */
+  remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
+    const timers = this.#groups[kgIndex]?.get(mapKey);
+    let timer: Timer | undefined;
+    if (timers === undefined) return false;
+    else if (timers instanceof Timer) timer = matches(timers, ns, timestamp) ? timers : undefined;
+    else if (Array.isArray(timers)) timer = findIn(timers, ns, timestamp);
+    else timer = timers.get(ns, timestamp);
+    if (timer === undefined) return false;
+    const wasHead = timer.heapIndex === 0;
+    this.#unindex(timer);
+    this.#removeAt(timer.heapIndex);
+    return wasHead;
+  }
+
+  /** Removes and returns the earliest timer. */
+  poll(): Timer | undefined {
+    const head = this.#heap[0];
+    if (head === undefined) return undefined;
+    this.#unindex(head);
+    this.#removeAt(0);
+    return head;
+  }
+
+  /** A copy of the live timers, in heap order. */
+  timers(): Timer[] {
+    return this.#heap.slice();
+  }
+
+  *ofGroup(kgIndex: number): Generator<Timer, void, undefined> {
+    const byKey = this.#groups[kgIndex];
+    if (byKey === undefined) return;
+    for (const timers of byKey.values()) {
+      if (timers instanceof Timer) yield timers;
+      else if (Array.isArray(timers)) yield* timers;
+      else yield* timers.values();
+    }
+  }
+
+  /** Removes a live timer from the index, moving its key to a smaller shape when it fits. */
+  #unindex(timer: Timer): void {
+    const byKey = this.#groups[timer.kgIndex]!;
+    const timers = byKey.get(timer.mapKey)!;
+    if (timers instanceof Timer) {
+      byKey.delete(timer.mapKey);
+    } else if (Array.isArray(timers)) {
+      const at = timers.indexOf(timer);
+      const lastIndex = timers.length - 1;
+      timers[at] = timers[lastIndex]!;
+      timers.pop();
+      if (lastIndex === 1) byKey.set(timer.mapKey, timers[0]!);
+    } else {
+      timers.delete(timer);
+      // Back to an array at half the threshold, so a key hovering around it does not flip shapes.
+      if (timers.size === SMALL_KEY_TIMERS / 2) byKey.set(timer.mapKey, [...timers.values()]);
+    }
+  }
+
+  #removeAt(i: number): void {
+    const heap = this.#heap;
+    const removed = heap[i]!;
+    removed.heapIndex = -1;
+    const last = heap.pop()!;
+    if (last === removed) return;
+    heap[i] = last;
+    last.heapIndex = i;
+    if (i > 0 && less(last, heap[(i - 1) >> 1]!)) this.#siftUp(i);
+    else this.#siftDown(i);
+  }
+
+  #siftUp(i: number): void {
+    const heap = this.#heap;
+    const timer = heap[i]!;
+    while (i > 0) {
+      const parentIndex = (i - 1) >> 1;
+      const parent = heap[parentIndex]!;
+      if (!less(timer, parent)) break;
+      heap[i] = parent;
+      parent.heapIndex = i;
+      i = parentIndex;
+    }
+    heap[i] = timer;
+    timer.heapIndex = i;
+  }
+
+  #siftDown(i: number): void {
+    const heap = this.#heap;
+    const n = heap.length;
+    const timer = heap[i]!;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= n) break;
+      const r = l + 1;
+      const child = r < n && less(heap[r]!, heap[l]!) ? r : l;
+      const c = heap[child]!;
+      if (!less(c, timer)) break;
+      heap[i] = c;
+      c.heapIndex = i;
+      i = child;
+    }
+    heap[i] = timer;
+    timer.heapIndex = i;
+  }
+}
+
+/** SameValueZero, the equality of Map keys (NaN equals NaN, 0 equals -0). */
+function same<T extends string | number>(a: T, b: T): boolean {
+  return a === b || (a !== a && b !== b);
+}
+
+function matches(timer: Timer, ns: TimerNamespace, timestamp: number): boolean {
+  return same(timer.timestamp, timestamp) && same(timer.namespace, ns);
+}
+
+function findIn(timers: readonly Timer[], ns: TimerNamespace, timestamp: number): Timer | undefined {
+  for (let i = 0; i < timers.length; i++) {
+    const t = timers[i]!;
+    if (matches(t, ns, timestamp)) return t;
+  }
+  return undefined;
+}
+
+function less(a: Timer, b: Timer): boolean {
+  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
+}
