@@ -145,10 +145,13 @@ test("a failure in the final commit (after every source finished) restores the f
 test("event time after a restore: out-of-order input with late events gives the same windows and the same late events", async () => {
   const collect = async (options: RunOptions, fault: Fault | undefined) => {
     process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
+    const warnings: string[] = [];
+    const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
     try {
-      const handle = runJob(checkpointed.eventTimeJob, options);
+      const handle = runJob(checkpointed.eventTimeJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options });
       await handle.done;
       return {
+        warnings,
         windows: handle.collected<checkpointed.WindowCount>("windows").map((w) => JSON.stringify(w)).sort(),
         late: handle.collected<checkpointed.Event>("late").map((e) => e.seq).sort((a, b) => a - b),
         restoredFrom: handle.restoredFrom,
@@ -169,7 +172,11 @@ test("event time after a restore: out-of-order input with late events gives the 
       );
       assert.ok(existsSync(fault.marker), `${mode}: the fault fired`);
       const committedFirst = existsSync(`${fault.marker}.committed`);
-      assert.notEqual(result.restoredFrom[0] ?? null, null, `${mode}: restored from a checkpoint (one had completed before the fault: ${committedFirst})`);
+      assert.notEqual(
+        result.restoredFrom[0] ?? null,
+        null,
+        `${mode}: restored from a checkpoint (one had completed before the fault: ${committedFirst}); ${result.warnings.join("\n")}`,
+      );
       assert.deepEqual(result.late, expected.late, `${mode}: the same events are late`);
       assert.deepEqual(result.windows, expected.windows, `${mode}: the same windows`);
     } finally {
