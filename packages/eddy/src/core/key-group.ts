@@ -464,6 +464,11 @@ export function computeOperatorIndexForKeyGroup(
   if (!Number.isInteger(keyGroup) || keyGroup < 0 || keyGroup >= maxParallelism) {
     throw new RangeError(`key group must be an integer in [0, ${maxParallelism}), got ${keyGroup}`);
   }
+  return operatorIndexOfKeyGroup(maxParallelism, parallelism, keyGroup);
+}
+
+/** computeOperatorIndexForKeyGroup without its checks: for hot paths that checked their arguments once. */
+export function operatorIndexOfKeyGroup(maxParallelism: number, parallelism: number, keyGroup: number): number {
   return Math.floor((keyGroup * parallelism) / maxParallelism);
 }
 

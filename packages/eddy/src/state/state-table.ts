@@ -204,7 +204,7 @@ export class StateTable {
   entryAt(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
     if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
     const entry = this.#groups[kgIndex]?.get(mapKey);
-    return entry !== undefined && entry.version < this.#required[kgIndex]! && this.#isShared(entry) ? this.#copyEntry(entry, kgIndex) : entry;
+    return entry === undefined ? undefined : this.#unshared(entry, kgIndex);
   }
 
   /** Adds an empty entry for a key `entryAt` found none for, and returns it. */
@@ -242,7 +242,7 @@ export class StateTable {
 
   /**
    * Removes the cell of `ns` from `entry`, and `entry` from its group when it became empty.
-   * `entry` must be private: the current entry, or one `#privateEntry` returned.
+   * `entry` must be private: the current entry, or one `#unshared` returned.
    */
   removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
     if (isVoid) entry.clearVoid();
@@ -311,9 +311,7 @@ export class StateTable {
         continue;
       }
       examined++;
-      let entry = next.value;
-      if (entry.version < this.#required[this.#cursorKgIndex]! && this.#isShared(entry)) entry = this.#copyEntry(entry, this.#cursorKgIndex);
-      removed += this.#purgeEntry(entry, now, this.#cursorKgIndex);
+      removed += this.#purgeEntry(this.#unshared(next.value, this.#cursorKgIndex), now, this.#cursorKgIndex);
     }
     return removed;
   }
@@ -406,13 +404,7 @@ export class StateTable {
    * Restore only: before any processing, never on a shared group.
    */
   restoreCell(key: Key, mapKey: MapKey, kgIndex: number, ns: Namespace, cell: Cell): void {
-    let group = this.#groups[kgIndex];
-    if (group === undefined) this.#groups[kgIndex] = group = new Map();
-    let entry = group.get(mapKey);
-    if (entry === undefined) {
-      group.set(mapKey, (entry = new KeyEntry(key, mapKey, this.#version)));
-      this.#numKeys++;
-    }
+    const entry = this.#groups[kgIndex]?.get(mapKey) ?? this.createEntry(key, mapKey, kgIndex);
     if (ns === VOID_NAMESPACE) {
       entry.setVoid(cell.value);
       entry.expiresAt = cell.expiresAt;
@@ -438,7 +430,7 @@ export class StateTable {
       if (this.#groups[i] === undefined) continue;
       if (this.#pending[i] !== undefined) this.#materialize(i);
       for (let entry of this.#groups[i]!.values()) {
-        if (entry.version < this.#required[i]! && this.#isShared(entry)) entry = this.#copyEntry(entry, i);
+        entry = this.#unshared(entry, i);
         if (entry.hasVoid) step(entry);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
@@ -447,11 +439,15 @@ export class StateTable {
   }
 
   /**
-   * Whether `entry`, older than a capture holding its group, must be copied before it changes:
-   * always, unless the capture recorded its VOID cell by value and it has no namespace cells.
+   * `entry` (of group `kgIndex`, in its live map), ready to be changed in place: the entry itself,
+   * or — when a live capture holding the group shares it — a private copy put in its place. An
+   * entry older than that capture is shared unless the capture recorded its VOID cell by value
+   * and it has no namespace cells.
    */
-  #isShared(entry: KeyEntry): boolean {
-    return !this.#byValue || entry.nsCells !== undefined;
+  #unshared(entry: KeyEntry, kgIndex: number): KeyEntry {
+    // hot path
+    if (entry.version >= this.#required[kgIndex]! || (this.#byValue && entry.nsCells === undefined)) return entry;
+    return this.#copyEntry(entry, kgIndex);
   }
 
   /** Gives the captures pending on group `kgIndex` its entries as they are, before it changes. */

@@ -5,7 +5,7 @@
  */
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey } from "../../core/key.ts";
-import { checkParallelism, KeyGroupAssigner } from "../../core/key-group.ts";
+import { checkParallelism, KeyGroupAssigner, operatorIndexOfKeyGroup } from "../../core/key-group.ts";
 import type { AnyKeySelector } from "../operator.ts";
 
 export type PartitionerSpec =
@@ -108,7 +108,7 @@ export function rescaleTargets(senderIndex: number, senderParallelism: number, r
 function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
   const maxP = ctx.receiverMaxParallelism;
   const p = ctx.receiverParallelism;
-  // Checked once here, so the per-record step is computeOperatorIndexForKeyGroup without checks.
+  // Checked once here, so the per-record step needs no checks.
   checkParallelism(p, maxP);
   const assigner = new KeyGroupAssigner(maxP);
   const selector: { keyGroup: number; select(value: unknown): number } = {
@@ -118,7 +118,7 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
       const key = requireValidKey(keySelector(value), ctx.receiverName);
       const keyGroup = assigner.keyGroupOf(key);
       this.keyGroup = keyGroup;
-      return Math.floor((keyGroup * p) / maxP);
+      return operatorIndexOfKeyGroup(maxP, p, keyGroup);
     },
   };
   return selector;
