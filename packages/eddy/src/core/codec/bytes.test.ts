@@ -234,3 +234,25 @@ test("joinedString writes exactly the bytes of string(joined), lone surrogates a
     { numRuns: 2000 },
   );
 });
+
+test("joinedString over columns longer than one joined chunk: same bytes, also where a surrogate pair straddles chunks", () => {
+  const piece = fc.oneof(
+    fc.string({ minLength: 200, maxLength: 3000 }),
+    fc.string({ unit: "binary", minLength: 100, maxLength: 1000 }), // lone surrogates
+    fc.constantFrom("a".repeat(16 * 1024 - 1) + "\uD83D", "\uDE00" + "b".repeat(500), "é".repeat(9000)),
+  );
+  const check = (strings: string[], m: number): void => {
+    const a = new ByteWriter(16);
+    a.joinedString(strings, m);
+    const b = new ByteWriter(16);
+    b.string(strings.slice(0, m).join(""));
+    assert.deepEqual(new Uint8Array(a.finish()), new Uint8Array(b.finish()));
+  };
+  // A pair split exactly at the first chunk's end: each chunk alone is not well-formed, the whole is.
+  check(["a".repeat(16 * 1024 - 1) + "\uD83D", "\uDE00" + "b".repeat(500)], 2);
+  check(["x".repeat(40_000), "\uD83D", "y".repeat(20_000)], 3);
+  fc.assert(
+    fc.property(fc.array(piece, { minLength: 1, maxLength: 40 }), fc.nat(40), (strings, cut) => check(strings, Math.min(cut, strings.length))),
+    { numRuns: 200 },
+  );
+});
