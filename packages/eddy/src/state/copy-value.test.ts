@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { EddyError } from "../core/errors.ts";
 import { copyValue } from "./copy-value.ts";
 
@@ -115,4 +116,60 @@ test("the plain-object fast path decides by the prototype, never by a `construct
     assert.deepEqual(copy, src);
     assert.notEqual(copy["nested"], src["nested"]);
   }
+});
+
+test("objects of any shape are copied deeply, in key order, sharing nothing (also past the shape cache and from one shape to its prefix or extension)", () => {
+  /** Every object reachable from `copy` is new, and equal to its counterpart in `src`. */
+  const sharesNothing = (copy: unknown, src: unknown): boolean => {
+    if (typeof src !== "object" || src === null) return copy === src || (Number.isNaN(copy) && Number.isNaN(src));
+    if (copy === src || typeof copy !== "object" || copy === null) return false;
+    const keys = Object.keys(src);
+    if (JSON.stringify(Object.keys(copy)) !== JSON.stringify(keys)) return false;
+    return keys.every((k) => sharesNothing((copy as Record<string, unknown>)[k], (src as Record<string, unknown>)[k]));
+  };
+  const value = fc.letrec((tie) => ({
+    node: fc.oneof({ depthSize: "small" }, fc.oneof(fc.integer(), fc.double(), fc.string(), fc.boolean(), fc.constant(null)), tie("object"), tie("array")),
+    object: fc.dictionary(fc.oneof(fc.constantFrom("a", "b", "c", "0", "1", "__proto__", "constructor", 'q"uote'), fc.string()), tie("node"), { maxKeys: 6 }),
+    array: fc.array(tie("node"), { maxLength: 4 }),
+  }));
+  fc.assert(
+    fc.property(fc.array(value.object, { minLength: 1, maxLength: 8 }), (objects) => {
+      for (const src of objects) {
+        const copy = copyValue(src);
+        assert.ok(sharesNothing(copy, src), `copy of ${JSON.stringify(src)}: ${JSON.stringify(copy)}`);
+        assert.equal(Object.getPrototypeOf(copy), Object.getPrototypeOf(src));
+      }
+    }),
+    { numRuns: 1500 },
+  );
+  // A shape, then its prefix, its extension, and the same keys in another order.
+  for (const src of [{ a: 1, b: { c: 2 } }, { a: 1 }, { a: 1, b: 2, c: { d: 3 } }, { b: 2, a: 1 }, { a: 1, b: { c: 2 } }]) {
+    assert.ok(sharesNothing(copyValue(src), src));
+  }
+  // Wider than a generated copier.
+  const wide = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`f${i}`, { i }]));
+  assert.ok(sharesNothing(copyValue(wide), wide));
+});
+
+test("symbol-keyed properties are not copied: like structuredClone and the checkpoint codec, copies carry string keys only", () => {
+  const s = Symbol("tag");
+  for (const src of [{ a: 1, [s]: "x" }, Object.assign(Object.create(null) as Record<string | symbol, unknown>, { a: 1, [s]: "x" })]) {
+    const copy = copyValue(src) as Record<string | symbol, unknown>;
+    assert.equal(copy["a"], 1);
+    assert.equal(Object.getOwnPropertySymbols(copy).length, 0);
+  }
+});
+
+test("getters are read once and copied as values", () => {
+  let reads = 0;
+  const src = {
+    get n(): number {
+      reads++;
+      return 7;
+    },
+    m: 1,
+  };
+  const copy = copyValue(src);
+  assert.equal(reads, 1);
+  assert.deepEqual(Object.getOwnPropertyDescriptor(copy, "n"), { value: 7, writable: true, enumerable: true, configurable: true });
 });
