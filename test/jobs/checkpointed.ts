@@ -241,8 +241,11 @@ export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
   const f = fault();
   // The test is about what a restore gives back, so the fault must come after a completed
   // checkpoint. On a loaded machine the first one can take longer than the whole input: until one
-  // has completed, the map sleeps 1 ms every 100 events before the fault point (at most ~1.6 s).
+  // has completed, the map sleeps 1 ms every 100 events before the fault point (at most ~1.6 s),
+  // and the fault fires at the first event from the fault point on once one has completed.
   const committed = f === undefined ? undefined : `${f.marker}.committed`;
+  /** Whether this attempt has decided on the fault (it fires in one attempt only: see `fire`). */
+  let faultDecided = false;
   const events = env
     .fromCollection(outOfOrderEvents())
     .setParallelism(1)
@@ -262,7 +265,10 @@ export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
     .map((e: Event) => {
       if (f === undefined) return e;
       if (e.seq < f.atRecord && e.seq % 100 === 0 && !existsSync(committed!)) Atomics.wait(sleeper, 0, 0, 1);
-      if (e.seq === f.atRecord && f.kind === "process" && fire(f)) throw new Error(`injected fault at event ${e.seq}`);
+      if (!faultDecided && e.seq >= f.atRecord && f.kind === "process" && existsSync(committed!)) {
+        faultDecided = true;
+        if (fire(f)) throw new Error(`injected fault at event ${e.seq}`);
+      }
       return e;
     })
     .setParallelism(1);
@@ -285,4 +291,25 @@ export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
     .uid("event-time-windows");
   windows.sinkTo(markingFirstCommit(committingCollectSink<WindowCount>("windows"), committed), "committed-windows");
   windows.getSideOutput(lateTag).sinkTo(committingCollectSink<Event>("late"), "committed-late");
+});
+
+/** Records of `slowJob`; each costs its map ~20 µs of CPU. */
+export const SLOW_RECORDS = 100_000;
+
+/**
+ * A job whose user function is slow (a busy map, ~20 µs per record: ~2 s in all) in front of a
+ * keyed sum: checkpoints must still complete while it runs, not only after.
+ */
+export const slowJob = defineJob("checkpointed-slow-map", (env) => {
+  env
+    .fromSequence(0, SLOW_RECORDS - 1)
+    .map((n) => {
+      const until = performance.now() + 0.02;
+      while (performance.now() < until);
+      return n;
+    })
+    .keyBy((n) => n % KEYS)
+    .sum()
+    .uid("slow-sum")
+    .sinkTo(committingCollectSink<number>("sums"));
 });
