@@ -4,8 +4,9 @@
  * holds.
  *
  * Supported: primitives (returned as is — the fast path), plain objects (prototype
- * `Object.prototype` or `null`; own enumerable string-keyed properties — symbol-keyed ones are
- * not data and are not copied, as structuredClone and the checkpoint codec do not carry them), arrays (indexed, holes
+ * `Object.prototype` or `null`; own enumerable string-keyed properties. Symbol-keyed properties
+ * are not data: a copy may or may not carry them (the generated copiers below do not), and a
+ * checkpoint never does, as with structuredClone), arrays (indexed, holes
  * become `undefined`, extra non-index properties are dropped), `Map`, `Set`, `Date`, and through
  * `structuredClone`: typed arrays, `DataView`, `ArrayBuffer`, `RegExp`, `Error` and boxed
  * primitives. Node `Buffer`s stay `Buffer`s. Functions are returned as is (they are not data).
@@ -18,32 +19,42 @@
  * stored as values. Cyclic or very deep (> 64 levels) values are handed to `structuredClone` as a
  * whole, which preserves cycles.
  *
- * Plain objects are copied by a function generated per shape (its keys in order), which builds
- * the copy as an object literal: the copy gets the hidden class user code gives the same record,
- * and costs ~7–10 ns. A spread (`{ ...value }`, the previous way) costs ~50–60 ns when the value
- * is itself a copy or a record a reduce function mutated, as a rolling aggregation's accumulator
- * is on every record (bench: .copyValue of a mutated accumulator in a loop, Node 20). The shape of
- * the last plain object copied is checked first with a for-in walk over its keys (no allocation);
- * other shapes are found in a bounded cache. The plain-object test reads `constructor` once, so a
+ * Plain objects of the shapes copied most are copied by a function generated per shape (its keys
+ * in order), which builds the copy as one object literal: the copy gets the hidden class user code
+ * gives the same record, and costs ~7–10 ns. A spread (`{ ...value }`) costs ~50–60 ns when the
+ * value is itself a copy or a record a reduce function mutated, as a rolling aggregation's
+ * accumulator is on every record (measured: a loop copying a mutated accumulator per record,
+ * Node 20). The RECENT_SHAPES shapes with a copier are tried in turn, each by a for-in walk over
+ * the value's keys (no allocation). Other values are spread, and every SAMPLE_EVERY-th of them
+ * installs a copier for its shape (replacing the oldest), so a workload of a few shapes ends up
+ * on copiers and one of many shapes (e.g. objects used as maps, with varying keys) stays on the
+ * spread instead of paying Object.keys on every copy (measured: two shapes alternating, with a
+ * single-shape cache, ~300 ns per copy). The plain-object test reads `constructor` once, so a
  * getter of that name (or a Proxy's get trap) runs once more than the copy itself needs.
  */
 
 import { EddyError } from "../core/errors.ts";
 
 const MAX_FAST_DEPTH = 64;
-/** Generated copiers kept; objects of further shapes are copied key by key. */
+/** Generated copiers kept (compiled once per shape); further shapes are always spread. */
 const MAX_COPIERS = 256;
-/** Objects with more own keys are copied key by key (a literal that large is not worth generating). */
+/** Objects with more own keys are spread (a literal that large is not worth generating). */
 const MAX_COPIER_FIELDS = 128;
+/** Shapes tried before a value is spread. */
+const RECENT_SHAPES = 4;
+/** One spread value in this many installs a copier for its shape. */
+const SAMPLE_EVERY = 16;
 
 /** Copies a plain object of one shape: one literal, nested objects through `copyChild`. */
 type Copier = (value: Record<string, unknown>, depth: number) => Record<string, unknown>;
 
 /** Generated copiers by shape (JSON of the key list). */
 const copiers = new Map<string, Copier>();
-/** The keys and copier of the last shape copied: checked first. */
-let lastKeys: readonly string[] = [];
-let lastCopier: Copier | undefined;
+/** The shapes tried first (their keys in order) and their copiers; `nextRecent` is replaced next. */
+const recentKeys: (readonly string[])[] = [];
+const recentCopiers: Copier[] = [];
+let nextRecent = 0;
+let spreadSinceSample = 0;
 
 /** Thrown inside the fast path when a value is too deep (or cyclic); the top level retries. */
 class TooDeep {}
@@ -80,7 +91,7 @@ function copyObject(value: object, depth: number): unknown {
   }
   const proto: unknown = Object.getPrototypeOf(value);
   if (proto === Object.prototype) return copyObjectPrototyped(value as Record<string, unknown>, depth);
-  if (proto === null) return copyKeys(Object.create(null) as Record<string, unknown>, value as Record<string, unknown>, depth);
+  if (proto === null) return copyNested(Object.assign(Object.create(null) as Record<string, unknown>, value), depth);
   if (proto === Map.prototype) {
     const out = new Map<unknown, unknown>();
     for (const [k, v] of value as Map<unknown, unknown>) out.set(copyChild(k, depth), copyChild(v, depth));
@@ -99,24 +110,30 @@ function copyObject(value: object, depth: number): unknown {
 
 /** Copies a plain object whose prototype is Object.prototype. */
 function copyObjectPrototyped(value: Record<string, unknown>, depth: number): Record<string, unknown> {
-  // hot path: the shape of the last copy. for-in yields the own enumerable string keys in
-  // property order (Object.prototype has no enumerable ones), without allocating.
-  const keys = lastKeys;
-  let i = 0;
-  let same = true;
-  for (const k in value) {
-    if (k !== keys[i]) {
-      same = false;
-      break;
-    }
-    i++;
+  // hot path: a shape with a copier (usually the first one tried).
+  for (let r = 0; r < recentKeys.length; r++) {
+    if (hasShape(value, recentKeys[r]!)) return recentCopiers[r]!(value, depth);
   }
-  const copier = same && i === keys.length ? lastCopier : copierOf(value);
-  return copier !== undefined ? copier(value, depth) : copyKeys({}, value, depth);
+  if (++spreadSinceSample >= SAMPLE_EVERY) {
+    spreadSinceSample = 0;
+    const copier = installCopier(value);
+    if (copier !== undefined) return copier(value, depth);
+  }
+  return copyNested({ ...value }, depth);
 }
 
-/** The copier of `value`'s shape, made the last one; undefined for shapes copied key by key. */
-function copierOf(value: Record<string, unknown>): Copier | undefined {
+/** Whether `value`'s own enumerable string keys are `keys`, in order (for-in: no allocation; Object.prototype has no enumerable keys). */
+function hasShape(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const k in value) {
+    if (k !== keys[i]) return false;
+    i++;
+  }
+  return i === keys.length;
+}
+
+/** Makes `value`'s shape one of the recent ones and returns its copier; undefined for shapes that are always spread. */
+function installCopier(value: Record<string, unknown>): Copier | undefined {
   const keys = Object.keys(value);
   // "__proto__" in a literal would set the prototype instead of defining a key.
   if (keys.length === 0 || keys.length > MAX_COPIER_FIELDS || keys.includes("__proto__")) return undefined;
@@ -127,9 +144,28 @@ function copierOf(value: Record<string, unknown>): Copier | undefined {
     copier = compileCopier(keys);
     copiers.set(shape, copier);
   }
-  lastKeys = keys;
-  lastCopier = copier;
+  recentKeys[nextRecent] = keys;
+  recentCopiers[nextRecent] = copier;
+  nextRecent = (nextRecent + 1) % RECENT_SHAPES;
   return copier;
+}
+
+/** Replaces the nested objects of `out` (a fresh shallow copy: a spread defines every key, so an own "__proto__" stays a key) by their copies. */
+function copyNested(out: Record<string, unknown>, depth: number): Record<string, unknown> {
+  // Look before writing: a for-in loop without stores keeps V8's enum-cache fast path.
+  let nested = false;
+  for (const k in out) {
+    if (typeof out[k] === "object" && out[k] !== null) {
+      nested = true;
+      break;
+    }
+  }
+  if (!nested) return out;
+  for (const k in out) {
+    const e = out[k];
+    if (typeof e === "object" && e !== null) out[k] = copyObject(e, depth + 1);
+  }
+  return out;
 }
 
 function compileCopier(keys: readonly string[]): Copier {
@@ -140,16 +176,6 @@ function compileCopier(keys: readonly string[]): Copier {
     .join(", ");
   const body = `"use strict";\nreturn function copyShape(value, depth) {\n  const ${reads};\n  return { ${fields} };\n};`;
   return new Function("copyChild", body)(copyChild) as Copier;
-}
-
-/** Copies the own enumerable string-keyed properties of `value` into `out`, defining each (so a "__proto__" key stays a key). */
-function copyKeys(out: Record<string, unknown>, value: Record<string, unknown>, depth: number): Record<string, unknown> {
-  for (const k of Object.keys(value)) {
-    const v = copyChild(value[k], depth);
-    if (k === "__proto__") Object.defineProperty(out, k, { value: v, writable: true, enumerable: true, configurable: true });
-    else out[k] = v;
-  }
-  return out;
 }
 
 function copyChild(v: unknown, depth: number): unknown {
