@@ -586,6 +586,7 @@ export class TaskExecutor {
                     for (const barrier of this.#triggered.values()) task.snapshotIfFinished(barrier);
                     cp.finished(taskId);
                   },
+                  inFlight: () => this.#triggered.size > 0,
                 },
         });
         this.tasks.push(task);
