@@ -113,11 +113,7 @@ export class TimerQueue {
     let byKey = this.#groups[kgIndex];
     if (byKey === undefined) this.#groups[kgIndex] = byKey = new Map();
     const timers = byKey.get(mapKey);
-    let found: Timer | undefined;
-    if (timers === undefined) found = undefined;
-    else if (timers instanceof Timer) found = matches(timers, ns, timestamp) ? timers : undefined;
-    else if (Array.isArray(timers)) found = findIn(timers, ns, timestamp);
-    else found = timers.get(ns, timestamp);
+    const found = findTimer(timers, ns, timestamp);
     if (found !== undefined) {
       this.#last = found;
       return undefined;
@@ -142,12 +138,7 @@ export class TimerQueue {
 
   /** Removes the timer if present; returns whether it was the head of the heap. */
   remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
-    const timers = this.#groups[kgIndex]?.get(mapKey);
-    let timer: Timer | undefined;
-    if (timers === undefined) return false;
-    else if (timers instanceof Timer) timer = matches(timers, ns, timestamp) ? timers : undefined;
-    else if (Array.isArray(timers)) timer = findIn(timers, ns, timestamp);
-    else timer = timers.get(ns, timestamp);
+    const timer = findTimer(this.#groups[kgIndex]?.get(mapKey), ns, timestamp);
     if (timer === undefined) return false;
     const wasHead = timer.heapIndex === 0;
     this.#unindex(timer);
@@ -252,6 +243,14 @@ function same<T extends string | number>(a: T, b: T): boolean {
 
 function matches(timer: Timer, ns: TimerNamespace, timestamp: number): boolean {
   return same(timer.timestamp, timestamp) && same(timer.namespace, ns);
+}
+
+/** A key's timer for (`ns`, `timestamp`), whatever shape its timers are held in. */
+function findTimer(timers: KeyTimers | undefined, ns: TimerNamespace, timestamp: number): Timer | undefined {
+  if (timers === undefined) return undefined;
+  if (timers instanceof Timer) return matches(timers, ns, timestamp) ? timers : undefined;
+  if (Array.isArray(timers)) return findIn(timers, ns, timestamp);
+  return timers.get(ns, timestamp);
 }
 
 function findIn(timers: readonly Timer[], ns: TimerNamespace, timestamp: number): Timer | undefined {

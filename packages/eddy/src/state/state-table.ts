@@ -554,28 +554,32 @@ class LiveCapture {
     const group = this.groups[index];
     if (group === undefined) return;
     if (group instanceof Map) {
-      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) visitEntry(entry, entry.nsCells, visit);
+      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) visitEntry(entry, visit);
       return;
     }
     const { entries, values, nsCells, expiresAt } = group as CapturedGroup;
     if (values === undefined) {
-      for (const entry of entries) visitEntry(entry, entry.nsCells, visit);
+      for (const entry of entries) visitEntry(entry, visit);
       return;
     }
     for (let i = 0; i < entries.length; i++) {
       const key = entries[i]!.key;
       const value = values[i];
       if (value !== NO_VOID) visit(key, VOID_NAMESPACE, value, expiresAt === undefined ? Number.POSITIVE_INFINITY : expiresAt[i]!, undefined);
-      const cells = nsCells![i];
-      if (cells !== undefined) for (const [ns, cell] of cells) visit(key, ns, cell.value, cell.expiresAt, cell.expiry);
+      visitNamespaces(key, nsCells![i], visit);
     }
   }
 }
 
-/** Visits the cells of an entry that has not changed since the capture (`nsCells`: its namespace map). */
-function visitEntry(entry: KeyEntry, nsCells: Map<Namespace, Cell> | undefined, visit: CellVisitor): void {
+/** Visits the cells of an entry that has not changed since the capture. */
+function visitEntry(entry: KeyEntry, visit: CellVisitor): void {
   if (entry.hasVoid) visit(entry.key, VOID_NAMESPACE, entry.value, entry.expiresAt, entry.expiry);
-  if (nsCells !== undefined) for (const [ns, cell] of nsCells) visit(entry.key, ns, cell.value, cell.expiresAt, cell.expiry);
+  visitNamespaces(entry.key, entry.nsCells, visit);
+}
+
+/** Visits a key's namespace cells (windows), if it has any. */
+function visitNamespaces(key: Key, cells: ReadonlyMap<Namespace, Cell> | undefined, visit: CellVisitor): void {
+  if (cells !== undefined) for (const [ns, cell] of cells) visit(key, ns, cell.value, cell.expiresAt, cell.expiry);
 }
 
 /** Makes `to` a private copy of cell `from` (its own list array / Map and expiry; values copied when asked); returns `to`. */
