@@ -9,6 +9,7 @@ import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { LocalCheckpointStorage, type CheckpointStorage } from "../checkpoint/storage.ts";
 import type { CheckpointLocation } from "./thread-protocol.ts";
+import { importModule } from "./preloaded-modules.ts";
 
 /** A module exporting `(location) => CheckpointStorage` under `exportName` (default "default"). */
 export interface CheckpointStorageRef {
@@ -23,7 +24,7 @@ export type CheckpointStorageFactory = (location: CheckpointLocation) => Checkpo
 export async function openCheckpointStorage(ref: CheckpointStorageRef | undefined, location: CheckpointLocation): Promise<CheckpointStorage> {
   if (ref === undefined) return new LocalCheckpointStorage(location);
   const { module: url, exportName = "default" } = normalizeStorageRef(ref)!;
-  const module = (await import(url)) as Record<string, unknown>;
+  const module = await importModule(url);
   const factory = module[exportName];
   if (typeof factory !== "function") {
     throw new EddyError("INVALID_CHECKPOINT_STORAGE", `checkpoint storage module ${url} has no function export '${exportName}'`, { domain: "config" });

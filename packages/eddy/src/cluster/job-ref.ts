@@ -11,6 +11,7 @@ import { buildJob, isJobDefinition, type JobDefinition } from "../api/define-job
 import { compilePlan, type Plan } from "../graph/plan.ts";
 import type { Logger } from "../core/logger.ts";
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
+import { importModule } from "./preloaded-modules.ts";
 
 export interface JobRef {
   readonly moduleUrl: string;
@@ -68,7 +69,7 @@ async function importLoaded(url: string): Promise<Record<string, unknown> | unde
 
 /** In a worker: imports the module and returns the referenced definition. */
 export async function loadJob(ref: JobRef): Promise<JobDefinition> {
-  const module = (await import(ref.moduleUrl)) as Record<string, unknown>;
+  const module = await importModule(ref.moduleUrl);
   const job = module[ref.exportName];
   if (!isJobDefinition(job) || job.name !== ref.jobName) {
     throw new EddyError(

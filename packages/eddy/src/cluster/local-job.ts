@@ -25,12 +25,13 @@ import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopO
 import type { QueryableJob } from "./queryable.ts";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob, restorePointOf } from "./recovering-job.ts";
-import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
+import { normalizeStorageRef, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
 import type { CheckpointLocation } from "./thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "./job-ref.ts";
 import type { Placement } from "./thread-protocol.ts";
 import { ThreadedExecution, type ThreadedCheckpointing } from "./threaded-execution.ts";
+import { workerCode, type WorkerBundle } from "./worker-bundle.ts";
 
 export type ExecutionMode = "inline" | "threads";
 
@@ -169,6 +170,17 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     });
   };
 
+  /** The bundle workers start from (worker-bundle.ts); undefined: they load through tsx. */
+  let workerBundle: WorkerBundle | undefined;
+  const prepareWorkers = async (ref: JobRef): Promise<JobRef> => {
+    const storage = normalizeStorageRef(options.checkpointStorage)?.module;
+    const code = await workerCode(storage === undefined ? [ref.moduleUrl] : [ref.moduleUrl, storage]);
+    workerBundle = code.bundle;
+    if (code.bundle !== undefined) logger.debug("workers start from a bundle", { job: job.name, bundle: code.bundle.url });
+    else logger.debug("workers load through tsx", { job: job.name, reason: code.reason });
+    return ref;
+  };
+
   const runThreaded = (ref: JobRef, checkpointing?: ThreadedCheckpointing): ThreadedExecution => {
     const batchRecords = options.batchRecords ?? 1024;
     const workers = options.workers ?? Math.min(availableParallelism(), largest);
@@ -192,6 +204,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxWorkerHeapMb: options.maxWorkerHeapMb,
       token,
       checkpointing,
+      bundle: workerBundle,
     });
   };
 
@@ -226,7 +239,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       ref: wantsInline
         ? Promise.resolve(undefined)
         : locateJob(job).then((found) => {
-            if (!("reason" in found)) return found;
+            if (!("reason" in found)) return prepareWorkers(found);
             if (options.mode === "threads") {
               throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
             }
@@ -245,7 +258,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     mode = Promise.resolve("inline");
     done = execution.done;
   } else {
-    const decided = locateJob(job).then((found) => {
+    const decided = locateJob(job).then(async (found) => {
       if ("reason" in found) {
         if (options.mode === "threads") {
           throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
@@ -253,7 +266,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
         logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
         execution = runInline();
       } else {
-        execution = runThreaded(found);
+        const ref = await prepareWorkers(found);
+        execution = runThreaded(ref);
       }
       if (cancelled) execution.cancel();
       return execution;

@@ -17,6 +17,7 @@ import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointManifest } from "./checkpoint-restore.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { QueryableRegistration } from "./queryable-serving.ts";
+import type { WorkerBundle } from "./worker-bundle.ts";
 
 export interface WorkerInit {
   readonly job: JobRef;
@@ -43,6 +44,8 @@ export interface WorkerInit {
   readonly checkpointing: WorkerCheckpointing | undefined;
   /** The job's token: the worker's queryable state server requires it. */
   readonly token: string;
+  /** The bundle this worker started from (worker-bundle.ts); undefined: it loads through tsx. */
+  readonly bundle: WorkerBundle | undefined;
 }
 
 /** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */

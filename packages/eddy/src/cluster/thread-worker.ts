@@ -24,6 +24,7 @@ import { TaskExecutor, type CheckpointParticipation, type Deployment, type Reade
 import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
 import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
+import { StackMapper } from "./source-map-stack.ts";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -32,12 +33,25 @@ function send(message: FromWorker): void {
   port.postMessage(message);
 }
 
-export function serializeError(e: unknown): SerializedError {
+/** Maps stack frames in this worker's bundle back to the original files (when it runs from one). */
+const stackMapper = init.bundle === undefined ? undefined : new StackMapper(init.bundle.url, init.bundle.sourceMap);
+
+function serializeError(e: unknown): SerializedError {
   if (e instanceof EddyError) {
-    return { code: e.code, message: e.message, domain: e.domain, operator: e.operator, subtask: e.subtask, stack: e.stack };
+    return { code: e.code, message: e.message, domain: e.domain, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
   }
   const err = e instanceof Error ? e : new Error(String(e));
-  return { code: "WORKER_FAILED", message: `${err.name}: ${err.message}`, domain: "internal", operator: undefined, subtask: undefined, stack: err.stack };
+  return { code: "WORKER_FAILED", message: `${err.name}: ${err.message}`, domain: "internal", operator: undefined, subtask: undefined, stack: stackOf(err) };
+}
+
+/** The error's stack followed by its causes' (where a user function failed), frames in original files. */
+function stackOf(e: Error): string | undefined {
+  let stack = e.stack;
+  let cause = e.cause;
+  for (let depth = 0; depth < 4 && cause instanceof Error && cause.stack !== undefined; depth++, cause = cause.cause) {
+    stack = `${stack ?? ""}\nCaused by: ${cause.stack}`;
+  }
+  return stack === undefined || stackMapper === undefined ? stack : stackMapper.map(stack);
 }
 
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
@@ -304,4 +318,7 @@ async function run(): Promise<void> {
   }
 }
 
-run().catch((e: unknown) => send({ t: "failed", error: serializeError(e) }));
+/** Runs this worker; called by the entry it starts from (a bundle's, or thread-worker-entry.js). */
+export function runWorker(): void {
+  run().catch((e: unknown) => send({ t: "failed", error: serializeError(e) }));
+}

@@ -23,6 +23,7 @@ import { frameRingBytesFor, createFrameRing } from "../runtime/channels/frame-ri
 import { createDoorbells } from "./doorbells.ts";
 import { crossWorkerChannels, placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
+import type { WorkerBundle } from "./worker-bundle.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -44,6 +45,8 @@ export interface ThreadedOptions {
   readonly maxWorkerHeapMb: number | undefined;
   /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
   readonly checkpointing?: ThreadedCheckpointing | undefined;
+  /** The bundle workers start from (worker-bundle.ts); undefined: they load through tsx. */
+  readonly bundle: WorkerBundle | undefined;
 }
 
 export interface ThreadedCheckpointing {
@@ -55,7 +58,8 @@ export interface ThreadedCheckpointing {
   readonly enumeratorState: ((operatorId: string) => unknown) | undefined;
 }
 
-const ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
+/** Where a worker starts without a bundle: registers tsx, then runs thread-worker.ts. */
+const LOADER_ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
 
 interface WorkerState {
   readonly worker: Worker;
@@ -183,8 +187,9 @@ export class ThreadedExecution {
         metricsIntervalMs: this.#options.metricsIntervalMs,
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,
+        bundle: this.#options.bundle,
       };
-      const worker = new Worker(ENTRY, {
+      const worker = new Worker(this.#options.bundle === undefined ? LOADER_ENTRY : new URL(this.#options.bundle.url), {
         workerData: init,
         transferList: ports[i]!.filter((p): p is MessagePort => p !== undefined),
         execArgv: process.env.EDDY_WORKER_EXEC_ARGV === undefined ? [] : process.env.EDDY_WORKER_EXEC_ARGV.split(" "),

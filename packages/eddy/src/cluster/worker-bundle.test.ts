@@ -1,0 +1,120 @@
+/**
+ * Workers start from a bundle of the job's code (worker-bundle.ts): modules keep their own
+ * `import.meta`, npm packages load from node_modules, stack traces name the original files, and a
+ * module the bundle cannot keep makes workers fall back to the TypeScript loader.
+ */
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { runJob } from "eddy/testing";
+import type { Logger } from "../core/logger.ts";
+import { withImportMeta, workerCode, WORKER_LOADER_ENV } from "./worker-bundle.ts";
+
+const JOBS = new URL("../../../../test/jobs/", import.meta.url);
+
+function recordingLogger(): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const log = (message: string, fields?: Readonly<Record<string, unknown>>) => void lines.push(`${message} ${JSON.stringify(fields ?? {})}`);
+  return { logger: { debug: log, info: log, warn: log, error: log }, lines };
+}
+
+test("withImportMeta points import.meta at the original file and keeps every line where it was", () => {
+  const path = "/jobs/a job.ts";
+  const source = "#!/usr/bin/env node\nconst here = import.meta.url;\nexport const dir = import.meta.dirname;\n";
+  const out = withImportMeta(source, path);
+  assert.equal(out.split("\n").length, source.split("\n").length);
+  assert.ok(out.startsWith("#!/usr/bin/env node\n"));
+  assert.doesNotMatch(out, /import\.meta\.(?:url|dirname)/);
+  const lines = out.split("\n");
+  assert.match(lines[1]!, /^const __eddyImportMeta = \{.*"url":"file:\/\/\/jobs\/a%20job\.ts".*"dirname":"\/jobs"/);
+  assert.match(lines[1]!, /const here = __eddyImportMeta\.url;$/);
+  assert.equal(lines[2], "export const dir = __eddyImportMeta.dirname;");
+  assert.equal(withImportMeta("export const x = 1;\n", path), "export const x = 1;\n");
+  assert.throws(() => withImportMeta("import.meta.resolve('x')", path), /import\.meta's resolve/);
+  // Not called: resolves relative specifiers against the original file.
+  const destructured = withImportMeta("const { resolve } = import.meta;", path);
+  const meta = new Function(`${destructured.replace("const { resolve } = __eddyImportMeta;", "")} return __eddyImportMeta;`)() as { resolve(s: string): string };
+  assert.equal(meta.resolve("./b.ts"), "file:///jobs/b.ts");
+  assert.throws(() => meta.resolve("pkg"), /EDDY_WORKER_LOADER=tsx/);
+});
+
+test("a bundle is reused while its inputs are unchanged", async () => {
+  const url = new URL("bundled.ts", JOBS).href;
+  const first = await workerCode([url]);
+  const second = await workerCode([url]);
+  assert.ok(first.bundle !== undefined, "reason" in first ? first.reason : "");
+  assert.deepEqual(second, first);
+  assert.match(readFileSync(fileURLToPath(first.bundle.url), "utf8"), /preloadModules/);
+});
+
+test("on worker threads a bundled job keeps import.meta of its module and loads npm packages", async () => {
+  const { importMetaJob } = await import("../../../../test/jobs/bundled.ts");
+  const { logger, lines } = recordingLogger();
+  const handle = runJob(importMetaJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
+  assert.equal(await handle.mode, "threads");
+  await handle.done;
+  assert.ok(
+    lines.some((l) => l.startsWith("workers start from a bundle")),
+    lines.join("\n"),
+  );
+  const file = fileURLToPath(new URL("bundled.ts", JOBS));
+  const out = handle.collected<{ n: number; url: string; dirname: string; filename: string; bytes: number; sample: number }>("out");
+  assert.deepEqual(
+    out.map((r) => r.n).sort((a, b) => a - b),
+    Array.from({ length: 20 }, (_, i) => i),
+  );
+  for (const r of out) {
+    assert.equal(r.url, new URL("bundled.ts", JOBS).href);
+    assert.equal(r.filename, file);
+    assert.equal(r.dirname, dirname(file));
+    assert.equal(r.bytes, readFileSync(file).length);
+    assert.equal(r.sample, r.n);
+  }
+});
+
+test("a user function failing in a bundled worker reports a stack in the original file", async () => {
+  const { failingJob } = await import("../../../../test/jobs/bundled.ts");
+  const file = fileURLToPath(new URL("bundled.ts", JOBS));
+  const line = readFileSync(file, "utf8").split("\n").findIndex((l) => l.includes('throw new Error("seven')) + 1;
+  const handle = runJob(failingJob, { parallelism: 2, mode: "threads" });
+  await assert.rejects(handle.done, (e: Error) => {
+    assert.match(e.message, /seven is not allowed/);
+    assert.ok(e.stack?.includes(`bundled.ts:${line}:`), e.stack);
+    assert.doesNotMatch(e.stack ?? "", /worker-[0-9a-f]+\.mjs/);
+    return true;
+  });
+});
+
+test("a module the bundle cannot keep runs through the TypeScript loader, with the same result", async () => {
+  const { unbundlableJob, NEIGHBOUR } = await import("../../../../test/jobs/unbundlable.ts");
+  const { logger, lines } = recordingLogger();
+  const handle = runJob(unbundlableJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
+  assert.equal(await handle.mode, "threads");
+  await handle.done;
+  assert.ok(
+    lines.some((l) => l.startsWith("workers load through tsx") && l.includes("import.meta's resolve")),
+    lines.join("\n"),
+  );
+  const out = handle.collected<{ n: number; neighbour: string }>("out");
+  assert.equal(out.length, 20);
+  for (const r of out) assert.equal(r.neighbour, NEIGHBOUR);
+});
+
+test(`${WORKER_LOADER_ENV}=tsx makes workers load through the TypeScript loader`, async () => {
+  const { importMetaJob } = await import("../../../../test/jobs/bundled.ts");
+  const { logger, lines } = recordingLogger();
+  process.env[WORKER_LOADER_ENV] = "tsx";
+  try {
+    const handle = runJob(importMetaJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
+    await handle.done;
+    assert.ok(
+      lines.some((l) => l.startsWith("workers load through tsx")),
+      lines.join("\n"),
+    );
+    assert.equal(handle.collected("out").length, 20);
+  } finally {
+    delete process.env[WORKER_LOADER_ENV];
+  }
+});
