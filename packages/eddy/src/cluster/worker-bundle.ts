@@ -150,7 +150,8 @@ function workerPlugin(seen: Map<string, [number, number]>): Plugin {
   return {
     name: "eddy-worker",
     setup(b) {
-      b.onResolve({ filter: /.*/ }, async (args) => {
+      // Bare specifiers only: relative and absolute paths are resolved by esbuild (no round trip).
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.kind === "entry-point" || args.pluginData === RESOLVING) return undefined;
         if (args.path.startsWith("node:") || BUILTINS.has(args.path)) return { path: args.path, external: true };
         const found = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: RESOLVING });
