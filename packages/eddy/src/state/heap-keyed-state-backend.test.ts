@@ -329,6 +329,34 @@ test("asking for an existing name with another kind or other options is an error
   assert.deepEqual(b.stateNames(), ["s"]);
 });
 
+test("a descriptor asked for again gets its state's handle, also after more descriptors than the backend remembers", () => {
+  const b = backend();
+  const descriptors = Array.from({ length: 12 }, (_, i) => new ValueStateDescriptor<number>(`v${i}`));
+  const maps = Array.from({ length: 3 }, (_, i) => new MapStateDescriptor<number, number>(`m${i}`));
+  const handles = new Map<object, unknown>();
+  for (let round = 0; round < 3; round++) {
+    for (const d of descriptors) {
+      const h = b.getState(d);
+      if (round === 0) handles.set(d, h);
+      else assert.equal(h, handles.get(d), d.name);
+    }
+    for (const d of maps) {
+      const h = b.getMapState(d);
+      if (round === 0) handles.set(d, h);
+      else assert.equal(h, handles.get(d), d.name);
+    }
+  }
+  // A second descriptor object with the same name shares the state; with other options it is refused.
+  b.setCurrentKey("k", 0);
+  b.getState(descriptors[3]!).update(7);
+  assert.equal(b.getState(new ValueStateDescriptor<number>("v3")).value(), 7);
+  assert.throws(
+    () => b.getState(new ValueStateDescriptor<number>("v3", { copy: "none" })),
+    (e: unknown) => e instanceof EddyError && e.code === "STATE_DESCRIPTOR_MISMATCH",
+  );
+  assert.equal(b.stateNames().length, 15);
+});
+
 test("descriptors validate names and TTL", () => {
   const bad = (f: () => unknown, re: RegExp): void =>
     assert.throws(f, (e: unknown) => e instanceof EddyError && e.code === "INVALID_STATE_DESCRIPTOR" && re.test(e.message));

@@ -67,11 +67,22 @@ interface RegisteredState {
   restored: boolean;
 }
 
+/** How many descriptors HeapKeyedStateBackend remembers the handles of, by identity. */
+const RECENT_DESCRIPTORS = 8;
+
 export class HeapKeyedStateBackend {
   readonly keyGroupRange: KeyGroupRangeLike;
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
   readonly #states = new Map<string, RegisteredState>();
+  /**
+   * The handles of the descriptors asked for most recently, by identity: functions often ask for
+   * their states on every record (`ctx.getState(d)` in processElement). Descriptors are frozen and
+   * a state's handle never changes once created, so a hit skips the lookup by name and the checks.
+   */
+  readonly #recentDescriptors: (StateDescriptorBase | undefined)[] = new Array<undefined>(RECENT_DESCRIPTORS).fill(undefined);
+  readonly #recentHandles: (HeapKvState | undefined)[] = new Array<undefined>(RECENT_DESCRIPTORS).fill(undefined);
+  #recentNext = 0;
   readonly #operator: string | undefined;
   readonly #onQueryable: ((queryableName: string, stateName: string) => void) | undefined;
 
@@ -244,6 +255,18 @@ export class HeapKeyedStateBackend {
   }
 
   #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
+    // hot path
+    const recent = this.#recentDescriptors;
+    for (let i = 0; i < RECENT_DESCRIPTORS; i++) if (recent[i] === descriptor) return this.#recentHandles[i] as H;
+    const handle = this.#registerNamed(descriptor, create);
+    const slot = this.#recentNext;
+    this.#recentNext = (slot + 1) % RECENT_DESCRIPTORS;
+    recent[slot] = descriptor;
+    this.#recentHandles[slot] = handle;
+    return handle;
+  }
+
+  #registerNamed<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
     const state = this.#ensureTable(descriptor);
     if (state.restored) this.#adopt(state, descriptor);
     if (state.handle === undefined && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
