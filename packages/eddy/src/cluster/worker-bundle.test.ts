@@ -102,6 +102,21 @@ test("a module the bundle cannot keep runs through the TypeScript loader, with t
   for (const r of out) assert.equal(r.neighbour, NEIGHBOUR);
 });
 
+test("a module importing a path computed at run time runs through the TypeScript loader, with the same result", async () => {
+  const { computedImportJob } = await import("../../../../test/jobs/computed-import.ts");
+  const { logger, lines } = recordingLogger();
+  const handle = runJob(computedImportJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
+  assert.equal(await handle.mode, "threads");
+  await handle.done;
+  assert.ok(
+    lines.some((l) => l.startsWith("workers load through tsx") && l.includes("computed at run time")),
+    lines.join("\n"),
+  );
+  const out = handle.collected<{ n: number; helper: string }>("out");
+  assert.equal(out.length, 20);
+  for (const r of out) assert.equal(r.helper, "bundle-import-meta");
+});
+
 test(`${WORKER_LOADER_ENV}=tsx makes workers load through the TypeScript loader`, async () => {
   const { importMetaJob } = await import("../../../../test/jobs/bundled.ts");
   const { logger, lines } = recordingLogger();

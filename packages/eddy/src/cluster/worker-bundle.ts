@@ -12,9 +12,10 @@
  * - JavaScript under `node_modules` (npm packages, native addons) and Node's built-in modules stay
  *   external: the bundle imports them by absolute file URL, resolved as the job's module would.
  * - `import.meta.url`, `.filename` and `.dirname` keep meaning the original file in every module.
- *   A module that calls `import.meta.resolve` cannot be bundled faithfully (it would resolve from
- *   the bundle); then, or whenever the build fails, workers fall back to the loader (slower
- *   start, same behaviour).
+ *   A module that calls `import.meta.resolve`, or imports a module by a path computed at run
+ *   time (`import(name)`), cannot be bundled faithfully (it would resolve from the bundle, without
+ *   a TypeScript loader); then, or whenever the build fails, workers fall back to the loader
+ *   (slower start, same behaviour).
  *
  * Bundles live in a private temporary directory (mode 0700) removed when the process exits, named
  * by the hash of their content; a bundle is reused while none of its input files changed. The
@@ -46,6 +47,10 @@ export const WORKER_LOADER_ENV = "EDDY_WORKER_LOADER";
 const WORKER_MAIN = fileURLToPath(new URL("./thread-worker.ts", import.meta.url));
 const PRELOAD = fileURLToPath(new URL("./preloaded-modules.ts", import.meta.url));
 const TYPESCRIPT = /\.(?:ts|mts|cts|tsx)$/;
+/** Eddy's own sources: their computed imports are of modules the bundle preloads, or run only in the coordinator. */
+const EDDY_SOURCES = fileURLToPath(new URL("../", import.meta.url));
+/** `import(` followed by anything but a string literal: a module path computed at run time. */
+const COMPUTED_IMPORT = /\bimport\s*\(\s*[^"'\s)]/;
 const BUILTINS = new Set(builtinModules);
 const RESOLVING = Symbol("resolving");
 /** The per-module stand-in for `import.meta` (see the header). */
@@ -165,6 +170,10 @@ function workerPlugin(seen: Map<string, [number, number]>): Plugin {
         const stat = statSync(args.path);
         seen.set(args.path, [stat.mtimeMs, stat.size]);
         const source = readFileSync(args.path, "utf8");
+        // Resolved at run time, from the bundle's directory and without a TypeScript loader.
+        if (!args.path.startsWith(EDDY_SOURCES) && COMPUTED_IMPORT.test(source)) {
+          throw new Error(`${args.path} imports a module whose path is computed at run time, which a bundle cannot resolve`);
+        }
         return { contents: withImportMeta(source, args.path), loader: loaderOf(args.path), resolveDir: dirname(args.path) };
       });
     },
