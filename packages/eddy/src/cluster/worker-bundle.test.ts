@@ -4,13 +4,15 @@
  * module the bundle cannot keep makes workers fall back to the TypeScript loader.
  */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { runJob } from "eddy/testing";
 import type { Logger } from "../core/logger.ts";
-import { withImportMeta, workerCode, WORKER_LOADER_ENV } from "./worker-bundle.ts";
+import { removeStaleDirs, withImportMeta, workerCode, WORKER_LOADER_ENV } from "./worker-bundle.ts";
 
 const JOBS = new URL("../../../../test/jobs/", import.meta.url);
 
@@ -131,5 +133,22 @@ test(`${WORKER_LOADER_ENV}=tsx makes workers load through the TypeScript loader`
     assert.equal(handle.collected("out").length, 20);
   } finally {
     delete process.env[WORKER_LOADER_ENV];
+  }
+});
+
+test("bundle directories of processes that were killed are removed; a live process's stay", () => {
+  // A process id that is not running any more: a child that has exited.
+  const deadPid = Number(execFileSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }));
+  const stale = join(tmpdir(), `eddy-worker-${deadPid}-test`);
+  const live = join(tmpdir(), `eddy-worker-${process.pid}-test`);
+  mkdirSync(stale, { recursive: true });
+  mkdirSync(live, { recursive: true });
+  try {
+    removeStaleDirs();
+    assert.equal(existsSync(stale), false);
+    assert.equal(existsSync(live), true);
+  } finally {
+    rmSync(live, { recursive: true, force: true });
+    rmSync(stale, { recursive: true, force: true });
   }
 });

@@ -17,13 +17,14 @@
  *   a TypeScript loader); then, or whenever the build fails, workers fall back to the loader
  *   (slower start, same behaviour).
  *
- * Bundles live in a private temporary directory (mode 0700) removed when the process exits, named
- * by the hash of their content; a bundle is reused while none of its input files changed. The
+ * Bundles live in a private temporary directory (mode 0700, named after the process id) removed
+ * when the process exits, or by the next process to build one if this one was killed. A bundle is
+ * named by the hash of its content and reused while none of its input files changed. The
  * source map is written beside it and read only when a worker reports an error (source-map-stack.ts),
  * so stack traces name the original files without parsing the map at every start.
  */
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, resolve, sep } from "node:path";
@@ -57,7 +58,9 @@ const RESOLVING = Symbol("resolving");
 const META = "__eddyImportMeta";
 
 interface Built {
-  readonly bundle: WorkerBundle;
+  /** The bundle, or why it could not be built (then workers load through tsx). */
+  readonly bundle: WorkerBundle | undefined;
+  readonly failure: string;
   /** Input files with the mtime and size they had when read. */
   readonly inputs: readonly (readonly [path: string, mtimeMs: number, size: number])[];
 }
@@ -72,21 +75,18 @@ let outDir: string | undefined;
 export async function workerCode(modules: readonly string[]): Promise<WorkerCode> {
   if (process.env[WORKER_LOADER_ENV] === "tsx") return { bundle: undefined, reason: `${WORKER_LOADER_ENV}=tsx` };
   const key = modules.join("\n");
-  try {
-    let pending = builds.get(key);
-    if (pending === undefined || !unchanged(await pending.catch(() => undefined))) {
-      pending = buildBundle(modules);
-      builds.set(key, pending);
-    }
-    return { bundle: (await pending).bundle };
-  } catch (e) {
-    builds.delete(key);
-    return { bundle: undefined, reason: describeCause(e) };
+  let pending = builds.get(key);
+  // A failure is remembered like a bundle: built again only once an input changed.
+  if (pending === undefined || !unchanged(await pending)) {
+    pending = buildBundle(modules);
+    builds.set(key, pending);
   }
+  const built = await pending;
+  return built.bundle !== undefined ? { bundle: built.bundle } : { bundle: undefined, reason: built.failure };
 }
 
-function unchanged(built: Built | undefined): boolean {
-  if (built === undefined) return false;
+function unchanged(built: Built): boolean {
+  if (built.inputs.length === 0) return false;
   for (const [path, mtimeMs, size] of built.inputs) {
     try {
       const s = statSync(path);
@@ -99,6 +99,16 @@ function unchanged(built: Built | undefined): boolean {
 }
 
 async function buildBundle(modules: readonly string[]): Promise<Built> {
+  const seen = new Map<string, [number, number]>();
+  const inputs = () => [...seen].map(([file, [mtimeMs, size]]) => [file, mtimeMs, size] as const);
+  try {
+    return { bundle: await writeBundle(modules, seen), failure: "", inputs: inputs() };
+  } catch (e) {
+    return { bundle: undefined, failure: describeCause(e), inputs: inputs() };
+  }
+}
+
+async function writeBundle(modules: readonly string[], seen: Map<string, [number, number]>): Promise<WorkerBundle> {
   const { build } = await import("esbuild");
   const dir = (outDir ??= privateDir());
   const files = modules.map((url) => fileURLToPath(url));
@@ -109,7 +119,6 @@ async function buildBundle(modules: readonly string[]): Promise<Built> {
     `preloadModules([${modules.map((url, i) => `[${JSON.stringify(url)}, m${i}]`).join(", ")}]);`,
     `runWorker();`,
   ].join("\n");
-  const seen = new Map<string, [number, number]>();
   const outfile = join(dir, "worker.mjs");
   const result = await build({
     stdin: { contents: entry, resolveDir: dirname(WORKER_MAIN), sourcefile: "eddy-worker-entry.mjs", loader: "js" },
@@ -133,18 +142,50 @@ async function buildBundle(modules: readonly string[]): Promise<Built> {
   const name = `worker-${createHash("sha256").update(code.contents).digest("hex").slice(0, 20)}.mjs`;
   const path = join(dir, name);
   // Paths in the map are relative to the bundle's directory; the file name does not matter.
-  writeFileSync(`${path}.map`, map.contents);
-  writeFileSync(path, code.contents);
-  return {
-    bundle: { url: pathToFileURL(path).href, sourceMap: `${path}.map` },
-    inputs: [...seen].map(([file, [mtimeMs, size]]) => [file, mtimeMs, size] as const),
-  };
+  // Written aside and renamed: a worker of a running job may be reading a bundle of that name.
+  writeAtomically(`${path}.map`, map.contents);
+  writeAtomically(path, code.contents);
+  return { url: pathToFileURL(path).href, sourceMap: `${path}.map` };
 }
 
+function writeAtomically(path: string, contents: Uint8Array): void {
+  const partial = `${path}.${process.pid}.${++partialFiles}.partial`;
+  writeFileSync(partial, contents);
+  renameSync(partial, path);
+}
+let partialFiles = 0;
+
+const DIR_PREFIX = "eddy-worker-";
+
 function privateDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "eddy-worker-"));
+  removeStaleDirs();
+  const dir = mkdtempSync(join(tmpdir(), `${DIR_PREFIX}${process.pid}-`));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** Removes the directories of processes that died without their exit handler (killed by a signal). */
+export function removeStaleDirs(): void {
+  try {
+    for (const name of readdirSync(tmpdir())) {
+      const match = new RegExp(`^${DIR_PREFIX}(\\d+)-`).exec(name);
+      if (match === null || isAlive(Number(match[1]))) continue;
+      const dir = join(tmpdir(), name);
+      // Only our own: another user's directory is theirs to remove.
+      if (statSync(dir).uid === process.getuid?.()) rmSync(dir, { recursive: true, force: true });
+    }
+  } catch {
+    // Best effort: a directory left behind costs disk space, not correctness.
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 function inNodeModules(path: string): boolean {
