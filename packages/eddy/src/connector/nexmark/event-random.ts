@@ -15,8 +15,12 @@
  * costs one small allocation instead of ~70 string appends.
  */
 
-/** Current generator state (int32). */
-let state = 0;
+/**
+ * Current generator state (int32), in a typed array: a module-level `let` cost ~6 ns per draw
+ * against ~2 ns here (V8 keeps a context slot boxed and checked; an Int32Array element is a plain
+ * int32), and a bid takes ~8 draws. The values are the same int32s either way.
+ */
+const state = new Int32Array(1);
 
 const TWO_TO_MINUS_32 = 2.3283064365386963e-10;
 
@@ -36,13 +40,13 @@ const HIGH_WORD_SALT = fmix32(0x9e3779b9);
  */
 export function seedEventRandom(eventId: number, seed: number): void {
   const high = Math.floor(eventId * TWO_TO_MINUS_32);
-  state = fmix32(((eventId >>> 0) ^ seed) + (high === 0 ? HIGH_WORD_SALT : fmix32(high ^ HIGH_WORD_SALT)));
+  state[0] = fmix32(((eventId >>> 0) ^ seed) + (high === 0 ? HIGH_WORD_SALT : fmix32(high ^ HIGH_WORD_SALT)));
 }
 
 /** The next uniform 32-bit unsigned integer (splitmix32). */
 function nextU32(): number {
-  state = (state + 0x9e3779b9) | 0;
-  let z = state;
+  let z = (state[0]! + 0x9e3779b9) | 0;
+  state[0] = z;
   z = Math.imul(z ^ (z >>> 16), 0x21f0aafd);
   z = Math.imul(z ^ (z >>> 15), 0x735a2d97);
   return (z ^ (z >>> 15)) >>> 0;
