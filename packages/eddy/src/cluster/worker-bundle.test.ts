@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
@@ -42,13 +42,25 @@ test("withImportMeta points import.meta at the original file and keeps every lin
   assert.throws(() => meta.resolve("pkg"), /EDDY_WORKER_LOADER=tsx/);
 });
 
-test("a bundle is reused while its inputs are unchanged", async () => {
+test("a bundle is reused while its inputs are unchanged, and built again when one changes", async () => {
   const url = new URL("bundled.ts", JOBS).href;
   const first = await workerCode([url]);
-  const second = await workerCode([url]);
   assert.ok(first.bundle !== undefined, "reason" in first ? first.reason : "");
-  assert.deepEqual(second, first);
-  assert.match(readFileSync(fileURLToPath(first.bundle.url), "utf8"), /preloadModules/);
+  const file = fileURLToPath(first.bundle.url);
+  assert.match(readFileSync(file, "utf8"), /preloadModules/);
+  const written = statSync(file).ino;
+  // A build writes aside and renames, so the same file (inode) means no build.
+  assert.deepEqual(await workerCode([url]), first);
+  assert.equal(statSync(file).ino, written);
+  const input = fileURLToPath(url);
+  const { atime, mtime } = statSync(input);
+  utimesSync(input, atime, new Date(mtime.getTime() + 5_000));
+  try {
+    assert.deepEqual(await workerCode([url]), first, "same sources, same bundle");
+    assert.notEqual(statSync(file).ino, written, "built again");
+  } finally {
+    utimesSync(input, atime, mtime);
+  }
 });
 
 test("on worker threads a bundled job keeps import.meta of its module and loads npm packages", async () => {
