@@ -16,10 +16,23 @@ import { removeStaleDirs, withImportMeta, workerCode, WORKER_LOADER_ENV } from "
 
 const JOBS = new URL("../../../../test/jobs/", import.meta.url);
 
-function recordingLogger(): { logger: Logger; lines: string[] } {
+/**
+ * Runs `job` on two worker threads with a debug logger; checks that the log has a line starting
+ * with `loaded` ("workers start from a bundle" or "workers load through tsx") and containing
+ * `reason`, and returns what the job collected.
+ */
+async function runOnThreads<T>(job: Parameters<typeof runJob>[0], loaded: string, reason = ""): Promise<T[]> {
   const lines: string[] = [];
   const log = (message: string, fields?: Readonly<Record<string, unknown>>) => void lines.push(`${message} ${JSON.stringify(fields ?? {})}`);
-  return { logger: { debug: log, info: log, warn: log, error: log }, lines };
+  const logger: Logger = { debug: log, info: log, warn: log, error: log };
+  const handle = runJob(job, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
+  assert.equal(await handle.mode, "threads");
+  await handle.done;
+  assert.ok(
+    lines.some((l) => l.startsWith(loaded) && l.includes(reason)),
+    lines.join("\n"),
+  );
+  return handle.collected<T>("out");
 }
 
 test("withImportMeta points import.meta at the original file and keeps every line where it was", () => {
@@ -65,16 +78,11 @@ test("a bundle is reused while its inputs are unchanged, and built again when on
 
 test("on worker threads a bundled job keeps import.meta of its module and loads npm packages", async () => {
   const { importMetaJob } = await import("../../../../test/jobs/bundled.ts");
-  const { logger, lines } = recordingLogger();
-  const handle = runJob(importMetaJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
-  assert.equal(await handle.mode, "threads");
-  await handle.done;
-  assert.ok(
-    lines.some((l) => l.startsWith("workers start from a bundle")),
-    lines.join("\n"),
+  const out = await runOnThreads<{ n: number; url: string; dirname: string; filename: string; bytes: number; sample: number }>(
+    importMetaJob,
+    "workers start from a bundle",
   );
   const file = fileURLToPath(new URL("bundled.ts", JOBS));
-  const out = handle.collected<{ n: number; url: string; dirname: string; filename: string; bytes: number; sample: number }>("out");
   assert.deepEqual(
     out.map((r) => r.n).sort((a, b) => a - b),
     Array.from({ length: 20 }, (_, i) => i),
@@ -103,46 +111,24 @@ test("a user function failing in a bundled worker reports a stack in the origina
 
 test("a module the bundle cannot keep runs through the TypeScript loader, with the same result", async () => {
   const { unbundlableJob, NEIGHBOUR } = await import("../../../../test/jobs/unbundlable.ts");
-  const { logger, lines } = recordingLogger();
-  const handle = runJob(unbundlableJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
-  assert.equal(await handle.mode, "threads");
-  await handle.done;
-  assert.ok(
-    lines.some((l) => l.startsWith("workers load through tsx") && l.includes("import.meta's resolve")),
-    lines.join("\n"),
-  );
-  const out = handle.collected<{ n: number; neighbour: string }>("out");
+  const out = await runOnThreads<{ n: number; neighbour: string }>(unbundlableJob, "workers load through tsx", "import.meta's resolve");
   assert.equal(out.length, 20);
   for (const r of out) assert.equal(r.neighbour, NEIGHBOUR);
 });
 
 test("a module importing a path computed at run time runs through the TypeScript loader, with the same result", async () => {
   const { computedImportJob } = await import("../../../../test/jobs/computed-import.ts");
-  const { logger, lines } = recordingLogger();
-  const handle = runJob(computedImportJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
-  assert.equal(await handle.mode, "threads");
-  await handle.done;
-  assert.ok(
-    lines.some((l) => l.startsWith("workers load through tsx") && l.includes("computed at run time")),
-    lines.join("\n"),
-  );
-  const out = handle.collected<{ n: number; helper: string }>("out");
+  const out = await runOnThreads<{ n: number; helper: string }>(computedImportJob, "workers load through tsx", "computed at run time");
   assert.equal(out.length, 20);
   for (const r of out) assert.equal(r.helper, "bundle-import-meta");
 });
 
 test(`${WORKER_LOADER_ENV}=tsx makes workers load through the TypeScript loader`, async () => {
   const { importMetaJob } = await import("../../../../test/jobs/bundled.ts");
-  const { logger, lines } = recordingLogger();
   process.env[WORKER_LOADER_ENV] = "tsx";
   try {
-    const handle = runJob(importMetaJob, { parallelism: 2, mode: "threads", logger, logLevel: "debug" });
-    await handle.done;
-    assert.ok(
-      lines.some((l) => l.startsWith("workers load through tsx")),
-      lines.join("\n"),
-    );
-    assert.equal(handle.collected("out").length, 20);
+    const out = await runOnThreads(importMetaJob, "workers load through tsx", `${WORKER_LOADER_ENV}=tsx`);
+    assert.equal(out.length, 20);
   } finally {
     delete process.env[WORKER_LOADER_ENV];
   }
