@@ -15,6 +15,7 @@ import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { defineJob, type Sink } from "eddy";
 import { runJob } from "eddy/testing";
+import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 5_000_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -102,11 +103,6 @@ async function nodeStreams(): Promise<number> {
     }),
   );
   return checksum;
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 const variants: [string, () => number | Promise<number>][] = [

@@ -22,6 +22,7 @@ import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts
 import type { BatchCodec } from "../packages/eddy/src/core/codec/codec.ts";
 import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
 import { valueCodec } from "../packages/eddy/src/core/codec/value-codec.ts";
+import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 500_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -101,7 +102,6 @@ function run(variant: Variant, batches: unknown[][]): { rate: number; checksum: 
   return { rate: N / seconds, checksum };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const pad = (s: string, n: number): string => s.padEnd(n);
 
 console.log(`codec round trip (encode + decode, one core), ${N} records per round, batches of ${BATCH}, median of ${ROUNDS}\n`);

@@ -14,6 +14,7 @@
  * that must agree with the spread's, so no variant can skip work.
  */
 import { copyValue } from "../packages/eddy/src/state/copy-value.ts";
+import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 3_000_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -55,7 +56,6 @@ function fold(copy: (r: Rec) => Rec, records: readonly Rec[]): number {
   return s;
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 console.log(`copies: ${N.toLocaleString("en")}, rounds: ${ROUNDS} (median ns per copy)`);
 for (const [name, run] of scenarios) {

@@ -19,6 +19,7 @@ import { availableParallelism } from "node:os";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
 import { mergeFolds, type OutputFold } from "./output-fold.ts";
 import { runJob, type RunOptions } from "eddy/testing";
+import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 10_000_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -27,7 +28,6 @@ process.env.EDDY_BENCH_KEYS = String(KEYS);
 
 const jobs = await import("./jobs/parallel.ts");
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const fmt = (n: number): string => `${(n / 1e6).toFixed(2)} M/s`;
 
 interface Timing {

@@ -18,6 +18,7 @@ import { createQueryClient } from "eddy/query";
 import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import { counter } from "./jobs/queryable.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -34,10 +35,6 @@ const ROUNDS = Number(values.rounds);
 process.env.EDDY_BENCH_Q_RECORDS = String(RECORDS);
 process.env.EDDY_BENCH_Q_KEYS = String(KEYS);
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : s[Math.floor((s.length - 1) / 2)]!;
-};
 const quantile = (xs: number[], q: number): number => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))]!;

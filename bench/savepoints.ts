@@ -18,16 +18,13 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runJob, type RunOptions } from "eddy/testing";
 import { keyedState } from "./jobs/checkpoints.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({ options: { keys: { type: "string", default: "1000000" }, rounds: { type: "string", default: "3" } } });
 const KEYS = Number(values.keys);
 const ROUNDS = Number(values.rounds);
 const root = mkdtempSync(join(tmpdir(), "eddy-bench-savepoints-"));
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : s[Math.floor((s.length - 1) / 2)]!;
-};
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const ms = (xs: readonly number[]): string => `${Math.round(median(xs))} ms (${xs.map(Math.round).join(", ")})`;
 

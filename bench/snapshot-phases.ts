@@ -22,6 +22,7 @@ import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts"
 import { releaseSectionBuffers, serializeTaskSnapshot } from "../packages/eddy/src/runtime/checkpointing.ts";
 import { encodeSnapshotFileChunks } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { LocalCheckpointStorage, fileChecksum } from "../packages/eddy/src/checkpoint/storage.ts";
+import { median } from "./stats.ts";
 
 const KEYS = Number(process.argv[2] ?? 500_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -58,11 +59,6 @@ function updateKeys(n: number, from: number): void {
     const c = state.value();
     state.update(c === undefined ? { count: 1, last: i, label: `key-${keys[at]}${PADDING}` } : { count: c.count + 1, last: i, label: c.label });
   }
-}
-
-function median(values: number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)]!;
 }
 
 updateKeys(KEYS, 0);

@@ -32,6 +32,7 @@ import type { JobDefinition } from "eddy";
 import { runJob } from "eddy/testing";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
 import { mergeFolds, type OutputFold } from "./output-fold.ts";
+import { median } from "./stats.ts";
 
 /** What both sides fold their output into: record count and the sum of record hashes mod 2^32. */
 interface SinkTally {
@@ -49,7 +50,6 @@ process.env.EDDY_BENCH_KEYS = String(KEYS);
 const jobs = await import("./jobs/windows.ts");
 const { eventTimeMs, recordHash, sessionSkips, OUT_OF_ORDERNESS_MS, SESSION_GAP_MS } = jobs;
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 interface LoopResult extends SinkTally {
   /** Events dropped as late (every window already fired); 0 for this workload. */

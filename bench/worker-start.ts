@@ -12,6 +12,7 @@
 import { runJob } from "eddy/testing";
 import { WORKER_LOADER_ENV } from "../packages/eddy/src/cluster/worker-bundle.ts";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
+import { median } from "./stats.ts";
 
 const ROUNDS = Number(process.argv[2] ?? 7);
 process.env[QUERY_ENV] = process.argv[3] ?? "q5";
@@ -29,7 +30,6 @@ async function start(loader: "bundle" | "tsx"): Promise<{ wallMs: number; cpuMs:
   return { wallMs: performance.now() - t, cpuMs: (used.user + used.system) / 1000 };
 }
 
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 const first = await start("bundle");
 const runs = { bundle: [] as { wallMs: number; cpuMs: number }[], tsx: [] as { wallMs: number; cpuMs: number }[] };

@@ -5,6 +5,7 @@
 import { FLINK_PER_CORE, FLINK_V2_TARGET_FACTOR, LOOP_TARGET_FACTOR } from "./flink-per-core.ts";
 import type { Measurement } from "./measurement.ts";
 import type { OutputFold } from "../output-fold.ts";
+import { median } from "../stats.ts";
 
 /** One JSON line of `--json`; also what the table prints. Rates are events per second. */
 export interface QueryReport {
@@ -46,12 +47,6 @@ export interface QueryReport {
   readonly meetsFlinkTarget: boolean | null;
   readonly meetsLoopTarget: boolean | null;
 }
-
-export const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 export function reportQuery(rounds: readonly Measurement[], stateless: boolean): QueryReport {
   const first = rounds[0];
