@@ -12,7 +12,7 @@ import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { runJob } from "eddy/testing";
 import type { Logger } from "../core/logger.ts";
-import { removeStaleDirs, withImportMeta, workerCode, WORKER_LOADER_ENV } from "./worker-bundle.ts";
+import { checkBundlable, removeStaleDirs, withImportMeta, workerCode, WORKER_LOADER_ENV } from "./worker-bundle.ts";
 
 const JOBS = new URL("../../../../test/jobs/", import.meta.url);
 
@@ -35,7 +35,7 @@ async function runOnThreads<T>(job: Parameters<typeof runJob>[0], loaded: string
   return handle.collected<T>("out");
 }
 
-test("withImportMeta points import.meta at the original file and keeps every line where it was", () => {
+test("withImportMeta points import.meta at the original file and keeps every line where it was; checkBundlable refuses what a bundle would resolve wrongly", () => {
   const path = "/jobs/a job.ts";
   const source = "#!/usr/bin/env node\nconst here = import.meta.url;\nexport const dir = import.meta.dirname;\n";
   const out = withImportMeta(source, path);
@@ -47,7 +47,9 @@ test("withImportMeta points import.meta at the original file and keeps every lin
   assert.match(lines[1]!, /const here = __eddyImportMeta\.url;$/);
   assert.equal(lines[2], "export const dir = __eddyImportMeta.dirname;");
   assert.equal(withImportMeta("export const x = 1;\n", path), "export const x = 1;\n");
-  assert.throws(() => withImportMeta("import.meta.resolve('x')", path), /import\.meta's resolve/);
+  assert.throws(() => checkBundlable("import.meta.resolve('x')", path), /import\.meta's resolve/);
+  assert.throws(() => checkBundlable("const m = await import(name);", path), /computed at run time/);
+  checkBundlable("const m = await import('./x.ts'); export const u = import.meta.url;", path);
   // Not called: resolves relative specifiers against the original file.
   const destructured = withImportMeta("const { resolve } = import.meta;", path);
   const meta = new Function(`${destructured.replace("const { resolve } = __eddyImportMeta;", "")} return __eddyImportMeta;`)() as { resolve(s: string): string };

@@ -167,8 +167,9 @@ function privateDir(): string {
 /** Removes the directories of processes that died without their exit handler (killed by a signal). */
 export function removeStaleDirs(): void {
   try {
+    const ours = new RegExp(`^${DIR_PREFIX}(\\d+)-`);
     for (const name of readdirSync(tmpdir())) {
-      const match = new RegExp(`^${DIR_PREFIX}(\\d+)-`).exec(name);
+      const match = ours.exec(name);
       if (match === null || isAlive(Number(match[1]))) continue;
       const dir = join(tmpdir(), name);
       // Only our own: another user's directory is theirs to remove.
@@ -211,10 +212,7 @@ function workerPlugin(seen: Map<string, [number, number]>): Plugin {
         const stat = statSync(args.path);
         seen.set(args.path, [stat.mtimeMs, stat.size]);
         const source = readFileSync(args.path, "utf8");
-        // Resolved at run time, from the bundle's directory and without a TypeScript loader.
-        if (!args.path.startsWith(EDDY_SOURCES) && COMPUTED_IMPORT.test(source)) {
-          throw new Error(`${args.path} imports a module whose path is computed at run time, which a bundle cannot resolve`);
-        }
+        checkBundlable(source, args.path);
         return { contents: withImportMeta(source, args.path), loader: loaderOf(args.path), resolveDir: dirname(args.path) };
       });
     },
@@ -229,13 +227,22 @@ function loaderOf(path: string): "ts" | "tsx" | "js" | "jsx" {
 }
 
 /**
+ * Throws (making workers load through tsx) for a module whose imports a bundle would resolve
+ * wrongly: from the bundle's directory, and without a TypeScript loader.
+ */
+export function checkBundlable(source: string, path: string): void {
+  if (/\bimport\.meta\.resolve\s*\(/.test(source)) throw new Error(`${path} calls import.meta's resolve, which a bundle cannot keep`);
+  if (!path.startsWith(EDDY_SOURCES) && COMPUTED_IMPORT.test(source)) {
+    throw new Error(`${path} imports a module whose path is computed at run time, which a bundle cannot resolve`);
+  }
+}
+
+/**
  * `source` with `import.meta` replaced by a constant describing the original file, declared on
  * its first line (after a shebang) so that line numbers stay as they were.
  */
 export function withImportMeta(source: string, path: string): string {
   if (!/\bimport\.meta\b/.test(source)) return source;
-  // A call resolves from the bundle's location; the loader keeps the module's own.
-  if (/\bimport\.meta\.resolve\s*\(/.test(source)) throw new Error(`${path} calls import.meta's resolve, which a bundle cannot keep`);
   const url = pathToFileURL(path).href;
   const fields = JSON.stringify({ url, filename: resolve(path), dirname: dirname(resolve(path)) }).slice(1, -1);
   // `resolve` reached without a call (e.g. destructured): relative specifiers only.
