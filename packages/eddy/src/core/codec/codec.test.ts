@@ -356,6 +356,12 @@ describe("defaultCodec", () => {
       Array.from({ length: 50 }, (_, i) => ({ other: `o${i}` })),
       [...Array.from({ length: 49 }, (_, i) => a(i)), Object.assign(Object.create(null) as object, { key: 1, value: 2 })],
       Array.from({ length: 50 }, (_, i) => a(i)),
+      // The plain-object check reads `constructor` (see isPlainObject): an own field of that name
+      // is data like any other, numeric or not.
+      Array.from({ length: 50 }, (_, i) => ({ constructor: i, value: i * 2 })),
+      Array.from({ length: 50 }, (_, i) => ({ constructor: `c${i}`, value: i * 2 })),
+      // A nested object of the column's shape but with another prototype is not taken for it.
+      [...Array.from({ length: 49 }, (_, i) => ({ inner: { x: i } })), { inner: Object.assign(Object.create(null) as object, { x: 1 }) }],
     ];
     for (const batch of batches) {
       const decoded = roundTrip(codec, batch) as object[];

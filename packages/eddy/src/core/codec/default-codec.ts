@@ -192,7 +192,7 @@ class DefaultCodec implements BatchCodec {
       const v = values[i];
       let g: Group | undefined;
       if (typeof v === "object" && v !== null) {
-        if (Object.getPrototypeOf(v) === Object.prototype) {
+        if (isPlainObject(v)) {
           if (last !== undefined && hasKeys(v, last.keys)) g = last;
           else {
             for (let s = 0; s < shapes.length && s < SHAPE_PROBES; s++) {
@@ -482,6 +482,18 @@ function shapeKeys(v: object): string[] | undefined {
 }
 
 /** Whether `v`'s enumerable keys are exactly `keys`, in order. */
+/**
+ * Whether `v` is a plain object (its prototype is Object.prototype). hot path: once per record.
+ * `constructor` is read first only so that TurboFan knows `v`'s hidden class where
+ * getPrototypeOf is called, and folds the call into a constant; on its own the call cost ~9 ns
+ * per record in the checks below (Node 20), more than the rest of them. The result does not
+ * depend on what `constructor` holds.
+ */
+function isPlainObject(v: object): boolean {
+  (v as { constructor?: unknown }).constructor;
+  return Object.getPrototypeOf(v) === Object.prototype;
+}
+
 function hasKeys(v: object, keys: readonly string[]): boolean {
   let j = 0;
   for (const k in v) {
@@ -495,7 +507,7 @@ function hasKeys(v: object, keys: readonly string[]): boolean {
 function allHaveKeys(values: readonly unknown[], n: number, keys: readonly string[]): boolean {
   for (let i = 0; i < n; i++) {
     const v = values[i];
-    if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype || !hasKeys(v, keys)) return false;
+    if (typeof v !== "object" || v === null || !isPlainObject(v) || !hasKeys(v, keys)) return false;
   }
   return true;
 }
@@ -508,11 +520,16 @@ function allNumbers(v: object, keys: readonly string[]): boolean {
 
 function compileNumeric(keys: readonly string[]): NumericShape {
   const names = keys.map((key) => JSON.stringify(key));
+  // The fields are read before the prototype is checked: the reads leave TurboFan knowing the
+  // record's hidden class, and then it folds getPrototypeOf into a constant instead of calling it
+  // (measured: ~9 ns per record in this loop otherwise, more than the rest of the check).
   const checkBody = `"use strict";
 ${keys.map((_, f) => `let k${f} = ${ColumnKind.I32};`).join(" ")}
 for (let i = 0; i < m; i++) {
   const r = records[i];
-  if (typeof r !== "object" || r === null || getPrototypeOf(r) !== objectPrototype) return false;
+  if (typeof r !== "object" || r === null) return false;
+${names.map((name, f) => `  const v${f} = r[${name}];`).join("\n")}
+  if (getPrototypeOf(r) !== objectPrototype) return false;
   let j = 0;
   for (const k in r) {
     switch (j) {
@@ -524,8 +541,7 @@ ${names.map((name, f) => `      case ${f}: if (k !== ${name}) return false; brea
   if (j !== ${keys.length}) return false;
 ${names
   .map(
-    (name, f) => `  const v${f} = r[${name}];
-  if (typeof v${f} !== "number") return false;
+    (name, f) => `  if (typeof v${f} !== "number") return false;
   if (k${f} === ${ColumnKind.I32} && ((v${f} | 0) !== v${f} || (v${f} === 0 && 1 / v${f} < 0))) k${f} = ${ColumnKind.F64};`,
   )
   .join("\n")}
@@ -610,7 +626,7 @@ function columnKind(column: readonly unknown[], m: number, depth: number): Colum
       if (keys === undefined) return ColumnKind.Value;
       for (let i = 1; i < m; i++) {
         const v = column[i];
-        if (typeof v !== "object" || v === null || Object.getPrototypeOf(v) !== Object.prototype || !hasKeys(v, keys)) {
+        if (typeof v !== "object" || v === null || !isPlainObject(v) || !hasKeys(v, keys)) {
           return ColumnKind.Value;
         }
       }
