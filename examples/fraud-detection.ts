@@ -43,9 +43,9 @@ export interface Alert {
  * alert (and consumes the small charge). A small charge is forgotten once the window has passed.
  */
 export function fraudDetector(): KeyedProcessFunction<string, Transaction, Alert> {
-  // copy: "none": state hands out and keeps the very arrays and objects, without copying them in
-  // and out. Safe here because a list read from `pending` is only changed right before it is put
-  // back or removed, and `lastSmall` always gets a new object (~13 % less time for this job).
+  // copy: "none": state hands out and keeps the very arrays and objects instead of copying them
+  // on every read and write (~10 % less time for this job). The price is that nothing read from
+  // or written to these states is changed afterwards: new lists and objects are built instead.
   const pending = new MapStateDescriptor<number, Transaction[]>("pending-by-timestamp", { copy: "none" });
   const lastSmall = new ValueStateDescriptor<{ id: number; timestamp: number }>("last-small-charge", { copy: "none" });
   return {
@@ -55,16 +55,14 @@ export function fraudDetector(): KeyedProcessFunction<string, Transaction, Alert
         return;
       }
       const buffer = ctx.getMapState(pending);
-      const list = buffer.get(tx.timestamp) ?? [];
-      list.push(tx);
-      buffer.put(tx.timestamp, list);
+      buffer.put(tx.timestamp, [...(buffer.get(tx.timestamp) ?? []), tx]);
       ctx.timerService().registerEventTimeTimer(tx.timestamp);
       void out;
     },
     onTimer(timestamp, ctx, out) {
       const buffer = ctx.getMapState(pending);
       const small = ctx.getState(lastSmall);
-      const due = (buffer.get(timestamp) ?? []).sort((a, b) => a.id - b.id);
+      const due = [...(buffer.get(timestamp) ?? [])].sort((a, b) => a.id - b.id);
       buffer.remove(timestamp);
       for (const tx of due) {
         const last = small.value();
