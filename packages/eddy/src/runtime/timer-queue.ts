@@ -29,7 +29,7 @@ export type TimerNamespace = string | number;
  * Largest number of timers one key keeps in an array before the index switches to maps. Timestamps
  * in epoch milliseconds are heap numbers as Map keys, so a lookup in the maps costs about what a
  * scan of a few dozen timers does: with 8, a job buffering ~15 events per key until the watermark
- * passes them (the fraud-detection example) took ~13 % longer than with 32.
+ * passes them (the fraud-detection example) took ~15 % longer than with 32.
  */
 export const SMALL_KEY_TIMERS = 32;
 
