@@ -22,6 +22,7 @@
  * Alignment is relative to the start of the encoding, so a frame header written before the codec
  * output shifts nothing: the reader is constructed with the offset where the writer's byte 0 lies.
  */
+import { isAscii } from "node:buffer";
 import { CodecError } from "./codec.ts";
 
 /** Whether typed-array views use little-endian byte order (every platform Node ships on today). */
@@ -596,6 +597,27 @@ export class ByteReader {
     const view = this.#u8.subarray(this.#pos, this.#pos + n);
     this.#pos += n;
     return view;
+  }
+
+  /**
+   * The bytes of the next `string` if it is UTF-8 and all ASCII, so that its characters are its
+   * bytes (e.g. to decode parts of it on their own); the string is then consumed. Otherwise
+   * undefined, and nothing is consumed.
+   */
+  asciiStringBytes(): Uint8Array | undefined {
+    const at = this.#pos;
+    const h = this.varuint();
+    const len = Math.floor(h / 2);
+    if ((h & 1) === 0) {
+      this.need(len);
+      const bytes = this.#u8.subarray(this.#pos, this.#pos + len);
+      if (isAscii(bytes)) {
+        this.#pos += len;
+        return bytes;
+      }
+    }
+    this.#pos = at;
+    return undefined;
   }
 
   /** Reads a `string` (see the header). Invalid UTF-8 throws CORRUPT_FRAME. */
