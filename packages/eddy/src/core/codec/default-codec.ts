@@ -35,8 +35,8 @@
  *                                                 keyed stages)
  *   strings := string joined, varuint utf16Length × m
  *              the m strings concatenated, encoded once (UTF-8, or UTF-16 if the concatenation is
- *              not well-formed), then each string's length in UTF-16 code units; decoded with one
- *              UTF-8 decode and m `slice` calls.
+ *              not well-formed), then each string's length in UTF-16 code units; decoded in
+ *              pieces of ~1 KB and m `slice` calls (see readStrings).
  *
  * Every group costs at least one byte per record, which bounds what a corrupt count can allocate.
  * The decoder rebuilds a shape's records with a generated function whose object literal gives
