@@ -666,8 +666,8 @@ let stringEnds = new Int32Array(1024);
  */
 function readStrings(input: ByteReader, m: number): string[] {
   const ascii = input.asciiStringBytes();
-  const joined = ascii === undefined ? input.string() : undefined;
-  const length = ascii === undefined ? joined!.length : ascii.length;
+  const text = ascii === undefined ? input.string() : undefined;
+  const length = text === undefined ? ascii!.length : text.length;
   input.checkCount(m, 1, "string lengths");
   if (stringEnds.length < m) stringEnds = new Int32Array(Math.max(m, stringEnds.length * 2));
   const ends = stringEnds;
@@ -678,42 +678,53 @@ function readStrings(input: ByteReader, m: number): string[] {
     ends[i] = at;
   }
   if (at !== length) throw CodecError.corrupt("string lengths fall short of their column");
+  return text === undefined ? cutAscii(Buffer.from(ascii!.buffer, ascii!.byteOffset, ascii!.length), ends, m) : cutDecoded(text, ends, m);
+}
+
+/** Where the piece that starts with value `i` (at character `at`) ends: see readStrings. */
+function pieceEnd(ends: Int32Array, i: number, m: number, at: number): number {
+  let end = ends[i]!;
+  for (let j = i + 1; j < m && ends[j]! - at <= STRING_PIN_CHARS; j++) end = ends[j]!;
+  return end;
+}
+
+/** The values of an ASCII column, each cut from a piece decoded from `bytes`. */
+function cutAscii(bytes: Buffer, ends: Int32Array, m: number): string[] {
   const strings = new Array<string>(m);
-  if (ascii !== undefined) {
-    const bytes = Buffer.from(ascii.buffer, ascii.byteOffset, ascii.length);
-    let piece = "";
-    let pieceStart = 0;
-    let pieceEnd = 0;
-    at = 0;
-    for (let i = 0; i < m; i++) {
-      const end = ends[i]!;
-      if (end > pieceEnd) {
-        pieceStart = at;
-        pieceEnd = end;
-        for (let j = i + 1; j < m && ends[j]! - at <= STRING_PIN_CHARS; j++) pieceEnd = ends[j]!;
-        piece = bytes.toString("latin1", pieceStart, pieceEnd);
-      }
-      strings[i] = piece.slice(at - pieceStart, end - pieceStart);
-      at = end;
+  let piece = "";
+  let pieceStart = 0;
+  let pieceStop = 0;
+  let at = 0;
+  for (let i = 0; i < m; i++) {
+    const end = ends[i]!;
+    if (end > pieceStop) {
+      pieceStart = at;
+      pieceStop = pieceEnd(ends, i, m, at);
+      piece = bytes.toString("latin1", pieceStart, pieceStop);
     }
-    return strings;
+    strings[i] = piece.slice(at - pieceStart, end - pieceStart);
+    at = end;
   }
-  const text = joined!;
+  return strings;
+}
+
+/** The values of a column decoded whole into `text`: short ones sliced, long ones cut from flattened pieces. */
+function cutDecoded(text: string, ends: Int32Array, m: number): string[] {
+  const strings = new Array<string>(m);
   const whole = text.length <= STRING_PIN_CHARS;
   let piece = text;
   let pieceStart = 0;
-  let pieceEnd = whole ? text.length : 0;
-  at = 0;
+  let pieceStop = whole ? text.length : 0;
+  let at = 0;
   for (let i = 0; i < m; i++) {
     const end = ends[i]!;
     if (end - at < SLICED_STRING_MIN_LENGTH) {
       strings[i] = text.slice(at, end);
     } else {
-      if (end > pieceEnd) {
+      if (end > pieceStop) {
         pieceStart = at;
-        pieceEnd = end;
-        for (let j = i + 1; j < m && ends[j]! - at <= STRING_PIN_CHARS; j++) pieceEnd = ends[j]!;
-        piece = (text.slice(pieceStart, pieceEnd) + "\0").slice(0, -1);
+        pieceStop = pieceEnd(ends, i, m, at);
+        piece = (text.slice(pieceStart, pieceStop) + "\0").slice(0, -1);
       }
       strings[i] = piece.slice(at - pieceStart, end - pieceStart);
     }
