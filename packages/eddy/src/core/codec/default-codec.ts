@@ -49,6 +49,7 @@
  */
 import { HOST_LITTLE_ENDIAN, type ByteReader, type ByteWriter } from "./bytes.ts";
 import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
+import { isPlainObject } from "../plain-object.ts";
 import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
 
 const enum GroupKind {
@@ -479,18 +480,6 @@ function shapeKeys(v: object): string[] | undefined {
     keys.push(k);
   }
   return keys.length === 0 ? undefined : keys;
-}
-
-/**
- * Whether `v` is a plain object (its prototype is Object.prototype). hot path: once per record.
- * `constructor` is read first only so that TurboFan knows `v`'s hidden class where
- * getPrototypeOf is called, and folds the call into a constant; on its own the call cost ~9 ns
- * per record in the checks below (Node 20), more than the rest of them. The result does not
- * depend on what `constructor` holds.
- */
-function isPlainObject(v: object): boolean {
-  (v as { constructor?: unknown }).constructor;
-  return Object.getPrototypeOf(v) === Object.prototype;
 }
 
 /** Whether `v`'s enumerable keys are exactly `keys`, in order. */
