@@ -2,7 +2,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defineJob, OutputTag, ValueStateDescriptor, WatermarkStrategy, type KeyedCoProcessFunction } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
+import { planJob } from "../packages/eddy/src/cluster/job-ref.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 
 test("union merges streams of the same type; nothing is lost or duplicated", async () => {
   const handle = runJob(
@@ -205,28 +207,58 @@ test("rebalance, rescale, broadcast and custom partitioning deliver every record
   for (const r of handle.collected<string>("custom").map(parse)) assert.equal(r.idx, r.n % 3);
 });
 
+/** source → map → filter → keyBy → sum → map → rebalance → map (p2) → sink (p2). */
+const chaining = defineJob("chaining", (env) => {
+  env
+    .fromSequence(1, 10)
+    .map((n) => n + 1)
+    .filter((n) => n > 2)
+    .keyBy((n) => n % 2)
+    .sum()
+    .map((n) => n * 2)
+    .rebalance()
+    .map((n) => n)
+    .setParallelism(2)
+    .sinkTo(collectSink("out"))
+    .setParallelism(2);
+});
+
+/** What `chaining` emits: the rolling sums per parity of 3..11, doubled. */
+function chainingExpected(): number[] {
+  const sums = new Map<number, number>();
+  const out: number[] = [];
+  for (let n = 3; n <= 11; n++) {
+    const s = (sums.get(n % 2) ?? 0) + n;
+    sums.set(n % 2, s);
+    out.push(s * 2);
+  }
+  return out.sort((a, b) => a - b);
+}
+
 test("operators on forward edges with equal parallelism are chained; keyBy and parallelism changes split chains", async () => {
-  const handle = runJob(
-    defineJob("chaining", (env) => {
-      env
-        .fromSequence(1, 10)
-        .map((n) => n + 1)
-        .filter((n) => n > 2)
-        .keyBy((n) => n % 2)
-        .sum()
-        .map((n) => n * 2)
-        .rebalance()
-        .map((n) => n)
-        .setParallelism(2)
-        .sinkTo(collectSink("out"))
-        .setParallelism(2);
-    }),
-  );
+  const handle = runJob(chaining, { parallelism: 2, mode: "inline" });
   assert.deepEqual(
     handle.plan.chains.map((c) => c.name),
     ["Source: Sequence -> Map -> Filter", "Sum -> Map", "Map -> Sink"],
   );
   await handle.done;
+  assert.deepEqual(handle.collected<number>("out").sort((a, b) => a - b), chainingExpected());
+});
+
+test("a keyBy edge between single subtasks is chained (its one receiver owns every key group); rebalance is not", async () => {
+  const handle = runJob(chaining, { parallelism: 1 });
+  assert.deepEqual(
+    handle.plan.chains.map((c) => c.name),
+    ["Source: Sequence -> Map -> Filter -> Sum -> Map", "Map -> Sink"],
+  );
+  await handle.done;
+  assert.deepEqual(handle.collected<number>("out").sort((a, b) => a - b), chainingExpected());
+  // Placement "spread" exists to measure a keyBy exchange between two threads: it keeps the edge.
+  const spread = planJob(chaining, { parallelism: 1, placement: "spread" }, silentLogger).plan;
+  assert.deepEqual(
+    spread.chains.map((c) => c.name),
+    ["Source: Sequence -> Map -> Filter", "Sum -> Map", "Map -> Sink"],
+  );
 });
 
 test("a keyed rolling reduce emits each key's running result, at parallelism 1 (batches without key groups) and 3 (with)", async () => {

@@ -60,6 +60,29 @@ export interface PlanOptions {
    */
   readonly restoredMaxParallelism?: Readonly<Record<string, number>> | undefined;
   readonly logger: Logger;
+  /**
+   * Whether a keyBy edge from one subtask to one subtask is chained (default true). Such an edge
+   * carries every record to the one receiver, as a forward edge does; chained, the records skip
+   * the batches and the second task. Off only to measure a keyBy exchange between two threads
+   * (placement "spread").
+   */
+  readonly chainSingleSubtaskKeyBy?: boolean;
+}
+
+/**
+ * Whether `source` and `target` run in one task. A forward edge always is (equal parallelism is
+ * checked before); a keyBy edge too when both sides have one subtask, since the one receiver
+ * owns every key group. Other partitioners stay unchained at any parallelism, as in Flink: an
+ * explicit rebalance or rescale keeps its task boundary, and a custom partitioner's function runs.
+ */
+function chainable(partitioner: PartitionerSpec, source: PlanNode, target: PlanNode, options: PlanOptions): boolean {
+  if (partitioner.type === "forward") return true;
+  return (
+    partitioner.type === "key-group" &&
+    source.parallelism === 1 &&
+    target.parallelism === 1 &&
+    options.chainSingleSubtaskKeyBy !== false
+  );
 }
 
 interface ResolvedInput {
@@ -155,7 +178,7 @@ export function compilePlan(transformations: readonly Transformation[], options:
           { domain: "config" },
         );
       }
-      const chained = partitioner.type === "forward" && t.kind === "one-input" && all.length === 1;
+      const chained = t.kind === "one-input" && all.length === 1 && chainable(partitioner, source, target, options);
       const edge: PlanEdge = {
         source,
         target,
