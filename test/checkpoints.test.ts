@@ -5,7 +5,8 @@
  * a worker thread that exits, an exception in a sink's snapshot or in its commit — restarts from
  * its latest checkpoint, and its committed output equals the failure-free run's, record for record.
  * In CI: 6 inline rounds, 12 on worker threads and 2 failures right after the final commit — the
- * issue's 20 runs. Per-stage input counts are exact when the committed output is: the counting
+ * issue's 20 runs — all at parallelism 2, and 5 more at parallelism 1, where the whole job is one
+ * task (keyBy edges between single subtasks are chained). Per-stage input counts are exact when the committed output is: the counting
  * stage emits each record once with its running count per key, and the window stage's sums are
  * those counts. The seed is printed on failure; EDDY_TEST_SEED replays a run, EDDY_CHK_ROUNDS runs
  * more rounds (`npm run soak:checkpoints`: 500).
@@ -17,6 +18,8 @@ import { basename, dirname } from "node:path";
 import { SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
 import { asManifest, manifestFiles } from "../packages/eddy/src/cluster/checkpoint-restore.ts";
+import { planJob } from "../packages/eddy/src/cluster/job-ref.ts";
+import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/cluster/task-executor.ts";
 import { decodeOperatorStates, operatorStateSection } from "../packages/eddy/src/runtime/checkpointing.ts";
 import { tmpdir } from "node:os";
@@ -77,20 +80,26 @@ test("the failure-free run counts every record once (the oracle is sound)", asyn
 });
 
 /**
- * Runs the job at parallelism 2 with checkpoints every 10 ms and `fault` injected once, in a
- * fresh directory; checks the fault fired, the job restarted once, and the committed output
+ * Runs the job at `parallelism` (default 2) with checkpoints every 10 ms and `fault` injected
+ * once, in a fresh directory; checks the fault fired, the job restarted once, and the committed output
  * equals the failure-free run. Returns the checkpoint the restart restored from.
  */
-async function faultyRun(mode: "inline" | "threads", kind: FaultKind, atRecord: (dir: string) => number, where: string): Promise<number | null> {
+async function faultyRun(
+  mode: "inline" | "threads",
+  kind: FaultKind,
+  atRecord: (dir: string) => number,
+  where: string,
+  parallelism = 2,
+): Promise<number | null> {
   const expected = await failureFree();
   const dir = mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
   const fault: Fault = { kind, atRecord: atRecord(dir), marker: join(dir, "fault-fired") };
-  const at = `${where}, ${mode}, fault '${kind}' at record ${fault.atRecord}`;
+  const at = `${where}, ${mode}, parallelism ${parallelism}, fault '${kind}' at record ${fault.atRecord}`;
   try {
     const result = await run(
       {
         mode,
-        parallelism: 2,
+        parallelism,
         checkpointing: { intervalMs: 10 },
         checkpointDir: join(dir, "checkpoints"),
         jobId: "kill-and-compare",
@@ -108,7 +117,7 @@ async function faultyRun(mode: "inline" | "threads", kind: FaultKind, atRecord: 
   }
 }
 
-async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultKind[], rounds: number): Promise<void> {
+async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultKind[], rounds: number, parallelism = 2): Promise<void> {
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);
   const restoredFrom: (number | null)[] = [];
@@ -117,7 +126,7 @@ async function killAndCompare(mode: "inline" | "threads", kinds: readonly FaultK
     // in the sink's commit near the end hits the final checkpoint's commit.
     // Round 0 fails late, so at least one round restores from a periodic checkpoint.
     const atRecord = round === 0 ? Math.floor(checkpointed.RECORDS * 0.98) : 1 + Math.floor(random() * checkpointed.RECORDS);
-    restoredFrom.push(await faultyRun(mode, kinds[round % kinds.length]!, () => atRecord, `seed ${seed}, round ${round}`));
+    restoredFrom.push(await faultyRun(mode, kinds[round % kinds.length]!, () => atRecord, `seed ${seed}, round ${round}`, parallelism));
   }
   // Faults late in the run restore from a checkpoint (early ones may start over).
   assert.ok(restoredFrom.some((id) => id !== null), `seed ${seed}: no round restored from a checkpoint (${JSON.stringify(restoredFrom)})`);
@@ -131,6 +140,13 @@ test("inline: a fault at a random point, recovery from the latest checkpoint, co
 
 test("worker threads: a killed worker or a fault in any phase, recovery, committed output equals the failure-free run", async () => {
   await killAndCompare("threads", ["exit", "process", "snapshot", "commit"], rounds || 12);
+});
+
+test("parallelism 1 (every keyBy edge chained into the source's task): a fault at a random point, recovery, the failure-free output", async () => {
+  const chains = planJob(checkpointed.countingJob, { parallelism: 1 }, silentLogger).plan.chains;
+  assert.equal(chains.length, 1, `one task: ${chains.map((c) => c.name).join(" | ")}`);
+  await killAndCompare("inline", ["process", "snapshot", "commit"], rounds || 3, 1);
+  await killAndCompare("threads", ["exit", "process"], rounds || 2, 1);
 });
 
 test("a failure in the final commit (after every source finished) restores the final checkpoint and commits exactly once", async () => {
