@@ -101,6 +101,40 @@ for (const [label, selector] of [
     assert.match(error.message, /Totals/);
     assert.match(error.message, /invalid key/);
   });
+
+  test(`a key selector returning ${label} fails the same way when an operator that is not keyed follows keyBy`, async () => {
+    const error = await failureOf(
+      defineJob("bad-key-map", (env) => {
+        env
+          .fromElements(1, 2, 3)
+          .keyBy(selector as unknown as (n: number) => string)
+          .map((n) => n)
+          .name("Pass")
+          .sinkTo(collectSink("out"));
+      }),
+    );
+    assert.equal(error.code, "INVALID_KEY");
+    assert.match(error.message, /Pass/);
+    assert.match(error.message, /invalid key/);
+  });
+}
+
+for (const parallelism of [1, 3]) {
+  test(`a custom partitioner returning a channel out of range fails with a clear error (parallelism ${parallelism})`, async () => {
+    const error = await failureOf(
+      defineJob("bad-partition", (env) => {
+        env
+          .fromElements(1, 2, 3)
+          .partitionCustom((key: number, n) => (key === 2 ? n : 0), (v) => v)
+          .map((n) => n)
+          .name("After")
+          .sinkTo(collectSink("out"));
+      }),
+      parallelism,
+    );
+    assert.equal(error.code, "INVALID_PARTITION");
+    assert.match(error.message, /After/);
+  });
 }
 
 for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, "1000"]) {

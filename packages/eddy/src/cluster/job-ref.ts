@@ -12,7 +12,6 @@ import { compilePlan, type Plan } from "../graph/plan.ts";
 import type { Logger } from "../core/logger.ts";
 import type { StreamExecutionEnvironment } from "../api/environment.ts";
 import { importModule } from "./preloaded-modules.ts";
-import type { Placement } from "./thread-protocol.ts";
 
 export interface JobRef {
   readonly moduleUrl: string;
@@ -87,8 +86,6 @@ export interface PlanSettings {
   readonly maxParallelism?: number | undefined;
   /** See PlanOptions.restoredMaxParallelism. */
   readonly restoredMaxParallelism?: Readonly<Record<string, number>> | undefined;
-  /** "spread" keeps keyBy edges between single subtasks unchained (see PlanOptions). */
-  readonly placement?: Placement | undefined;
 }
 
 /** Builds the job's graph and compiles it; the coordinator and every worker call this alike. */
@@ -100,7 +97,6 @@ export function planJob(job: JobDefinition, settings: PlanSettings, logger: Logg
     maxParallelism: env.getMaxParallelism() ?? settings.maxParallelism,
     restoredMaxParallelism: settings.restoredMaxParallelism,
     logger,
-    chainSingleSubtaskKeyBy: settings.placement !== "spread",
   });
   return { env, plan };
 }

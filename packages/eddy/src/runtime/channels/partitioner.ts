@@ -35,6 +35,12 @@ export interface ChannelSelector {
    * record writer sends along so the keyed operator downstream does not hash the key again.
    */
   readonly keyGroup?: number;
+  /**
+   * Set by selectors that check each record (keyBy's key, a custom partitioner's result): they
+   * run even when there is one channel, so bad input fails at every parallelism alike. Other
+   * selectors are skipped when there is one channel.
+   */
+  readonly checksRecords?: true;
 }
 
 export const BROADCAST = -1;
@@ -111,8 +117,9 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
   // Checked once here, so the per-record step needs no checks.
   checkParallelism(p, maxP);
   const assigner = new KeyGroupAssigner(maxP);
-  const selector: { keyGroup: number; select(value: unknown): number } = {
+  const selector: { keyGroup: number; checksRecords: true; select(value: unknown): number } = {
     keyGroup: -1,
+    checksRecords: true,
     select(value: unknown): number {
       // hot path
       const key = requireValidKey(keySelector(value), ctx.receiverName);
@@ -131,6 +138,7 @@ function customSelector(
 ): ChannelSelector {
   const n = ctx.receiverParallelism;
   return {
+    checksRecords: true,
     select(value: unknown): number {
       const key = keySelector(value);
       const channel = partition(key, n);

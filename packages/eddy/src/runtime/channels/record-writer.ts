@@ -10,6 +10,8 @@ import type { OutputChannel } from "./local-channel.ts";
 export class RecordWriter {
   readonly #channels: readonly OutputChannel[];
   readonly #selector: ChannelSelector;
+  /** One channel and a selector that need not see the records: every record goes to channel 0. */
+  readonly #single: boolean;
   readonly #batchRecords: number;
   /**
    * Pending batch per channel, preallocated to the batch size: slots [0, fill[c]) are filled.
@@ -27,6 +29,7 @@ export class RecordWriter {
   constructor(channels: readonly OutputChannel[], selector: ChannelSelector, batchRecords: number) {
     this.#channels = channels;
     this.#selector = selector;
+    this.#single = channels.length === 1 && selector.checksRecords !== true;
     this.#batchRecords = batchRecords;
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
@@ -37,7 +40,7 @@ export class RecordWriter {
 
   /** hot path */
   write(value: unknown, timestamp: number): void {
-    if (this.#channels.length === 1) {
+    if (this.#single) {
       this.#append(0, value, timestamp);
       return;
     }
