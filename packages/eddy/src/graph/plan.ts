@@ -60,28 +60,24 @@ export interface PlanOptions {
    */
   readonly restoredMaxParallelism?: Readonly<Record<string, number>> | undefined;
   readonly logger: Logger;
-  /**
-   * Whether a keyBy edge from one subtask to one subtask is chained (default true). Such an edge
-   * carries every record to the one receiver, as a forward edge does; chained, the records skip
-   * the batches and the second task. Off only to measure a keyBy exchange between two threads
-   * (placement "spread").
-   */
-  readonly chainSingleSubtaskKeyBy?: boolean;
 }
 
 /**
- * Whether `source` and `target` run in one task. A forward edge always is (equal parallelism is
- * checked before); a keyBy edge too when both sides have one subtask, since the one receiver
- * owns every key group. Other partitioners stay unchained at any parallelism, as in Flink: an
- * explicit rebalance or rescale keeps its task boundary, and a custom partitioner's function runs.
+ * Whether `source` and `target` run in one task. A forward edge always does (equal parallelism
+ * is checked before). So does a keyBy edge from one subtask to a keyed operator of one subtask:
+ * the one receiver owns every key group, and a keyed operator selects and checks the key itself.
+ * (Flink keeps such an edge; here it would cost batching every record and a second task.)
+ * Every other edge is a task boundary: a keyBy into an operator that is not keyed (its
+ * partitioner is what checks the key), rebalance, rescale, broadcast and custom partitioners.
  */
-function chainable(partitioner: PartitionerSpec, source: PlanNode, target: PlanNode, options: PlanOptions): boolean {
+function chainable(partitioner: PartitionerSpec, source: PlanNode, target: PlanNode): boolean {
   if (partitioner.type === "forward") return true;
   return (
     partitioner.type === "key-group" &&
     source.parallelism === 1 &&
     target.parallelism === 1 &&
-    options.chainSingleSubtaskKeyBy !== false
+    target.transformation.kind === "one-input" &&
+    target.transformation.keySelector !== undefined
   );
 }
 
@@ -178,7 +174,7 @@ export function compilePlan(transformations: readonly Transformation[], options:
           { domain: "config" },
         );
       }
-      const chained = t.kind === "one-input" && all.length === 1 && chainable(partitioner, source, target, options);
+      const chained = t.kind === "one-input" && all.length === 1 && chainable(partitioner, source, target);
       const edge: PlanEdge = {
         source,
         target,
