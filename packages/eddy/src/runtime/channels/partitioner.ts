@@ -116,6 +116,10 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
   const p = ctx.receiverParallelism;
   // Checked once here, so the per-record step needs no checks.
   checkParallelism(p, maxP);
+  if (p === 1) {
+    // One receiver owns every key group: only the key's validity is left to check.
+    return { checksRecords: true, select: (value) => (requireValidKey(keySelector(value), ctx.receiverName), 0) };
+  }
   const assigner = new KeyGroupAssigner(maxP);
   const selector: { keyGroup: number; checksRecords: true; select(value: unknown): number } = {
     keyGroup: -1,
