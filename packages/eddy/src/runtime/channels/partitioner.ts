@@ -118,7 +118,13 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
   checkParallelism(p, maxP);
   if (p === 1) {
     // One receiver owns every key group: only the key's validity is left to check.
-    return { checksRecords: true, select: (value) => (requireValidKey(keySelector(value), ctx.receiverName), 0) };
+    return {
+      checksRecords: true,
+      select(value: unknown): number {
+        requireValidKey(keySelector(value), ctx.receiverName);
+        return 0;
+      },
+    };
   }
   const assigner = new KeyGroupAssigner(maxP);
   const selector: { keyGroup: number; checksRecords: true; select(value: unknown): number } = {
