@@ -225,15 +225,45 @@ const chaining = defineJob("chaining", (env) => {
 
 /** What `chaining` emits: the rolling sums per parity of 3..11, doubled. */
 function chainingExpected(): number[] {
-  const sums = new Map<number, number>();
-  const out: number[] = [];
-  for (let n = 3; n <= 11; n++) {
-    const s = (sums.get(n % 2) ?? 0) + n;
-    sums.set(n % 2, s);
-    out.push(s * 2);
-  }
-  return out.sort((a, b) => a - b);
+  return rollingSums([3, 4, 5, 6, 7, 8, 9, 10, 11], (n) => n % 2)
+    .map((sum) => sum * 2)
+    .sort((a, b) => a - b);
 }
+
+/** A rolling sum per key over `values` in order, as `keyBy(keyOf).sum()` emits it, sorted. */
+function rollingSums(values: readonly number[], keyOf: (n: number) => number): number[] {
+  const sums = new Map<number, number>();
+  return values
+    .map((n) => {
+      const sum = (sums.get(keyOf(n)) ?? 0) + n;
+      sums.set(keyOf(n), sum);
+      return sum;
+    })
+    .sort((a, b) => a - b);
+}
+
+test("a side output keyed at parallelism 1 is chained too, and gives what it gives at parallelism 2", async () => {
+  const odd = new OutputTag<number>("odd");
+  const job = defineJob("side-keyed", (env) => {
+    const main = env.fromSequence(1, 2000).process<number>({
+      processElement(n, ctx, out) {
+        if (n % 2 === 0) out.collect(n);
+        else ctx.output(odd, n);
+      },
+    });
+    main.getSideOutput(odd).keyBy((n) => n % 7).sum().sinkTo(collectSink("odd"));
+    main.keyBy((n) => n % 5).reduce((a, b) => a + b).sinkTo(collectSink("even"));
+  });
+  const odds = Array.from({ length: 1000 }, (_, i) => 2 * i + 1);
+  const evens = Array.from({ length: 1000 }, (_, i) => 2 * i + 2);
+  for (const parallelism of [1, 2]) {
+    const handle = runJob(job, { parallelism, mode: "inline" });
+    await handle.done;
+    if (parallelism === 1) assert.deepEqual(handle.plan.chains.map((c) => c.name), ["Source: Sequence -> Process -> Sum -> Sink -> Reduce -> Sink"]);
+    assert.deepEqual(handle.collected<number>("odd").sort((a, b) => a - b), rollingSums(odds, (n) => n % 7), `odd, parallelism ${parallelism}`);
+    assert.deepEqual(handle.collected<number>("even").sort((a, b) => a - b), rollingSums(evens, (n) => n % 5), `even, parallelism ${parallelism}`);
+  }
+});
 
 test("operators on forward edges with equal parallelism are chained; keyBy and parallelism changes split chains", async () => {
   const handle = runJob(chaining, { parallelism: 2, mode: "inline" });
