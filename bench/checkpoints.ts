@@ -21,6 +21,7 @@ import { parseArgs } from "node:util";
 import { runJob, type RunOptions } from "eddy/testing";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
 import { keyedState } from "./jobs/checkpoints.ts";
+import { median } from "./stats.ts";
 
 const { values } = parseArgs({
   options: {
@@ -37,10 +38,6 @@ const RECORDS = Number(values.records);
 const ROUNDS = Number(values.rounds);
 const root = mkdtempSync(join(tmpdir(), "eddy-bench-checkpoints-"));
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? Number.NaN : s[Math.floor((s.length - 1) / 2)]!;
-};
 const k = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : `${Math.round(n / 1e3)} K`);
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 
