@@ -63,22 +63,19 @@ export interface PlanOptions {
 }
 
 /**
- * Whether `source` and `target` run in one task. A forward edge always does (equal parallelism
- * is checked before). So does a keyBy edge from one subtask to a keyed operator of one subtask:
- * the one receiver owns every key group, and a keyed operator selects and checks the key itself.
- * (Flink keeps such an edge; here it would cost batching every record and a second task.)
- * Every other edge is a task boundary: a keyBy into an operator that is not keyed (its
- * partitioner is what checks the key), rebalance, rescale, broadcast and custom partitioners.
+ * Whether `source` and `target` run in one task, for an edge that is the target's only input.
+ * Only a one-input target can be chained. A forward edge always is (equal parallelism is checked
+ * before). So is a keyBy edge from one subtask to a keyed operator of one subtask: the one
+ * receiver owns every key group, and a keyed operator selects and checks the key itself. (Flink
+ * keeps such an edge; here it would cost batching every record and a second task.) Every other
+ * edge is a task boundary: a keyBy into an operator that is not keyed (its partitioner is what
+ * checks the key), rebalance, rescale, broadcast and custom partitioners.
  */
 function chainable(partitioner: PartitionerSpec, source: PlanNode, target: PlanNode): boolean {
+  const t = target.transformation;
+  if (t.kind !== "one-input") return false;
   if (partitioner.type === "forward") return true;
-  return (
-    partitioner.type === "key-group" &&
-    source.parallelism === 1 &&
-    target.parallelism === 1 &&
-    target.transformation.kind === "one-input" &&
-    target.transformation.keySelector !== undefined
-  );
+  return partitioner.type === "key-group" && source.parallelism === 1 && target.parallelism === 1 && t.keySelector !== undefined;
 }
 
 interface ResolvedInput {
@@ -174,7 +171,7 @@ export function compilePlan(transformations: readonly Transformation[], options:
           { domain: "config" },
         );
       }
-      const chained = t.kind === "one-input" && all.length === 1 && chainable(partitioner, source, target);
+      const chained = all.length === 1 && chainable(partitioner, source, target);
       const edge: PlanEdge = {
         source,
         target,
