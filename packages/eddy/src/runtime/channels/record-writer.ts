@@ -10,7 +10,11 @@ import type { OutputChannel } from "./local-channel.ts";
 export class RecordWriter {
   readonly #channels: readonly OutputChannel[];
   readonly #selector: ChannelSelector;
-  /** One channel and a selector that need not see the records: every record goes to channel 0. */
+  /**
+   * One channel and a selector that need not see the records: every record goes to channel 0
+   * without a call (calling the round-robin selector anyway cost ~10 % of an inline
+   * `rebalance().map()` job at parallelism 1, 10 M records, alternated three times).
+   */
   readonly #single: boolean;
   readonly #batchRecords: number;
   /**
