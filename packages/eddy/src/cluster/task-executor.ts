@@ -25,7 +25,7 @@ import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
-import { ChainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
+import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 
 export interface ExecutorOptions {
@@ -482,7 +482,7 @@ export class TaskExecutor {
           for (const edge of node.outputs) {
             let target: OutputTarget;
             if (edge.chained) {
-              target = new ChainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
+              target = chainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
             } else {
               const selector = createChannelSelector(edge.partitioner, {
                 senderIndex: subtask,
