@@ -33,6 +33,7 @@
  * getter of that name (or a Proxy's get trap) runs once more than the copy itself needs.
  */
 
+import { compileFunction } from "../core/codegen.ts";
 import { EddyError } from "../core/errors.ts";
 import { isPlainObject } from "../core/plain-object.ts";
 
@@ -138,6 +139,7 @@ function installCopier(value: Record<string, unknown>): Copier | undefined {
   if (copier === undefined) {
     if (copiers.size >= MAX_COPIERS) return undefined;
     copier = compileCopier(keys);
+    if (copier === undefined) return undefined;
     copiers.set(shape, copier);
   }
   recentKeys[nextRecent] = keys;
@@ -164,14 +166,15 @@ function copyNested(out: Record<string, unknown>, depth: number): Record<string,
   return out;
 }
 
-function compileCopier(keys: readonly string[]): Copier {
+/** A copier for the shape `keys`; undefined where the process forbids compiling code (core/codegen.ts). */
+function compileCopier(keys: readonly string[]): Copier | undefined {
   // Field names enter the generated code only through JSON.stringify.
   const reads = keys.map((k, f) => `v${f} = value[${JSON.stringify(k)}]`).join(", ");
   const fields = keys
     .map((k, f) => `${JSON.stringify(k)}: typeof v${f} === "object" && v${f} !== null ? copyChild(v${f}, depth) : v${f}`)
     .join(", ");
   const body = `"use strict";\nreturn function copyShape(value, depth) {\n  const ${reads};\n  return { ${fields} };\n};`;
-  return new Function("copyChild", body)(copyChild) as Copier;
+  return compileFunction<(child: typeof copyChild) => Copier>(["copyChild"], body)?.(copyChild);
 }
 
 function copyChild(v: unknown, depth: number): unknown {

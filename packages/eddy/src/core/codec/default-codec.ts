@@ -50,6 +50,7 @@
 import { HOST_LITTLE_ENDIAN, type ByteReader, type ByteWriter } from "./bytes.ts";
 import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
 import { isPlainObject } from "../plain-object.ts";
+import { compileFunction } from "../codegen.ts";
 import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
 
 const enum GroupKind {
@@ -237,7 +238,7 @@ class DefaultCodec implements BatchCodec {
     }
     if (shape.numeric === undefined && HOST_LITTLE_ENDIAN && this.#numerics.size < MAX_CACHED_SHAPES && allNumbers(first, shape.keys)) {
       shape.numeric = compileNumeric(shape.keys);
-      this.#numerics.set(shape.signature, shape.numeric);
+      if (shape.numeric !== undefined) this.#numerics.set(shape.signature, shape.numeric);
     }
     return shape;
   }
@@ -344,7 +345,7 @@ class DefaultCodec implements BatchCodec {
     let extract = this.#extractors.get(signature);
     if (extract === undefined && this.#extractors.size < MAX_CACHED_SHAPES) {
       extract = compileExtractor(keys);
-      this.#extractors.set(signature, extract);
+      if (extract !== undefined) this.#extractors.set(signature, extract);
     }
     return extract;
   }
@@ -433,7 +434,7 @@ class DefaultCodec implements BatchCodec {
     let build = this.#builders.get(key);
     if (build === undefined && this.#builders.size < MAX_CACHED_SHAPES) {
       build = compileBuilder(names, kinds);
-      this.#builders.set(key, build);
+      if (build !== undefined) this.#builders.set(key, build);
     }
     if (build !== undefined) build(m, columns, out);
     else buildGeneric(m, names, kinds, columns, out);
@@ -507,7 +508,8 @@ function allNumbers(v: object, keys: readonly string[]): boolean {
   return true;
 }
 
-function compileNumeric(keys: readonly string[]): NumericShape {
+/** The numeric encoder of a shape; undefined where the process forbids compiling code (core/codegen.ts). */
+function compileNumeric(keys: readonly string[]): NumericShape | undefined {
   const names = keys.map((key) => JSON.stringify(key));
   // The fields are read before the prototype is checked: the reads leave TurboFan knowing the
   // record's hidden class, and then it folds getPrototypeOf into a constant instead of calling it
@@ -538,18 +540,20 @@ ${names
 }
 ${keys.map((_, f) => `kinds[${f}] = k${f};`).join(" ")}
 return true;`;
-  const check = new Function("getPrototypeOf", "objectPrototype", `return (records, m, kinds) => {${checkBody}};`)(
-    Object.getPrototypeOf,
-    Object.prototype,
-  ) as NumericCheck;
+  const check = compileFunction<(getPrototypeOf: typeof Object.getPrototypeOf, objectPrototype: object) => NumericCheck>(
+    ["getPrototypeOf", "objectPrototype"],
+    `return (records, m, kinds) => {${checkBody}};`,
+  )?.(Object.getPrototypeOf, Object.prototype);
   const fillBody = `"use strict";
 const ${keys.map((_, f) => `c${f} = columns[${f}]`).join(", ")};
 for (let i = 0; i < m; i++) { const r = records[i]; ${names.map((name, f) => `c${f}[i] = r[${name}];`).join(" ")} }`;
-  const fill = new Function("records", "m", "columns", fillBody) as NumericFill;
+  const fill = compileFunction<NumericFill>(["records", "m", "columns"], fillBody);
+  if (check === undefined || fill === undefined) return undefined;
   return { check, fill, kinds: new Uint8Array(keys.length) };
 }
 
-function compileExtractor(keys: readonly string[]): Extractor {
+/** A shape's extractor; undefined where the process forbids compiling code (core/codegen.ts). */
+function compileExtractor(keys: readonly string[]): Extractor | undefined {
   const decl = keys.map((_, j) => `c${j} = new Array(m)`).join(", ");
   const reads = keys.map((key, j) => `c${j}[i] = r[${JSON.stringify(key)}];`).join(" ");
   const list = keys.map((_, j) => `c${j}`).join(", ");
@@ -557,7 +561,7 @@ function compileExtractor(keys: readonly string[]): Extractor {
 const ${decl};
 for (let i = 0; i < m; i++) { const r = records[i]; ${reads} }
 return [${list}];`;
-  return new Function("records", "m", body) as Extractor;
+  return compileFunction<Extractor>(["records", "m"], body);
 }
 
 function extractGeneric(records: readonly unknown[], m: number, keys: readonly string[]): unknown[][] {
@@ -568,7 +572,8 @@ function extractGeneric(records: readonly unknown[], m: number, keys: readonly s
   });
 }
 
-function compileBuilder(names: readonly string[], kinds: string): Builder {
+/** A shape's record builder; undefined where the process forbids compiling code (core/codegen.ts). */
+function compileBuilder(names: readonly string[], kinds: string): Builder | undefined {
   const decl = names.map((_, f) => `c${f} = columns[${f}]`).join(", ");
   const fields = names
     .map((name, f) => `${JSON.stringify(name)}: ${kinds[f] === String(ColumnKind.Boolean) ? `c${f}[i] === 1` : `c${f}[i]`}`)
@@ -576,7 +581,7 @@ function compileBuilder(names: readonly string[], kinds: string): Builder {
   const body = `"use strict";
 const ${decl};
 for (let i = 0; i < m; i++) out[i] = { ${fields} };`;
-  return new Function("m", "columns", "out", body) as Builder;
+  return compileFunction<Builder>(["m", "columns", "out"], body);
 }
 
 function buildGeneric(m: number, names: readonly string[], kinds: string, columns: readonly unknown[], out: unknown[]): void {
