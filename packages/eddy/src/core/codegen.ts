@@ -13,6 +13,14 @@
 let allowed = true;
 
 /**
+ * Whether compiling may succeed: false once this process has refused. Callers that build sources
+ * per batch check it first, so that the general path does not pay for building them.
+ */
+export function mayCompile(): boolean {
+  return allowed;
+}
+
+/**
  * `new Function(...params, body)`, or undefined when this process forbids compiling code from
  * strings. Other errors (a syntax error in `body`: a bug) are thrown.
  */

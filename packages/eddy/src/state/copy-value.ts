@@ -33,7 +33,7 @@
  * getter of that name (or a Proxy's get trap) runs once more than the copy itself needs.
  */
 
-import { compileFunction } from "../core/codegen.ts";
+import { compileFunction, mayCompile } from "../core/codegen.ts";
 import { EddyError } from "../core/errors.ts";
 import { isPlainObject } from "../core/plain-object.ts";
 
@@ -168,6 +168,7 @@ function copyNested(out: Record<string, unknown>, depth: number): Record<string,
 
 /** A copier for the shape `keys`; undefined where the process forbids compiling code (core/codegen.ts). */
 function compileCopier(keys: readonly string[]): Copier | undefined {
+  if (!mayCompile()) return undefined;
   // Field names enter the generated code only through JSON.stringify.
   const reads = keys.map((k, f) => `v${f} = value[${JSON.stringify(k)}]`).join(", ");
   const fields = keys

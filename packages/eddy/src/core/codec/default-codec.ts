@@ -50,7 +50,7 @@
 import { HOST_LITTLE_ENDIAN, type ByteReader, type ByteWriter } from "./bytes.ts";
 import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
 import { isPlainObject } from "../plain-object.ts";
-import { compileFunction } from "../codegen.ts";
+import { compileFunction, mayCompile } from "../codegen.ts";
 import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
 
 const enum GroupKind {
@@ -510,6 +510,7 @@ function allNumbers(v: object, keys: readonly string[]): boolean {
 
 /** The numeric encoder of a shape; undefined where the process forbids compiling code (core/codegen.ts). */
 function compileNumeric(keys: readonly string[]): NumericShape | undefined {
+  if (!mayCompile()) return undefined;
   const names = keys.map((key) => JSON.stringify(key));
   // The fields are read before the prototype is checked: the reads leave TurboFan knowing the
   // record's hidden class, and then it folds getPrototypeOf into a constant instead of calling it
@@ -554,6 +555,7 @@ for (let i = 0; i < m; i++) { const r = records[i]; ${names.map((name, f) => `c$
 
 /** A shape's extractor; undefined where the process forbids compiling code (core/codegen.ts). */
 function compileExtractor(keys: readonly string[]): Extractor | undefined {
+  if (!mayCompile()) return undefined;
   const decl = keys.map((_, j) => `c${j} = new Array(m)`).join(", ");
   const reads = keys.map((key, j) => `c${j}[i] = r[${JSON.stringify(key)}];`).join(" ");
   const list = keys.map((_, j) => `c${j}`).join(", ");
@@ -574,6 +576,7 @@ function extractGeneric(records: readonly unknown[], m: number, keys: readonly s
 
 /** A shape's record builder; undefined where the process forbids compiling code (core/codegen.ts). */
 function compileBuilder(names: readonly string[], kinds: string): Builder | undefined {
+  if (!mayCompile()) return undefined;
   const decl = names.map((_, f) => `c${f} = columns[${f}]`).join(", ");
   const fields = names
     .map((name, f) => `${JSON.stringify(name)}: ${kinds[f] === String(ColumnKind.Boolean) ? `c${f}[i] === 1` : `c${f}[i]`}`)
