@@ -20,8 +20,8 @@ test("jobs run inline and on worker threads where code generation from strings i
   assert.equal(child.status, 0, child.stderr);
   const out = JSON.parse(child.stdout) as {
     canCompile: boolean;
-    inline: { count: number; final: Row[] };
-    threads: { count: number; final: Row[] };
+    inline: { count: number; fours: number; final: Row[] };
+    threads: { count: number; fours: number; final: Row[] };
   };
   // The flag took effect: neither the main thread nor any thread that built a record could compile.
   assert.equal(out.canCompile, false);
@@ -34,6 +34,7 @@ test("jobs run inline and on worker threads where code generation from strings i
   }
   for (const run of [out.inline, out.threads]) {
     assert.equal(run.count, kept, "one rolling update per kept record");
+    assert.equal(run.fours, RECORDS - kept, "the other branch of the fan-out");
     assert.deepEqual(
       run.final.map((r) => [r.key, r.value]),
       [...sums].sort((a, b) => a[0] - b[0]),

@@ -6,11 +6,11 @@
 import { runJob, type RunOptions } from "eddy/testing";
 import { canCompile, finalRows, noCodegen, type Row } from "./no-codegen.ts";
 
-async function run(options: RunOptions): Promise<{ count: number; final: Row[] }> {
+async function run(options: RunOptions): Promise<{ count: number; fours: number; final: Row[] }> {
   const handle = runJob(noCodegen, options);
   await handle.done;
   const rows = handle.collected("out") as Row[];
-  return { count: rows.length, final: finalRows(rows) };
+  return { count: rows.length, fours: handle.collected("fours").length, final: finalRows(rows) };
 }
 
 const inline = await run({ parallelism: 1 });

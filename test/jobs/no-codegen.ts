@@ -28,9 +28,12 @@ export function canCompile(): boolean {
 }
 
 export const noCodegen = defineJob("no-codegen", (env) => {
-  env
+  const rows = env
     .fromSequence(0, RECORDS - 1)
-    .map((n): Row => ({ key: n % KEYS, value: n % 5, label: `item-${n % 13}`, codegen: canCompile() }))
+    .map((n): Row => ({ key: n % KEYS, value: n % 5, label: `item-${n % 13}`, codegen: canCompile() }));
+  // A fan-out: the map's output has two targets.
+  rows.filter((r) => r.value === 4).sinkTo(collectSink("fours"));
+  rows
     .filter((r) => r.value !== 4)
     .keyBy((r) => r.key)
     .reduce((a, b) => ({ key: a.key, value: a.value + b.value, label: b.label, codegen: a.codegen || b.codegen }))
