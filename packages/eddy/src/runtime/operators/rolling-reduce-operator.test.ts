@@ -19,6 +19,8 @@ interface Rec {
   key: Key;
   sum: number;
   n: number;
+  /** Set by the "nested" reduce function: a result with an object field. */
+  last?: { sum: number };
 }
 
 /** Keys that look alike but must stay apart (1 and "1"), composite keys, a fraction, a bigint. */
@@ -32,8 +34,38 @@ const add = (acc: Rec, value: Rec): Rec => {
   return acc;
 };
 
-function harness(options?: HarnessOptions): OperatorTestHarness<Rec, Rec> {
-  return new OperatorTestHarness<Rec, Rec>(rollingReduceOperator(add), (r) => r.key, { operatorName: "Sum", ...options }).open();
+/**
+ * Reduce functions of every style the operator must keep apart from what it emits and was given:
+ * one mutating and returning its accumulator, one returning a fresh object, one mutating and
+ * returning the input record, one changing the key order, one whose results hold an object (and
+ * read it back), and one freezing its accumulator.
+ */
+const REDUCERS = {
+  mutate: add,
+  fresh: (acc: Rec, value: Rec): Rec => ({ key: acc.key, sum: acc.sum + value.sum, n: acc.n + value.n }),
+  input: (acc: Rec, value: Rec): Rec => {
+    value.sum += acc.sum;
+    value.n += acc.n;
+    return value;
+  },
+  reordered: (acc: Rec, value: Rec): Rec => ({ n: acc.n + value.n, sum: acc.sum + value.sum, key: acc.key }),
+  nested: (acc: Rec, value: Rec): Rec => {
+    // Reads its running sum from the object field, so a field shared with what was emitted shows.
+    const sum = (acc.last?.sum ?? acc.sum) + value.sum;
+    return { key: acc.key, sum, n: acc.n + value.n, last: { sum } };
+  },
+  frozen: (acc: Rec, value: Rec): Rec => {
+    Object.freeze(acc);
+    return { key: acc.key, sum: acc.sum + value.sum, n: acc.n + value.n };
+  },
+};
+type ReducerName = keyof typeof REDUCERS;
+
+function harness(options?: HarnessOptions, reducer: ReducerName = "mutate"): OperatorTestHarness<Rec, Rec> {
+  return new OperatorTestHarness<Rec, Rec>(rollingReduceOperator(REDUCERS[reducer]), (r) => r.key, {
+    operatorName: "Sum",
+    ...options,
+  }).open();
 }
 
 /** How a chunk of records reaches the operator: a batch with or without key groups, or one by one. */
@@ -57,42 +89,47 @@ const chunkArb = fc.record({
 
 test("batches, with or without key groups, emit what per-key recomputation gives, across checkpoints between batches", async () => {
   await fc.assert(
-    fc.asyncProperty(fc.array(chunkArb, { maxLength: 12 }), async (chunks) => {
-      let h = harness();
-      const sums = new Map<number, { sum: number; n: number }>();
-      let seen = 0;
-      let t = 0;
-      for (const chunk of chunks) {
-        const records = chunk.records.map((r): Rec => ({ key: KEYS[r.key]!, sum: r.v, n: 1 }));
-        const timestamps = records.map(() => (t += 1));
-        deliver(h, records, timestamps, chunk.how);
-        const out = h.output().slice(seen);
-        seen += out.length;
-        assert.equal(out.length, records.length);
-        for (let i = 0; i < records.length; i++) {
-          const k = chunk.records[i]!.key;
-          const prev = sums.get(k) ?? { sum: 0, n: 0 };
-          const next = { sum: prev.sum + chunk.records[i]!.v, n: prev.n + 1 };
-          sums.set(k, next);
-          const e = out[i]!;
-          assert.equal(e.type, "record");
-          if (e.type !== "record") continue;
-          assert.deepEqual({ key: e.value.key, sum: e.value.sum, n: e.value.n }, { key: KEYS[k], ...next });
-          assert.equal(e.timestamp, timestamps[i]);
-          // Downstream owns what was emitted, and the source what it handed in: both may change it.
-          e.value.sum = 1e9;
-          records[i]!.sum = -1e9;
+    fc.asyncProperty(
+      fc.array(chunkArb, { maxLength: 12 }),
+      fc.constantFrom(...(Object.keys(REDUCERS) as ReducerName[])),
+      async (chunks, reducer) => {
+        let h = harness(undefined, reducer);
+        const sums = new Map<number, { sum: number; n: number }>();
+        let seen = 0;
+        let t = 0;
+        for (const chunk of chunks) {
+          const records = chunk.records.map((r): Rec => ({ key: KEYS[r.key]!, sum: r.v, n: 1 }));
+          const timestamps = records.map(() => (t += 1));
+          deliver(h, records, timestamps, chunk.how);
+          const out = h.output().slice(seen);
+          seen += out.length;
+          assert.equal(out.length, records.length);
+          for (let i = 0; i < records.length; i++) {
+            const k = chunk.records[i]!.key;
+            const prev = sums.get(k) ?? { sum: 0, n: 0 };
+            const next = { sum: prev.sum + chunk.records[i]!.v, n: prev.n + 1 };
+            sums.set(k, next);
+            const e = out[i]!;
+            assert.equal(e.type, "record");
+            if (e.type !== "record") continue;
+            assert.deepEqual({ key: e.value.key, sum: e.value.sum, n: e.value.n }, { key: KEYS[k], ...next });
+            assert.equal(e.timestamp, timestamps[i]);
+            // Downstream owns what was emitted, and the source what it handed in: both may change it.
+            e.value.sum = 1e9;
+            records[i]!.sum = -1e9;
+            if (e.value.last !== undefined) e.value.last.sum = 1e9;
+          }
+          if (chunk.restore) {
+            const snapshot: SerializedOperatorSnapshot = await h.snapshot();
+            h.close();
+            h = harness({ restore: snapshot }, reducer);
+            seen = 0;
+          }
         }
-        if (chunk.restore) {
-          const snapshot: SerializedOperatorSnapshot = await h.snapshot();
-          h.close();
-          h = harness({ restore: snapshot });
-          seen = 0;
-        }
-      }
-      h.close();
-    }),
-    { numRuns: 150 },
+        h.close();
+      },
+    ),
+    { numRuns: 300 },
   );
 });
 
