@@ -283,6 +283,51 @@ test("a key written after a released snapshot is in the next one", () => {
   assert.deepEqual(restored.getState(descriptors.value).value(), { v: 2 });
 });
 
+test("int keys that share a slot of the entry cache keep every write made while snapshots hold them", () => {
+  const valueNoCopy = new ValueStateDescriptor<{ v: number }>("value-no-copy", { copy: "none" });
+  // 1, 4097 and -4095 share a slot of the table's entry cache (state-table.ts); a write under a
+  // live snapshot replaces the key's entry by a private copy, which the cache must follow.
+  fc.assert(
+    fc.property(
+      fc.array(fc.oneof(fc.record({ key: fc.constantFrom(1, 4097, -4095, 2), v: fc.integer() }), fc.constant("snapshot" as const)), {
+        maxLength: 60,
+      }),
+      (steps) => {
+        const clock = new ManualClock(0);
+        const b = newBackend(clock);
+        // copy "none": a write under a live snapshot copies the entry (copy-on-write).
+        const value = b.getState(valueNoCopy);
+        const model = new Map<number, number>();
+        const held: { snapshot: HeapKeyedStateSnapshot; expected: Map<number, number> }[] = [];
+        for (const step of steps) {
+          if (step === "snapshot") {
+            held.push({ snapshot: b.snapshot(), expected: new Map(model) });
+            continue;
+          }
+          at(b, step.key);
+          assert.deepEqual(value.value(), model.has(step.key) ? { v: model.get(step.key) } : undefined);
+          value.update({ v: step.v });
+          model.set(step.key, step.v);
+        }
+        for (const [key, v] of model) {
+          at(b, key);
+          assert.deepEqual(value.value(), { v });
+        }
+        for (const { snapshot, expected } of held) {
+          const restored = roundTrip(snapshot, clock);
+          snapshot.release();
+          const restoredValue = restored.getState(valueNoCopy);
+          for (const key of [1, 4097, -4095, 2]) {
+            at(restored, key);
+            assert.deepEqual(restoredValue.value(), expected.has(key) ? { v: expected.get(key) } : undefined);
+          }
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
 test("restoring a key group into a backend of another range keeps only that range; a changed kind is refused", () => {
   const clock = new ManualClock(0);
   const b = newBackend(clock);

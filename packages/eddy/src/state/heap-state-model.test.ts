@@ -20,7 +20,8 @@ import { HeapKeyedStateBackend, VOID_NAMESPACE } from "./heap-keyed-state-backen
 import type { Namespace } from "./heap-keyed-state-backend.ts";
 
 const RANGE = { start: 4, end: 11 };
-const KEYS: Key[] = ["a", "b", 1, 2, ["a", 1], [1, "a"]];
+// 1, 4097 and -4095 share a slot of the tables' entry cache for int keys (state-table.ts).
+const KEYS: Key[] = ["a", "b", 1, 2, 4097, -4095, ["a", 1], [1, "a"]];
 const NAMESPACES: Namespace[] = [VOID_NAMESPACE, "w1", 7];
 
 function kgOf(key: Key): number {

@@ -14,6 +14,9 @@
  *
  * Costs: current-key lookup is one Map.get per (state, record), cached until the next
  * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
+ * Keys that are int32 numbers also go through a direct-mapped cache of entries (slot: the key's
+ * low bits), which holds only entries that are in their group map: the three places that put
+ * entries in or take them out of a group map keep it so.
  *
  * Snapshots (copy-on-write, per key group and per entry, as Flink's CopyOnWriteStateMap does):
  * - `capture()` costs O(key groups), not O(keys): it bumps the table's version and records, per
@@ -124,6 +127,15 @@ export class KeyEntry extends Cell {
 /** Hops over empty key groups allowed per incremental cleanup step (bounds its cost). */
 const INCREMENTAL_GROUP_HOPS = 8;
 
+/** Slots of the entry cache for int32 keys (a power of two): 32 KB per table that has such keys. */
+const HOT_SLOTS = 4096;
+const HOT_MASK = HOT_SLOTS - 1;
+
+/** Whether `mapKey` is an int32 number, the keys the entry cache serves. */
+function isHotKey(mapKey: MapKey): mapKey is number {
+  return typeof mapKey === "number" && (mapKey | 0) === mapKey;
+}
+
 export class StateTable {
   /** Per key group, indexed by `keyGroup - range.start`; undefined until first written. */
   readonly #groups: (Map<MapKey, KeyEntry> | undefined)[];
@@ -131,6 +143,11 @@ export class StateTable {
   readonly #ctx: KeyContext;
   readonly #clock: Clock;
   #numKeys = 0;
+  /**
+   * Entries of int32 keys by `key & HOT_MASK`; allocated at the first such key. A slot holds an
+   * entry that is in its group map, or undefined: createEntry, removeCell and #copyEntry keep it so.
+   */
+  #hot: (KeyEntry | undefined)[] | undefined = undefined;
   /** `#cacheEntry` is the current key's entry (or undefined: none) while `#cacheEpoch === ctx.epoch`. */
   #cacheEpoch = -1;
   #cacheEntry: KeyEntry | undefined = undefined;
@@ -203,7 +220,17 @@ export class StateTable {
    */
   entryAt(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
     if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
-    const entry = this.#groups[kgIndex]?.get(mapKey);
+    let entry: KeyEntry | undefined;
+    if (isHotKey(mapKey)) {
+      const hot = (this.#hot ??= new Array<KeyEntry | undefined>(HOT_SLOTS).fill(undefined));
+      const slot = mapKey & HOT_MASK;
+      entry = hot[slot];
+      // 0 === -0, as for the group map's keys.
+      if (entry === undefined || entry.mapKey !== mapKey) {
+        entry = this.#groups[kgIndex]?.get(mapKey);
+        if (entry !== undefined) hot[slot] = entry;
+      }
+    } else entry = this.#groups[kgIndex]?.get(mapKey);
     return entry === undefined ? undefined : this.#unshared(entry, kgIndex);
   }
 
@@ -213,6 +240,7 @@ export class StateTable {
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     const entry = new KeyEntry(key, mapKey, this.#version);
     group.set(mapKey, entry);
+    if (this.#hot !== undefined && isHotKey(mapKey)) this.#hot[mapKey & HOT_MASK] = entry;
     this.#numKeys++;
     // The cache may hold "no entry" for this very key.
     this.#cacheEpoch = -1;
@@ -253,6 +281,8 @@ export class StateTable {
       group.delete(entry.mapKey);
       this.#numKeys--;
     }
+    const mapKey = entry.mapKey;
+    if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = undefined;
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
   }
 
@@ -487,6 +517,8 @@ export class StateTable {
       e.nsCells = cells;
     }
     this.#groups[kgIndex]!.set(entry.mapKey, e);
+    const mapKey = entry.mapKey;
+    if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = e;
     return e;
   }
 
