@@ -127,7 +127,7 @@ export class KeyEntry extends Cell {
 /** Hops over empty key groups allowed per incremental cleanup step (bounds its cost). */
 const INCREMENTAL_GROUP_HOPS = 8;
 
-/** Slots of the entry cache for int32 keys (a power of two): 32 KB per table that has such keys. */
+/** Slots of the entry cache for int32 keys (a power of two): 48 KB per table that has such keys. */
 const HOT_SLOTS = 4096;
 const HOT_MASK = HOT_SLOTS - 1;
 
@@ -144,10 +144,12 @@ export class StateTable {
   readonly #clock: Clock;
   #numKeys = 0;
   /**
-   * Entries of int32 keys by `key & HOT_MASK`; allocated at the first such key. A slot holds an
-   * entry that is in its group map, or undefined: createEntry, removeCell and #copyEntry keep it so.
+   * Entries of int32 keys by `key & HOT_MASK`, and their keys (compared without loading the
+   * entry); allocated at the first such key. A slot holds an entry that is in its group map, or
+   * undefined: createEntry, removeCell and #copyEntry keep it so.
    */
   #hot: (KeyEntry | undefined)[] | undefined = undefined;
+  #hotKeys: Int32Array = new Int32Array(0);
   /** `#cacheEntry` is the current key's entry (or undefined: none) while `#cacheEpoch === ctx.epoch`. */
   #cacheEpoch = -1;
   #cacheEntry: KeyEntry | undefined = undefined;
@@ -222,16 +224,24 @@ export class StateTable {
     if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
     let entry: KeyEntry | undefined;
     if (isHotKey(mapKey)) {
-      const hot = (this.#hot ??= new Array<KeyEntry | undefined>(HOT_SLOTS).fill(undefined));
+      const hot = this.#hot ?? this.#allocateHot();
       const slot = mapKey & HOT_MASK;
-      entry = hot[slot];
-      // 0 === -0, as for the group map's keys.
-      if (entry === undefined || entry.mapKey !== mapKey) {
+      // -0 is stored as 0, and 0 === -0, as for the group map's keys.
+      entry = this.#hotKeys[slot] === mapKey ? hot[slot] : undefined;
+      if (entry === undefined) {
         entry = this.#groups[kgIndex]?.get(mapKey);
-        if (entry !== undefined) hot[slot] = entry;
+        if (entry !== undefined) {
+          hot[slot] = entry;
+          this.#hotKeys[slot] = mapKey;
+        }
       }
     } else entry = this.#groups[kgIndex]?.get(mapKey);
     return entry === undefined ? undefined : this.#unshared(entry, kgIndex);
+  }
+
+  #allocateHot(): (KeyEntry | undefined)[] {
+    this.#hotKeys = new Int32Array(HOT_SLOTS);
+    return (this.#hot = new Array<KeyEntry | undefined>(HOT_SLOTS).fill(undefined));
   }
 
   /** Adds an empty entry for a key `entryAt` found none for, and returns it. */
@@ -240,7 +250,10 @@ export class StateTable {
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     const entry = new KeyEntry(key, mapKey, this.#version);
     group.set(mapKey, entry);
-    if (this.#hot !== undefined && isHotKey(mapKey)) this.#hot[mapKey & HOT_MASK] = entry;
+    if (this.#hot !== undefined && isHotKey(mapKey)) {
+      this.#hot[mapKey & HOT_MASK] = entry;
+      this.#hotKeys[mapKey & HOT_MASK] = mapKey;
+    }
     this.#numKeys++;
     // The cache may hold "no entry" for this very key.
     this.#cacheEpoch = -1;
