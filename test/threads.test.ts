@@ -176,21 +176,27 @@ test("mode 'threads' refuses a job that workers cannot import, and says why", as
   await assert.rejects(handle.done, /JOB_NOT_IMPORTABLE|cannot run on worker threads: it is defined in a test file/);
 });
 
-test("a slow sink backpressures the source: memory stays flat while far more data passes", async () => {
-  const handle = runJob(jobs.slowSink, { parallelism: 2, mode: "threads", batchRecords: 64, channelCapacityRecords: 256 });
-  const result = await handle.done;
-  const samples = handle.collected<jobs.HeapSample>("out");
-  assert.ok(samples.length >= 40, `samples: ${samples.length}`);
-  const heaps = samples.filter((s) => s.seen > 10_000).map((s) => s.heap);
-  const growth = Math.max(...heaps) - Math.min(...heaps);
-  const passed = jobs.SLOW_RECORDS * jobs.SLOW_PAYLOAD_BYTES;
-  // Unbounded queues would hold most of the 400 MB the source produces in a fraction of the time.
-  assert.ok(growth < 48 * 2 ** 20, `heap grew by ${(growth / 2 ** 20).toFixed(1)} MB while ${passed / 2 ** 20} MB passed`);
-  const sources = result.metrics.filter((m) => m.task.startsWith("Source"));
-  const backpressured = sources.reduce((s, m) => s + m.backpressuredMs, 0) / sources.length;
-  // Sinks spend ≥ 500 ms each busy-waiting; without flow control the sources would never wait.
-  assert.ok(backpressured > 200, `sources were backpressured ${backpressured.toFixed(0)} of ${result.durationMs} ms`);
-});
+for (const [sizing, options] of [
+  ["credit of 256 records", { channelCapacityRecords: 256 }],
+  // Rings of 4 MiB between the two workers, credit 262,144 records: the ring's bytes bound it.
+  ["the default byte-sized rings", {}],
+] as const) {
+  test(`a slow sink backpressures the source: memory stays flat while far more data passes (${sizing})`, async () => {
+    const handle = runJob(jobs.slowSink, { parallelism: 2, mode: "threads", batchRecords: 64, ...options });
+    const result = await handle.done;
+    const samples = handle.collected<jobs.HeapSample>("out");
+    assert.ok(samples.length >= 40, `samples: ${samples.length}`);
+    const heaps = samples.filter((s) => s.seen > 10_000).map((s) => s.heap);
+    const growth = Math.max(...heaps) - Math.min(...heaps);
+    const passed = jobs.SLOW_RECORDS * jobs.SLOW_PAYLOAD_BYTES;
+    // Unbounded queues would hold most of the 400 MB the source produces in a fraction of the time.
+    assert.ok(growth < 48 * 2 ** 20, `heap grew by ${(growth / 2 ** 20).toFixed(1)} MB while ${passed / 2 ** 20} MB passed`);
+    const sources = result.metrics.filter((m) => m.task.startsWith("Source"));
+    const backpressured = sources.reduce((s, m) => s + m.backpressuredMs, 0) / sources.length;
+    // Sinks spend ≥ 500 ms each busy-waiting; without flow control the sources would never wait.
+    assert.ok(backpressured > 200, `sources were backpressured ${backpressured.toFixed(0)} of ${result.durationMs} ms`);
+  });
+}
 
 test("a worker that runs out of memory is detected and fails the job", async () => {
   const handle = runJob(jobs.hoarding, { parallelism: 2, mode: "threads", maxWorkerHeapMb: 48 });

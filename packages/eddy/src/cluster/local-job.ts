@@ -54,8 +54,18 @@ export interface RunOptions {
   readonly stdout?: (line: string) => void;
   /** Records per channel batch (default 512 inline, 1024 between threads). */
   readonly batchRecords?: number;
-  /** Credit per channel in records (default 16 batches). */
+  /**
+   * Credit per channel in records (default 16 batches). Between worker threads the shared-memory
+   * ring of each channel bounds it in bytes instead (see channelBufferBytes); setting this sizes
+   * those rings from it (~32 bytes a record) unless channelBufferBytes is set too.
+   */
   readonly channelCapacityRecords?: number;
+  /**
+   * Shared memory per channel between worker threads, in bytes (a power of two, 64 KiB-4 MiB;
+   * rounded down). Default: 8 MiB per worker split among its inputs from other workers, 512 KiB
+   * to 4 MiB each.
+   */
+  readonly channelBufferBytes?: number;
   /** A partly filled batch is sent once its oldest record is this old, in ms (default 2). */
   readonly flushTimeoutMs?: number;
   /** How often workers report metrics, in ms (default 500). */
@@ -198,6 +208,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       services,
       batchRecords,
       channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
+      channelCapacityExplicit: options.channelCapacityRecords !== undefined,
+      channelBufferBytes: options.channelBufferBytes,
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,

@@ -18,6 +18,7 @@ import type { CheckpointManifest } from "./checkpoint-restore.ts";
 import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { QueryableRegistration } from "./queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
+import { frameRingBytesFor } from "../runtime/channels/frame-ring.ts";
 
 export interface WorkerInit {
   readonly job: JobRef;
@@ -35,7 +36,10 @@ export interface WorkerInit {
   /** Every worker's doorbell flag (see Doorbells). */
   readonly doorbells: SharedArrayBuffer;
   readonly batchRecords: number;
+  /** Credit of channels within this worker, in records. */
   readonly channelCapacityRecords: number;
+  /** Credit of channels to and from other workers, in records (see remoteChannelSizing). */
+  readonly remoteCreditRecords: number;
   readonly flushTimeoutMs: number;
   readonly maxRecordsPerSlice: number;
   readonly metricsIntervalMs: number;
@@ -160,6 +164,48 @@ export interface CrossWorkerChannel {
   readonly channelId: number;
   readonly sender: number;
   readonly receiver: number;
+}
+
+/** Shared memory of cross-worker channels by default: this much per worker, split among its inputs. */
+export const DEFAULT_CHANNEL_BUFFER_BYTES_PER_WORKER = 8 * 1024 * 1024;
+const MIN_DEFAULT_RING_BYTES = 512 * 1024;
+const MAX_RING_BYTES = 4 * 1024 * 1024;
+const MIN_RING_BYTES = 64 * 1024;
+/** Credit per byte of ring: records of ~16 encoded bytes fill the ring before the credit runs out. */
+const RING_BYTES_PER_CREDIT = 16;
+
+/**
+ * Ring size and credit of the channels between workers. A ring bounds what is in flight on its
+ * channel in bytes (frames are decoded one at a time, on the receiver's turn), so credit in
+ * records is set to what the ring holds of small records and does not stop the sender first.
+ * - `channelBufferBytes` given: rings of that size (rounded down to a power of two, 64 KiB-4 MiB).
+ * - Otherwise, when `channelCapacityRecords` was given: rings sized from it (~32 bytes a record)
+ *   and credit equal to it, as before there was a byte size.
+ * - Otherwise: 8 MiB per worker split among the cross-worker inputs of the worker with the most
+ *   (512 KiB-4 MiB each): 4 MiB with two workers and one keyBy, 1 MiB with eight.
+ */
+export function remoteChannelSizing(
+  channels: readonly CrossWorkerChannel[],
+  options: { readonly channelCapacityRecords: number; readonly capacityExplicit: boolean; readonly channelBufferBytes: number | undefined },
+): { ringBytes: number; creditRecords: number } {
+  let ringBytes: number;
+  if (options.channelBufferBytes !== undefined) ringBytes = powerOfTwoAtMost(options.channelBufferBytes, MIN_RING_BYTES, MAX_RING_BYTES);
+  else if (options.capacityExplicit) {
+    return { ringBytes: frameRingBytesFor(options.channelCapacityRecords), creditRecords: options.channelCapacityRecords };
+  } else {
+    const inputs = new Map<number, number>();
+    for (const c of channels) inputs.set(c.receiver, (inputs.get(c.receiver) ?? 0) + 1);
+    const most = Math.max(1, ...inputs.values());
+    ringBytes = powerOfTwoAtMost(DEFAULT_CHANNEL_BUFFER_BYTES_PER_WORKER / most, MIN_DEFAULT_RING_BYTES, MAX_RING_BYTES);
+  }
+  return { ringBytes, creditRecords: Math.max(options.channelCapacityRecords, ringBytes / RING_BYTES_PER_CREDIT) };
+}
+
+function powerOfTwoAtMost(bytes: number, min: number, max: number): number {
+  if (!(bytes > 0)) throw new RangeError(`channel buffer bytes must be positive, got ${bytes}`);
+  let p = min;
+  while (p * 2 <= bytes && p * 2 <= max) p *= 2;
+  return p;
 }
 
 /** The channels that cross between workers, derived from the plan as both sides derive it. */

@@ -184,7 +184,7 @@ class ThreadDeployment implements Deployment {
     const doorbell = this.doorbell;
     const outlet = new FrameRingWriter(ringOf(id), () => doorbell.ring(peer));
     this.#outlets.push(outlet);
-    return new RemoteOutputChannel(info(id, edge, sender, receiver), edge.source.transformation.codec ?? this.#codec, outlet, init.channelCapacityRecords);
+    return new RemoteOutputChannel(info(id, edge, sender, receiver), edge.source.transformation.codec ?? this.#codec, outlet, init.remoteCreditRecords);
   }
 
   flushTransports(): boolean {
@@ -202,7 +202,7 @@ class ThreadDeployment implements Deployment {
       info(id, edge, sender, receiver),
       edge.source.transformation.codec ?? this.#codec,
       new FrameRingReader(ringOf(id), () => doorbell.ring(peer)),
-      init.channelCapacityRecords,
+      init.remoteCreditRecords,
     );
   }
 

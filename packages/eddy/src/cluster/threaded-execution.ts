@@ -19,9 +19,9 @@ import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
-import { frameRingBytesFor, createFrameRing } from "../runtime/channels/frame-ring.ts";
+import { createFrameRing } from "../runtime/channels/frame-ring.ts";
 import { createDoorbells } from "./doorbells.ts";
-import { crossWorkerChannels, placeSubtasks, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
+import { crossWorkerChannels, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
 
@@ -38,6 +38,10 @@ export interface ThreadedOptions {
   readonly services: JobServices;
   readonly batchRecords: number;
   readonly channelCapacityRecords: number;
+  /** Whether the user set channelCapacityRecords (it then sizes cross-worker rings too). */
+  readonly channelCapacityExplicit: boolean;
+  /** Shared memory per cross-worker channel; undefined: see remoteChannelSizing. */
+  readonly channelBufferBytes: number | undefined;
   readonly flushTimeoutMs: number;
   readonly maxRecordsPerSlice: number;
   readonly metricsIntervalMs: number;
@@ -158,8 +162,13 @@ export class ThreadedExecution {
       }
     }
     const rings = Array.from({ length: n }, () => new Map<number, SharedArrayBuffer>());
-    const ringBytes = frameRingBytesFor(this.#options.channelCapacityRecords);
-    for (const channel of crossWorkerChannels(this.#plan, n, this.#options.placement)) {
+    const channels = crossWorkerChannels(this.#plan, n, this.#options.placement);
+    const { ringBytes, creditRecords } = remoteChannelSizing(channels, {
+      channelCapacityRecords: this.#options.channelCapacityRecords,
+      capacityExplicit: this.#options.channelCapacityExplicit,
+      channelBufferBytes: this.#options.channelBufferBytes,
+    });
+    for (const channel of channels) {
       const ring = createFrameRing(ringBytes);
       rings[channel.sender]!.set(channel.channelId, ring);
       rings[channel.receiver]!.set(channel.channelId, ring);
@@ -182,6 +191,7 @@ export class ThreadedExecution {
         doorbells,
         batchRecords: this.#options.batchRecords,
         channelCapacityRecords: this.#options.channelCapacityRecords,
+        remoteCreditRecords: creditRecords,
         flushTimeoutMs: this.#options.flushTimeoutMs,
         maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
         metricsIntervalMs: this.#options.metricsIntervalMs,
