@@ -5,6 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { frameRingBytesFor } from "../runtime/channels/frame-ring.ts";
+import { EddyError } from "../core/errors.ts";
 import { remoteChannelSizing, type CrossWorkerChannel } from "./thread-protocol.ts";
 
 const MiB = 1024 * 1024;
@@ -46,5 +47,7 @@ test("configured buffer bytes are rounded down to a power of two within 64 KiB-4
   assert.equal(sized(1e12).ringBytes, 4 * MiB);
   // The credit is never below the configured records.
   assert.equal(sized(64 * 1024).creditRecords, 16_384);
-  for (const bad of [0, -1, Number.NaN]) assert.throws(() => sized(bad), RangeError);
+  for (const bad of [0, -1, Number.NaN]) {
+    assert.throws(() => sized(bad), (e: unknown) => e instanceof EddyError && e.code === "INVALID_CHANNEL_BUFFER" && e.domain === "config");
+  }
 });

@@ -7,7 +7,7 @@
  * (doorbells.ts), which wake a sleeping worker.
  */
 import type { MessagePort } from "node:worker_threads";
-import type { ErrorDomain } from "../core/errors.ts";
+import { EddyError, type ErrorDomain } from "../core/errors.ts";
 import type { LogLevel } from "../core/logger.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
 import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
@@ -202,7 +202,9 @@ export function remoteChannelSizing(
 }
 
 function powerOfTwoAtMost(bytes: number, min: number, max: number): number {
-  if (!(bytes > 0)) throw new RangeError(`channel buffer bytes must be positive, got ${bytes}`);
+  if (!(bytes > 0)) {
+    throw new EddyError("INVALID_CHANNEL_BUFFER", `channelBufferBytes must be a positive number of bytes, got ${bytes}`, { domain: "config" });
+  }
   let p = min;
   while (p * 2 <= bytes && p * 2 <= max) p *= 2;
   return p;
