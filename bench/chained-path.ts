@@ -13,8 +13,9 @@
  */
 import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { defineJob, type Sink } from "eddy";
+import type { Sink } from "eddy";
 import { runJob } from "eddy/testing";
+import { chainedPathJob } from "./jobs/chained-path.ts";
 import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 5_000_000);
@@ -55,18 +56,7 @@ async function eddy(): Promise<number> {
       },
     }),
   };
-  const handle = runJob(
-    defineJob("bench-chained-path", (env) => {
-      env
-        .fromSequence(0, N - 1)
-        .map(toRecord)
-        .filter(keep)
-        .keyBy((r) => r.key)
-        .reduce(combine)
-        .uid("reduce")
-        .sinkTo(discard);
-    }),
-  );
+  const handle = runJob(chainedPathJob("bench-chained-path", N, toRecord, keep, combine, discard));
   await handle.done;
   return checksum;
 }

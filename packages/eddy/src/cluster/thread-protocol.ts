@@ -167,7 +167,7 @@ export interface CrossWorkerChannel {
 }
 
 /** Shared memory of cross-worker channels by default: this much per worker, split among its inputs. */
-export const DEFAULT_CHANNEL_BUFFER_BYTES_PER_WORKER = 8 * 1024 * 1024;
+const DEFAULT_CHANNEL_BUFFER_BYTES_PER_WORKER = 8 * 1024 * 1024;
 const MIN_DEFAULT_RING_BYTES = 512 * 1024;
 const MAX_RING_BYTES = 4 * 1024 * 1024;
 const MIN_RING_BYTES = 64 * 1024;

@@ -15,8 +15,9 @@
  * Costs: current-key lookup is one Map.get per (state, record), cached until the next
  * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
  * Keys that are int32 numbers also go through a direct-mapped cache of entries (slot: the key's
- * low bits), which holds only entries that are in their group map: the three places that put
- * entries in or take them out of a group map keep it so.
+ * low bits), filled by lookups, which holds only entries that are in their group map: the two
+ * places that take entries out of a group map or replace them (`removeCell`, `#copyEntry`) update
+ * it.
  *
  * Snapshots (copy-on-write, per key group and per entry, as Flink's CopyOnWriteStateMap does):
  * - `capture()` costs O(key groups), not O(keys): it bumps the table's version and records, per
@@ -145,8 +146,8 @@ export class StateTable {
   #numKeys = 0;
   /**
    * Entries of int32 keys by `key & HOT_MASK`, and their keys (compared without loading the
-   * entry); allocated at the first such key. A slot holds an entry that is in its group map, or
-   * undefined: createEntry, removeCell and #copyEntry keep it so.
+   * entry); allocated at the first lookup of such a key, filled by lookups. A slot holds an entry
+   * that is in its group map, or undefined: removeCell and #copyEntry keep it so (#replaceHot).
    */
   #hot: (KeyEntry | undefined)[] | undefined = undefined;
   #hotKeys: Int32Array = new Int32Array(0);
@@ -250,10 +251,6 @@ export class StateTable {
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     const entry = new KeyEntry(key, mapKey, this.#version);
     group.set(mapKey, entry);
-    if (this.#hot !== undefined && isHotKey(mapKey)) {
-      this.#hot[mapKey & HOT_MASK] = entry;
-      this.#hotKeys[mapKey & HOT_MASK] = mapKey;
-    }
     this.#numKeys++;
     // The cache may hold "no entry" for this very key.
     this.#cacheEpoch = -1;
@@ -294,8 +291,7 @@ export class StateTable {
       group.delete(entry.mapKey);
       this.#numKeys--;
     }
-    const mapKey = entry.mapKey;
-    if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = undefined;
+    this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
   }
 
@@ -530,9 +526,14 @@ export class StateTable {
       e.nsCells = cells;
     }
     this.#groups[kgIndex]!.set(entry.mapKey, e);
-    const mapKey = entry.mapKey;
-    if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = e;
+    this.#replaceHot(entry, e);
     return e;
+  }
+
+  /** Puts `by` in the entry cache's slot where `entry` is (if it is there): it left its group map, or `by` took its place. */
+  #replaceHot(entry: KeyEntry, by: KeyEntry | undefined): void {
+    const mapKey = entry.mapKey;
+    if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = by;
   }
 
   /** Range check for key groups handed in by callers other than the current-key path. */
