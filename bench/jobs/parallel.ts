@@ -6,11 +6,14 @@
 import { foldingSink } from "../folding-sink.ts";
 import { setting } from "./settings.ts";
 import { defineJob, WatermarkStrategy, type Sink, type Source, type SourceReader } from "eddy";
+import { assignToKeyGroup, defaultMaxParallelism, operatorIndexOfKeyGroup } from "../../packages/eddy/src/core/key-group.ts";
 
 const RECORDS = setting("EDDY_BENCH_RECORDS", 10_000_000);
 const KEYS = setting("EDDY_BENCH_KEYS", 1_000);
 const RATE = setting("EDDY_BENCH_RATE", 100_000);
 const DURATION_MS = setting("EDDY_BENCH_DURATION_MS", 5_000);
+/** Rounds of integer mixing the keyed stage of `keyedWork` does per record (~3.7 ns each here). */
+const WORK_ROUNDS = setting("EDDY_BENCH_WORK_ROUNDS", 50);
 /** Records emitted in the first WARMUP_MS are not measured (JIT and thread warm-up). */
 const WARMUP_MS = setting("EDDY_BENCH_WARMUP_MS", 1_000);
 
@@ -43,6 +46,63 @@ export const keyedCount = defineJob("bench-keyed-count", (env) => {
     .keyBy((r) => r.key)
     .sum("value")
     .sinkTo(countingSink());
+});
+
+/** `rounds` rounds of a 32-bit mix (murmur3's finalizer) over `x`: CPU work that allocates nothing. */
+export function mix(x: number, rounds: number): number {
+  let h = x | 0;
+  for (let i = 0; i < rounds; i++) {
+    h = Math.imul(h ^ (h >>> 16), 0x85ebca6b);
+    h = Math.imul(h ^ (h >>> 13), 0xc2b2ae35) ^ i;
+  }
+  return (h ^ (h >>> 16)) >>> 0;
+}
+
+/**
+ * (b) with user work in the keyed stage: the count's reduce function also mixes the record
+ * WORK_ROUNDS times, the ~0.1-0.3 µs per record of a keyed stage that does more than add. Same
+ * records, keys, exchange and output as (b). The mix's result decides nothing (it is never
+ * 2^32), but the JIT cannot know that, so the work is done.
+ */
+export const keyedWork = defineJob("bench-keyed-work", (env) => {
+  const keys = KEYS();
+  const rounds = WORK_ROUNDS();
+  env
+    .fromSequence(0, RECORDS() - 1)
+    .map((n): Rec => ({ key: n % keys, value: 1 }))
+    .keyBy((r) => r.key)
+    .reduce((acc, r) => ({ key: acc.key, value: acc.value + r.value + (mix(acc.value, rounds) === 2 ** 32 ? 1 : 0) }))
+    .sinkTo(countingSink());
+});
+
+/**
+ * The keyed count of (b) at parallelism 2 with its keys chosen per source subtask
+ * (bench/parallel-breakdown.ts): EDDY_BENCH_ROUTING "local" gives each source subtask keys that
+ * the keyed subtask of the same index owns (no record crosses between workers when subtasks i
+ * share a worker), "remote" keys that the other one owns (every record crosses), "natural"
+ * `n % keys` as in (b) (about half cross). Same record shape and key count in all three. With
+ * EDDY_BENCH_WORK_ROUNDS set, the keyed stage is that of `keyedWork`.
+ */
+export const routedKeyedCount = defineJob("bench-routed-keyed-count", (env) => {
+  const records = RECORDS();
+  const keys = KEYS();
+  const routing = process.env.EDDY_BENCH_ROUTING ?? "natural";
+  // fromSequence gives source subtask i the i-th half of the range (connector/collection-source.ts).
+  const half = Math.floor(records / 2);
+  const maxParallelism = defaultMaxParallelism(2);
+  const owned: number[][] = [[], []];
+  for (let k = 0; k < keys; k++) owned[operatorIndexOfKeyGroup(maxParallelism, 2, assignToKeyGroup(k, maxParallelism))]!.push(k);
+  const [first, second] = routing === "remote" ? [owned[1]!, owned[0]!] : [owned[0]!, owned[1]!];
+  const keyOf = routing === "natural" ? (n: number) => n % keys : (n: number) => (n < half ? first[n % first.length]! : second[n % second.length]!);
+  const rounds = setting("EDDY_BENCH_WORK_ROUNDS", 0)();
+  const keyed = env
+    .fromSequence(0, records - 1)
+    .map((n): Rec => ({ key: keyOf(n), value: 1 }))
+    .keyBy((r) => r.key);
+  // With work rounds, the keyed stage of `keyedWork`; without, the count of (b).
+  (rounds > 0 ? keyed.reduce((acc, r) => ({ key: acc.key, value: acc.value + r.value + (mix(acc.value, rounds) === 2 ** 32 ? 1 : 0) })) : keyed.sum("value")).sinkTo(
+    countingSink(),
+  );
 });
 
 interface Timed {
