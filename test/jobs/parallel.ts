@@ -172,6 +172,19 @@ export const slowSink = defineJob("slow-sink", (env) => {
     .sinkTo(collectSink("out"));
 });
 
+/**
+ * A keyed job that would run for hours: what cancelling stops. Its sink keeps nothing, so memory
+ * stays flat however long it runs.
+ */
+export const endless = defineJob("endless", (env) => {
+  env
+    .fromSequence(0, Number.MAX_SAFE_INTEGER)
+    .map((n) => ({ key: n % 64, n }))
+    .keyBy((r) => r.key)
+    .sum("n")
+    .sinkTo({ createWriter: () => ({ write() {} }) });
+});
+
 export interface HeapSample {
   readonly seen: number;
   readonly heap: number;
