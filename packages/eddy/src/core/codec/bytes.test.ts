@@ -101,24 +101,38 @@ test("a string is encoded as UTF-8 when well-formed and as UTF-16 code units oth
   assert.deepEqual([...new Uint8Array(w.finish())], [3, 0x00, 0xd8]);
 });
 
-test("align pads relative to the writer's start; the reader aligns relative to its start", () => {
+test("number arrays round-trip: align pads relative to the writer's start, the reader aligns relative to its start", () => {
   fc.assert(
-    fc.property(fc.integer({ min: 0, max: 20 }), fc.array(fc.double(), { maxLength: 20 }), fc.integer({ min: 0, max: 7 }), (prefix, values, shift) => {
-      const w = new ByteWriter(8);
-      for (let i = 0; i < prefix; i++) w.u8(1);
-      w.f64Array(values, values.length);
-      w.u8(0x5a);
-      const bytes = new Uint8Array(w.finish());
-      // Place the encoding at an arbitrary offset of a larger buffer: views may be misaligned.
-      const host = new Uint8Array(bytes.length + shift + 3);
-      host.set(bytes, shift);
-      const r = new ByteReader(host.buffer, shift, shift + bytes.length);
-      r.skip(prefix);
-      const read = r.f64Array(values.length);
-      assert.deepEqual([...read], values);
-      assert.equal(r.u8(), 0x5a);
-      assert.equal(r.offset, bytes.length);
-    }),
+    fc.property(
+      fc.integer({ min: 0, max: 20 }),
+      fc.array(fc.double(), { maxLength: 20 }),
+      fc.array(fc.integer({ min: 0, max: 0xffff }), { maxLength: 40 }),
+      fc.integer({ min: 0, max: 7 }),
+      fc.constantFrom("array", "typed", "longer"),
+      (prefix, doubles, ints, shift, source) => {
+        // "longer": the first `count` values of a longer array are written, not the whole array
+        const from = source === "typed" ? Uint16Array.from(ints) : source === "longer" ? [...ints, 1, 2, 3] : ints;
+        const w = new ByteWriter(8);
+        for (let i = 0; i < prefix; i++) w.u8(1);
+        w.f64Array(doubles, doubles.length);
+        w.u8(0x5a);
+        w.u16Array(from, ints.length);
+        w.i32Array(from, ints.length);
+        w.u8(0xa5);
+        const bytes = new Uint8Array(w.finish());
+        // Place the encoding at an arbitrary offset of a larger buffer: views may be misaligned.
+        const host = new Uint8Array(bytes.length + shift + 3);
+        host.set(bytes, shift);
+        const r = new ByteReader(host.buffer, shift, shift + bytes.length);
+        r.skip(prefix);
+        assert.deepEqual([...r.f64Array(doubles.length)], doubles);
+        assert.equal(r.u8(), 0x5a);
+        assert.deepEqual([...r.u16Array(ints.length)], ints);
+        assert.deepEqual([...r.i32Array(ints.length)], ints);
+        assert.equal(r.u8(), 0xa5);
+        assert.equal(r.offset, bytes.length);
+      },
+    ),
   );
 });
 
@@ -185,6 +199,7 @@ test("reading past the end throws 'truncated' and never returns garbage", () => 
     (r) => r.i32(),
     (r) => r.f64(),
     (r) => r.f64Array(2),
+    (r) => r.u16Array(2),
     (r) => r.bytes(3),
     (r) => r.skip(3),
   ];

@@ -9,14 +9,16 @@
  *   u8  type        1 records, 2 watermark, 3 status, 4 barrier, 5 end (16 is reserved for
  *                   credit frames of transports that carry credit in band; the ring carries
  *                   credit in shared memory)
- *   u8  version     1
- *   u16 flags       records: bit 0 = key groups follow the timestamps; 0 otherwise
+ *   u8  version     2
+ *   u16 flags       records: bit 0 = key groups follow the timestamps; bit 1 = one timestamp
+ *                   stands for all records; 0 otherwise
  *   u32 channel     channel id, unique per job (see `channelId`)
  *
  * then by type:
  *
- *   records    u32 count, pad to 8, f64 × count timestamps (NaN = none),
- *              [pad to 4, i32 × count key groups if flag bit 0], codec payload
+ *   records    u32 count, pad to 8, timestamps: f64 × count (NaN = none), or one f64 when
+ *              flag bit 1 is set (every record has that timestamp, bit for bit),
+ *              [pad to 2, u16 × count key groups if flag bit 0], codec payload
  *   watermark  f64 timestamp (±Infinity allowed)
  *   status     u8 idle (1) / active (0)
  *   barrier    pad to 8, f64 checkpointId, f64 timestampMs, u8 isSavepoint
@@ -27,7 +29,7 @@ import { ByteReader, ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError } from "../../core/codec/codec.ts";
 import { END_OF_INPUT, STATUS_ACTIVE, STATUS_IDLE, type StreamElement } from "../../core/elements.ts";
 
-export const FRAME_VERSION = 1;
+export const FRAME_VERSION = 2;
 export const FRAME_HEADER_BYTES = 8;
 
 export const FrameType = {
@@ -39,6 +41,38 @@ export const FrameType = {
 } as const;
 
 const FLAG_KEY_GROUPS = 1;
+const FLAG_ONE_TIMESTAMP = 2;
+
+/**
+ * Whether the first `n` timestamps are all `Object.is`-equal to the first (NaN included: records
+ * without timestamps, the common case, then cost 8 bytes per frame instead of 8 per record).
+ */
+function oneTimestamp(timestamps: ArrayLike<number>, n: number): boolean {
+  const first = timestamps[0]!;
+  if (first !== first) {
+    for (let i = 1; i < n; i++) if (timestamps[i] === timestamps[i]) return false;
+    return true;
+  }
+  if (first === 0) {
+    for (let i = 1; i < n; i++) if (!Object.is(timestamps[i], first)) return false;
+    return true;
+  }
+  for (let i = 1; i < n; i++) if (timestamps[i] !== first) return false;
+  return true;
+}
+
+/**
+ * Timestamps of a frame that carries one for all its records: views of one array filled with that
+ * value, shared by every such frame until the value changes. Never written after it is filled,
+ * so a view handed out earlier keeps its values.
+ */
+let filledTimestamps = new Float64Array(0);
+function timestampsOf(value: number, n: number): Float64Array {
+  if (filledTimestamps.length < n || !Object.is(filledTimestamps[0], value)) {
+    filledTimestamps = new Float64Array(Math.max(n, 1024)).fill(value);
+  }
+  return filledTimestamps.subarray(0, n);
+}
 
 function header(writer: ByteWriter, type: number, channel: number, flags = 0): void {
   writer.u8(type);
@@ -50,32 +84,39 @@ function header(writer: ByteWriter, type: number, channel: number, flags = 0): v
 /** Encodes one element for `channel`: the writer is reset first, then holds the frame (`written()`). */
 export function encodeElementFrame(channel: number, element: StreamElement, codec: BatchCodec, writer: ByteWriter): void {
   writer.reset();
-  const keyGroups = element.kind === "records" ? element.keyGroups : undefined;
-  header(writer, FrameType[element.kind], channel, keyGroups === undefined ? 0 : FLAG_KEY_GROUPS);
   switch (element.kind) {
     case "records": {
-      const n = element.values.length;
+      const { values, timestamps, keyGroups } = element;
+      const n = values.length;
+      const one = n > 0 && oneTimestamp(timestamps, n);
+      header(writer, FrameType.records, channel, (keyGroups === undefined ? 0 : FLAG_KEY_GROUPS) | (one ? FLAG_ONE_TIMESTAMP : 0));
       writer.u32(n);
       writer.align(8);
-      writer.f64Array(element.timestamps, n);
-      if (keyGroups !== undefined) writer.i32Array(keyGroups, n);
-      codec.encode(element.values, writer);
+      if (one) writer.f64(timestamps[0]!);
+      else writer.f64Array(timestamps, n);
+      // Key groups are below the max parallelism, at most 2^15.
+      if (keyGroups !== undefined) writer.u16Array(keyGroups, n);
+      codec.encode(values, writer);
       break;
     }
     case "watermark":
+      header(writer, FrameType.watermark, channel);
       writer.align(8);
       writer.f64(element.timestamp);
       break;
     case "status":
+      header(writer, FrameType.status, channel);
       writer.u8(element.idle ? 1 : 0);
       break;
     case "barrier":
+      header(writer, FrameType.barrier, channel);
       writer.align(8);
       writer.f64(element.checkpointId);
       writer.f64(element.timestampMs);
       writer.u8(element.isSavepoint ? 1 : 0);
       break;
     case "end":
+      header(writer, FrameType.end, channel);
       break;
   }
 }
@@ -98,15 +139,19 @@ export function decodeElementFrame(frame: Uint8Array, codec: BatchCodec, channel
   if (to !== channel) throw CodecError.corrupt(`a frame for channel ${to} arrived on channel ${channel}`);
   switch (type) {
     case FrameType.records: {
+      if ((flags & ~(FLAG_KEY_GROUPS | FLAG_ONE_TIMESTAMP)) !== 0) throw CodecError.corrupt(`unknown record frame flags ${flags}`);
       const n = reader.u32();
       reader.align(8);
-      const timestamps = reader.f64Array(n);
-      const keyGroups = (flags & FLAG_KEY_GROUPS) !== 0 ? reader.i32Array(n) : undefined;
+      const one = (flags & FLAG_ONE_TIMESTAMP) !== 0;
+      const timestamp = one ? reader.f64() : 0;
+      const listed = one ? undefined : reader.f64Array(n);
+      const keyGroups = (flags & FLAG_KEY_GROUPS) !== 0 ? reader.u16Array(n) : undefined;
       const values = codec.decode(reader, n);
       if (values.length !== n) {
         throw CodecError.corrupt(`codec '${codec.id}' decoded ${values.length} records, the frame holds ${n}`);
       }
-      return { kind: "records", values, timestamps, keyGroups };
+      // After the values, so a corrupt count is refused before anything of its size is allocated.
+      return { kind: "records", values, timestamps: listed ?? timestampsOf(timestamp, n), keyGroups };
     }
     case FrameType.watermark:
       reader.align(8);
