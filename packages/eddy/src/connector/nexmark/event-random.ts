@@ -80,13 +80,18 @@ function makePool(salt: number, spaceEvery: number): string {
   return parts.join("");
 }
 
-const LETTERS = makePool(0x6e65786d, 0);
-const LETTERS_AND_SPACES = makePool(0x61726b21, 13);
+/**
+ * The pools, built at first use: this module is part of every job's worker bundle (the package
+ * exports the Nexmark source), and building both took ~10-25 ms of each worker's start-up. Fields
+ * of a const object, not module-level `let`s (which V8 boxes and checks on every access, see
+ * `state` above).
+ */
+const pools: { letters?: string; lettersAndSpaces?: string } = {};
 
 /** Exactly `length` random lowercase letters (Beam's `nextExactString`); `length` ≤ 65,536. */
 export function nextExactString(length: number): string {
   const from = nextInt(POOL_LENGTH - length + 1);
-  return LETTERS.substring(from, from + length);
+  return (pools.letters ??= makePool(0x6e65786d, 0)).substring(from, from + length);
 }
 
 /**
@@ -96,7 +101,7 @@ export function nextExactString(length: number): string {
 export function nextString(maxLength: number): string {
   const length = 3 + nextInt(maxLength - 3);
   const from = nextInt(POOL_LENGTH - length + 1);
-  return LETTERS_AND_SPACES.substring(from, from + length).trim();
+  return (pools.lettersAndSpaces ??= makePool(0x61726b21, 13)).substring(from, from + length).trim();
 }
 
 /**
