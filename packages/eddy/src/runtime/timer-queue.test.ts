@@ -1,5 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import type { Key } from "../core/key.ts";
 import { mapKeyOf } from "../core/key.ts";
 import { SMALL_KEY_TIMERS, TimerQueue, type Timer, type TimerNamespace } from "./timer-queue.ts";
@@ -76,4 +77,77 @@ test("the last-registration shortcut compares key, key group, namespace and time
   queue.add("z", 0, 0, "", 0);
   assert.equal(queue.add("z", 0, 0, "", -0), undefined, "0 and -0 are the same time, as for a Map");
   assert.equal(queue.size, 7);
+});
+
+test("any interleaving of registrations, deletions and firings matches a sorted list of the live timers", () => {
+  interface Live {
+    readonly key: string;
+    readonly kg: number;
+    readonly ns: TimerNamespace;
+    readonly ts: number;
+    readonly order: number;
+  }
+  const op = fc.oneof(
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant("add" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: -5, max: 60 }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: -5, max: 60 }) }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant("removeLive" as const), pick: fc.nat() }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("poll" as const) }) },
+  );
+  fc.assert(
+    fc.property(fc.array(op, { maxLength: 600 }), (ops) => {
+      const queue = new TimerQueue(4);
+      let live: Live[] = [];
+      let order = 0;
+      const earliest = (): Live | undefined => live.reduce<Live | undefined>((m, t) => (m === undefined || t.ts < m.ts || (t.ts === m.ts && t.order < m.order) ? t : m), undefined);
+      const same = (t: Live, o: { key: number; kg: number; ns: TimerNamespace; ts: number }) => t.key === `k${o.key}` && t.kg === o.kg && t.ns === o.ns && t.ts === o.ts;
+      for (const o of ops) {
+        if (o.kind === "add") {
+          const exists = live.some((t) => same(t, o));
+          const added = queue.add(`k${o.key}`, o.kg, o.kg, o.ns, o.ts);
+          assert.equal(added !== undefined, !exists);
+          if (!exists) live.push({ key: `k${o.key}`, kg: o.kg, ns: o.ns, ts: o.ts, order: order++ });
+        } else if (o.kind === "removeLive") {
+          // A live timer anywhere in the heap: its slot is refilled from the heap's end.
+          if (live.length === 0) continue;
+          const victim = live[o.pick % live.length]!;
+          const head = earliest();
+          assert.equal(queue.remove(mapKeyOf(victim.key), victim.kg, victim.ns, victim.ts), victim === head);
+          live = live.filter((t) => t !== victim);
+        } else if (o.kind === "remove") {
+          const head = earliest();
+          const wasHead = queue.remove(mapKeyOf(`k${o.key}`), o.kg, o.ns, o.ts);
+          assert.equal(wasHead, head !== undefined && same(head, o));
+          live = live.filter((t) => !same(t, o));
+        } else {
+          const expected = earliest();
+          const fired = queue.poll();
+          assert.equal(fired === undefined, expected === undefined);
+          if (expected !== undefined) {
+            assert.deepEqual([fired!.key, fired!.kgIndex, fired!.namespace, fired!.timestamp], [expected.key, expected.kg, expected.ns, expected.ts]);
+            live = live.filter((t) => t !== expected);
+          }
+        }
+        assert.equal(queue.size, live.length);
+        const head = earliest();
+        const peeked = queue.peek();
+        assert.deepEqual(peeked === undefined ? undefined : [peeked.key, peeked.namespace, peeked.timestamp], head === undefined ? undefined : [head.key, head.ns, head.ts]);
+      }
+      assert.deepEqual(drain(queue), [...live].sort((a, b) => a.ts - b.ts || a.order - b.order).map((t) => `${String(t.ns)}@${t.ts}`));
+    }),
+    { numRuns: 300 },
+  );
+});
+
+test("a deleted timer's slot refilled with a timer earlier than that slot's parent moves it up", () => {
+  // Registered in this order, the timers sit in heap slots 0..21 in order (each is later than its
+  // parent, (i - 1) >> 2). The last one, 11.5 in slot 21, is a child of slot 5 (11). Deleting 21
+  // (slot 9, child of slot 2: 20) moves 11.5 into slot 9, below 20: it must rise above it.
+  const order = [0, 10, 20, 30, 40, 11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 41, 42, 43, 44, 11.5];
+  const queue = new TimerQueue(1);
+  for (const ts of order) queue.add(`k${ts}`, 0, 0, "w", ts);
+  queue.remove(mapKeyOf("k21"), 0, "w", 21);
+  assert.deepEqual(
+    drain(queue).map((s) => Number(s.slice(2))),
+    order.filter((ts) => ts !== 21).sort((a, b) => a - b),
+  );
 });

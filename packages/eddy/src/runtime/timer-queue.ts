@@ -3,7 +3,8 @@
  * them, and per key group an index that deduplicates them by (key, namespace, timestamp).
  *
  * Costs. Heap: register, delete and fire O(log n), with each timer knowing its heap index, so
- * removal is real (no tombstones; the heap holds exactly the live timers). Index: per key group a
+ * removal is real (no tombstones; the heap holds exactly the live timers). A 4-ary heap whose
+ * order keys also sit in typed arrays, see `#heap`. Index: per key group a
  * Map from the key's map identity to the key's timers, held in the cheapest shape that fits:
  * - one `Timer` (the common case: a keyed process function's one pending timer, a tumbling
  *   window's cleanup timer): a duplicate registration is one Map.get and two comparisons, and
@@ -82,8 +83,15 @@ type KeyTimers = Timer | Timer[] | ManyTimers;
 export class TimerQueue {
   /** Per key group index: key → its timers. */
   readonly #groups: (Map<MapKey, KeyTimers> | undefined)[];
-  /** Min-heap by (timestamp, seq); `heap[i].heapIndex === i`. */
+  /**
+   * 4-ary min-heap by (timestamp, seq); `heap[i].heapIndex === i`. The order keys of slot i are
+   * also in `#ts[i]` and `#seqs[i]`, so sifting compares numbers in two typed arrays instead of
+   * loading timers scattered over the heap (with tens of thousands of timers, each level of a
+   * sift loaded two or three of them from memory). Four children per node halve the levels.
+   */
   readonly #heap: Timer[] = [];
+  #ts = new Float64Array(64);
+  #seqs = new Float64Array(64);
   #seq = 0;
   /** The timer the last `add` returned or found; may have been removed since (heapIndex -1). */
   #last: Timer | undefined = undefined;
@@ -135,9 +143,10 @@ export class TimerQueue {
       many.add(timer);
       byKey.set(mapKey, many);
     }
-    timer.heapIndex = this.#heap.length;
+    const at = this.#heap.length;
+    if (at === this.#ts.length) this.#grow();
     this.#heap.push(timer);
-    this.#siftUp(timer.heapIndex);
+    this.#siftUp(at, timer);
     this.#last = timer;
     return timer;
   }
@@ -195,49 +204,85 @@ export class TimerQueue {
     }
   }
 
+  #grow(): void {
+    const ts = new Float64Array(this.#ts.length * 2);
+    ts.set(this.#ts);
+    this.#ts = ts;
+    const seqs = new Float64Array(this.#seqs.length * 2);
+    seqs.set(this.#seqs);
+    this.#seqs = seqs;
+  }
+
   #removeAt(i: number): void {
     const heap = this.#heap;
     const removed = heap[i]!;
     removed.heapIndex = -1;
     const last = heap.pop()!;
     if (last === removed) return;
-    heap[i] = last;
-    last.heapIndex = i;
-    if (i > 0 && less(last, heap[(i - 1) >> 1]!)) this.#siftUp(i);
-    else this.#siftDown(i);
+    const parent = (i - 1) >> 2;
+    const ts = this.#ts;
+    if (i > 0 && (last.timestamp < ts[parent]! || (last.timestamp === ts[parent] && last.seq < this.#seqs[parent]!))) this.#siftUp(i, last);
+    else this.#siftDown(i, last);
   }
 
-  #siftUp(i: number): void {
+  /** Moves `timer` from the free slot `i` towards the root to its place. */
+  #siftUp(i: number, timer: Timer): void {
     const heap = this.#heap;
-    const timer = heap[i]!;
+    const ts = this.#ts;
+    const seqs = this.#seqs;
+    const t = timer.timestamp;
+    const s = timer.seq;
     while (i > 0) {
-      const parentIndex = (i - 1) >> 1;
-      const parent = heap[parentIndex]!;
-      if (!less(timer, parent)) break;
+      const p = (i - 1) >> 2;
+      const pt = ts[p]!;
+      if (!(t < pt || (t === pt && s < seqs[p]!))) break;
+      const parent = heap[p]!;
       heap[i] = parent;
+      ts[i] = pt;
+      seqs[i] = seqs[p]!;
       parent.heapIndex = i;
-      i = parentIndex;
+      i = p;
     }
     heap[i] = timer;
+    ts[i] = t;
+    seqs[i] = s;
     timer.heapIndex = i;
   }
 
-  #siftDown(i: number): void {
+  /** Moves `timer` from the free slot `i` towards the leaves to its place. */
+  #siftDown(i: number, timer: Timer): void {
     const heap = this.#heap;
+    const ts = this.#ts;
+    const seqs = this.#seqs;
     const n = heap.length;
-    const timer = heap[i]!;
+    const t = timer.timestamp;
+    const s = timer.seq;
     for (;;) {
-      const l = 2 * i + 1;
-      if (l >= n) break;
-      const r = l + 1;
-      const child = r < n && less(heap[r]!, heap[l]!) ? r : l;
-      const c = heap[child]!;
-      if (!less(c, timer)) break;
-      heap[i] = c;
-      c.heapIndex = i;
-      i = child;
+      const first = 4 * i + 1;
+      if (first >= n) break;
+      let best = first;
+      let bt = ts[first]!;
+      let bs = seqs[first]!;
+      const end = first + 4 < n ? first + 4 : n;
+      for (let c = first + 1; c < end; c++) {
+        const ct = ts[c]!;
+        if (ct < bt || (ct === bt && seqs[c]! < bs)) {
+          best = c;
+          bt = ct;
+          bs = seqs[c]!;
+        }
+      }
+      if (!(bt < t || (bt === t && bs < s))) break;
+      const child = heap[best]!;
+      heap[i] = child;
+      ts[i] = bt;
+      seqs[i] = bs;
+      child.heapIndex = i;
+      i = best;
     }
     heap[i] = timer;
+    ts[i] = t;
+    seqs[i] = s;
     timer.heapIndex = i;
   }
 }
@@ -265,8 +310,4 @@ function findIn(timers: readonly Timer[], ns: TimerNamespace, timestamp: number)
     if (matches(t, ns, timestamp)) return t;
   }
   return undefined;
-}
-
-function less(a: Timer, b: Timer): boolean {
-  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
 }

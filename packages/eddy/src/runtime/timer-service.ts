@@ -16,7 +16,7 @@
  * - Registering an existing timer keeps its original registration order; deleting an absent one
  *   is a no-op.
  *
- * Cost per domain (runtime/timer-queue.ts): a binary min-heap of timers ordered by (timestamp,
+ * Cost per domain (runtime/timer-queue.ts): a 4-ary min-heap of timers ordered by (timestamp,
  * registration sequence), O(log n) register, delete and fire; plus per key group an index for
  * O(1) deduplication. A duplicate registration allocates nothing, and one equal to the previous
  * registration of its domain is answered without a lookup.
