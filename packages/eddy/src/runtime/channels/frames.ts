@@ -84,6 +84,8 @@ function header(writer: ByteWriter, type: number, channel: number, flags = 0): v
 /** Encodes one element for `channel`: the writer is reset first, then holds the frame (`written()`). */
 export function encodeElementFrame(channel: number, element: StreamElement, codec: BatchCodec, writer: ByteWriter): void {
   writer.reset();
+  // A records frame's flags depend on its batch; every other frame's are 0.
+  if (element.kind !== "records") header(writer, FrameType[element.kind], channel);
   switch (element.kind) {
     case "records": {
       const { values, timestamps, keyGroups } = element;
@@ -100,23 +102,19 @@ export function encodeElementFrame(channel: number, element: StreamElement, code
       break;
     }
     case "watermark":
-      header(writer, FrameType.watermark, channel);
       writer.align(8);
       writer.f64(element.timestamp);
       break;
     case "status":
-      header(writer, FrameType.status, channel);
       writer.u8(element.idle ? 1 : 0);
       break;
     case "barrier":
-      header(writer, FrameType.barrier, channel);
       writer.align(8);
       writer.f64(element.checkpointId);
       writer.f64(element.timestampMs);
       writer.u8(element.isSavepoint ? 1 : 0);
       break;
     case "end":
-      header(writer, FrameType.end, channel);
       break;
   }
 }
