@@ -124,6 +124,9 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 
 const fmt = (x: number, digits = 0) => x.toFixed(digits).padStart(7);
+if (N < 10_000_000) {
+  console.log("(fewer than 10 M records: the kernel counts CPU in 10 ms ticks and warm-up is most of a run, so the per-record figures mean little)\n");
+}
 console.log(`Eddy parallel breakdown: keyed count${WORK_ROUNDS > 0 ? ` with ${WORK_ROUNDS} rounds of work per record` : ""}, ${N.toLocaleString("en")} records (and ${SMALL.toLocaleString("en")}), 1,000 keys, ${availableParallelism()} cores, median of ${ROUNDS}\n`);
 console.log(`  ${"variant".padEnd(31)} running  worker CPU  platform CPU   steady ns/record: workers  platform  encoded B/record`);
 const steady = new Map<string, number>();
