@@ -15,20 +15,13 @@ import { Readable, Transform, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { Sink } from "eddy";
 import { runJob } from "eddy/testing";
-import { chainedPathJob } from "./jobs/chained-path.ts";
+import { CHAINED_PATH_KEYS as KEYS, chainedPathJob, keepChainedPathRecord as keep, type ChainedPathRecord as Rec } from "./jobs/chained-path.ts";
 import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 5_000_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
-const KEYS = 1000;
-
-interface Rec {
-  key: number;
-  value: number;
-}
 
 const toRecord = (n: number): Rec => ({ key: n % KEYS, value: n });
-const keep = (r: Rec): boolean => r.value % 3 !== 0;
 const combine = (a: Rec, b: Rec): Rec => ({ key: a.key, value: a.value + b.value });
 /** Order-independent fold of the emitted records. */
 const fold = (sum: number, r: Rec): number => (sum + r.value * (r.key + 1)) % 1_000_000_007;

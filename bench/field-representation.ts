@@ -24,17 +24,11 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import type { Sink } from "eddy";
 import { runJob } from "eddy/testing";
-import { chainedPathJob } from "./jobs/chained-path.ts";
+import { CHAINED_PATH_KEYS as KEYS, chainedPathJob, keepChainedPathRecord as keep, type ChainedPathRecord as Rec } from "./jobs/chained-path.ts";
 import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 6_000_000);
 const PROCESSES = Number(process.argv[3] ?? 3);
-const KEYS = 1000;
-
-interface Rec {
-  key: number;
-  value: number;
-}
 
 type Variant = "loop-literal" | "loop-primed" | "loop-constructor" | "eddy-literal" | "eddy-primed";
 const LABELS: Record<Variant, string> = {
@@ -60,8 +54,7 @@ async function child(variant: Variant, records: number): Promise<void> {
     variant === "loop-constructor"
       ? (a: Rec, b: Rec): Rec => new C(a.key, a.value + b.value)
       : (a: Rec, b: Rec): Rec => ({ key: a.key, value: a.value + b.value });
-  const keep = (r: Rec): boolean => r.value % 3 !== 0;
-  let checksum = primer === undefined ? 0 : primer.key;
+    let checksum = primer === undefined ? 0 : primer.key;
   const start = performance.now();
   if (variant.startsWith("loop")) {
     const acc = new Map<number, Rec>();

@@ -9,6 +9,17 @@ export interface KeyedRecord {
   readonly key: number;
 }
 
+/** The records both benches run through the job: `n % CHAINED_PATH_KEYS` keys, the sequence number as value. */
+export interface ChainedPathRecord {
+  key: number;
+  value: number;
+}
+
+export const CHAINED_PATH_KEYS = 1000;
+
+/** The job's filter (it drops every third record); the record-building functions stay per bench. */
+export const keepChainedPathRecord = (r: ChainedPathRecord): boolean => r.value % 3 !== 0;
+
 export function chainedPathJob<R extends KeyedRecord>(
   name: string,
   records: number,
