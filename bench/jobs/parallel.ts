@@ -58,6 +58,11 @@ export function mix(x: number, rounds: number): number {
   return (h ^ (h >>> 16)) >>> 0;
 }
 
+/** The keyed count's reduce with `rounds` rounds of mixing per record (see `keyedWork`). */
+function countWithWork(rounds: number): (acc: Rec, r: Rec) => Rec {
+  return (acc, r) => ({ key: acc.key, value: acc.value + r.value + (mix(acc.value, rounds) === 2 ** 32 ? 1 : 0) });
+}
+
 /**
  * (b) with user work in the keyed stage: the count's reduce function also mixes the record
  * WORK_ROUNDS times, the ~0.1-0.3 µs per record of a keyed stage that does more than add. Same
@@ -71,7 +76,7 @@ export const keyedWork = defineJob("bench-keyed-work", (env) => {
     .fromSequence(0, RECORDS() - 1)
     .map((n): Rec => ({ key: n % keys, value: 1 }))
     .keyBy((r) => r.key)
-    .reduce((acc, r) => ({ key: acc.key, value: acc.value + r.value + (mix(acc.value, rounds) === 2 ** 32 ? 1 : 0) }))
+    .reduce(countWithWork(rounds))
     .sinkTo(countingSink());
 });
 
@@ -100,9 +105,7 @@ export const routedKeyedCount = defineJob("bench-routed-keyed-count", (env) => {
     .map((n): Rec => ({ key: keyOf(n), value: 1 }))
     .keyBy((r) => r.key);
   // With work rounds, the keyed stage of `keyedWork`; without, the count of (b).
-  (rounds > 0 ? keyed.reduce((acc, r) => ({ key: acc.key, value: acc.value + r.value + (mix(acc.value, rounds) === 2 ** 32 ? 1 : 0) })) : keyed.sum("value")).sinkTo(
-    countingSink(),
-  );
+  (rounds > 0 ? keyed.reduce(countWithWork(rounds)) : keyed.sum("value")).sinkTo(countingSink());
 });
 
 interface Timed {
