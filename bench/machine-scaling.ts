@@ -8,9 +8,9 @@
  *
  *   node --import tsx bench/machine-scaling.ts [records=40000000] [rounds=5]
  *
- * "cores" is the process's CPU time over wall time while one worker thread runs: V8's compiler
- * and GC helper threads use the idle second core, so one worker can take more than one core,
- * which a second worker then has to share.
+ * "cores" is the process's CPU time over wall time while one worker thread runs (its start-up
+ * included): V8's compiler and GC helper threads use the idle second core, so one worker can take
+ * more than one core, which a second worker then has to share.
  */
 import { spawn } from "node:child_process";
 import { Worker } from "node:worker_threads";
@@ -36,33 +36,35 @@ function loopSource(loop: Loop, records: number): string {
            counts.set(r.key, acc === undefined ? { key: r.key, value: r.value } : { key: acc.key, value: acc.value + r.value });
          }
          result = counts.size;`;
+  // `result` is sent back with the time, so no loop's work can be optimized away.
   return `let result; const t0 = performance.now(); ${body} const ms = performance.now() - t0;`;
 }
 
 /**
  * Runs the loop over `records / n` records in each of `n` worker threads of this process at once.
- * Returns the slowest thread's loop time (start-up excluded) and the process's CPU time over the
- * whole run (all threads: the workers and V8's helpers).
+ * Returns the slowest thread's loop time (start-up excluded) and the cores the process used over
+ * the whole run (CPU time of all its threads, the workers and V8's helpers, over wall time).
  */
-async function inThreads(loop: Loop, records: number, n: number): Promise<{ ms: number; cpuMs: number }> {
-  const source = `const { parentPort } = require("node:worker_threads"); ${loopSource(loop, records / n)} parentPort.postMessage(ms);`;
+async function inThreads(loop: Loop, records: number, n: number): Promise<{ ms: number; cores: number }> {
+  const source = `const { parentPort } = require("node:worker_threads"); ${loopSource(loop, Math.floor(records / n))} parentPort.postMessage([ms, result]);`;
+  const started = performance.now();
   const cpu = process.cpuUsage();
   const times = await Promise.all(
     Array.from({ length: n }, () => {
       const worker = new Worker(source, { eval: true });
       return new Promise<number>((resolve, reject) => {
-        worker.once("message", resolve);
+        worker.once("message", ([ms]: [number, unknown]) => resolve(ms));
         worker.once("error", reject);
       }).finally(() => worker.terminate());
     }),
   );
   const used = process.cpuUsage(cpu);
-  return { ms: Math.max(...times), cpuMs: (used.user + used.system) / 1000 };
+  return { ms: Math.max(...times), cores: (used.user + used.system) / 1000 / (performance.now() - started) };
 }
 
 /** The same in `n` processes at once; returns the slowest process's loop time. */
 async function inProcesses(loop: Loop, records: number, n: number): Promise<number> {
-  const source = `${loopSource(loop, records / n)} process.stdout.write(String(ms));`;
+  const source = `${loopSource(loop, Math.floor(records / n))} process.stdout.write(JSON.stringify([ms, result]));`;
   const times = await Promise.all(
     Array.from({ length: n }, () => {
       const child = spawn(process.execPath, ["-e", source], { stdio: ["ignore", "pipe", "inherit"] });
@@ -70,7 +72,7 @@ async function inProcesses(loop: Loop, records: number, n: number): Promise<numb
       child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()));
       return new Promise<number>((resolve, reject) => {
         child.once("error", reject);
-        child.once("close", (code) => (code === 0 ? resolve(Number(out)) : reject(new Error(`child exited with ${code}`))));
+        child.once("close", (code) => (code === 0 ? resolve((JSON.parse(out) as [number, unknown])[0]) : reject(new Error(`child exited with ${code}`))));
       });
     }),
   );
@@ -88,7 +90,7 @@ for (const loop of ["arithmetic", "keyed-count"] as const) {
   for (let round = 0; round < ROUNDS; round++) {
     const one = await inThreads(loop, N, 1);
     runs.t1!.push(one.ms);
-    runs.cores!.push(one.cpuMs / one.ms);
+    runs.cores!.push(one.cores);
     runs.t2!.push((await inThreads(loop, N, 2)).ms);
     runs.p1!.push(await inProcesses(loop, N, 1));
     runs.p2!.push(await inProcesses(loop, N, 2));
