@@ -102,8 +102,15 @@ interface KnownShape {
   numeric: NumericShape | undefined;
 }
 
-/** Reads a shape's fields from records into one array per field. */
-type Extractor = (records: readonly unknown[], m: number) => unknown[][];
+/**
+ * Reads a shape's fields from records into one array per field, and sets kinds[f] to field f's
+ * column kind as columnKind would decide it, or to KIND_UNDECIDED when the column's first value
+ * is an object (whether the column is a shape is left to columnKind).
+ */
+type Extractor = (records: readonly unknown[], m: number, kinds: Uint8Array) => unknown[][];
+
+/** An extractor's kind for a column whose first value is an object: see Extractor. */
+const KIND_UNDECIDED = 255;
 /** Writes `m` records built from decoded columns into `out[0..m)`. */
 type Builder = (m: number, columns: readonly unknown[], out: unknown[]) => void;
 
@@ -308,12 +315,21 @@ class DefaultCodec implements BatchCodec {
   ): void {
     out.varuint(keys.length);
     for (const key of keys) out.string(key);
-    const columns = extract !== undefined ? extract(records, m) : extractGeneric(records, m, keys);
-    for (const column of columns) this.#writeColumn(column, m, out, depth);
+    if (extract === undefined) {
+      for (const column of extractGeneric(records, m, keys)) this.#writeColumn(column, m, out, depth, columnKind(column, m, depth));
+      return;
+    }
+    // The extractor decides the kinds while it reads the fields: no second pass over each column.
+    const kinds = new Uint8Array(keys.length);
+    const columns = extract(records, m, kinds);
+    for (let f = 0; f < columns.length; f++) {
+      const column = columns[f]!;
+      const kind = kinds[f]!;
+      this.#writeColumn(column, m, out, depth, kind === KIND_UNDECIDED ? columnKind(column, m, depth) : kind);
+    }
   }
 
-  #writeColumn(column: unknown[], m: number, out: ByteWriter, depth: number): void {
-    const kind = columnKind(column, m, depth);
+  #writeColumn(column: unknown[], m: number, out: ByteWriter, depth: number, kind: ColumnKind): void {
     out.u8(kind);
     switch (kind) {
       case ColumnKind.F64:
@@ -553,17 +569,53 @@ for (let i = 0; i < m; i++) { const r = records[i]; ${names.map((name, f) => `c$
   return { check, fill, kinds: new Uint8Array(keys.length) };
 }
 
-/** A shape's extractor; undefined where the process forbids compiling code (core/codegen.ts). */
+/**
+ * A shape's extractor; undefined where the process forbids compiling code (core/codegen.ts).
+ * Per field it keeps a mask of what it saw (bit 0: a non-number, 1: a number that is not an int32
+ * or is −0, 2: a non-string, 3: a non-boolean), from which the column's kind follows as in
+ * columnKind, given the type of the column's first value.
+ */
 function compileExtractor(keys: readonly string[]): Extractor | undefined {
   if (!mayCompile()) return undefined;
   const decl = keys.map((_, j) => `c${j} = new Array(m)`).join(", ");
-  const reads = keys.map((key, j) => `c${j}[i] = r[${JSON.stringify(key)}];`).join(" ");
+  const masks = keys.map((_, j) => `s${j} = 0`).join(", ");
+  const reads = keys
+    .map(
+      (key, j) => `const v${j} = r[${JSON.stringify(key)}]; c${j}[i] = v${j};
+    if (typeof v${j} === "number") { if ((v${j} | 0) !== v${j} || (v${j} === 0 && 1 / v${j} < 0)) s${j} |= 14; else s${j} |= 12; }
+    else if (typeof v${j} === "string") s${j} |= 9;
+    else if (typeof v${j} === "boolean") s${j} |= 5;
+    else s${j} |= 13;`,
+    )
+    .join("\n    ");
+  const decide = keys.map((_, j) => `kinds[${j}] = kindOf(c${j}[0], s${j});`).join(" ");
   const list = keys.map((_, j) => `c${j}`).join(", ");
   const body = `"use strict";
 const ${decl};
-for (let i = 0; i < m; i++) { const r = records[i]; ${reads} }
+let ${masks};
+for (let i = 0; i < m; i++) {
+    const r = records[i];
+    ${reads}
+}
+${decide}
 return [${list}];`;
-  return compileFunction<Extractor>(["records", "m"], body);
+  return compileFunction<(kindOf: typeof kindFromMask) => Extractor>(["kindOf"], `return (records, m, kinds) => {${body}};`)?.(kindFromMask);
+}
+
+/** A column's kind from its first value and the mask an extractor kept (see compileExtractor). */
+function kindFromMask(first: unknown, mask: number): number {
+  switch (typeof first) {
+    case "number":
+      return (mask & 1) !== 0 ? ColumnKind.Value : (mask & 2) !== 0 ? ColumnKind.F64 : ColumnKind.I32;
+    case "string":
+      return (mask & 4) !== 0 ? ColumnKind.Value : ColumnKind.String;
+    case "boolean":
+      return (mask & 8) !== 0 ? ColumnKind.Value : ColumnKind.Boolean;
+    case "object":
+      return KIND_UNDECIDED;
+    default:
+      return ColumnKind.Value;
+  }
 }
 
 function extractGeneric(records: readonly unknown[], m: number, keys: readonly string[]): unknown[][] {
