@@ -406,6 +406,27 @@ export class ByteWriter {
     this.#pos += written;
   }
 
+  /**
+   * Writes the lengths (in UTF-16 code units) of the first `m` strings, a varuint each: the bytes
+   * of `varuint(strings[i].length)` for each, with one check for room.
+   */
+  stringLengths(strings: readonly string[], m: number): void {
+    this.ensure(m * 5);
+    const u8 = this.#u8;
+    let p = this.#pos;
+    for (let i = 0; i < m; i++) {
+      const n = (strings[i] as string).length;
+      if (n < 0x80) {
+        u8[p++] = n;
+        continue;
+      }
+      this.#pos = p;
+      this.#putVaruint(n);
+      p = this.#pos;
+    }
+    this.#pos = p;
+  }
+
   /** Encodes each string at `p` on; returns the end, or -1 if one is not well-formed. */
   #writeEach(strings: readonly string[], m: number, p: number): number {
     const u8 = this.#u8;

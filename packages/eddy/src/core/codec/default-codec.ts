@@ -689,8 +689,7 @@ function columnKind(column: readonly unknown[], m: number, depth: number): Colum
 
 function writeStrings(strings: readonly string[], m: number, out: ByteWriter): void {
   out.joinedString(strings, m);
-  out.ensure(m * 5);
-  for (let i = 0; i < m; i++) out.varuint((strings[i] as string).length);
+  out.stringLengths(strings, m);
 }
 
 /** V8 makes a slice of at least this many characters a view into the string it was cut from. */
