@@ -5,6 +5,7 @@
  *
  *   numeric    { key, value }                                        numbers only
  *   bid        { auction, bidder, price, channel, url, dateTime }    Nexmark-like bids
+ *   nexmark    the Nexmark generator's bids: the above and `extra`, ~160 bytes encoded
  *   irregular  nested objects, arrays, optional and null fields, varying shapes
  *
  * beside baselines measured in the same run: JSON.stringify + JSON.parse (string only, no UTF-8
@@ -12,7 +13,7 @@
  * sample batch exactly (deep-equal) before it is timed, and decoded values feed a checksum so no
  * variant can skip work.
  *
- *   node --import tsx bench/codec.ts [records=500000] [rounds=5] [kinds=numeric,bid,irregular]
+ *   node --import tsx bench/codec.ts [records=500000] [rounds=5] [kinds=numeric,bid,nexmark,irregular]
  *
  * Reports the median of `rounds` runs in million records per second and the ratio to JSON.
  */
@@ -22,6 +23,7 @@ import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts
 import type { BatchCodec } from "../packages/eddy/src/core/codec/codec.ts";
 import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
 import { valueCodec } from "../packages/eddy/src/core/codec/value-codec.ts";
+import { DEFAULT_NEXMARK_CONFIG, nexmarkEvent } from "../packages/eddy/src/connector/nexmark/generator.ts";
 import { median } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 500_000);
@@ -30,6 +32,17 @@ const ONLY = process.argv[4]?.split(",");
 const BATCH = 1024;
 
 const CHANNELS = ["Google", "Facebook", "Baidu", "Apple"];
+
+/** The generator's bids in order (records are made for i = 0, 1, 2, …). */
+function nexmarkBids(): (i: number) => unknown {
+  let eventId = 0;
+  return () => {
+    for (;;) {
+      const event = nexmarkEvent(eventId++, DEFAULT_NEXMARK_CONFIG);
+      if (event.bid !== undefined) return event.bid;
+    }
+  };
+}
 
 const KINDS: Record<string, (i: number) => unknown> = {
   numeric: (i) => ({ key: i % 1000, value: i * 0.5 }),
@@ -41,6 +54,7 @@ const KINDS: Record<string, (i: number) => unknown> = {
     url: `https://www.nexmark.com/item.htm?query=1&channel_id=${i % 256}`,
     dateTime: 1_700_000_000_000 + i,
   }),
+  nexmark: nexmarkBids(),
   irregular: (i) => {
     switch (i % 4) {
       case 0:
