@@ -1,7 +1,10 @@
 /**
  * Whole-process crash: `eddy run` with checkpoints is killed with SIGKILL mid-run, then resumed
  * with `--from-checkpoint` from the newest complete checkpoint; the output its two-phase file
- * sink committed over both runs equals the failure-free run, record for record.
+ * sink committed over both runs equals the failure-free run, record for record. Before that
+ * resume, one round resumes from the same checkpoint with a task file damaged: the run must fail
+ * naming the file and commit nothing, never fall back to an older checkpoint (whose replay would
+ * commit the newest one's output again; issue 33).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -9,7 +12,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { committedFiles, latestCheckpoint } from "./jobs/checkpointed.ts";
+import { committedFiles, damageTaskFile, latestCheckpoint } from "./jobs/checkpointed.ts";
 
 const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const jobFile = resolve(import.meta.dirname, "jobs/checkpointed.ts");
@@ -59,6 +62,17 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
     assert.ok(partial > 0 && partial < RECORDS, `partial output before the crash: ${partial}`);
 
     const from = latestCheckpoint(join(checkpoints, "crash"))!;
+    const damaged = damageTaskFile(from);
+    const refused = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], {
+      encoding: "utf8",
+      env: { ...env, EDDY_CHK_OUT_DIR: out },
+    });
+    assert.equal(refused.status, 1, `a damaged checkpoint named by the user fails the run:\n${refused.stderr}`);
+    assert.ok(refused.stderr.includes(damaged.file), `the error names the damaged file:\n${refused.stderr}`);
+    assert.doesNotMatch(refused.stderr, /skipping checkpoint|restoring/, "no fallback to another checkpoint");
+    assert.equal(committedFiles(out, "counted").length, partial, "nothing committed by the refused run");
+    damaged.repair();
+
     const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], {
       encoding: "utf8",
       env: { ...env, EDDY_CHK_OUT_DIR: out },

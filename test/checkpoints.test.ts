@@ -13,7 +13,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
 import { basename, dirname } from "node:path";
 import { SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
@@ -288,6 +289,7 @@ test("at-least-once mode: after a failure nothing is lost, and only records afte
     assert.deepEqual(early.slice(0, 10), [], `records repeated although the restored checkpoint ${restored} had read past them`);
   } finally {
     delete process.env.EDDY_CHK_FAULT;
+    delete process.env.EDDY_CHK_THROTTLE;
     rmSync(dir, { recursive: true, force: true });
   }
 });
@@ -399,4 +401,97 @@ test("with tolerable failures, a checkpoint that fails in storage is aborted and
   assert.ok(result.checkpoints.some((c) => c.status === "completed"), "other checkpoints completed");
   assert.deepEqual(result.output.counted, expected.counted);
   assert.deepEqual(result.output.windows, expected.windows);
+});
+
+/**
+ * Fails the checkpointed job once right after a sink committed (checkpoint n's output is then
+ * visible), and damages a task file of every complete checkpoint before the restart runs: the
+ * newest committed checkpoint cannot be read, and every other one is older or damaged too.
+ */
+async function recoverWithDamagedCheckpoints(allowRecoveryBehindCommitted: boolean): ReturnType<typeof run> {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-damaged-"));
+  const checkpointDir = join(dir, "checkpoints");
+  const fault: Fault = { kind: "commit", atRecord: checkpointed.RECORDS / 2, marker: join(dir, "fault-fired") };
+  let stop = false;
+  const damaging = (async () => {
+    while (!existsSync(fault.marker) && !stop) await sleep(2);
+    if (stop) return;
+    const jobDir = join(checkpointDir, "damaged");
+    for (const d of readdirSync(jobDir)) if (existsSync(join(jobDir, d, "_manifest"))) checkpointed.damageTaskFile(join(jobDir, d));
+  })();
+  try {
+    return await run(
+      {
+        mode: "inline",
+        parallelism: 2,
+        // Long enough that no checkpoint completes between the fault and the damage.
+        checkpointing: { intervalMs: 100, allowRecoveryBehindCommitted },
+        checkpointDir,
+        jobId: "damaged",
+        // The restart waits until every checkpoint is damaged.
+        restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 300 },
+      },
+      fault,
+    );
+  } finally {
+    stop = true;
+    await damaging;
+    assert.ok(existsSync(fault.marker), "the fault fired");
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test("recovery never goes behind committed output: the committed checkpoint damaged, the job fails naming the file instead of replaying an older one", async () => {
+  await assert.rejects(recoverWithDamagedCheckpoints(false), (e: Error) => {
+    assert.match(e.message, /cannot recover: checkpoint \d+, whose output sinks have committed, cannot be restored/);
+    assert.match(e.message, /chk-\d+\/[^' ]+' checksum mismatch/, "names the damaged file");
+    assert.match(e.message, /allow-behind-committed/, "says how to accept duplicates instead");
+    return true;
+  });
+});
+
+test("allowed by configuration, recovery goes behind committed output and says that output repeats", async () => {
+  const result = await recoverWithDamagedCheckpoints(true);
+  assert.equal(result.restarts, 1, result.warnings.join("\n"));
+  assert.ok(result.warnings.some((w) => /going back further, as allowed .* two-phase sinks will repeat output/.test(w)), result.warnings.join("\n"));
+  // Every checkpoint is damaged: the job starts over, and the committed part repeats.
+  assert.deepEqual(result.restoredFrom, [null]);
+  assert.ok(result.output.counted.length > checkpointed.RECORDS, `output repeats (${result.output.counted.length} rows)`);
+});
+
+test("an intermediate savepoint commits nothing (Flink's rule): a failure after it replays from the checkpoint before it, output exact", async () => {
+  // No periodic checkpoint completes in this run: the savepoint is the only snapshot, and a
+  // restart starts over. Had the savepoint committed, its output would be committed twice.
+  const expected = await failureFree();
+  const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-commit-"));
+  const fault: Fault = { kind: "process", atRecord: checkpointed.RECORDS - 1_000, marker: join(dir, "fault-fired") };
+  process.env.EDDY_CHK_FAULT = JSON.stringify(fault);
+  // ~2.4 s in all (1 ms every 200 records): the savepoint completes long before the fault.
+  process.env.EDDY_CHK_THROTTLE = "200";
+  try {
+    const handle = runJob(checkpointed.countingJob, {
+      mode: "inline",
+      parallelism: 2,
+      checkpointing: { intervalMs: 3_600_000 },
+      checkpointDir: join(dir, "checkpoints"),
+      savepointDir: join(dir, "savepoints"),
+      jobId: "savepoint-commit",
+      restartStrategy: { type: "fixed-delay", attempts: 2, delayMs: 0 },
+      logger: silentLogger,
+    });
+    while (handle.sourceRecords < checkpointed.RECORDS / 4) await sleep(2);
+    const savepoint = await handle.savepoint();
+    assert.ok(!existsSync(fault.marker), "the savepoint completed before the fault");
+    assert.ok(savepoint.path.startsWith(join(dir, "savepoints")));
+    await handle.done;
+    assert.ok(existsSync(fault.marker), "the fault fired");
+    assert.equal(handle.restarts, 1);
+    assert.deepEqual(handle.restoredFrom, [null], "no checkpoint: started over");
+    assert.deepEqual(checkpointed.rowsOf(handle.collected("counted")), expected.counted, "committed counts");
+    assert.deepEqual(checkpointed.rowsOf(handle.collected("windows")), expected.windows, "committed windows");
+  } finally {
+    delete process.env.EDDY_CHK_FAULT;
+    delete process.env.EDDY_CHK_THROTTLE;
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -313,3 +313,23 @@ export const slowJob = defineJob("checkpointed-slow-map", (env) => {
     .uid("slow-sum")
     .sinkTo(committingCollectSink<number>("sums"));
 });
+
+/**
+ * Flips one byte in the middle of a task file (any file but the manifest) of the snapshot
+ * directory `dir`, as a bad disk would; returns the file, and a function that flips it back.
+ */
+export function damageTaskFile(dir: string): { readonly file: string; readonly repair: () => void } {
+  const name = readdirSync(dir)
+    .filter((f) => f !== "_manifest" && !f.startsWith("_"))
+    .sort()[0];
+  if (name === undefined) throw new Error(`no task file in '${dir}'`);
+  const file = join(dir, name);
+  const flip = (): void => {
+    const bytes = readFileSync(file);
+    const at = bytes.length >> 1;
+    bytes[at] = bytes[at]! ^ 0x40;
+    writeFileSync(file, bytes);
+  };
+  flip();
+  return { file, repair: flip };
+}

@@ -21,6 +21,13 @@ export interface CheckpointConfig {
   readonly tolerableFailures: number;
   /** Completed checkpoints kept; older ones are discarded. Default 3. */
   readonly retained: number;
+  /**
+   * Whether automatic recovery may restore a checkpoint older than the newest one whose
+   * completion sinks were notified of (when that one cannot be read). Two-phase sinks then commit
+   * the replayed output a second time: duplicates. Default false: the job fails instead
+   * (docs/design/checkpoint-protocol.md, "Recovery never goes behind committed output").
+   */
+  readonly allowRecoveryBehindCommitted: boolean;
 }
 
 export type CheckpointConfigInput = Partial<CheckpointConfig> & Pick<CheckpointConfig, "intervalMs">;
@@ -32,6 +39,7 @@ export const CHECKPOINT_CONFIG_DEFAULTS: Omit<CheckpointConfig, "intervalMs"> = 
   maxConcurrent: 1,
   tolerableFailures: 0,
   retained: 3,
+  allowRecoveryBehindCommitted: false,
 });
 
 type Check = (value: unknown) => boolean;
@@ -46,6 +54,7 @@ const CHECKS: Record<keyof CheckpointConfig, readonly [Check, string]> = {
   maxConcurrent: [atLeastOne, "an integer >= 1"],
   tolerableFailures: [(v) => v === Number.POSITIVE_INFINITY || (Number.isInteger(v) && (v as number) >= 0), "an integer >= 0 or Infinity"],
   retained: [atLeastOne, "an integer >= 1"],
+  allowRecoveryBehindCommitted: [(v) => typeof v === "boolean", "true or false"],
 };
 
 /** Fills in defaults and validates; throws INVALID_CHECKPOINT_CONFIG naming the first bad field. */

@@ -262,6 +262,9 @@ async function exists(path: string): Promise<boolean> {
 export interface FindRestorableOptions {
   /** The files a manifest lists; each is read and checked before the checkpoint is chosen. */
   readonly verifyFiles: (manifest: unknown) => readonly FileRef[];
+  /** Checkpoints with a lower id are not candidates (default: every id). */
+  readonly atLeast?: number;
+  /** Called for each candidate skipped, with why (the file and the fault). */
   readonly log?: (message: string) => void;
 }
 
@@ -271,14 +274,15 @@ export interface RestorableCheckpoint {
 }
 
 /**
- * The newest checkpoint whose manifest and files all verify, or undefined. Incomplete, missing
- * or corrupt checkpoints are skipped with a log line naming the file and the fault; any other
- * failure (an I/O error, say) is thrown, so a passing fault never rolls a job back further than
- * it must go.
+ * The newest checkpoint (with an id of at least `atLeast`) whose manifest and files all verify,
+ * or undefined. Incomplete, missing or corrupt checkpoints are skipped with a log line naming the
+ * file and the fault; any other failure (an I/O error, say) is thrown, so a passing fault never
+ * rolls a job back further than it must go.
  */
 export async function findLatestRestorable(storage: CheckpointStorage, options: FindRestorableOptions): Promise<RestorableCheckpoint | undefined> {
   const ids = await storage.listCheckpoints();
-  for (let i = ids.length - 1; i >= 0; i--) {
+  const atLeast = options.atLeast ?? Number.NEGATIVE_INFINITY;
+  for (let i = ids.length - 1; i >= 0 && ids[i]! >= atLeast; i--) {
     const checkpointId = ids[i]!;
     try {
       const manifest = await storage.readManifest(checkpointId);

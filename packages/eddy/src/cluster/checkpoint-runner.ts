@@ -268,8 +268,12 @@ export class CheckpointRunner {
         return;
       case "notify-complete": {
         this.#forget(command.checkpointId);
-        targets.notifyComplete(command.checkpointId);
         const savepoint = this.#savepointOf(command.checkpointId);
+        // As in Flink (≥ 1.15, FLIP-193), an intermediate savepoint commits no side effects: its
+        // committables stay pending in the sinks and the next checkpoint commits them. Recovery
+        // uses checkpoints only, so a savepoint's commits would be replayed from the checkpoint
+        // before it (duplicates). Stop-with-savepoint commits: the job ends with it.
+        if (savepoint === undefined || savepoint.stop !== undefined) targets.notifyComplete(command.checkpointId);
         if (savepoint !== undefined) {
           this.#savepoints.splice(this.#savepoints.indexOf(savepoint), 1);
           savepoint.resolve(savepoint.result!);

@@ -70,6 +70,14 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     description: "consecutive failed checkpoints tolerated before the job fails",
     apply: (v, d) => void (d.checkpoint.tolerableFailures = int("execution.checkpointing.tolerable-failed-checkpoints", v)),
   },
+  "execution.checkpointing.recovery.allow-behind-committed": {
+    description: "let recovery restore a checkpoint older than committed output (two-phase sinks then duplicate it)",
+    apply: (v, d) => {
+      const value = v.trim().toLowerCase();
+      if (value !== "true" && value !== "false") throw invalid("execution.checkpointing.recovery.allow-behind-committed", v, "true or false");
+      d.checkpoint.allowRecoveryBehindCommitted = value === "true";
+    },
+  },
   "state.checkpoints.num-retained": {
     description: "completed checkpoints kept",
     apply: (v, d) => void (d.checkpoint.retained = int("state.checkpoints.num-retained", v)),

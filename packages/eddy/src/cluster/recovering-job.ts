@@ -1,7 +1,19 @@
 /**
  * A job run with checkpointing: each attempt runs the job (inline or on worker threads) with a
  * checkpoint runner beside it; when an attempt fails, the restart strategy decides whether and
- * when the next attempt starts, from the newest checkpoint whose files all verify (DESIGN §7).
+ * when the next attempt starts, from the newest checkpoint whose files all verify
+ * (docs/design/checkpoint-protocol.md, "Recovery").
+ *
+ * Invariants (exactly-once end to end):
+ * - A snapshot the user named (`--from-checkpoint`, `--from-savepoint`) is restored exactly: its
+ *   files are verified before the first attempt, and a fault in them fails the run. Never an
+ *   older checkpoint in its place.
+ * - Recovery never restores a checkpoint older than the newest one whose completion sinks were
+ *   notified of (their transactions are committed; replaying from before them duplicates output),
+ *   unless `allowRecoveryBehindCommitted`; it fails the job instead, naming the damaged file.
+ * - Recovery only restores checkpoints this run wrote (ids from its first attempt on), or the
+ *   snapshot it started from: a previous process's checkpoints in the same directory belong to
+ *   another lineage.
  */
 import { basename, resolve as resolvePath } from "node:path";
 import { EddyError } from "../core/errors.ts";
@@ -9,7 +21,7 @@ import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, readFileIn, readManifestIn, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { findLatestRestorable, readFileIn, readManifestIn, type CheckpointStorage, type RestorableCheckpoint } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
@@ -58,6 +70,13 @@ export class RecoveringJob {
   #running = false;
   /** The highest checkpoint id any attempt issued: a later attempt never reuses one (see #attempt). */
   #lastIssuedId = 0;
+  /** The first checkpoint id of this run: checkpoints below it were written by another run. */
+  #firstOwnId: number | undefined;
+  /**
+   * The newest checkpoint (or stop-with-savepoint) whose completion sinks were notified of in this
+   * run, or undefined while none was: recovery restores nothing older (see the invariants above).
+   */
+  #committedId: number | undefined;
 
   constructor(options: RecoveringJobOptions) {
     this.#o = options;
@@ -85,7 +104,12 @@ export class RecoveringJob {
     const ref = await this.#o.ref;
     this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
     let restore = this.#o.restore;
-    if (restore !== undefined) checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
+    if (restore !== undefined) {
+      checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
+      // Before any attempt: a fault in a named snapshot must fail the run, not start the restart
+      // strategy (whose recovery would pick an older checkpoint; issue 33).
+      await verifyRestorePoint(restore);
+    }
     // Until the job completes a checkpoint of its own, a restart goes back to where it started.
     const initial = restore;
     for (;;) {
@@ -105,7 +129,7 @@ export class RecoveringJob {
           restart: this.restoredFrom.length + 1,
         });
         await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
-        restore = (await this.#latest()) ?? initial;
+        restore = await this.#recoveryPoint(initial);
         this.restoredFrom.push(restore?.manifest.checkpointId ?? null);
         if (restore === undefined) logger.warn("no complete checkpoint yet; restarting from the beginning", { job: plan.jobName });
         else logger.info("restoring", { job: plan.jobName, checkpoint: restore.manifest.checkpointId });
@@ -121,6 +145,7 @@ export class RecoveringJob {
     // inline task still persisting — and an id may have no directory yet when the next attempt
     // lists them. The listing covers ids of earlier processes (a resume after kill -9).
     const firstCheckpointId = Math.max(this.#lastIssuedId, ...(await this.#storage.listCheckpoints())) + 1;
+    this.#firstOwnId ??= firstCheckpointId;
     let targets: CheckpointTargets | undefined;
     let fail: (e: EddyError) => void = () => {};
     const runner = new CheckpointRunner({
@@ -136,7 +161,11 @@ export class RecoveringJob {
         trigger: (b, stop) => targets?.trigger(b, stop),
         resumeSources: () => targets?.resumeSources(),
         stop: () => targets?.stop(),
-        notifyComplete: (id) => targets?.notifyComplete(id),
+        notifyComplete: (id) => {
+          // Counted before the tasks hear of it: a sink may commit as soon as they do.
+          this.#committedId = Math.max(this.#committedId ?? id, id);
+          targets?.notifyComplete(id);
+        },
         abort: (id) => targets?.abort(id),
         finalCheckpoint: (b) => targets?.finalCheckpoint(b),
         snapshotEnumerators: (id) => targets?.snapshotEnumerators(id) ?? {},
@@ -208,14 +237,57 @@ export class RecoveringJob {
     }
   }
 
-  async #latest(): Promise<RestoreSource | undefined> {
-    const found = await findLatestRestorable(this.#storage, {
-      verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
-      log: (message) => this.#o.logger.warn(message),
-    });
-    if (found === undefined) return undefined;
+  /**
+   * Where the next attempt starts: the newest checkpoint of this run that is not older than the
+   * newest committed one; without one, the snapshot the run started from (or nothing) while no
+   * commit was notified. Otherwise it fails (JOB_RECOVERY_BEHIND_COMMITTED), or with
+   * `allowRecoveryBehindCommitted` goes back further and says that output will repeat.
+   */
+  async #recoveryPoint(initial: RestoreSource | undefined): Promise<RestoreSource | undefined> {
+    const { logger, plan } = this.#o;
+    const skipped: string[] = [];
+    const find = (atLeast: number): Promise<RestorableCheckpoint | undefined> =>
+      findLatestRestorable(this.#storage, {
+        verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
+        atLeast,
+        log: (message) => {
+          skipped.push(message);
+          logger.warn(message);
+        },
+      });
+    const firstOwn = this.#firstOwnId ?? Number.POSITIVE_INFINITY;
+    const committed = this.#committedId;
+    let found = await find(Math.max(firstOwn, committed ?? 0));
+    if (found === undefined && committed !== undefined) {
+      const why =
+        `checkpoint ${committed}, whose output sinks have committed, cannot be restored` +
+        (skipped.length > 0 ? ` (${skipped.join("; ")})` : " (it is gone)") +
+        `: an older checkpoint would commit the output after it a second time`;
+      if (!this.#o.config.allowRecoveryBehindCommitted) {
+        throw new EddyError(
+          "RECOVERY_BEHIND_COMMITTED",
+          `job '${plan.jobName}' cannot recover: ${why}. Restore the damaged checkpoint, or set ` +
+            `execution.checkpointing.recovery.allow-behind-committed=true to accept duplicated output`,
+          { domain: "external", retryable: false },
+        );
+      }
+      logger.warn(`${why}; going back further, as allowed (execution.checkpointing.recovery.allow-behind-committed): two-phase sinks will repeat output`, {
+        job: plan.jobName,
+      });
+      found = await find(firstOwn);
+    }
+    if (found === undefined) return initial;
     return { manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
   }
+}
+
+/**
+ * Reads and checks every file of the snapshot the run starts from (sizes, SHA-256), so that a
+ * damaged one fails the run naming the file, before any task starts.
+ */
+async function verifyRestorePoint(restore: RestoreSource): Promise<void> {
+  if (restore.dir === undefined) return;
+  for (const ref of manifestFiles(restore.manifest)) await readFileIn(restore.dir, ref);
 }
 
 /**
