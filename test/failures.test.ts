@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -285,4 +285,153 @@ export default defineJob("parallel", (env) => {
   assert.equal(failed.status, 1);
   assert.match(failed.stderr, /eddy: job 'parallel' failed: .*'Parse'.*nine hundred/);
   assert.doesNotMatch(failed.stderr, /    at /, "no stack trace");
+});
+
+/** Writes `source` as a job file in a user project; returns its path. */
+function userJob(name: string, source: string): string {
+  const file = join(userProject(), name);
+  writeFileSync(file, source);
+  return file;
+}
+
+/** A map that never returns once it reaches record 500 (`spinForever`'s loop is on line 4). */
+const STUCK_JOB = `import { defineJob } from "eddy";
+function spinForever(n: number): number {
+  let x = n;
+  for (;;) x = (x * 31 + 7) % 1_000_003;
+}
+export default defineJob("stuck", (env) => {
+  env.fromSequence(1, 1_000).map((n: number) => (n === 500 ? spinForever(n) : n)).name("Spin").print();
+});
+`;
+
+test("a user function that never returns: the watchdog fails the job naming the task and the user's line, at -p 1 and -p 2", () => {
+  const job = userJob("stuck-job.ts", STUCK_JOB);
+  for (const p of ["1", "2"]) {
+    const started = Date.now();
+    const run = spawnSync(process.execPath, [eddyBin, "run", job, "-p", p, "-D", "execution.watchdog.timeout=1s", "--no-control"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(run.status, 1, `-p ${p}: ${run.stderr}`);
+    assert.match(run.stderr, /eddy: job 'stuck' failed: task 'Source: Sequence -> Spin -> Sink: Print' \(subtask 0\) has not returned from user code for 1 s/, `-p ${p}`);
+    assert.match(run.stderr, /at spinForever \(file:\/\/.*stuck-job\.ts:4:\d+\)/, `-p ${p}: the stack names the user's line`);
+    assert.ok(Date.now() - started < 30_000, `-p ${p}: ended in ${Date.now() - started} ms`);
+  }
+});
+
+test("Ctrl-C ends a job whose user function never returns (-p 1 runs on a worker thread)", async () => {
+  const job = userJob("stuck-job.ts", STUCK_JOB);
+  const child = spawn(process.execPath, [eddyBin, "run", job, "--no-control"], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+  // The job prints nothing once stuck: give it time to get there (500 records), then interrupt.
+  await new Promise((r) => setTimeout(r, 2_500));
+  child.kill("SIGINT");
+  const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  const code = await exited;
+  clearTimeout(killer);
+  assert.equal(code, 130, stderr);
+  assert.match(stderr, /SIGINT: cancelling job 'stuck'/);
+  assert.match(stderr, /job 'stuck' cancelled \(SIGINT\)/);
+});
+
+test("process.exit in user code at -p 1 fails the job with a message, not a silent exit code", () => {
+  const job = userJob(
+    "exiting-job.ts",
+    `import { defineJob } from "eddy";
+export default defineJob("exiting", (env) => {
+  env.fromSequence(1, 100).map((n: number) => { if (n === 5) process.exit(3); return n; }).print();
+});
+`,
+  );
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control"], { encoding: "utf8", timeout: 60_000 });
+  assert.equal(run.status, 1, run.stderr);
+  assert.match(run.stderr, /eddy: job 'exiting' failed: .*worker 0 exited unexpectedly with code 3 \(process\.exit\(\) in user code/);
+});
+
+const TIMER_JOB = `import { defineJob } from "eddy";
+export default defineJob("timer", (env) => {
+  env.fromSequence(1, Number(process.env.RECORDS)).map((n: number) => {
+    if (n === 1) setTimeout(() => { throw new Error("late boom"); }, Number(process.env.DELAY_MS));
+    if (n === 2 && process.env.REJECT === "1") void Promise.reject(new Error("rejected boom"));
+    // Keeps a long run going for ≥ 150 ms, so its event loop turns while it runs.
+    if (n % 100_000 === 0) { const t = Date.now(); while (Date.now() - t < 5); }
+    return n;
+  }).filter(() => false).print();
+});
+`;
+
+test("an exception thrown from a user timer or a promise nobody awaits fails the job with one clear line, inline as on a worker", () => {
+  const job = userJob("timer-job.ts", TIMER_JOB);
+  const cases = [
+    { args: [], env: { DELAY_MS: "0" }, expect: /eddy: job 'timer' failed: .*worker 0 crashed: Error: late boom/ },
+    { args: ["--inline"], env: { DELAY_MS: "0" }, expect: /eddy: job 'timer' failed: an uncaught exception in user code outside the job's functions \(inline mode\): Error: late boom/ },
+    { args: ["--inline"], env: { DELAY_MS: "60000", REJECT: "1" }, expect: /eddy: job 'timer' failed: an unhandled promise rejection in user code outside the job's functions \(inline mode\): Error: rejected boom/ },
+  ];
+  for (const c of cases) {
+    const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", ...c.args], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, RECORDS: "3000000", ...c.env },
+    });
+    assert.equal(run.status, 1, `${c.args.join(" ")}: ${run.stderr}`);
+    assert.match(run.stderr, c.expect);
+    assert.doesNotMatch(run.stderr, /finished/, "not reported as finished");
+  }
+});
+
+test("a user timer still pending when the job ends does not run after the summary: the CLI exits 0 with it", () => {
+  const job = userJob("timer-job.ts", TIMER_JOB);
+  for (const args of [[], ["--inline"]]) {
+    const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", ...args], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: { ...process.env, RECORDS: "10", DELAY_MS: "3000" },
+    });
+    assert.equal(run.status, 0, `${args.join(" ")}: ${run.stderr}`);
+    assert.match(run.stderr, /job 'timer' finished/);
+    assert.doesNotMatch(run.stderr, /late boom/);
+  }
+});
+
+test("a worker that runs out of memory fails the job at once, saying so, without restarts", () => {
+  const job = userJob(
+    "hungry-job.ts",
+    `import { defineJob } from "eddy";
+const hoard: number[][] = [];
+export default defineJob("hungry", (env) => {
+  env.fromSequence(1, 100_000_000).map((n: number) => { hoard.push(new Array(1_000).fill(n)); return n; }).filter(() => false).print();
+});
+`,
+  );
+  const started = Date.now();
+  const run = spawnSync(
+    process.execPath,
+    [eddyBin, "run", job, "--no-control", "--checkpoint-interval", "200", "--restart-strategy", "fixed-delay:3:100", "-D", "taskmanager.memory.task.heap.size=64m", "--log-level", "info"],
+    { encoding: "utf8", timeout: 120_000, cwd: tmpdir() },
+  );
+  assert.equal(run.status, 1, run.stderr.slice(-2_000));
+  assert.match(run.stderr, /eddy: job 'hungry' failed: worker 0 ran out of memory \(its heap limit of 64 MB/);
+  assert.match(run.stderr, /not restarting: a restart from the same checkpoint would run out again/);
+  assert.doesNotMatch(run.stderr, /job failed; restarting/);
+  assert.ok(Date.now() - started < 60_000, `failed in ${Date.now() - started} ms`);
+});
+
+test("an error message of megabytes is truncated in the logs and the CLI's line", () => {
+  const job = userJob(
+    "loud-job.ts",
+    `import { defineJob } from "eddy";
+export default defineJob("loud", (env) => {
+  env.fromSequence(1, 10).map((n: number) => { if (n === 3) throw new Error("x".repeat(10_000_000)); return n; }).print();
+});
+`,
+  );
+  for (const args of [[], ["--inline"]]) {
+    const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", ...args], { encoding: "utf8", timeout: 60_000, maxBuffer: 64 * 2 ** 20 });
+    assert.equal(run.status, 1);
+    assert.ok(run.stderr.length < 64 * 1_024, `${args.join(" ")}: ${run.stderr.length} characters of stderr`);
+    assert.match(run.stderr, /xxx… \([\d,]+ more characters\)/);
+  }
 });

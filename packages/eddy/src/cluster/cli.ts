@@ -6,7 +6,8 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
-import { jsonLogger, type LogLevel } from "../core/logger.ts";
+import { jsonLogger, truncateText, type LogLevel } from "../core/logger.ts";
+import { getHeapStatistics } from "node:v8";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
@@ -37,6 +38,8 @@ Options for run:
       --max-parallelism <n>     Number of key groups (default: derived from the parallelism)
       --workers <n>             Worker threads (default: one per core, at most the parallelism)
       --inline                  Run every subtask on the main thread instead of worker threads
+                                (by default even -p 1 runs on one worker, where a function that
+                                never returns, exits or runs out of memory is caught and named)
       --log-level <level>       debug | info | warn | error | silent (default warn)
       --no-progress             Do not report progress on stderr
       --no-control              Do not start the job's control API (used by list/savepoint/stop/cancel)
@@ -64,7 +67,7 @@ Records written by print() go to stdout as JSON lines; logs and progress go to s
 `;
 
 function fail(message: string, code = 1): never {
-  process.stderr.write(`eddy: ${message}\n`);
+  process.stderr.write(`eddy: ${truncateText(message)}\n`);
   process.exit(code);
 }
 
@@ -222,12 +225,13 @@ async function main(argv: string[]): Promise<void> {
     }
   });
   let execution: JobExecution | undefined;
+  if (values.inline === true) watchInlineUserCode(() => execution?.jobName, logger);
   try {
     execution = startJob(module, {
       parallelism: positiveInt(values.parallelism, "--parallelism"),
       maxParallelism: positiveInt(values["max-parallelism"], "--max-parallelism"),
       workers: positiveInt(values.workers, "--workers"),
-      ...(values.inline === true ? { mode: "inline" as const } : {}),
+      ...(values.inline === true ? { mode: "inline" as const } : { preferThreads: true }),
       logger,
       logLevel: level,
       ...checkpointOptions(values),
@@ -295,6 +299,40 @@ async function main(argv: string[]): Promise<void> {
   );
   const checkpoints = execution.checkpoints();
   if (checkpoints.length > 0 || execution.restarts > 0) process.stderr.write(checkpointSummary(checkpoints, execution.restoredFrom));
+  // The job is over: a timer or promise user code left behind (in the job module, or inline) must
+  // not run after the summary and print a stack with another exit code. stdout and stderr are
+  // synchronous for files, pipes and terminals on Linux and macOS, so nothing written is lost.
+  process.exit(0);
 }
+
+/**
+ * Inline mode (`--inline`) runs user code on this thread, where what worker threads catch cannot
+ * be caught per task: an error thrown from a callback of user code outside the job's functions (a
+ * timer, a promise nobody awaits) fails the run here with one clear line; and the heap is watched,
+ * so that nearing V8's limit (which aborts the process) is said before it happens.
+ */
+function watchInlineUserCode(jobName: () => string | undefined, logger: ReturnType<typeof jsonLogger>): void {
+  const uncaught = (kind: string) => (e: unknown) => {
+    const name = jobName();
+    fail(`job${name === undefined ? "" : ` '${name}'`} failed: ${kind} in user code outside the job's functions (inline mode): ${describeCause(e)}`);
+  };
+  process.on("uncaughtException", uncaught("an uncaught exception"));
+  process.on("unhandledRejection", uncaught("an unhandled promise rejection"));
+  let warned = false;
+  const heap = setInterval(() => {
+    const { used_heap_size: used, heap_size_limit: limit } = getHeapStatistics();
+    if (warned || used < HEAP_WARNING_FRACTION * limit) return;
+    warned = true;
+    logger.warn(
+      `the heap holds ${Math.round(used / 2 ** 20)} MB of its ${Math.round(limit / 2 ** 20)} MB limit: at the limit V8 aborts the process. ` +
+        `Without --inline, the job runs on worker threads, where running out of memory fails the job with a message; or raise the limit (node --max-old-space-size)`,
+      { job: jobName() },
+    );
+  }, 1_000);
+  heap.unref();
+}
+
+/** The share of V8's heap limit at which inline mode warns (see watchInlineUserCode). */
+const HEAP_WARNING_FRACTION = 0.85;
 
 await main(process.argv.slice(2));

@@ -28,6 +28,16 @@ test("configuration keys map onto run options, with units", () => {
     restartStrategy: { type: "exponential-delay", initialDelayMs: 1_000, maxDelayMs: 3_600_000 },
   });
   assert.deepEqual(optionsFromConfig({}), {});
+  assert.deepEqual(
+    optionsFromConfig({
+      "execution.watchdog.timeout": "90s",
+      "taskmanager.memory.task.heap.size": "2g",
+      "execution.checkpointing.interval": "1s",
+      "execution.checkpointing.recovery.allow-behind-committed": "TRUE",
+    }),
+    { watchdogTimeoutMs: 90_000, maxWorkerHeapMb: 2_048, checkpointing: { intervalMs: 1_000, allowRecoveryBehindCommitted: true } },
+  );
+  assert.deepEqual(optionsFromConfig({ "taskmanager.memory.task.heap.size": "512m" }), { maxWorkerHeapMb: 512 });
 });
 
 test("unknown keys and bad values are refused, naming the key", () => {
@@ -38,4 +48,10 @@ test("unknown keys and bad values are refused, naming the key", () => {
   assert.throws(() => optionsFromConfig({ "execution.checkpointing.timeout": "1s" }), code("INVALID_CONFIG", /need execution\.checkpointing\.interval/));
   assert.throws(() => optionsFromConfig({ "restart-strategy.fixed-delay.attempts": "3" }), code("INVALID_CONFIG", /restart-strategy\.type/));
   assert.throws(() => optionsFromConfig({ "state.checkpoints.num-retained": "-1" }), code("INVALID_CONFIG", /num-retained/));
+  assert.throws(() => optionsFromConfig({ "taskmanager.memory.task.heap.size": "512" }), code("INVALID_CONFIG", /heap\.size.*512m or 2g/));
+  assert.throws(() => optionsFromConfig({ "execution.watchdog.timeout": "forever" }), code("INVALID_CONFIG", /watchdog/));
+  assert.throws(
+    () => optionsFromConfig({ "execution.checkpointing.interval": "1s", "execution.checkpointing.recovery.allow-behind-committed": "yes" }),
+    code("INVALID_CONFIG", /allow-behind-committed/),
+  );
 });

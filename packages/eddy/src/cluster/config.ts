@@ -13,6 +13,8 @@ export interface ConfiguredOptions {
   checkpointDir?: string;
   savepointDir?: string;
   restartStrategy?: RestartStrategyConfig;
+  watchdogTimeoutMs?: number;
+  maxWorkerHeapMb?: number;
 }
 
 interface KeySpec {
@@ -24,6 +26,8 @@ interface Draft {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   checkpointDir?: string;
   savepointDir?: string;
+  watchdogTimeoutMs?: number;
+  maxWorkerHeapMb?: number;
   restart: Record<string, string>;
 }
 
@@ -90,6 +94,18 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     description: "where savepoints are written by default",
     apply: (v, d) => void (d.savepointDir = v),
   },
+  "execution.watchdog.timeout": {
+    description: "a call into user code not returned after this long fails the job, naming the task (0: never; default 60s)",
+    apply: (v, d) => void (d.watchdogTimeoutMs = ms("execution.watchdog.timeout", v)),
+  },
+  "taskmanager.memory.task.heap.size": {
+    description: "heap limit of each worker thread, e.g. 512m or 2g (default: Node's); running out fails the job, without restarts",
+    apply: (v, d) => {
+      const m = /^(\d+)\s*(m|mb|g|gb)$/i.exec(v.trim());
+      if (m === null || Number(m[1]) === 0) throw invalid("taskmanager.memory.task.heap.size", v, "a size such as 512m or 2g");
+      d.maxWorkerHeapMb = Number(m[1]) * (m[2]!.toLowerCase().startsWith("g") ? 1_024 : 1);
+    },
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -119,6 +135,8 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
   }
   if (draft.checkpointDir !== undefined) out.checkpointDir = draft.checkpointDir;
   if (draft.savepointDir !== undefined) out.savepointDir = draft.savepointDir;
+  if (draft.watchdogTimeoutMs !== undefined) out.watchdogTimeoutMs = draft.watchdogTimeoutMs;
+  if (draft.maxWorkerHeapMb !== undefined) out.maxWorkerHeapMb = draft.maxWorkerHeapMb;
   const r = draft.restart;
   if (Object.keys(r).length > 0) out.restartStrategy = restartStrategy(r);
   return out;

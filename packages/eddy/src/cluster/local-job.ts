@@ -35,12 +35,27 @@ import { workerCode, type WorkerBundle } from "./worker-bundle.ts";
 
 export type ExecutionMode = "inline" | "threads";
 
+/** How long a call into user code may run before the watchdog fails the job (RunOptions.watchdogTimeoutMs). */
+export const DEFAULT_WATCHDOG_TIMEOUT_MS = 60_000;
+
 export interface RunOptions {
   /** Default parallelism for operators the job does not configure (the job's own setting wins). */
   readonly parallelism?: number;
   readonly maxParallelism?: number;
   /** See the file comment; default: decided from the plan and the job. */
   readonly mode?: ExecutionMode;
+  /**
+   * Without `mode`: run on worker threads even when every operator has parallelism 1 (one
+   * worker), so that user code that never returns, exits the process or runs out of memory is
+   * caught and reported as at any parallelism (what `eddy run` does). Default false (inline).
+   */
+  readonly preferThreads?: boolean;
+  /**
+   * On worker threads: a call into user code (a task's slice or `open()`) that has not returned
+   * after this long fails the job, naming the task and where its thread is. 0: never. Default
+   * 60 s (key `execution.watchdog.timeout`).
+   */
+  readonly watchdogTimeoutMs?: number;
   /** Worker threads in threaded mode (default: one per core, at most the largest parallelism). */
   readonly workers?: number;
   /** How subtasks are placed on workers (default "shared": subtask i of every operator on one worker). */
@@ -213,7 +228,8 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
-      maxWorkerHeapMb: options.maxWorkerHeapMb,
+      maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
+      watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
       token,
       checkpointing,
       bundle: workerBundle,
@@ -223,7 +239,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   let mode: Promise<ExecutionMode>;
   let done: Promise<JobResult>;
   const wantsInline =
-    options.mode === "inline" || (options.mode === undefined && (options.clock !== undefined || largest === 1));
+    options.mode === "inline" || (options.mode === undefined && (options.clock !== undefined || (largest === 1 && options.preferThreads !== true)));
   if (options.mode === "threads" && options.clock !== undefined) {
     throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
   }

@@ -27,6 +27,7 @@ import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
+import type { BusyTaskBoard } from "./task-watchdog.ts";
 
 export interface ExecutorOptions {
   readonly clock: Clock;
@@ -43,6 +44,8 @@ export interface ExecutorOptions {
    * (yield after every round) so frames from other threads are received promptly.
    */
   readonly yieldIntervalMs: number;
+  /** Where this executor says which task runs user code, for the coordinator's watchdog (worker threads). */
+  readonly busyBoard?: BusyTaskBoard | undefined;
 }
 
 /** Where a network edge's channel ends come from; see the file comment. */
@@ -138,6 +141,8 @@ type AnyOperator = OneInputOperator<unknown> | TwoInputOperator<unknown, unknown
 export class TaskExecutor {
   readonly done: Promise<ExecutorResult>;
   readonly tasks: StreamTask[] = [];
+  /** The chain index of each task, by position in `tasks` (for the busy board). */
+  readonly #taskChains: number[] = [];
   /** The queryable states of this executor's subtasks (a state server reads them). */
   readonly queryable = new QueryableRegistry();
   readonly #plan: Plan;
@@ -278,7 +283,12 @@ export class TaskExecutor {
     const keepAlive = setInterval(() => {}, 2 ** 30);
     try {
       this.#deploy();
-      for (const task of this.tasks) task.open();
+      const board = this.#options.busyBoard;
+      for (let i = 0; i < this.tasks.length; i++) {
+        board?.enter(this.#taskChains[i]!, this.tasks[i]!.subtaskIndex);
+        this.tasks[i]!.open();
+        board?.leave();
+      }
       this.#checkRestoredStateClaimed();
       this.#deployment.splits.start();
       await this.#loop();
@@ -297,6 +307,8 @@ export class TaskExecutor {
     const tasks = this.tasks;
     const { yieldIntervalMs, flushTimeoutMs } = this.#options;
     const doorbell = this.#deployment.doorbell;
+    const board = this.#options.busyBoard;
+    const chains = this.#taskChains;
     let armed = false;
     let lastYield = performance.now();
     while (this.#failure === undefined) {
@@ -311,11 +323,14 @@ export class TaskExecutor {
         const task = tasks[i]!;
         if (task.isRunnable) {
           progressed = true;
+          board?.enter(chains[i]!, task.subtaskIndex);
           try {
             task.runSlice();
           } catch (e) {
             this.#fail(e, task);
             return;
+          } finally {
+            board?.leave();
           }
         }
         if (!task.isFinished) allFinished = false;
@@ -590,6 +605,7 @@ export class TaskExecutor {
                 },
         });
         this.tasks.push(task);
+        this.#taskChains.push(chain.index);
         if (headT.kind === "source") this.#sourceTasks.add(task);
       }
     }

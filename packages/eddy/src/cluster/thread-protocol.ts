@@ -50,6 +50,8 @@ export interface WorkerInit {
   readonly token: string;
   /** The bundle this worker started from (worker-bundle.ts); undefined: it loads through tsx. */
   readonly bundle: WorkerBundle | undefined;
+  /** Where the worker's executor says which task runs user code (task-watchdog.ts). */
+  readonly busyBoard: SharedArrayBuffer;
 }
 
 /** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */

@@ -25,6 +25,7 @@ import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
 import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
 import { StackMapper } from "./source-map-stack.ts";
+import { BusyTaskBoard } from "./task-watchdog.ts";
 
 const init = workerData as WorkerInit;
 const port = parentPort!;
@@ -256,6 +257,7 @@ async function run(): Promise<void> {
     flushTimeoutMs: init.flushTimeoutMs,
     maxRecordsPerSlice: init.maxRecordsPerSlice,
     yieldIntervalMs: 0,
+    busyBoard: new BusyTaskBoard(init.busyBoard),
   });
 
   const queryable = serveQueryableStates(executor.queryable, {
@@ -307,8 +309,8 @@ async function run(): Promise<void> {
   );
   metricsTimer.unref();
   try {
-    const result = await executor.done;
-    forwarder.flush();
+    // What tasks wrote before a failure is still theirs to show (print() lines, as inline).
+    const result = await executor.done.finally(() => forwarder.flush());
     // Closed before the coordinator hears of the end (it may terminate this thread then).
     await queryable.close();
     send({ t: "finished", sourceRecords: result.sourceRecords, metrics: executor.metrics() });

@@ -24,6 +24,12 @@ import { createDoorbells } from "./doorbells.ts";
 import { crossWorkerChannels, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
+import { StackMapper } from "./source-map-stack.ts";
+import { readThreadStack } from "./thread-stack.ts";
+import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "./task-watchdog.ts";
+
+/** The code of a failure because a worker thread ran out of heap (not retried: see RecoveringJob). */
+export const WORKER_OUT_OF_MEMORY = "WORKER_OUT_OF_MEMORY";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -51,6 +57,8 @@ export interface ThreadedOptions {
   readonly checkpointing?: ThreadedCheckpointing | undefined;
   /** The bundle workers start from (worker-bundle.ts); undefined: they load through tsx. */
   readonly bundle: WorkerBundle | undefined;
+  /** A call into user code that has not returned after this long fails the job (task-watchdog.ts); 0: never. */
+  readonly watchdogTimeoutMs: number;
 }
 
 export interface ThreadedCheckpointing {
@@ -92,6 +100,8 @@ export class ThreadedExecution {
   #running!: () => void;
   /** Resolves when every worker has deployed its tasks (checkpoints can be triggered then). */
   readonly running = new Promise<void>((resolve) => (this.#running = resolve));
+  /** Samples the workers' busy boards while the job runs (undefined: watchdog off). */
+  #watchdogTimer: NodeJS.Timeout | undefined;
 
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
@@ -175,6 +185,8 @@ export class ThreadedExecution {
     }
     const doorbells = createDoorbells(n);
     const fingerprint = planFingerprint(this.#plan);
+    const boards = Array.from({ length: n }, () => createBusyBoardBuffer());
+    this.#startWatchdog(boards);
     for (let i = 0; i < n; i++) {
       const init: WorkerInit = {
         job,
@@ -198,6 +210,7 @@ export class ThreadedExecution {
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,
         bundle: this.#options.bundle,
+        busyBoard: boards[i]!,
       };
       const worker = new Worker(this.#options.bundle === undefined ? LOADER_ENTRY : new URL(this.#options.bundle.url), {
         workerData: init,
@@ -218,11 +231,18 @@ export class ThreadedExecution {
         }
       });
       worker.on("error", (e: Error & { code?: string }) => {
-        const message =
-          e.code === "ERR_WORKER_OUT_OF_MEMORY"
-            ? `worker ${i} ran out of memory (${e.message})`
-            : `worker ${i} crashed: ${describeCause(e)}`;
-        this.#fail(new EddyError("WORKER_DIED", `job '${this.#plan.jobName}' failed: ${message}`, { domain: "internal", cause: e }));
+        if (e.code === "ERR_WORKER_OUT_OF_MEMORY") {
+          const limit = this.#options.maxWorkerHeapMb === undefined ? "Node's default heap limit" : `its heap limit of ${this.#options.maxWorkerHeapMb} MB`;
+          this.#fail(
+            new EddyError(WORKER_OUT_OF_MEMORY, `worker ${i} ran out of memory (${limit}; ${e.message})`, {
+              domain: "user",
+              retryable: false,
+              cause: e,
+            }),
+          );
+          return;
+        }
+        this.#fail(new EddyError("WORKER_DIED", `worker ${i} crashed: ${describeCause(e)}`, { domain: "internal", cause: e }));
       });
       worker.on("exit", (code) => {
         state.closeServers();
@@ -230,7 +250,7 @@ export class ThreadedExecution {
         this.#fail(
           new EddyError(
             "WORKER_DIED",
-            `job '${this.#plan.jobName}' failed: worker ${i} exited unexpectedly with code ${code} (process.exit() in user code, or the thread was killed)`,
+            `worker ${i} exited unexpectedly with code ${code} (process.exit() in user code, or the thread was killed)`,
             { domain: "internal" },
           ),
         );
@@ -314,9 +334,42 @@ export class ThreadedExecution {
     });
   }
 
+  #startWatchdog(boards: readonly SharedArrayBuffer[]): void {
+    const timeoutMs = this.#options.watchdogTimeoutMs;
+    if (!(timeoutMs > 0)) return;
+    const watchdog = new TaskWatchdog(boards, timeoutMs);
+    this.#watchdogTimer = setInterval(
+      () => {
+        const [stuck] = watchdog.check(Date.now());
+        if (stuck !== undefined && !this.#settled) void this.#failStuck(stuck, timeoutMs);
+      },
+      Math.max(10, Math.min(1_000, timeoutMs / 10)),
+    );
+    this.#watchdogTimer.unref();
+  }
+
+  /** Fails the job naming the stuck task, and where its thread is (read before it is terminated). */
+  async #failStuck(stuck: StuckTask, timeoutMs: number): Promise<void> {
+    const chain = this.#plan.chains[stuck.chain];
+    const worker = this.#workers[stuck.worker];
+    if (chain === undefined || worker === undefined) return;
+    let stack = await readThreadStack(worker.worker, 2_000);
+    const bundle = this.#options.bundle;
+    if (stack !== undefined && bundle !== undefined) stack = new StackMapper(bundle.url, bundle.sourceMap).map(stack);
+    const error = new EddyError(
+      "TASK_STUCK",
+      `task '${chain.name}' (subtask ${stuck.subtask}) has not returned from user code for ${Math.round(stuck.forMs / 1_000)} s ` +
+        `(limit ${timeoutMs} ms, execution.watchdog.timeout): an endless loop or a blocking call in one of its functions` +
+        (stack === undefined ? "" : `; worker ${stuck.worker} was at:\n${stack}`),
+      { domain: "user", operator: chain.name, subtask: stuck.subtask },
+    );
+    this.#fail(error);
+  }
+
   async #succeed(): Promise<void> {
     if (this.#settled) return;
     this.#settled = true;
+    clearInterval(this.#watchdogTimer);
     this.queryable.end();
     await this.#shutdown();
     this.#resolve({
@@ -331,6 +384,7 @@ export class ThreadedExecution {
   #fail(error: EddyError): void {
     if (this.#settled) return;
     this.#settled = true;
+    clearInterval(this.#watchdogTimer);
     this.queryable.end();
     if (error.code !== "JOB_CANCELLED") {
       this.#options.logger.error("job failed", { job: this.#plan.jobName, error: error.message, code: error.code });

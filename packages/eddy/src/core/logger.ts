@@ -13,12 +13,26 @@ export type LogLevel = "debug" | "info" | "warn" | "error" | "silent";
 
 const LEVEL_ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
-/** Writes one JSON object per line to a sink (stderr by default in the CLI). */
+/**
+ * The most characters of one text (a message, a field) a log line carries: user code can throw
+ * errors with messages of megabytes, and each would be written in full, more than once.
+ */
+export const MAX_LOGGED_TEXT_CHARS = 8_192;
+
+/** `text` cut to `max` characters, saying how much was cut. */
+export function truncateText(text: string, max = MAX_LOGGED_TEXT_CHARS): string {
+  if (text.length <= max) return text;
+  return `${text.slice(0, max)}… (${(text.length - max).toLocaleString("en")} more characters)`;
+}
+
+/** Writes one JSON object per line to a sink (stderr by default in the CLI). Long texts are truncated. */
 export function jsonLogger(write: (line: string) => void, level: LogLevel = "info"): Logger {
   const min = LEVEL_ORDER[level];
   const log = (lvl: Exclude<LogLevel, "silent">, message: string, fields?: LogFields): void => {
     if (LEVEL_ORDER[lvl] < min) return;
-    write(JSON.stringify({ level: lvl, time: new Date().toISOString(), msg: message, ...fields }) + "\n");
+    const line: Record<string, unknown> = { level: lvl, time: new Date().toISOString(), msg: truncateText(message) };
+    if (fields !== undefined) for (const [k, v] of Object.entries(fields)) line[k] = typeof v === "string" ? truncateText(v) : v;
+    write(JSON.stringify(line) + "\n");
   };
   return {
     debug: (m, f) => log("debug", m, f),
