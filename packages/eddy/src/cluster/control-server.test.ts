@@ -11,6 +11,8 @@ import type { ControlledJob, JobStatus, SavepointResult, StopOptions } from "./c
 import { connectJob, listJobs } from "./control-client.ts";
 import { REGISTRY_VERSION } from "./control-registry.ts";
 import { MAX_BODY_BYTES, MAX_IN_FLIGHT, startControlServer, type ControlServer } from "./control-server.ts";
+import { CONTROL_API_BOUNDS, HEADERS_TIMEOUT_MS } from "./bounded-server.ts";
+import { assertAtDeadline, openProbe, testEndpointBounds } from "../testing/endpoint-bounds-suite.ts";
 
 const SAVEPOINT: SavepointResult = { path: "/savepoints/sp-7", checkpointId: 7, bytes: 1234 };
 
@@ -326,5 +328,32 @@ test("the client lists running and gone jobs, calls a job with its token, and na
       await serverA.close();
       await serverB.close();
     }
+  });
+});
+
+testEndpointBounds({
+  name: "the control API",
+  bounds: CONTROL_API_BOUNDS,
+  start: async (bounds) => {
+    const home = mkdtempSync(join(tmpdir(), "eddy-control-bounds-"));
+    const server = await startControlServer(fakeJob().job, { home, logger: silentLogger, bounds });
+    return {
+      url: server.url,
+      headers: { authorization: `Bearer ${readFileSync(server.tokenFile, "utf8")}` },
+      close: async () => {
+        await server.close();
+        rmSync(home, { recursive: true, force: true });
+      },
+    };
+  },
+  okPath: "/v1/job",
+  bodyPath: "/v1/job/stop",
+});
+
+test(`with its documented bounds, the control API closes a connection that sends nothing ${HEADERS_TIMEOUT_MS} ms after it opened`, async () => {
+  await withServer(fakeJob().job, async (server) => {
+    const probe = await openProbe(server.url);
+    assertAtDeadline(await probe.closedWithin(HEADERS_TIMEOUT_MS + 1_000), HEADERS_TIMEOUT_MS, 1_000);
+    assert.equal(probe.received(), "");
   });
 });

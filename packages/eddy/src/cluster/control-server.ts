@@ -7,9 +7,10 @@
  * entry (control-registry.ts); it never takes a path from the client: a savepoint goes to the
  * job's own savepoint directory, and a client that wants it elsewhere moves it itself.
  *
- * Bounds: request bodies up to 16 KiB, at most MAX_IN_FLIGHT requests at once (more get 503),
- * and a request must arrive within REQUEST_TIMEOUT_MS. A savepoint may take as long as it takes:
- * the response is bounded by the client's timeout, not here.
+ * Bounds: those of CONTROL_API_BOUNDS (bounded-server.ts: connections, header size, header and
+ * request deadlines), request bodies up to MAX_BODY_BYTES, and at most MAX_IN_FLIGHT requests
+ * handled at once (more get 503). A savepoint may take as long as it takes: the response is
+ * bounded by the client's timeout, not here.
  *
  * Endpoints (every body is JSON: the result, or `{ error: { code, message } }`):
  *   GET  /v1/job            → 200 JobInfo
@@ -23,7 +24,7 @@
  * (the request does not fit the job: not running, no checkpointing, …), else 500.
  */
 import { randomBytes } from "node:crypto";
-import { Agent, createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { Agent, type IncomingMessage, type ServerResponse } from "node:http";
 import { chmod, link, mkdir, open, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
@@ -41,8 +42,8 @@ import {
   type RegistryEntry,
 } from "./control-registry.ts";
 import { queryRoutes, type PatternRoute } from "./control-query.ts";
+import { CONTROL_API_BOUNDS, createBoundedServer, type HttpBounds } from "./bounded-server.ts";
 import {
-  answerClientErrors,
   bearerAuthorized,
   createRequestLimit,
   errorReply,
@@ -68,6 +69,8 @@ export interface ControlServerOptions {
   readonly logger: Logger;
   /** Interface to listen on (default 127.0.0.1; anything else exposes the API beyond this machine). */
   readonly host?: string;
+  /** Connection and deadline bounds (default CONTROL_API_BOUNDS); tests shorten the deadlines. */
+  readonly bounds?: HttpBounds;
 }
 
 export interface ControlServer {
@@ -83,8 +86,6 @@ export interface ControlServer {
 
 export const MAX_BODY_BYTES = 16 * 1024;
 export const MAX_IN_FLIGHT = 4;
-const HEADERS_TIMEOUT_MS = 5_000;
-const REQUEST_TIMEOUT_MS = 10_000;
 const CLOSE_GRACE_MS = 5_000;
 
 /** Registry files of servers open in this process: a second server for the same job id is refused. */
@@ -106,7 +107,7 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
   if (openHere.has(regFile)) throw jobIdInUse(job.id, process.pid);
   openHere.add(regFile);
   try {
-    return await openControlServer(job, options.logger, options.host ?? "127.0.0.1", jobsDir(home), regFile);
+    return await openControlServer(job, options, jobsDir(home), regFile);
   } catch (e) {
     openHere.delete(regFile);
     if (e instanceof EddyError) throw e;
@@ -114,7 +115,8 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
   }
 }
 
-async function openControlServer(job: ControlledJob, logger: Logger, host: string, dir: string, regFile: string): Promise<ControlServer> {
+async function openControlServer(job: ControlledJob, options: ControlServerOptions, dir: string, regFile: string): Promise<ControlServer> {
+  const { logger } = options;
   await mkdir(dir, { recursive: true, mode: 0o700 });
   // An existing directory may be wider open (made by hand): others must not plant entries in it.
   await chmod(dir, 0o700);
@@ -131,7 +133,7 @@ async function openControlServer(job: ControlledJob, logger: Logger, host: strin
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const routes: Routes = { exact: controlRoutes(job), patterns: isQueryableJob(job) ? queryRoutes(job, agent) : [] };
   const limit = createRequestLimit(MAX_IN_FLIGHT);
-  const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
+  const server = createBoundedServer(options.bounds ?? CONTROL_API_BOUNDS, (req, res) => {
     limit.run(res, () =>
       serve(req, res, token, routes, logger).catch((e: unknown) => {
         logger.error("control request failed", { job: job.id, cause: describeCause(e) });
@@ -139,13 +141,12 @@ async function openControlServer(job: ControlledJob, logger: Logger, host: strin
       }),
     );
   });
-  answerClientErrors(server);
   // The job keeps the process alive, not its control API.
   server.unref();
 
   let url: string;
   try {
-    url = await listen(server, host);
+    url = await listen(server, options.host ?? "127.0.0.1");
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();

@@ -2,11 +2,11 @@
  * What the job's loopback JSON endpoints share: the control API (control-server.ts) and the state
  * servers (state-server.ts). Bearer-token checks in constant time, JSON answers with
  * `{ error: { code, message } }` for failures, a bound on requests in flight (503 BUSY past it),
- * JSON answers for requests the HTTP parser refuses (oversized headers, timeouts), and listening.
+ * and listening. The bounds on connections, header sizes and deadlines are in bounded-server.ts.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 
 /** An answer to a request: status and a body to encode as JSON, or JSON text to send as it is. */
 export type Reply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
@@ -76,32 +76,6 @@ export function createRequestLimit(maxInFlight: number): RequestLimit {
       await Promise.allSettled([...inFlight]);
     },
   };
-}
-
-/**
- * Answers requests the HTTP parser refuses (headers or URL over the server's maxHeaderSize, a
- * request that did not arrive in time, malformed HTTP) with a JSON error instead of Node's bare
- * one, then closes the connection.
- */
-export function answerClientErrors(server: Server): void {
-  server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
-    // As Node's own handler: answer only when no response has started on the socket.
-    const started = (socket as Socket & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage?.headersSent === true;
-    if (err.code !== "ECONNRESET" && socket.writable && !started) {
-      const [status, code, message] =
-        err.code === "HPE_HEADER_OVERFLOW"
-          ? ([431, "HEADERS_TOO_LARGE", "request line and headers too large"] as const)
-          : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
-            ? ([408, "REQUEST_TIMEOUT", "the request did not arrive in time"] as const)
-            : ([400, "BAD_REQUEST", "malformed HTTP request"] as const);
-      const text = JSON.stringify(errorBody(code, message));
-      socket.end(
-        `HTTP/1.1 ${status} ${status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request"}\r\n` +
-          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
-      );
-    }
-    socket.destroySoon();
-  });
 }
 
 /** Listens on `host` at a free port; resolves with the base URL (`http://127.0.0.1:41234`). */

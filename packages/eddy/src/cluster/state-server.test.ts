@@ -6,7 +6,9 @@ import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import { silentLogger, type Logger } from "../core/logger.ts";
 import { decodeQueryValue, encodeQueryKey, MAX_QUERY_KEY_BYTES, MAX_QUERY_VALUE_BYTES, type StateServerBackend } from "./queryable.ts";
-import { MAX_HEADER_BYTES, startStateServer, type StateServer } from "./state-server.ts";
+import { MAX_HEADER_BYTES, STATE_SERVER_BOUNDS } from "./bounded-server.ts";
+import { testEndpointBounds } from "../testing/endpoint-bounds-suite.ts";
+import { startStateServer, type StateServer } from "./state-server.ts";
 
 const TOKEN = "t".repeat(64);
 
@@ -199,4 +201,14 @@ test("close ends listening and may be called twice", async () => {
   await Promise.all([server.close(), server.close()]);
   await server.close();
   await assert.rejects(read(server, "counts", "a1"));
+});
+
+testEndpointBounds({
+  name: "a state server",
+  bounds: STATE_SERVER_BOUNDS,
+  start: async (bounds) => {
+    const server = await startStateServer({ token: TOKEN, backend: fakeBackend(VALUES), logger: silentLogger, bounds });
+    return { url: server.url, headers: { authorization: `Bearer ${TOKEN}` }, close: () => server.close() };
+  },
+  okPath: `/v1/state/counts?key=${encodeURIComponent('"a1"')}`,
 });

@@ -5,20 +5,20 @@
  * between two turns of the task loop; nothing of the request is kept after the answer.
  *
  * Security and bounds: loopback by default; every request carries the job's bearer token
- * (compared in constant time); no request bodies; the request line and headers are bounded by
- * MAX_HEADER_BYTES (431 past it), keys by MAX_QUERY_KEY_BYTES (400 BAD_KEY), values by
- * MAX_QUERY_VALUE_BYTES (413 VALUE_TOO_LARGE); requests must arrive within the header and request
- * timeouts. A request holds one of `maxInFlight` slots until its answer has been written *and* the
- * event loop has turned once, so a flood gets 503 BUSY beyond `maxInFlight` reads per turn instead
- * of keeping the task loop from running.
+ * (compared in constant time); no request bodies; connections, the request line and headers, and
+ * the time a request may take to arrive are bounded by STATE_SERVER_BOUNDS (bounded-server.ts);
+ * keys by MAX_QUERY_KEY_BYTES (400 BAD_KEY), values by MAX_QUERY_VALUE_BYTES (413
+ * VALUE_TOO_LARGE). A request holds one of `maxInFlight` slots until its answer has been written
+ * *and* the event loop has turned once, so a flood gets 503 BUSY beyond `maxInFlight` reads per
+ * turn instead of keeping the task loop from running.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { Logger } from "../core/logger.ts";
+import { createBoundedServer, STATE_SERVER_BOUNDS, type HttpBounds } from "./bounded-server.ts";
 import {
-  answerClientErrors,
   bearerAuthorized,
   createRequestLimit,
   errorReply,
@@ -39,6 +39,8 @@ export interface StateServerOptions {
   readonly host?: string;
   /** Reads admitted per turn of the event loop (default DEFAULT_STATE_SERVER_IN_FLIGHT). */
   readonly maxInFlight?: number;
+  /** Connection and deadline bounds (default STATE_SERVER_BOUNDS); tests shorten the deadlines. */
+  readonly bounds?: HttpBounds;
 }
 
 export interface StateServer {
@@ -49,10 +51,6 @@ export interface StateServer {
 }
 
 export const DEFAULT_STATE_SERVER_IN_FLIGHT = 16;
-/** Request line and headers: a key at its bound, URI-encoded, and ordinary headers fit. */
-export const MAX_HEADER_BYTES = 8 * 1024;
-const HEADERS_TIMEOUT_MS = 5_000;
-const REQUEST_TIMEOUT_MS = 10_000;
 const ABSENT: Reply = { status: 200, json: '{"found":false}' };
 const STATE_PATH = /^\/v1\/state\/([^/]+)$/;
 
@@ -60,7 +58,7 @@ export async function startStateServer(options: StateServerOptions): Promise<Sta
   const { token, backend, logger } = options;
   if (token.length === 0) throw new EddyError("STATE_SERVER_FAILED", "a state server needs the job's token", { domain: "internal" });
   const limit = createRequestLimit(options.maxInFlight ?? DEFAULT_STATE_SERVER_IN_FLIGHT);
-  const server = createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, maxHeaderSize: MAX_HEADER_BYTES }, (req, res) => {
+  const server = createBoundedServer(options.bounds ?? STATE_SERVER_BOUNDS, (req, res) => {
     limit.run(res, async () => {
       try {
         serveRead(req, res, token, backend, logger);
@@ -73,7 +71,6 @@ export async function startStateServer(options: StateServerOptions): Promise<Sta
       await Promise.all([responseClosed(res), nextTurn()]);
     });
   });
-  answerClientErrors(server);
   // The job keeps the process (or worker thread) alive, not its state server.
   server.unref();
   let url: string;
