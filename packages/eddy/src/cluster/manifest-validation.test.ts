@@ -94,6 +94,8 @@ test("file sizes and checksums must be well formed, and a file belongs to one ta
     rejects(hostile((m) => (m.tasks[0].file.sha256 = sha256)), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' has an invalid sha256/);
   }
   rejects(hostile((m) => (m.tasks[1].file.name = "task-0-0.snap")), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' is listed by two tasks/);
+  // Above what a reader takes into memory: refused here, naming the file, before it is opened.
+  rejects(hostile((m) => (m.tasks[0].file.size = 2 ** 31)), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' has 2147483648 bytes, more than the 2147483647 a snapshot file may have/);
 });
 
 test("tasks need integral chain and subtask indices, once each", () => {

@@ -13,12 +13,18 @@
  *   the ranges of one operator's subtasks do not overlap; each state has a known kind, a byte
  *   format this Eddy reads (else `CHECKPOINT_UNSUPPORTED`), a well-formed TTL and codec, and every
  *   subtask describes it the same way;
- * - operator state: modes are "split" or "union", counts are safe non-negative integers.
+ * - operator state: modes are "split" or "union", counts are safe non-negative integers;
+ * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
+ *
+ * Depth and size of the manifest as a whole are bounded before it is parsed (snapshot-file.ts:
+ * MAX_HEADER_DEPTH, MAX_HEADER_BYTES), so nothing here, nor any recursive walk after it, meets a
+ * manifest nested deep enough to overflow the stack.
  *
  * Format and version are `asManifest`'s (checkpoint-restore.ts): call this after it, since a
  * manifest of another version may have another shape.
  */
 import { FILE_NAME } from "../checkpoint/storage.ts";
+import { MAX_SNAPSHOT_FILE_BYTES } from "../checkpoint/untrusted-file.ts";
 import { EddyError } from "../core/errors.ts";
 import { MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { StateKind } from "../state/descriptors.ts";
@@ -113,6 +119,7 @@ function validateFileRef(file: unknown, task: string, corrupt: (what: string) =>
     throw corrupt(`${task} names file ${show(name)}, which is not a plain file name in the directory (must match ${FILE_NAME.source})`);
   }
   if (!isIndex(size)) throw corrupt(`file '${name}' has an invalid size ${show(size)}`);
+  if (size > MAX_SNAPSHOT_FILE_BYTES) throw corrupt(`file '${name}' has ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a snapshot file may have`);
   if (typeof sha256 !== "string" || !SHA256.test(sha256)) throw corrupt(`file '${name}' has an invalid sha256 ${show(sha256)} (needs 64 hex digits)`);
 }
 

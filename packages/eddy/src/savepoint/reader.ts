@@ -4,9 +4,9 @@
  * rules: docs/design/savepoints.md.
  *
  * `openSavepoint` trusts nothing in the directory: the manifest is checked by `asManifest` and
- * `validateManifest`, and every file it lists is read and verified (size, SHA-256, the
- * container's CRC, its kind, and that its sections are the ones the manifest describes) before
- * the reader is returned. Cells are decoded lazily, when iterated; a cell that cannot be decoded,
+ * `validateManifest`, and every file it lists is read and verified (a regular file in the
+ * directory, not a link; size, before a byte is read; SHA-256; the container's CRC; its kind; and
+ * that its sections are the ones the manifest describes) before the reader is returned. Cells are decoded lazily, when iterated; a cell that cannot be decoded,
  * or lies in a key group its key does not hash to, throws `CHECKPOINT_CORRUPT`.
  *
  * Cost: every task file is held in memory while the reader lives (a savepoint is read in full to
