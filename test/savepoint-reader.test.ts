@@ -12,6 +12,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { crc32 } from "node:zlib";
 import { defineJob, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { openSavepoint, runInspectCommand, type SavepointReader } from "eddy/savepoint";
@@ -357,6 +358,42 @@ test("a savepoint's files must be regular files in it: links out of it and FIFOs
   if (spawnSync("mkfifo", [join(dir, TASK)]).status === 0) {
     await refused(dir, "CHECKPOINT_CORRUPT", new RegExp(`'${dir}/${TASK}' is a FIFO, not a regular file`));
   }
+});
+
+/** The manifest of `dir` as JSON text, as `edit` changes the text (to write what no writer would). */
+function editManifestText(dir: string, edit: (json: string) => string): void {
+  const file = join(dir, "_manifest");
+  const meta = SnapshotFile.parse(new Uint8Array(readFileSync(file)), { fileName: file }).meta;
+  // The container by hand (layout: docs/design/checkpoint-files.md): encodeSnapshotFile refuses such headers.
+  const header = Buffer.from(`{"kind":"manifest","meta":${edit(JSON.stringify(meta))},"sections":[]}`);
+  const head = Buffer.alloc(16);
+  head.write("EDDYCKPT", 0, "latin1");
+  head.writeUInt16LE(1, 8);
+  head.writeUInt32LE(header.length, 12);
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(crc32(Buffer.concat([head, header])), 0);
+  trailer.write("EDDY", 4, "latin1");
+  writeFileSync(file, Buffer.concat([head, header, trailer]));
+}
+
+test("a manifest nested 100,000 deep, or claiming 1e12 operator-state values, is refused with a clear message", async () => {
+  const depth = 100_000;
+  let dir = await savepointCopy();
+  editManifestText(dir, (json) => `${json.slice(0, -1)},"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`);
+  await refused(dir, "CHECKPOINT_CORRUPT", /_manifest' has a header nested deeper than 64 levels/);
+  // Refused when the job starts: worker threads would get it by structured clone, which recursed until the stack overflowed.
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", /nested deeper than 64 levels/);
+
+  dir = await savepointCopy();
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.operators.some((o: any) => o.operatorId === "numbers")).operators[0].operatorStates[0].count = 1e12));
+  await refused(dir, "CHECKPOINT_CORRUPT", /task \d+-0 counts 1000000000000 operator-state values, more than the \d+ bytes of its file 'task-\d+-0\.snap' could hold/);
+
+  // A count the file could hold, but not the one it holds: refused when the state is decoded.
+  dir = await savepointCopy();
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.operators.some((o: any) => o.operatorId === "numbers")).operators[0].operatorStates[0].count = 2));
+  const reader = await openSavepoint(dir);
+  assert.throws(() => reader.operatorState("numbers", SOURCE_SPLITS_STATE), { code: "CHECKPOINT_CORRUPT", message: /operator state 'source-splits' of '.*' holds 1 values, its description says 2/ });
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", /operator state 'source-splits' of '.*' holds 1 values, its description says 2/);
 });
 
 test("a task file far larger than the manifest says is refused from its size, before it is read", async () => {

@@ -156,6 +156,21 @@ test("operator states have mode split or union and an integral count", () => {
   rejects(hostile((m) => (m.tasks[0].file = null)), "CHECKPOINT_CORRUPT", /task 0-0 has operator state of 'src' but no file/);
 });
 
+test("operator-state counts must fit the task's file: every value takes at least a byte", () => {
+  // The file of task 0-0 has 100 bytes.
+  validateManifest(hostile((m) => (m.tasks[0].operators[0].operatorStates[0].count = 100)), WHERE);
+  rejects(
+    hostile((m) => (m.tasks[0].operators[0].operatorStates[0].count = 1e12)),
+    "CHECKPOINT_CORRUPT",
+    /task 0-0 counts 1000000000000 operator-state values, more than the 100 bytes of its file 'task-0-0.snap' could hold/,
+  );
+  rejects(
+    hostile((m) => m.tasks[0].operators[0].operatorStates.push({ name: "more", mode: "union", count: 51 }, { name: "most", mode: "split", count: 49 })),
+    "CHECKPOINT_CORRUPT",
+    /task 0-0 counts 101 operator-state values, more than the 100 bytes/,
+  );
+});
+
 test("top-level fields are typed", () => {
   rejects(hostile((m) => (m.checkpointId = -3)), "CHECKPOINT_CORRUPT", /'checkpointId' must be a non-negative integer, got -3/);
   rejects(hostile((m) => (m.isSavepoint = "yes")), "CHECKPOINT_CORRUPT", /'isSavepoint' must be a boolean/);

@@ -13,7 +13,8 @@
  *   the ranges of one operator's subtasks do not overlap; each state has a known kind, a byte
  *   format this Eddy reads (else `CHECKPOINT_UNSUPPORTED`), a well-formed TTL and codec, and every
  *   subtask describes it the same way;
- * - operator state: modes are "split" or "union", counts are safe non-negative integers;
+ * - operator state: modes are "split" or "union", counts are safe non-negative integers, and a
+ *   task's counts add up to no more than its file's bytes (every value encodes to a byte or more);
  * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
  *
  * Depth and size of the manifest as a whole are bounded before it is parsed (snapshot-file.ts:
@@ -89,12 +90,19 @@ export function validateManifest(manifest: CheckpointManifest, where: string): v
     }
     if (!Array.isArray(task["operators"])) throw corrupt(`${task$} has no operator list`);
     const seen = new Set<string>();
+    let values = 0;
     for (const meta of task["operators"] as unknown[]) {
       const operatorId = checker.check(meta, subtask, task$);
       if (seen.has(operatorId)) throw corrupt(`${task$} describes operator '${operatorId}' twice`);
       seen.add(operatorId);
       // Keyed state with no cells has no section; operator state always has one.
-      if (file === null && (meta as TaskOperatorMeta).operatorStates.length > 0) throw corrupt(`${task$} has operator state of '${operatorId}' but no file`);
+      const { operatorStates } = meta as TaskOperatorMeta;
+      if (file === null && operatorStates.length > 0) throw corrupt(`${task$} has operator state of '${operatorId}' but no file`);
+      for (const s of operatorStates) values += s.count;
+    }
+    // Each value encodes to a tag byte at least (value-codec.ts): a count the file cannot hold is a lie.
+    if (file !== null && values > file.size) {
+      throw corrupt(`${task$} counts ${values} operator-state values, more than the ${file.size} bytes of its file '${file.name}' could hold`);
     }
   });
   checker.checkRangesDisjoint();
@@ -125,7 +133,7 @@ function validateFileRef(file: unknown, task: string, corrupt: (what: string) =>
 
 /** A task's operator meta as far as `check` validated it (OperatorSnapshotMeta, runtime/checkpointing.ts). */
 interface TaskOperatorMeta {
-  readonly operatorStates: readonly unknown[];
+  readonly operatorStates: readonly { readonly count: number }[];
 }
 
 /** Checks each task's operator metas, and what must agree between the subtasks of one operator. */
