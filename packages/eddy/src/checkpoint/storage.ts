@@ -239,6 +239,31 @@ export async function writeSnapshotDirectory(
   return target;
 }
 
+/**
+ * Removes the temporary directories `writeSnapshotDirectory` left directly in `parent` when the
+ * process died before it renamed them: entries named exactly as `tempName` names them, for a
+ * `name` that `isOurs` accepts, and that are directories. An entry of such a name that is a
+ * symbolic link or a file is left alone (Eddy made neither), and a link is never followed.
+ * Calls `onRemoved` with each path removed. A missing `parent` has nothing to remove.
+ */
+export async function removeInterruptedSnapshotDirectories(parent: string, isOurs: (name: string) => boolean, onRemoved: (path: string) => void): Promise<void> {
+  let entries;
+  try {
+    entries = await readdir(parent, { withFileTypes: true });
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") return;
+    throw e;
+  }
+  for (const entry of entries) {
+    const name = TEMP_NAME.exec(entry.name)?.[1];
+    // A Dirent's type is the entry's own (lstat), never a link's target.
+    if (name === undefined || !isOurs(name) || !entry.isDirectory()) continue;
+    const path = join(parent, entry.name);
+    await rm(path, { recursive: true, force: true });
+    onRemoved(path);
+  }
+}
+
 async function exists(path: string): Promise<boolean> {
   try {
     await stat(path);
@@ -328,6 +353,9 @@ function checkName(name: string, what: string, domain: "config" | "internal" | "
 function tempName(fileName: string): string {
   return `_${fileName}.${randomUUID()}.tmp`;
 }
+
+/** The names `tempName` gives; the first group is the file name. */
+const TEMP_NAME = /^_(.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
 
 async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
   const handle = await open(path, "wx");
