@@ -23,8 +23,7 @@ export interface FileRef {
   readonly name: string;
   /** Bytes. */
   readonly size: number;
-  /** CRC-32 (zlib) of the whole file. */
-  /** SHA-256 of the whole file, hex. */
+  /** SHA-256 of the whole file, hex (fileChecksum says why not a CRC). */
   readonly sha256: string;
 }
 
@@ -49,7 +48,7 @@ export interface CheckpointStorage {
   commitManifest(checkpointId: number, manifest: unknown): Promise<void>;
   /** The manifest as committed; `CHECKPOINT_MISSING` when the checkpoint has none. */
   readManifest(checkpointId: number): Promise<unknown>;
-  /** The file's bytes, verified against the ref's size and CRC. */
+  /** The file's bytes, verified against the ref's size and SHA-256. */
   readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array>;
   /** Ids of every checkpoint that has a directory, complete or not, ascending. */
   listCheckpoints(): Promise<number[]>;
