@@ -35,7 +35,11 @@ export const MAX_SNAPSHOT_FILE_BYTES = 2 ** 31 - 1;
  * is the manifest's. Below it one pass does both, and a wrong file costs at most this much memory.
  */
 const VERIFY_FIRST_ABOVE_BYTES = 16 * 1024 * 1024;
-const CHUNK_BYTES = 1024 * 1024;
+/**
+ * Bytes per read. Each read is a round trip to the thread pool: hashing a 1.9 GB file took
+ * 1.7–2.3 s in 4 MiB reads and 2.5–5.2 s in 1 MiB reads (three runs each, shared 2-core machine).
+ */
+const CHUNK_BYTES = 4 * 1024 * 1024;
 /** Windows has no O_NOFOLLOW (nor O_NONBLOCK): there an lstat before the open refuses links. */
 const HAS_NOFOLLOW = constants.O_NOFOLLOW !== undefined;
 const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0);
