@@ -8,9 +8,11 @@
  */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, truncateSync, unlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { crc32 } from "node:zlib";
 import { defineJob, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { openSavepoint, runInspectCommand, type SavepointReader } from "eddy/savepoint";
@@ -306,4 +308,107 @@ test("eddy savepoint inspect prints the operators and their states, or one JSON 
   const corrupt = await run([dir]);
   assert.equal(corrupt.code, 1);
   assert.match(corrupt.stderr, /^eddy: snapshot file '.*task-1-0.snap' is truncated/);
+});
+
+/** A copy of the checkpoint marked as a savepoint, as `--from-savepoint` wants. */
+async function savepointCopy(): Promise<string> {
+  const dir = await copy();
+  editManifest(dir, (m) => (m.isSavepoint = true));
+  return dir;
+}
+
+/** Starts the job from `from`; the restore must refuse with `code` and `message`, at the start or once running. */
+async function restoreRefused(from: { fromSavepoint?: string; fromCheckpoint?: string }, code: string, message: RegExp): Promise<void> {
+  const check = (e: any): boolean => {
+    assert.equal(e.code, code, e.message);
+    assert.match(e.message, message);
+    return true;
+  };
+  let started;
+  try {
+    started = runJob(job, { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 60_000 }, checkpointDir: join(root!, "restored"), restartStrategy: { type: "none" }, ...from });
+  } catch (e) {
+    check(e);
+    return;
+  }
+  await assert.rejects(started.done, check);
+}
+
+test("a savepoint's files must be regular files in it: links out of it and FIFOs are refused by inspect and by a restore", async () => {
+  // `_manifest` a link to a valid manifest elsewhere.
+  let dir = await savepointCopy();
+  renameSync(join(dir, "_manifest"), join(dir, "..", "elsewhere"));
+  symlinkSync(join(dir, "..", "elsewhere"), join(dir, "_manifest"));
+  await refused(dir, "CHECKPOINT_CORRUPT", /_manifest' is a symbolic link: a snapshot's files must be regular files in its directory/);
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", /_manifest' is a symbolic link/);
+  const asCheckpoint = join(dir, "..", "chk-5");
+  renameSync(dir, asCheckpoint);
+  await restoreRefused({ fromCheckpoint: asCheckpoint }, "CHECKPOINT_CORRUPT", /_manifest' is a symbolic link/);
+
+  // A task file a link to an identical file outside the directory (right size and hash).
+  dir = await savepointCopy();
+  renameSync(join(dir, TASK), join(dir, "..", TASK));
+  symlinkSync(join(dir, "..", TASK), join(dir, TASK));
+  await refused(dir, "CHECKPOINT_CORRUPT", new RegExp(`'${dir}/${TASK}' is a symbolic link`));
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", new RegExp(`${TASK}' is a symbolic link`));
+
+  // A FIFO would hang the open of a reader waiting for a writer.
+  dir = await savepointCopy();
+  unlinkSync(join(dir, TASK));
+  if (spawnSync("mkfifo", [join(dir, TASK)]).status === 0) {
+    await refused(dir, "CHECKPOINT_CORRUPT", new RegExp(`'${dir}/${TASK}' is a FIFO, not a regular file`));
+  }
+});
+
+/** The manifest of `dir` as JSON text, as `edit` changes the text (to write what no writer would). */
+function editManifestText(dir: string, edit: (json: string) => string): void {
+  const file = join(dir, "_manifest");
+  const meta = SnapshotFile.parse(new Uint8Array(readFileSync(file)), { fileName: file }).meta;
+  // The container by hand (layout: docs/design/checkpoint-files.md): encodeSnapshotFile refuses such headers.
+  const header = Buffer.from(`{"kind":"manifest","meta":${edit(JSON.stringify(meta))},"sections":[]}`);
+  const head = Buffer.alloc(16);
+  head.write("EDDYCKPT", 0, "latin1");
+  head.writeUInt16LE(1, 8);
+  head.writeUInt32LE(header.length, 12);
+  const trailer = Buffer.alloc(8);
+  trailer.writeUInt32LE(crc32(Buffer.concat([head, header])), 0);
+  trailer.write("EDDY", 4, "latin1");
+  writeFileSync(file, Buffer.concat([head, header, trailer]));
+}
+
+test("a manifest nested 100,000 deep, or claiming 1e12 operator-state values, is refused with a clear message", async () => {
+  const depth = 100_000;
+  let dir = await savepointCopy();
+  editManifestText(dir, (json) => `${json.slice(0, -1)},"extra":${"[".repeat(depth)}${"]".repeat(depth)}}`);
+  await refused(dir, "CHECKPOINT_CORRUPT", /_manifest' has a header nested deeper than 64 levels/);
+  // Refused when the job starts: worker threads would get it by structured clone, which recursed until the stack overflowed.
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", /nested deeper than 64 levels/);
+
+  dir = await savepointCopy();
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.operators.some((o: any) => o.operatorId === "numbers")).operators[0].operatorStates[0].count = 1e12));
+  await refused(dir, "CHECKPOINT_CORRUPT", /task \d+-0 counts 1000000000000 operator-state values, more than the \d+ bytes of its file 'task-\d+-0\.snap' could hold/);
+
+  // A count the file could hold, but not the one it holds: refused when the state is decoded.
+  dir = await savepointCopy();
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.operators.some((o: any) => o.operatorId === "numbers")).operators[0].operatorStates[0].count = 2));
+  const reader = await openSavepoint(dir);
+  assert.throws(() => reader.operatorState("numbers", SOURCE_SPLITS_STATE), { code: "CHECKPOINT_CORRUPT", message: /operator state 'source-splits' of '.*' holds 1 values, its description says 2/ });
+  await restoreRefused({ fromSavepoint: dir }, "CHECKPOINT_CORRUPT", /operator state 'source-splits' of '.*' holds 1 values, its description says 2/);
+});
+
+test("a task file far larger than the manifest says is refused from its size, before it is read", async () => {
+  let dir = await copy();
+  truncateSync(join(dir, TASK), 1_900_000_000); // sparse: costs no disk
+  const rssBefore = process.memoryUsage.rss();
+  const started = performance.now();
+  await refused(dir, "CHECKPOINT_CORRUPT", new RegExp(`'${dir}/${TASK}' is too long: 1900000000 bytes, the manifest lists \\d+`));
+  const ms = performance.now() - started;
+  const riseMiB = (process.memoryUsage.rss() - rssBefore) >> 20;
+  assert.ok(ms < 1_000 && riseMiB < 256, `refused without reading it: ${Math.round(ms)} ms, RSS +${riseMiB} MiB`);
+
+  // At 2 GiB and more, Node's own error ("File size ... is greater than 2 GiB") did not name the file.
+  dir = await copy();
+  truncateSync(join(dir, TASK), 2 ** 31 + 100);
+  editManifest(dir, (m) => (m.tasks.find((t: any) => t.file?.name === TASK).file.size = 2 ** 31 + 100));
+  await refused(dir, "CHECKPOINT_CORRUPT", new RegExp(`file '${TASK}' has 2147483748 bytes, more than the 2147483647 a snapshot file may have`));
 });

@@ -9,10 +9,12 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdtempSync, rmSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runJob, type RunOptions } from "eddy/testing";
+import { defineJob } from "eddy";
+import { collectSink, runJob, type RunOptions } from "eddy/testing";
 import rescalable, { BUCKET, KEYS, RECORDS, type Markers, type Tally, type TimerFired } from "./jobs/rescalable.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
 import { openSavepoint } from "eddy/savepoint";
@@ -245,6 +247,55 @@ test("restoring above the savepoint's max parallelism, or with another max paral
     assert.equal(job.sourceRecords + resumed.sourceRecords, RECORDS, "every record read once over both runs");
   } finally {
     delete process.env.EDDY_SP_MAX_PARALLELISM;
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a job's start removes the temporary directories of its savepoints a crash left behind, and nothing else", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-savepoint-tmp-"));
+  try {
+    const savepoints = join(dir, "savepoints");
+    mkdirSync(savepoints);
+    // What a kill during `writeSnapshotDirectory` leaves: `_<savepoint name>.<uuid>.tmp`, half written.
+    const leftovers = [`_savepoint-tidy-7-0a1b2c.${randomUUID()}.tmp`, `_savepoint-tidy-12-ffffff.${randomUUID()}.tmp`];
+    for (const name of leftovers) {
+      mkdirSync(join(savepoints, name));
+      writeFileSync(join(savepoints, name, "task-0-0.snap"), "half");
+    }
+    const outside = join(dir, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "precious"), "");
+    const kept = [
+      "savepoint-tidy-7-0a1b2c", // a complete savepoint
+      `_savepoint-tidy-extra-7-0a1b2c.${randomUUID()}.tmp`, // another job's (job id "tidy-extra")
+      `_savepoint-other-7-0a1b2c.${randomUUID()}.tmp`,
+      "_savepoint-tidy-7-0a1b2c.tmp", // not a name Eddy gives
+      `_savepoint-tidy-7-0a1b2c.${randomUUID()}.tmp.bak`,
+      `_savepoint-tidy-7-0A1B2C.${randomUUID()}.tmp`,
+    ];
+    for (const name of kept) mkdirSync(join(savepoints, name));
+    const file = `_savepoint-tidy-8-0a1b2c.${randomUUID()}.tmp`; // a file of the right name: not what Eddy left
+    writeFileSync(join(savepoints, file), "");
+    const link = `_savepoint-tidy-9-0a1b2c.${randomUUID()}.tmp`; // never followed
+    symlinkSync(outside, join(savepoints, link));
+
+    const logged: { message: string; fields: unknown }[] = [];
+    const log = (message: string, fields?: unknown): void => void logged.push({ message, fields });
+    const tidy = defineJob("tidy", (env) => env.fromSequence(1, 10).uid("numbers").sinkTo(collectSink("out")));
+    const job = runJob(tidy, {
+      mode: "inline",
+      checkpointing: { intervalMs: 60_000 },
+      checkpointDir: join(dir, "checkpoints"),
+      savepointDir: savepoints,
+      jobId: "tidy",
+      logger: { debug: log, info: log, warn: log, error: log },
+    });
+    await job.done;
+    assert.deepEqual(readdirSync(savepoints).sort(), [...kept, file, link].sort());
+    assert.deepEqual(readdirSync(outside), ["precious"]);
+    const removed = logged.filter((l) => /temporary directory of an interrupted savepoint/.test(l.message)).map((l) => (l.fields as { path: string }).path);
+    assert.deepEqual(removed.sort(), leftovers.map((name) => join(savepoints, name)).sort());
+  } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });

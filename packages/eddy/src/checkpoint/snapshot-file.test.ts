@@ -168,3 +168,22 @@ test("property: any single bit flip and any truncation is detected", () => {
     { numRuns: 500 },
   );
 });
+
+test("a header nested deeper than 64 levels is refused before it is parsed, and never written", () => {
+  // Parsing such a header works; any recursive walk of it (structuredClone, JSON.stringify) overflows the stack.
+  const nested = (depth: number): string => `${"[".repeat(depth)}${"]".repeat(depth)}`;
+  // The header object itself is one level: meta may nest 63 more.
+  const header = (meta: string): string => `{"kind":"task","meta":${meta},"sections":[]}`;
+  assert.deepEqual(parse(rawFile(header(nested(63)), bytes())).sections, []);
+  assertCorrupt(() => parse(rawFile(header(nested(64)), bytes())), /has a header nested deeper than 64 levels/);
+  assertCorrupt(() => parse(rawFile(header(nested(100_000)), bytes())), /has a header nested deeper than 64 levels/);
+  // Brackets inside strings do not count.
+  assert.deepEqual(parse(rawFile(header(`{"a":"${"[".repeat(100)}\\\"{"}`), bytes())).meta, { a: `${"[".repeat(100)}"{` });
+  let deep: unknown[] = [];
+  for (let i = 0; i < 64; i++) deep = [deep];
+  assert.throws(() => encodeSnapshotFile("manifest", deep, []), { code: "INVALID_CHECKPOINT_META", message: /nested deeper than 64 levels/ });
+});
+
+test("a header over 64 MiB is never written", () => {
+  assert.throws(() => encodeSnapshotFile("manifest", "x".repeat(64 * 1024 * 1024), []), { code: "INVALID_CHECKPOINT_META", message: /header of \d+ bytes, more than the 67108864/ });
+});

@@ -15,6 +15,9 @@
  * The sections tile the body exactly, so the header fixes the file's length: any truncation is
  * detected even before the CRC is compared. Parsing never returns wrong data: a file that fails a
  * check throws `CHECKPOINT_CORRUPT` naming the file and the fault.
+ *
+ * The header is bounded (MAX_HEADER_BYTES, MAX_HEADER_DEPTH) on both sides: the writer refuses
+ * a header a reader would refuse, so a checkpoint that could not be read back is never committed.
  */
 import { crc32 } from "node:zlib";
 import { EddyError } from "../core/errors.ts";
@@ -32,7 +35,23 @@ const END_MAGIC = encoder.encode("EDDY");
 const PREAMBLE_BYTES = 16;
 /** CRC, end magic. */
 const TRAILER_BYTES = 8;
-const MIN_BYTES = PREAMBLE_BYTES + TRAILER_BYTES;
+/** What the container adds to its header and body: a file with neither has this many bytes. */
+export const CONTAINER_BYTES = PREAMBLE_BYTES + TRAILER_BYTES;
+/**
+ * The largest header, in bytes. JSON.parse of a header costs memory in proportion to its size
+ * (~22× for a text of empty objects, the worst measured), and this is the only bound on that: a
+ * count of values taken after parsing would come too late. Generous: a manifest takes ~370 bytes
+ * per operator of each task (the golden savepoints), 5 MiB for 1,000 tasks of a dozen operators;
+ * a task file's header ~80 bytes per section, one per key group of each keyed operator.
+ */
+export const MAX_HEADER_BYTES = 64 * 1024 * 1024;
+/**
+ * The deepest nesting of objects and arrays in a header, the header object itself counted.
+ * JSON.parse takes any depth, but a recursive walk of the result (structuredClone to a worker
+ * thread, JSON.stringify, a validator) overflows the stack at a few thousand levels. Eddy's own
+ * metadata nests about ten deep; the rest is for split enumerator state, which sources define.
+ */
+export const MAX_HEADER_DEPTH = 64;
 
 /** One named block of a file; (name, keyGroup) is unique within a file. */
 export interface SnapshotSection {
@@ -100,6 +119,10 @@ export function encodeSnapshotFileChunks(kind: string, meta: unknown, sections: 
     throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { domain: "internal", cause });
   }
   const header = encoder.encode(json);
+  const unreadable = headerFault(header);
+  if (unreadable !== undefined) {
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta of kind '${kind}' would not be readable: it ${unreadable}`, { domain: "internal" });
+  }
   const head = new Uint8Array(PREAMBLE_BYTES + header.length);
   const headView = new DataView(head.buffer);
   head.set(MAGIC, 0);
@@ -156,7 +179,7 @@ export class SnapshotFile {
   static parse(bytes: Uint8Array, options: SnapshotFileParseOptions): SnapshotFile {
     const { fileName } = options;
     const fail = (what: string): EddyError => checkpointCorrupt(`checkpoint file '${fileName}' ${what}`);
-    if (bytes.length < MIN_BYTES) throw fail(`is truncated: ${bytes.length} bytes, needs at least ${MIN_BYTES}`);
+    if (bytes.length < CONTAINER_BYTES) throw fail(`is truncated: ${bytes.length} bytes, needs at least ${CONTAINER_BYTES}`);
     if (!matchesAt(bytes, MAGIC, 0)) throw fail("is not an Eddy checkpoint file (bad magic)");
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const version = view.getUint16(8, true);
@@ -214,9 +237,12 @@ function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyE
   const headerBytes = view.getUint32(12, true);
   const bodyStart = PREAMBLE_BYTES + headerBytes;
   if (bodyStart > trailerAt) throw fail(`has a header of ${headerBytes} bytes, longer than the file`);
+  const headerText = bytes.subarray(PREAMBLE_BYTES, bodyStart);
+  const unreadable = headerFault(headerText);
+  if (unreadable !== undefined) throw fail(unreadable);
   let header: unknown;
   try {
-    header = JSON.parse(decoder.decode(bytes.subarray(PREAMBLE_BYTES, bodyStart)));
+    header = JSON.parse(decoder.decode(headerText));
   } catch {
     throw fail("has a header that is not valid UTF-8 JSON");
   }
@@ -242,6 +268,38 @@ function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyE
   }
   if (next !== body.length) throw fail(`has a ${body.length}-byte body but its sections cover ${next} bytes`);
   return { version: 1, kind: header["kind"], meta: header["meta"], entries, body };
+}
+
+/** Why a header (JSON text) exceeds the bounds, as "has …", or undefined when it is within them. */
+function headerFault(json: Uint8Array): string | undefined {
+  if (json.length > MAX_HEADER_BYTES) return `has a header of ${json.length} bytes, more than the ${MAX_HEADER_BYTES} a header may have`;
+  if (nestsDeeperThan(json, MAX_HEADER_DEPTH)) return `has a header nested deeper than ${MAX_HEADER_DEPTH} levels`;
+  return undefined;
+}
+
+/**
+ * Whether the JSON text `json` nests objects and arrays deeper than `max`. Scans the bytes
+ * before anything is parsed, in one loop (no recursion to overflow): in UTF-8 every byte of a
+ * multi-byte character is ≥ 0x80, so brackets and quotes are found as they are. Text that is not
+ * JSON may count wrongly; JSON.parse refuses it next.
+ */
+function nestsDeeperThan(json: Uint8Array, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < json.length; i++) {
+    const b = json[i]!;
+    if (inString) {
+      if (b === 0x5c) i++; // a backslash: the next byte is escaped, whatever it is
+      else if (b === 0x22) inString = false;
+    } else if (b === 0x22) {
+      inString = true;
+    } else if (b === 0x7b || b === 0x5b) {
+      if (++depth > max) return true;
+    } else if (b === 0x7d || b === 0x5d) {
+      depth--;
+    }
+  }
+  return false;
 }
 
 function toSectionEntry(raw: unknown): SectionEntry | undefined {

@@ -1,11 +1,12 @@
 import { test, type TestContext } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtemp, readFile, readdir, rm, truncate, writeFile } from "node:fs/promises";
+import { spawnSync } from "node:child_process";
+import { copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, symlink, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { encodeSnapshotFile } from "./snapshot-file.ts";
-import { LocalCheckpointStorage, findLatestRestorable, retain, type FileRef } from "./storage.ts";
+import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, type FileRef } from "./storage.ts";
 
 interface TestManifest {
   readonly generation: number;
@@ -214,4 +215,110 @@ test("a file ref tells valid snapshot files apart: another valid file in its pla
   assert.notEqual(a.sha256, b.sha256);
   await writeFile(join(root, "job-1", "chk-1", "a.snap"), snapshot(2));
   await assert.rejects(storage.readFile(1, a), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch/));
+});
+
+/** Makes a FIFO (Node has no mkfifo); false where there is no `mkfifo` (Windows). */
+function mkfifo(path: string): boolean {
+  return spawnSync("mkfifo", [path]).status === 0;
+}
+
+test("a snapshot directory's files must be regular files in it: links, FIFOs, devices and directories are refused", async (t) => {
+  const { root, storage } = await tempStorage(t);
+  await complete(storage, 1);
+  const dir = storage.checkpointDir(1);
+  const manifest = (await storage.readManifest(1)) as TestManifest;
+  const ref = manifest.files[0]!;
+  const task = join(dir, ref.name);
+  const elsewhere = join(root, "elsewhere");
+  await mkdir(elsewhere);
+
+  // A link to an identical file outside the directory: right size and hash, still never read.
+  await rename(task, join(elsewhere, ref.name));
+  await symlink(join(elsewhere, ref.name), task);
+  await assert.rejects(readFileIn(dir, ref), hasCode("CHECKPOINT_CORRUPT", /snapshot file '.*chk-1\/op-1-0\.snap' is a symbolic link: a snapshot's files must be regular files in its directory/));
+  await rm(task);
+  await symlink("/etc/passwd", task);
+  await assert.rejects(readFileIn(dir, ref), hasCode("CHECKPOINT_CORRUPT", /is a symbolic link/));
+  await rm(task);
+  await mkdir(task);
+  await assert.rejects(readFileIn(dir, ref), hasCode("CHECKPOINT_CORRUPT", /op-1-0\.snap' is a directory, not a regular file/));
+  await rm(task, { recursive: true });
+  if (mkfifo(task)) {
+    // Opening a FIFO for reading waits for a writer: the open must not.
+    await assert.rejects(readFileIn(dir, ref), hasCode("CHECKPOINT_CORRUPT", /op-1-0\.snap' is a FIFO, not a regular file/));
+    await rm(task);
+  }
+  await copyFile(join(elsewhere, ref.name), task);
+  assert.deepEqual(await readFileIn(dir, ref), snapshot(1), "the regular file reads");
+
+  // The manifest: a link to a valid manifest elsewhere, to a device that never ends, a FIFO.
+  const manifestPath = join(dir, "_manifest");
+  await rename(manifestPath, join(elsewhere, "_manifest"));
+  await symlink(join(elsewhere, "_manifest"), manifestPath);
+  assert.throws(() => readManifestIn(dir, "checkpoint 1"), hasCode("CHECKPOINT_CORRUPT", /manifest '.*chk-1\/_manifest' is a symbolic link/));
+  await rm(manifestPath);
+  await symlink("/dev/zero", manifestPath);
+  assert.throws(() => readManifestIn(dir, "checkpoint 1"), hasCode("CHECKPOINT_CORRUPT", /is a symbolic link/));
+  await rm(manifestPath);
+  if (mkfifo(manifestPath)) {
+    assert.throws(() => readManifestIn(dir, "checkpoint 1"), hasCode("CHECKPOINT_CORRUPT", /_manifest' is a FIFO, not a regular file/));
+    await rm(manifestPath);
+  }
+  await copyFile(join(elsewhere, "_manifest"), manifestPath);
+  assert.deepEqual(readManifestIn(dir, "checkpoint 1"), manifest);
+  // The directory itself may be a link: the user named it.
+  await symlink(dir, join(root, "linked"));
+  assert.deepEqual(readManifestIn(join(root, "linked"), "checkpoint 1"), manifest);
+  assert.deepEqual(await readFileIn(join(root, "linked"), ref), snapshot(1));
+});
+
+/** Runs `work`, which must fail; returns its error and how far the resident set rose above where it was meanwhile. */
+async function failureAndRssRise(work: () => Promise<unknown>): Promise<{ error: unknown; riseBytes: number; ms: number }> {
+  const started = performance.now();
+  const before = process.memoryUsage.rss();
+  let peak = before;
+  const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage.rss())), 1);
+  try {
+    const error = await work().then(
+      () => assert.fail("expected a refusal"),
+      (e: unknown) => e,
+    );
+    peak = Math.max(peak, process.memoryUsage.rss());
+    return { error, riseBytes: peak - before, ms: performance.now() - started };
+  } finally {
+    clearInterval(sample);
+  }
+}
+
+const MiB = 1024 * 1024;
+
+test("sizes are checked before a byte is read, large files are verified in bounded memory, and a file over the limit names itself", async (t) => {
+  const { storage } = await tempStorage(t);
+  await complete(storage, 1);
+  const dir = storage.checkpointDir(1);
+  const ref = ((await storage.readManifest(1)) as TestManifest).files[0]!;
+  const task = join(dir, ref.name);
+
+  // Grown (sparse: no disk) far beyond the manifest's size: refused from its size alone.
+  await truncate(task, 1_900_000_000);
+  let r = await failureAndRssRise(() => readFileIn(dir, ref));
+  assert.ok(hasCode("CHECKPOINT_CORRUPT", /op-1-0\.snap' is too long: 1900000000 bytes, the manifest lists \d+/)(r.error), String(r.error));
+  assert.ok(r.riseBytes < 64 * MiB && r.ms < 1_000, `refused without reading: RSS +${r.riseBytes >> 20} MiB, ${r.ms} ms`);
+
+  // The size the manifest lists, the wrong content: hashed in chunks, refused without holding the file.
+  await truncate(task, 300 * MiB);
+  r = await failureAndRssRise(() => readFileIn(dir, { ...ref, size: 300 * MiB }));
+  assert.ok(hasCode("CHECKPOINT_CORRUPT", /op-1-0\.snap' checksum mismatch: the manifest says sha256/)(r.error), String(r.error));
+  assert.ok(r.riseBytes < 100 * MiB, `verified in bounded memory: RSS +${r.riseBytes >> 20} MiB for a 300 MiB file`);
+
+  // 2 GiB and more: Node's own error would not name the file.
+  await truncate(task, 2 ** 31 + 100);
+  await assert.rejects(
+    readFileIn(dir, { ...ref, size: 2 ** 31 + 100 }),
+    hasCode("CHECKPOINT_CORRUPT", /snapshot file '.*op-1-0\.snap' is 2147483748 bytes, more than the 2147483647 a snapshot file may have/),
+  );
+
+  // No manifest records the manifest's size: it has a maximum (a 64 MiB header and the container), checked before reading.
+  await truncate(join(dir, "_manifest"), 65 * MiB);
+  assert.throws(() => readManifestIn(dir, "checkpoint 1"), hasCode("CHECKPOINT_CORRUPT", /manifest '.*_manifest' is 68157440 bytes, more than the 67108888 a manifest may have/));
 });

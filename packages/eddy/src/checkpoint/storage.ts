@@ -6,12 +6,12 @@
  * last and atomically. A checkpoint without a valid manifest does not exist.
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
-import { link, mkdir, open, readFile, readdir, rename, rm, stat } from "node:fs/promises";
+import { link, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
-import { SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./snapshot-file.ts";
+import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./snapshot-file.ts";
+import { readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -23,8 +23,7 @@ export interface FileRef {
   readonly name: string;
   /** Bytes. */
   readonly size: number;
-  /** CRC-32 (zlib) of the whole file. */
-  /** SHA-256 of the whole file, hex. */
+  /** SHA-256 of the whole file, hex (fileChecksum says why not a CRC). */
   readonly sha256: string;
 }
 
@@ -49,7 +48,7 @@ export interface CheckpointStorage {
   commitManifest(checkpointId: number, manifest: unknown): Promise<void>;
   /** The manifest as committed; `CHECKPOINT_MISSING` when the checkpoint has none. */
   readManifest(checkpointId: number): Promise<unknown>;
-  /** The file's bytes, verified against the ref's size and CRC. */
+  /** The file's bytes, verified against the ref's size and SHA-256. */
   readFile(checkpointId: number, ref: FileRef): Promise<Uint8Array>;
   /** Ids of every checkpoint that has a directory, complete or not, ascending. */
   listCheckpoints(): Promise<number[]>;
@@ -180,38 +179,28 @@ export class LocalCheckpointStorage implements CheckpointStorage {
   }
 }
 
-/** The manifest of the snapshot directory `dir` (a checkpoint's or a savepoint's), checked by its CRCs. */
+/** The largest manifest file: the largest header the container takes, and the container. */
+export const MAX_MANIFEST_BYTES = MAX_HEADER_BYTES + CONTAINER_BYTES;
+
+/**
+ * The manifest of the snapshot directory `dir` (a checkpoint's or a savepoint's), checked by its
+ * CRCs. `_manifest` must be a regular file of at most MAX_MANIFEST_BYTES (untrusted-file.ts).
+ */
 export function readManifestIn(dir: string, what: string): unknown {
-  // Synchronous (a manifest is small): a job reads the one it restores before it plans.
   const path = join(dir, MANIFEST);
-  let bytes: Uint8Array;
-  try {
-    const buffer = readFileSync(path);
-    bytes = new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  } catch (e) {
-    if (errorCode(e) === "ENOENT") throw new EddyError("CHECKPOINT_MISSING", `${what} has no manifest ('${path}')`, { domain: "external", retryable: false });
-    throw e;
-  }
+  const bytes = readManifestFile(path, MAX_MANIFEST_BYTES, `${what} has no manifest ('${path}')`);
   return SnapshotFile.parse(bytes, { fileName: path, expectKind: MANIFEST_KIND }).meta;
 }
 
 /**
  * The bytes of file `ref` of the snapshot directory `dir`, verified against the ref's size and
- * SHA-256. The name must be one path segment (FILE_NAME): a manifest cannot point outside `dir`.
+ * SHA-256. The name must be one path segment (FILE_NAME), and the file a regular file, not a
+ * link (untrusted-file.ts): a manifest cannot make us read anything outside `dir`.
  */
 export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array> {
   checkName(ref.name, "snapshot file name", "external");
   const path = join(dir, ref.name);
-  const bytes = await readExisting(path, `snapshot file '${path}' is missing`);
-  if (bytes.length !== ref.size) {
-    const fault = bytes.length < ref.size ? "is truncated" : "is too long";
-    throw checkpointCorrupt(`snapshot file '${path}' ${fault}: ${bytes.length} bytes, the manifest lists ${ref.size}`);
-  }
-  const computed = fileChecksum(bytes);
-  if (computed !== ref.sha256) {
-    throw checkpointCorrupt(`snapshot file '${path}' checksum mismatch: the manifest says sha256 ${ref.sha256}, the file has ${computed}`);
-  }
-  return bytes;
+  return readSnapshotFile(path, ref, `snapshot file '${path}' is missing`);
 }
 
 /**
@@ -247,6 +236,31 @@ export async function writeSnapshotDirectory(
   }
   await syncDirectory(parent);
   return target;
+}
+
+/**
+ * Removes the temporary directories `writeSnapshotDirectory` left directly in `parent` when the
+ * process died before it renamed them: entries named exactly as `tempName` names them, for a
+ * `name` that `isOurs` accepts, and that are directories. An entry of such a name that is a
+ * symbolic link or a file is left alone (Eddy made neither), and a link is never followed.
+ * Calls `onRemoved` with each path removed. A missing `parent` has nothing to remove.
+ */
+export async function removeInterruptedSnapshotDirectories(parent: string, isOurs: (name: string) => boolean, onRemoved: (path: string) => void): Promise<void> {
+  let entries;
+  try {
+    entries = await readdir(parent, { withFileTypes: true });
+  } catch (e) {
+    if (errorCode(e) === "ENOENT") return;
+    throw e;
+  }
+  for (const entry of entries) {
+    const name = TEMP_NAME.exec(entry.name)?.[1];
+    // A Dirent's type is the entry's own (lstat), never a link's target.
+    if (name === undefined || !isOurs(name) || !entry.isDirectory()) continue;
+    const path = join(parent, entry.name);
+    await rm(path, { recursive: true, force: true });
+    onRemoved(path);
+  }
 }
 
 async function exists(path: string): Promise<boolean> {
@@ -343,6 +357,9 @@ function tempName(fileName: string): string {
   return `_${fileName}.${randomUUID()}.tmp`;
 }
 
+/** The names `tempName` gives; the first group is the file name. */
+const TEMP_NAME = /^_(.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
+
 async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
   const handle = await open(path, "wx");
   try {
@@ -363,16 +380,6 @@ async function syncDirectory(dir: string): Promise<void> {
     await handle.sync();
   } finally {
     await handle.close();
-  }
-}
-
-async function readExisting(path: string, missing: string): Promise<Uint8Array> {
-  try {
-    const buffer = await readFile(path);
-    return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
-  } catch (e) {
-    if (errorCode(e) === "ENOENT") throw new EddyError("CHECKPOINT_MISSING", missing, { domain: "external", retryable: false });
-    throw e;
   }
 }
 

@@ -70,6 +70,24 @@ interface SavepointRequest {
   result?: SavepointResult;
 }
 
+/** The directory name of savepoint `checkpointId` of job `jobId`: unique, and says whose it is. */
+function savepointName(jobId: string, checkpointId: number): string {
+  return `${savepointNamePrefix(jobId)}${checkpointId}-${randomBytes(3).toString("hex")}`;
+}
+
+/** Job ids are up to 128 characters; names keep the first 60. */
+const savepointNamePrefix = (jobId: string): string => `savepoint-${jobId.slice(0, 60)}-`;
+
+/**
+ * Whether `name` is a name `savepointName` gives job `jobId`, whatever its checkpoint id and
+ * random part. Another job's never is (within the 60 characters kept): what follows the prefix is
+ * `<id>-<6 hex>`, with one dash, and the id of a job whose names share the prefix adds more.
+ */
+export function isSavepointNameOf(jobId: string, name: string): boolean {
+  const prefix = savepointNamePrefix(jobId);
+  return name.startsWith(prefix) && /^(0|[1-9][0-9]*)-[0-9a-f]{6}$/.test(name.slice(prefix.length));
+}
+
 /** How long a savepoint waits for checkpoints in progress before it is refused. */
 const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
 
@@ -350,8 +368,7 @@ export class CheckpointRunner {
       if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`, { domain: "internal" });
       const files = [];
       for (const t of tasks) if (t.file !== null) files.push({ name: t.file.name, bytes: await storage.readFile(id, t.file) });
-      const name = `savepoint-${this.#o.jobId.slice(0, 60)}-${id}-${randomBytes(3).toString("hex")}`;
-      const path = await writeSnapshotDirectory(request.dir, name, files, manifest);
+      const path = await writeSnapshotDirectory(request.dir, savepointName(this.#o.jobId, id), files, manifest);
       await storage.discard(id);
       return { path, checkpointId: id, bytes: files.reduce((n, f) => n + f.bytes.length, 0) };
     };

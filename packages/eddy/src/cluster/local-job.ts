@@ -259,6 +259,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       plan,
       config: checkpointConfig,
       location,
+      savepointDir: savepointRoot,
       storageRef: options.checkpointStorage,
       strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
       restore,

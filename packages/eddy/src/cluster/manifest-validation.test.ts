@@ -94,6 +94,8 @@ test("file sizes and checksums must be well formed, and a file belongs to one ta
     rejects(hostile((m) => (m.tasks[0].file.sha256 = sha256)), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' has an invalid sha256/);
   }
   rejects(hostile((m) => (m.tasks[1].file.name = "task-0-0.snap")), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' is listed by two tasks/);
+  // Above what a reader takes into memory: refused here, naming the file, before it is opened.
+  rejects(hostile((m) => (m.tasks[0].file.size = 2 ** 31)), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' has 2147483648 bytes, more than the 2147483647 a snapshot file may have/);
 });
 
 test("tasks need integral chain and subtask indices, once each", () => {
@@ -152,6 +154,21 @@ test("operator states have mode split or union and an integral count", () => {
   rejects(opState((s) => (s.mode = "broadcast")), "CHECKPOINT_CORRUPT", /operator state 'source-splits' of operator 'src' has mode "broadcast", expected "split" or "union"/);
   rejects(opState((s) => (s.count = -1)), "CHECKPOINT_CORRUPT", /operator 'src' has a malformed operator state entry/);
   rejects(hostile((m) => (m.tasks[0].file = null)), "CHECKPOINT_CORRUPT", /task 0-0 has operator state of 'src' but no file/);
+});
+
+test("operator-state counts must fit the task's file: every value takes at least a byte", () => {
+  // The file of task 0-0 has 100 bytes.
+  validateManifest(hostile((m) => (m.tasks[0].operators[0].operatorStates[0].count = 100)), WHERE);
+  rejects(
+    hostile((m) => (m.tasks[0].operators[0].operatorStates[0].count = 1e12)),
+    "CHECKPOINT_CORRUPT",
+    /task 0-0 counts 1000000000000 operator-state values, more than the 100 bytes of its file 'task-0-0.snap' could hold/,
+  );
+  rejects(
+    hostile((m) => m.tasks[0].operators[0].operatorStates.push({ name: "more", mode: "union", count: 51 }, { name: "most", mode: "split", count: 49 })),
+    "CHECKPOINT_CORRUPT",
+    /task 0-0 counts 101 operator-state values, more than the 100 bytes/,
+  );
 });
 
 test("top-level fields are typed", () => {

@@ -13,12 +13,19 @@
  *   the ranges of one operator's subtasks do not overlap; each state has a known kind, a byte
  *   format this Eddy reads (else `CHECKPOINT_UNSUPPORTED`), a well-formed TTL and codec, and every
  *   subtask describes it the same way;
- * - operator state: modes are "split" or "union", counts are safe non-negative integers.
+ * - operator state: modes are "split" or "union", counts are safe non-negative integers, and a
+ *   task's counts add up to no more than its file's bytes (every value encodes to a byte or more);
+ * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
+ *
+ * Depth and size of the manifest as a whole are bounded before it is parsed (snapshot-file.ts:
+ * MAX_HEADER_DEPTH, MAX_HEADER_BYTES), so nothing here, nor any recursive walk after it, meets a
+ * manifest nested deep enough to overflow the stack.
  *
  * Format and version are `asManifest`'s (checkpoint-restore.ts): call this after it, since a
  * manifest of another version may have another shape.
  */
 import { FILE_NAME } from "../checkpoint/storage.ts";
+import { MAX_SNAPSHOT_FILE_BYTES } from "../checkpoint/untrusted-file.ts";
 import { EddyError } from "../core/errors.ts";
 import { MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { StateKind } from "../state/descriptors.ts";
@@ -83,12 +90,19 @@ export function validateManifest(manifest: CheckpointManifest, where: string): v
     }
     if (!Array.isArray(task["operators"])) throw corrupt(`${task$} has no operator list`);
     const seen = new Set<string>();
+    let values = 0;
     for (const meta of task["operators"] as unknown[]) {
       const operatorId = checker.check(meta, subtask, task$);
       if (seen.has(operatorId)) throw corrupt(`${task$} describes operator '${operatorId}' twice`);
       seen.add(operatorId);
       // Keyed state with no cells has no section; operator state always has one.
-      if (file === null && (meta as TaskOperatorMeta).operatorStates.length > 0) throw corrupt(`${task$} has operator state of '${operatorId}' but no file`);
+      const { operatorStates } = meta as TaskOperatorMeta;
+      if (file === null && operatorStates.length > 0) throw corrupt(`${task$} has operator state of '${operatorId}' but no file`);
+      for (const s of operatorStates) values += s.count;
+    }
+    // Each value encodes to a tag byte at least (value-codec.ts): a count the file cannot hold is a lie.
+    if (file !== null && values > file.size) {
+      throw corrupt(`${task$} counts ${values} operator-state values, more than the ${file.size} bytes of its file '${file.name}' could hold`);
     }
   });
   checker.checkRangesDisjoint();
@@ -113,12 +127,13 @@ function validateFileRef(file: unknown, task: string, corrupt: (what: string) =>
     throw corrupt(`${task} names file ${show(name)}, which is not a plain file name in the directory (must match ${FILE_NAME.source})`);
   }
   if (!isIndex(size)) throw corrupt(`file '${name}' has an invalid size ${show(size)}`);
+  if (size > MAX_SNAPSHOT_FILE_BYTES) throw corrupt(`file '${name}' has ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a snapshot file may have`);
   if (typeof sha256 !== "string" || !SHA256.test(sha256)) throw corrupt(`file '${name}' has an invalid sha256 ${show(sha256)} (needs 64 hex digits)`);
 }
 
 /** A task's operator meta as far as `check` validated it (OperatorSnapshotMeta, runtime/checkpointing.ts). */
 interface TaskOperatorMeta {
-  readonly operatorStates: readonly unknown[];
+  readonly operatorStates: readonly { readonly count: number }[];
 }
 
 /** Checks each task's operator metas, and what must agree between the subtasks of one operator. */

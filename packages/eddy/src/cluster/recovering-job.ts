@@ -16,16 +16,16 @@
  *   another lineage.
  */
 import { basename, resolve as resolvePath } from "node:path";
-import { EddyError } from "../core/errors.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, readFileIn, readManifestIn, type CheckpointStorage, type RestorableCheckpoint } from "../checkpoint/storage.ts";
+import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage, type RestorableCheckpoint } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
-import { CheckpointRunner, type CheckpointTargets } from "./checkpoint-runner.ts";
+import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
 import type { InlineExecution, InlineOptions, JobResult } from "./inline-executor.ts";
 import type { JobRef } from "./job-ref.ts";
 import type { ExecutionMode } from "./local-job.ts";
@@ -43,6 +43,8 @@ export interface RecoveringJobOptions {
   readonly config: CheckpointConfig;
   /** Where this run writes its checkpoints. */
   readonly location: CheckpointLocation;
+  /** Where savepoints go unless a request names another directory (resolved). */
+  readonly savepointDir: string;
   /** The storage module (default: the local directory). */
   readonly storageRef: CheckpointStorageRef | undefined;
   readonly strategy: RestartStrategy;
@@ -103,6 +105,7 @@ export class RecoveringJob {
     const { logger, plan, strategy } = this.#o;
     const ref = await this.#o.ref;
     this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
+    await this.#removeInterruptedSavepoints();
     let restore = this.#o.restore;
     if (restore !== undefined) {
       checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
@@ -248,7 +251,7 @@ export class RecoveringJob {
   /**
    * Where the next attempt starts: the newest checkpoint of this run that is not older than the
    * newest committed one; without one, the snapshot the run started from (or nothing) while no
-   * commit was notified. Otherwise it fails (JOB_RECOVERY_BEHIND_COMMITTED), or with
+   * commit was notified. Otherwise it fails (RECOVERY_BEHIND_COMMITTED), or with
    * `allowRecoveryBehindCommitted` goes back further and says that output will repeat.
    */
   async #recoveryPoint(initial: RestoreSource | undefined): Promise<RestoreSource | undefined> {
@@ -286,6 +289,26 @@ export class RecoveringJob {
     }
     if (found === undefined) return initial;
     return { manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
+  }
+
+  /**
+   * A process killed while it wrote a savepoint leaves the savepoint's temporary directory behind
+   * (writeSnapshotDirectory); this job's are removed when it starts, each logged. Only this job's:
+   * another job may be writing a savepoint into the same directory now. Only in `savepointDir`:
+   * a request may name another directory, but nothing remembers which. Not removing them is no
+   * reason to fail the job, so a failure is logged.
+   */
+  async #removeInterruptedSavepoints(): Promise<void> {
+    const { logger, plan, savepointDir, location } = this.#o;
+    try {
+      await removeInterruptedSnapshotDirectories(
+        savepointDir,
+        (name) => isSavepointNameOf(location.jobId, name),
+        (path) => logger.info("removed the temporary directory of an interrupted savepoint", { job: plan.jobName, path }),
+      );
+    } catch (e) {
+      logger.warn("could not remove the temporary directories of interrupted savepoints", { job: plan.jobName, dir: savepointDir, error: describeCause(e) });
+    }
   }
 }
 

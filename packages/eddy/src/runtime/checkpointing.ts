@@ -280,6 +280,15 @@ export function decodeOperatorStates(bytes: Uint8Array, meta: OperatorSnapshotMe
     throw new EddyError("CHECKPOINT_CORRUPT", `operator state of '${meta.operatorName}' does not match its description`, { domain: "external" });
   }
   const out = new Map<string, unknown[]>();
-  meta.operatorStates.forEach((o, i) => out.set(o.name, lists[i] as unknown[]));
+  meta.operatorStates.forEach((o, i) => {
+    const list = lists[i];
+    // The count is the manifest's word, validated only against the file's size: check it here.
+    if (!Array.isArray(list) || list.length !== o.count) {
+      throw new EddyError("CHECKPOINT_CORRUPT", `operator state '${o.name}' of '${meta.operatorName}' holds ${Array.isArray(list) ? `${list.length} values` : "no list"}, its description says ${o.count}`, {
+        domain: "external",
+      });
+    }
+    out.set(o.name, list);
+  });
   return out;
 }
