@@ -38,6 +38,7 @@ test("resolveCheckpointConfig fills in the defaults", () => {
     maxConcurrent: 1,
     tolerableFailures: 0,
     retained: 3,
+    allowRecoveryBehindCommitted: false,
   });
   assert.equal(resolveCheckpointConfig({ intervalMs: 1, tolerableFailures: Infinity }).tolerableFailures, Infinity);
 });
