@@ -32,8 +32,9 @@ async function measureJob(events: number): Promise<{ cpuMs: number; result: JobR
   return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold: mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME)) };
 }
 
-// The same job over no events first: what starting it costs (worker threads importing the job
-// through the TypeScript loader, JIT of the engine), which a long steady-state run amortises.
+// The same job over no events first: what starting it costs (building the workers' bundle of the
+// job's code, worker threads starting from it, JIT of the engine), which a long steady-state run
+// amortises. The measured job then finds the bundle built.
 const empty = await measureJob(0);
 const job = await measureJob(args.events);
 const peakRssMb = process.resourceUsage().maxRSS / 1024;

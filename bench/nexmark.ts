@@ -13,15 +13,15 @@
  * --rounds R (default 1: figures are medians over R runs); --json (one JSON object per line per
  * query, fields in bench/nexmark/report.ts); --no-loop.
  *
- * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the
- * peak RSS is that query's: the job's worker threads and the coordinator, measured before its loop
- * runs. The child first runs the same job over no events, whose CPU is reported as the start-up
- * cost (worker threads importing the job through the TypeScript loader, cold JIT); "ex start-up"
- * subtracts it, which is closer to the steady state a long Flink run reports. Job and loop must
- * produce the same output records (count and checksum, bench/output-fold.ts), or the row says
- * MISMATCH and the bench exits with status 1. Where the output depends on timing (q12's
- * processing-time windows, q4's running averages, q15-q19's updates at parallelism > 1), only
- * the part that does not is compared, and the row says so (bench/nexmark/queries.ts).
+ * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
+ * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
+ * The child first runs the same job over no events, whose CPU is reported as the start-up cost
+ * (building the workers' bundle of the job's code, worker threads starting from it, cold JIT);
+ * "ex start-up" subtracts it, which is closer to the steady state a long Flink run reports. Job and
+ * loop must produce the same output records (count and checksum, bench/output-fold.ts), or the row
+ * says MISMATCH and the bench exits with status 1. Where the output depends on timing (q12's
+ * processing-time windows, q4's running averages, q15-q19's updates at parallelism > 1), only the
+ * part that does not is compared, and the row says so (bench/nexmark/queries.ts).
  */
 import { execFile } from "node:child_process";
 import { availableParallelism, cpus } from "node:os";

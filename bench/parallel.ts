@@ -14,8 +14,9 @@
  *   node --import tsx bench/parallel.ts [records=10000000] [rounds=3]
  *
  * "running" rates count from the moment every subtask is deployed (JobResult.runningMs); "with
- * startup" rates include starting the worker threads, which import the job module through the
- * TypeScript loader (~0.3–0.7 s). Medians of `rounds` runs.
+ * startup" rates include starting the worker threads, which start from a bundle of the job's code
+ * (or import it through the TypeScript loader when it cannot be bundled; bench/worker-start.ts
+ * measures both). Medians of `rounds` runs.
  */
 import { availableParallelism } from "node:os";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";

@@ -1,6 +1,6 @@
 /**
- * DESIGN §11: folders of packages/eddy/src are layers with one-way imports. A file may import
- * from its own layer and the layers below it, never from a layer above.
+ * docs/design/architecture.md, "Layers": folders of packages/eddy/src are layers with one-way
+ * imports. A file may import from its own layer and the layers below it, never from a layer above.
  */
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";

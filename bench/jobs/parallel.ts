@@ -1,7 +1,7 @@
 /**
  * Jobs measured by bench/parallel.ts. They are exported at a module's top level so worker threads
- * can rebuild them (DESIGN §2); sizes come from environment variables, which worker threads
- * inherit, so the bench driver can set them per run.
+ * can rebuild them (docs/design/architecture.md, "A job is a module"); sizes come from environment
+ * variables, which worker threads inherit, so the bench driver can set them per run.
  */
 import { foldingSink } from "../folding-sink.ts";
 import { setting } from "./settings.ts";

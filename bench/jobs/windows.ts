@@ -1,8 +1,9 @@
 /**
  * Jobs measured by bench/windows.ts: a keyed count per event-time window (tumbling, sliding,
  * session) emitted as `{ key, end, count }` into a counting sink. They are exported at a module's
- * top level so worker threads could rebuild them (DESIGN §2); sizes come from environment
- * variables read when a job is built, so the bench driver can set them per run.
+ * top level so worker threads could rebuild them (docs/design/architecture.md,
+ * "A job is a module"); sizes come from environment variables read when a job is built, so the
+ * bench driver can set them per run.
  *
  * The input is a pure function of the event index `i` (bench/windows.ts recomputes it for its
  * hand-written loops): key `i % KEYS`, event time advancing STEP_MS per event with a

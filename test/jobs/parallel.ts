@@ -1,7 +1,8 @@
 /**
  * Jobs for the parallel-execution tests. They live in their own module, exported at top level,
- * because worker threads rebuild a job by importing its module (DESIGN §2); a job defined inside a
- * test file runs inline. Parallelism comes from the run options, so each job runs at any setting.
+ * because worker threads rebuild a job by importing its module (docs/design/architecture.md,
+ * "A job is a module"); a job defined inside a test file runs inline. Parallelism comes from the
+ * run options, so each job runs at any setting.
  */
 import { getHeapStatistics } from "node:v8";
 import { defineJob, recordCodec, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";

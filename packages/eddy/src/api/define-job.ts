@@ -1,4 +1,7 @@
-/** A job is a module whose default export is `defineJob(name, (env) => { ... })` (DESIGN §2). */
+/**
+ * A job is a module whose default export is `defineJob(name, (env) => { ... })`
+ * (docs/design/architecture.md, "A job is a module").
+ */
 import { pathToFileURL } from "node:url";
 import { EddyError } from "../core/errors.ts";
 import { StreamExecutionEnvironment } from "./environment.ts";

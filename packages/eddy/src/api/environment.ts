@@ -81,10 +81,11 @@ export class StreamExecutionEnvironment {
   }
 
   /**
-   * Takes a consistent snapshot of the job's state every `intervalMs` (DESIGN §7), from which
-   * it recovers after a failure. Options: mode ("exactly-once" default, or "at-least-once"),
-   * timeoutMs, minPauseMs, maxConcurrent, tolerableFailures, retained. A run's own options
-   * (`eddy run --checkpoint-interval`, RunOptions.checkpointing) override these.
+   * Takes a consistent snapshot of the job's state every `intervalMs`
+   * (docs/design/checkpoint-protocol.md), from which it recovers after a failure. Options: mode
+   * ("exactly-once" default, or "at-least-once"), timeoutMs, minPauseMs, maxConcurrent,
+   * tolerableFailures, retained. A run's own options (`eddy run --checkpoint-interval`,
+   * RunOptions.checkpointing) override these.
    */
   enableCheckpointing(intervalMs: number, options: Omit<CheckpointConfigInput, "intervalMs"> = {}): this {
     this.#checkpointing = resolveCheckpointConfig({ ...options, intervalMs });

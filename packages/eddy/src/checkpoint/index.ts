@@ -1,7 +1,7 @@
 /**
- * checkpoint/ — the protocol of asynchronous barrier snapshots (DESIGN §7), as pure state
- * machines: the barrier aligner (one per task) and the checkpoint coordinator (one per job).
- * See docs/design/checkpoint-protocol.md.
+ * checkpoint/ — the protocol of asynchronous barrier snapshots (Carbone et al. 2015), as pure state
+ * machines: the barrier aligner (one per task) and the checkpoint coordinator (one per job). See
+ * docs/design/checkpoint-protocol.md.
  *
  * May import: core/, state/ and checkpoint/ only.
  *

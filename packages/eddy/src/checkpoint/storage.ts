@@ -1,6 +1,6 @@
 /**
- * Checkpoint storage: where the durable bytes of checkpoints live (DESIGN §7), apart from the
- * state backends that hold working state. Protocol: docs/design/checkpoint-files.md.
+ * Checkpoint storage: where the durable bytes of checkpoints live, apart from the state backends
+ * that hold working state. Protocol: docs/design/checkpoint-files.md.
  *
  * Layout: `<rootDir>/<jobId>/chk-<n>/` holds one file per task snapshot and `_manifest`, written
  * last and atomically. A checkpoint without a valid manifest does not exist.

@@ -135,10 +135,11 @@ export class CheckpointRunner {
   }
 
   /**
-   * Takes a savepoint into a new directory under `dir` (DESIGN §7: always aligned; the barrier
-   * is the checkpoint barrier with `isSavepoint`). Waits while other checkpoints occupy every
-   * slot (maxConcurrent). With `stop`, sources read nothing after the barrier, and when the
-   * savepoint is complete (and sinks committed it) the job ends.
+   * Takes a savepoint into a new directory under `dir` (always aligned; the barrier is the
+   * checkpoint barrier with `isSavepoint`: docs/design/savepoints.md, "How a savepoint is taken").
+   * Waits while other checkpoints occupy every slot (maxConcurrent). With `stop`, sources read
+   * nothing after the barrier, and when the savepoint is complete (and sinks committed it) the job
+   * ends.
    */
   triggerSavepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
     return new Promise((resolve, reject) => {

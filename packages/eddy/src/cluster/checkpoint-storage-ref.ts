@@ -1,8 +1,8 @@
 /**
- * Which CheckpointStorage a job writes to. The default is a local directory; another one (an
- * object store, or a test's fault-injecting wrapper) is named by module URL and export, like a
- * job (DESIGN §2), because every worker thread creates its own instance: a function cannot cross
- * threads, a module reference can.
+ * Which CheckpointStorage a job writes to. The default is a local directory; another one (an object
+ * store, or a test's fault-injecting wrapper) is named by module URL and export, like a job
+ * (docs/design/architecture.md, "A job is a module"), because every worker thread creates its own
+ * instance: a function cannot cross threads, a module reference can.
  */
 import { pathToFileURL } from "node:url";
 import { isAbsolute, resolve } from "node:path";

@@ -1,10 +1,10 @@
 /**
- * How a worker finds the job it must rebuild (DESIGN §2: functions are never serialized; every
- * worker imports the job's module and builds the same graph). A job reference is the module URL
- * plus the name of the export that holds the definition. It is only trusted after the
- * coordinator has checked that this export *is* the definition being run: a job made by a
- * factory call (`makeJob(params)`) or defined inside a test cannot be rebuilt elsewhere, and
- * rebuilding a different definition of the same name would silently run another job.
+ * How a worker finds the job it must rebuild (functions are never serialized; every worker imports
+ * the job's module and builds the same graph: docs/design/architecture.md, "A job is a module"). A
+ * job reference is the module URL plus the name of the export that holds the definition. It is only
+ * trusted after the coordinator has checked that this export *is* the definition being run: a job
+ * made by a factory call (`makeJob(params)`) or defined inside a test cannot be rebuilt elsewhere,
+ * and rebuilding a different definition of the same name would silently run another job.
  */
 import { EddyError } from "../core/errors.ts";
 import { buildJob, isJobDefinition, type JobDefinition } from "../api/define-job.ts";

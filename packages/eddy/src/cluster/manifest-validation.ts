@@ -2,7 +2,8 @@
  * Deep validation of a checkpoint or savepoint manifest read from disk. A savepoint is a
  * directory a user hands us, so its manifest is hostile input: every field the restore and the
  * savepoint reader rely on is checked here, before any file it names is opened or any state it
- * describes is decoded. Checked (DESIGN §7, docs/design/savepoints.md):
+ * describes is decoded. Checked (docs/design/savepoints.md,
+ * "Validation: a savepoint is hostile input"; docs/design/checkpoint-files.md):
  *
  * - file names are one path segment (storage.ts `FILE_NAME`), so nothing outside the directory
  *   is ever read; sizes are safe non-negative integers; SHA-256 is 64 lowercase hex digits;

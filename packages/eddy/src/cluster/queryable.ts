@@ -1,9 +1,10 @@
 /**
- * Queryable state (DESIGN §9, issue 8): the contract between a running job, its state servers
- * and clients. A client asks the job's control API where a queryable state lives (the location:
- * which state server holds which key groups), computes the key group of its key as the job does,
- * and reads from that server. Locations change when the job restarts (new generation); a client
- * caches them and asks again when a server answers NOT_OWNER, UNKNOWN_STATE, or is gone.
+ * Queryable state (docs/design/queryable-state.md, issue 8): the contract between a running job,
+ * its state servers and clients. A client asks the job's control API where a queryable state lives
+ * (the location: which state server holds which key groups), computes the key group of its key as
+ * the job does, and reads from that server. Locations change when the job restarts (new
+ * generation); a client caches them and asks again when a server answers NOT_OWNER, UNKNOWN_STATE,
+ * or is gone.
  *
  * State server protocol (HTTP/1.1 on loopback, `Authorization: Bearer <job token>` on every
  * request, JSON responses):

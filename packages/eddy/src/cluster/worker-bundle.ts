@@ -1,10 +1,11 @@
 /**
- * The code a worker thread starts from. A worker must run the job's module (DESIGN §2), which is
- * TypeScript, like Eddy's own sources. Registering the TypeScript loader (tsx) in every worker and
- * importing ~150 modules through its hooks costs ~0.7 s of CPU per worker (measured: two workers
- * 1.5 s of CPU and 0.8 s of wall time before the first record). So the coordinator compiles the
- * worker's code once with esbuild into one ES module, and workers import that without a loader:
- * two workers then start in ~0.27 s of CPU and 0.15 s of wall time.
+ * The code a worker thread starts from. A worker must run the job's module
+ * (docs/design/architecture.md, "A job is a module"), which is TypeScript, like Eddy's own sources.
+ * Registering the TypeScript loader (tsx) in every worker and importing ~150 modules through its
+ * hooks costs ~0.7 s of CPU per worker (measured: two workers 1.5 s of CPU and 0.8 s of wall time
+ * before the first record). So the coordinator compiles the worker's code once with esbuild into
+ * one ES module, and workers import that without a loader: two workers then start in ~0.27 s of CPU
+ * and 0.15 s of wall time.
  *
  * What goes into the bundle and what stays outside:
  * - TypeScript files and files outside `node_modules` (the job, its local imports, Eddy's sources

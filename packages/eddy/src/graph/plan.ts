@@ -1,7 +1,8 @@
 /**
  * Compiles transformations into the physical plan: operators with resolved parallelism and ids,
  * edges with partitioners, and chains (operators fused into one task). Pure and deterministic:
- * every worker compiling the same job gets the same plan (DESIGN §2).
+ * every worker compiling the same job gets the same plan (docs/design/architecture.md,
+ * "A job is a module").
  */
 import { EddyError } from "../core/errors.ts";
 import { checkParallelism, defaultMaxParallelism } from "../core/key-group.ts";

@@ -1,8 +1,8 @@
 /**
  * `eddy/query`: reading queryable state of a running job from TypeScript, by key, while it runs
- * (DESIGN §9, issue 8). `createQueryClient()` finds jobs in this machine's registry and reads from
- * their state servers directly; see client.ts for routing and retries, cluster/queryable.ts for the
- * protocol and the encodings of keys and values.
+ * (docs/design/queryable-state.md, issue 8). `createQueryClient()` finds jobs in this machine's
+ * registry and reads from their state servers directly; see client.ts for routing and retries,
+ * cluster/queryable.ts for the protocol and the encodings of keys and values.
  *
  * The top layer with savepoint/: it may import from every layer below (cluster included), and
  * nothing in the engine imports it. Invariant: a client never writes to a job; it only reads,

@@ -6,10 +6,10 @@
  * hooks: keyed operators' `KeyedSupport` registers the keyed state backend and timers; sources
  * and sinks register operator (non-keyed) list state and checkpoint listeners.
  *
- * A snapshot has two parts (DESIGN §7): `snapshot()` runs synchronously between two records on
- * the task thread and only freezes what is there (copy-on-write; O(key groups) for keyed state);
- * `writeTaskSnapshot` turns the frozen parts into bytes later, yielding to the event loop while
- * the task goes on processing.
+ * A snapshot has two parts (docs/design/checkpoint-protocol.md, "Wiring"): `snapshot()` runs
+ * synchronously between two records on the task thread and only freezes what is there
+ * (copy-on-write; O(key groups) for keyed state); `writeTaskSnapshot` turns the frozen parts into
+ * bytes later, yielding to the event loop while the task goes on processing.
  */
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";

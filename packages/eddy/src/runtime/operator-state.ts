@@ -1,8 +1,8 @@
 /**
- * Operator (non-keyed) list state for user functions, as Flink's `OperatorStateStore`: a list
- * per operator subtask, snapshotted at every barrier. On a restore at another parallelism,
- * `split` state is divided among the new subtasks (each element goes to exactly one) and
- * `union` state is given whole to every subtask (DESIGN §5).
+ * Operator (non-keyed) list state for user functions, as Flink's `OperatorStateStore`: a list per
+ * operator subtask, snapshotted at every barrier. On a restore at another parallelism, `split`
+ * state is divided among the new subtasks (each element goes to exactly one) and `union` state is
+ * given whole to every subtask (docs/design/savepoints.md, "How a savepoint is restored").
  */
 import { EddyError } from "../core/errors.ts";
 import { copyValue } from "../state/copy-value.ts";

@@ -26,11 +26,11 @@ let chainedEdges = 0;
  * every chained operator of the process (map, filter, the keyed step, the sink...) and went
  * megamorphic, so V8 could inline none of them and each hop was a full call. With its own code, an
  * edge's call site sees one target, which V8 inlines into the upstream operator: source → map →
- * filter → rolling reduce → sink ran ~15 % faster (bench/chained-path.ts, docs/benchmarks.md). The
- * cost is one small compilation per chained edge and subtask when a job starts; in a process that
- * runs many jobs, the heap V8 keeps for compiled sources levels off (~0.8 MB more than with a
- * shared class after 3,000 jobs, no more after 15,000). The source holds only a counter; nothing
- * from the job reaches it. Where the process forbids compiling code, edges share one class.
+ * filter → rolling reduce → sink ran ~15 % faster (bench/chained-path.ts;
+ * docs/benchmarks-history.md, seventh session). The cost is one small compilation per chained
+ * edge and subtask when a job starts; in a process that runs many jobs, the heap V8 keeps for
+ * compiled sources levels off (~0.8 MB more than with a shared class after 3,000 jobs, no more
+ * after 15,000). The source holds only a counter; nothing from the job reaches it. Where the process forbids compiling code, edges share one class.
  */
 export function chainedTarget(operator: OneInputOperator<unknown>): OutputTarget {
   const make = compileFunction<(operator: OneInputOperator<unknown>) => OutputTarget>(
@@ -93,10 +93,10 @@ const MAX_COMPILED_TARGETS = 8;
  * hot path: a node with one main target and no side outputs uses the target itself. Otherwise
  * (fan-out, side outputs) `collect` is compiled per output, one call per main target, for the
  * reason chainedTarget gives: a shared loop over the targets is one call site for every fan-out
- * of the process. Measured on a job whose map feeds two chains (docs/benchmarks.md): ~5-10 %
- * faster per job. Side outputs, watermarks and statuses go through RoutingOutput, as do nodes
- * with more main targets than MAX_COMPILED_TARGETS, and every node where the process forbids
- * compiling code.
+ * of the process. Measured on a job whose map feeds two chains (docs/benchmarks-history.md,
+ * seventh session, "Fan-out and side outputs"): ~5-10 % faster per job. Side outputs,
+ * watermarks and statuses go through RoutingOutput, as do nodes with more main targets than
+ * MAX_COMPILED_TARGETS, and every node where the process forbids compiling code.
  */
 export function createOutput(main: readonly OutputTarget[], side: ReadonlyMap<string, readonly OutputTarget[]>): Output<unknown> {
   if (side.size === 0 && main.length === 1) return main[0]!;

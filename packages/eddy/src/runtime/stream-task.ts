@@ -65,7 +65,10 @@ export interface StreamTaskOptions {
   readonly checkpointing?: TaskCheckpointing | undefined;
 }
 
-/** How a task takes part in checkpoints (see runtime/checkpointing.ts and DESIGN §7). */
+/**
+ * How a task takes part in checkpoints (see runtime/checkpointing.ts and
+ * docs/design/checkpoint-protocol.md).
+ */
 export interface TaskCheckpointing {
   readonly mode: "exactly-once" | "at-least-once";
   /** Checkpoint parts of every node of the chain (source node included), head first. */

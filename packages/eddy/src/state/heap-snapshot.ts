@@ -1,6 +1,7 @@
 /**
- * The bytes of the heap backend's keyed state, one key group at a time (DESIGN §5: snapshots are
- * written per key group so a restoring subtask reads only the groups it owns).
+ * The bytes of the heap backend's keyed state, one key group at a time (snapshots are written per
+ * key group so a restoring subtask reads only the groups it owns: docs/design/savepoints.md,
+ * "The directory" and "How a savepoint is restored").
  *
  *   keyGroup := varuint numStates, state × numStates       (only states with cells in the group)
  *   state    := string name, varuint numCells, keys, namespaces, payloads, [ttl × numCells]
