@@ -16,6 +16,7 @@ import { ManualClock } from "../packages/eddy/src/core/clock.ts";
 import { defaultMaxParallelism, keyGroupRangeForOperator } from "../packages/eddy/src/core/key-group.ts";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import { NO_TIMESTAMP } from "../packages/eddy/src/core/time.ts";
+import { heapStateBackend } from "../packages/eddy/src/state/heap-keyed-state-backend.ts";
 import { CounterRegistry, type OperatorContext, type Output } from "../packages/eddy/src/runtime/operator.ts";
 import {
   intervalJoinOperator,
@@ -280,6 +281,7 @@ function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Jo
     job: { jobName: "driver", collect() {}, commitOnce() {}, writeStdout() {} },
     autoWatermarkIntervalMs: 200,
     counter: (name) => counters.counter("IntervalJoin", name),
+    stateBackend: heapStateBackend,
   };
   const operator = intervalJoinOperator(fn, bounds)(ctx, output);
   operator.open?.();

@@ -34,3 +34,17 @@ test("source folders import only their own and lower layers", () => {
   }
   assert.deepEqual(violations, []);
 });
+
+test("operators and windows depend on the keyed state backend interface, never on the heap backend", () => {
+  // state/keyed-state-backend.ts is the contract; which backend a job uses is chosen where
+  // operators are deployed (OperatorContext.stateBackend), so a disk backend plugs in unchanged.
+  const heapOnly = /^state\/(heap-[^/]*|state-table|void-value-cursor)\.ts$/;
+  const violations: string[] = [];
+  for (const file of files(join(SRC, "runtime"))) {
+    for (const m of readFileSync(file, "utf8").matchAll(/^(?:import|export)[^;]*?from\s+"(\.[^"]+)"/gms)) {
+      const target = relative(SRC, resolve(dirname(file), m[1]!));
+      if (heapOnly.test(target)) violations.push(`${relative(SRC, file)} imports ${target}`);
+    }
+  }
+  assert.deepEqual(violations, []);
+});

@@ -20,7 +20,7 @@ import {
   type OperatorSnapshotMeta,
   type RestoredKeyed,
 } from "../runtime/checkpointing.ts";
-import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
+import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import { validateManifest } from "./manifest-validation.ts";
 import type { TaskSnapshotHandle } from "./task-executor.ts";
 

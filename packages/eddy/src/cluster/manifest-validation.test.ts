@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { EddyError } from "../core/errors.ts";
-import { CELL_FORMAT } from "../state/heap-snapshot.ts";
+import { CELL_FORMAT } from "../state/keyed-state-meta.ts";
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type CheckpointManifest } from "./checkpoint-restore.ts";
 import { validateManifest } from "./manifest-validation.ts";
 

@@ -30,7 +30,7 @@ import { MAX_SNAPSHOT_FILE_BYTES } from "../checkpoint/untrusted-file.ts";
 import { EddyError } from "../core/errors.ts";
 import { MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { StateKind } from "../state/descriptors.ts";
-import { CELL_FORMAT } from "../state/heap-snapshot.ts";
+import { CELL_FORMAT } from "../state/keyed-state-meta.ts";
 import type { CheckpointManifest } from "./checkpoint-restore.ts";
 
 /** Cell formats this Eddy decodes; a new format adds its id here and a reader in state/. */

@@ -28,6 +28,8 @@ import { CounterRegistry, type JobServices, type OneInputOperator, type Operator
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 import type { BusyTaskBoard } from "./task-watchdog.ts";
+import { heapStateBackend } from "../state/heap-keyed-state-backend.ts";
+import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 
 export interface ExecutorOptions {
   readonly clock: Clock;
@@ -46,6 +48,8 @@ export interface ExecutorOptions {
   readonly yieldIntervalMs: number;
   /** Where this executor says which task runs user code, for the coordinator's watchdog (worker threads). */
   readonly busyBoard?: BusyTaskBoard | undefined;
+  /** The keyed state backend of keyed operators (default: the heap backend). */
+  readonly stateBackend?: KeyedStateBackendFactory | undefined;
 }
 
 /** Where a network edge's channel ends come from; see the file comment. */
@@ -535,6 +539,7 @@ export class TaskExecutor {
             counter: (name) => counters.counter(node.name, name),
             checkpointing: checkpointings.get(node),
             queryable: this.queryable,
+            stateBackend: this.#options.stateBackend ?? heapStateBackend,
           };
           operators.set(node, t.factory(ctx, output));
         }

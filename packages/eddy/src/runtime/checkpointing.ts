@@ -14,7 +14,7 @@
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { EddyError } from "../core/errors.ts";
-import type { KeyedStateMeta } from "../state/heap-snapshot.ts";
+import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 
 /** The frozen keyed state and timers of one operator subtask. */
 export interface KeyedSnapshotPart {

@@ -6,6 +6,7 @@
  * also called on cancellation and failure (it may then run without endInput) and must not throw
  * for that reason.
  */
+import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 import type { Clock } from "../core/clock.ts";
 import type { Logger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
@@ -93,6 +94,8 @@ export interface OperatorContext {
   readonly checkpointing?: OperatorCheckpointing | undefined;
   /** Where queryable states of this executor's subtasks are registered (undefined: not served). */
   readonly queryable?: QueryableRegistry | undefined;
+  /** Makes the keyed state backend of a keyed operator (the job's choice; the heap backend by default). */
+  readonly stateBackend: KeyedStateBackendFactory;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

@@ -24,7 +24,8 @@ import { assignToKeyGroup } from "../core/key-group.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type OperatorStateMode } from "../runtime/checkpointing.ts";
 import { readTimers, type RestoredTimer, type TimerDomain } from "../runtime/timer-service.ts";
 import type { ResolvedTtl, StateKind } from "../state/descriptors.ts";
-import { readKeyGroup, type KeyedStateMeta } from "../state/heap-snapshot.ts";
+import { readKeyGroup } from "../state/heap-snapshot.ts";
+import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import type { Namespace } from "../state/state-table.ts";
 
 export interface KeyedStateInfo {

@@ -21,33 +21,26 @@ import type {
 } from "./descriptors.ts";
 import { HeapMapState } from "./heap-map-state.ts";
 import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState } from "./heap-state-handles.ts";
+import type { HeapKvState } from "./heap-state-handles.ts";
 import type {
-  HeapKvState,
   InternalAggregatingState,
   InternalListState,
   InternalMapState,
   InternalReducingState,
   InternalValueState,
-} from "./heap-state-handles.ts";
+} from "./internal-state.ts";
 import type { ByteReader } from "../core/codec/bytes.ts";
-import { HeapKeyedStateSnapshot, metaOf, readKeyGroup, type KeyedStateMeta } from "./heap-snapshot.ts";
+import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
+import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE } from "./state-table.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
+import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export { VOID_NAMESPACE } from "./state-table.ts";
 export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
-export interface HeapKeyedStateBackendOptions {
-  /** The key groups this subtask owns (inclusive). */
-  readonly keyGroupRange: KeyGroupRangeLike;
-  /** Processing time for TTL. */
-  readonly clock: Clock;
-  /** The operator the state belongs to, for messages. */
-  readonly operatorName?: string;
-  /** A state whose descriptor is queryable was registered (see DescriptorBase.setQueryable). */
-  readonly onQueryable?: (queryableName: string, stateName: string) => void;
-}
+export type HeapKeyedStateBackendOptions = KeyedStateBackendOptions;
 
 /** One stored (key, namespace) value of a state, as `entries()` reports it. */
 export interface KeyedStateEntry {
@@ -70,7 +63,7 @@ interface RegisteredState {
 /** How many descriptors HeapKeyedStateBackend remembers the handles of, by identity. */
 const RECENT_DESCRIPTORS = 8;
 
-export class HeapKeyedStateBackend {
+export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly keyGroupRange: KeyGroupRangeLike;
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
@@ -400,3 +393,6 @@ function noKeyYet(): EddyError {
     retryable: false,
   });
 }
+
+/** The heap backend's factory: the default of every job. */
+export const heapStateBackend: KeyedStateBackendFactory = (options) => new HeapKeyedStateBackend(options);

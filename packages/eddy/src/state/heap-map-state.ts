@@ -8,7 +8,7 @@
 import { EddyError } from "../core/errors.ts";
 import { copyValue } from "./copy-value.ts";
 import { HeapKvState, refreshAll } from "./heap-state-handles.ts";
-import type { InternalMapState } from "./heap-state-handles.ts";
+import type { InternalMapState } from "./internal-state.ts";
 import type { Cell } from "./state-table.ts";
 
 export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapState<UK, UV> {

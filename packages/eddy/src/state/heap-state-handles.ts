@@ -25,26 +25,15 @@ import type {
 import { purgeCell, VOID_NAMESPACE } from "./state-table.ts";
 import type { Cell, Namespace, StateTable } from "./state-table.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
+import type {
+  InternalAggregatingState,
+  InternalKvState,
+  InternalListState,
+  InternalMapState,
+  InternalReducingState,
+  InternalValueState,
+} from "./internal-state.ts";
 
-/** What the windows layer (and other runtime code) needs beyond the user-facing interface. */
-export interface InternalKvState {
-  readonly name: string;
-  readonly kind: StateKind;
-  /** Scopes the handle below the current key; stays until set again. Default VOID_NAMESPACE. */
-  setCurrentNamespace(namespace: Namespace): void;
-  getCurrentNamespace(): Namespace;
-  /**
-   * Merges the current key's cells in `sources` into `target` and removes them (windows that
-   * merge, e.g. sessions). Reducing, aggregating (needs AggregateFunction.merge) and list state.
-   */
-  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void;
-}
-
-export type InternalValueState<T> = ValueState<T> & InternalKvState;
-export type InternalListState<T> = ListState<T> & InternalKvState;
-export type InternalMapState<UK, UV> = MapState<UK, UV> & InternalKvState;
-export type InternalReducingState<T> = ReducingState<T> & InternalKvState;
-export type InternalAggregatingState<IN, OUT> = AggregatingState<IN, OUT> & InternalKvState;
 
 export abstract class HeapKvState implements InternalKvState {
   protected readonly table: StateTable;

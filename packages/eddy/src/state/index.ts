@@ -1,5 +1,6 @@
 /**
- * state/ — keyed state: descriptors, user-facing handles, and the heap backend.
+ * state/ — keyed state: descriptors, user-facing handles, the keyed state backend contract
+ * (keyed-state-backend.ts: what operators depend on) and the heap backend that implements it.
  *
  * May import: core/ only.
  *
@@ -10,6 +11,8 @@
  *   are copied on write and on read, and user functions only see copies.
  * - An expired TTL entry is never returned; cleared or emptied values leave no entry behind.
  * - Handles and the backend run on the task thread only; nothing here is called concurrently.
+ * - Code outside state/ uses a backend through KeyedStateBackend only (test/layers.test.ts checks
+ *   runtime/); every implementation passes testing/keyed-state-backend-contract.ts.
  */
 
 export { copyValue } from "./copy-value.ts";
@@ -29,7 +32,11 @@ export type {
   StateTtlConfig,
 } from "./descriptors.ts";
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
-export { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
+export type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateSnapshot, ValueCursor } from "./keyed-state-backend.ts";
+export { VOID_NAMESPACE } from "./namespace.ts";
+export type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
+export type { KeyedStateMeta } from "./keyed-state-meta.ts";
+export { HeapKeyedStateBackend, heapStateBackend } from "./heap-keyed-state-backend.ts";
 export type { HeapKeyedStateBackendOptions, KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 export type {
   InternalAggregatingState,
@@ -38,6 +45,4 @@ export type {
   InternalMapState,
   InternalReducingState,
   InternalValueState,
-} from "./heap-state-handles.ts";
-export { VOID_NAMESPACE } from "./state-table.ts";
-export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
+} from "./internal-state.ts";

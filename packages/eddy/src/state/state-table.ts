@@ -50,17 +50,10 @@ import type { Key, MapKey } from "../core/key.ts";
 import { copyValue } from "./copy-value.ts";
 import type { ResolvedTtl, StateKind } from "./descriptors.ts";
 
-/** Scope of keyed state below the key: the window for window operators, else VOID_NAMESPACE. */
-export type Namespace = string | number;
+import { VOID_NAMESPACE, type KeyGroupRangeLike, type Namespace } from "./namespace.ts";
 
-/** The namespace of state that is not scoped below the key. No window namespace is `""`. */
-export const VOID_NAMESPACE: Namespace = "";
-
-/** Inclusive range of key groups; structurally the same as core's `KeyGroupRange`. */
-export interface KeyGroupRangeLike {
-  readonly start: number;
-  readonly end: number;
-}
+export { VOID_NAMESPACE } from "./namespace.ts";
+export type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
 
 /** The backend's current key, shared by every table of one backend. Mutated only by the backend. */
 export class KeyContext {

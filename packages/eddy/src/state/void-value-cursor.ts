@@ -14,9 +14,10 @@
  */
 import type { Key, MapKey } from "../core/key.ts";
 import { mapKeyOf } from "../core/key.ts";
+import type { ValueCursor } from "./keyed-state-backend.ts";
 import { keyGroupOutOfRange, VOID_NAMESPACE, type KeyEntry, type KeyGroupRangeLike, type StateTable } from "./state-table.ts";
 
-export class VoidValueCursor<T> {
+export class VoidValueCursor<T> implements ValueCursor<T> {
   readonly #table: StateTable;
   readonly #range: KeyGroupRangeLike;
   /** The key `seek` moved to: its key, map identity, group index and entry (undefined: none yet). */

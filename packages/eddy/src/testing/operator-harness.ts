@@ -3,6 +3,8 @@
  * emits, without building a job. Mail (processing-time timers) runs after every push, as the task
  * loop would run it between records.
  */
+import { heapStateBackend } from "../state/heap-keyed-state-backend.ts";
+import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 import { ManualClock } from "../core/clock.ts";
 import type { Key } from "../core/key.ts";
 import { defaultMaxParallelism, keyGroupRangeForOperator } from "../core/key-group.ts";
@@ -33,6 +35,8 @@ export interface HarnessOptions {
   readonly operatorName?: string;
   /** Starts the operator from a snapshot another harness took (`await harness.snapshot()`). */
   readonly restore?: SerializedOperatorSnapshot;
+  /** The keyed state backend of a keyed operator (default: the heap backend). */
+  readonly stateBackend?: KeyedStateBackendFactory;
 }
 
 export class OperatorTestHarness<IN, OUT> {
@@ -84,6 +88,7 @@ export class OperatorTestHarness<IN, OUT> {
       postMail: (action) => this.#mailbox.post(action),
       job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
+      stateBackend: options.stateBackend ?? heapStateBackend,
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
       checkpointing: (this.#checkpointing = new OperatorCheckpointing(
         "operator-under-test",

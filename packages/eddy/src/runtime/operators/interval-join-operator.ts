@@ -35,7 +35,7 @@ import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import { MapStateDescriptor } from "../../state/descriptors.ts";
-import type { InternalMapState } from "../../state/heap-state-handles.ts";
+import type { InternalMapState } from "../../state/internal-state.ts";
 import type { Collector, RuntimeContext } from "../functions.ts";
 import { LATE_RECORDS_DROPPED, type AnyKeySelector, type Counter, type OperatorContext, type Output, type TwoInputOperator } from "../operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";

@@ -6,8 +6,8 @@
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
 import { KeyGroupAssigner } from "../../core/key-group.ts";
-import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
-import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
+import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
+import { VOID_NAMESPACE } from "../../state/namespace.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
 import { InternalTimerService, readTimers, type RestoredTimer } from "../timer-service.ts";
@@ -17,7 +17,7 @@ export type TimerDomain = "event" | "processing";
 export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
 
 export class KeyedSupport {
-  readonly backend: HeapKeyedStateBackend;
+  readonly backend: KeyedStateBackend;
   readonly timers: InternalTimerService;
   /** User-facing timer service bound to the current key and the void namespace. */
   readonly timerService: TimerService;
@@ -29,7 +29,7 @@ export class KeyedSupport {
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
     this.#keyGroups = new KeyGroupAssigner(ctx.maxParallelism);
-    this.backend = new HeapKeyedStateBackend({
+    this.backend = ctx.stateBackend({
       keyGroupRange: ctx.keyGroupRange,
       clock: ctx.clock,
       operatorName: ctx.operatorName,

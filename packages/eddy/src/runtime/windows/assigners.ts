@@ -5,7 +5,7 @@
  */
 import { EddyError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
-import type { Namespace } from "../../state/heap-keyed-state-backend.ts";
+import type { Namespace } from "../../state/namespace.ts";
 import { EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, type Trigger } from "./triggers.ts";
 import { GlobalWindow, TimeWindow, windowStart, type Window } from "./windows.ts";
 

@@ -8,7 +8,7 @@
  * namespaces — which snapshots do not carry (window classes are not plain data); after a restore
  * they are decoded from the namespaces on first use.
  */
-import type { Namespace } from "../../state/heap-keyed-state-backend.ts";
+import type { Namespace } from "../../state/namespace.ts";
 import type { ValueState } from "../../state/state.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import type { Window } from "./windows.ts";

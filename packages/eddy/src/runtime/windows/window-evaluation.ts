@@ -8,9 +8,10 @@
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { Key } from "../../core/key.ts";
 import type { OutputTag } from "../../core/output-tag.ts";
-import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
-import { VOID_NAMESPACE } from "../../state/heap-keyed-state-backend.ts";
-import type { InternalKvState } from "../../state/heap-state-handles.ts";
+import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
+import type { Namespace } from "../../state/namespace.ts";
+import { VOID_NAMESPACE } from "../../state/namespace.ts";
+import type { InternalKvState } from "../../state/internal-state.ts";
 import type { KeyedStateStore } from "../functions.ts";
 import type { OperatorContext, Output } from "../operator.ts";
 import { perSubtaskInstance } from "../operators/function-instance.ts";
@@ -21,7 +22,7 @@ import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } f
 import type { Window } from "./windows.ts";
 
 /** Keyed state handles of the current key, scoped to `namespace()` on every access. */
-export function scopedStore(backend: HeapKeyedStateBackend, namespace: () => Namespace): KeyedStateStore {
+export function scopedStore(backend: KeyedStateBackend, namespace: () => Namespace): KeyedStateStore {
   const scoped = <S extends InternalKvState>(state: S): S => {
     state.setCurrentNamespace(namespace());
     return state;

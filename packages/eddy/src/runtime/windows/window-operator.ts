@@ -29,8 +29,9 @@ import {
   type AggregateFunction,
   type StateDescriptorBase,
 } from "../../state/descriptors.ts";
-import type { HeapKeyedStateBackend, Namespace } from "../../state/heap-keyed-state-backend.ts";
-import type { InternalKvState } from "../../state/heap-state-handles.ts";
+import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
+import type { Namespace } from "../../state/namespace.ts";
+import type { InternalKvState } from "../../state/internal-state.ts";
 import type { ValueState } from "../../state/state.ts";
 import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
 import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
@@ -72,7 +73,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #output: Output<unknown>;
   readonly #keySelector: (value: unknown) => unknown;
   readonly #keyed: KeyedSupport;
-  readonly #backend: HeapKeyedStateBackend;
+  readonly #backend: KeyedStateBackend;
   readonly #assigner: WindowAssigner<IN, W>;
   readonly #trigger: Trigger<IN, W>;
   readonly #contents: ContentsState;
@@ -359,7 +360,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   }
 }
 
-function contentsState<IN>(backend: HeapKeyedStateBackend, contents: WindowContents<IN>): ContentsState {
+function contentsState<IN>(backend: KeyedStateBackend, contents: WindowContents<IN>): ContentsState {
   switch (contents.kind) {
     case "reduce":
       return backend.getReducingState(new ReducingStateDescriptor<IN>("window-contents", contents.reduce)) as unknown as ContentsState;
@@ -370,7 +371,7 @@ function contentsState<IN>(backend: HeapKeyedStateBackend, contents: WindowConte
   }
 }
 
-function stateFor(backend: HeapKeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
+function stateFor(backend: KeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
   switch (descriptor.kind) {
     case "value":
       return backend.getState(descriptor as never);
@@ -389,10 +390,10 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
   window!: W;
   mergedWindows: W[] | undefined;
   readonly #keyed: KeyedSupport;
-  readonly #backend: HeapKeyedStateBackend;
+  readonly #backend: KeyedStateBackend;
   readonly #assigner: WindowAssigner<unknown, W>;
 
-  constructor(keyed: KeyedSupport, backend: HeapKeyedStateBackend, assigner: WindowAssigner<never, W>) {
+  constructor(keyed: KeyedSupport, backend: KeyedStateBackend, assigner: WindowAssigner<never, W>) {
     this.#keyed = keyed;
     this.#backend = backend;
     this.#assigner = assigner as WindowAssigner<unknown, W>;

@@ -1,0 +1,28 @@
+/**
+ * The keyed state handles as the runtime sees them (every backend's): the user-facing state
+ * interfaces plus what windows and joins need — a namespace below the current key, and merging
+ * namespaces. A handle follows its backend's current key; its namespace stays until set again.
+ */
+import type { StateKind } from "./descriptors.ts";
+import type { Namespace } from "./namespace.ts";
+import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
+
+/** What the windows layer (and other runtime code) needs beyond the user-facing interface. */
+export interface InternalKvState {
+  readonly name: string;
+  readonly kind: StateKind;
+  /** Scopes the handle below the current key; stays until set again. Default VOID_NAMESPACE. */
+  setCurrentNamespace(namespace: Namespace): void;
+  getCurrentNamespace(): Namespace;
+  /**
+   * Merges the current key's cells in `sources` into `target` and removes them (windows that
+   * merge, e.g. sessions). Reducing, aggregating (needs AggregateFunction.merge) and list state.
+   */
+  mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void;
+}
+
+export type InternalValueState<T> = ValueState<T> & InternalKvState;
+export type InternalListState<T> = ListState<T> & InternalKvState;
+export type InternalMapState<UK, UV> = MapState<UK, UV> & InternalKvState;
+export type InternalReducingState<T> = ReducingState<T> & InternalKvState;
+export type InternalAggregatingState<IN, OUT> = AggregatingState<IN, OUT> & InternalKvState;

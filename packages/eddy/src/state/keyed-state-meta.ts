@@ -1,0 +1,36 @@
+/**
+ * What a snapshot records about each keyed state, whatever backend wrote it: the canonical
+ * description savepoints carry (DESIGN: one backend-independent format), read by every backend's
+ * restore and by the offline savepoint reader.
+ */
+import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
+
+/** What a snapshot records about each keyed state (JSON-able). */
+export interface KeyedStateMeta {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly ttl: ResolvedTtl | undefined;
+  readonly copy: "deep" | "none";
+  /** The byte format of keys, namespaces and values (CELL_FORMAT). */
+  readonly format: string;
+  /** The schema the values were written with (StateCodec id and version), if the state declared one. */
+  readonly codec?: { readonly id: string; readonly version: number };
+  /** The name it is queryable under (setQueryable), so a restore serves it before it is used. */
+  readonly queryable?: string;
+}
+
+/** The byte format of every keyed state's cells in snapshots (the default codec's id). */
+export const CELL_FORMAT = "eddy.default/1";
+
+export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
+  const { name, kind, ttl, copy, codec, queryableName } = descriptor;
+  return {
+    name,
+    kind,
+    ttl,
+    copy,
+    format: CELL_FORMAT,
+    ...(codec === undefined ? {} : { codec: { id: codec.id, version: codec.version } }),
+    ...(queryableName === undefined ? {} : { queryable: queryableName }),
+  };
+}
