@@ -1,6 +1,6 @@
 /**
  * What a snapshot records about each keyed state, whatever backend wrote it: the canonical
- * description savepoints carry (DESIGN: one backend-independent format), read by every backend's
+ * description savepoints carry (one backend-independent format; docs/design/savepoints.md), read by every backend's
  * restore and by the offline savepoint reader.
  */
 import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
