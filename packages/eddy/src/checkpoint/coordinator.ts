@@ -144,12 +144,12 @@ export class CheckpointCoordinator {
   constructor(config: CheckpointConfig, options: CoordinatorOptions) {
     const tasks = new Set(options.tasks);
     if (tasks.size === 0 || tasks.size !== options.tasks.length) {
-      throw new EddyError("INVALID_CHECKPOINT_CONFIG", `the tasks to acknowledge must be non-empty and unique, got [${options.tasks.join(", ")}]`, {
+      throw new EddyError("INTERNAL", `the tasks to acknowledge must be non-empty and unique, got [${options.tasks.join(", ")}]`, {
         domain: "internal",
       });
     }
     if (!Number.isInteger(options.firstCheckpointId) || options.firstCheckpointId < 1) {
-      throw new EddyError("INVALID_CHECKPOINT_CONFIG", `'firstCheckpointId' must be an integer >= 1, got ${options.firstCheckpointId}`, {
+      throw new EddyError("INTERNAL", `'firstCheckpointId' must be an integer >= 1, got ${options.firstCheckpointId}`, {
         domain: "internal",
       });
     }

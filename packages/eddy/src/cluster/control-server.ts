@@ -176,7 +176,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 /** The job's own token, when it brings one: long enough to guess no better than a random one, and no whitespace. */
 function checkJobToken(id: string, token: string): string {
   if (!/^[\x21-\x7e]{32,1024}$/.test(token)) {
-    throw new EddyError("CONTROL_SERVER_FAILED", `the token of job '${id}' must be 32 to 1024 printable ASCII characters without spaces`, { domain: "internal" });
+    throw new EddyError("INTERNAL", `the token of job '${id}' must be 32 to 1024 printable ASCII characters without spaces`, { domain: "internal" });
   }
   return token;
 }

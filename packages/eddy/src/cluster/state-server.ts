@@ -56,7 +56,7 @@ const STATE_PATH = /^\/v1\/state\/([^/]+)$/;
 
 export async function startStateServer(options: StateServerOptions): Promise<StateServer> {
   const { token, backend, logger } = options;
-  if (token.length === 0) throw new EddyError("STATE_SERVER_FAILED", "a state server needs the job's token", { domain: "internal" });
+  if (token.length === 0) throw new EddyError("INTERNAL", "a state server needs the job's token", { domain: "internal" });
   const limit = createRequestLimit(options.maxInFlight ?? DEFAULT_STATE_SERVER_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? STATE_SERVER_BOUNDS, (req, res) => {
     limit.run(res, async () => {

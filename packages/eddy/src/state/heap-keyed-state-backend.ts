@@ -394,9 +394,10 @@ function article(kind: string): string {
   return kind === "aggregating" ? "an" : "a";
 }
 
+/** The failure of state-table.ts's noCurrentKey, reached through the key instead of a state. */
 function noKeyYet(): EddyError {
   return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called", {
-    domain: "internal",
+    domain: "user",
     retryable: false,
   });
 }

@@ -75,7 +75,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
 
   constructor(spec: SlidingPaneSpec<IN>, ctx: OperatorContext, output: Output<unknown>) {
     if (spec.size % spec.slide !== 0) {
-      throw new EddyError("INVALID_WINDOW", `pane evaluation needs size (${spec.size}) to be a multiple of slide (${spec.slide})`, { domain: "internal" });
+      throw new EddyError("INTERNAL", `pane evaluation needs size (${spec.size}) to be a multiple of slide (${spec.slide})`, { domain: "internal" });
     }
     this.#spec = spec;
     this.#ctx = ctx;
