@@ -182,7 +182,8 @@ export class CheckpointRunner {
       if (!outcome.ok) {
         // Checkpoints in progress occupy every slot: try again on the next tick.
         if (this.#coordinator.inProgress > 0 && !this.#coordinator.isStopped) return;
-        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user" }));
+        // The job has failed or finished: no storage failure, and no use asking again (409 over HTTP).
+        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user", retryable: false }));
         return;
       }
       request.checkpointId = outcome.checkpointId;

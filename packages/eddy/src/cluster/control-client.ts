@@ -10,6 +10,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describeCause, EddyError, type ErrorDomain } from "../core/errors.ts";
 import type { JobStatus, SavepointResult } from "./control.ts";
+import { answerError } from "./http-endpoint.ts";
 import { checkJobId, controlHome, isPidAlive, jobsDir, readRegistryEntry, registryFile, type RegistryEntry } from "./control-registry.ts";
 import type { JobInfo } from "./control-server.ts";
 import type { QueryLocation } from "./queryable.ts";
@@ -168,10 +169,8 @@ async function request<T>(entry: RegistryEntry, token: string, method: "GET" | "
     throw unreachable(entry, `${method} ${path} answered ${res.status} with a body that is not JSON`);
   }
   if (res.ok) return reply as T;
-  const error = (reply as { error?: { code?: unknown; message?: unknown } }).error;
-  const code = typeof error?.code === "string" ? error.code : `HTTP_${res.status}`;
-  const message = typeof error?.message === "string" ? error.message : `${method} ${path} answered ${res.status}`;
-  throw new EddyError(code, message, { domain: domainOf(res.status) });
+  const domain = domainOf(res.status);
+  throw answerError(res.status, reply, `${method} ${path} answered ${res.status}`, { domain, retryable: domain === "external" });
 }
 
 /** Whose fault a failed request is: 4xx is the request's, 409 the job's state, 5xx the job's. */

@@ -33,7 +33,7 @@ import { taskIdOf } from "./task-executor.ts";
 import type { CheckpointLocation, RestoreSource } from "./thread-protocol.ts";
 import type { SavepointResult } from "./control.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
-import { WORKER_OUT_OF_MEMORY, type ThreadedCheckpointing, type ThreadedExecution } from "./threaded-execution.ts";
+import type { ThreadedCheckpointing, ThreadedExecution } from "./threaded-execution.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
@@ -120,7 +120,7 @@ export class RecoveringJob {
         return await this.#attempt(ref, restore);
       } catch (e) {
         if (this.#o.isCancelled() || (e instanceof EddyError && (e.code === "JOB_CANCELLED" || e.domain === "config"))) throw e;
-        if (e instanceof EddyError && e.code === WORKER_OUT_OF_MEMORY) {
+        if (e instanceof EddyError && e.code === "WORKER_OUT_OF_MEMORY") {
           // Not transient: the restored state and the same input run into the same limit (a worker
           // that ran out took ~3 minutes to fail over three restarts; issue 33).
           logger.error("job ran out of memory; not restarting: a restart from the same checkpoint would run out again. Raise the heap limit or reduce state", {

@@ -14,7 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { describeCause, EddyError } from "../core/errors.ts";
+import { describeCause, EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { Logger } from "../core/logger.ts";
 import { createBoundedServer, STATE_SERVER_BOUNDS, type HttpBounds } from "./bounded-server.ts";
@@ -165,7 +165,7 @@ function isReply(x: Key | Reply): x is Reply {
   return typeof x === "object" && !Array.isArray(x) && "status" in x;
 }
 
-const READ_FAILURES: Readonly<Record<string, number>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400, NOT_SERVING: 503 };
+const READ_FAILURES: Readonly<Partial<Record<ErrorCode, number>>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400, NOT_SERVING: 503 };
 
 function readFailure(e: unknown, name: string, logger: Logger): Reply {
   if (e instanceof EddyError && READ_FAILURES[e.code] !== undefined) return errorReply(READ_FAILURES[e.code]!, e.code, e.message);

@@ -9,7 +9,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { BatchCodec } from "../core/codec/codec.ts";
 import { SystemClock } from "../core/clock.ts";
-import { EddyError } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
 import { FrameRingReader, FrameRingWriter } from "../runtime/channels/frame-ring.ts";
@@ -39,10 +39,11 @@ const stackMapper = init.bundle === undefined ? undefined : new StackMapper(init
 
 function serializeError(e: unknown): SerializedError {
   if (e instanceof EddyError) {
-    return { code: e.code, message: e.message, domain: e.domain, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
+    return { code: e.code, message: e.message, domain: e.domain, retryable: e.retryable, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
   }
   const err = e instanceof Error ? e : new Error(String(e));
-  return { code: "WORKER_FAILED", message: `${err.name}: ${err.message}`, domain: "internal", operator: undefined, subtask: undefined, stack: stackOf(err) };
+  const code: ErrorCode = "WORKER_FAILED";
+  return { code, message: `${err.name}: ${err.message}`, domain: "internal", retryable: false, operator: undefined, subtask: undefined, stack: stackOf(err) };
 }
 
 /** The error's stack followed by its causes' (where a user function failed), frames in original files. */

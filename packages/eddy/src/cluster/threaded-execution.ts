@@ -21,15 +21,12 @@ import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
 import { createDoorbells } from "./doorbells.ts";
-import { crossWorkerChannels, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
+import { crossWorkerChannels, deserializeError, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
 import { StackMapper } from "./source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "./task-watchdog.ts";
-
-/** The code of a failure because a worker thread ran out of heap (not retried: see RecoveringJob). */
-export const WORKER_OUT_OF_MEMORY = "WORKER_OUT_OF_MEMORY";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -234,7 +231,8 @@ export class ThreadedExecution {
         if (e.code === "ERR_WORKER_OUT_OF_MEMORY") {
           const limit = this.#options.maxWorkerHeapMb === undefined ? "Node's default heap limit" : `its heap limit of ${this.#options.maxWorkerHeapMb} MB`;
           this.#fail(
-            new EddyError(WORKER_OUT_OF_MEMORY, `worker ${i} ran out of memory (${limit}; ${e.message})`, {
+            // Not retried: see RecoveringJob.
+            new EddyError("WORKER_OUT_OF_MEMORY", `worker ${i} ran out of memory (${limit}; ${e.message})`, {
               domain: "user",
               retryable: false,
               cause: e,
@@ -414,14 +412,4 @@ export class ThreadedExecution {
       }),
     );
   }
-}
-
-function deserializeError(e: SerializedError, worker: number): EddyError {
-  const error = new EddyError(e.code, e.message, {
-    domain: e.domain,
-    ...(e.operator === undefined ? {} : { operator: e.operator }),
-    ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
-  });
-  if (e.stack !== undefined) error.stack = `${e.stack}\n    (reported by worker ${worker})`;
-  return error;
 }

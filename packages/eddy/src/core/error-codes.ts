@@ -9,6 +9,8 @@
  *
  * The HTTP answers of the control API and the state servers use these codes too (the clients throw
  * them as EddyErrors), including the few only an HTTP endpoint raises (BAD_REQUEST, BUSY, ...).
+ * A code that arrives as text (from a worker thread, in an HTTP answer) is checked with
+ * `isErrorCode`; an unknown one becomes UNKNOWN_ERROR_CODE, the original kept in the message.
  */
 
 /** Whose fault a failure is. */
@@ -133,7 +135,7 @@ export const ERROR_CODES = {
   SAVEPOINT_NEEDS_ALIGNMENT: { domain: "config", retryable: false, meaning: "A savepoint was asked of a job that checkpoints at-least-once (unaligned).", action: "Run the job exactly-once to take savepoints." },
   SAVEPOINT_FAILED: {
     domain: "external", retryable: true, meaning: "A savepoint (or a stop with drain) failed or could not be taken in time.", action: "Check the savepoint directory and the message; ask again.",
-    otherDomain: { domain: "user", when: "the job refuses to start a savepoint now (it is ending)" },
+    otherDomain: { domain: "user", when: "the job cannot start one (it has failed or finished)" },
   },
   SAVEPOINT_NOT_FOUND: { domain: "external", retryable: true, meaning: "The savepoint directory to move does not exist.", action: "Check the path." },
   SAVEPOINT_EXISTS: { domain: "user", retryable: false, meaning: "The target of a savepoint move exists already; the savepoint stays where it was.", action: "Choose another target directory." },
@@ -167,6 +169,7 @@ export const ERROR_CODES = {
   COORDINATOR_FAILED: { domain: "internal", retryable: false, meaning: "The coordinator of the worker threads failed.", action: BUG },
   NO_CHANNEL_RING: { domain: "internal", retryable: false, meaning: "A worker has no shared-memory ring for a channel.", action: BUG },
   NO_SUCH_READER: { domain: "internal", retryable: false, meaning: "A worker has no reader for a source subtask.", action: BUG },
+  UNKNOWN_ERROR_CODE: { domain: "internal", retryable: false, meaning: "A worker thread or an HTTP answer carried a code this Eddy does not know, or none; the message keeps the original.", action: "Run the same Eddy version on both sides; else report it as a bug." },
   INTERNAL: { domain: "internal", retryable: false, meaning: "An invariant of Eddy broke, or an HTTP endpoint failed unexpectedly (answered 500).", action: BUG },
 
   // --- Control API, the CLI and the job registry ---

@@ -26,7 +26,7 @@
  */
 
 import type { Clock, ScheduledCallback } from "../core/clock.ts";
-import { EddyError } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { mapKeyOf } from "../core/key.ts";
@@ -320,6 +320,6 @@ export function readTimers(keyGroup: number, input: ByteReader, into: RestoredTi
   }
 }
 
-function internal(code: string, message: string): EddyError {
+function internal(code: ErrorCode, message: string): EddyError {
   return new EddyError(code, message, { domain: "internal", retryable: false });
 }

@@ -8,7 +8,7 @@
  */
 
 import type { Clock } from "../core/clock.ts";
-import { EddyError } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import { mapKeyOf } from "../core/key.ts";
 import type { Key } from "../core/key.ts";
 import type {
@@ -365,7 +365,7 @@ export class HeapKeyedStateBackend {
   }
 }
 
-function restoreError(code: string, message: string): EddyError {
+function restoreError(code: ErrorCode, message: string): EddyError {
   return new EddyError(code, message, { domain: "config", retryable: false });
 }
 
