@@ -93,7 +93,7 @@ function checkBounds(bounds: HttpBounds): void {
   const { maxConnections, headersTimeoutMs, requestTimeoutMs } = bounds;
   const positive = (n: number): boolean => Number.isInteger(n) && n > 0;
   if (!positive(maxConnections) || !positive(headersTimeoutMs) || !positive(requestTimeoutMs) || requestTimeoutMs < headersTimeoutMs) {
-    throw new EddyError("INVALID_HTTP_BOUNDS", `HTTP bounds must be positive integers with requestTimeoutMs >= headersTimeoutMs, got ${JSON.stringify(bounds)}`, { domain: "internal" });
+    throw new EddyError("INVALID_HTTP_BOUNDS", `HTTP bounds must be positive integers with requestTimeoutMs >= headersTimeoutMs, got ${JSON.stringify(bounds)}`);
   }
 }
 

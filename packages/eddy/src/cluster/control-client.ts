@@ -93,7 +93,6 @@ export async function connectJob(jobId: string, home?: string, options: ControlC
     throw new EddyError(
       "UNKNOWN_JOB",
       `no running job with id '${jobId}'${gone}; ${running.length === 0 ? "no jobs are running" : `running: ${running.join(", ")}`}`,
-      { domain: "user" },
     );
   }
   return clientFor(root, entry, options);
@@ -158,7 +157,7 @@ async function request<T>(entry: RegistryEntry, token: string, method: "GET" | "
     });
   } catch (e) {
     if (e instanceof Error && e.name === "TimeoutError") {
-      throw new EddyError("CONTROL_TIMEOUT", `job '${entry.id}' did not answer ${method} ${path} within ${timeoutMs} ms`, { domain: "external" });
+      throw new EddyError("CONTROL_TIMEOUT", `job '${entry.id}' did not answer ${method} ${path} within ${timeoutMs} ms`);
     }
     throw unreachable(entry, describeCause((e as Error).cause ?? e));
   }
@@ -181,5 +180,5 @@ function domainOf(status: number): ErrorDomain {
 }
 
 function unreachable(entry: RegistryEntry, why: string): EddyError {
-  return new EddyError("JOB_UNREACHABLE", `cannot reach job '${entry.id}' (pid ${entry.pid}) at ${entry.url}: ${why}`, { domain: "external" });
+  return new EddyError("JOB_UNREACHABLE", `cannot reach job '${entry.id}' (pid ${entry.pid}) at ${entry.url}: ${why}`);
 }

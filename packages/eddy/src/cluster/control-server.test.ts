@@ -203,7 +203,7 @@ test("answers 404, 405, 413 and 400 for unknown paths, wrong methods, oversized 
 test("a failure of the job is 409 for a request that does not fit the job, 500 otherwise, and the client throws it as EddyError", async () => {
   const fake = fakeJob();
   await withServer(fake.job, async (server, home) => {
-    fake.failWith(new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", "the job runs without checkpointing", { domain: "config" }));
+    fake.failWith(new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", "the job runs without checkpointing"));
     const conflict = await call(server, "POST", "/v1/job/savepoint", { body: "{}" });
     assert.deepEqual(conflict.body, { error: { code: "SAVEPOINT_NEEDS_CHECKPOINTING", message: "the job runs without checkpointing" } });
     assert.equal(conflict.status, 409);

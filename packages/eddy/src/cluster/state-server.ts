@@ -56,7 +56,7 @@ const STATE_PATH = /^\/v1\/state\/([^/]+)$/;
 
 export async function startStateServer(options: StateServerOptions): Promise<StateServer> {
   const { token, backend, logger } = options;
-  if (token.length === 0) throw new EddyError("INTERNAL", "a state server needs the job's token", { domain: "internal" });
+  if (token.length === 0) throw new EddyError("INTERNAL", "a state server needs the job's token");
   const limit = createRequestLimit(options.maxInFlight ?? DEFAULT_STATE_SERVER_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? STATE_SERVER_BOUNDS, (req, res) => {
     limit.run(res, async () => {
@@ -78,7 +78,7 @@ export async function startStateServer(options: StateServerOptions): Promise<Sta
     url = await listen(server, options.host ?? "127.0.0.1");
   } catch (e) {
     server.close();
-    throw new EddyError("STATE_SERVER_FAILED", `cannot start a state server: ${describeCause(e)}`, { domain: "external", cause: e });
+    throw new EddyError("STATE_SERVER_FAILED", `cannot start a state server: ${describeCause(e)}`, { cause: e });
   }
   logger.debug("state server listening", { url });
   let closing: Promise<void> | undefined;

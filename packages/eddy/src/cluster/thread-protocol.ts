@@ -221,7 +221,7 @@ export function remoteChannelSizing(
 
 function powerOfTwoAtMost(bytes: number, min: number, max: number): number {
   if (!(bytes > 0)) {
-    throw new EddyError("INVALID_CHANNEL_BUFFER", `channelBufferBytes must be a positive number of bytes, got ${bytes}`, { domain: "config" });
+    throw new EddyError("INVALID_CHANNEL_BUFFER", `channelBufferBytes must be a positive number of bytes, got ${bytes}`);
   }
   let p = min;
   while (p * 2 <= bytes && p * 2 <= max) p *= 2;

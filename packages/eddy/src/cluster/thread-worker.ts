@@ -129,7 +129,7 @@ class RemoteSplitCoordination implements SplitCoordination {
 
   handle(node: number, subtask: number): ReaderHandle {
     const handle = this.handles.get(`${node}/${subtask}`);
-    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`, { domain: "internal" });
+    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`);
     return handle;
   }
 }
@@ -221,7 +221,7 @@ function info(channelId: number, edge: PlanEdge, sender: number, receiver: numbe
 
 function ringOf(channelId: number): SharedArrayBuffer {
   const ring = init.rings.get(channelId);
-  if (ring === undefined) throw new EddyError("NO_CHANNEL_RING", `worker ${init.workerIndex} has no ring for channel ${channelId}`, { domain: "internal" });
+  if (ring === undefined) throw new EddyError("NO_CHANNEL_RING", `worker ${init.workerIndex} has no ring for channel ${channelId}`);
   return ring;
 }
 
@@ -235,7 +235,6 @@ async function run(): Promise<void> {
     throw new EddyError(
       "PLAN_MISMATCH",
       `worker ${init.workerIndex} built a different graph for job '${job.name}' than the coordinator: build the job deterministically (no randomness, clock or environment in the graph's shape)`,
-      { domain: "config" },
     );
   }
   const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));

@@ -110,7 +110,7 @@ export class ThreadedExecution {
     try {
       this.#start(job);
     } catch (e) {
-      this.#fail(e instanceof EddyError ? e : new EddyError("WORKER_START_FAILED", `could not start worker threads: ${describeCause(e)}`, { domain: "internal", cause: e }));
+      this.#fail(e instanceof EddyError ? e : new EddyError("WORKER_START_FAILED", `could not start worker threads: ${describeCause(e)}`, { cause: e }));
     }
   }
 
@@ -126,7 +126,7 @@ export class ThreadedExecution {
   }
 
   cancel(): void {
-    this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" }));
+    this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`));
   }
 
   /** Ends the job once each worker has acted on the messages sent before (TaskExecutor.stop). */
@@ -224,7 +224,7 @@ export class ThreadedExecution {
         try {
           this.#onMessage(i, state, message);
         } catch (e) {
-          this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { domain: "internal", cause: e }));
+          this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { cause: e }));
         }
       });
       worker.on("error", (e: Error & { code?: string }) => {
@@ -232,15 +232,11 @@ export class ThreadedExecution {
           const limit = this.#options.maxWorkerHeapMb === undefined ? "Node's default heap limit" : `its heap limit of ${this.#options.maxWorkerHeapMb} MB`;
           this.#fail(
             // Not retried: see RecoveringJob.
-            new EddyError("WORKER_OUT_OF_MEMORY", `worker ${i} ran out of memory (${limit}; ${e.message})`, {
-              domain: "user",
-              retryable: false,
-              cause: e,
-            }),
+            new EddyError("WORKER_OUT_OF_MEMORY", `worker ${i} ran out of memory (${limit}; ${e.message})`, { cause: e }),
           );
           return;
         }
-        this.#fail(new EddyError("WORKER_DIED", `worker ${i} crashed: ${describeCause(e)}`, { domain: "internal", cause: e }));
+        this.#fail(new EddyError("WORKER_DIED", `worker ${i} crashed: ${describeCause(e)}`, { cause: e }));
       });
       worker.on("exit", (code) => {
         state.closeServers();
@@ -249,7 +245,6 @@ export class ThreadedExecution {
           new EddyError(
             "WORKER_DIED",
             `worker ${i} exited unexpectedly with code ${code} (process.exit() in user code, or the thread was killed)`,
-            { domain: "internal" },
           ),
         );
       });
@@ -359,7 +354,7 @@ export class ThreadedExecution {
       `task '${chain.name}' (subtask ${stuck.subtask}) has not returned from user code for ${Math.round(stuck.forMs / 1_000)} s ` +
         `(limit ${timeoutMs} ms, execution.watchdog.timeout): an endless loop or a blocking call in one of its functions` +
         (stack === undefined ? "" : `; worker ${stuck.worker} was at:\n${stack}`),
-      { domain: "user", operator: chain.name, subtask: stuck.subtask },
+      { operator: chain.name, subtask: stuck.subtask },
     );
     this.#fail(error);
   }

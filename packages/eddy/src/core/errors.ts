@@ -68,6 +68,6 @@ export function userFunctionError(operator: string, subtask: number, cause: unkn
   return new EddyError(
     "USER_FUNCTION_FAILED",
     `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}${hint}`,
-    { domain: "user", retryable: false, operator, subtask, cause },
+    { operator, subtask, cause },
   );
 }

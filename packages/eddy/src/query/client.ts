@@ -50,7 +50,7 @@ interface CachedLocation {
 
 export function createQueryClient(options: QueryClientOptions = {}): QueryClient {
   if (options.consistency !== undefined && options.consistency !== "latest") {
-    throw new EddyError("UNSUPPORTED_CONSISTENCY", `consistency '${String(options.consistency)}' is not supported (only "latest")`, { domain: "config" });
+    throw new EddyError("UNSUPPORTED_CONSISTENCY", `consistency '${String(options.consistency)}' is not supported (only "latest")`);
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_CONCURRENT_READS });
@@ -128,7 +128,7 @@ export function createQueryClient(options: QueryClientOptions = {}): QueryClient
   const readAt = async (jobId: string, name: string, key: Key, keyText: string, at: QueryLocation): Promise<QueryAnswer | EddyError> => {
     const { subtask, server } = locateKey(at, key);
     if (server === undefined) {
-      return new EddyError("NOT_READY", `subtask ${subtask} of '${at.operatorName}' has no state server yet (job '${jobId}' is starting or restarting); retry`, { domain: "external" });
+      return new EddyError("NOT_READY", `subtask ${subtask} of '${at.operatorName}' has no state server yet (job '${jobId}' is starting or restarting); retry`);
     }
     const { token } = await jobClient(jobId);
     let response: StateServerResponse;
@@ -142,7 +142,7 @@ export function createQueryClient(options: QueryClientOptions = {}): QueryClient
   };
 
   const checkOpen = (): void => {
-    if (closed) throw new EddyError("CLIENT_CLOSED", "the query client is closed", { domain: "user" });
+    if (closed) throw new EddyError("CLIENT_CLOSED", "the query client is closed");
   };
 
   return {

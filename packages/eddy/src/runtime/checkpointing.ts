@@ -92,7 +92,7 @@ export class OperatorCheckpointing {
   /** Registers the keyed state of the operator (one per operator). */
   setKeyed(snapshot: () => KeyedSnapshotPart): void {
     if (this.#keyed !== undefined) {
-      throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`, { domain: "internal" });
+      throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`);
     }
     this.#keyed = snapshot;
   }
@@ -103,7 +103,7 @@ export class OperatorCheckpointing {
    */
   registerOperatorState(name: string, mode: OperatorStateMode, snapshot: (checkpointId: number) => readonly unknown[]): readonly unknown[] | undefined {
     if (this.#operatorStates.has(name)) {
-      throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`, { domain: "internal" });
+      throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`);
     }
     this.#operatorStates.set(name, { mode, snapshot });
     return this.restored?.operatorState(name);

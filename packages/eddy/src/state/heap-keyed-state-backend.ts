@@ -8,7 +8,7 @@
  */
 
 import type { Clock } from "../core/clock.ts";
-import { EddyError, type ErrorCode } from "../core/errors.ts";
+import { EddyError } from "../core/errors.ts";
 import { mapKeyOf } from "../core/key.ts";
 import type { Key } from "../core/key.ts";
 import type {
@@ -89,10 +89,7 @@ export class HeapKeyedStateBackend {
   constructor(options: HeapKeyedStateBackendOptions) {
     const { start, end } = options.keyGroupRange;
     if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
-      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`, {
-        domain: "internal",
-        retryable: false,
-      });
+      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);
     }
     this.keyGroupRange = Object.freeze({ start, end });
     this.#clock = options.clock;
@@ -139,10 +136,7 @@ export class HeapKeyedStateBackend {
    */
   getVoidValueCursor<T>(descriptor: ValueStateDescriptor<T>): VoidValueCursor<T> {
     if (descriptor.ttl !== undefined || descriptor.copy !== "none") {
-      throw new EddyError("STATE_CURSOR_UNSUPPORTED", `state '${descriptor.name}': a value cursor needs a state without TTL and with copy "none"`, {
-        domain: "internal",
-        retryable: false,
-      });
+      throw new EddyError("STATE_CURSOR_UNSUPPORTED", `state '${descriptor.name}': a value cursor needs a state without TTL and with copy "none"`);
     }
     this.getState(descriptor);
     return new VoidValueCursor<T>(this.#get(descriptor.name).table, this.keyGroupRange);
@@ -287,10 +281,10 @@ export class HeapKeyedStateBackend {
     const now = descriptor.codec;
     if (old !== undefined && now !== undefined) {
       if (old.id !== now.id) {
-        throw restoreError("STATE_CODEC_MISMATCH", `${where} was written with codec '${old.id}' (version ${old.version}); codec '${now.id}' cannot read it`);
+        throw new EddyError("STATE_CODEC_MISMATCH", `${where} was written with codec '${old.id}' (version ${old.version}); codec '${now.id}' cannot read it`);
       }
       if (old.version > now.version) {
-        throw restoreError(
+        throw new EddyError(
           "STATE_CODEC_MISMATCH",
           `${where} was written with codec '${old.id}' version ${old.version}, newer than this job's version ${now.version}: restore it with the newer job`,
         );
@@ -298,7 +292,7 @@ export class HeapKeyedStateBackend {
       if (old.version < now.version) {
         const migrate = now.migrate;
         if (migrate === undefined) {
-          throw restoreError(
+          throw new EddyError(
             "STATE_MIGRATION_MISSING",
             `${where} was written with codec '${old.id}' version ${old.version}; version ${now.version} declares no migrate(value, fromVersion) to read it`,
           );
@@ -307,7 +301,7 @@ export class HeapKeyedStateBackend {
           try {
             return migrate.call(now, value, old.version);
           } catch (e) {
-            throw restoreError("STATE_MIGRATION_FAILED", `${where}: migrate() from version ${old.version} to ${now.version} failed: ${e instanceof Error ? e.message : String(e)}`);
+            throw new EddyError("STATE_MIGRATION_FAILED", `${where}: migrate() from version ${old.version} to ${now.version} failed: ${e instanceof Error ? e.message : String(e)}`);
           }
         });
       }
@@ -327,7 +321,7 @@ export class HeapKeyedStateBackend {
     if (existing !== undefined) {
       if (existing.restored && !restoring && existing.descriptor.kind !== descriptor.kind) {
         const where = `state '${descriptor.name}'${this.#operator === undefined ? "" : ` of operator '${this.#operator}'`}`;
-        throw restoreError(
+        throw new EddyError(
           "STATE_KIND_CHANGED",
           `${where} was restored as ${article(existing.descriptor.kind)} ${existing.descriptor.kind} state, and the job now asks for ${article(descriptor.kind)} ${descriptor.kind} state: ` +
             `keep the kind, or give the new state another name (and drop the old one)`,
@@ -358,15 +352,10 @@ export class HeapKeyedStateBackend {
       throw new EddyError(
         "UNKNOWN_STATE",
         `no keyed state named '${stateName}' (registered: ${[...this.#states.keys()].join(", ") || "none"})`,
-        { domain: "user", retryable: false },
       );
     }
     return state;
   }
-}
-
-function restoreError(code: ErrorCode, message: string): EddyError {
-  return new EddyError(code, message, { domain: "config", retryable: false });
 }
 
 function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase): void {
@@ -375,7 +364,6 @@ function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBa
       "STATE_KIND_MISMATCH",
       `state '${asked.name}' is ${article(existing.kind)} ${existing.kind} state; it cannot also be used as ` +
         `${article(asked.kind)} ${asked.kind} state — give the new state another name`,
-      { domain: "user", retryable: false },
     );
   }
   const a = existing.ttl;
@@ -385,7 +373,6 @@ function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBa
       "STATE_DESCRIPTOR_MISMATCH",
       `state '${asked.name}' was registered with other options (ttl, copy); one name must always ` +
         `be used with the same options`,
-      { domain: "user", retryable: false },
     );
   }
 }
@@ -396,8 +383,5 @@ function article(kind: string): string {
 
 /** The failure of state-table.ts's noCurrentKey, reached through the key instead of a state. */
 function noKeyYet(): EddyError {
-  return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called", {
-    domain: "user",
-    retryable: false,
-  });
+  return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called");
 }
