@@ -32,7 +32,7 @@ export {
   type WatermarkOutput,
 } from "./core/watermark-strategy.ts";
 export { OutputTag } from "./core/output-tag.ts";
-export { EddyError, type ErrorDomain } from "./core/errors.ts";
+export { EddyError, type ErrorCode, type ErrorDomain } from "./core/errors.ts";
 export type { Key } from "./core/key.ts";
 export type { OperatorListState } from "./runtime/operator-state.ts";
 export type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./cluster/control.ts";

@@ -101,9 +101,7 @@ abstract class OperatorHandle {
   #physical(what: string): PhysicalTransformation {
     const t = this._transformation;
     if (t.kind === "source" || t.kind === "one-input" || t.kind === "two-input") return t;
-    throw new EddyError("NOT_AN_OPERATOR", `${what}() applies to an operator, not to a ${t.kind} of streams`, {
-      domain: "config",
-    });
+    throw new EddyError("NOT_AN_OPERATOR", `${what}() applies to an operator, not to a ${t.kind} of streams`);
   }
 }
 
@@ -125,7 +123,7 @@ export class DataStream<T> extends OperatorHandle {
     }
     const t = this._transformation;
     if (t.kind !== "source" && t.kind !== "one-input" && t.kind !== "two-input") {
-      throw new EddyError("NOT_AN_OPERATOR", `setCodec() applies to an operator, not to a ${t.kind} of streams`, { domain: "config" });
+      throw new EddyError("NOT_AN_OPERATOR", `setCodec() applies to an operator, not to a ${t.kind} of streams`);
     }
     t.codec = codec;
     return this;

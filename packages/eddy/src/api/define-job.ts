@@ -58,9 +58,7 @@ export function resolveJob(jobOrModule: unknown, what = "job"): JobDefinition {
     const def = (jobOrModule as { default: unknown }).default;
     if (isJobDefinition(def)) return def;
   }
-  throw new EddyError("NOT_A_JOB", `${what} does not export a job: use \`export default defineJob("name", (env) => { ... })\``, {
-    domain: "config",
-  });
+  throw new EddyError("NOT_A_JOB", `${what} does not export a job: use \`export default defineJob("name", (env) => { ... })\``);
 }
 
 /** Runs the job function against a fresh environment and returns it. */
@@ -70,10 +68,7 @@ export function buildJob(job: JobDefinition): StreamExecutionEnvironment {
     job.build(env);
   } catch (e) {
     if (e instanceof EddyError) throw e;
-    throw new EddyError("JOB_BUILD_FAILED", `building job '${job.name}' failed: ${e instanceof Error ? e.message : String(e)}`, {
-      domain: "config",
-      cause: e,
-    });
+    throw new EddyError("JOB_BUILD_FAILED", `building job '${job.name}' failed: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
   }
   return env;
 }

@@ -59,7 +59,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
   allowedLateness(ms: number): this {
     if (typeof ms !== "number" || !(ms >= 0) || !Number.isFinite(ms)) throw new RangeError(`allowedLateness needs a finite number ≥ 0 ms, got ${String(ms)}`);
     if (ms > 0 && !this.#assigner.isEventTime) {
-      throw new EddyError("INVALID_WINDOW", `allowedLateness applies to event-time windows; ${this.#assigner.description} is not`, { domain: "config" });
+      throw new EddyError("INVALID_WINDOW", `allowedLateness applies to event-time windows; ${this.#assigner.description} is not`);
     }
     this.#allowedLateness = ms;
     return this;
@@ -87,9 +87,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
       if (fn === null || typeof fn !== "object" || typeof fn[m] !== "function") throw new TypeError(`aggregate needs an AggregateFunction with ${m}()`);
     }
     if (this.#assigner.mergeWindows !== undefined && typeof fn.merge !== "function" && this.#evictor === undefined) {
-      throw new EddyError("AGGREGATE_NEEDS_MERGE", `${this.#assigner.description} merges windows: the AggregateFunction needs merge(a, b)`, {
-        domain: "config",
-      });
+      throw new EddyError("AGGREGATE_NEEDS_MERGE", `${this.#assigner.description} merges windows: the AggregateFunction needs merge(a, b)`);
     }
     return this.#build("Aggregate", { kind: "aggregate", aggregate: fn as AggregateFunction<T, unknown, unknown> }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
   }

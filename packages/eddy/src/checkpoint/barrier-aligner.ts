@@ -95,9 +95,7 @@ export class BarrierAligner {
 
   constructor(numChannels: number, mode: CheckpointingMode) {
     if (!Number.isInteger(numChannels) || numChannels < 1) {
-      throw new EddyError("BARRIER_PROTOCOL_VIOLATION", `a task needs at least one input channel, got ${numChannels}`, {
-        domain: "internal",
-      });
+      throw new EddyError("BARRIER_PROTOCOL_VIOLATION", `a task needs at least one input channel, got ${numChannels}`);
     }
     this.numChannels = numChannels;
     this.mode = mode;
@@ -230,5 +228,5 @@ function result(triggered: number[] | undefined, aborted: number[] | undefined, 
 }
 
 function violation(message: string): EddyError {
-  return new EddyError("BARRIER_PROTOCOL_VIOLATION", message, { domain: "internal" });
+  return new EddyError("BARRIER_PROTOCOL_VIOLATION", message);
 }

@@ -75,5 +75,5 @@ function stripUndefined(input: CheckpointConfigInput): CheckpointConfigInput {
 }
 
 function invalid(detail: string): EddyError {
-  return new EddyError("INVALID_CHECKPOINT_CONFIG", `invalid checkpoint configuration: ${detail}`, { domain: "config" });
+  return new EddyError("INVALID_CHECKPOINT_CONFIG", `invalid checkpoint configuration: ${detail}`);
 }

@@ -144,14 +144,10 @@ export class CheckpointCoordinator {
   constructor(config: CheckpointConfig, options: CoordinatorOptions) {
     const tasks = new Set(options.tasks);
     if (tasks.size === 0 || tasks.size !== options.tasks.length) {
-      throw new EddyError("INVALID_CHECKPOINT_CONFIG", `the tasks to acknowledge must be non-empty and unique, got [${options.tasks.join(", ")}]`, {
-        domain: "internal",
-      });
+      throw new EddyError("INTERNAL", `the tasks to acknowledge must be non-empty and unique, got [${options.tasks.join(", ")}]`);
     }
     if (!Number.isInteger(options.firstCheckpointId) || options.firstCheckpointId < 1) {
-      throw new EddyError("INVALID_CHECKPOINT_CONFIG", `'firstCheckpointId' must be an integer >= 1, got ${options.firstCheckpointId}`, {
-        domain: "internal",
-      });
+      throw new EddyError("INTERNAL", `'firstCheckpointId' must be an integer >= 1, got ${options.firstCheckpointId}`);
     }
     this.config = config;
     this.tasks = tasks;
@@ -245,7 +241,7 @@ export class CheckpointCoordinator {
     }
     this.end(p, "completed", undefined, now);
     if (!(checkpointId > this.latestNotified)) {
-      throw new EddyError("CHECKPOINT_PROTOCOL_VIOLATION", `completion of ${checkpointId} after ${this.latestNotified}`, { domain: "internal" });
+      throw new EddyError("CHECKPOINT_PROTOCOL_VIOLATION", `completion of ${checkpointId} after ${this.latestNotified}`);
     }
     this.latestNotified = checkpointId;
     commands.push({ type: "notify-complete", checkpointId });
@@ -340,7 +336,7 @@ export class CheckpointCoordinator {
       this.end(other, "failed", "the job failed", now);
       commands.push({ type: "abort", checkpointId: other.id, reason: "the job failed" });
     }
-    const error = new EddyError("TOO_MANY_CHECKPOINT_FAILURES", message, { domain: "external", retryable: true });
+    const error = new EddyError("TOO_MANY_CHECKPOINT_FAILURES", message);
     commands.push({ type: "fail-job", reason: message, error });
   }
 

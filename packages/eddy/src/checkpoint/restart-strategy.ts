@@ -87,5 +87,5 @@ function nonNegative(field: string, value: number, integer = false): void {
 }
 
 function invalid(message: string): EddyError {
-  return new EddyError("INVALID_RESTART_STRATEGY", message, { domain: "config", retryable: false });
+  return new EddyError("INVALID_RESTART_STRATEGY", message);
 }

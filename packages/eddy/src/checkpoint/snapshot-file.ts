@@ -83,7 +83,7 @@ export interface SnapshotFileParseOptions {
 
 /** The error of every failed check on persisted checkpoint bytes. */
 export function checkpointCorrupt(message: string): EddyError {
-  return new EddyError("CHECKPOINT_CORRUPT", message, { domain: "external", retryable: false });
+  return new EddyError("CHECKPOINT_CORRUPT", message);
 }
 
 /** `0x` and 8 hex digits, for checksums in messages. */
@@ -116,12 +116,12 @@ export function encodeSnapshotFileChunks(kind: string, meta: unknown, sections: 
   try {
     json = JSON.stringify({ kind, meta, sections: entries });
   } catch (cause) {
-    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { domain: "internal", cause });
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { cause });
   }
   const header = encoder.encode(json);
   const unreadable = headerFault(header);
   if (unreadable !== undefined) {
-    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta of kind '${kind}' would not be readable: it ${unreadable}`, { domain: "internal" });
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta of kind '${kind}' would not be readable: it ${unreadable}`);
   }
   const head = new Uint8Array(PREAMBLE_BYTES + header.length);
   const headView = new DataView(head.buffer);
@@ -325,7 +325,7 @@ function describeSection(name: string, keyGroup: number | undefined): string {
 }
 
 function invalidSections(message: string): EddyError {
-  return new EddyError("INVALID_SNAPSHOT_SECTIONS", message, { domain: "internal", retryable: false });
+  return new EddyError("INVALID_SNAPSHOT_SECTIONS", message);
 }
 
 function isIndex(x: unknown): x is number {

@@ -93,7 +93,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
 
   checkpointDir(checkpointId: number): string {
     if (!(Number.isSafeInteger(checkpointId) && checkpointId >= 0)) {
-      throw new EddyError("INVALID_CHECKPOINT_ID", `invalid checkpoint id ${checkpointId}`, { domain: "internal" });
+      throw new EddyError("INVALID_CHECKPOINT_ID", `invalid checkpoint id ${checkpointId}`);
     }
     return join(this.#jobDir, `chk-${checkpointId}`);
   }
@@ -103,9 +103,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     const dir = this.checkpointDir(checkpointId);
     // Best effort against a late writer: readFile's CRC check catches one that slips past.
     if (await this.hasManifest(checkpointId)) {
-      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `cannot write '${fileName}': checkpoint ${checkpointId} is already complete`, {
-        domain: "internal",
-      });
+      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `cannot write '${fileName}': checkpoint ${checkpointId} is already complete`);
     }
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, tempName(fileName));
@@ -132,10 +130,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
       await link(tmp, join(dir, MANIFEST));
     } catch (e) {
       if (errorCode(e) !== "EEXIST") throw e;
-      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `checkpoint ${checkpointId} already has a manifest in '${dir}'; not overwriting it`, {
-        domain: "internal",
-        retryable: false,
-      });
+      throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `checkpoint ${checkpointId} already has a manifest in '${dir}'; not overwriting it`);
     } finally {
       await rm(tmp, { force: true });
     }
@@ -227,7 +222,7 @@ export async function writeSnapshotDirectory(
     await writeDurably(join(tmp, MANIFEST), [encodeSnapshotFile(MANIFEST_KIND, manifest, [])]);
     await syncDirectory(tmp);
     if (await exists(target)) {
-      throw new EddyError("SNAPSHOT_EXISTS", `'${target}' exists already; not replacing it`, { domain: "external", retryable: false });
+      throw new EddyError("SNAPSHOT_EXISTS", `'${target}' exists already; not replacing it`);
     }
     await rename(tmp, target);
   } catch (e) {
@@ -318,10 +313,10 @@ export async function findLatestRestorable(storage: CheckpointStorage, options: 
  */
 export async function retain(storage: CheckpointStorage, completedId: number, retained: number): Promise<number[]> {
   if (!(Number.isSafeInteger(retained) && retained >= 1)) {
-    throw new EddyError("INVALID_RETAINED_CHECKPOINTS", `retained checkpoints must be an integer ≥ 1, got ${retained}`, { domain: "config" });
+    throw new EddyError("INVALID_RETAINED_CHECKPOINTS", `retained checkpoints must be an integer ≥ 1, got ${retained}`);
   }
   if (!(await storage.hasManifest(completedId))) {
-    throw new EddyError("CHECKPOINT_NOT_COMPLETE", `cannot retain around checkpoint ${completedId}: it is not complete`, { domain: "internal" });
+    throw new EddyError("CHECKPOINT_NOT_COMPLETE", `cannot retain around checkpoint ${completedId}: it is not complete`);
   }
   const ids = await storage.listCheckpoints();
   const discarded: number[] = [];
@@ -343,6 +338,7 @@ export async function retain(storage: CheckpointStorage, completedId: number, re
   return discarded.reverse();
 }
 
+/** `domain` says who gave the name: the user (a job id), Eddy itself, or a snapshot read back. */
 function checkName(name: string, what: string, domain: "config" | "internal" | "external"): void {
   if (typeof name !== "string" || !FILE_NAME.test(name)) {
     if (domain === "external") {

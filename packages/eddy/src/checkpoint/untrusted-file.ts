@@ -152,7 +152,7 @@ function regularFileSize(stats: Stats, label: string): number {
 /** The error for a failed open: a missing file, a link (ELOOP under O_NOFOLLOW), a socket (ENXIO), or the error as it is. */
 function openFailure(e: unknown, path: string, label: string, missing: string): unknown {
   const code = (e as { code?: unknown } | null)?.code;
-  if (code === "ENOENT" || code === "ENOTDIR") return new EddyError("CHECKPOINT_MISSING", missing, { domain: "external", retryable: false, cause: e });
+  if (code === "ENOENT" || code === "ENOTDIR") return new EddyError("CHECKPOINT_MISSING", missing, { cause: e });
   // ELOOP also means a loop of links in the directory's own path: only a link at `path` is ours to name.
   if (code === "ELOOP" && isLink(path)) return linkRefused(label);
   if (code === "ENXIO") return checkpointCorrupt(`${label} is not a regular file (it cannot be opened: ENXIO)`);

@@ -25,7 +25,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { EddyError } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import { errorBody } from "./http-endpoint.ts";
 
 export interface HttpBounds {
@@ -93,7 +93,7 @@ function checkBounds(bounds: HttpBounds): void {
   const { maxConnections, headersTimeoutMs, requestTimeoutMs } = bounds;
   const positive = (n: number): boolean => Number.isInteger(n) && n > 0;
   if (!positive(maxConnections) || !positive(headersTimeoutMs) || !positive(requestTimeoutMs) || requestTimeoutMs < headersTimeoutMs) {
-    throw new EddyError("INVALID_HTTP_BOUNDS", `HTTP bounds must be positive integers with requestTimeoutMs >= headersTimeoutMs, got ${JSON.stringify(bounds)}`, { domain: "internal" });
+    throw new EddyError("INVALID_HTTP_BOUNDS", `HTTP bounds must be positive integers with requestTimeoutMs >= headersTimeoutMs, got ${JSON.stringify(bounds)}`);
   }
 }
 
@@ -160,7 +160,7 @@ function answerClientErrors(server: Server): void {
 const REASONS: Readonly<Record<number, string>> = { 400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fields Too Large" };
 
 /** Writes a JSON error answer straight to the socket (no request object exists), then closes it. */
-function answerAndClose(socket: Socket, status: 400 | 408 | 431, code: string, message: string): void {
+function answerAndClose(socket: Socket, status: 400 | 408 | 431, code: ErrorCode, message: string): void {
   if (socket.writable) {
     const text = JSON.stringify(errorBody(code, message));
     socket.end(

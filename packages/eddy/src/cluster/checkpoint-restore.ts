@@ -92,13 +92,10 @@ export function buildManifest(fields: Omit<CheckpointManifest, "format" | "versi
 export function asManifest(value: unknown, where: string): CheckpointManifest {
   const m = value as Partial<CheckpointManifest> | null;
   if (m === null || typeof m !== "object" || m.format !== MANIFEST_FORMAT || !Array.isArray(m.tasks) || typeof m.checkpointId !== "number") {
-    throw new EddyError("CHECKPOINT_CORRUPT", `${where}: not an Eddy checkpoint manifest`, { domain: "external", retryable: false });
+    throw new EddyError("CHECKPOINT_CORRUPT", `${where}: not an Eddy checkpoint manifest`);
   }
   if (m.version !== MANIFEST_VERSION) {
-    throw new EddyError("CHECKPOINT_UNSUPPORTED_VERSION", `${where}: manifest version ${m.version} (this Eddy reads ${MANIFEST_VERSION})`, {
-      domain: "external",
-      retryable: false,
-    });
+    throw new EddyError("CHECKPOINT_UNSUPPORTED_VERSION", `${where}: manifest version ${m.version} (this Eddy reads ${MANIFEST_VERSION})`);
   }
   // Hostile input: file names, key-group ranges, parallelisms and formats are checked before use.
   validateManifest(m as CheckpointManifest, where);
@@ -185,7 +182,7 @@ export class CheckpointRestore {
         "MAX_PARALLELISM_MISMATCH",
         `operator '${node.name}' (uid '${node.operatorId}') has keyed state for max parallelism ${recorded.maxParallelism} in checkpoint ${this.checkpointId}, ` +
           `but runs with max parallelism ${node.maxParallelism}: set it to ${recorded.maxParallelism} (setMaxParallelism / --max-parallelism)`,
-        { domain: "config", operator: node.name },
+        { operator: node.name },
       );
     }
     const oldParallelism = recorded?.parallelism ?? parts.length;
@@ -217,10 +214,7 @@ export class CheckpointRestore {
       if (p.meta.operatorStates.length === 0 || p.file === null) continue;
       const bytes = this.#file(p.file).section(operatorStateSection(node.operatorId));
       if (bytes === undefined) {
-        throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${p.file.name}' lacks the operator state of '${p.meta.operatorName}'`, {
-          domain: "external",
-          retryable: false,
-        });
+        throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${p.file.name}' lacks the operator state of '${p.meta.operatorName}'`);
       }
       const decoded = decodeOperatorStates(bytes, p.meta);
       for (const o of p.meta.operatorStates) {
@@ -246,7 +240,7 @@ export class CheckpointRestore {
 
   #file(ref: FileRef): SnapshotFile {
     const file = this.#files.get(ref.name);
-    if (file === undefined) throw new EddyError("INTERNAL", `checkpoint file '${ref.name}' was not loaded`, { domain: "internal" });
+    if (file === undefined) throw new EddyError("INTERNAL", `checkpoint file '${ref.name}' was not loaded`);
     return file;
   }
 }

@@ -130,7 +130,7 @@ export class CheckpointRunner {
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
     for (const request of this.#savepoints.splice(0)) {
-      request.reject(new EddyError("SAVEPOINT_FAILED", `job '${this.#o.plan.jobName}' ended before the savepoint completed`, { domain: "external" }));
+      request.reject(new EddyError("SAVEPOINT_FAILED", `job '${this.#o.plan.jobName}' ended before the savepoint completed`));
     }
   }
 
@@ -144,19 +144,17 @@ export class CheckpointRunner {
   triggerSavepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
     return new Promise((resolve, reject) => {
       if (this.#stopped) {
-        reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running`, { domain: "user" }));
+        reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running`));
         return;
       }
       if (this.#o.config.mode !== "exactly-once") {
         reject(
-          new EddyError("SAVEPOINT_NEEDS_ALIGNMENT", `savepoints are aligned, and job '${this.#o.plan.jobName}' checkpoints at-least-once (unaligned): run it exactly-once to take savepoints`, {
-            domain: "config",
-          }),
+          new EddyError("SAVEPOINT_NEEDS_ALIGNMENT", `savepoints are aligned, and job '${this.#o.plan.jobName}' checkpoints at-least-once (unaligned): run it exactly-once to take savepoints`),
         );
         return;
       }
       if (stop !== undefined && this.#savepoints.some((r) => r.stop !== undefined)) {
-        reject(new EddyError("JOB_STOPPING", `job '${this.#o.plan.jobName}' is already stopping`, { domain: "user" }));
+        reject(new EddyError("JOB_STOPPING", `job '${this.#o.plan.jobName}' is already stopping`));
         return;
       }
       const queuedAt = Date.now();
@@ -168,7 +166,7 @@ export class CheckpointRunner {
       };
       const expire = setTimeout(() => {
         if (request.checkpointId !== undefined) return;
-        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `no savepoint slot became free within ${Date.now() - queuedAt} ms`, { domain: "external" }));
+        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `no savepoint slot became free within ${Date.now() - queuedAt} ms`));
       }, SAVEPOINT_QUEUE_TIMEOUT_MS);
       expire.unref();
       this.#savepoints.push(request);
@@ -183,7 +181,8 @@ export class CheckpointRunner {
       if (!outcome.ok) {
         // Checkpoints in progress occupy every slot: try again on the next tick.
         if (this.#coordinator.inProgress > 0 && !this.#coordinator.isStopped) return;
-        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user" }));
+        // The job has failed or finished: no storage failure, and no use asking again (409 over HTTP).
+        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user", retryable: false }));
         return;
       }
       request.checkpointId = outcome.checkpointId;
@@ -218,7 +217,7 @@ export class CheckpointRunner {
       // strategy replays from the latest checkpoint.
       if (!this.#stopped) {
         this.#o.onFailJob(
-          new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${reason}`, { domain: "external", retryable: true }),
+          new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${reason}`),
         );
       }
       return;
@@ -309,10 +308,10 @@ export class CheckpointRunner {
         this.#forget(command.checkpointId);
         const savepoint = this.#savepointOf(command.checkpointId);
         if (savepoint !== undefined) {
-          this.#dropSavepoint(savepoint, new EddyError("SAVEPOINT_FAILED", `savepoint ${command.checkpointId} failed: ${command.reason}`, { domain: "external" }));
+          this.#dropSavepoint(savepoint, new EddyError("SAVEPOINT_FAILED", `savepoint ${command.checkpointId} failed: ${command.reason}`));
           if (savepoint.stop?.drain === true) {
             // Event time has reached its end: the job cannot go on as if nothing happened.
-            this.#o.onFailJob(new EddyError("SAVEPOINT_FAILED", `stop with drain failed: ${command.reason}`, { domain: "external", retryable: true }));
+            this.#o.onFailJob(new EddyError("SAVEPOINT_FAILED", `stop with drain failed: ${command.reason}`));
           } else if (savepoint.stop !== undefined) {
             targets.resumeSources();
           }
@@ -326,7 +325,7 @@ export class CheckpointRunner {
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
         return;
       case "fail-job":
-        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILURES", `job '${this.#o.plan.jobName}' failed: ${command.reason}`, { domain: "external", retryable: true }));
+        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILURES", `job '${this.#o.plan.jobName}' failed: ${command.reason}`));
         return;
     }
   }
@@ -351,7 +350,7 @@ export class CheckpointRunner {
       },
       (e: unknown) => {
         if (!final) return this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now()));
-        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${describeCause(e)}`, { domain: "external", retryable: true }));
+        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${describeCause(e)}`));
       },
     );
   }
@@ -366,7 +365,7 @@ export class CheckpointRunner {
     const request = this.#savepointOf(id);
     const { tasks, manifest } = this.#manifestOf(id, acks, true, false);
     const write = async (): Promise<SavepointResult> => {
-      if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`, { domain: "internal" });
+      if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`);
       const files = [];
       for (const t of tasks) if (t.file !== null) files.push({ name: t.file.name, bytes: await storage.readFile(id, t.file) });
       const path = await writeSnapshotDirectory(request.dir, savepointName(this.#o.jobId, id), files, manifest);

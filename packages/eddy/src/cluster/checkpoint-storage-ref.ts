@@ -27,7 +27,7 @@ export async function openCheckpointStorage(ref: CheckpointStorageRef | undefine
   const module = await importModule(url);
   const factory = module[exportName];
   if (typeof factory !== "function") {
-    throw new EddyError("INVALID_CHECKPOINT_STORAGE", `checkpoint storage module ${url} has no function export '${exportName}'`, { domain: "config" });
+    throw new EddyError("INVALID_CHECKPOINT_STORAGE", `checkpoint storage module ${url} has no function export '${exportName}'`);
   }
   return (factory as CheckpointStorageFactory)(location);
 }

@@ -122,14 +122,14 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
   for (const [key, value] of Object.entries(entries)) {
     const spec = CONFIG_KEYS[key];
     if (spec === undefined) {
-      throw new EddyError("UNKNOWN_CONFIG_KEY", `unknown configuration key '${key}' (known: ${Object.keys(CONFIG_KEYS).join(", ")})`, { domain: "config" });
+      throw new EddyError("UNKNOWN_CONFIG_KEY", `unknown configuration key '${key}' (known: ${Object.keys(CONFIG_KEYS).join(", ")})`);
     }
     spec.apply(value, draft);
   }
   const out: ConfiguredOptions = {};
   if (Object.keys(draft.checkpoint).length > 0) {
     if (draft.checkpoint.intervalMs === undefined) {
-      throw new EddyError("INVALID_CONFIG", "execution.checkpointing.* keys need execution.checkpointing.interval", { domain: "config" });
+      throw new EddyError("INVALID_CONFIG", "execution.checkpointing.* keys need execution.checkpointing.interval");
     }
     out.checkpointing = draft.checkpoint as CheckpointConfigInput;
   }
@@ -173,5 +173,5 @@ function restartStrategy(r: Record<string, string>): RestartStrategyConfig {
 }
 
 function invalid(key: string, value: string, expected: string): EddyError {
-  return new EddyError("INVALID_CONFIG", `configuration key '${key}' has the value '${value}'; expected ${expected}`, { domain: "config" });
+  return new EddyError("INVALID_CONFIG", `configuration key '${key}' has the value '${value}'; expected ${expected}`);
 }

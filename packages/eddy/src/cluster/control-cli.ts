@@ -83,7 +83,7 @@ function parse<O extends NonNullable<ParseArgsConfig["options"]>>(argv: readonly
 }
 
 function usage(message: string): EddyError {
-  return new EddyError("USAGE", message, { domain: "user" });
+  return new EddyError("USAGE", message);
 }
 
 function jobTable(jobs: readonly JobListing[]): string {

@@ -10,6 +10,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describeCause, EddyError, type ErrorDomain } from "../core/errors.ts";
 import type { JobStatus, SavepointResult } from "./control.ts";
+import { answerError } from "./http-endpoint.ts";
 import { checkJobId, controlHome, isPidAlive, jobsDir, readRegistryEntry, registryFile, type RegistryEntry } from "./control-registry.ts";
 import type { JobInfo } from "./control-server.ts";
 import type { QueryLocation } from "./queryable.ts";
@@ -92,7 +93,6 @@ export async function connectJob(jobId: string, home?: string, options: ControlC
     throw new EddyError(
       "UNKNOWN_JOB",
       `no running job with id '${jobId}'${gone}; ${running.length === 0 ? "no jobs are running" : `running: ${running.join(", ")}`}`,
-      { domain: "user" },
     );
   }
   return clientFor(root, entry, options);
@@ -157,7 +157,7 @@ async function request<T>(entry: RegistryEntry, token: string, method: "GET" | "
     });
   } catch (e) {
     if (e instanceof Error && e.name === "TimeoutError") {
-      throw new EddyError("CONTROL_TIMEOUT", `job '${entry.id}' did not answer ${method} ${path} within ${timeoutMs} ms`, { domain: "external" });
+      throw new EddyError("CONTROL_TIMEOUT", `job '${entry.id}' did not answer ${method} ${path} within ${timeoutMs} ms`);
     }
     throw unreachable(entry, describeCause((e as Error).cause ?? e));
   }
@@ -168,10 +168,8 @@ async function request<T>(entry: RegistryEntry, token: string, method: "GET" | "
     throw unreachable(entry, `${method} ${path} answered ${res.status} with a body that is not JSON`);
   }
   if (res.ok) return reply as T;
-  const error = (reply as { error?: { code?: unknown; message?: unknown } }).error;
-  const code = typeof error?.code === "string" ? error.code : `HTTP_${res.status}`;
-  const message = typeof error?.message === "string" ? error.message : `${method} ${path} answered ${res.status}`;
-  throw new EddyError(code, message, { domain: domainOf(res.status) });
+  const domain = domainOf(res.status);
+  throw answerError(res.status, reply, `${method} ${path} answered ${res.status}`, { domain, retryable: domain === "external" });
 }
 
 /** Whose fault a failed request is: 4xx is the request's, 409 the job's state, 5xx the job's. */
@@ -182,5 +180,5 @@ function domainOf(status: number): ErrorDomain {
 }
 
 function unreachable(entry: RegistryEntry, why: string): EddyError {
-  return new EddyError("JOB_UNREACHABLE", `cannot reach job '${entry.id}' (pid ${entry.pid}) at ${entry.url}: ${why}`, { domain: "external" });
+  return new EddyError("JOB_UNREACHABLE", `cannot reach job '${entry.id}' (pid ${entry.pid}) at ${entry.url}: ${why}`);
 }

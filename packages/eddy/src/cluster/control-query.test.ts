@@ -97,7 +97,7 @@ test("the read endpoint answers UNKNOWN_JOB, UNKNOWN_STATE, BAD_KEY and NOT_READ
 test("a state server's error passes through with its status; a server that is gone is 502", async () => {
   const home = mkdtempSync(join(tmpdir(), "eddy-control-query-"));
   const routing = location("http://placeholder");
-  const state = await startStateServer({ token: TOKEN, backend: { read: () => { throw new EddyError("NOT_OWNER", "moved away", { domain: "user" }); } }, logger: silentLogger });
+  const state = await startStateServer({ token: TOKEN, backend: { read: () => { throw new EddyError("NOT_OWNER", "moved away"); } }, logger: silentLogger });
   let servers: (string | undefined)[] = [state.url, state.url];
   const control = await startControlServer(queryableJob(() => [{ ...routing, servers }]), { home, logger: silentLogger });
   const call = async (path: string) => {

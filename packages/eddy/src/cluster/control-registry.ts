@@ -44,9 +44,7 @@ const JOB_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 /** Throws INVALID_JOB_ID unless `id` is a file-safe name (what `--job-id` and job names become). */
 export function checkJobId(id: string): void {
   if (!JOB_ID.test(id)) {
-    throw new EddyError("INVALID_JOB_ID", `invalid job id '${id}': use letters, digits, '.', '_' and '-' (at most 100, starting with a letter or digit)`, {
-      domain: "user",
-    });
+    throw new EddyError("INVALID_JOB_ID", `invalid job id '${id}': use letters, digits, '.', '_' and '-' (at most 100, starting with a letter or digit)`);
   }
 }
 

@@ -203,12 +203,12 @@ test("answers 404, 405, 413 and 400 for unknown paths, wrong methods, oversized 
 test("a failure of the job is 409 for a request that does not fit the job, 500 otherwise, and the client throws it as EddyError", async () => {
   const fake = fakeJob();
   await withServer(fake.job, async (server, home) => {
-    fake.failWith(new EddyError("CHECKPOINTING_DISABLED", "the job runs without checkpointing", { domain: "config" }));
+    fake.failWith(new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", "the job runs without checkpointing"));
     const conflict = await call(server, "POST", "/v1/job/savepoint", { body: "{}" });
-    assert.deepEqual(conflict.body, { error: { code: "CHECKPOINTING_DISABLED", message: "the job runs without checkpointing" } });
+    assert.deepEqual(conflict.body, { error: { code: "SAVEPOINT_NEEDS_CHECKPOINTING", message: "the job runs without checkpointing" } });
     assert.equal(conflict.status, 409);
     const client = await connectJob("fake-job", home);
-    await assert.rejects(client.savepoint(), (e: unknown) => e instanceof EddyError && e.code === "CHECKPOINTING_DISABLED" && e.message === "the job runs without checkpointing");
+    await assert.rejects(client.savepoint(), (e: unknown) => e instanceof EddyError && e.code === "SAVEPOINT_NEEDS_CHECKPOINTING" && e.message === "the job runs without checkpointing");
 
     fake.failWith(new Error("disk on fire"));
     const internal = await call(server, "POST", "/v1/job/savepoint", { body: "{}" });

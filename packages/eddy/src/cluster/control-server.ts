@@ -111,7 +111,7 @@ export async function startControlServer(job: ControlledJob, options: ControlSer
   } catch (e) {
     openHere.delete(regFile);
     if (e instanceof EddyError) throw e;
-    throw new EddyError("CONTROL_SERVER_FAILED", `cannot start the control API of job '${job.id}': ${describeCause(e)}`, { domain: "external", cause: e });
+    throw new EddyError("CONTROL_SERVER_FAILED", `cannot start the control API of job '${job.id}': ${describeCause(e)}`, { cause: e });
   }
 }
 
@@ -176,13 +176,13 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 /** The job's own token, when it brings one: long enough to guess no better than a random one, and no whitespace. */
 function checkJobToken(id: string, token: string): string {
   if (!/^[\x21-\x7e]{32,1024}$/.test(token)) {
-    throw new EddyError("CONTROL_SERVER_FAILED", `the token of job '${id}' must be 32 to 1024 printable ASCII characters without spaces`, { domain: "internal" });
+    throw new EddyError("INTERNAL", `the token of job '${id}' must be 32 to 1024 printable ASCII characters without spaces`);
   }
   return token;
 }
 
 function jobIdInUse(id: string, pid: number): EddyError {
-  return new EddyError("JOB_ID_IN_USE", `job id '${id}' is in use by a running job (pid ${pid}); pass --job-id to give this job another id`, { domain: "config" });
+  return new EddyError("JOB_ID_IN_USE", `job id '${id}' is in use by a running job (pid ${pid}); pass --job-id to give this job another id`);
 }
 
 /**
@@ -218,7 +218,7 @@ async function publish(regFile: string, entry: RegistryEntry): Promise<void> {
     await link(temp, regFile);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "EEXIST") {
-      throw new EddyError("JOB_ID_IN_USE", `job id '${entry.id}' was just taken by another job; pass --job-id to give this job another id`, { domain: "config" });
+      throw new EddyError("JOB_ID_IN_USE", `job id '${entry.id}' was just taken by another job; pass --job-id to give this job another id`);
     }
     throw e;
   } finally {

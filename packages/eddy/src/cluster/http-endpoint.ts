@@ -1,22 +1,45 @@
 /**
  * What the job's loopback JSON endpoints share: the control API (control-server.ts) and the state
  * servers (state-server.ts). Bearer-token checks in constant time, JSON answers with
- * `{ error: { code, message } }` for failures, a bound on requests in flight (503 BUSY past it),
- * and listening. The bounds on connections, header sizes and deadlines are in bounded-server.ts.
+ * `{ error: { code, message } }` for failures (the code one of ERROR_CODES, read back by the
+ * clients with `answerError`), a bound on requests in flight (503 BUSY past it), and listening.
+ * The bounds on connections, header sizes and deadlines are in bounded-server.ts.
  */
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { EddyError, type ErrorCode, type ErrorDomain } from "../core/errors.ts";
+import { isErrorCode } from "../core/error-codes.ts";
 
 /** An answer to a request: status and a body to encode as JSON, or JSON text to send as it is. */
 export type Reply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
 
-export function errorBody(code: string, message: string): { error: { code: string; message: string } } {
+export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {
   return { error: { code, message } };
 }
 
-export function errorReply(status: number, code: string, message: string): Reply {
+export function errorReply(status: number, code: ErrorCode, message: string): Reply {
   return { status, body: errorBody(code, message) };
+}
+
+/**
+ * The EddyError an error answer (`body`, parsed JSON or undefined) stands for, on the client's
+ * side: the answer's code when this Eddy knows it, else UNKNOWN_ERROR_CODE with the status and the
+ * code (or its absence) in the message. An answer carries no domain: the client derives it from
+ * the status and passes it, with the retry hint, in `blame`.
+ */
+export function answerError(
+  status: number,
+  body: unknown,
+  fallbackMessage: string,
+  blame: { readonly domain: ErrorDomain; readonly retryable: boolean },
+): EddyError {
+  const error = (body as { error?: { code?: unknown; message?: unknown } } | null | undefined)?.error;
+  const code = error?.code;
+  const message = typeof error?.message === "string" ? error.message : fallbackMessage;
+  if (isErrorCode(code)) return new EddyError(code, message, blame);
+  const what = typeof code === "string" ? `the unknown code '${code}'` : "no code";
+  return new EddyError("UNKNOWN_ERROR_CODE", `${message} (HTTP ${status} with ${what})`, blame);
 }
 
 /** Whether `header` is `Bearer <token>`; compared in constant time. */

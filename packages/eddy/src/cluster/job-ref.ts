@@ -75,7 +75,6 @@ export async function loadJob(ref: JobRef): Promise<JobDefinition> {
     throw new EddyError(
       "JOB_NOT_FOUND",
       `worker could not find job '${ref.jobName}' as export '${ref.exportName}' of ${ref.moduleUrl}`,
-      { domain: "config" },
     );
   }
   return job;

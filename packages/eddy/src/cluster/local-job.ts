@@ -210,7 +210,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     const batchRecords = options.batchRecords ?? 1024;
     const workers = options.workers ?? Math.min(availableParallelism(), largest);
     if (!Number.isInteger(workers) || workers < 1) {
-      throw new EddyError("INVALID_WORKERS", `workers must be a positive integer, got ${workers}`, { domain: "config" });
+      throw new EddyError("INVALID_WORKERS", `workers must be a positive integer, got ${workers}`);
     }
     return new ThreadedExecution(plan, ref, {
       workers,
@@ -241,14 +241,12 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const wantsInline =
     options.mode === "inline" || (options.mode === undefined && (options.clock !== undefined || (largest === 1 && options.preferThreads !== true)));
   if (options.mode === "threads" && options.clock !== undefined) {
-    throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'", { domain: "config" });
+    throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'");
   }
   const jobId = options.jobId ?? fileSafe(job.name);
   const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
   if (restore !== undefined && checkpointConfig === undefined) {
-    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)", {
-      domain: "config",
-    });
+    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)");
   }
   if (checkpointConfig !== undefined) {
     const location: CheckpointLocation = {
@@ -270,7 +268,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
         : locateJob(job).then((found) => {
             if (!("reason" in found)) return prepareWorkers(found);
             if (options.mode === "threads") {
-              throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
+              throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`);
             }
             logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
             return undefined;
@@ -290,7 +288,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     const decided = locateJob(job).then(async (found) => {
       if ("reason" in found) {
         if (options.mode === "threads") {
-          throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`, { domain: "config" });
+          throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`);
         }
         logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
         execution = runInline();
@@ -315,13 +313,11 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   );
   const savepoint = (opts: SavepointOptions | undefined, stop?: { drain: boolean }): Promise<SavepointResult> => {
     if (status !== "running" && !(stop !== undefined && status === "stopping")) {
-      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}: no savepoint`, { domain: "user" }));
+      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}: no savepoint`));
     }
     if (recoveringJob === undefined) {
       return Promise.reject(
-        new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", `job '${job.name}' runs without checkpointing; savepoints use its barriers: enable checkpointing (e.g. --checkpoint-interval)`, {
-          domain: "config",
-        }),
+        new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", `job '${job.name}' runs without checkpointing; savepoints use its barriers: enable checkpointing (e.g. --checkpoint-interval)`),
       );
     }
     return recoveringJob.savepoint(resolvePath(opts?.dir ?? savepointRoot), stop);
@@ -337,9 +333,9 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     savepoint: (opts) => savepoint(opts),
     stop: (opts: StopOptions) => {
       if (stopping !== undefined) return stopping;
-      if (status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}`, { domain: "user" }));
+      if (status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}`));
       if (opts.drain === true && !opts.savepoint) {
-        return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))", { domain: "user" }));
+        return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))"));
       }
       status = "stopping";
       if (opts.savepoint) {
@@ -362,7 +358,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     collected: <T>(name: string) => [...(results.get(name) ?? [])] as T[],
     whenIdle: () => {
       if (execution instanceof InlineExecution) return execution.whenIdle();
-      return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only", { domain: "config" }));
+      return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only"));
     },
     get sourceRecords() {
       return execution?.sourceRecords ?? 0;

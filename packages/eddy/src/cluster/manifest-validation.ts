@@ -51,7 +51,7 @@ const MAX_CODEC_ID_LENGTH = 200;
  */
 export function validateManifest(manifest: CheckpointManifest, where: string): void {
   const corrupt = (what: string): EddyError =>
-    new EddyError("CHECKPOINT_CORRUPT", `${where}: ${what}`, { domain: "external", retryable: false });
+    new EddyError("CHECKPOINT_CORRUPT", `${where}: ${what}`);
   const m: unknown = manifest;
   if (!isRecord(m)) throw corrupt("the manifest is not a JSON object");
   for (const field of ["jobId", "jobName"] as const) {
@@ -211,7 +211,6 @@ class OperatorStateChecker {
       throw new EddyError(
         "CHECKPOINT_UNSUPPORTED",
         `${this.#where}: ${state} is written in format '${format}', which this Eddy cannot read (it reads ${READABLE_CELL_FORMATS.join(", ")})`,
-        { domain: "external", retryable: false },
       );
     }
     if (typeof kind !== "string" || !Object.hasOwn(STATE_KINDS, kind)) throw corrupt(`${state} has unknown kind ${show(kind)}`);

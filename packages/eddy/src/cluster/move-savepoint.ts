@@ -18,12 +18,12 @@ export async function moveSavepoint(path: string, intoDir: string): Promise<stri
   const target = join(resolve(intoDir), basename(from));
   const fromStat = await stat(from).catch(() => undefined);
   if (fromStat === undefined || !fromStat.isDirectory()) {
-    throw new EddyError("SAVEPOINT_NOT_FOUND", `savepoint directory '${from}' does not exist`, { domain: "external" });
+    throw new EddyError("SAVEPOINT_NOT_FOUND", `savepoint directory '${from}' does not exist`);
   }
   if (target === from) return from;
   await mkdir(resolve(intoDir), { recursive: true });
   if ((await stat(target).catch(() => undefined)) !== undefined) {
-    throw new EddyError("SAVEPOINT_EXISTS", `cannot move the savepoint to '${target}': it already exists (the savepoint stays at '${from}')`, { domain: "user" });
+    throw new EddyError("SAVEPOINT_EXISTS", `cannot move the savepoint to '${target}': it already exists (the savepoint stays at '${from}')`);
   }
   try {
     await rename(from, target);
@@ -41,5 +41,5 @@ export async function moveSavepoint(path: string, intoDir: string): Promise<stri
 }
 
 function movingFailed(from: string, target: string, cause: unknown): EddyError {
-  return new EddyError("SAVEPOINT_MOVE_FAILED", `cannot move the savepoint '${from}' to '${target}': ${(cause as Error).message}`, { domain: "external", cause });
+  return new EddyError("SAVEPOINT_MOVE_FAILED", `cannot move the savepoint '${from}' to '${target}': ${(cause as Error).message}`, { cause });
 }

@@ -83,7 +83,7 @@ export function checkQueryKey(key: unknown): Key {
 }
 
 export function badQueryKey(message: string): EddyError {
-  return new EddyError("BAD_KEY", message, { domain: "user", retryable: false });
+  return new EddyError("BAD_KEY", message);
 }
 
 /**

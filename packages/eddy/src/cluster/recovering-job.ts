@@ -33,7 +33,7 @@ import { taskIdOf } from "./task-executor.ts";
 import type { CheckpointLocation, RestoreSource } from "./thread-protocol.ts";
 import type { SavepointResult } from "./control.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
-import { WORKER_OUT_OF_MEMORY, type ThreadedCheckpointing, type ThreadedExecution } from "./threaded-execution.ts";
+import type { ThreadedCheckpointing, ThreadedExecution } from "./threaded-execution.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
@@ -96,7 +96,7 @@ export class RecoveringJob {
   savepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
     const runner = this.#runner;
     if (runner === undefined || !this.#running) {
-      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running (yet): no savepoint`, { domain: "user" }));
+      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running (yet): no savepoint`));
     }
     return runner.triggerSavepoint(dir, stop);
   }
@@ -120,7 +120,7 @@ export class RecoveringJob {
         return await this.#attempt(ref, restore);
       } catch (e) {
         if (this.#o.isCancelled() || (e instanceof EddyError && (e.code === "JOB_CANCELLED" || e.domain === "config"))) throw e;
-        if (e instanceof EddyError && e.code === WORKER_OUT_OF_MEMORY) {
+        if (e instanceof EddyError && e.code === "WORKER_OUT_OF_MEMORY") {
           // Not transient: the restored state and the same input run into the same limit (a worker
           // that ran out took ~3 minutes to fail over three restarts; issue 33).
           logger.error("job ran out of memory; not restarting: a restart from the same checkpoint would run out again. Raise the heap limit or reduce state", {
@@ -279,7 +279,6 @@ export class RecoveringJob {
           "RECOVERY_BEHIND_COMMITTED",
           `job '${plan.jobName}' cannot recover: ${why}. Restore the damaged checkpoint, or set ` +
             `execution.checkpointing.recovery.allow-behind-committed=true to accept duplicated output`,
-          { domain: "external", retryable: false },
         );
       }
       logger.warn(`${why}; going back further, as allowed (execution.checkpointing.recovery.allow-behind-committed): two-phase sinks will repeat output`, {
@@ -329,12 +328,12 @@ async function verifyRestorePoint(restore: RestoreSource): Promise<void> {
  */
 export function restorePointOf(from: { readonly checkpoint?: string | undefined; readonly savepoint?: string | undefined }): RestoreSource | undefined {
   if (from.checkpoint !== undefined && from.savepoint !== undefined) {
-    throw new EddyError("INVALID_RESTORE", "give fromSavepoint or fromCheckpoint, not both", { domain: "config" });
+    throw new EddyError("INVALID_RESTORE", "give fromSavepoint or fromCheckpoint, not both");
   }
   if (from.checkpoint !== undefined) {
     const path = resolvePath(from.checkpoint);
     if (!/^chk-(0|[1-9][0-9]*)$/.test(basename(path))) {
-      throw new EddyError("INVALID_CHECKPOINT_PATH", `'${from.checkpoint}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`, { domain: "config" });
+      throw new EddyError("INVALID_CHECKPOINT_PATH", `'${from.checkpoint}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`);
     }
     return { manifest: asManifest(readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
   }
@@ -342,9 +341,7 @@ export function restorePointOf(from: { readonly checkpoint?: string | undefined;
   const path = resolvePath(from.savepoint);
   const manifest = asManifest(readManifestIn(path, `savepoint '${path}'`), path);
   if (!manifest.isSavepoint) {
-    throw new EddyError("NOT_A_SAVEPOINT", `'${from.savepoint}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`, {
-      domain: "config",
-    });
+    throw new EddyError("NOT_A_SAVEPOINT", `'${from.savepoint}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`);
   }
   return { manifest, dir: path };
 }
@@ -375,7 +372,6 @@ function checkEveryStateRestored(restore: RestoreSource, plan: Plan, allow: bool
     throw new EddyError(
       "NON_RESTORED_STATE",
       `${from} has state for operators the job no longer has: ${what}. Give the operators their old uid, or pass --allow-non-restored-state to drop that state`,
-      { domain: "config" },
     );
   }
   logger.warn(`dropping state the job no longer has (allow-non-restored-state): ${what}`, { job: plan.jobName, from });

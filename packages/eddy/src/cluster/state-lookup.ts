@@ -103,10 +103,10 @@ export function fetchFromStateServer(
 }
 
 function failure(server: string, e: Error, signal: AbortSignal, timeoutMs: number): EddyError {
-  if (signal.aborted) return new EddyError("STATE_SERVER_TIMEOUT", `the state server at ${server} did not answer within ${timeoutMs} ms`, { domain: "external" });
+  if (signal.aborted) return new EddyError("STATE_SERVER_TIMEOUT", `the state server at ${server} did not answer within ${timeoutMs} ms`);
   return unreachable(server, describeCause((e as NodeJS.ErrnoException).code ?? e));
 }
 
 function unreachable(server: string, why: string): EddyError {
-  return new EddyError("STATE_SERVER_UNREACHABLE", `cannot read from the state server at ${server}: ${why}`, { domain: "external" });
+  return new EddyError("STATE_SERVER_UNREACHABLE", `cannot read from the state server at ${server}: ${why}`);
 }

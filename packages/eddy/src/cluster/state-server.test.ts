@@ -19,8 +19,8 @@ function fakeBackend(values: ReadonlyMap<MapKey, unknown>): StateServerBackend &
     read(name: string, key: Key) {
       backend.reads++;
       if (name === "explodes") throw new TypeError("boom");
-      if (name !== "counts") throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`, { domain: "user" });
-      if (typeof key === "string" && !key.startsWith("a")) throw new EddyError("NOT_OWNER", `key group of '${key}' is not held here`, { domain: "user" });
+      if (name !== "counts") throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`);
+      if (typeof key === "string" && !key.startsWith("a")) throw new EddyError("NOT_OWNER", `key group of '${key}' is not held here`);
       const mk = mapKeyOf(key);
       return values.has(mk) ? { found: true as const, value: values.get(mk) } : { found: false as const };
     },

@@ -14,7 +14,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { describeCause, EddyError } from "../core/errors.ts";
+import { describeCause, EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { Logger } from "../core/logger.ts";
 import { createBoundedServer, STATE_SERVER_BOUNDS, type HttpBounds } from "./bounded-server.ts";
@@ -56,7 +56,7 @@ const STATE_PATH = /^\/v1\/state\/([^/]+)$/;
 
 export async function startStateServer(options: StateServerOptions): Promise<StateServer> {
   const { token, backend, logger } = options;
-  if (token.length === 0) throw new EddyError("STATE_SERVER_FAILED", "a state server needs the job's token", { domain: "internal" });
+  if (token.length === 0) throw new EddyError("INTERNAL", "a state server needs the job's token");
   const limit = createRequestLimit(options.maxInFlight ?? DEFAULT_STATE_SERVER_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? STATE_SERVER_BOUNDS, (req, res) => {
     limit.run(res, async () => {
@@ -78,7 +78,7 @@ export async function startStateServer(options: StateServerOptions): Promise<Sta
     url = await listen(server, options.host ?? "127.0.0.1");
   } catch (e) {
     server.close();
-    throw new EddyError("STATE_SERVER_FAILED", `cannot start a state server: ${describeCause(e)}`, { domain: "external", cause: e });
+    throw new EddyError("STATE_SERVER_FAILED", `cannot start a state server: ${describeCause(e)}`, { cause: e });
   }
   logger.debug("state server listening", { url });
   let closing: Promise<void> | undefined;
@@ -165,7 +165,7 @@ function isReply(x: Key | Reply): x is Reply {
   return typeof x === "object" && !Array.isArray(x) && "status" in x;
 }
 
-const READ_FAILURES: Readonly<Record<string, number>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400, NOT_SERVING: 503 };
+const READ_FAILURES: Readonly<Partial<Record<ErrorCode, number>>> = { UNKNOWN_STATE: 404, NOT_OWNER: 409, BAD_KEY: 400, NOT_SERVING: 503 };
 
 function readFailure(e: unknown, name: string, logger: Logger): Reply {
   if (e instanceof EddyError && READ_FAILURES[e.code] !== undefined) return errorReply(READ_FAILURES[e.code]!, e.code, e.message);

@@ -317,7 +317,7 @@ export class TaskExecutor {
     let lastYield = performance.now();
     while (this.#failure === undefined) {
       if (this.#cancelled) {
-        this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" });
+        this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`);
         return;
       }
       if (this.#stopRequested && !tasks.some((t) => t.hasMail)) return;
@@ -432,7 +432,7 @@ export class TaskExecutor {
         throw new EddyError(
           "NON_RESTORED_STATE",
           `${what}: make it keyed / register that state in open(), or pass --allow-non-restored-state to drop it`,
-          { domain: "config", operator: name },
+          { operator: name },
         );
       }
       this.#options.logger.warn(`dropping restored state (allow-non-restored-state): ${what}`, { job: this.#plan.jobName });
@@ -446,11 +446,7 @@ export class TaskExecutor {
       this.#failure = cause;
     } else {
       const where = task === undefined ? "" : ` in task '${task.name}' (subtask ${task.subtaskIndex})`;
-      this.#failure = new EddyError("TASK_FAILED", `job '${this.#plan.jobName}' failed${where}: ${describeCause(cause)}`, {
-        domain: "internal",
-        cause,
-        ...(task === undefined ? {} : { operator: task.name, subtask: task.subtaskIndex }),
-      });
+      this.#failure = new EddyError("TASK_FAILED", `job '${this.#plan.jobName}' failed${where}: ${describeCause(cause)}`, { cause, ...(task === undefined ? {} : { operator: task.name, subtask: task.subtaskIndex }) });
     }
     this.#options.logger.error("job failed", { job: this.#plan.jobName, error: this.#failure.message, code: this.#failure.code });
   }

@@ -8,6 +8,7 @@
  */
 import type { MessagePort } from "node:worker_threads";
 import { EddyError, type ErrorDomain } from "../core/errors.ts";
+import { isErrorCode } from "../core/error-codes.ts";
 import type { LogLevel } from "../core/logger.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
 import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
@@ -82,12 +83,27 @@ export interface WorkerCheckpointing {
 }
 
 export interface SerializedError {
+  /** An ErrorCode where it was raised; checked with isErrorCode where it arrives. */
   readonly code: string;
   readonly message: string;
   readonly domain: ErrorDomain;
+  readonly retryable: boolean;
   readonly operator: string | undefined;
   readonly subtask: number | undefined;
   readonly stack: string | undefined;
+}
+
+/** A worker's error as it was raised there; a code this build does not know becomes UNKNOWN_ERROR_CODE. */
+export function deserializeError(e: SerializedError, worker: number): EddyError {
+  const where = {
+    ...(e.operator === undefined ? {} : { operator: e.operator }),
+    ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
+  };
+  const error = isErrorCode(e.code)
+    ? new EddyError(e.code, e.message, { domain: e.domain, retryable: e.retryable, ...where })
+    : new EddyError("UNKNOWN_ERROR_CODE", `${e.message} (worker ${worker} reported the unknown code '${e.code}')`, where);
+  if (e.stack !== undefined) error.stack = `${e.stack}\n    (reported by worker ${worker})`;
+  return error;
 }
 
 export type ToWorker =
@@ -205,7 +221,7 @@ export function remoteChannelSizing(
 
 function powerOfTwoAtMost(bytes: number, min: number, max: number): number {
   if (!(bytes > 0)) {
-    throw new EddyError("INVALID_CHANNEL_BUFFER", `channelBufferBytes must be a positive number of bytes, got ${bytes}`, { domain: "config" });
+    throw new EddyError("INVALID_CHANNEL_BUFFER", `channelBufferBytes must be a positive number of bytes, got ${bytes}`);
   }
   let p = min;
   while (p * 2 <= bytes && p * 2 <= max) p *= 2;

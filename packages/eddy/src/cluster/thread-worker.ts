@@ -9,7 +9,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { BatchCodec } from "../core/codec/codec.ts";
 import { SystemClock } from "../core/clock.ts";
-import { EddyError } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
 import { FrameRingReader, FrameRingWriter } from "../runtime/channels/frame-ring.ts";
@@ -39,10 +39,11 @@ const stackMapper = init.bundle === undefined ? undefined : new StackMapper(init
 
 function serializeError(e: unknown): SerializedError {
   if (e instanceof EddyError) {
-    return { code: e.code, message: e.message, domain: e.domain, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
+    return { code: e.code, message: e.message, domain: e.domain, retryable: e.retryable, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
   }
   const err = e instanceof Error ? e : new Error(String(e));
-  return { code: "WORKER_FAILED", message: `${err.name}: ${err.message}`, domain: "internal", operator: undefined, subtask: undefined, stack: stackOf(err) };
+  const code: ErrorCode = "WORKER_FAILED";
+  return { code, message: `${err.name}: ${err.message}`, domain: "internal", retryable: false, operator: undefined, subtask: undefined, stack: stackOf(err) };
 }
 
 /** The error's stack followed by its causes' (where a user function failed), frames in original files. */
@@ -128,7 +129,7 @@ class RemoteSplitCoordination implements SplitCoordination {
 
   handle(node: number, subtask: number): ReaderHandle {
     const handle = this.handles.get(`${node}/${subtask}`);
-    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`, { domain: "internal" });
+    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`);
     return handle;
   }
 }
@@ -220,7 +221,7 @@ function info(channelId: number, edge: PlanEdge, sender: number, receiver: numbe
 
 function ringOf(channelId: number): SharedArrayBuffer {
   const ring = init.rings.get(channelId);
-  if (ring === undefined) throw new EddyError("NO_CHANNEL_RING", `worker ${init.workerIndex} has no ring for channel ${channelId}`, { domain: "internal" });
+  if (ring === undefined) throw new EddyError("NO_CHANNEL_RING", `worker ${init.workerIndex} has no ring for channel ${channelId}`);
   return ring;
 }
 
@@ -234,7 +235,6 @@ async function run(): Promise<void> {
     throw new EddyError(
       "PLAN_MISMATCH",
       `worker ${init.workerIndex} built a different graph for job '${job.name}' than the coordinator: build the job deterministically (no randomness, clock or environment in the graph's shape)`,
-      { domain: "config" },
     );
   }
   const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));

@@ -21,15 +21,12 @@ import type { JobResult } from "./inline-executor.ts";
 import { planFingerprint, type JobRef } from "./job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
 import { createDoorbells } from "./doorbells.ts";
-import { crossWorkerChannels, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type SerializedError, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
+import { crossWorkerChannels, deserializeError, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
 import { QueryableLocations } from "./queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
 import { StackMapper } from "./source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "./task-watchdog.ts";
-
-/** The code of a failure because a worker thread ran out of heap (not retried: see RecoveringJob). */
-export const WORKER_OUT_OF_MEMORY = "WORKER_OUT_OF_MEMORY";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -113,7 +110,7 @@ export class ThreadedExecution {
     try {
       this.#start(job);
     } catch (e) {
-      this.#fail(e instanceof EddyError ? e : new EddyError("WORKER_START_FAILED", `could not start worker threads: ${describeCause(e)}`, { domain: "internal", cause: e }));
+      this.#fail(e instanceof EddyError ? e : new EddyError("WORKER_START_FAILED", `could not start worker threads: ${describeCause(e)}`, { cause: e }));
     }
   }
 
@@ -129,7 +126,7 @@ export class ThreadedExecution {
   }
 
   cancel(): void {
-    this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`, { domain: "user" }));
+    this.#fail(new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`));
   }
 
   /** Ends the job once each worker has acted on the messages sent before (TaskExecutor.stop). */
@@ -227,22 +224,19 @@ export class ThreadedExecution {
         try {
           this.#onMessage(i, state, message);
         } catch (e) {
-          this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { domain: "internal", cause: e }));
+          this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { cause: e }));
         }
       });
       worker.on("error", (e: Error & { code?: string }) => {
         if (e.code === "ERR_WORKER_OUT_OF_MEMORY") {
           const limit = this.#options.maxWorkerHeapMb === undefined ? "Node's default heap limit" : `its heap limit of ${this.#options.maxWorkerHeapMb} MB`;
           this.#fail(
-            new EddyError(WORKER_OUT_OF_MEMORY, `worker ${i} ran out of memory (${limit}; ${e.message})`, {
-              domain: "user",
-              retryable: false,
-              cause: e,
-            }),
+            // Not retried: see RecoveringJob.
+            new EddyError("WORKER_OUT_OF_MEMORY", `worker ${i} ran out of memory (${limit}; ${e.message})`, { cause: e }),
           );
           return;
         }
-        this.#fail(new EddyError("WORKER_DIED", `worker ${i} crashed: ${describeCause(e)}`, { domain: "internal", cause: e }));
+        this.#fail(new EddyError("WORKER_DIED", `worker ${i} crashed: ${describeCause(e)}`, { cause: e }));
       });
       worker.on("exit", (code) => {
         state.closeServers();
@@ -251,7 +245,6 @@ export class ThreadedExecution {
           new EddyError(
             "WORKER_DIED",
             `worker ${i} exited unexpectedly with code ${code} (process.exit() in user code, or the thread was killed)`,
-            { domain: "internal" },
           ),
         );
       });
@@ -361,7 +354,7 @@ export class ThreadedExecution {
       `task '${chain.name}' (subtask ${stuck.subtask}) has not returned from user code for ${Math.round(stuck.forMs / 1_000)} s ` +
         `(limit ${timeoutMs} ms, execution.watchdog.timeout): an endless loop or a blocking call in one of its functions` +
         (stack === undefined ? "" : `; worker ${stuck.worker} was at:\n${stack}`),
-      { domain: "user", operator: chain.name, subtask: stuck.subtask },
+      { operator: chain.name, subtask: stuck.subtask },
     );
     this.#fail(error);
   }
@@ -414,14 +407,4 @@ export class ThreadedExecution {
       }),
     );
   }
-}
-
-function deserializeError(e: SerializedError, worker: number): EddyError {
-  const error = new EddyError(e.code, e.message, {
-    domain: e.domain,
-    ...(e.operator === undefined ? {} : { operator: e.operator }),
-    ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
-  });
-  if (e.stack !== undefined) error.stack = `${e.stack}\n    (reported by worker ${worker})`;
-  return error;
 }

@@ -1,23 +1,17 @@
 /**
  * The one error type of Eddy. Every failure carries a stable `code`, a `domain` saying whose
  * fault it is, and a retry hint, so the restart strategy, the CLI and the UI can act on it
- * without parsing messages.
+ * without parsing messages. The codes, and each one's domain and retry hint, are the closed set
+ * in error-codes.ts.
  */
+import { errorCodeSpec, type ErrorCode, type ErrorDomain } from "./error-codes.ts";
 
-/** Whose fault a failure is. */
-export type ErrorDomain =
-  /** User code threw, or user input (a key, a timestamp) was invalid. */
-  | "user"
-  /** An external system (broker, database, file system) failed. */
-  | "external"
-  /** The job was configured or built wrongly (graph, options). Detected before running. */
-  | "config"
-  /** A bug in Eddy itself. */
-  | "internal";
+export type { ErrorCode, ErrorDomain } from "./error-codes.ts";
 
 export interface EddyErrorOptions {
-  readonly domain: ErrorDomain;
-  /** Whether restarting the failed task may succeed. */
+  /** Overrides the code's domain where the failure is someone else's fault here (say why). */
+  readonly domain?: ErrorDomain;
+  /** Overrides the code's retry hint: whether restarting the failed task may succeed. */
   readonly retryable?: boolean;
   /** Operator name the failure happened in, when known. */
   readonly operator?: string;
@@ -27,18 +21,19 @@ export interface EddyErrorOptions {
 }
 
 export class EddyError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
   readonly domain: ErrorDomain;
   readonly retryable: boolean;
   readonly operator: string | undefined;
   readonly subtask: number | undefined;
 
-  constructor(code: string, message: string, options: EddyErrorOptions) {
+  constructor(code: ErrorCode, message: string, options: EddyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const spec = errorCodeSpec(code);
     this.name = "EddyError";
     this.code = code;
-    this.domain = options.domain;
-    this.retryable = options.retryable ?? options.domain === "external";
+    this.domain = options.domain ?? spec.domain;
+    this.retryable = options.retryable ?? spec.retryable;
     this.operator = options.operator;
     this.subtask = options.subtask;
   }
@@ -73,6 +68,6 @@ export function userFunctionError(operator: string, subtask: number, cause: unkn
   return new EddyError(
     "USER_FUNCTION_FAILED",
     `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}${hint}`,
-    { domain: "user", retryable: false, operator, subtask, cause },
+    { operator, subtask, cause },
   );
 }

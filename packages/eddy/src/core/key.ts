@@ -49,11 +49,7 @@ export function requireValidKey(key: unknown, operatorName: string): Key {
   if (typeof key === "string" || (typeof key === "number" && key - key === 0)) return key;
   const reason = invalidKeyReason(key);
   if (reason === undefined) return key as Key;
-  throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, {
-    domain: "user",
-    retryable: false,
-    operator: operatorName,
-  });
+  throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, { operator: operatorName });
 }
 
 /** Map identity of a valid key. Scalars map to themselves; arrays to an unambiguous string. */

@@ -116,7 +116,6 @@ export function compilePlan(transformations: readonly Transformation[], options:
         throw new EddyError(
           "SOURCE_PARALLELISM",
           `source '${t.name}' supports parallelism ≤ ${t.source.maxParallelism}, got ${t.parallelism}`,
-          { domain: "config" },
         );
       }
       parallelism = Math.min(parallelism, t.source.maxParallelism);
@@ -131,10 +130,10 @@ export function compilePlan(transformations: readonly Transformation[], options:
     try {
       checkParallelism(parallelism, maxParallelism);
     } catch (e) {
-      throw new EddyError("INVALID_PARALLELISM", `operator '${t.name}': ${(e as Error).message}`, { domain: "config" });
+      throw new EddyError("INVALID_PARALLELISM", `operator '${t.name}': ${(e as Error).message}`);
     }
     if (t.uid !== undefined) {
-      if (uids.has(t.uid)) throw new EddyError("DUPLICATE_UID", `uid '${t.uid}' is used by more than one operator`, { domain: "config" });
+      if (uids.has(t.uid)) throw new EddyError("DUPLICATE_UID", `uid '${t.uid}' is used by more than one operator`);
       uids.add(t.uid);
     } else if (t.stateful) {
       options.logger.warn("stateful operator has no uid; savepoints match state by uid, so set one with .uid(...)", {
@@ -169,7 +168,6 @@ export function compilePlan(transformations: readonly Transformation[], options:
         throw new EddyError(
           "FORWARD_PARALLELISM_MISMATCH",
           `forward edge '${source.name}' → '${target.name}' needs equal parallelism (${source.parallelism} vs ${target.parallelism})`,
-          { domain: "config" },
         );
       }
       const chained = all.length === 1 && chainable(partitioner, source, target);

@@ -10,10 +10,11 @@
  * of a newer generation drops every older cached location of the job.
  */
 import { Agent } from "node:http";
-import { EddyError, type ErrorDomain } from "../core/errors.ts";
+import { EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { connectJob, type JobClient } from "../cluster/control-client.ts";
 import { decodeQueryValue, type QueryAnswer, type QueryLocation } from "../cluster/queryable.ts";
+import { answerError } from "../cluster/http-endpoint.ts";
 import { encodeCheckedKey, fetchFromStateServer, locateKey, type StateServerResponse } from "../cluster/state-lookup.ts";
 
 export interface QueryClientOptions {
@@ -39,7 +40,7 @@ const DEFAULT_TIMEOUT_MS = 5_000;
 export const MAX_CONCURRENT_READS = 8;
 
 /** Codes of a state server's answer that mean the location is stale. */
-const STALE = new Set(["NOT_OWNER", "UNKNOWN_STATE", "UNAUTHORIZED", "STATE_SERVER_UNREACHABLE", "NOT_READY"]);
+const STALE = new Set<ErrorCode>(["NOT_OWNER", "UNKNOWN_STATE", "UNAUTHORIZED", "STATE_SERVER_UNREACHABLE", "NOT_READY"]);
 
 interface CachedLocation {
   readonly promise: Promise<QueryLocation>;
@@ -49,7 +50,7 @@ interface CachedLocation {
 
 export function createQueryClient(options: QueryClientOptions = {}): QueryClient {
   if (options.consistency !== undefined && options.consistency !== "latest") {
-    throw new EddyError("UNSUPPORTED_CONSISTENCY", `consistency '${String(options.consistency)}' is not supported (only "latest")`, { domain: "config" });
+    throw new EddyError("UNSUPPORTED_CONSISTENCY", `consistency '${String(options.consistency)}' is not supported (only "latest")`);
   }
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_CONCURRENT_READS });
@@ -127,7 +128,7 @@ export function createQueryClient(options: QueryClientOptions = {}): QueryClient
   const readAt = async (jobId: string, name: string, key: Key, keyText: string, at: QueryLocation): Promise<QueryAnswer | EddyError> => {
     const { subtask, server } = locateKey(at, key);
     if (server === undefined) {
-      return new EddyError("NOT_READY", `subtask ${subtask} of '${at.operatorName}' has no state server yet (job '${jobId}' is starting or restarting); retry`, { domain: "external" });
+      return new EddyError("NOT_READY", `subtask ${subtask} of '${at.operatorName}' has no state server yet (job '${jobId}' is starting or restarting); retry`);
     }
     const { token } = await jobClient(jobId);
     let response: StateServerResponse;
@@ -137,11 +138,11 @@ export function createQueryClient(options: QueryClientOptions = {}): QueryClient
       if (e instanceof EddyError && e.code === "STATE_SERVER_UNREACHABLE") return e;
       throw e;
     }
-    return response.status === 200 ? (decodeQueryValue(response.text) as QueryAnswer) : answerError(response, server);
+    return response.status === 200 ? (decodeQueryValue(response.text) as QueryAnswer) : stateServerError(response, server);
   };
 
   const checkOpen = (): void => {
-    if (closed) throw new EddyError("CLIENT_CLOSED", "the query client is closed", { domain: "user" });
+    if (closed) throw new EddyError("CLIENT_CLOSED", "the query client is closed");
   };
 
   return {
@@ -200,16 +201,13 @@ function interleaveByServer(servers: readonly string[]): number[] {
 }
 
 /** A state server's error answer as an EddyError with its code. */
-function answerError(response: StateServerResponse, server: string): EddyError {
-  let code = `HTTP_${response.status}`;
-  let message = `the state server at ${server} answered ${response.status}`;
+function stateServerError(response: StateServerResponse, server: string): EddyError {
+  let body: unknown;
   try {
-    const error = (JSON.parse(response.text) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (typeof error?.code === "string") code = error.code;
-    if (typeof error?.message === "string") message = error.message;
+    body = JSON.parse(response.text);
   } catch {
     // Not JSON: the status says enough.
   }
-  const domain: ErrorDomain = response.status >= 500 ? "external" : "user";
-  return new EddyError(code, message, { domain, retryable: response.status === 503 || response.status >= 500 });
+  const failed = response.status >= 500;
+  return answerError(response.status, body, `the state server at ${server} answered ${response.status}`, { domain: failed ? "external" : "user", retryable: failed });
 }

@@ -14,6 +14,7 @@
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { EddyError } from "../core/errors.ts";
+import { checkpointCorrupt } from "../checkpoint/snapshot-file.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 
 /** The frozen keyed state and timers of one operator subtask. */
@@ -91,7 +92,7 @@ export class OperatorCheckpointing {
   /** Registers the keyed state of the operator (one per operator). */
   setKeyed(snapshot: () => KeyedSnapshotPart): void {
     if (this.#keyed !== undefined) {
-      throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`, { domain: "internal" });
+      throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`);
     }
     this.#keyed = snapshot;
   }
@@ -102,7 +103,7 @@ export class OperatorCheckpointing {
    */
   registerOperatorState(name: string, mode: OperatorStateMode, snapshot: (checkpointId: number) => readonly unknown[]): readonly unknown[] | undefined {
     if (this.#operatorStates.has(name)) {
-      throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`, { domain: "internal" });
+      throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`);
     }
     this.#operatorStates.set(name, { mode, snapshot });
     return this.restored?.operatorState(name);
@@ -277,16 +278,14 @@ export function restoreFromSerialized(snapshot: SerializedOperatorSnapshot): Ope
 export function decodeOperatorStates(bytes: Uint8Array, meta: OperatorSnapshotMeta): Map<string, unknown[]> {
   const lists = decodeValue(new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
   if (!Array.isArray(lists) || lists.length !== meta.operatorStates.length) {
-    throw new EddyError("CHECKPOINT_CORRUPT", `operator state of '${meta.operatorName}' does not match its description`, { domain: "external" });
+    throw checkpointCorrupt(`operator state of '${meta.operatorName}' does not match its description`);
   }
   const out = new Map<string, unknown[]>();
   meta.operatorStates.forEach((o, i) => {
     const list = lists[i];
     // The count is the manifest's word, validated only against the file's size: check it here.
     if (!Array.isArray(list) || list.length !== o.count) {
-      throw new EddyError("CHECKPOINT_CORRUPT", `operator state '${o.name}' of '${meta.operatorName}' holds ${Array.isArray(list) ? `${list.length} values` : "no list"}, its description says ${o.count}`, {
-        domain: "external",
-      });
+      throw checkpointCorrupt(`operator state '${o.name}' of '${meta.operatorName}' holds ${Array.isArray(list) ? `${list.length} values` : "no list"}, its description says ${o.count}`);
     }
     out.set(o.name, list);
   });

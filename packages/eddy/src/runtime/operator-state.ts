@@ -22,14 +22,13 @@ export function operatorStateStore(ctx: OperatorContext): (name: string, mode: O
   const states = new Map<string, { mode: OperatorStateMode; handle: OperatorListState<unknown> }>();
   return (name, mode) => {
     if (typeof name !== "string" || name === "") {
+      // Asked for by a running function (in open()), not while building: the user's domain.
       throw new EddyError("INVALID_STATE_DESCRIPTOR", `an operator state name must be a non-empty string, got ${String(name)}`, { domain: "user" });
     }
     const existing = states.get(name);
     if (existing !== undefined) {
       if (existing.mode !== mode) {
-        throw new EddyError("STATE_KIND_MISMATCH", `operator state '${name}' of '${ctx.operatorName}' is ${existing.mode} list state; it cannot also be ${mode} list state`, {
-          domain: "user",
-        });
+        throw new EddyError("STATE_KIND_MISMATCH", `operator state '${name}' of '${ctx.operatorName}' is ${existing.mode} list state; it cannot also be ${mode} list state`);
       }
       return existing.handle;
     }
@@ -41,7 +40,7 @@ export function operatorStateStore(ctx: OperatorContext): (name: string, mode: O
       get: () => values.map(copyValue),
       add: (value) => void values.push(copyValue(value)),
       update: (next) => {
-        if (!Array.isArray(next)) throw new EddyError("INVALID_STATE_VALUE", `operator state '${name}': update() needs an array`, { domain: "user" });
+        if (!Array.isArray(next)) throw new EddyError("INVALID_STATE_VALUE", `operator state '${name}': update() needs an array`);
         values = next.map(copyValue);
       },
       clear: () => {

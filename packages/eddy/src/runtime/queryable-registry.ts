@@ -48,7 +48,7 @@ export class QueryableRegistry {
       throw new EddyError(
         "DUPLICATE_QUERYABLE_STATE",
         `queryable state '${name}' is declared by operator '${other.operatorName}' and by '${entry.operatorName}': names are unique per job`,
-        { domain: "config", operator: entry.operatorName },
+        { operator: entry.operatorName },
       );
     }
     if (entries.some((e) => e.subtask === entry.subtask)) return;
@@ -58,15 +58,15 @@ export class QueryableRegistry {
 
   /** Reads `key` of state `name` from the subtask here that holds its key group. */
   read(name: string, key: Key): { readonly found: false } | { readonly found: true; readonly value: unknown } {
-    if (this.#closed !== undefined) throw new EddyError("NOT_SERVING", `queryable state is not served: ${this.#closed}`, { domain: "external", retryable: true });
+    if (this.#closed !== undefined) throw new EddyError("NOT_SERVING", `queryable state is not served: ${this.#closed}`);
     const entries = this.#byName.get(name);
     if (entries === undefined || entries.length === 0) {
-      throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here (known: ${[...this.#byName.keys()].join(", ") || "none"})`, { domain: "user" });
+      throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here (known: ${[...this.#byName.keys()].join(", ") || "none"})`);
     }
     const keyGroup = assignToKeyGroup(key, entries[0]!.maxParallelism);
     const entry = entries.find((e) => keyGroupRangeContains(e.keyGroupRange, keyGroup));
     if (entry === undefined) {
-      throw new EddyError("NOT_OWNER", `key group ${keyGroup} of queryable state '${name}' is not held here`, { domain: "user" });
+      throw new EddyError("NOT_OWNER", `key group ${keyGroup} of queryable state '${name}' is not held here`);
     }
     const value = entry.read(key, keyGroup);
     return value === undefined ? { found: false } : { found: true, value };

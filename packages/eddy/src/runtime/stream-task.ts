@@ -361,9 +361,7 @@ export class StreamTask {
       case "barrier": {
         const aligner = this.#aligner;
         if (aligner === undefined) {
-          throw new EddyError("UNEXPECTED_BARRIER", `task '${this.name}' received a checkpoint barrier but checkpointing is off`, {
-            domain: "internal",
-          });
+          throw new EddyError("UNEXPECTED_BARRIER", `task '${this.name}' received a checkpoint barrier but checkpointing is off`);
         }
         if (aligner.pendingCheckpoint === undefined) this.#times[ALIGNMENT_START] = performance.now();
         this.#barriers.set(element.checkpointId, element);

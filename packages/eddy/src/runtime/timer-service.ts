@@ -80,7 +80,7 @@ export class InternalTimerService {
   constructor(options: InternalTimerServiceOptions) {
     const { start, end } = options.keyGroupRange;
     if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
-      throw internal("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);
+      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);
     }
     this.keyGroupRange = Object.freeze({ start, end });
     this.#clock = options.clock;
@@ -121,7 +121,7 @@ export class InternalTimerService {
     // After a restore, upstream event time starts again from below the restored watermark.
     if (watermark <= this.#restoredWatermark) return;
     if (!(watermark >= this.#currentWatermark)) {
-      throw internal(
+      throw new EddyError(
         "WATERMARK_REGRESSED",
         `watermark went back from ${this.#currentWatermark} to ${watermark}; watermarks never decrease`,
       );
@@ -225,7 +225,7 @@ export class InternalTimerService {
   #index(keyGroup: number): number {
     const { start, end } = this.keyGroupRange;
     if ((keyGroup | 0) !== keyGroup || keyGroup < start || keyGroup > end) {
-      throw internal(
+      throw new EddyError(
         "KEY_GROUP_OUT_OF_RANGE",
         `key group ${keyGroup} is outside this timer service's key-group range [${start}, ${end}]`,
       );
@@ -318,8 +318,4 @@ export function readTimers(keyGroup: number, input: ByteReader, into: RestoredTi
       into.push({ domain, timestamp, seq, key, keyGroup, namespace });
     }
   }
-}
-
-function internal(code: string, message: string): EddyError {
-  return new EddyError(code, message, { domain: "internal", retryable: false });
 }

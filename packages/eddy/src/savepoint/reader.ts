@@ -185,7 +185,7 @@ class VerifiedSavepoint implements SavepointReader {
     if (stateName !== undefined) {
       const names = new Set(parts.flatMap((p) => (p.meta.keyed?.states ?? []).map((s) => s.name)));
       if (!names.has(stateName)) {
-        throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator '${uid}' has no keyed state '${stateName}' (it has ${listOf(names)})`, { domain: "user" });
+        throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator '${uid}' has no keyed state '${stateName}' (it has ${listOf(names)})`);
       }
     }
     return this.#keyedEntries(uid, parts, stateName);
@@ -211,7 +211,7 @@ class VerifiedSavepoint implements SavepointReader {
     const parts = this.#operatorParts(uid);
     const names = new Set(parts.flatMap((p) => p.meta.operatorStates.map((o) => o.name)));
     if (!names.has(name)) {
-      throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator '${uid}' has no operator state '${name}' (it has ${listOf(names)})`, { domain: "user" });
+      throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator '${uid}' has no operator state '${name}' (it has ${listOf(names)})`);
     }
     const values: unknown[] = [];
     for (const { meta, file } of parts) {
@@ -229,9 +229,7 @@ class VerifiedSavepoint implements SavepointReader {
 
   #operatorParts(uid: string): readonly Part[] {
     if (!Object.hasOwn(this.manifest.operators, uid)) {
-      throw new EddyError("UNKNOWN_OPERATOR", `${this.#where} has no operator with uid '${uid}' (it has ${listOf(Object.keys(this.manifest.operators))})`, {
-        domain: "user",
-      });
+      throw new EddyError("UNKNOWN_OPERATOR", `${this.#where} has no operator with uid '${uid}' (it has ${listOf(Object.keys(this.manifest.operators))})`);
     }
     return this.#parts.get(uid) ?? [];
   }
@@ -287,11 +285,7 @@ class VerifiedSavepoint implements SavepointReader {
     try {
       return step();
     } catch (cause) {
-      throw new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}': ${what} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, {
-        domain: "external",
-        retryable: false,
-        cause,
-      });
+      throw new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}': ${what} cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
     }
   }
 
@@ -302,7 +296,7 @@ class VerifiedSavepoint implements SavepointReader {
    */
   #checkSections(file: SnapshotFile, chain: number, subtask: number, operators: readonly OperatorSnapshotMeta[]): void {
     const fail = (what: string): EddyError =>
-      new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}' ${what}`, { domain: "external", retryable: false });
+      new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: file '${fileName(file)}' ${what}`);
     const own = file.meta as { chain?: unknown; subtask?: unknown; checkpointId?: unknown } | null;
     if (own?.chain !== chain || own.subtask !== subtask || own.checkpointId !== this.manifest.checkpointId) {
       throw fail(`is not task ${chain}-${subtask} of checkpoint ${this.manifest.checkpointId}`);

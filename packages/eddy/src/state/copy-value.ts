@@ -201,7 +201,7 @@ function cloneWhole<T>(value: T): T {
     throw new EddyError(
       "VALUE_NOT_COPYABLE",
       `cannot copy a deep or cyclic value: ${cause instanceof Error ? cause.message : String(cause)}`,
-      { domain: "user", retryable: false, cause },
+      { cause },
     );
   }
 }
@@ -214,6 +214,5 @@ function notCopyable(value: object): EddyError {
     `cannot copy an instance of ${name}: values kept in state must be plain data ` +
       `(objects, arrays, Map, Set, Date, typed arrays); convert it to plain data, ` +
       `or declare the state with copy: "none" and never mutate the value`,
-    { domain: "user", retryable: false },
   );
 }

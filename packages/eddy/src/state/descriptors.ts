@@ -96,10 +96,7 @@ abstract class DescriptorBase {
    */
   setQueryable(name: string): this {
     if (typeof name !== "string" || !/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(name)) {
-      throw new EddyError("INVALID_STATE_DESCRIPTOR", `a queryable state name must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}, got ${describe(name)}`, {
-        domain: "config",
-        retryable: false,
-      });
+      throw new EddyError("INVALID_STATE_DESCRIPTOR", `a queryable state name must match [A-Za-z0-9][A-Za-z0-9._-]{0,127}, got ${describe(name)}`);
     }
     const existing = queryableNames.get(this);
     if (existing !== undefined && existing !== name) throw invalid((this as unknown as StateDescriptorBase).name, `is already queryable as '${existing}'`);
@@ -219,10 +216,7 @@ export class AggregatingStateDescriptor<IN, ACC, OUT> extends DescriptorBase imp
 
 function validName(name: unknown): string {
   if (typeof name !== "string" || name.trim() === "") {
-    throw new EddyError("INVALID_STATE_DESCRIPTOR", `a state name must be a non-empty string, got ${describe(name)}`, {
-      domain: "config",
-      retryable: false,
-    });
+    throw new EddyError("INVALID_STATE_DESCRIPTOR", `a state name must be a non-empty string, got ${describe(name)}`);
   }
   return name;
 }
@@ -258,7 +252,7 @@ function resolveCopy(name: string, copy: unknown): "deep" | "none" {
 }
 
 function invalid(name: string, what: string): EddyError {
-  return new EddyError("INVALID_STATE_DESCRIPTOR", `state '${name}': ${what}`, { domain: "config", retryable: false });
+  return new EddyError("INVALID_STATE_DESCRIPTOR", `state '${name}': ${what}`);
 }
 
 function describe(v: unknown): string {

@@ -82,10 +82,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   constructor(options: HeapKeyedStateBackendOptions) {
     const { start, end } = options.keyGroupRange;
     if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
-      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`, {
-        domain: "internal",
-        retryable: false,
-      });
+      throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);
     }
     this.keyGroupRange = Object.freeze({ start, end });
     this.#clock = options.clock;
@@ -132,10 +129,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   getVoidValueCursor<T>(descriptor: ValueStateDescriptor<T>): VoidValueCursor<T> {
     if (descriptor.ttl !== undefined || descriptor.copy !== "none") {
-      throw new EddyError("STATE_CURSOR_UNSUPPORTED", `state '${descriptor.name}': a value cursor needs a state without TTL and with copy "none"`, {
-        domain: "internal",
-        retryable: false,
-      });
+      throw new EddyError("STATE_CURSOR_UNSUPPORTED", `state '${descriptor.name}': a value cursor needs a state without TTL and with copy "none"`);
     }
     this.getState(descriptor);
     return new VoidValueCursor<T>(this.#get(descriptor.name).table, this.keyGroupRange);
@@ -280,10 +274,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const now = descriptor.codec;
     if (old !== undefined && now !== undefined) {
       if (old.id !== now.id) {
-        throw restoreError("STATE_CODEC_MISMATCH", `${where} was written with codec '${old.id}' (version ${old.version}); codec '${now.id}' cannot read it`);
+        throw new EddyError("STATE_CODEC_MISMATCH", `${where} was written with codec '${old.id}' (version ${old.version}); codec '${now.id}' cannot read it`);
       }
       if (old.version > now.version) {
-        throw restoreError(
+        throw new EddyError(
           "STATE_CODEC_MISMATCH",
           `${where} was written with codec '${old.id}' version ${old.version}, newer than this job's version ${now.version}: restore it with the newer job`,
         );
@@ -291,7 +285,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       if (old.version < now.version) {
         const migrate = now.migrate;
         if (migrate === undefined) {
-          throw restoreError(
+          throw new EddyError(
             "STATE_MIGRATION_MISSING",
             `${where} was written with codec '${old.id}' version ${old.version}; version ${now.version} declares no migrate(value, fromVersion) to read it`,
           );
@@ -300,7 +294,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
           try {
             return migrate.call(now, value, old.version);
           } catch (e) {
-            throw restoreError("STATE_MIGRATION_FAILED", `${where}: migrate() from version ${old.version} to ${now.version} failed: ${e instanceof Error ? e.message : String(e)}`);
+            throw new EddyError("STATE_MIGRATION_FAILED", `${where}: migrate() from version ${old.version} to ${now.version} failed: ${e instanceof Error ? e.message : String(e)}`);
           }
         });
       }
@@ -320,7 +314,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     if (existing !== undefined) {
       if (existing.restored && !restoring && existing.descriptor.kind !== descriptor.kind) {
         const where = `state '${descriptor.name}'${this.#operator === undefined ? "" : ` of operator '${this.#operator}'`}`;
-        throw restoreError(
+        throw new EddyError(
           "STATE_KIND_CHANGED",
           `${where} was restored as ${article(existing.descriptor.kind)} ${existing.descriptor.kind} state, and the job now asks for ${article(descriptor.kind)} ${descriptor.kind} state: ` +
             `keep the kind, or give the new state another name (and drop the old one)`,
@@ -351,15 +345,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       throw new EddyError(
         "UNKNOWN_STATE",
         `no keyed state named '${stateName}' (registered: ${[...this.#states.keys()].join(", ") || "none"})`,
-        { domain: "user", retryable: false },
       );
     }
     return state;
   }
-}
-
-function restoreError(code: string, message: string): EddyError {
-  return new EddyError(code, message, { domain: "config", retryable: false });
 }
 
 function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase): void {
@@ -368,7 +357,6 @@ function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBa
       "STATE_KIND_MISMATCH",
       `state '${asked.name}' is ${article(existing.kind)} ${existing.kind} state; it cannot also be used as ` +
         `${article(asked.kind)} ${asked.kind} state — give the new state another name`,
-      { domain: "user", retryable: false },
     );
   }
   const a = existing.ttl;
@@ -378,7 +366,6 @@ function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBa
       "STATE_DESCRIPTOR_MISMATCH",
       `state '${asked.name}' was registered with other options (ttl, copy); one name must always ` +
         `be used with the same options`,
-      { domain: "user", retryable: false },
     );
   }
 }
@@ -387,11 +374,9 @@ function article(kind: string): string {
   return kind === "aggregating" ? "an" : "a";
 }
 
+/** The failure of state-table.ts's noCurrentKey, reached through the key instead of a state. */
 function noKeyYet(): EddyError {
-  return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called", {
-    domain: "internal",
-    retryable: false,
-  });
+  return new EddyError("NO_CURRENT_KEY", "no current key: setCurrentKey was never called");
 }
 
 /** The heap backend's factory: the default of every job. */

@@ -168,6 +168,5 @@ function checkUserKey(stateName: string, key: unknown): void {
     `map state '${stateName}': a map key must be a string, number, bigint or boolean, got ` +
       `${key === null ? "null" : t}; objects would compare by identity, which a snapshot cannot keep — ` +
       `use a string key instead`,
-    { domain: "user", retryable: false },
   );
 }

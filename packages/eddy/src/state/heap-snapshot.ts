@@ -142,10 +142,7 @@ export function readKeyGroup(
     const name = input.string();
     const meta = metaOf(name);
     if (meta === undefined) {
-      throw new EddyError("CHECKPOINT_CORRUPT", `keyed state '${name}' in a key group is not described by the snapshot`, {
-        domain: "external",
-        retryable: false,
-      });
+      throw new EddyError("CHECKPOINT_CORRUPT", `keyed state '${name}' in a key group is not described by the snapshot`);
     }
     const numCells = input.varuint();
     const codec = defaultCodec();

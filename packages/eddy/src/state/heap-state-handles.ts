@@ -79,7 +79,7 @@ export abstract class HeapKvState implements InternalKvState {
 
   mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void {
     if (this.ttlMs !== 0) {
-      throw new EddyError("STATE_NOT_MERGEABLE", `state '${this.name}' has a TTL; merging windows cannot merge it`, { domain: "config" });
+      throw new EddyError("STATE_NOT_MERGEABLE", `state '${this.name}' has a TTL; merging windows cannot merge it`);
     }
     const saved = this.ns;
     let merged: unknown;
@@ -103,9 +103,7 @@ export abstract class HeapKvState implements InternalKvState {
 
   /** Combines two stored values of this state (see mergeNamespaces). */
   protected mergeValues(_a: unknown, _b: unknown): unknown {
-    throw new EddyError("STATE_NOT_MERGEABLE", `${this.kind} state '${this.name}' cannot be merged (merging windows need reducing, aggregating or list state)`, {
-      domain: "config",
-    });
+    throw new EddyError("STATE_NOT_MERGEABLE", `${this.kind} state '${this.name}' cannot be merged (merging windows need reducing, aggregating or list state)`);
   }
 
   /** The user-facing value of any cell (queryable state): no TTL refresh, no cleanup. */
@@ -237,9 +235,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
   protected override mergeValues(a: unknown, b: unknown): unknown {
     const merge = this.#fn.merge;
     if (merge === undefined) {
-      throw new EddyError("STATE_NOT_MERGEABLE", `aggregating state '${this.name}' is used by merging windows (sessions): its AggregateFunction needs merge(a, b)`, {
-        domain: "config",
-      });
+      throw new EddyError("STATE_NOT_MERGEABLE", `aggregating state '${this.name}' is used by merging windows (sessions): its AggregateFunction needs merge(a, b)`);
     }
     return merge.call(this.#fn, a as ACC, b as ACC);
   }

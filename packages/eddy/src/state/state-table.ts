@@ -700,7 +700,6 @@ export function keyGroupOutOfRange(keyGroup: number, range: KeyGroupRangeLike): 
   return new EddyError(
     "KEY_GROUP_OUT_OF_RANGE",
     `key group ${keyGroup} is outside this backend's key-group range [${range.start}, ${range.end}]`,
-    { domain: "internal", retryable: false },
   );
 }
 
@@ -709,6 +708,5 @@ function noCurrentKey(name: string): EddyError {
     "NO_CURRENT_KEY",
     `keyed state '${name}' was accessed without a current key; keyed state is available only while ` +
       `processing a record or timer of a keyed stream`,
-    { domain: "user", retryable: false },
   );
 }

@@ -36,8 +36,8 @@ export function mapStateBackend(
     served,
     read(name, key) {
       const values = Object.hasOwn(states, name) ? states[name] : undefined;
-      if (values === undefined) throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`, { domain: "user" });
-      if (!owns(key)) throw new EddyError("NOT_OWNER", `the key group of ${String(key)} is not held here`, { domain: "user" });
+      if (values === undefined) throw new EddyError("UNKNOWN_STATE", `no queryable state '${name}' here`);
+      if (!owns(key)) throw new EddyError("NOT_OWNER", `the key group of ${String(key)} is not held here`);
       served.push(key);
       const mk = mapKeyOf(key);
       return values.has(mk) ? { found: true, value: values.get(mk) } : { found: false };

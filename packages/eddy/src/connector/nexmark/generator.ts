@@ -45,7 +45,7 @@ export const DEFAULT_NEXMARK_CONFIG: NexmarkConfig = Object.freeze({
 export function nexmarkConfig(overrides: Partial<NexmarkConfig> = {}): NexmarkConfig {
   const config = { ...DEFAULT_NEXMARK_CONFIG, ...overrides };
   const invalid = (what: string): EddyError =>
-    new EddyError("INVALID_NEXMARK_CONFIG", `Nexmark config: ${what}`, { domain: "config" });
+    new EddyError("INVALID_NEXMARK_CONFIG", `Nexmark config: ${what}`);
   if (!Number.isSafeInteger(config.firstEventId) || config.firstEventId < 0) {
     throw invalid(`firstEventId must be a non-negative safe integer, got ${config.firstEventId}`);
   }

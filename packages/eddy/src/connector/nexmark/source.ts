@@ -49,10 +49,10 @@ export function nexmarkSource(options: NexmarkSourceOptions = {}): Source<Nexmar
   const config = nexmarkConfig(options.config);
   const { events, ratePerSecond } = options;
   if (events !== undefined && (!Number.isSafeInteger(events) || events < 0 || !Number.isSafeInteger(config.firstEventId + events))) {
-    throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: events must be a non-negative safe integer, got ${events}`, { domain: "config" });
+    throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: events must be a non-negative safe integer, got ${events}`);
   }
   if (ratePerSecond !== undefined && (!(ratePerSecond > 0) || !Number.isFinite(ratePerSecond))) {
-    throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: ratePerSecond must be a positive number, got ${ratePerSecond}`, { domain: "config" });
+    throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: ratePerSecond must be a positive number, got ${ratePerSecond}`);
   }
   const clock = options.clock ?? new SystemClock();
   return {

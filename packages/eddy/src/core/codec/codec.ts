@@ -39,7 +39,7 @@ export interface CodecErrorOptions {
   /** Index of the offending record within the batch, when known. */
   readonly recordIndex?: number;
   readonly cause?: unknown;
-  /** Overrides the domain implied by the code (e.g. "user" when a user-supplied decoder threw). */
+  /** Overrides the code's domain in ERROR_CODES ("user" when a user-supplied decoder threw). */
   readonly domain?: "user" | "internal";
 }
 
@@ -53,11 +53,7 @@ export class CodecError extends EddyError {
   readonly recordIndex: number | undefined;
 
   constructor(code: CodecErrorCode, message: string, path: string, options: CodecErrorOptions = {}) {
-    super(code, message, {
-      domain: options.domain ?? (code === "RECORD_NOT_ENCODABLE" ? "user" : "internal"),
-      retryable: false,
-      cause: options.cause,
-    });
+    super(code, message, { domain: options.domain, cause: options.cause });
     this.name = "CodecError";
     this.path = path;
     this.recordIndex = options.recordIndex;

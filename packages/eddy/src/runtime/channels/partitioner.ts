@@ -62,7 +62,6 @@ export function createChannelSelector(spec: PartitionerSpec, ctx: ChannelSelecto
         throw new EddyError(
           "FORWARD_PARALLELISM_MISMATCH",
           `forward edge into '${ctx.receiverName}' needs equal parallelism (${ctx.senderParallelism} → ${n})`,
-          { domain: "config" },
         );
       }
       const channel = ctx.senderIndex;
@@ -156,7 +155,7 @@ function customSelector(
         throw new EddyError(
           "INVALID_PARTITION",
           `custom partitioner before '${ctx.receiverName}' returned ${channel}; expected an integer in [0, ${n})`,
-          { domain: "user", retryable: false, operator: ctx.receiverName },
+          { operator: ctx.receiverName },
         );
       }
       return channel;

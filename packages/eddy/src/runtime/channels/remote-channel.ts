@@ -102,7 +102,7 @@ export class RemoteOutputChannel implements OutputChannel {
     return new EddyError(
       "RECORD_NOT_ENCODABLE",
       `operator '${senderName}' (subtask ${senderSubtask}) emitted a record that codec '${this.#codec.id}' cannot send to '${receiverName}' on another thread: ${field}: ${e.message}`,
-      { domain: "user", operator: senderName, subtask: senderSubtask, cause: e },
+      { operator: senderName, subtask: senderSubtask, cause: e },
     );
   }
 }
@@ -150,7 +150,7 @@ export class RemoteInputChannel implements InputChannel {
       throw new EddyError(
         "CORRUPT_FRAME",
         `'${receiverName}' (subtask ${receiverSubtask}) could not decode a frame from '${senderName}' (subtask ${senderSubtask}): ${e instanceof Error ? e.message : String(e)}`,
-        { domain: "internal", operator: receiverName, subtask: receiverSubtask, cause: e },
+        { operator: receiverName, subtask: receiverSubtask, cause: e },
       );
     }
     if (element.kind === "records") {

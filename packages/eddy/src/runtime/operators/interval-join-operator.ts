@@ -87,22 +87,17 @@ export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
   const { lowerMs, upperMs, lowerInclusive, upperInclusive } = bounds;
   for (const [what, v] of [["lower", lowerMs], ["upper", upperMs]] as const) {
     if (typeof v !== "number" || !Number.isFinite(v)) {
-      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be a finite number of ms, got ${String(v)}`, {
-        domain: "config",
-      });
+      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be a finite number of ms, got ${String(v)}`);
     }
   }
   if (lowerMs > upperMs) {
     throw new EddyError(
       "INVALID_INTERVAL",
       `interval join: the lower bound (${lowerMs} ms) must not be greater than the upper bound (${upperMs} ms)`,
-      { domain: "config" },
     );
   }
   if (lowerMs === upperMs && !(lowerInclusive && upperInclusive)) {
-    throw new EddyError("INVALID_INTERVAL", `interval join: the interval (${lowerMs} ms) is empty once a bound is exclusive`, {
-      domain: "config",
-    });
+    throw new EddyError("INVALID_INTERVAL", `interval join: the interval (${lowerMs} ms) is empty once a bound is exclusive`);
   }
 }
 
@@ -275,7 +270,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     throw new EddyError(
       "NO_TIMESTAMP",
       `interval join '${operator}' (subtask ${subtask}) needs event timestamps on both inputs, but a record of ${input === 1 ? "the left" : "the right"} input has none: use assignTimestampsAndWatermarks(...) or a source that sets them`,
-      { domain: "user", retryable: false, operator, subtask },
+      { operator, subtask },
     );
   }
 }

@@ -57,10 +57,7 @@ export class KeyedSupport {
     const timers = this.timers;
     const checkTime = (timestamp: number, what: string): void => {
       if (typeof timestamp !== "number" || Number.isNaN(timestamp)) {
-        throw new EddyError("INVALID_TIMER", `${what} needs a timestamp in ms, got ${String(timestamp)}`, {
-          domain: "user",
-          retryable: false,
-        });
+        throw new EddyError("INVALID_TIMER", `${what} needs a timestamp in ms, got ${String(timestamp)}`);
       }
     };
     this.timerService = {
@@ -169,9 +166,7 @@ export class KeyedSupport {
 export function requireKeySelector(ctx: OperatorContext, index: number): AnyKeySelector {
   const selector = ctx.keySelectors?.[index];
   if (selector === undefined) {
-    throw new EddyError("NOT_KEYED", `operator '${ctx.operatorName}' needs a keyed input (use keyBy first)`, {
-      domain: "config",
-    });
+    throw new EddyError("NOT_KEYED", `operator '${ctx.operatorName}' needs a keyed input (use keyBy first)`);
   }
   return selector;
 }
@@ -182,7 +177,6 @@ export function nonKeyedTimerService(ctx: OperatorContext, currentWatermark: () 
     throw new EddyError(
       "TIMERS_NEED_KEYED_STREAM",
       `timers are only available on keyed streams (operator '${ctx.operatorName}'); use keyBy(...).process(...)`,
-      { domain: "user", retryable: false },
     );
   };
   return {

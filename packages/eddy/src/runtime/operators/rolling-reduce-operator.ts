@@ -63,10 +63,7 @@ export function fieldAggregation<T>(kind: AggregationKind, field: string | undef
     const v = field === undefined ? record : (record as Record<string, unknown> | null)?.[field];
     if (typeof v !== "number") {
       const where = field === undefined ? "the record" : `field '${field}'`;
-      throw new EddyError("NOT_A_NUMBER", `${kind} in '${operatorName}': ${where} is ${describe(v)}, expected a number`, {
-        domain: "user",
-        retryable: false,
-      });
+      throw new EddyError("NOT_A_NUMBER", `${kind} in '${operatorName}': ${where} is ${describe(v)}, expected a number`);
     }
     return v;
   };

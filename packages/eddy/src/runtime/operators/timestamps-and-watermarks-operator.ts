@@ -27,7 +27,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       emitWatermark(watermark) {
         if (finished) return;
         if (typeof watermark !== "number" || Number.isNaN(watermark)) {
-          throw new EddyError("INVALID_WATERMARK", `watermark generator emitted ${String(watermark)}`, { domain: "user" });
+          throw new EddyError("INVALID_WATERMARK", `watermark generator emitted ${String(watermark)}`);
         }
         if (watermark <= lastEmitted) return;
         lastEmitted = watermark;
@@ -87,7 +87,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
           throw new EddyError(
             "INVALID_TIMESTAMP",
             `timestamp assigner of '${ctx.operatorName}' returned ${String(ts)}; expected a finite number of ms`,
-            { domain: "user", retryable: false, operator: ctx.operatorName, subtask: ctx.subtaskIndex },
+            { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
           );
         }
         if (idleTimeoutMs !== undefined) lastRecordAtMs = ctx.clock.now();

@@ -30,7 +30,7 @@ export interface WindowAssigner<T, W extends Window> {
 
 function requireDuration(value: number, what: string, min: number): void {
   if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
-    throw new EddyError("INVALID_WINDOW", `${what} must be a finite number ≥ ${min} ms, got ${String(value)}`, { domain: "config" });
+    throw new EddyError("INVALID_WINDOW", `${what} must be a finite number ≥ ${min} ms, got ${String(value)}`);
   }
 }
 
@@ -39,7 +39,6 @@ function eventTimestamp(timestamp: number, description: string): number {
     throw new EddyError(
       "NO_TIMESTAMP",
       `${description} needs record timestamps: use assignTimestampsAndWatermarks(...) or a source that sets them`,
-      { domain: "user" },
     );
   }
   return timestamp;
@@ -80,7 +79,7 @@ class Tumbling<T> extends FixedSizeAssigner<T> {
     super(size);
     requireDuration(size, "window size", 1);
     if (!Number.isFinite(offset) || Math.abs(offset) >= size) {
-      throw new EddyError("INVALID_WINDOW", `window offset must be in (-size, size), got ${offset}`, { domain: "config" });
+      throw new EddyError("INVALID_WINDOW", `window offset must be in (-size, size), got ${offset}`);
     }
     this.#offset = offset;
     this.isEventTime = eventTime;
@@ -113,9 +112,9 @@ class Sliding<T> extends FixedSizeAssigner<T> {
     super(size);
     requireDuration(size, "window size", 1);
     requireDuration(slide, "window slide", 1);
-    if (slide > size) throw new EddyError("INVALID_WINDOW", `window slide (${slide}) must not exceed its size (${size})`, { domain: "config" });
+    if (slide > size) throw new EddyError("INVALID_WINDOW", `window slide (${slide}) must not exceed its size (${size})`);
     if (!Number.isFinite(offset) || Math.abs(offset) >= slide) {
-      throw new EddyError("INVALID_WINDOW", `window offset must be in (-slide, slide), got ${offset}`, { domain: "config" });
+      throw new EddyError("INVALID_WINDOW", `window offset must be in (-slide, slide), got ${offset}`);
     }
     this.#slide = slide;
     this.#offset = offset;
@@ -151,6 +150,7 @@ class Sessions<T> implements WindowAssigner<T, TimeWindow> {
     const t = this.isEventTime ? eventTimestamp(timestamp, this.description) : context.currentProcessingTime();
     const gap = this.#gap(element);
     if (typeof gap !== "number" || !Number.isFinite(gap) || gap <= 0) {
+      // Returned by the user's gap function while running, not given while building: domain user.
       throw new EddyError("INVALID_WINDOW", `${this.description}: the session gap must be a finite number > 0 ms, got ${String(gap)}`, {
         domain: "user",
       });

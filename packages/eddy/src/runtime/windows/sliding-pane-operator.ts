@@ -76,7 +76,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
 
   constructor(spec: SlidingPaneSpec<IN>, ctx: OperatorContext, output: Output<unknown>) {
     if (spec.size % spec.slide !== 0) {
-      throw new EddyError("INVALID_WINDOW", `pane evaluation needs size (${spec.size}) to be a multiple of slide (${spec.slide})`, { domain: "internal" });
+      throw new EddyError("INTERNAL", `pane evaluation needs size (${spec.size}) to be a multiple of slide (${spec.slide})`);
     }
     this.#spec = spec;
     this.#ctx = ctx;
@@ -99,11 +99,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   processElement(value: IN, timestamp: number, keyGroup?: number): void {
     this.#keyed.setKeyFromRecord(this.#keySelector, value, keyGroup);
     if (!hasTimestamp(timestamp)) {
-      throw new EddyError("NO_TIMESTAMP", `${this.#spec.description} needs record timestamps: use assignTimestampsAndWatermarks(...) or a source that sets them`, {
-        domain: "user",
-        operator: this.#ctx.operatorName,
-        subtask: this.#ctx.subtaskIndex,
-      });
+      throw new EddyError("NO_TIMESTAMP", `${this.#spec.description} needs record timestamps: use assignTimestampsAndWatermarks(...) or a source that sets them`, { operator: this.#ctx.operatorName, subtask: this.#ctx.subtaskIndex });
     }
     const watermark = this.#keyed.currentWatermark;
     const lateness = this.#spec.allowedLateness;

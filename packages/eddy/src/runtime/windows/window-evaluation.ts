@@ -58,6 +58,7 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
   }
   windowState(): KeyedStateStore {
     if (this.#windowState === undefined) {
+      // Called by a running window function, not while building: domain user.
       throw new EddyError("NOT_SUPPORTED", "windowState() is not available with pane-evaluated sliding windows; use globalState() or process()", {
         domain: "user",
       });

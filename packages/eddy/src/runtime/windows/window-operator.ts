@@ -91,9 +91,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#assigner = spec.assigner;
     this.#trigger = spec.trigger;
     if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
-      throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`, {
-        domain: "config",
-      });
+      throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
     }
     this.#keySelector = requireKeySelector(ctx, 0);
     this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
@@ -135,7 +133,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
         }
         skipped = false;
         const stateWindow = set.getStateWindow(actual);
-        if (stateWindow === undefined) throw new EddyError("WINDOW_STATE_MISSING", `no state window for ${String(actual)}`, { domain: "internal" });
+        if (stateWindow === undefined) throw new EddyError("WINDOW_STATE_MISSING", `no state window for ${String(actual)}`);
         this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(stateWindow));
         this.#add(value, timestamp);
         const result = this.#triggerOnElement(value, timestamp, actual);
@@ -220,9 +218,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
 
   #merge(mergeResult: W, mergedWindows: W[], stateWindowResult: W, mergedStateWindows: W[]): void {
     if (this.#assigner.isEventTime && this.#cleanupTime(mergeResult) <= this.#keyed.currentWatermark) {
-      throw new EddyError("WINDOW_MERGE_LATE", `merging produced ${String(mergeResult)}, which the watermark has already passed`, {
-        domain: "internal",
-      });
+      throw new EddyError("WINDOW_MERGE_LATE", `merging produced ${String(mergeResult)}, which the watermark has already passed`);
     }
     const tc = this.#triggerContext;
     tc.window = mergeResult;
@@ -428,7 +424,7 @@ class WindowTriggerContext<W extends Window> implements OnMergeContext {
   }
   mergePartitionedState(descriptor: StateDescriptorBase): void {
     const merged = this.mergedWindows;
-    if (merged === undefined) throw new EddyError("NOT_MERGING", "mergePartitionedState is only valid in onMerge", { domain: "user" });
+    if (merged === undefined) throw new EddyError("NOT_MERGING", "mergePartitionedState is only valid in onMerge");
     const state = stateFor(this.#backend, descriptor);
     state.mergeNamespaces(
       this.#assigner.namespaceOf(this.window),

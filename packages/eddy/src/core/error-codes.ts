@@ -1,0 +1,222 @@
+/**
+ * Every code an EddyError can carry, with whose fault it is (the domain), whether a restart or a
+ * repeated request may succeed, what it means and what the user does about it. `EddyError` takes
+ * only these codes, so a misspelt or new code fails to compile until it is added here, and
+ * docs/errors.md lists exactly these (core/error-codes.test.ts checks both).
+ *
+ * The domain and the retry hint of a code live here once. A raising site overrides them only where
+ * the same failure is someone else's fault there; `otherDomain` says when, and the site says why.
+ *
+ * The HTTP answers of the control API and the state servers use these codes too (the clients throw
+ * them as EddyErrors), including the few only an HTTP endpoint raises (BAD_REQUEST, BUSY, ...).
+ * A code that arrives as text (from a worker thread, in an HTTP answer) is checked with
+ * `isErrorCode`; an unknown one becomes UNKNOWN_ERROR_CODE, the original kept in the message.
+ */
+
+/** Whose fault a failure is. */
+export type ErrorDomain =
+  /** User code threw, or user input (a key, a timestamp) was invalid. */
+  | "user"
+  /** An external system (broker, database, file system) failed. */
+  | "external"
+  /** The job was configured or built wrongly (graph, options). Detected before running. */
+  | "config"
+  /** A bug in Eddy itself. */
+  | "internal";
+
+export interface ErrorCodeSpec {
+  /** Whose fault it is, unless the raising site overrides it (see `otherDomain`). */
+  readonly domain: ErrorDomain;
+  /** Whether restarting the failed task, or repeating the request, may succeed. */
+  readonly retryable: boolean;
+  /** What happened: one sentence, no `|` (it is a cell of docs/errors.md). */
+  readonly meaning: string;
+  /** What the user does about it: one sentence, no `|`. */
+  readonly action: string;
+  /** The one other domain some raising sites give this code, and when. */
+  readonly otherDomain?: { readonly domain: ErrorDomain; readonly when: string };
+}
+
+const BUG = "Report it as a bug in Eddy, with the message and the job.";
+
+export const ERROR_CODES = {
+  // --- Building a job: the API and the graph ---
+  NOT_A_JOB: { domain: "config", retryable: false, meaning: "The job module does not export a job made by defineJob.", action: 'Export the job: `export default defineJob("name", (env) => ...)`.' },
+  JOB_BUILD_FAILED: { domain: "config", retryable: false, meaning: "The job's build function threw while building the graph.", action: "Fix the build function; the message has its error." },
+  NOT_AN_OPERATOR: { domain: "config", retryable: false, meaning: "An operator setting (name, uid, parallelism, codec) was applied to a partitioning, a union or a side output.", action: "Apply it to the operator before it." },
+  INVALID_PARALLELISM: { domain: "config", retryable: false, meaning: "An operator's parallelism or max parallelism is out of range or inconsistent.", action: "Give a parallelism between 1 and the max parallelism (at most 32768)." },
+  SOURCE_PARALLELISM: { domain: "config", retryable: false, meaning: "A source was given a higher parallelism than it supports.", action: "Lower the source's parallelism to the limit in the message." },
+  DUPLICATE_UID: { domain: "config", retryable: false, meaning: "Two operators have the same uid.", action: "Give every operator its own uid." },
+  FORWARD_PARALLELISM_MISMATCH: { domain: "config", retryable: false, meaning: "A forward edge joins operators with different parallelism.", action: "Give both operators the same parallelism, or repartition (keyBy, rebalance) between them." },
+  NOT_KEYED: { domain: "config", retryable: false, meaning: "An operator that needs a keyed input has none.", action: "Use keyBy(...) before it." },
+  DUPLICATE_QUERYABLE_STATE: { domain: "config", retryable: false, meaning: "Two operators declare a queryable state of the same name.", action: "Give each queryable state a name unique in the job." },
+  INVALID_STATE_DESCRIPTOR: {
+    domain: "config", retryable: false, meaning: "A state descriptor has an invalid name, queryable name, TTL or option.", action: "Fix the descriptor as the message says.",
+    otherDomain: { domain: "user", when: "an operator state is asked for with an invalid name in open()" },
+  },
+  INVALID_WINDOW: {
+    domain: "config", retryable: false, meaning: "A window's size, slide, offset or allowed lateness is invalid.", action: "Fix the window assigner's arguments as the message says.",
+    otherDomain: { domain: "user", when: "a session window's gap function returns an invalid gap" },
+  },
+  AGGREGATE_NEEDS_MERGE: { domain: "config", retryable: false, meaning: "An AggregateFunction without merge(a, b) is used on merging (session) windows.", action: "Implement merge(a, b) in the AggregateFunction." },
+  TRIGGER_CANNOT_MERGE: { domain: "config", retryable: false, meaning: "A trigger that cannot merge is used on merging (session) windows.", action: "Use a trigger with canMerge() and onMerge()." },
+  STATE_NOT_MERGEABLE: { domain: "config", retryable: false, meaning: "Merging windows use state that cannot be merged (value state, state with a TTL, an aggregate without merge).", action: "Use reducing, aggregating (with merge) or list state without TTL in merging windows." },
+  INVALID_INTERVAL: { domain: "config", retryable: false, meaning: "An interval join's bounds are not finite, reversed or empty.", action: "Give finite bounds with lower ≤ upper (and a non-empty interval once exclusive)." },
+  INVALID_NEXMARK_CONFIG: { domain: "config", retryable: false, meaning: "The Nexmark generator or source was given an invalid setting.", action: "Fix the setting named in the message." },
+  UNSUPPORTED_CONSISTENCY: { domain: "config", retryable: false, meaning: "The query client was asked for a consistency it does not offer.", action: 'Use consistency "latest".' },
+
+  // --- Running user functions and records ---
+  USER_FUNCTION_FAILED: { domain: "user", retryable: false, meaning: "A user function threw; the message names the operator, the subtask and the cause.", action: "Fix the function (or the input that makes it throw)." },
+  INVALID_KEY: { domain: "user", retryable: false, meaning: "A key selector returned an invalid key (undefined, null, an object, NaN).", action: "Return a string, number, bigint, boolean or an array of them from the key selector." },
+  INVALID_TIMESTAMP: { domain: "user", retryable: false, meaning: "A timestamp assigner returned a value that is not a finite number of ms.", action: "Return a finite number of ms from the timestamp assigner." },
+  INVALID_WATERMARK: { domain: "user", retryable: false, meaning: "A watermark generator emitted a watermark that is not a number.", action: "Emit numeric watermarks (ms) from the generator." },
+  NO_TIMESTAMP: { domain: "user", retryable: false, meaning: "An event-time operator (window, interval join) got a record without a timestamp.", action: "Use assignTimestampsAndWatermarks(...) or a source that sets timestamps." },
+  INVALID_TIMER: { domain: "user", retryable: false, meaning: "A timer was registered or deleted with a timestamp that is not a number of ms.", action: "Pass a finite number of ms." },
+  TIMERS_NEED_KEYED_STREAM: { domain: "user", retryable: false, meaning: "A function used timers on a stream that is not keyed.", action: "Use keyBy(...).process(...) for timers." },
+  INVALID_PARTITION: { domain: "user", retryable: false, meaning: "A custom partitioner returned a channel outside [0, parallelism).", action: "Return an integer in [0, numPartitions) from the partitioner." },
+  NOT_A_NUMBER: { domain: "user", retryable: false, meaning: "sum, min or max met a field that is not a number.", action: "Make the field numeric, or use reduce(...)." },
+  NOT_MERGING: { domain: "user", retryable: false, meaning: "A trigger called mergePartitionedState outside onMerge.", action: "Call mergePartitionedState only in onMerge." },
+  NOT_SUPPORTED: {
+    domain: "config", retryable: false, meaning: "A call is not available in this mode (whenIdle() on worker threads, windowState() with pane-evaluated windows).", action: "Use the alternative named in the message.",
+    otherDomain: { domain: "user", when: "a running window function calls windowState() under pane evaluation" },
+  },
+  RECORD_NOT_ENCODABLE: { domain: "user", retryable: false, meaning: "A record cannot be encoded to cross to another thread (a function, a class instance, a symbol...).", action: "Emit plain data, or give the operator a codec (setCodec)." },
+  CORRUPT_FRAME: {
+    domain: "internal", retryable: false, meaning: "Bytes between threads could not be decoded.", action: BUG,
+    otherDomain: { domain: "user", when: "a user codec's decode threw" },
+  },
+  TASK_STUCK: { domain: "user", retryable: false, meaning: "User code did not return within the task watchdog's limit.", action: "Find the endless loop or blocking call in the function, or raise execution.watchdog.timeout." },
+  WORKER_OUT_OF_MEMORY: { domain: "user", retryable: false, meaning: "A worker thread ran out of heap; the job is not restarted, as the same state would run out again.", action: "Raise the heap limit or reduce the state or the records held." },
+
+  // --- State ---
+  NO_CURRENT_KEY: { domain: "user", retryable: false, meaning: "Keyed state or the current key was used without a current key (outside a record or timer of a keyed stream).", action: "Use keyed state only while processing a record or timer of a keyed stream." },
+  UNKNOWN_STATE: { domain: "user", retryable: false, meaning: "A state of that name is not registered, not queryable here, or not in the savepoint.", action: "Check the state name (the message lists the known ones)." },
+  STATE_KIND_MISMATCH: { domain: "user", retryable: false, meaning: "One state name is used for two kinds of state.", action: "Give the second state another name." },
+  STATE_DESCRIPTOR_MISMATCH: { domain: "user", retryable: false, meaning: "One state name is used with different options (TTL, copy).", action: "Use one name with the same options every time." },
+  INVALID_MAP_STATE_KEY: { domain: "user", retryable: false, meaning: "A map state key is not a string, number, bigint or boolean.", action: "Use a primitive map key (e.g. a string made from the object)." },
+  INVALID_STATE_VALUE: { domain: "user", retryable: false, meaning: "Operator list state was updated with something that is not an array.", action: "Pass an array to update()." },
+  VALUE_NOT_COPYABLE: { domain: "user", retryable: false, meaning: "A value put in state cannot be copied (a class instance, a function, too deep or cyclic).", action: 'Keep plain data in state, or declare the state with copy "none" and never mutate the value.' },
+  STATE_KIND_CHANGED: { domain: "config", retryable: false, meaning: "A restored state is now asked for as another kind of state.", action: "Keep the state's kind, or give the new state another name." },
+  STATE_CODEC_MISMATCH: { domain: "config", retryable: false, meaning: "A restored state was written with another codec, or a newer version of it.", action: "Restore with the codec (and version) that wrote it, or a newer job." },
+  STATE_MIGRATION_MISSING: { domain: "config", retryable: false, meaning: "A restored state was written by an older codec version and the new one declares no migrate().", action: "Add migrate(value, fromVersion) to the state's codec." },
+  STATE_MIGRATION_FAILED: { domain: "config", retryable: false, meaning: "migrate() threw while restoring a state written by an older codec version.", action: "Fix migrate(); the message has its error." },
+  STATE_CURSOR_UNSUPPORTED: { domain: "internal", retryable: false, meaning: "A value cursor was asked of a state with a TTL or a copy mode.", action: BUG },
+  INVALID_KEY_GROUP_RANGE: { domain: "internal", retryable: false, meaning: "A state backend or timer service was given an invalid key-group range.", action: BUG },
+  KEY_GROUP_OUT_OF_RANGE: { domain: "internal", retryable: false, meaning: "A key group outside a subtask's range reached its state or timers.", action: BUG },
+  WATERMARK_REGRESSED: { domain: "internal", retryable: false, meaning: "The timer service saw the watermark go back.", action: BUG },
+  WINDOW_STATE_MISSING: { domain: "internal", retryable: false, meaning: "A merged window has no state window.", action: BUG },
+  WINDOW_MERGE_LATE: { domain: "internal", retryable: false, meaning: "Merging produced a window the watermark has already passed.", action: BUG },
+
+  // --- Checkpoints, savepoints and restore ---
+  INVALID_CHECKPOINT_CONFIG: { domain: "config", retryable: false, meaning: "A checkpoint setting (interval, timeout, mode...) is invalid.", action: "Fix the setting named in the message." },
+  INVALID_RETAINED_CHECKPOINTS: { domain: "config", retryable: false, meaning: "The number of retained checkpoints is not an integer ≥ 1.", action: "Retain at least one checkpoint." },
+  INVALID_RESTART_STRATEGY: { domain: "config", retryable: false, meaning: "A restart strategy has an invalid parameter.", action: "Fix the parameter named in the message (see --restart-strategy)." },
+  INVALID_CHECKPOINT_STORAGE: { domain: "config", retryable: false, meaning: "The checkpoint storage module has no factory function at the named export.", action: "Export a function (location) => CheckpointStorage under that name." },
+  INVALID_CHECKPOINT_NAME: {
+    domain: "internal", retryable: false, meaning: "A checkpoint file, directory or job id is not a plain file name.", action: "For a job id, use letters, digits, '.', '_' and '-'; otherwise it is a bug in Eddy.",
+    otherDomain: { domain: "config", when: "the name is the configured job id" },
+  },
+  RESTORE_NEEDS_CHECKPOINTING: { domain: "config", retryable: false, meaning: "A restore was asked for a job that runs without checkpointing.", action: "Enable checkpointing (e.g. --checkpoint-interval)." },
+  INVALID_RESTORE: { domain: "config", retryable: false, meaning: "Both fromSavepoint and fromCheckpoint were given.", action: "Give one of them." },
+  INVALID_CHECKPOINT_PATH: { domain: "config", retryable: false, meaning: "--from-checkpoint does not name a checkpoint directory (<root>/<jobId>/chk-<n>).", action: "Pass the chk-<n> directory of a retained checkpoint." },
+  NOT_A_SAVEPOINT: { domain: "config", retryable: false, meaning: "--from-savepoint names a checkpoint, not a savepoint.", action: "Restore it with --from-checkpoint." },
+  NON_RESTORED_STATE: { domain: "config", retryable: false, meaning: "The snapshot has state for operators (or state) the job no longer has.", action: "Give the operators their old uid, or pass --allow-non-restored-state to drop that state." },
+  MAX_PARALLELISM_MISMATCH: { domain: "config", retryable: false, meaning: "An operator's max parallelism differs from the one its keyed state was written with.", action: "Keep the operator's max parallelism (it fixes the key groups of its state)." },
+  CHECKPOINT_CORRUPT: { domain: "external", retryable: false, meaning: "A checkpoint or savepoint file fails its checks (truncated, checksum, links, malformed manifest).", action: "Restore from another checkpoint or savepoint; the message names the file and the fault." },
+  CHECKPOINT_MISSING: { domain: "external", retryable: false, meaning: "A file a checkpoint or savepoint needs does not exist.", action: "Restore from a complete checkpoint or savepoint directory." },
+  CHECKPOINT_UNSUPPORTED: { domain: "external", retryable: false, meaning: "A snapshot's state is in a format this Eddy cannot read.", action: "Restore it with the Eddy version that wrote it, or a newer one." },
+  CHECKPOINT_UNSUPPORTED_VERSION: { domain: "external", retryable: false, meaning: "A snapshot's manifest has a version this Eddy cannot read.", action: "Restore it with the Eddy version that wrote it, or a newer one." },
+  SNAPSHOT_EXISTS: { domain: "external", retryable: false, meaning: "A snapshot directory to write exists already; it is not replaced.", action: "Choose another target, or remove the old directory." },
+  CHECKPOINT_FAILED: { domain: "external", retryable: true, meaning: "The final checkpoint of a finishing job failed.", action: "Check the checkpoint storage (space, permissions); the job may be run again." },
+  CHECKPOINT_FAILURES: { domain: "external", retryable: true, meaning: "Too many checkpoints failed in a row and the job was failed (the restart strategy decides).", action: "Check the checkpoint storage and the checkpoint timeout; see execution.checkpointing.tolerable-failed-checkpoints." },
+  TOO_MANY_CHECKPOINT_FAILURES: { domain: "external", retryable: true, meaning: "The checkpoint coordinator saw more failed checkpoints than tolerated.", action: "Check the checkpoint storage and the checkpoint timeout." },
+  RECOVERY_BEHIND_COMMITTED: { domain: "external", retryable: false, meaning: "The checkpoint whose output sinks committed cannot be restored, and an older one would repeat output.", action: "Restore the damaged checkpoint, or set execution.checkpointing.recovery.allow-behind-committed=true to accept duplicates." },
+  SAVEPOINT_NEEDS_CHECKPOINTING: { domain: "config", retryable: false, meaning: "A savepoint was asked of a job that runs without checkpointing.", action: "Enable checkpointing (e.g. --checkpoint-interval)." },
+  SAVEPOINT_NEEDS_ALIGNMENT: { domain: "config", retryable: false, meaning: "A savepoint was asked of a job that checkpoints at-least-once (unaligned).", action: "Run the job exactly-once to take savepoints." },
+  SAVEPOINT_FAILED: {
+    domain: "external", retryable: true, meaning: "A savepoint (or a stop with drain) failed or could not be taken in time.", action: "Check the savepoint directory and the message; ask again.",
+    otherDomain: { domain: "user", when: "the job cannot start one (it has failed or finished)" },
+  },
+  SAVEPOINT_NOT_FOUND: { domain: "external", retryable: true, meaning: "The savepoint directory to move does not exist.", action: "Check the path." },
+  SAVEPOINT_EXISTS: { domain: "user", retryable: false, meaning: "The target of a savepoint move exists already; the savepoint stays where it was.", action: "Choose another target directory." },
+  SAVEPOINT_MOVE_FAILED: { domain: "external", retryable: true, meaning: "Moving a savepoint to its target failed (the savepoint stays where it was).", action: "Check the target's file system and permissions." },
+  UNKNOWN_OPERATOR: { domain: "user", retryable: false, meaning: "The savepoint has no operator with that uid.", action: "Use a uid the message lists." },
+  CHECKPOINT_ALREADY_COMMITTED: { domain: "internal", retryable: false, meaning: "A complete checkpoint was written to again.", action: BUG },
+  CHECKPOINT_NOT_COMPLETE: { domain: "internal", retryable: false, meaning: "Retention was asked around a checkpoint that is not complete.", action: BUG },
+  CHECKPOINT_PROTOCOL_VIOLATION: { domain: "internal", retryable: false, meaning: "Checkpoint completions arrived out of order.", action: BUG },
+  BARRIER_PROTOCOL_VIOLATION: { domain: "internal", retryable: false, meaning: "A task's barrier alignment saw barriers that break the protocol.", action: BUG },
+  UNEXPECTED_BARRIER: { domain: "internal", retryable: false, meaning: "A task received a checkpoint barrier with checkpointing off.", action: BUG },
+  INVALID_CHECKPOINT_ID: { domain: "internal", retryable: false, meaning: "The checkpoint storage was given an invalid checkpoint id.", action: BUG },
+  INVALID_CHECKPOINT_META: { domain: "internal", retryable: false, meaning: "A checkpoint file's header would not be readable.", action: BUG },
+  INVALID_SNAPSHOT_SECTIONS: { domain: "internal", retryable: false, meaning: "A snapshot file was written with invalid or duplicate sections.", action: BUG },
+  DUPLICATE_KEYED_STATE: { domain: "internal", retryable: false, meaning: "An operator registered its keyed state twice in a snapshot.", action: BUG },
+  DUPLICATE_OPERATOR_STATE: { domain: "internal", retryable: false, meaning: "An operator registered an operator state twice in a snapshot.", action: BUG },
+
+  // --- Running a job: modes, threads, the task ---
+  INVALID_CONFIG: { domain: "config", retryable: false, meaning: "A configuration value is invalid, or checkpointing keys lack execution.checkpointing.interval.", action: "Fix the value as the message says." },
+  UNKNOWN_CONFIG_KEY: { domain: "config", retryable: false, meaning: "A configuration key is not known.", action: "Use a key the message lists." },
+  INVALID_WORKERS: { domain: "config", retryable: false, meaning: "The number of worker threads is not a positive integer.", action: "Give a positive integer." },
+  INVALID_CHANNEL_BUFFER: { domain: "config", retryable: false, meaning: "The channel buffer size is not a positive number of bytes.", action: "Give a positive number of bytes." },
+  CLOCK_NEEDS_INLINE: { domain: "config", retryable: false, meaning: "A custom clock was given to a job on worker threads.", action: "Run with mode 'inline' to use a custom clock." },
+  JOB_NOT_IMPORTABLE: { domain: "config", retryable: false, meaning: "Mode 'threads' was asked, but worker threads cannot import the job.", action: "Export the job from its module as the message says, or run inline." },
+  JOB_NOT_FOUND: { domain: "config", retryable: false, meaning: "A worker thread did not find the job at the export it was given.", action: "Export the job under the same name in every process." },
+  PLAN_MISMATCH: { domain: "config", retryable: false, meaning: "A worker built a different graph than the coordinator.", action: "Build the job deterministically (no randomness, clock or environment in the graph's shape)." },
+  JOB_CANCELLED: { domain: "user", retryable: false, meaning: "The job was cancelled.", action: "None: cancelling ends the job." },
+  TASK_FAILED: { domain: "internal", retryable: false, meaning: "A task failed with an error that is not an EddyError.", action: BUG },
+  WORKER_START_FAILED: { domain: "internal", retryable: false, meaning: "The worker threads could not be started.", action: "Check the message (module loading, resources); else report it as a bug." },
+  WORKER_DIED: { domain: "internal", retryable: false, meaning: "A worker thread crashed or exited (process.exit() in user code, or the thread was killed).", action: "Remove process.exit() from user code; else report it as a bug." },
+  WORKER_FAILED: { domain: "internal", retryable: false, meaning: "A worker thread failed with an error that is not an EddyError.", action: BUG },
+  COORDINATOR_FAILED: { domain: "internal", retryable: false, meaning: "The coordinator of the worker threads failed.", action: BUG },
+  NO_CHANNEL_RING: { domain: "internal", retryable: false, meaning: "A worker has no shared-memory ring for a channel.", action: BUG },
+  NO_SUCH_READER: { domain: "internal", retryable: false, meaning: "A worker has no reader for a source subtask.", action: BUG },
+  UNKNOWN_ERROR_CODE: { domain: "internal", retryable: false, meaning: "A worker thread or an HTTP answer carried a code this Eddy does not know, or none; the message keeps the original.", action: "Run the same Eddy version on both sides; else report it as a bug." },
+  INTERNAL: { domain: "internal", retryable: false, meaning: "An invariant of Eddy broke, or an HTTP endpoint failed unexpectedly (answered 500).", action: BUG },
+
+  // --- Control API, the CLI and the job registry ---
+  USAGE: { domain: "user", retryable: false, meaning: "An eddy command was called with wrong arguments.", action: "See eddy --help." },
+  INVALID_STOP: { domain: "user", retryable: false, meaning: "A stop with drain was asked without a savepoint.", action: "Stop with { savepoint: true, drain: true }." },
+  JOB_NOT_RUNNING: { domain: "user", retryable: false, meaning: "The job is not running (not yet, or no longer), so it cannot take a savepoint or stop.", action: "Ask again while the job runs." },
+  JOB_STOPPING: { domain: "user", retryable: false, meaning: "The job is already stopping.", action: "Wait for it to end." },
+  INVALID_JOB_ID: { domain: "user", retryable: false, meaning: "A job id has characters other than letters, digits, '.', '_' and '-', or is too long.", action: "Use a job id of at most 100 such characters, starting with a letter or digit." },
+  UNKNOWN_JOB: { domain: "user", retryable: false, meaning: "No running job has that id (or this job has another id).", action: "Use an id from eddy list." },
+  JOB_ID_IN_USE: { domain: "config", retryable: false, meaning: "A running job already has this job id.", action: "Pass --job-id to give this job another id." },
+  JOB_UNREACHABLE: { domain: "external", retryable: true, meaning: "The job's control API cannot be reached (gone, or its registry entry or token is unusable).", action: "Check that the job runs (eddy list)." },
+  CONTROL_TIMEOUT: { domain: "external", retryable: true, meaning: "The job's control API did not answer in time.", action: "Try again; the job may be busy." },
+  INVALID_HTTP_BOUNDS: { domain: "internal", retryable: false, meaning: "An HTTP endpoint was given invalid bounds (sizes, deadlines).", action: BUG },
+  CONTROL_SERVER_FAILED: { domain: "external", retryable: true, meaning: "The job's control API could not be started.", action: "Check the message (port, $EDDY_HOME permissions), or run with --no-control." },
+
+  // --- HTTP answers of the control API and the state servers ---
+  UNAUTHORIZED: { domain: "user", retryable: false, meaning: "HTTP 401: the bearer token is missing or wrong.", action: "Send the token from the job's token file." },
+  BAD_REQUEST: { domain: "user", retryable: false, meaning: "HTTP 400: the request is malformed (parameters, body, URL).", action: "Fix the request as the message says." },
+  NOT_FOUND: { domain: "user", retryable: false, meaning: "HTTP 404: no such endpoint.", action: "Check the path." },
+  METHOD_NOT_ALLOWED: { domain: "user", retryable: false, meaning: "HTTP 405: the endpoint takes another method.", action: "Use the method the message names." },
+  BODY_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 413: the request body is over the limit.", action: "Send a smaller body." },
+  HEADERS_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 431: the request line and headers are over the limit.", action: "Send a shorter URL and fewer headers." },
+  REQUEST_TIMEOUT: { domain: "user", retryable: false, meaning: "HTTP 408: the request did not arrive in time.", action: "Send the whole request promptly." },
+  BUSY: { domain: "external", retryable: true, meaning: "HTTP 503: too many requests are in flight.", action: "Retry later." },
+
+  // --- Queryable state ---
+  BAD_KEY: { domain: "user", retryable: false, meaning: "A query key is missing, not valid JSON of a key, or too long.", action: "Pass the key as keyBy returns it, as JSON." },
+  NOT_OWNER: { domain: "user", retryable: false, meaning: "The state server does not hold the key's key group (the location is stale).", action: "Ask for the location again (the query client does so itself)." },
+  NOT_READY: { domain: "external", retryable: true, meaning: "A subtask has no state server yet (the job is starting or restarting).", action: "Retry." },
+  NOT_SERVING: { domain: "external", retryable: true, meaning: "The state server refuses reads after its task failed, until the job restarts.", action: "Retry." },
+  STATE_SERVER_FAILED: { domain: "external", retryable: true, meaning: "A state server could not be started.", action: "Check the message (ports, resources)." },
+  STATE_SERVER_TIMEOUT: { domain: "external", retryable: true, meaning: "A state server did not answer in time.", action: "Retry; the job may be busy." },
+  STATE_SERVER_UNREACHABLE: { domain: "external", retryable: true, meaning: "A state server cannot be reached (gone, or restarting).", action: "Retry; the location will be asked for again." },
+  VALUE_NOT_ENCODABLE: { domain: "user", retryable: false, meaning: "A queried state value cannot be encoded as JSON.", action: "Keep plain data (with bigint, Map, Set, Date, Uint8Array) in queryable state." },
+  VALUE_TOO_LARGE: { domain: "user", retryable: false, meaning: "A queried state value is larger as JSON than the limit.", action: "Query smaller values (split the state)." },
+  CLIENT_CLOSED: { domain: "user", retryable: false, meaning: "The query client was used after close().", action: "Create a new client." },
+} as const satisfies Record<string, ErrorCodeSpec>;
+
+/** A code of ERROR_CODES: the only codes an EddyError carries. */
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Whether `code` (text from a worker thread or an HTTP answer) is a code of ERROR_CODES. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERROR_CODES, code);
+}
+
+/** The spec of `code`, typed as the interface (the table's literal types are narrower). */
+export function errorCodeSpec(code: ErrorCode): ErrorCodeSpec {
+  return ERROR_CODES[code];
+}
