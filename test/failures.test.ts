@@ -414,7 +414,7 @@ export default defineJob("hungry", (env) => {
   );
   assert.equal(run.status, 1, run.stderr.slice(-2_000));
   assert.match(run.stderr, /eddy: job 'hungry' failed: worker 0 ran out of memory \(its heap limit of 64 MB/);
-  assert.match(run.stderr, /not restarting: a restart from the same checkpoint would run out again/);
+  assert.match(run.stderr, /not restarting: out of memory: a restart from the same checkpoint would run out again/);
   assert.doesNotMatch(run.stderr, /job failed; restarting/);
   assert.ok(Date.now() - started < 60_000, `failed in ${Date.now() - started} ms`);
 });

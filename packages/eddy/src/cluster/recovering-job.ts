@@ -21,7 +21,7 @@ import type { Logger } from "../core/logger.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage, type RestorableCheckpoint } from "../checkpoint/storage.ts";
+import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { asManifest, CheckpointRestore, manifestFiles } from "./checkpoint-restore.ts";
@@ -34,6 +34,7 @@ import type { CheckpointLocation, RestoreSource } from "./thread-protocol.ts";
 import type { SavepointResult } from "./control.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
 import type { ThreadedCheckpointing, ThreadedExecution } from "./threaded-execution.ts";
+import { RecoveryTracker, resolveRecovery, restartability } from "../checkpoint/recovery.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
@@ -72,16 +73,12 @@ export class RecoveringJob {
   #running = false;
   /** The highest checkpoint id any attempt issued: a later attempt never reuses one (see #attempt). */
   #lastIssuedId = 0;
-  /** The first checkpoint id of this run: checkpoints below it were written by another run. */
-  #firstOwnId: number | undefined;
-  /**
-   * The newest checkpoint (or stop-with-savepoint) whose completion sinks were notified of in this
-   * run, or undefined while none was: recovery restores nothing older (see the invariants above).
-   */
-  #committedId: number | undefined;
+  /** This run's first checkpoint id and newest committed one: where recovery may go (checkpoint/recovery.ts). */
+  readonly #recovery: RecoveryTracker;
 
   constructor(options: RecoveringJobOptions) {
     this.#o = options;
+    this.#recovery = new RecoveryTracker(options.config.allowRecoveryBehindCommitted);
     this.mode = options.ref.then((ref) => (ref === undefined ? "inline" : "threads"));
     this.mode.catch(() => undefined);
     this.done = this.#run();
@@ -119,13 +116,14 @@ export class RecoveringJob {
       try {
         return await this.#attempt(ref, restore);
       } catch (e) {
-        if (this.#o.isCancelled() || (e instanceof EddyError && (e.code === "JOB_CANCELLED" || e.domain === "config"))) throw e;
-        if (e instanceof EddyError && e.code === "WORKER_OUT_OF_MEMORY") {
-          // Not transient: the restored state and the same input run into the same limit (a worker
-          // that ran out took ~3 minutes to fail over three restarts; issue 33).
-          logger.error("job ran out of memory; not restarting: a restart from the same checkpoint would run out again. Raise the heap limit or reduce state", {
-            job: plan.jobName,
-          });
+        const facts = e instanceof EddyError ? { code: e.code, domain: e.domain } : { code: undefined, domain: undefined };
+        const worth = restartability({ ...facts, cancelled: this.#o.isCancelled() });
+        if (!worth.restartable) {
+          // Cancellations end quietly; anything else says why it is not retried (out of memory took
+          // ~3 minutes to fail over three restarts before; issue 33).
+          if (!this.#o.isCancelled() && facts.code !== "JOB_CANCELLED" && facts.domain !== "config") {
+            logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName });
+          }
           throw e;
         }
         const decision = strategy.onFailure(Date.now());
@@ -156,7 +154,7 @@ export class RecoveringJob {
     // inline task still persisting — and an id may have no directory yet when the next attempt
     // lists them. The listing covers ids of earlier processes (a resume after kill -9).
     const firstCheckpointId = Math.max(this.#lastIssuedId, ...(await this.#storage.listCheckpoints())) + 1;
-    this.#firstOwnId ??= firstCheckpointId;
+    this.#recovery.attemptStarted(firstCheckpointId);
     let targets: CheckpointTargets | undefined;
     let fail: (e: EddyError) => void = () => {};
     const runner = new CheckpointRunner({
@@ -174,7 +172,7 @@ export class RecoveringJob {
         stop: () => targets?.stop(),
         notifyComplete: (id) => {
           // Counted before the tasks hear of it: a sink may commit as soon as they do.
-          this.#committedId = Math.max(this.#committedId ?? id, id);
+          this.#recovery.completionNotified(id);
           targets?.notifyComplete(id);
         },
         abort: (id) => targets?.abort(id),
@@ -249,15 +247,16 @@ export class RecoveringJob {
   }
 
   /**
-   * Where the next attempt starts: the newest checkpoint of this run that is not older than the
-   * newest committed one; without one, the snapshot the run started from (or nothing) while no
-   * commit was notified. Otherwise it fails (RECOVERY_BEHIND_COMMITTED), or with
-   * `allowRecoveryBehindCommitted` goes back further and says that output will repeat.
+   * Where the next attempt starts (checkpoint/recovery.ts): the newest checkpoint of this run that
+   * verifies and is not older than the newest committed one; without one, the snapshot the run
+   * started from (or nothing) while no commit was notified. Otherwise it fails
+   * (RECOVERY_BEHIND_COMMITTED), or with `allowRecoveryBehindCommitted` goes back further and says
+   * that output will repeat.
    */
   async #recoveryPoint(initial: RestoreSource | undefined): Promise<RestoreSource | undefined> {
     const { logger, plan } = this.#o;
     const skipped: string[] = [];
-    const find = (atLeast: number): Promise<RestorableCheckpoint | undefined> =>
+    const point = await resolveRecovery(this.#recovery.plan(), (atLeast) =>
       findLatestRestorable(this.#storage, {
         verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
         atLeast,
@@ -265,28 +264,27 @@ export class RecoveringJob {
           skipped.push(message);
           logger.warn(message);
         },
-      });
-    const firstOwn = this.#firstOwnId ?? Number.POSITIVE_INFINITY;
-    const committed = this.#committedId;
-    let found = await find(Math.max(firstOwn, committed ?? 0));
-    if (found === undefined && committed !== undefined) {
-      const why =
-        `checkpoint ${committed}, whose output sinks have committed, cannot be restored` +
-        (skipped.length > 0 ? ` (${skipped.join("; ")})` : " (it is gone)") +
-        `: an older checkpoint would commit the output after it a second time`;
-      if (!this.#o.config.allowRecoveryBehindCommitted) {
-        throw new EddyError(
-          "RECOVERY_BEHIND_COMMITTED",
-          `job '${plan.jobName}' cannot recover: ${why}. Restore the damaged checkpoint, or set ` +
-            `execution.checkpointing.recovery.allow-behind-committed=true to accept duplicated output`,
-        );
-      }
-      logger.warn(`${why}; going back further, as allowed (execution.checkpointing.recovery.allow-behind-committed): two-phase sinks will repeat output`, {
+      }),
+    );
+    const committed = this.#recovery.committedId;
+    const why = () =>
+      `checkpoint ${committed}, whose output sinks have committed, cannot be restored` +
+      (skipped.length > 0 ? ` (${skipped.join("; ")})` : " (it is gone)") +
+      `: an older checkpoint would commit the output after it a second time`;
+    if (point.kind === "refuse") {
+      throw new EddyError(
+        "RECOVERY_BEHIND_COMMITTED",
+        `job '${plan.jobName}' cannot recover: ${why()}. Restore the damaged checkpoint, or set ` +
+          `execution.checkpointing.recovery.allow-behind-committed=true to accept duplicated output`,
+      );
+    }
+    if (point.behindCommitted) {
+      logger.warn(`${why()}; going back further, as allowed (execution.checkpointing.recovery.allow-behind-committed): two-phase sinks will repeat output`, {
         job: plan.jobName,
       });
-      found = await find(firstOwn);
     }
-    if (found === undefined) return initial;
+    if (point.kind === "start") return initial;
+    const found = point.checkpoint;
     return { manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
   }
 
