@@ -19,7 +19,7 @@ import { keyGroupRangeForOperator } from "../core/key-group.ts";
 import type { Logger } from "../core/logger.ts";
 import type { SourceReader } from "../connector/source.ts";
 import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
-import type { InputChannel, OutputChannel } from "../runtime/channels/local-channel.ts";
+import type { InputChannel, OutputChannel } from "../runtime/channels/channel.ts";
 import { createChannelSelector } from "../runtime/channels/partitioner.ts";
 import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
@@ -325,7 +325,7 @@ export class TaskExecutor {
       let progressed = false;
       for (let i = 0; i < tasks.length; i++) {
         const task = tasks[i]!;
-        if (task.isRunnable) {
+        if (task.checkRunnable()) {
           progressed = true;
           board?.enter(chains[i]!, task.subtaskIndex);
           try {

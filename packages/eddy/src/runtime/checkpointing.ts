@@ -3,7 +3,7 @@
  *
  * Each operator subtask has one `OperatorCheckpointing`, created by the executor and reachable
  * through its context. Parts register with it instead of every operator implementing snapshot
- * hooks: keyed operators' `KeyedSupport` registers the keyed state backend and timers; sources
+ * hooks: keyed operators' `KeyedStateAndTimers` registers the keyed state backend and timers; sources
  * and sinks register operator (non-keyed) list state and checkpoint listeners.
  *
  * A snapshot has two parts (docs/design/checkpoint-protocol.md, "Wiring"): `snapshot()` runs

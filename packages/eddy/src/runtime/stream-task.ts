@@ -14,7 +14,7 @@ import { BarrierAligner, type AlignerResult } from "../checkpoint/barrier-aligne
 import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts";
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
 import type { ReaderOutput, SourceReader } from "../connector/source.ts";
-import type { InputChannel } from "./channels/local-channel.ts";
+import type { InputChannel } from "./channels/channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
 import type { CounterRegistry, OneInputOperator, Output, TwoInputOperator } from "./operator.ts";
@@ -207,8 +207,12 @@ export class StreamTask {
     this.#o.mailbox.post(action);
   }
 
-  /** Whether `runSlice` would make progress now. */
-  get isRunnable(): boolean {
+  /**
+   * Whether `runSlice` would make progress now. Not a plain query: it also accounts time spent
+   * backpressured (it starts the clock when the outputs have no room and stops it when they have),
+   * so the executor calls it once per task per round, as its loop does.
+   */
+  checkRunnable(): boolean {
     if (this.#o.mailbox.hasMail) return true;
     if (this.#state !== "running") return false;
     if (!this.#writable()) {

@@ -249,7 +249,7 @@ class VerifiedSavepoint implements SavepointReader {
     return has;
   }
 
-  /** Decodes the operator's key groups one at a time: the cells, then the timers (KeyedSupport's snapshot). */
+  /** Decodes the operator's key groups one at a time: the cells, then the timers (KeyedStateAndTimers's snapshot). */
   *#keyGroups(uid: string, parts: readonly Part[]): Generator<{ cells: KeyedStateEntry[]; timers: RestoredTimer[] }, void, undefined> {
     const maxParallelism = this.manifest.operators[uid]!.maxParallelism;
     for (const { meta, file } of parts) {

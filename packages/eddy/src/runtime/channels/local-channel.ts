@@ -6,24 +6,7 @@
  */
 import { RingBuffer } from "../../core/ring-buffer.ts";
 import type { StreamElement } from "../../core/elements.ts";
-
-export interface InputChannel {
-  /** Next element, or undefined when none is queued. Never blocks. */
-  poll(): StreamElement | undefined;
-  /** Whether `poll` would return an element. */
-  readonly hasData: boolean;
-  /** Encoded bytes received so far (channels that cross threads). */
-  readonly bytesIn?: number;
-}
-
-export interface OutputChannel {
-  /** Appends an element. Callers check `isWritable` before producing more records. */
-  push(element: StreamElement): void;
-  /** Whether the receiver has credit for more records. */
-  readonly isWritable: boolean;
-  /** Encoded bytes sent so far (channels that cross threads). */
-  readonly bytesOut?: number;
-}
+import type { InputChannel, OutputChannel } from "./channel.ts";
 
 export class LocalChannel implements InputChannel, OutputChannel {
   readonly #queue = new RingBuffer<StreamElement>(32);

@@ -5,7 +5,7 @@
  */
 import type { StreamElement } from "../../core/elements.ts";
 import { BROADCAST, type ChannelSelector } from "./partitioner.ts";
-import type { OutputChannel } from "./local-channel.ts";
+import type { OutputChannel } from "./channel.ts";
 
 export class RecordWriter {
   readonly #channels: readonly OutputChannel[];

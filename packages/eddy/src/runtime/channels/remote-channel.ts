@@ -18,7 +18,7 @@ import { CodecError, type BatchCodec } from "../../core/codec/codec.ts";
 import type { StreamElement } from "../../core/elements.ts";
 import { EddyError } from "../../core/errors.ts";
 import { decodeElementFrame, encodeElementFrame } from "./frames.ts";
-import type { InputChannel, OutputChannel } from "./local-channel.ts";
+import type { InputChannel, OutputChannel } from "./channel.ts";
 
 /**
  * The sending end of one channel's transport (implementations: a shared-memory ring between

@@ -39,7 +39,7 @@ import type { InternalMapState } from "../../state/internal-state.ts";
 import type { Collector, RuntimeContext } from "../functions.ts";
 import { LATE_RECORDS_DROPPED, type AnyKeySelector, type Counter, type OperatorContext, type Output, type TwoInputOperator } from "../operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
-import { KeyedSupport, requireKeySelector, type TimerDomain } from "./keyed-support.ts";
+import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 
@@ -142,7 +142,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   readonly #upperInclusive: boolean;
   readonly #keySelector1: AnyKeySelector;
   readonly #keySelector2: AnyKeySelector;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   /** Both buffers follow the current key (set by the record or the firing timer); void namespace. */
   readonly #left: InternalMapState<number, IN1[]>;
   readonly #right: InternalMapState<number, IN2[]>;
@@ -160,7 +160,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     this.#upperInclusive = bounds.upperInclusive;
     this.#keySelector1 = requireKeySelector(ctx, 0);
     this.#keySelector2 = requireKeySelector(ctx, 1);
-    this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
     this.#left = this.#keyed.backend.getMapState(new MapStateDescriptor<number, IN1[]>(LEFT_BUFFER));
     this.#right = this.#keyed.backend.getMapState(new MapStateDescriptor<number, IN2[]>(RIGHT_BUFFER));
     this.#collector = new TimestampedCollector(output);

@@ -17,19 +17,19 @@ import type {
   TimerService,
 } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
-import { KeyedSupport, requireKeySelector, type TimerDomain } from "./keyed-support.ts";
+import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 
 /** The context of one keyed operator, reused for every record and timer. */
 class KeyedContext<K> implements OnTimerContext<K> {
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #output: Output<unknown>;
   currentTimestamp = NO_TIMESTAMP;
   domain: TimerDomain = "event";
 
-  constructor(keyed: KeyedSupport, output: Output<unknown>) {
+  constructor(keyed: KeyedStateAndTimers, output: Output<unknown>) {
     this.#keyed = keyed;
     this.#output = output;
   }
@@ -49,11 +49,11 @@ class KeyedContext<K> implements OnTimerContext<K> {
   timeDomain(): "event-time" | "processing-time" {
     return this.domain === "event" ? "event-time" : "processing-time";
   }
-  getState: KeyedSupport["stateStore"]["getState"] = (d) => this.#keyed.stateStore.getState(d);
-  getListState: KeyedSupport["stateStore"]["getListState"] = (d) => this.#keyed.stateStore.getListState(d);
-  getMapState: KeyedSupport["stateStore"]["getMapState"] = (d) => this.#keyed.stateStore.getMapState(d);
-  getReducingState: KeyedSupport["stateStore"]["getReducingState"] = (d) => this.#keyed.stateStore.getReducingState(d);
-  getAggregatingState: KeyedSupport["stateStore"]["getAggregatingState"] = (d) =>
+  getState: KeyedStateAndTimers["stateStore"]["getState"] = (d) => this.#keyed.stateStore.getState(d);
+  getListState: KeyedStateAndTimers["stateStore"]["getListState"] = (d) => this.#keyed.stateStore.getListState(d);
+  getMapState: KeyedStateAndTimers["stateStore"]["getMapState"] = (d) => this.#keyed.stateStore.getMapState(d);
+  getReducingState: KeyedStateAndTimers["stateStore"]["getReducingState"] = (d) => this.#keyed.stateStore.getReducingState(d);
+  getAggregatingState: KeyedStateAndTimers["stateStore"]["getAggregatingState"] = (d) =>
     this.#keyed.stateStore.getAggregatingState(d);
 }
 
@@ -61,11 +61,11 @@ interface TimerHook<K, OUT> {
   onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<OUT>): void;
 }
 
-/** Builds the keyed support, context and collector shared by the one- and two-input variants. */
+/** Builds the keyed state and timers, context and collector shared by the one- and two-input variants. */
 function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: TimerHook<K, OUT>) {
   const collector = new TimestampedCollector(output);
   let context: KeyedContext<K> | undefined;
-  const keyed = new KeyedSupport(ctx, (domain, timestamp) => {
+  const keyed = new KeyedStateAndTimers(ctx, (domain, timestamp) => {
     if (fn.onTimer === undefined) return;
     const c = context!;
     c.domain = domain;

@@ -4,7 +4,7 @@ import type { OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
 import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
-import { nonKeyedTimerService } from "./keyed-support.ts";
+import { nonKeyedTimerService } from "./keyed-state-and-timers.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { operatorStateStore, type OperatorListState } from "../operator-state.ts";

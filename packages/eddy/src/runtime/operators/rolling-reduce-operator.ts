@@ -11,12 +11,12 @@ import { copyValue } from "../../state/copy-value.ts";
 import { ValueStateDescriptor } from "../../state/descriptors.ts";
 import type { ReduceFunction } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
-import { KeyedSupport, requireKeySelector } from "./keyed-support.ts";
+import { KeyedStateAndTimers, requireKeySelector } from "./keyed-state-and-timers.ts";
 
 export function rollingReduceOperator<T>(fn: ReduceFunction<T>) {
   return (ctx: OperatorContext, output: Output<T>): OneInputOperator<T> => {
     const keySelector = requireKeySelector(ctx, 0);
-    const keyed = new KeyedSupport(ctx, () => {});
+    const keyed = new KeyedStateAndTimers(ctx, () => {});
     // The operator owns the state and reads it by record key: no current key to set per record.
     const state = keyed.backend.getVoidValueCursor(new ValueStateDescriptor<T>("rolling-reduce", { copy: "none" }));
     /** One record; processElement and the batch loop share it. */

@@ -31,7 +31,7 @@ import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import type { InternalValueState } from "../../state/internal-state.ts";
 import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
-import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
+import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../operators/keyed-state-and-timers.ts";
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import { TimeWindow, windowStart } from "./windows.ts";
@@ -66,7 +66,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   readonly #ctx: OperatorContext;
   readonly #output: Output<unknown>;
   readonly #keySelector: (value: unknown) => unknown;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #backend: KeyedStateBackend;
   readonly #panes: InternalValueState<unknown>;
   readonly #function: WindowFunctionRunner<TimeWindow>;
@@ -84,7 +84,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#size = spec.size;
     this.#slide = spec.slide;
     this.#keySelector = requireKeySelector(ctx, 0);
-    this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
     this.#backend = this.#keyed.backend;
     this.#panes = this.#backend.getState(new ValueStateDescriptor<unknown>("window-panes", { copy: "none" }));
     // Panes have no per-window state, so a ProcessWindowFunction's windowState() is refused.

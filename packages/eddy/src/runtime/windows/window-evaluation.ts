@@ -15,7 +15,7 @@ import type { InternalKvState } from "../../state/internal-state.ts";
 import type { KeyedStateStore } from "../functions.ts";
 import type { OperatorContext, Output } from "../operator.ts";
 import { perSubtaskInstance } from "../operators/function-instance.ts";
-import type { KeyedSupport } from "../operators/keyed-support.ts";
+import type { KeyedStateAndTimers } from "../operators/keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
 import { TimestampedCollector } from "../operators/timestamped-collector.ts";
 import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
@@ -38,12 +38,12 @@ export function scopedStore(backend: KeyedStateBackend, namespace: () => Namespa
 
 class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> {
   window!: W;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #output: Output<unknown>;
   readonly #windowState: KeyedStateStore | undefined;
   readonly #globalState: KeyedStateStore;
 
-  constructor(keyed: KeyedSupport, output: Output<unknown>, windowNamespace: ((window: W) => Namespace) | undefined) {
+  constructor(keyed: KeyedStateAndTimers, output: Output<unknown>, windowNamespace: ((window: W) => Namespace) | undefined) {
     this.#keyed = keyed;
     this.#output = output;
     this.#windowState = windowNamespace === undefined ? undefined : scopedStore(keyed.backend, () => windowNamespace(this.window));
@@ -75,7 +75,7 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
 
 export class WindowFunctionRunner<W extends Window> {
   readonly #ctx: OperatorContext;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
   readonly #collector: TimestampedCollector<unknown>;
   readonly #context: WindowProcessContext<W>;
@@ -86,7 +86,7 @@ export class WindowFunctionRunner<W extends Window> {
    */
   constructor(
     ctx: OperatorContext,
-    keyed: KeyedSupport,
+    keyed: KeyedStateAndTimers,
     output: Output<unknown>,
     fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined,
     windowNamespace: ((window: W) => Namespace) | undefined,

@@ -34,7 +34,7 @@ import type { Namespace } from "../../state/namespace.ts";
 import type { InternalKvState } from "../../state/internal-state.ts";
 import type { ValueState } from "../../state/state.ts";
 import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
-import { KeyedSupport, requireKeySelector, type TimerDomain } from "../operators/keyed-support.ts";
+import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../operators/keyed-state-and-timers.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import { MergingWindowSet, type MergingEntry } from "./merging-window-set.ts";
 import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
@@ -72,7 +72,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #ctx: OperatorContext;
   readonly #output: Output<unknown>;
   readonly #keySelector: (value: unknown) => unknown;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #backend: KeyedStateBackend;
   readonly #assigner: WindowAssigner<IN, W>;
   readonly #trigger: Trigger<IN, W>;
@@ -94,7 +94,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
     }
     this.#keySelector = requireKeySelector(ctx, 0);
-    this.#keyed = new KeyedSupport(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
     this.#backend = this.#keyed.backend;
     this.#evictor = spec.evictor;
     this.#contents = contentsState(this.#backend, spec.evictor === undefined ? spec.contents : { kind: "list" });
@@ -385,11 +385,11 @@ function stateFor(backend: KeyedStateBackend, descriptor: StateDescriptorBase): 
 class WindowTriggerContext<W extends Window> implements OnMergeContext {
   window!: W;
   mergedWindows: W[] | undefined;
-  readonly #keyed: KeyedSupport;
+  readonly #keyed: KeyedStateAndTimers;
   readonly #backend: KeyedStateBackend;
   readonly #assigner: WindowAssigner<unknown, W>;
 
-  constructor(keyed: KeyedSupport, backend: KeyedStateBackend, assigner: WindowAssigner<never, W>) {
+  constructor(keyed: KeyedStateAndTimers, backend: KeyedStateBackend, assigner: WindowAssigner<never, W>) {
     this.#keyed = keyed;
     this.#backend = backend;
     this.#assigner = assigner as WindowAssigner<unknown, W>;

@@ -1,7 +1,8 @@
 /**
- * What every keyed operator needs: a state backend scoped to the current key, a timer service,
- * and the per-record step that extracts, validates and sets the key. One instance per operator
- * subtask.
+ * What every keyed operator needs, as Flink's keyed operators get it from their state context:
+ * the keyed state backend (scoped to the current key; KeyedStateBackend, chosen per job) and the
+ * internal timer service, plus the per-record step that extracts, validates and sets the key. One
+ * instance per operator subtask.
  */
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
@@ -16,7 +17,7 @@ import type { KeyedSnapshotPart, RestoredKeyed } from "../checkpointing.ts";
 export type TimerDomain = "event" | "processing";
 export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
 
-export class KeyedSupport {
+export class KeyedStateAndTimers {
   readonly backend: KeyedStateBackend;
   readonly timers: InternalTimerService;
   /** User-facing timer service bound to the current key and the void namespace. */

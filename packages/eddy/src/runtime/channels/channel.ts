@@ -1,0 +1,24 @@
+/**
+ * The two ends of a channel between tasks, whatever carries it: a queue on the same thread
+ * (local-channel.ts) or shared memory between threads (remote-channel.ts). A task reads its
+ * inputs and writes its outputs through these only. Neither end is called concurrently.
+ */
+import type { StreamElement } from "../../core/elements.ts";
+
+export interface InputChannel {
+  /** Next element, or undefined when none is queued. Never blocks. */
+  poll(): StreamElement | undefined;
+  /** Whether `poll` would return an element. */
+  readonly hasData: boolean;
+  /** Encoded bytes received so far (channels that cross threads). */
+  readonly bytesIn?: number;
+}
+
+export interface OutputChannel {
+  /** Appends an element. Callers check `isWritable` before producing more records. */
+  push(element: StreamElement): void;
+  /** Whether the receiver has credit for more records. */
+  readonly isWritable: boolean;
+  /** Encoded bytes sent so far (channels that cross threads). */
+  readonly bytesOut?: number;
+}
