@@ -435,3 +435,29 @@ export default defineJob("loud", (env) => {
     assert.match(run.stderr, /xxx… \([\d,]+ more characters\)/);
   }
 });
+
+test("inline, a heap nearing V8's limit is warned about before V8 aborts the process", () => {
+  // V8's out-of-memory abort cannot be caught on the thread that runs out; the warning comes
+  // while the event loop still turns (here: a job that grows its heap slowly).
+  const job = userJob(
+    "hoarding-inline-job.ts",
+    `import { defineJob } from "eddy";
+const hoard: number[][] = [];
+export default defineJob("hoarding", (env) => {
+  env.fromSequence(1, 100_000_000).map((n: number) => {
+    hoard.push(new Array(100).fill(n));
+    if (n % 200 === 0) { const t = Date.now(); while (Date.now() - t < 2); }
+    return n;
+  }).filter(() => false).print();
+});
+`,
+  );
+  const run = spawnSync(process.execPath, ["--max-old-space-size=96", eddyBin, "run", job, "--inline", "--no-control"], {
+    encoding: "utf8",
+    timeout: 120_000,
+    cwd: tmpdir(),
+  });
+  assert.notEqual(run.status, 0, "the process ran out of memory");
+  assert.match(run.stderr, /the heap holds \d+ MB of its \d+ MB limit: at the limit V8 aborts the process/);
+  assert.ok(run.stderr.indexOf("the heap holds") < Math.max(0, run.stderr.indexOf("FATAL ERROR")) || !run.stderr.includes("FATAL ERROR"), "the warning comes first");
+});
