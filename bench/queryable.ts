@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { runJob } from "eddy/testing";
 import { createQueryClient } from "eddy/query";
-import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
+import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import { counter } from "./jobs/queryable.ts";
 import { median } from "./stats.ts";

@@ -1,7 +1,7 @@
 /**
  * What starting a threaded job costs: a job over no events at parallelism 2 (two worker threads),
  * its wall time and the CPU time of the whole process, with workers starting from the bundle of
- * the job's code (the default, see packages/eddy/src/cluster/worker-bundle.ts) and through the
+ * the job's code (the default, see packages/eddy/src/executor/worker-bundle.ts) and through the
  * TypeScript loader (EDDY_WORKER_LOADER=tsx), alternated in one process. The first bundled start
  * also builds the bundle; it is reported on its own.
  *
@@ -10,7 +10,7 @@
  * Reports medians over `rounds` starts of each kind.
  */
 import { runJob } from "eddy/testing";
-import { WORKER_LOADER_ENV } from "../packages/eddy/src/cluster/worker-bundle.ts";
+import { WORKER_LOADER_ENV } from "../packages/eddy/src/executor/worker-bundle.ts";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
 import { median } from "./stats.ts";
 

@@ -10,10 +10,10 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
-import type { ControlledJob, SavepointResult, StopOptions } from "../packages/eddy/src/cluster/control.ts";
-import { listJobs } from "../packages/eddy/src/cluster/control-client.ts";
-import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
-import { startStateServer } from "../packages/eddy/src/cluster/state-server.ts";
+import type { ControlledJob, SavepointResult, StopOptions } from "../packages/eddy/src/coordinator/control.ts";
+import { listJobs } from "../packages/eddy/src/control/control-client.ts";
+import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
+import { startStateServer } from "../packages/eddy/src/queryable/state-server.ts";
 import { mapKeyOf, type MapKey } from "../packages/eddy/src/core/key.ts";
 import { fakeQueryableJob, mapStateBackend } from "../packages/eddy/src/testing/fake-queryable.ts";
 

@@ -15,7 +15,7 @@ import { EddyError } from "eddy";
 import { runJob, type JobHandle, type RunOptions } from "eddy/testing";
 import { createQueryClient } from "eddy/query";
 import queryable, { KEYS, RECORDS, type Counter } from "./jobs/queryable.ts";
-import { startControlServer } from "../packages/eddy/src/cluster/control-server.ts";
+import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
 import { silentLogger } from "../packages/eddy/src/core/logger.ts";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
 

@@ -18,7 +18,7 @@ import { collectSink, runJob } from "eddy/testing";
 import { openSavepoint, runInspectCommand, type SavepointReader } from "eddy/savepoint";
 import { encodeSnapshotFile, SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
 import { fileChecksum } from "../packages/eddy/src/checkpoint/storage.ts";
-import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/cluster/task-executor.ts";
+import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/executor/task-executor.ts";
 import { assignToKeyGroup } from "../packages/eddy/src/core/key-group.ts";
 
 const RECORDS = 200_000;

@@ -6,9 +6,9 @@ import { register } from "tsx/esm/api";
 register();
 const argv = process.argv.slice(2);
 if (argv[0] === "savepoint" && argv[1] === "inspect") {
-  // Reading a savepoint needs the savepoint layer, which sits above the CLI's (cluster/).
+  // Reading a savepoint needs the savepoint layer, which sits above the CLI's (control/).
   const { runInspectCommand } = await import("../src/savepoint/inspect.ts");
   process.exitCode = await runInspectCommand(argv.slice(2), { stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) });
 } else {
-  await import("../src/cluster/cli.ts");
+  await import("../src/control/cli.ts");
 }

@@ -35,7 +35,7 @@ export { OutputTag } from "./core/output-tag.ts";
 export { EddyError, type ErrorCode, type ErrorDomain } from "./core/errors.ts";
 export type { Key } from "./core/key.ts";
 export type { OperatorListState } from "./runtime/operator-state.ts";
-export type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./cluster/control.ts";
+export type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./coordinator/control.ts";
 export type { Clock } from "./core/clock.ts";
 export { SystemClock } from "./core/clock.ts";
 export type { Logger } from "./core/logger.ts";
@@ -64,7 +64,7 @@ export type {
 } from "./connector/source.ts";
 export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
-export type { JobResult } from "./cluster/inline-executor.ts";
+export type { JobResult } from "./coordinator/inline-executor.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
 export {
   DEFAULT_NEXMARK_CONFIG,

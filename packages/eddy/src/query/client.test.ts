@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import { silentLogger } from "../core/logger.ts";
-import { startControlServer } from "../cluster/control-server.ts";
-import type { QueryLocation } from "../cluster/queryable.ts";
-import { locateKey } from "../cluster/state-lookup.ts";
-import { startStateServer, type StateServer } from "../cluster/state-server.ts";
+import { startControlServer } from "../control/control-server.ts";
+import type { QueryLocation } from "../queryable/queryable.ts";
+import { locateKey } from "../queryable/state-lookup.ts";
+import { startStateServer, type StateServer } from "../queryable/state-server.ts";
 import { fakeQueryableJob, mapStateBackend } from "../testing/fake-queryable.ts";
 import { createQueryClient, type QueryClient } from "./index.ts";
 

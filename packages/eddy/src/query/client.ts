@@ -12,10 +12,10 @@
 import { Agent } from "node:http";
 import { EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
-import { connectJob, type JobClient } from "../cluster/control-client.ts";
-import { decodeQueryValue, type QueryAnswer, type QueryLocation } from "../cluster/queryable.ts";
-import { answerError } from "../cluster/http-endpoint.ts";
-import { encodeCheckedKey, fetchFromStateServer, locateKey, type StateServerResponse } from "../cluster/state-lookup.ts";
+import { connectJob, type JobClient } from "../control/control-client.ts";
+import { decodeQueryValue, type QueryAnswer, type QueryLocation } from "../queryable/queryable.ts";
+import { answerError } from "../http/http-endpoint.ts";
+import { encodeCheckedKey, fetchFromStateServer, locateKey, type StateServerResponse } from "../queryable/state-lookup.ts";
 
 export interface QueryClientOptions {
   /** Where the job registry lives (default: EDDY_HOME, else ~/.eddy). */

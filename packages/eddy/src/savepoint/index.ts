@@ -3,7 +3,7 @@
  * outside a running job — to inspect them (`eddy savepoint inspect`), to check what a job held,
  * or to build tools on top (docs/design/savepoints.md).
  *
- * The top layer: it may import from every layer below (cluster included), and nothing imports
+ * The top layer: it may import from every layer below (executor, coordinator and control included), and nothing imports
  * it but the CLI. Invariant: nothing here writes to a savepoint directory, and nothing in a
  * savepoint is used before `openSavepoint` has validated the manifest and verified every file.
  */
@@ -18,4 +18,4 @@ export {
   type TimerInfo,
 } from "./reader.ts";
 export { inspectSavepoint, runInspectCommand, type InspectOptions, type CommandIo } from "./inspect.ts";
-export type { CheckpointManifest } from "../cluster/checkpoint-restore.ts";
+export type { CheckpointManifest } from "../executor/checkpoint-restore.ts";

@@ -15,8 +15,8 @@
 import { basename, join } from "node:path";
 import { SnapshotFile } from "../checkpoint/snapshot-file.ts";
 import { readFileIn, readManifestIn, type FileRef } from "../checkpoint/storage.ts";
-import { asManifest, manifestFiles, type CheckpointManifest } from "../cluster/checkpoint-restore.ts";
-import { validateManifest } from "../cluster/manifest-validation.ts";
+import { asManifest, manifestFiles, type CheckpointManifest } from "../executor/checkpoint-restore.ts";
+import { validateManifest } from "../executor/manifest-validation.ts";
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";

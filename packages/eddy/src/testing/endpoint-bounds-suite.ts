@@ -1,5 +1,5 @@
 /**
- * The contract of the job's HTTP endpoints under abuse (cluster/bounded-server.ts), as one suite
+ * The contract of the job's HTTP endpoints under abuse (http/bounded-server.ts), as one suite
  * that the control API's and the state servers' tests run: connections beyond the cap refused at
  * once, connections that make no progress closed at their deadlines, request line and headers
  * bounded by MAX_HEADER_BYTES. It talks raw TCP, so it sees what a hostile client sees.
@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { connect, type Socket } from "node:net";
 import { test } from "node:test";
 import { setTimeout as delay } from "node:timers/promises";
-import { DEADLINE_CHECK_INTERVAL_MS, MAX_HEADER_BYTES, type HttpBounds } from "../cluster/bounded-server.ts";
+import { DEADLINE_CHECK_INTERVAL_MS, MAX_HEADER_BYTES, type HttpBounds } from "../http/bounded-server.ts";
 
 export interface EndpointUnderTest {
   readonly url: string;

@@ -1,10 +1,10 @@
 /**
- * Test doubles for queryable state (cluster/queryable.ts): a job handle that is both a
+ * Test doubles for queryable state (queryable/queryable.ts): a job handle that is both a
  * ControlledJob and a QueryableJob, and a StateServerBackend over plain maps, so the control API,
  * state servers, the query client and `eddy query` can be tested without running a job.
  */
-import type { ControlledJob } from "../cluster/control.ts";
-import type { QueryableJob, QueryLocation, StateServerBackend } from "../cluster/queryable.ts";
+import type { ControlledJob } from "../coordinator/control.ts";
+import type { QueryableJob, QueryLocation, StateServerBackend } from "../queryable/queryable.ts";
 import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 

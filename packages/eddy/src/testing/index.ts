@@ -8,5 +8,5 @@ export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";
-export type { ExecutionMode, RunOptions } from "../cluster/local-job.ts";
-export type { JobResult } from "../cluster/inline-executor.ts";
+export type { ExecutionMode, RunOptions } from "../coordinator/local-job.ts";
+export type { JobResult } from "../coordinator/inline-executor.ts";

@@ -1,5 +1,5 @@
 /** Runs a job in-process for tests; see `startJob` for the options. */
-import { startJob, type JobExecution, type RunOptions } from "../cluster/local-job.ts";
+import { startJob, type JobExecution, type RunOptions } from "../coordinator/local-job.ts";
 import type { JobDefinition } from "../api/define-job.ts";
 
 export type JobHandle = JobExecution;

@@ -24,7 +24,7 @@
  * output shifts nothing: the reader is constructed with the offset where the writer's byte 0 lies.
  */
 import { isAscii } from "node:buffer";
-import { CodecError } from "./codec.ts";
+import { CodecError } from "./codec-error.ts";
 
 /** Whether typed-array views use little-endian byte order (every platform Node ships on today). */
 export const HOST_LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;

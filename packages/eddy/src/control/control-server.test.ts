@@ -7,11 +7,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { silentLogger } from "../core/logger.ts";
-import type { ControlledJob, JobStatus, SavepointResult, StopOptions } from "./control.ts";
+import type { ControlledJob, JobStatus, SavepointResult, StopOptions } from "../coordinator/control.ts";
 import { connectJob, listJobs } from "./control-client.ts";
 import { REGISTRY_VERSION } from "./control-registry.ts";
 import { MAX_BODY_BYTES, MAX_IN_FLIGHT, startControlServer, type ControlServer } from "./control-server.ts";
-import { CONTROL_API_BOUNDS, HEADERS_TIMEOUT_MS } from "./bounded-server.ts";
+import { CONTROL_API_BOUNDS, HEADERS_TIMEOUT_MS } from "../http/bounded-server.ts";
 import { assertAtDeadline, openProbe, testEndpointBounds } from "../testing/endpoint-bounds-suite.ts";
 
 const SAVEPOINT: SavepointResult = { path: "/savepoints/sp-7", checkpointId: 7, bytes: 1234 };

@@ -31,7 +31,7 @@ import { EddyError } from "../core/errors.ts";
 import { MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { StateKind } from "../state/descriptors.ts";
 import { CELL_FORMAT } from "../state/keyed-state-meta.ts";
-import type { CheckpointManifest } from "./checkpoint-restore.ts";
+import type { CheckpointManifest } from "./manifest.ts";
 
 /** Cell formats this Eddy decodes; a new format adds its id here and a reader in state/. */
 const READABLE_CELL_FORMATS: readonly string[] = [CELL_FORMAT];

@@ -15,9 +15,9 @@ import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobRef } from "./job-ref.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
-import type { CheckpointManifest } from "./checkpoint-restore.ts";
-import type { CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
-import type { QueryableRegistration } from "./queryable-serving.ts";
+import type { CheckpointManifest } from "./manifest.ts";
+import type { CheckpointLocation, CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
+import type { QueryableRegistration } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
 import { frameRingBytesFor } from "../runtime/channels/frame-ring.ts";
 
@@ -55,11 +55,7 @@ export interface WorkerInit {
   readonly busyBoard: SharedArrayBuffer;
 }
 
-/** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */
-export interface CheckpointLocation {
-  readonly rootDir: string;
-  readonly jobId: string;
-}
+export type { CheckpointLocation } from "./checkpoint-storage-ref.ts";
 
 /**
  * A complete checkpoint or savepoint to restore: its manifest, and where its files are — the

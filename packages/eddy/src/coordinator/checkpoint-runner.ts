@@ -16,8 +16,8 @@ import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { randomBytes } from "node:crypto";
 import { retain, writeSnapshotDirectory, type CheckpointStorage } from "../checkpoint/storage.ts";
 import type { Plan } from "../graph/plan.ts";
-import { buildManifest } from "./checkpoint-restore.ts";
-import type { TaskSnapshotHandle } from "./task-executor.ts";
+import { buildManifest } from "../executor/checkpoint-restore.ts";
+import type { TaskSnapshotHandle } from "../executor/task-executor.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
 import type { SavepointResult } from "./control.ts";
 

@@ -17,7 +17,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import { describeCause, EddyError, type ErrorCode } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { Logger } from "../core/logger.ts";
-import { createBoundedServer, STATE_SERVER_BOUNDS, type HttpBounds } from "./bounded-server.ts";
+import { createBoundedServer, STATE_SERVER_BOUNDS, type HttpBounds } from "../http/bounded-server.ts";
 import {
   bearerAuthorized,
   createRequestLimit,
@@ -27,7 +27,7 @@ import {
   sendReply,
   UNAUTHORIZED,
   type Reply,
-} from "./http-endpoint.ts";
+} from "../http/http-endpoint.ts";
 import { decodeQueryKey, encodeQueryValue, MAX_QUERY_VALUE_BYTES, type StateServerBackend } from "./queryable.ts";
 
 export interface StateServerOptions {

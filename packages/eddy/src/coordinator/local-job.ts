@@ -22,18 +22,19 @@ import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
-import type { QueryableJob } from "./queryable.ts";
+import type { QueryableJob } from "../queryable/queryable.ts";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RESTART_STRATEGY, RecoveringJob, restorePointOf } from "./recovering-job.ts";
-import { normalizeStorageRef, type CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
+import { normalizeStorageRef, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
-import type { CheckpointLocation } from "./thread-protocol.ts";
-import { locateJob, planJob, type JobRef } from "./job-ref.ts";
-import type { Placement } from "./thread-protocol.ts";
+import type { CheckpointLocation } from "../executor/thread-protocol.ts";
+import { locateJob, planJob, type JobRef } from "../executor/job-ref.ts";
+import type { Placement } from "../executor/thread-protocol.ts";
 import { ThreadedExecution, type ThreadedCheckpointing } from "./threaded-execution.ts";
-import { workerCode, type WorkerBundle } from "./worker-bundle.ts";
+import { workerCode, type WorkerBundle } from "../executor/worker-bundle.ts";
 
-export type ExecutionMode = "inline" | "threads";
+export type { ExecutionMode } from "./control.ts";
+import type { ExecutionMode } from "./control.ts";
 
 /** How long a call into user code may run before the watchdog fails the job (RunOptions.watchdogTimeoutMs). */
 export const DEFAULT_WATCHDOG_TIMEOUT_MS = 60_000;

@@ -8,9 +8,9 @@ import { mapKeyOf, type Key } from "../core/key.ts";
 import { silentLogger } from "../core/logger.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
 import { fakeQueryableJob, mapStateBackend } from "../testing/fake-queryable.ts";
-import type { QueryLocation } from "./queryable.ts";
-import { locateKey } from "./state-lookup.ts";
-import { startStateServer, type StateServer } from "./state-server.ts";
+import type { QueryLocation } from "../queryable/queryable.ts";
+import { locateKey } from "../queryable/state-lookup.ts";
+import { startStateServer, type StateServer } from "../queryable/state-server.ts";
 
 const TOKEN = "0123456789abcdef".repeat(4);
 

@@ -18,7 +18,7 @@ import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import { RemoteInputChannel, RemoteOutputChannel, type RemoteChannelInfo } from "../runtime/channels/remote-channel.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
-import { serveQueryableStates } from "./queryable-serving.ts";
+import { serveQueryableStates } from "../queryable/queryable-serving.ts";
 import { Doorbells } from "./doorbells.ts";
 import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";

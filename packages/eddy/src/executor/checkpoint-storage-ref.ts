@@ -8,10 +8,16 @@ import { pathToFileURL } from "node:url";
 import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { LocalCheckpointStorage, type CheckpointStorage } from "../checkpoint/storage.ts";
-import type { CheckpointLocation } from "./thread-protocol.ts";
 import { importModule } from "./preloaded-modules.ts";
 
 /** A module exporting `(location) => CheckpointStorage` under `exportName` (default "default"). */
+
+/** A directory of checkpoints: `<rootDir>/<jobId>/chk-<n>/`. */
+export interface CheckpointLocation {
+  readonly rootDir: string;
+  readonly jobId: string;
+}
+
 export interface CheckpointStorageRef {
   /** A file URL, or a path (resolved against the working directory). */
   readonly module: string;

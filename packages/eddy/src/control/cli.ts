@@ -12,7 +12,7 @@ import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
-import type { JobExecution, RunOptions } from "./local-job.ts";
+import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
@@ -207,7 +207,7 @@ async function main(argv: string[]): Promise<void> {
   const logger = jsonLogger((line) => void process.stderr.write(line), level);
 
   // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
-  const { startJob } = await import("./local-job.ts");
+  const { startJob } = await import("../coordinator/local-job.ts");
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
   try {

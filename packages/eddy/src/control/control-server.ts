@@ -30,7 +30,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
-import type { ControlledJob, JobStatus } from "./control.ts";
+import type { ControlledJob, JobStatus } from "../coordinator/control.ts";
 import {
   checkJobId,
   controlHome,
@@ -42,7 +42,7 @@ import {
   type RegistryEntry,
 } from "./control-registry.ts";
 import { queryRoutes, type PatternRoute } from "./control-query.ts";
-import { CONTROL_API_BOUNDS, createBoundedServer, type HttpBounds } from "./bounded-server.ts";
+import { CONTROL_API_BOUNDS, createBoundedServer, type HttpBounds } from "../http/bounded-server.ts";
 import {
   bearerAuthorized,
   createRequestLimit,
@@ -51,8 +51,8 @@ import {
   sendReply,
   UNAUTHORIZED,
   type Reply,
-} from "./http-endpoint.ts";
-import { isQueryableJob } from "./state-lookup.ts";
+} from "../http/http-endpoint.ts";
+import { isQueryableJob } from "../queryable/state-lookup.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {

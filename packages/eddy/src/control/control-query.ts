@@ -13,9 +13,9 @@
  */
 import type { Agent } from "node:http";
 import { EddyError } from "../core/errors.ts";
-import { errorReply, type Reply } from "./http-endpoint.ts";
-import type { QueryableJob, QueryLocation } from "./queryable.ts";
-import { encodeCheckedKey, fetchFromStateServer, locateKey, parseKeyArgument } from "./state-lookup.ts";
+import { errorReply, type Reply } from "../http/http-endpoint.ts";
+import type { QueryableJob, QueryLocation } from "../queryable/queryable.ts";
+import { encodeCheckedKey, fetchFromStateServer, locateKey, parseKeyArgument } from "../queryable/state-lookup.ts";
 
 /** How long a proxied read waits for the state server (below the control client's default timeout, so it answers 504 first). */
 export const PROXY_TIMEOUT_MS = 4_000;

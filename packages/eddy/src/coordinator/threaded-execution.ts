@@ -18,15 +18,15 @@ import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobResult } from "./inline-executor.ts";
-import { planFingerprint, type JobRef } from "./job-ref.ts";
+import { planFingerprint, type JobRef } from "../executor/job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
-import { createDoorbells } from "./doorbells.ts";
-import { crossWorkerChannels, deserializeError, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "./thread-protocol.ts";
-import { QueryableLocations } from "./queryable-serving.ts";
-import type { WorkerBundle } from "./worker-bundle.ts";
-import { StackMapper } from "./source-map-stack.ts";
+import { createDoorbells } from "../executor/doorbells.ts";
+import { crossWorkerChannels, deserializeError, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "../executor/thread-protocol.ts";
+import { QueryableLocations } from "../queryable/queryable-serving.ts";
+import type { WorkerBundle } from "../executor/worker-bundle.ts";
+import { StackMapper } from "../executor/source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
-import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "./task-watchdog.ts";
+import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "../executor/task-watchdog.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -68,7 +68,7 @@ export interface ThreadedCheckpointing {
 }
 
 /** Where a worker starts without a bundle: registers tsx, then runs thread-worker.ts. */
-const LOADER_ENTRY = new URL("./thread-worker-entry.js", import.meta.url);
+const LOADER_ENTRY = new URL("../executor/thread-worker-entry.js", import.meta.url);
 
 interface WorkerState {
   readonly worker: Worker;

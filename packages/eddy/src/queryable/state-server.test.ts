@@ -6,7 +6,7 @@ import { EddyError } from "../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import { silentLogger, type Logger } from "../core/logger.ts";
 import { decodeQueryValue, encodeQueryKey, MAX_QUERY_KEY_BYTES, MAX_QUERY_VALUE_BYTES, type StateServerBackend } from "./queryable.ts";
-import { MAX_HEADER_BYTES, STATE_SERVER_BOUNDS } from "./bounded-server.ts";
+import { MAX_HEADER_BYTES, STATE_SERVER_BOUNDS } from "../http/bounded-server.ts";
 import { testEndpointBounds } from "../testing/endpoint-bounds-suite.ts";
 import { startStateServer, type StateServer } from "./state-server.ts";
 

@@ -11,8 +11,8 @@ import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { openEnumerator, snapshotEnumerators } from "../connector/source.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
-import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
-import { QueryableLocations, serveQueryableStates } from "./queryable-serving.ts";
+import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "../executor/task-executor.ts";
+import { QueryableLocations, serveQueryableStates } from "../queryable/queryable-serving.ts";
 
 export interface JobResult {
   readonly jobName: string;

@@ -8,7 +8,7 @@
  */
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { EddyError } from "../core/errors.ts";
-import type { SavepointResult } from "./control.ts";
+import type { SavepointResult } from "../coordinator/control.ts";
 import { connectJob, listJobs, type JobListing } from "./control-client.ts";
 import { moveSavepoint } from "./move-savepoint.ts";
 

@@ -9,11 +9,11 @@
 import { readdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describeCause, EddyError, type ErrorDomain } from "../core/errors.ts";
-import type { JobStatus, SavepointResult } from "./control.ts";
-import { answerError } from "./http-endpoint.ts";
+import type { JobStatus, SavepointResult } from "../coordinator/control.ts";
+import { answerError } from "../http/http-endpoint.ts";
 import { checkJobId, controlHome, isPidAlive, jobsDir, readRegistryEntry, registryFile, type RegistryEntry } from "./control-registry.ts";
 import type { JobInfo } from "./control-server.ts";
-import type { QueryLocation } from "./queryable.ts";
+import type { QueryLocation } from "../queryable/queryable.ts";
 
 /** A job of the registry as `eddy list` shows it. */
 export interface JobListing {

@@ -3,6 +3,9 @@
  * control API that `eddy list / savepoint / stop / cancel` talk to (control-server.ts).
  */
 
+/** Where a job's tasks run: on the calling thread, or on worker threads. */
+export type ExecutionMode = "inline" | "threads";
+
 /** Where a job is in its life. */
 export type JobStatus = "running" | "stopping" | "finished" | "stopped" | "failed" | "cancelled";
 
