@@ -16,10 +16,14 @@ import {
   type TimeWindow,
 } from "eddy";
 import { OperatorTestHarness, type SerializedOperatorSnapshot } from "eddy/testing";
-import type { OneInputOperator, OperatorContext, Output } from "../packages/eddy/src/runtime/operator.ts";
-import { windowOperator } from "../packages/eddy/src/runtime/windows/window-operator.ts";
-import { slidingPaneOperator } from "../packages/eddy/src/runtime/windows/sliding-pane-operator.ts";
-import { keyedProcessOperator } from "../packages/eddy/src/runtime/operators/keyed-process-operator.ts";
+import {
+  type OneInputOperator,
+  type OperatorContext,
+  type Output,
+  windowOperator,
+  slidingPaneOperator,
+  keyedProcessOperator,
+} from "../packages/eddy/src/internal.ts";
 import { prng } from "./fixtures.ts";
 
 interface Ev {

@@ -16,17 +16,21 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { basename, dirname } from "node:path";
-import { SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
-import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
-import { asManifest, manifestFiles } from "../packages/eddy/src/executor/checkpoint-restore.ts";
-import { planJob } from "../packages/eddy/src/executor/job-ref.ts";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
-import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/executor/task-executor.ts";
-import { decodeOperatorStates, operatorStateSection } from "../packages/eddy/src/runtime/checkpointing.ts";
+import {
+  SnapshotFile,
+  LocalCheckpointStorage,
+  asManifest,
+  manifestFiles,
+  planJob,
+  silentLogger,
+  SOURCE_SPLITS_STATE,
+  decodeOperatorStates,
+  operatorStateSection,
+  type CheckpointStats,
+} from "../packages/eddy/src/internal.ts";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runJob, type RunOptions } from "eddy/testing";
-import type { CheckpointStats } from "../packages/eddy/src/checkpoint/coordinator.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import type { Counted, Fault, FaultKind } from "./jobs/checkpointed.ts";
 import type { StorageFault } from "./jobs/faulty-storage.ts";

@@ -9,13 +9,19 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
-import type { ControlledJob, SavepointResult, StopOptions } from "../packages/eddy/src/coordinator/control.ts";
-import { listJobs } from "../packages/eddy/src/control/control-client.ts";
-import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
-import { startStateServer } from "../packages/eddy/src/queryable/state-server.ts";
-import { mapKeyOf, type MapKey } from "../packages/eddy/src/core/key.ts";
-import { fakeQueryableJob, mapStateBackend } from "../packages/eddy/src/testing/fake-queryable.ts";
+import {
+  silentLogger,
+  type ControlledJob,
+  type SavepointResult,
+  type StopOptions,
+  listJobs,
+  startControlServer,
+  startStateServer,
+  mapKeyOf,
+  type MapKey,
+  fakeQueryableJob,
+  mapStateBackend,
+} from "../packages/eddy/src/internal.ts";
 
 const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const QUERY_TOKEN = "c".repeat(64);

@@ -12,17 +12,20 @@ import { test } from "node:test";
 import { defineJob, EddyError, OutputTag, Time, WatermarkStrategy, type Collector, type DataStream, type KeyedStream } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import type { ProcessJoinContext, ProcessJoinFunction } from "eddy";
-import { ManualClock } from "../packages/eddy/src/core/clock.ts";
-import { defaultMaxParallelism, keyGroupRangeForOperator } from "../packages/eddy/src/core/key-group.ts";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
-import { NO_TIMESTAMP } from "../packages/eddy/src/core/time.ts";
-import { heapStateBackend } from "../packages/eddy/src/state/heap-keyed-state-backend.ts";
-import { CounterRegistry, type OperatorContext, type Output } from "../packages/eddy/src/runtime/operator.ts";
 import {
+  ManualClock,
+  defaultMaxParallelism,
+  keyGroupRangeForOperator,
+  silentLogger,
+  NO_TIMESTAMP,
+  heapStateBackend,
+  CounterRegistry,
+  type OperatorContext,
+  type Output,
   intervalJoinOperator,
   type IntervalJoinBounds,
   type IntervalJoinOperator,
-} from "../packages/eddy/src/runtime/operators/interval-join-operator.ts";
+} from "../packages/eddy/src/internal.ts";
 import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
 /** A record of either side; `id` is unique over both sides ("L12", "R7"). */

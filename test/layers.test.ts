@@ -101,3 +101,21 @@ test("no import cycles, except the fluent API's streams inside api/", () => {
   const outsideApi = components.filter((c) => !c.every((f) => f.startsWith("api/")));
   assert.deepEqual(outsideApi, []);
 });
+
+test("job-level tests reach Eddy through its public entry points or src/internal.ts, never by deep paths", () => {
+  // Moving a file inside src/ must not break test/ (issue 24): what tests need beyond the public
+  // API is named once, in packages/eddy/src/internal.ts.
+  const TEST = resolve(import.meta.dirname);
+  const testFiles = (dir: string): string[] =>
+    readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+      e.isDirectory() ? (e.name === "fixtures" ? [] : testFiles(join(dir, e.name))) : e.name.endsWith(".ts") ? [join(dir, e.name)] : [],
+    );
+  const deep: string[] = [];
+  for (const file of testFiles(TEST)) {
+    for (const m of readFileSync(file, "utf8").matchAll(/(?:from\s+|import\()"(\.[^"]+)"/g)) {
+      const target = resolve(dirname(file), m[1]!);
+      if (target.startsWith(SRC + "/") && target !== join(SRC, "internal.ts")) deep.push(`${relative(TEST, file)} imports ${relative(SRC, target)}`);
+    }
+  }
+  assert.deepEqual(deep, []);
+});

@@ -18,8 +18,7 @@ import { defineJob, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFu
 import { runJob } from "eddy/testing";
 import { createQueryClient } from "eddy/query";
 import { EddyError } from "eddy";
-import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
+import { startControlServer, silentLogger } from "../packages/eddy/src/internal.ts";
 import { pacedNumbers } from "./jobs/paced-source.ts";
 
 const KEYS = 5;

@@ -15,9 +15,12 @@ import { EddyError } from "eddy";
 import { runJob, type JobHandle, type RunOptions } from "eddy/testing";
 import { createQueryClient } from "eddy/query";
 import queryable, { KEYS, RECORDS, type Counter } from "./jobs/queryable.ts";
-import { startControlServer } from "../packages/eddy/src/control/control-server.ts";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import {
+  startControlServer,
+  silentLogger,
+  assignToKeyGroup,
+  computeOperatorIndexForKeyGroup,
+} from "../packages/eddy/src/internal.ts";
 
 /** Each key's number of records. */
 const totals = Array.from({ length: KEYS }, (_, key) => Math.floor((RECORDS - key) / KEYS) + (key === 0 ? 0 : 1));

@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { EddyError } from "eddy";
 import { runJob, type RunOptions } from "eddy/testing";
 import golden, { RECORDS } from "./jobs/golden.ts";
-import { encodeSnapshotFile, SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
+import { encodeSnapshotFile, SnapshotFile } from "../packages/eddy/src/internal.ts";
 
 const FIXTURES = join(import.meta.dirname, "fixtures", "savepoints");
 

@@ -16,10 +16,13 @@ import { crc32 } from "node:zlib";
 import { defineJob, ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { openSavepoint, runInspectCommand, type SavepointReader } from "eddy/savepoint";
-import { encodeSnapshotFile, SnapshotFile } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
-import { fileChecksum } from "../packages/eddy/src/checkpoint/storage.ts";
-import { SOURCE_SPLITS_STATE } from "../packages/eddy/src/executor/task-executor.ts";
-import { assignToKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import {
+  encodeSnapshotFile,
+  SnapshotFile,
+  fileChecksum,
+  SOURCE_SPLITS_STATE,
+  assignToKeyGroup,
+} from "../packages/eddy/src/internal.ts";
 
 const RECORDS = 200_000;
 const KEYS = 12;

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { defineJob } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
 import rescalable, { BUCKET, KEYS, RECORDS, type Markers, type Tally, type TimerFired } from "./jobs/rescalable.ts";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/internal.ts";
 import { openSavepoint } from "eddy/savepoint";
 
 interface RunOutput {

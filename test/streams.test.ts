@@ -2,9 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defineJob, OutputTag, ValueStateDescriptor, WatermarkStrategy, type KeyedCoProcessFunction } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
-import { planJob } from "../packages/eddy/src/executor/job-ref.ts";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
-import { silentLogger } from "../packages/eddy/src/core/logger.ts";
+import { planJob, assignToKeyGroup, computeOperatorIndexForKeyGroup, silentLogger } from "../packages/eddy/src/internal.ts";
 
 test("union merges streams of the same type; nothing is lost or duplicated", async () => {
   const handle = runJob(

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { runJob, type RunOptions } from "eddy/testing";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/core/key-group.ts";
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/internal.ts";
 import * as jobs from "./jobs/parallel.ts";
 import orderPayments from "../examples/order-payments.ts";
 

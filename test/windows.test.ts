@@ -31,8 +31,7 @@ import {
   type WindowAssigner,
 } from "eddy";
 import { collectSink, OperatorTestHarness, runJob } from "eddy/testing";
-import { windowOperator } from "../packages/eddy/src/runtime/windows/window-operator.ts";
-import { slidingPaneOperator } from "../packages/eddy/src/runtime/windows/sliding-pane-operator.ts";
+import { windowOperator, slidingPaneOperator } from "../packages/eddy/src/internal.ts";
 import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
 interface Ev {

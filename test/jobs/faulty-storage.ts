@@ -17,8 +17,7 @@
  */
 import { appendFileSync, writeFileSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { LocalCheckpointStorage, type CheckpointStorage, type FileRef } from "../../packages/eddy/src/checkpoint/storage.ts";
-import type { CheckpointLocation } from "../../packages/eddy/src/executor/thread-protocol.ts";
+import { LocalCheckpointStorage, type CheckpointLocation, type CheckpointStorage, type FileRef } from "eddy";
 
 export interface StorageFault {
   readonly op: "writeFile" | "commitManifest";

@@ -119,3 +119,8 @@ export {
   type BatchCodec,
   type RecordCodecSpec,
 } from "./core/codec/index.ts";
+// Checkpoint storage, for a storage module of one's own (`checkpointStorage: { module }`): a
+// function `(location: CheckpointLocation) => CheckpointStorage`, e.g. wrapping LocalCheckpointStorage.
+export { LocalCheckpointStorage } from "./checkpoint/storage.ts";
+export type { CheckpointStorage, FileRef } from "./checkpoint/storage.ts";
+export type { CheckpointLocation } from "./executor/checkpoint-storage-ref.ts";
