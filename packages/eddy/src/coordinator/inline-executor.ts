@@ -13,22 +13,9 @@ import { openEnumerator, snapshotEnumerators } from "../connector/source.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "../executor/task-executor.ts";
 import { QueryableLocations, serveQueryableStates } from "../queryable/queryable-serving.ts";
+import type { Execution, JobResult } from "./execution.ts";
 
-export interface JobResult {
-  readonly jobName: string;
-  readonly durationMs: number;
-  /**
-   * Time from the moment every subtask was deployed and the sources started to the end: the
-   * duration without starting worker threads (which import the job module). Equal to
-   * durationMs inline.
-   */
-  readonly runningMs: number;
-  /** Records read by source subtasks. */
-  readonly sourceRecords: number;
-  /** Per-subtask counters at the end of the job. */
-  readonly metrics: readonly SubtaskMetrics[];
-}
-
+export type { JobResult } from "./execution.ts";
 export interface InlineOptions extends ExecutorOptions {
   /** Credit per channel, in records. */
   readonly channelCapacityRecords: number;
@@ -138,8 +125,11 @@ class InlineDeployment implements Deployment {
   }
 }
 
-export class InlineExecution {
+export class InlineExecution implements Execution {
+  readonly mode = "inline";
   readonly done: Promise<JobResult>;
+  /** Inline, tasks are deployed when the execution is constructed. */
+  readonly running: Promise<void> = Promise.resolve();
   /** Where the job's queryable states are served (one state server, on this thread). */
   readonly queryable = new QueryableLocations();
   readonly #executor: TaskExecutor;

@@ -15,7 +15,8 @@ import { resolveJob } from "../api/define-job.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { InlineExecution, type InlineOptions, type JobResult } from "./inline-executor.ts";
+import { InlineExecution, type InlineOptions } from "./inline-executor.ts";
+import type { Execution, JobResult } from "./execution.ts";
 import { resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
@@ -170,7 +171,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   /** Required by the job's control API and its queryable state servers. */
   const token = randomBytes(32).toString("hex");
 
-  let execution: InlineExecution | ThreadedExecution | undefined;
+  let execution: Execution | undefined;
   let cancelled = false;
   // Precedence: explicit options, then configuration keys, then what the job itself sets.
   const configured = optionsFromConfig(options.config ?? {});
@@ -300,7 +301,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       if (cancelled) execution.cancel();
       return execution;
     });
-    mode = decided.then((e) => (e instanceof ThreadedExecution ? "threads" : "inline"));
+    mode = decided.then((e) => e.mode);
     done = decided.then((e) => e.done);
     mode.catch(() => undefined);
   }
@@ -358,7 +359,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     mode,
     collected: <T>(name: string) => [...(results.get(name) ?? [])] as T[],
     whenIdle: () => {
-      if (execution instanceof InlineExecution) return execution.whenIdle();
+      if (execution?.whenIdle !== undefined) return execution.whenIdle();
       return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only"));
     },
     get sourceRecords() {

@@ -26,14 +26,15 @@ import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef }
 import type { Plan } from "../graph/plan.ts";
 import { asManifest, CheckpointRestore, manifestFiles } from "../executor/checkpoint-restore.ts";
 import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
-import type { InlineExecution, InlineOptions, JobResult } from "./inline-executor.ts";
+import type { InlineOptions } from "./inline-executor.ts";
+import type { Execution, JobResult } from "./execution.ts";
 import type { JobRef } from "../executor/job-ref.ts";
 import type { ExecutionMode } from "./control.ts";
 import { taskIdOf } from "../executor/task-executor.ts";
 import type { CheckpointLocation, RestoreSource } from "../executor/thread-protocol.ts";
 import type { SavepointResult } from "./control.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
-import type { ThreadedCheckpointing, ThreadedExecution } from "./threaded-execution.ts";
+import type { ThreadedCheckpointing } from "./threaded-execution.ts";
 import { RecoveryTracker, resolveRecovery, restartability } from "../checkpoint/recovery.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
@@ -56,8 +57,8 @@ export interface RecoveringJobOptions {
   readonly logger: Logger;
   /** The job's module reference for worker threads; undefined: run inline. */
   readonly ref: Promise<JobRef | undefined>;
-  readonly runInline: (checkpoints: InlineOptions["checkpoints"]) => InlineExecution;
-  readonly runThreaded: (ref: JobRef, checkpointing: ThreadedCheckpointing) => ThreadedExecution;
+  readonly runInline: (checkpoints: InlineOptions["checkpoints"]) => Execution;
+  readonly runThreaded: (ref: JobRef, checkpointing: ThreadedCheckpointing) => Execution;
   readonly isCancelled: () => boolean;
 }
 
@@ -190,15 +191,16 @@ export class RecoveringJob {
       decline: (taskId: string, id: number, reason: string) => runner.decline(taskId, id, reason),
       finished: (taskId: string) => runner.taskFinished(taskId),
     };
-    let execution: InlineExecution | ThreadedExecution;
-    let running: Promise<void>;
+    // The two modes differ in where restored state is loaded (here, or by each worker); from then
+    // on an attempt sees one Execution.
+    let execution: Execution;
     if (ref === undefined) {
       const dir = restore?.dir;
       const restored =
         restore === undefined
           ? undefined
           : await CheckpointRestore.load(dir === undefined ? this.#storage : { readFile: (_id, f) => readFileIn(dir, f) }, restore.manifest, plan, () => true);
-      const inline = this.#o.runInline({
+      execution = this.#o.runInline({
         participation: {
           mode: config.mode,
           storage: this.#storage,
@@ -208,11 +210,8 @@ export class RecoveringJob {
         },
         enumeratorState,
       });
-      execution = inline;
-      running = Promise.resolve();
-      fail = (e) => inline.fail(e);
     } else {
-      const threaded = this.#o.runThreaded(ref, {
+      execution = this.#o.runThreaded(ref, {
         workers: {
           mode: config.mode,
           storage: this.#o.location,
@@ -223,14 +222,13 @@ export class RecoveringJob {
         ...reports,
         enumeratorState,
       });
-      execution = threaded;
-      running = threaded.running;
-      fail = (e) => threaded.fail(e);
     }
+    const attempt = execution;
+    fail = (e) => attempt.fail(e);
     targets = execution.checkpointTargets();
     if (this.#o.isCancelled()) execution.cancel();
     let ended = false;
-    void running.then(() => {
+    void execution.running.then(() => {
       // An attempt that failed while deploying has ended already: nothing to start.
       if (ended) return;
       this.#running = true;

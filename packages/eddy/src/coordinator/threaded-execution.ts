@@ -17,7 +17,7 @@ import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import type { JobResult } from "./inline-executor.ts";
+import type { Execution, JobResult } from "./execution.ts";
 import { planFingerprint, type JobRef } from "../executor/job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
 import { createDoorbells } from "../executor/doorbells.ts";
@@ -80,7 +80,8 @@ interface WorkerState {
   metrics: readonly SubtaskMetrics[];
 }
 
-export class ThreadedExecution {
+export class ThreadedExecution implements Execution {
+  readonly mode = "threads";
   readonly done: Promise<JobResult>;
   /** Where the job's queryable states are served (a state server per worker). */
   readonly queryable = new QueryableLocations();

@@ -1,0 +1,51 @@
+/**
+ * A job's execution, whatever runs its tasks: every subtask on the calling thread
+ * (InlineExecution) or on worker threads (ThreadedExecution). The job handle (local-job.ts) and
+ * recovery (recovering-job.ts) use this interface only; which one runs is decided once, in
+ * startJob.
+ */
+import type { EddyError } from "../core/errors.ts";
+import type { QueryableLocations } from "../queryable/queryable-serving.ts";
+import type { SubtaskMetrics } from "../runtime/stream-task.ts";
+import type { CheckpointTargets } from "./checkpoint-runner.ts";
+import type { ExecutionMode } from "./control.ts";
+
+export interface JobResult {
+  readonly jobName: string;
+  readonly durationMs: number;
+  /**
+   * Time from the moment every subtask was deployed and the sources started to the end: the
+   * duration without starting worker threads (which import the job module). Equal to
+   * durationMs inline.
+   */
+  readonly runningMs: number;
+  /** Records read by source subtasks. */
+  readonly sourceRecords: number;
+  /** Per-subtask counters at the end of the job. */
+  readonly metrics: readonly SubtaskMetrics[];
+}
+
+/** Call order: any of the methods at any time; `done` settles once. `cancel`, `stop` and `fail` may be called twice. */
+export interface Execution {
+  readonly mode: ExecutionMode;
+  /** Settles when the job ends: its result, or the EddyError that ended it. */
+  readonly done: Promise<JobResult>;
+  /** Resolves once every task is deployed: checkpoints may be triggered from then on. */
+  readonly running: Promise<void>;
+  /** Where the job's queryable states are served. */
+  readonly queryable: QueryableLocations;
+  /** Records read by source subtasks so far. */
+  readonly sourceRecords: number;
+  /** The latest per-subtask counters. */
+  metrics(): SubtaskMetrics[];
+  /** Ends the job at once (JOB_CANCELLED). */
+  cancel(): void;
+  /** Ends the job once each task has acted on the commands sent before (stop-with-savepoint). */
+  stop(): void;
+  /** Fails the job from outside (e.g. too many failed checkpoints). */
+  fail(error: EddyError): void;
+  /** Where the checkpoint runner's commands go. */
+  checkpointTargets(): CheckpointTargets;
+  /** Inline only: resolves the next time every task waits for time or data (tests with a manual clock). */
+  whenIdle?(): Promise<void>;
+}
