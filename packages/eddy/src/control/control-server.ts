@@ -146,7 +146,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 
   let url: string;
   try {
-    url = await listen(server, options.host ?? "127.0.0.1");
+    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }));
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();

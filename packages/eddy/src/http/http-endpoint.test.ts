@@ -2,7 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EddyError } from "../core/errors.ts";
-import { answerError, errorBody } from "./http-endpoint.ts";
+import { createServer } from "node:http";
+import { answerError, errorBody, listen } from "./http-endpoint.ts";
 
 const blame = { domain: "config", retryable: false } as const;
 
@@ -19,5 +20,19 @@ test("an error answer with an unknown code, or none, is UNKNOWN_ERROR_CODE namin
     const e = answerError(502, body, "GET /v1/job answered 502", blame);
     assert.equal(e.code, "UNKNOWN_ERROR_CODE");
     assert.equal(e.message, "GET /v1/job answered 502 (HTTP 502 with no code)");
+  }
+});
+
+test("a listening server's later errors (a failed accept) go to the handler, not to an uncaught exception", async () => {
+  const server = createServer();
+  const heard: string[] = [];
+  await listen(server, "127.0.0.1", (e) => heard.push(e.message));
+  try {
+    // What Node does when accept() fails: emit 'error' on the server, which keeps listening.
+    server.emit("error", Object.assign(new Error("accept EMFILE"), { code: "EMFILE" }));
+    assert.deepEqual(heard, ["accept EMFILE"]);
+    assert.equal(server.listening, true);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
   }
 });

@@ -101,12 +101,17 @@ export function createRequestLimit(maxInFlight: number): RequestLimit {
   };
 }
 
-/** Listens on `host` at a free port; resolves with the base URL (`http://127.0.0.1:41234`). */
-export async function listen(server: Server, host: string): Promise<string> {
+/**
+ * Listens on `host` at a free port; resolves with the base URL (`http://127.0.0.1:41234`). Once
+ * listening, `onError` hears what the server reports later (an accept that failed, e.g. EMFILE):
+ * the server goes on, and an 'error' event without a listener would end the process.
+ */
+export async function listen(server: Server, host: string, onError: (error: Error) => void): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, host, () => {
       server.off("error", reject);
+      server.on("error", onError);
       resolve();
     });
   });

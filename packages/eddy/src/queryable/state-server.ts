@@ -75,7 +75,7 @@ export async function startStateServer(options: StateServerOptions): Promise<Sta
   server.unref();
   let url: string;
   try {
-    url = await listen(server, options.host ?? "127.0.0.1");
+    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("state server: the server reported an error; it goes on", { error: describeCause(e) }));
   } catch (e) {
     server.close();
     throw new EddyError("STATE_SERVER_FAILED", `cannot start a state server: ${describeCause(e)}`, { cause: e });
