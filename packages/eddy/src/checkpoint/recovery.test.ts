@@ -59,13 +59,21 @@ test("recovery before any attempt chose its ids restores nothing of the director
   assert.deepEqual(point, { kind: "start", behindCommitted: false });
 });
 
-test("restartability: cancellations, configuration errors and running out of memory are not restarted", () => {
-  assert.equal(restartability({ code: "USER_FUNCTION_FAILED", domain: "user", cancelled: false }).restartable, true);
-  assert.equal(restartability({ code: "WORKER_DIED", domain: "internal", cancelled: false }).restartable, true);
-  assert.equal(restartability({ code: undefined, domain: undefined, cancelled: false }).restartable, true);
-  assert.equal(restartability({ code: "USER_FUNCTION_FAILED", domain: "user", cancelled: true }).restartable, false);
-  assert.equal(restartability({ code: "JOB_CANCELLED", domain: "user", cancelled: false }).restartable, false);
-  assert.equal(restartability({ code: "NON_RESTORED_STATE", domain: "config", cancelled: false }).restartable, false);
-  const oom = restartability({ code: "WORKER_OUT_OF_MEMORY", domain: "user", cancelled: false });
-  assert.ok(!oom.restartable && /out of memory/.test(oom.reason));
+test("restartability: cancellations, configuration errors, running out of memory and a damaged named snapshot are not restarted", () => {
+  assert.equal(restartability({ code: "USER_FUNCTION_FAILED", domain: "user", cancelled: false, restoringNamedSnapshot: false }).restartable, true);
+  assert.equal(restartability({ code: "WORKER_DIED", domain: "internal", cancelled: false, restoringNamedSnapshot: false }).restartable, true);
+  assert.equal(restartability({ code: undefined, domain: undefined, cancelled: false, restoringNamedSnapshot: false }).restartable, true);
+  assert.equal(restartability({ code: "USER_FUNCTION_FAILED", domain: "user", cancelled: true, restoringNamedSnapshot: false }).restartable, false);
+  assert.equal(restartability({ code: "JOB_CANCELLED", domain: "user", cancelled: false, restoringNamedSnapshot: false }).restartable, false);
+  assert.equal(restartability({ code: "NON_RESTORED_STATE", domain: "config", cancelled: false, restoringNamedSnapshot: false }).restartable, false);
+  const oom = restartability({ code: "WORKER_OUT_OF_MEMORY", domain: "user", cancelled: false, restoringNamedSnapshot: false });
+  assert.ok(!oom.restartable && oom.report && /out of memory/.test(oom.reason));
+  // A damaged file while restoring a snapshot the user named: never replaced by an older one.
+  const damaged = restartability({ code: "CHECKPOINT_CORRUPT", domain: "external", cancelled: false, restoringNamedSnapshot: true });
+  assert.ok(!damaged.restartable && damaged.report && /named to restore from is damaged/.test(damaged.reason));
+  assert.equal(restartability({ code: "CHECKPOINT_MISSING", domain: "external", cancelled: false, restoringNamedSnapshot: true }).restartable, false);
+  // The same fault in the run's own checkpoint (recovery picks another, by the rules above).
+  assert.equal(restartability({ code: "CHECKPOINT_CORRUPT", domain: "external", cancelled: false, restoringNamedSnapshot: false }).restartable, true);
+  const cancelled = restartability({ code: "JOB_CANCELLED", domain: "user", cancelled: false, restoringNamedSnapshot: false });
+  assert.ok(!cancelled.restartable && !cancelled.report, "a cancellation ends quietly");
 });

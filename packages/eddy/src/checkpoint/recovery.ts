@@ -4,8 +4,10 @@
  *
  * 1. Is the failure worth a restart at all (`restartability`)? Not a cancellation, not a
  *    configuration error (it would fail again the same way), not running out of memory (the
- *    restored state and the same input run into the same limit). Otherwise the restart strategy
- *    decides (restart-strategy.ts).
+ *    restored state and the same input run into the same limit), not a damaged snapshot the user
+ *    named to restore from (it is restored exactly or not at all; recovery would otherwise pick
+ *    an older checkpoint, behind output already committed). Otherwise the restart strategy decides
+ *    (restart-strategy.ts).
  * 2. From where (`RecoveryTracker.plan`)? Exactly-once end to end needs: never a checkpoint older
  *    than the newest one whose completion sinks were notified of, since their transactions are
  *    committed and a replay from before them commits that output a second time; and only
@@ -28,18 +30,27 @@ export interface FailureFacts {
   readonly domain: string | undefined;
   /** The job was cancelled (by the user, or because it is being stopped). */
   readonly cancelled: boolean;
+  /** The failed attempt restored from a snapshot the user named (`--from-checkpoint`, `--from-savepoint`). */
+  readonly restoringNamedSnapshot: boolean;
 }
 
-/** The code of a failure because a worker ran out of heap. */
-const OUT_OF_MEMORY_CODE: ErrorCode = "WORKER_OUT_OF_MEMORY";
+const OUT_OF_MEMORY: ErrorCode = "WORKER_OUT_OF_MEMORY";
+const DAMAGED_SNAPSHOT: readonly ErrorCode[] = ["CHECKPOINT_CORRUPT", "CHECKPOINT_MISSING"];
 
-export type Restartability = { readonly restartable: true } | { readonly restartable: false; readonly reason: string };
+/**
+ * `report`: whether the failure is worth a line saying why it is not retried (a cancellation ends
+ * quietly; a configuration error speaks for itself).
+ */
+export type Restartability = { readonly restartable: true } | { readonly restartable: false; readonly reason: string; readonly report: boolean };
 
 export function restartability(failure: FailureFacts): Restartability {
-  if (failure.cancelled || failure.code === "JOB_CANCELLED") return { restartable: false, reason: "the job was cancelled" };
-  if (failure.domain === "config") return { restartable: false, reason: "a configuration error fails again the same way" };
-  if (failure.code === OUT_OF_MEMORY_CODE) {
-    return { restartable: false, reason: "out of memory: a restart from the same checkpoint would run out again. Raise the heap limit or reduce state" };
+  if (failure.cancelled || failure.code === "JOB_CANCELLED") return { restartable: false, reason: "the job was cancelled", report: false };
+  if (failure.domain === "config") return { restartable: false, reason: "a configuration error fails again the same way", report: false };
+  if (failure.code === OUT_OF_MEMORY) {
+    return { restartable: false, reason: "out of memory: a restart from the same checkpoint would run out again. Raise the heap limit or reduce state", report: true };
+  }
+  if (failure.restoringNamedSnapshot && DAMAGED_SNAPSHOT.some((code) => code === failure.code)) {
+    return { restartable: false, reason: "the snapshot named to restore from is damaged: it is restored exactly or not at all", report: true };
   }
   return { restartable: true };
 }

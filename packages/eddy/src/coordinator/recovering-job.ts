@@ -5,9 +5,9 @@
  * (docs/design/checkpoint-protocol.md, "Recovery").
  *
  * Invariants (exactly-once end to end):
- * - A snapshot the user named (`--from-checkpoint`, `--from-savepoint`) is restored exactly: its
- *   files are verified before the first attempt, and a fault in them fails the run. Never an
- *   older checkpoint in its place.
+ * - A snapshot the user named (`--from-checkpoint`, `--from-savepoint`) is restored exactly: a
+ *   damaged or missing file fails its loading (which verifies every file it reads) and the run,
+ *   never restarted from an older checkpoint in its place (checkpoint/recovery.ts).
  * - Recovery never restores a checkpoint older than the newest one whose completion sinks were
  *   notified of (their transactions are committed; replaying from before them duplicates output),
  *   unless `allowRecoveryBehindCommitted`; it fails the job instead, naming the damaged file.
@@ -105,26 +105,22 @@ export class RecoveringJob {
     this.#storage = await openCheckpointStorage(this.#o.storageRef, this.#o.location);
     await this.#removeInterruptedSavepoints();
     let restore = this.#o.restore;
-    if (restore !== undefined) {
-      checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
-      // Before any attempt: a fault in a named snapshot must fail the run, not start the restart
-      // strategy (whose recovery would pick an older checkpoint; issue 33).
-      await verifyRestorePoint(restore);
-    }
+    if (restore !== undefined) checkEveryStateRestored(restore, plan, this.#o.allowNonRestoredState, logger);
     // Until the job completes a checkpoint of its own, a restart goes back to where it started.
     const initial = restore;
     for (;;) {
       try {
         return await this.#attempt(ref, restore);
       } catch (e) {
-        const facts = e instanceof EddyError ? { code: e.code, domain: e.domain } : { code: undefined, domain: undefined };
-        const worth = restartability({ ...facts, cancelled: this.#o.isCancelled() });
+        const worth = restartability({
+          code: e instanceof EddyError ? e.code : undefined,
+          domain: e instanceof EddyError ? e.domain : undefined,
+          cancelled: this.#o.isCancelled(),
+          // A damaged file of a named snapshot fails its loading, which names the file (issue 33).
+          restoringNamedSnapshot: restore?.dir !== undefined,
+        });
         if (!worth.restartable) {
-          // Cancellations end quietly; anything else says why it is not retried (out of memory took
-          // ~3 minutes to fail over three restarts before; issue 33).
-          if (!this.#o.isCancelled() && facts.code !== "JOB_CANCELLED" && facts.domain !== "config") {
-            logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName });
-          }
+          if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName });
           throw e;
         }
         const decision = strategy.onFailure(Date.now());
@@ -305,15 +301,6 @@ export class RecoveringJob {
       logger.warn("could not remove the temporary directories of interrupted savepoints", { job: plan.jobName, dir: savepointDir, error: describeCause(e) });
     }
   }
-}
-
-/**
- * Reads and checks every file of the snapshot the run starts from (sizes, SHA-256), so that a
- * damaged one fails the run naming the file, before any task starts.
- */
-async function verifyRestorePoint(restore: RestoreSource): Promise<void> {
-  if (restore.dir === undefined) return;
-  for (const ref of manifestFiles(restore.manifest)) await readFileIn(restore.dir, ref);
 }
 
 /**
