@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
@@ -371,14 +371,18 @@ test("an exception thrown from a user timer or a promise nobody awaits fails the
     { args: ["--inline"], env: { DELAY_MS: "60000", REJECT: "1" }, expect: /eddy: job 'timer' failed: an unhandled promise rejection in user code outside the job's functions \(inline mode\): Error: rejected boom/ },
   ];
   for (const c of cases) {
-    const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", ...c.args], {
+    // With the control API on: the job's registry entry must be gone afterwards, as after any failure.
+    const home = mkdtempSync(join(tmpdir(), "eddy-home-"));
+    const run = spawnSync(process.execPath, [eddyBin, "run", job, ...c.args], {
       encoding: "utf8",
       timeout: 60_000,
-      env: { ...process.env, RECORDS: "3000000", ...c.env },
+      env: { ...process.env, EDDY_HOME: home, RECORDS: "3000000", ...c.env },
     });
     assert.equal(run.status, 1, `${c.args.join(" ")}: ${run.stderr}`);
     assert.match(run.stderr, c.expect);
     assert.doesNotMatch(run.stderr, /finished/, "not reported as finished");
+    assert.match(run.stderr, /control API on http:\/\/127\.0\.0\.1/);
+    assert.deepEqual(readdirSync(join(home, "jobs")), [], `${c.args.join(" ")}: the registry entry and token file are removed`);
   }
 });
 

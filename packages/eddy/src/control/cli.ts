@@ -225,7 +225,7 @@ async function main(argv: string[]): Promise<void> {
     }
   });
   let execution: JobExecution | undefined;
-  if (values.inline === true) watchInlineUserCode(() => execution?.jobName, logger);
+  const uncaught = values.inline === true ? watchInlineUserCode(() => execution, logger) : undefined;
   try {
     execution = startJob(module, {
       parallelism: positiveInt(values.parallelism, "--parallelism"),
@@ -281,6 +281,9 @@ async function main(argv: string[]): Promise<void> {
   }
   // Before reporting: fail() exits the process, and the registry entry must not outlive the job.
   await control?.close();
+  // An error from user code outside the job's functions (inline) ended the job: it is the cause.
+  const userCallbackError = uncaught?.error();
+  if (userCallbackError !== undefined) fail(`job '${execution.jobName}' failed: ${userCallbackError}`);
   if ("error" in outcome) {
     if (stdoutBroken) return;
     const e = outcome.error;
@@ -308,13 +311,19 @@ async function main(argv: string[]): Promise<void> {
 /**
  * Inline mode (`--inline`) runs user code on this thread, where what worker threads catch cannot
  * be caught per task: an error thrown from a callback of user code outside the job's functions (a
- * timer, a promise nobody awaits) fails the run here with one clear line; and the heap is watched,
- * so that nearing V8's limit (which aborts the process) is said before it happens.
+ * timer, a promise nobody awaits) cancels the job, and `error()` then says what happened, so the
+ * run ends through the same path as any failure (control API closed, one line); and the heap is
+ * watched, so that nearing V8's limit (which aborts the process) is said before it happens.
  */
-function watchInlineUserCode(jobName: () => string | undefined, logger: ReturnType<typeof jsonLogger>): void {
+function watchInlineUserCode(execution: () => JobExecution | undefined, logger: ReturnType<typeof jsonLogger>): { error(): string | undefined } {
+  let first: string | undefined;
   const uncaught = (kind: string) => (e: unknown) => {
-    const name = jobName();
-    fail(`job${name === undefined ? "" : ` '${name}'`} failed: ${kind} in user code outside the job's functions (inline mode): ${describeCause(e)}`);
+    if (first !== undefined) return;
+    first = `${kind} in user code outside the job's functions (inline mode): ${describeCause(e)}`;
+    const running = execution();
+    // Before the job exists (its module is being loaded) there is nothing to end but the process.
+    if (running === undefined) fail(first);
+    running.cancel();
   };
   process.on("uncaughtException", uncaught("an uncaught exception"));
   process.on("unhandledRejection", uncaught("an unhandled promise rejection"));
@@ -329,10 +338,11 @@ function watchInlineUserCode(jobName: () => string | undefined, logger: ReturnTy
     logger.warn(
       `the heap holds ${Math.round(used / 2 ** 20)} MB of its ${Math.round(limit / 2 ** 20)} MB limit: at the limit V8 aborts the process. ` +
         `Without --inline, the job runs on worker threads, where running out of memory fails the job with a message; or raise the limit (node --max-old-space-size)`,
-      { job: jobName() },
+      { job: execution()?.jobName },
     );
   }, HEAP_CHECK_INTERVAL_MS);
   heap.unref();
+  return { error: () => first };
 }
 
 /** The share of V8's heap limit at which inline mode warns (see watchInlineUserCode). */
