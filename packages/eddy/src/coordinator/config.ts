@@ -22,12 +22,9 @@ interface KeySpec {
   readonly apply: (value: string, into: Draft) => void;
 }
 
-interface Draft {
+/** Keys set plain options directly; checkpoint and restart keys gather parts, checked at the end. */
+interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
-  checkpointDir?: string;
-  savepointDir?: string;
-  watchdogTimeoutMs?: number;
-  maxWorkerHeapMb?: number;
   restart: Record<string, string>;
 }
 
@@ -126,19 +123,15 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
     }
     spec.apply(value, draft);
   }
-  const out: ConfiguredOptions = {};
-  if (Object.keys(draft.checkpoint).length > 0) {
-    if (draft.checkpoint.intervalMs === undefined) {
+  const { checkpoint, restart, ...plain } = draft;
+  const out: ConfiguredOptions = { ...plain };
+  if (Object.keys(checkpoint).length > 0) {
+    if (checkpoint.intervalMs === undefined) {
       throw new EddyError("INVALID_CONFIG", "execution.checkpointing.* keys need execution.checkpointing.interval");
     }
-    out.checkpointing = draft.checkpoint as CheckpointConfigInput;
+    out.checkpointing = checkpoint as CheckpointConfigInput;
   }
-  if (draft.checkpointDir !== undefined) out.checkpointDir = draft.checkpointDir;
-  if (draft.savepointDir !== undefined) out.savepointDir = draft.savepointDir;
-  if (draft.watchdogTimeoutMs !== undefined) out.watchdogTimeoutMs = draft.watchdogTimeoutMs;
-  if (draft.maxWorkerHeapMb !== undefined) out.maxWorkerHeapMb = draft.maxWorkerHeapMb;
-  const r = draft.restart;
-  if (Object.keys(r).length > 0) out.restartStrategy = restartStrategy(r);
+  if (Object.keys(restart).length > 0) out.restartStrategy = restartStrategy(restart);
   return out;
 }
 
