@@ -232,7 +232,7 @@ export class ThreadedExecution implements Execution {
         if (e.code === "ERR_WORKER_OUT_OF_MEMORY") {
           const limit = this.#options.maxWorkerHeapMb === undefined ? "Node's default heap limit" : `its heap limit of ${this.#options.maxWorkerHeapMb} MB`;
           this.#fail(
-            // Not retried: see RecoveringJob.
+            // Not retried: see restartability in checkpoint/recovery.ts.
             new EddyError("WORKER_OUT_OF_MEMORY", `worker ${i} ran out of memory (${limit}; ${e.message})`, { cause: e }),
           );
           return;
