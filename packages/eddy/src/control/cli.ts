@@ -332,7 +332,9 @@ function watchInlineUserCode(execution: () => JobExecution | undefined, logger: 
     const { used_heap_size: used, heap_size_limit: total } = getHeapStatistics();
     // heap_size_limit includes the young generation's reserve (3 × 16 MB semi-spaces on 64-bit
     // Node 20), which is never full when V8 gives up: what runs out is the old generation's share.
-    const limit = total - Math.min(YOUNG_GENERATION_RESERVE_BYTES, total / 4);
+    // (Clamped to a third of the total for tiny heaps; a quarter put the warning at 92 of the 96
+    // MB V8 dies at with --max-old-space-size=96, and it was missed about one run in four.)
+    const limit = total - Math.min(YOUNG_GENERATION_RESERVE_BYTES, total / 3);
     if (warned || used < HEAP_WARNING_FRACTION * limit) return;
     warned = true;
     logger.warn(
