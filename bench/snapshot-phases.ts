@@ -20,7 +20,7 @@ import { assignToKeyGroup } from "../packages/eddy/src/core/key-group.ts";
 import { HeapKeyedStateBackend } from "../packages/eddy/src/state/heap-keyed-state-backend.ts";
 import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts";
 import { releaseSectionBuffers, serializeTaskSnapshot } from "../packages/eddy/src/runtime/checkpointing.ts";
-import { encodeSnapshotFileChunks } from "../packages/eddy/src/checkpoint/snapshot-file.ts";
+import { encodeSnapshotFileChunks } from "../packages/eddy/src/checkpoint/format/container.ts";
 import { LocalCheckpointStorage, fileChecksum } from "../packages/eddy/src/checkpoint/storage.ts";
 import { median } from "./stats.ts";
 

@@ -19,7 +19,7 @@ import { basename, dirname } from "node:path";
 import {
   SnapshotFile,
   LocalCheckpointStorage,
-  asManifest,
+  readManifest,
   manifestFiles,
   planJob,
   silentLogger,
@@ -252,7 +252,7 @@ async function sourcePositions(checkpointDir: string): Promise<{ position: numbe
   const location = { rootDir: dirname(dirname(checkpointDir)), jobId: basename(dirname(checkpointDir)) };
   const storage = new LocalCheckpointStorage(location);
   const id = Number(/chk-(\d+)$/.exec(checkpointDir)![1]);
-  const manifest = asManifest(await storage.readManifest(id), checkpointDir);
+  const manifest = readManifest(await storage.readManifest(id), checkpointDir);
   const out: { position: number; to: number }[] = [];
   for (const task of manifest.tasks) {
     for (const op of task.operators) {
@@ -383,7 +383,7 @@ test("the final checkpoint waits for a periodic one still writing its manifest (
     assert.ok(left.length > 0);
     for (const id of left) {
       if (!(await storage.hasManifest(id))) continue;
-      const manifest = asManifest(await storage.readManifest(id), `checkpoint ${id}`);
+      const manifest = readManifest(await storage.readManifest(id), `checkpoint ${id}`);
       for (const ref of manifestFiles(manifest)) await storage.readFile(id, ref);
     }
     assert.deepEqual(result.output.counted, expected.counted);

@@ -44,6 +44,22 @@ test("source folders import only their own and lower layers", () => {
   assert.deepEqual(violations, []);
 });
 
+test("offline tools read formats (checkpoint/format/), never the executor, the coordinator or the control plane's server", () => {
+  // eddy/savepoint and eddy/query run without a job: what they read is described in
+  // checkpoint/format/ (issue 24), so a change to how tasks run cannot change how a savepoint reads.
+  const forbidden = /^(executor|coordinator)\/|^control\/(?!control-client\.ts$)/;
+  const violations: string[] = [];
+  for (const tool of ["savepoint", "query"]) {
+    for (const file of files(join(SRC, tool))) {
+      for (const m of readFileSync(file, "utf8").matchAll(/^(?:import|export)[^;]*?from\s+"(\.[^"]+)"/gms)) {
+        const target = relative(SRC, resolve(dirname(file), m[1]!));
+        if (forbidden.test(target)) violations.push(`${relative(SRC, file)} imports ${target}`);
+      }
+    }
+  }
+  assert.deepEqual(violations, []);
+});
+
 test("operators and windows depend on the keyed state backend interface, never on the heap backend", () => {
   // state/keyed-state-backend.ts is the contract; which backend a job uses is chosen where
   // operators are deployed (OperatorContext.stateBackend), so a disk backend plugs in unchanged.

@@ -5,7 +5,7 @@
  * never import it. test/layers.test.ts refuses any other path into src/ from test/.
  */
 export { type CheckpointStats } from "./checkpoint/coordinator.ts";
-export { SnapshotFile, encodeSnapshotFile } from "./checkpoint/snapshot-file.ts";
+export { SnapshotFile, encodeSnapshotFile } from "./checkpoint/format/container.ts";
 export { LocalCheckpointStorage, fileChecksum } from "./checkpoint/storage.ts";
 export { listJobs } from "./control/control-client.ts";
 export { startControlServer } from "./control/control-server.ts";
@@ -15,11 +15,12 @@ export { assignToKeyGroup, computeOperatorIndexForKeyGroup, defaultMaxParallelis
 export { mapKeyOf, type MapKey } from "./core/key.ts";
 export { silentLogger } from "./core/logger.ts";
 export { NO_TIMESTAMP } from "./core/time.ts";
-export { asManifest, manifestFiles } from "./executor/checkpoint-restore.ts";
+export { manifestFiles } from "./checkpoint/format/manifest.ts";
+export { readManifest } from "./checkpoint/format/manifest-reader.ts";
 export { planJob } from "./executor/job-ref.ts";
 export { SOURCE_SPLITS_STATE } from "./executor/task-executor.ts";
 export { startStateServer } from "./queryable/state-server.ts";
-export { decodeOperatorStates, operatorStateSection } from "./runtime/checkpointing.ts";
+export { decodeOperatorStates, operatorStateSection } from "./checkpoint/format/task-snapshot.ts";
 export { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "./runtime/operator.ts";
 export { intervalJoinOperator, type IntervalJoinBounds, type IntervalJoinOperator } from "./runtime/operators/interval-join-operator.ts";
 export { keyedProcessOperator } from "./runtime/operators/keyed-process-operator.ts";

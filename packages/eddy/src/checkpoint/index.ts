@@ -1,7 +1,8 @@
 /**
  * checkpoint/ — the protocol of asynchronous barrier snapshots (Carbone et al. 2015), as pure state
  * machines: the barrier aligner (one per task) and the checkpoint coordinator (one per job). See
- * docs/design/checkpoint-protocol.md.
+ * docs/design/checkpoint-protocol.md. What is persisted, and how each version of it is read, is in
+ * checkpoint/format/ (its index.ts lists the formats).
  *
  * May import: core/, state/ and checkpoint/ only.
  *

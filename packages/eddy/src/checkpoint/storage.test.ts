@@ -5,7 +5,7 @@ import { copyFile, mkdir, mkdtemp, readFile, readdir, rename, rm, symlink, trunc
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
-import { encodeSnapshotFile } from "./snapshot-file.ts";
+import { encodeSnapshotFile } from "./format/container.ts";
 import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, type FileRef } from "./storage.ts";
 
 interface TestManifest {

@@ -10,7 +10,7 @@ import { link, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
-import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./snapshot-file.ts";
+import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
 import { readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */

@@ -21,7 +21,7 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { EddyError } from "../core/errors.ts";
-import { checkpointCorrupt } from "./snapshot-file.ts";
+import { checkpointCorrupt } from "./format/container.ts";
 
 /**
  * The largest task file read: 2 GiB − 1 byte, the largest Node's readFile took before, so every

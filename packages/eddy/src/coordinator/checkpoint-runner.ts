@@ -16,8 +16,8 @@ import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { randomBytes } from "node:crypto";
 import { retain, writeSnapshotDirectory, type CheckpointStorage } from "../checkpoint/storage.ts";
 import type { Plan } from "../graph/plan.ts";
-import { buildManifest } from "../executor/checkpoint-restore.ts";
-import type { TaskSnapshotHandle } from "../executor/task-executor.ts";
+import { MANIFEST_FORMAT, MANIFEST_VERSION, type CheckpointManifest, type ManifestOperator } from "../checkpoint/format/manifest.ts";
+import type { TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
 import type { SavepointResult } from "./control.ts";
 
@@ -408,4 +408,28 @@ export class CheckpointRunner {
     for (const id of this.#enumerators.keys()) if (id <= checkpointId) this.#enumerators.delete(id);
     for (const id of this.#triggeredAt.keys()) if (id <= checkpointId) this.#triggeredAt.delete(id);
   }
+}
+
+/** The manifest of a checkpoint: its tasks' handles, and per operator of the plan what it ran as and what state it holds. */
+function buildManifest(fields: Omit<CheckpointManifest, "format" | "version" | "operators">, plan: Plan): CheckpointManifest {
+  const operators: Record<string, ManifestOperator> = {};
+  for (const node of plan.nodes) {
+    const keyed = new Map<string, NonNullable<ManifestOperator["keyedStates"]>[number]>();
+    const listed = new Map<string, { name: string; mode: string }>();
+    for (const task of fields.tasks) {
+      for (const op of task.operators) {
+        if (op.operatorId !== node.operatorId) continue;
+        for (const s of op.keyed?.states ?? []) keyed.set(s.name, { name: s.name, kind: s.kind, format: s.format, ...(s.codec === undefined ? {} : { codec: s.codec }) });
+        for (const o of op.operatorStates) listed.set(o.name, { name: o.name, mode: o.mode });
+      }
+    }
+    operators[node.operatorId] = {
+      name: node.name,
+      parallelism: node.parallelism,
+      maxParallelism: node.maxParallelism,
+      ...(keyed.size === 0 ? {} : { keyedStates: [...keyed.values()] }),
+      ...(listed.size === 0 ? {} : { operatorStates: [...listed.values()] }),
+    };
+  }
+  return { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, ...fields, operators };
 }

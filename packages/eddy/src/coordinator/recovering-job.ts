@@ -24,7 +24,9 @@ import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/resta
 import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
-import { asManifest, CheckpointRestore, manifestFiles } from "../executor/checkpoint-restore.ts";
+import { CheckpointRestore } from "../executor/checkpoint-restore.ts";
+import { manifestFiles } from "../checkpoint/format/manifest.ts";
+import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
 import type { InlineOptions } from "./inline-executor.ts";
 import type { Execution, JobResult } from "./execution.ts";
@@ -252,7 +254,7 @@ export class RecoveringJob {
     const skipped: string[] = [];
     const point = await resolveRecovery(this.#recovery.plan(), (atLeast) =>
       findLatestRestorable(this.#storage, {
-        verifyFiles: (m) => manifestFiles(asManifest(m, "checkpoint manifest")),
+        verifyFiles: (m) => manifestFiles(readManifest(m, "checkpoint manifest")),
         atLeast,
         log: (message) => {
           skipped.push(message);
@@ -279,7 +281,7 @@ export class RecoveringJob {
     }
     if (point.kind === "start") return initial;
     const found = point.checkpoint;
-    return { manifest: asManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
+    return { manifest: readManifest(found.manifest, this.#storage.checkpointDir(found.checkpointId)), dir: undefined };
   }
 
   /**
@@ -318,11 +320,11 @@ export function restorePointOf(from: { readonly checkpoint?: string | undefined;
     if (!/^chk-(0|[1-9][0-9]*)$/.test(basename(path))) {
       throw new EddyError("INVALID_CHECKPOINT_PATH", `'${from.checkpoint}' is not a checkpoint directory (expected <root>/<jobId>/chk-<n>)`);
     }
-    return { manifest: asManifest(readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
+    return { manifest: readManifest(readManifestIn(path, `checkpoint '${path}'`), path), dir: path };
   }
   if (from.savepoint === undefined) return undefined;
   const path = resolvePath(from.savepoint);
-  const manifest = asManifest(readManifestIn(path, `savepoint '${path}'`), path);
+  const manifest = readManifest(readManifestIn(path, `savepoint '${path}'`), path);
   if (!manifest.isSavepoint) {
     throw new EddyError("NOT_A_SAVEPOINT", `'${from.savepoint}' holds checkpoint ${manifest.checkpointId}, not a savepoint: restore it with --from-checkpoint`);
   }

@@ -1,5 +1,6 @@
 /**
- * Restoring a job from a checkpoint: the manifest format, and what each subtask gets back.
+ * Restoring a job from a checkpoint: what each subtask gets back (the formats it reads are in
+ * checkpoint/format/).
  *
  * State is matched to operators by operator id (the uid). Keyed state is found per key group in
  * whichever old subtask's file held it, so a restore also works when the parallelism changed;
@@ -9,67 +10,13 @@
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
-import { SnapshotFile } from "../checkpoint/snapshot-file.ts";
+import { SnapshotFile } from "../checkpoint/format/container.ts";
+import type { CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
 import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
-import {
-  decodeOperatorStates,
-  keyedSection,
-  operatorStateSection,
-  type OperatorRestore,
-  type OperatorSnapshotMeta,
-  type RestoredKeyed,
-} from "../runtime/checkpointing.ts";
+import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
+import type { OperatorRestore, RestoredKeyed } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
-import { validateManifest } from "./manifest-validation.ts";
-import type { TaskSnapshotHandle } from "./task-executor.ts";
-
-export { MANIFEST_FORMAT, MANIFEST_VERSION } from "./manifest.ts";
-export type { CheckpointManifest, ManifestOperator } from "./manifest.ts";
-import type { CheckpointManifest, ManifestOperator } from "./manifest.ts";
-import { MANIFEST_FORMAT, MANIFEST_VERSION } from "./manifest.ts";
-
-export function buildManifest(fields: Omit<CheckpointManifest, "format" | "version" | "operators">, plan: Plan): CheckpointManifest {
-  const operators: Record<string, ManifestOperator> = {};
-  for (const node of plan.nodes) {
-    const keyed = new Map<string, NonNullable<ManifestOperator["keyedStates"]>[number]>();
-    const listed = new Map<string, { name: string; mode: string }>();
-    for (const task of fields.tasks) {
-      for (const op of task.operators) {
-        if (op.operatorId !== node.operatorId) continue;
-        for (const s of op.keyed?.states ?? []) keyed.set(s.name, { name: s.name, kind: s.kind, format: s.format, ...(s.codec === undefined ? {} : { codec: s.codec }) });
-        for (const o of op.operatorStates) listed.set(o.name, { name: o.name, mode: o.mode });
-      }
-    }
-    operators[node.operatorId] = {
-      name: node.name,
-      parallelism: node.parallelism,
-      maxParallelism: node.maxParallelism,
-      ...(keyed.size === 0 ? {} : { keyedStates: [...keyed.values()] }),
-      ...(listed.size === 0 ? {} : { operatorStates: [...listed.values()] }),
-    };
-  }
-  return { format: MANIFEST_FORMAT, version: MANIFEST_VERSION, ...fields, operators };
-}
-
-/** Checks the shape of a manifest read back from storage. */
-export function asManifest(value: unknown, where: string): CheckpointManifest {
-  const m = value as Partial<CheckpointManifest> | null;
-  if (m === null || typeof m !== "object" || m.format !== MANIFEST_FORMAT || !Array.isArray(m.tasks) || typeof m.checkpointId !== "number") {
-    throw new EddyError("CHECKPOINT_CORRUPT", `${where}: not an Eddy checkpoint manifest`);
-  }
-  if (m.version !== MANIFEST_VERSION) {
-    throw new EddyError("CHECKPOINT_UNSUPPORTED_VERSION", `${where}: manifest version ${m.version} (this Eddy reads ${MANIFEST_VERSION})`);
-  }
-  // Hostile input: file names, key-group ranges, parallelisms and formats are checked before use.
-  validateManifest(m as CheckpointManifest, where);
-  return m as CheckpointManifest;
-}
-
-/** Every file a manifest lists. */
-export function manifestFiles(manifest: CheckpointManifest): FileRef[] {
-  return manifest.tasks.flatMap((t) => (t.file === null ? [] : [t.file]));
-}
 
 /** What one old subtask recorded for one operator. */
 interface OldPart {

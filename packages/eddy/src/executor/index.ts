@@ -3,7 +3,7 @@
  * loop (task-executor.ts), a worker thread and the messages it exchanges with the coordinator
  * (thread-worker.ts, thread-protocol.ts), the bundle workers start from (worker-bundle.ts),
  * doorbells between workers, the busy board of the task watchdog, and restoring a task's state
- * from a checkpoint (checkpoint-restore.ts, with the manifest's validation).
+ * from a checkpoint (checkpoint-restore.ts; the formats it reads are in checkpoint/format/).
  *
  * May import: the layers below (core … api), http/ and queryable/.
  *

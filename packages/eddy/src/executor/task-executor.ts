@@ -11,9 +11,10 @@
 import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
-import { encodeSnapshotFileChunks } from "../checkpoint/snapshot-file.ts";
+import { encodeSnapshotFileChunks } from "../checkpoint/format/container.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
-import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type OperatorSnapshotMeta } from "../runtime/checkpointing.ts";
+import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot } from "../runtime/checkpointing.ts";
+import type { OperatorSnapshotMeta, TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
 import type { Logger } from "../core/logger.ts";
@@ -86,16 +87,6 @@ export interface Deployment {
 export interface Doorbell {
   arm(): void;
   disarm(): void;
-}
-
-/** What a task reports when its snapshot for a checkpoint is persisted (TaskAck.state). */
-export interface TaskSnapshotHandle {
-  readonly taskId: string;
-  readonly chain: number;
-  readonly subtask: number;
-  /** The task's snapshot file, or null when no operator of the task has state. */
-  readonly file: FileRef | null;
-  readonly operators: readonly OperatorSnapshotMeta[];
 }
 
 /** How an executor's tasks take part in checkpoints: where they write, whom they tell. */

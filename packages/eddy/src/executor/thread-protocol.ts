@@ -15,7 +15,7 @@ import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobRef } from "./job-ref.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import type { TaskAck } from "../checkpoint/coordinator.ts";
-import type { CheckpointManifest } from "./manifest.ts";
+import type { CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import type { CheckpointLocation, CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
 import type { QueryableRegistration } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";

@@ -12,9 +12,16 @@
  * bytes later, yielding to the event loop while the task goes on processing.
  */
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
-import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import { encodeValue } from "../core/codec/value-codec.ts";
 import { EddyError } from "../core/errors.ts";
-import { checkpointCorrupt } from "../checkpoint/snapshot-file.ts";
+import {
+  keyedSection,
+  operatorStateSection,
+  decodeOperatorStates,
+  type OperatorSnapshotMeta,
+  type OperatorStateMode,
+  type TaskSnapshotSection,
+} from "../checkpoint/format/task-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 
 /** The frozen keyed state and timers of one operator subtask. */
@@ -35,7 +42,6 @@ export interface KeyedSnapshotPart {
  * Operator list state: `split` values are divided among subtasks when the parallelism changes
  * (source splits); `union` values are given to every subtask.
  */
-export type OperatorStateMode = "split" | "union";
 
 export interface OperatorStateSnapshot {
   readonly name: string;
@@ -151,28 +157,8 @@ export class OperatorCheckpointing {
   }
 }
 
-/** Section names of a task snapshot file (see writeTaskSnapshot). */
-export const keyedSection = (operatorId: string): string => `${operatorId}/keyed`;
-export const operatorStateSection = (operatorId: string): string => `${operatorId}/operator-state`;
 
-/** What a task snapshot file's metadata says about one operator (JSON). */
-export interface OperatorSnapshotMeta {
-  readonly operatorId: string;
-  readonly operatorName: string;
-  readonly keyed?: {
-    readonly keyGroupRange: { readonly start: number; readonly end: number };
-    readonly states: readonly KeyedStateMeta[];
-    /** The watermark, or null for −∞ (JSON has no infinities). */
-    readonly watermark: number | null;
-  };
-  readonly operatorStates: readonly { readonly name: string; readonly mode: OperatorStateMode; readonly count: number }[];
-}
 
-export interface TaskSnapshotSection {
-  readonly name: string;
-  readonly keyGroup?: number;
-  readonly bytes: Uint8Array;
-}
 
 /** Longest stretch of serialization before yielding to the event loop (and so to the task). */
 const SLICE_MS = 4;
@@ -274,20 +260,3 @@ export function restoreFromSerialized(snapshot: SerializedOperatorSnapshot): Ope
   };
 }
 
-/** Decodes an operator-state section: one array of values per operator state, in meta order. */
-export function decodeOperatorStates(bytes: Uint8Array, meta: OperatorSnapshotMeta): Map<string, unknown[]> {
-  const lists = decodeValue(new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
-  if (!Array.isArray(lists) || lists.length !== meta.operatorStates.length) {
-    throw checkpointCorrupt(`operator state of '${meta.operatorName}' does not match its description`);
-  }
-  const out = new Map<string, unknown[]>();
-  meta.operatorStates.forEach((o, i) => {
-    const list = lists[i];
-    // The count is the manifest's word, validated only against the file's size: check it here.
-    if (!Array.isArray(list) || list.length !== o.count) {
-      throw checkpointCorrupt(`operator state '${o.name}' of '${meta.operatorName}' holds ${Array.isArray(list) ? `${list.length} values` : "no list"}, its description says ${o.count}`);
-    }
-    out.set(o.name, list);
-  });
-  return out;
-}

@@ -6,7 +6,7 @@
  */
 import { EddyError } from "../core/errors.ts";
 import { copyValue } from "../state/copy-value.ts";
-import type { OperatorStateMode } from "./checkpointing.ts";
+import type { OperatorStateMode } from "../checkpoint/format/task-snapshot.ts";
 import type { OperatorContext } from "./operator.ts";
 
 export interface OperatorListState<T> {

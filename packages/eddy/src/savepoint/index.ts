@@ -18,4 +18,4 @@ export {
   type TimerInfo,
 } from "./reader.ts";
 export { inspectSavepoint, runInspectCommand, type InspectOptions, type CommandIo } from "./inspect.ts";
-export type { CheckpointManifest } from "../executor/checkpoint-restore.ts";
+export type { CheckpointManifest } from "../checkpoint/format/manifest.ts";

@@ -3,8 +3,8 @@
  * the job: what each operator held, cell by cell, its timers and its operator state. Layout and
  * rules: docs/design/savepoints.md.
  *
- * `openSavepoint` trusts nothing in the directory: the manifest is checked by `asManifest` and
- * `validateManifest`, and every file it lists is read and verified (a regular file in the
+ * `openSavepoint` trusts nothing in the directory: the manifest is checked by `readManifest` (its
+ * format, version and every field: manifest-validation.ts), and every file it lists is read and verified (a regular file in the
  * directory, not a link; size, before a byte is read; SHA-256; the container's CRC; its kind; and
  * that its sections are the ones the manifest describes) before the reader is returned. Cells are decoded lazily, when iterated; a cell that cannot be decoded,
  * or lies in a key group its key does not hash to, throws `CHECKPOINT_CORRUPT`.
@@ -13,15 +13,15 @@
  * verify it anyway); iterating decodes one key group at a time.
  */
 import { basename, join } from "node:path";
-import { SnapshotFile } from "../checkpoint/snapshot-file.ts";
+import { SnapshotFile } from "../checkpoint/format/container.ts";
 import { readFileIn, readManifestIn, type FileRef } from "../checkpoint/storage.ts";
-import { asManifest, manifestFiles, type CheckpointManifest } from "../executor/checkpoint-restore.ts";
-import { validateManifest } from "../executor/manifest-validation.ts";
+import { manifestFiles, type CheckpointManifest } from "../checkpoint/format/manifest.ts";
+import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { assignToKeyGroup } from "../core/key-group.ts";
-import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type OperatorStateMode } from "../runtime/checkpointing.ts";
+import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type OperatorStateMode } from "../checkpoint/format/task-snapshot.ts";
 import { readTimers, type RestoredTimer, type TimerDomain } from "../runtime/timer-service.ts";
 import type { ResolvedTtl, StateKind } from "../state/descriptors.ts";
 import { readKeyGroup } from "../state/heap-snapshot.ts";
@@ -107,8 +107,7 @@ export interface SavepointReader {
 export async function openSavepoint(path: string): Promise<SavepointReader> {
   const where = `savepoint '${path}'`;
   const meta = await readManifestIn(path, `${where} (not a savepoint or complete checkpoint directory)`);
-  const manifest = asManifest(meta, where);
-  validateManifest(manifest, where);
+  const manifest = readManifest(meta, where);
   const files = new Map<string, SnapshotFile>();
   for (const ref of manifestFiles(manifest)) files.set(ref.name, await readTaskFile(path, ref));
   return new VerifiedSavepoint(path, manifest, files);

@@ -20,7 +20,7 @@
  * a header a reader would refuse, so a checkpoint that could not be read back is never committed.
  */
 import { crc32 } from "node:zlib";
-import { EddyError } from "../core/errors.ts";
+import { EddyError } from "../../core/errors.ts";
 
 /** Version this Eddy writes. */
 export const SNAPSHOT_FILE_VERSION = 1;

@@ -1,11 +1,14 @@
 /**
  * The checkpoint manifest's format (docs/design/checkpoint-files.md): what a complete checkpoint
- * or savepoint lists about itself. Validated by manifest-validation.ts before anything reads it;
- * built by checkpoint-restore.ts's buildManifest.
+ * or savepoint lists about itself. Read with `readManifest` (manifest-reader.ts), which picks the
+ * reader of the manifest's version and validates it (manifest-validation.ts) before anything uses
+ * it; built by the coordinator's checkpoint runner.
  */
-import type { TaskSnapshotHandle } from "./task-executor.ts";
+import type { FileRef } from "../storage.ts";
+import type { TaskSnapshotHandle } from "./task-snapshot.ts";
 
 export const MANIFEST_FORMAT = "eddy.checkpoint";
+/** The version this Eddy writes. */
 export const MANIFEST_VERSION = 1;
 
 /** The manifest of a complete checkpoint (stored by CheckpointStorage.commitManifest). */
@@ -44,4 +47,9 @@ export interface ManifestOperator {
   /** Keyed states: name, kind, codec (id and version, if declared) and the cells' byte format. */
   readonly keyedStates?: readonly { readonly name: string; readonly kind: string; readonly format: string; readonly codec?: { readonly id: string; readonly version: number } }[];
   readonly operatorStates?: readonly { readonly name: string; readonly mode: string }[];
+}
+
+/** Every file a manifest lists. */
+export function manifestFiles(manifest: CheckpointManifest): FileRef[] {
+  return manifest.tasks.flatMap((t) => (t.file === null ? [] : [t.file]));
 }

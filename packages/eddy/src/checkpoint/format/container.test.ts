@@ -2,8 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { crc32 } from "node:zlib";
 import fc from "fast-check";
-import { EddyError } from "../core/errors.ts";
-import { SnapshotFile, encodeSnapshotFile, type SnapshotSection } from "./snapshot-file.ts";
+import { EddyError } from "../../core/errors.ts";
+import { SnapshotFile, encodeSnapshotFile, type SnapshotSection } from "./container.ts";
 
 const fileName = "op-3-1.snap";
 const parse = (bytes: Uint8Array, expectKind?: string): SnapshotFile =>

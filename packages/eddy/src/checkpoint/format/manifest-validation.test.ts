@@ -1,8 +1,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { EddyError } from "../core/errors.ts";
-import { CELL_FORMAT } from "../state/keyed-state-meta.ts";
-import { MANIFEST_FORMAT, MANIFEST_VERSION, type CheckpointManifest } from "./checkpoint-restore.ts";
+import { EddyError } from "../../core/errors.ts";
+import { CELL_FORMAT } from "../../state/keyed-state-meta.ts";
+import { MANIFEST_FORMAT, MANIFEST_VERSION, type CheckpointManifest } from "./manifest.ts";
 import { validateManifest } from "./manifest-validation.ts";
 
 const WHERE = "savepoint '/backups/sp-1'";

@@ -18,19 +18,19 @@
  *   task's counts add up to no more than its file's bytes (every value encodes to a byte or more);
  * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
  *
- * Depth and size of the manifest as a whole are bounded before it is parsed (snapshot-file.ts:
+ * Depth and size of the manifest as a whole are bounded before it is parsed (container.ts:
  * MAX_HEADER_DEPTH, MAX_HEADER_BYTES), so nothing here, nor any recursive walk after it, meets a
  * manifest nested deep enough to overflow the stack.
  *
- * Format and version are `asManifest`'s (checkpoint-restore.ts): call this after it, since a
- * manifest of another version may have another shape.
+ * Format and version are `readManifest`'s (manifest.ts): its reader of version 1 calls this, since
+ * a manifest of another version may have another shape.
  */
-import { FILE_NAME } from "../checkpoint/storage.ts";
-import { MAX_SNAPSHOT_FILE_BYTES } from "../checkpoint/untrusted-file.ts";
-import { EddyError } from "../core/errors.ts";
-import { MAX_MAX_PARALLELISM } from "../core/key-group.ts";
-import type { StateKind } from "../state/descriptors.ts";
-import { CELL_FORMAT } from "../state/keyed-state-meta.ts";
+import { FILE_NAME } from "../storage.ts";
+import { MAX_SNAPSHOT_FILE_BYTES } from "../untrusted-file.ts";
+import { EddyError } from "../../core/errors.ts";
+import { MAX_MAX_PARALLELISM } from "../../core/key-group.ts";
+import type { StateKind } from "../../state/descriptors.ts";
+import { CELL_FORMAT } from "../../state/keyed-state-meta.ts";
 import type { CheckpointManifest } from "./manifest.ts";
 
 /** Cell formats this Eddy decodes; a new format adds its id here and a reader in state/. */
@@ -47,7 +47,7 @@ const MAX_CODEC_ID_LENGTH = 200;
  * Throws `CHECKPOINT_CORRUPT` (or `CHECKPOINT_UNSUPPORTED` for a cell format this Eddy cannot
  * read) unless `manifest` is well formed. `where` names the checkpoint or savepoint in every
  * message, e.g. `savepoint '/backups/sp-1'`. The argument is typed as a manifest but trusted in
- * nothing beyond what `asManifest` checked.
+ * nothing beyond what `readManifest` checked.
  */
 export function validateManifest(manifest: CheckpointManifest, where: string): void {
   const corrupt = (what: string): EddyError =>
