@@ -8,6 +8,8 @@ import type { EddyError } from "../core/errors.ts";
 import type { QueryableLocations } from "../queryable/queryable-serving.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
+import type { TaskManagerGateway } from "../executor/gateway.ts";
+import type { SourceCoordinators } from "./source-coordinators.ts";
 import type { ExecutionMode } from "./control.ts";
 
 export interface JobResult {
@@ -48,4 +50,40 @@ export interface Execution {
   checkpointTargets(): CheckpointTargets;
   /** Inline only: resolves the next time every task waits for time or data (tests with a manual clock). */
   whenIdle?(): Promise<void>;
+}
+
+/**
+ * Where the checkpoint runner's commands go, for either mode: each command is one gateway call
+ * on every task manager of the job (written once: issue 24's "one gateway pair"); enumerators are
+ * snapshotted here, on the coordinating thread, just before a barrier is injected.
+ */
+export function broadcastCheckpointTargets(options: {
+  /** The job's task managers; none once the execution has ended (later commands are dropped). */
+  readonly taskManagers: () => readonly TaskManagerGateway[];
+  readonly sources: SourceCoordinators;
+  /** Ends the job once every task manager acted on the calls before (the execution's `stop`). */
+  readonly stop: () => void;
+  readonly expedite?: <T>(work: Promise<T>) => Promise<T>;
+}): CheckpointTargets {
+  const { taskManagers, sources } = options;
+  return {
+    trigger: (barrier, stop) => {
+      for (const tm of taskManagers()) tm.triggerCheckpoint(barrier, stop);
+    },
+    resumeSources: () => {
+      for (const tm of taskManagers()) tm.resumeSources();
+    },
+    stop: () => options.stop(),
+    notifyComplete: (checkpointId) => {
+      for (const tm of taskManagers()) tm.notifyCheckpointComplete(checkpointId);
+    },
+    abort: (checkpointId) => {
+      for (const tm of taskManagers()) tm.notifyCheckpointAborted(checkpointId);
+    },
+    finalCheckpoint: (barrier) => {
+      for (const tm of taskManagers()) tm.triggerFinalCheckpoint(barrier);
+    },
+    snapshotEnumerators: (checkpointId) => sources.snapshot(checkpointId),
+    ...(options.expedite === undefined ? {} : { expedite: options.expedite }),
+  };
 }

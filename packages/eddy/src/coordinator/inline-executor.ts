@@ -3,17 +3,16 @@
  * (queues of references, never encoded). Used by tests with a manual clock, by the operator
  * harness, and for jobs that cannot be rebuilt on a worker thread.
  */
-import { describeCause } from "../core/errors.ts";
-import type { Logger } from "../core/logger.ts";
-import type { SplitEnumerator } from "../connector/source.ts";
-import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
+import type { Plan, PlanEdge } from "../graph/plan.ts";
 import { LocalChannel } from "../runtime/channels/local-channel.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { openEnumerator, snapshotEnumerators } from "../connector/source.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
-import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions, type ReaderHandle, type SplitCoordination } from "../executor/task-executor.ts";
+import { TaskExecutor, type CheckpointParticipation, type Deployment, type ExecutorOptions } from "../executor/task-executor.ts";
+import { SourceReaders, TaskManager } from "../executor/task-manager.ts";
+import { checkProtocolVersion } from "../executor/gateway.ts";
+import { SourceCoordinators } from "./source-coordinators.ts";
 import { QueryableLocations, serveQueryableStates } from "../queryable/queryable-serving.ts";
-import type { Execution, JobResult } from "./execution.ts";
+import { broadcastCheckpointTargets, type Execution, type JobResult } from "./execution.ts";
 
 export type { JobResult } from "./execution.ts";
 export interface InlineOptions extends ExecutorOptions {
@@ -25,77 +24,16 @@ export interface InlineOptions extends ExecutorOptions {
   readonly token: string;
 }
 
-/** Creates one source enumerator per source operator and connects it to that source's readers. */
-export class LocalSplitCoordination implements SplitCoordination {
-  readonly #readers = new Map<PlanNode, Map<number, ReaderHandle>>();
-  readonly #enumerators = new Map<PlanNode, SplitEnumerator<unknown>>();
-  readonly #logger: Logger;
-  /** Restored enumerator state by source operator id; undefined: a fresh start. */
-  readonly #restored: ((operatorId: string) => unknown) | undefined;
-
-  constructor(logger: Logger, restored?: (operatorId: string) => unknown) {
-    this.#logger = logger;
-    this.#restored = restored;
-  }
-
-  /** Split enumerator state per source operator id, for a checkpoint. */
-  snapshotEnumerators(checkpointId: number): Record<string, unknown> {
-    return snapshotEnumerators([...this.#enumerators].map(([node, e]) => [node.operatorId, e] as const), checkpointId);
-  }
-
-  registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void {
-    let readers = this.#readers.get(node);
-    if (readers === undefined) this.#readers.set(node, (readers = new Map()));
-    readers.set(subtask, handle);
-  }
-
-  requestSplit(node: PlanNode, subtask: number): void {
-    // Asynchronous like a message to a coordinator: the request never re-enters the reader.
-    queueMicrotask(() => this.#enumerators.get(node)?.handleSplitRequest?.(subtask));
-  }
-
-  start(): void {
-    for (const [node, readers] of this.#readers) {
-      const t = node.transformation;
-      if (t.kind !== "source") continue;
-      const reader = (subtask: number): ReaderHandle => {
-        const handle = readers.get(subtask);
-        if (handle === undefined) throw new RangeError(`source '${node.name}' has no subtask ${subtask}`);
-        return handle;
-      };
-      const context = {
-        parallelism: node.parallelism,
-        assignSplits: (subtask: number, splits: readonly unknown[]) => reader(subtask).addSplits(splits),
-        signalNoMoreSplits: (subtask: number) => reader(subtask).notifyNoMoreSplits(),
-      };
-      const enumerator = openEnumerator(t.source, context, this.#restored === undefined ? undefined : { state: this.#restored(node.operatorId) });
-      this.#enumerators.set(node, enumerator);
-      enumerator.start?.();
-      for (let i = 0; i < node.parallelism; i++) enumerator.addReader(i);
-    }
-  }
-
-  close(): void {
-    for (const enumerator of this.#enumerators.values()) {
-      try {
-        enumerator.close?.();
-      } catch (e) {
-        this.#logger.warn("split enumerator failed to close", { error: describeCause(e) });
-      }
-    }
-  }
-}
-
 class InlineDeployment implements Deployment {
-  readonly splits: LocalSplitCoordination;
+  readonly splits: SourceReaders;
   readonly checkpoints: CheckpointParticipation | undefined;
   readonly #channels = new Map<PlanEdge, LocalChannel[][]>();
   readonly #capacity: number;
 
-  constructor(capacityRecords: number, logger: Logger, checkpoints: InlineOptions["checkpoints"]) {
+  constructor(capacityRecords: number, splits: SourceReaders, checkpoints: CheckpointParticipation | undefined) {
     this.#capacity = capacityRecords;
-    this.splits = new LocalSplitCoordination(logger, checkpoints?.enumeratorState);
-    this.checkpoints = checkpoints?.participation;
+    this.splits = splits;
+    this.checkpoints = checkpoints;
   }
 
   owns(): boolean {
@@ -133,18 +71,36 @@ export class InlineExecution implements Execution {
   /** Where the job's queryable states are served (one state server, on this thread). */
   readonly queryable = new QueryableLocations();
   readonly #executor: TaskExecutor;
-  readonly #deployment: InlineDeployment;
+  /** The one task manager, called directly (gateway.ts). */
+  readonly #taskManager: TaskManager;
+  readonly #sources: SourceCoordinators;
 
   constructor(plan: Plan, options: InlineOptions) {
     const startedAtMs = options.clock.now();
-    this.#deployment = new InlineDeployment(options.channelCapacityRecords, options.logger, options.checkpoints);
-    this.#executor = new TaskExecutor(plan, this.#deployment, options);
+    this.#sources = new SourceCoordinators(plan, () => this.#taskManager, options.checkpoints?.enumeratorState, options.logger);
+    // The coordinator's side of the gateway, as far as a task manager on this thread uses it:
+    // checkpoint reports go straight to the participation's owner (the checkpoint runner).
+    const readers = new SourceReaders(
+      plan,
+      {
+        registerTaskManager: (version) => {
+          checkProtocolVersion(version, "the inline task manager");
+          this.#sources.start();
+        },
+        // Asynchronous like a message to a coordinator: the request never re-enters the reader.
+        requestSplit: (node, subtask) => queueMicrotask(() => this.#sources.handleSplitRequest(node, subtask)),
+      },
+      "the inline task manager",
+    );
+    this.#executor = new TaskExecutor(plan, new InlineDeployment(options.channelCapacityRecords, readers, options.checkpoints?.participation), options);
     const serving = serveQueryableStates(this.#executor.queryable, {
       token: options.token,
       logger: options.logger,
       onRegistered: (registration) => this.queryable.add(registration),
     });
+    this.#taskManager = new TaskManager(this.#executor, readers, () => serving.close(), { serversClosed: () => {} });
     const ended = this.#executor.done.finally(() => {
+      this.#sources.close();
       this.queryable.end();
       return serving.close();
     });
@@ -162,12 +118,12 @@ export class InlineExecution implements Execution {
   }
 
   cancel(): void {
-    this.#executor.cancel();
+    this.#taskManager.cancel();
   }
 
-  /** Ends the job once the mail posted so far has run (TaskExecutor.stop). */
+  /** Ends the job once the calls made so far have been acted on (TaskExecutor.stop). */
   stop(): void {
-    this.#executor.stop();
+    this.#taskManager.stop();
   }
 
   /** Fails the job from outside (e.g. too many failed checkpoints). */
@@ -175,19 +131,14 @@ export class InlineExecution implements Execution {
     this.#executor.fail(cause);
   }
 
-  /** Where the checkpoint runner's commands go. */
+  /** Where the checkpoint runner's commands go: the one task manager, called directly. */
   checkpointTargets(): CheckpointTargets {
-    const executor = this.#executor;
-    return {
-      trigger: (barrier, stop) => executor.triggerCheckpoint(barrier, stop),
-      resumeSources: () => executor.resumeSources(),
+    return broadcastCheckpointTargets({
+      taskManagers: () => [this.#taskManager],
+      sources: this.#sources,
       stop: () => this.stop(),
-      notifyComplete: (id) => executor.notifyCheckpointComplete(id),
-      abort: (id) => executor.abortCheckpoint(id),
-      finalCheckpoint: (barrier) => executor.finalCheckpoint(barrier),
-      snapshotEnumerators: (id) => this.#deployment.splits.snapshotEnumerators(id),
-      expedite: (work) => executor.expedite(work),
-    };
+      expedite: (work) => this.#executor.expedite(work),
+    });
   }
 
   whenIdle(): Promise<void> {

@@ -25,6 +25,7 @@ import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnap
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { CheckpointRestore } from "../executor/checkpoint-restore.ts";
+import type { JobMasterGateway } from "../executor/gateway.ts";
 import { manifestFiles } from "../checkpoint/format/manifest.ts";
 import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
@@ -183,11 +184,11 @@ export class RecoveringJob {
     });
     this.#runner = runner;
     const enumeratorState = restore === undefined ? undefined : (operatorId: string) => restore.manifest.enumerators[operatorId];
-    // What tasks report, wherever they run.
-    const reports = {
-      acknowledge: (taskId: string, id: number, ack: TaskAck) => runner.acknowledge(taskId, id, ack),
-      decline: (taskId: string, id: number, reason: string) => runner.decline(taskId, id, reason),
-      finished: (taskId: string) => runner.taskFinished(taskId),
+    // What tasks report about checkpoints (that part of the gateway), wherever they run.
+    const reports: Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint" | "taskFinished"> = {
+      acknowledgeCheckpoint: (taskId: string, id: number, ack: TaskAck) => runner.acknowledge(taskId, id, ack),
+      declineCheckpoint: (taskId: string, id: number, reason: string) => runner.decline(taskId, id, reason),
+      taskFinished: (taskId: string) => runner.taskFinished(taskId),
     };
     // The two modes differ in where restored state is loaded (here, or by each worker); from then
     // on an attempt sees one Execution.

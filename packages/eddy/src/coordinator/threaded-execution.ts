@@ -3,7 +3,9 @@
  * subtasks run on worker threads. The coordinator starts the workers, allocates a shared-memory
  * ring for every channel between two workers and connects every pair with a MessagePort for
  * doorbells (record frames flow between workers directly, never through here), runs the source
- * split enumerators, gathers collect/print output, logs and metrics, and ends the job: when every
+ * split enumerators, gathers collect/print output, logs and metrics, and ends the job. It talks
+ * to each worker's task manager through the gateway protocol (executor/gateway.ts), as messages
+ * on the worker's port. The job ends: when every
  * worker has finished, or at the first failure — a task error, a crashed worker, a worker that
  * exits on its own (e.g. `process.exit` in user code) or runs out of memory. On failure or
  * cancellation every worker is terminated, so no thread outlives the job.
@@ -11,17 +13,26 @@
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
-import { openEnumerator, snapshotEnumerators, type SplitEnumerator } from "../connector/source.ts";
-import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import type { Execution, JobResult } from "./execution.ts";
+import { broadcastCheckpointTargets, type Execution, type JobResult } from "./execution.ts";
+import { SourceCoordinators } from "./source-coordinators.ts";
 import { planFingerprint, type JobRef } from "../executor/job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
 import { createDoorbells } from "../executor/doorbells.ts";
-import { crossWorkerChannels, deserializeError, placeSubtasks, remoteChannelSizing, type FromWorker, type Placement, type ToWorker, type WorkerCheckpointing, type WorkerInit } from "../executor/thread-protocol.ts";
+import { crossWorkerChannels, placeSubtasks, remoteChannelSizing, type Placement, type WorkerCheckpointing, type WorkerInit } from "../executor/thread-protocol.ts";
+import {
+  checkProtocolVersion,
+  deserializeError,
+  dispatchGatewayMessage,
+  JOB_MASTER_METHODS,
+  remoteGateway,
+  TASK_MANAGER_METHODS,
+  type JobMasterGateway,
+  type TaskManagerGateway,
+} from "../executor/gateway.ts";
 import { QueryableLocations } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "../executor/worker-bundle.ts";
 import { StackMapper } from "../executor/source-map-stack.ts";
@@ -58,11 +69,9 @@ export interface ThreadedOptions {
   readonly watchdogTimeoutMs: number;
 }
 
-export interface ThreadedCheckpointing {
+/** Checkpointing: what workers need, and where their reports about checkpoints go. */
+export interface ThreadedCheckpointing extends Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint" | "taskFinished"> {
   readonly workers: WorkerCheckpointing;
-  readonly acknowledge: (taskId: string, checkpointId: number, ack: TaskAck) => void;
-  readonly decline: (taskId: string, checkpointId: number, reason: string) => void;
-  readonly finished: (taskId: string) => void;
   /** Restored enumerator state by source operator id; undefined: a fresh start. */
   readonly enumeratorState: ((operatorId: string) => unknown) | undefined;
 }
@@ -72,6 +81,8 @@ const LOADER_ENTRY = new URL("../executor/thread-worker-entry.js", import.meta.u
 
 interface WorkerState {
   readonly worker: Worker;
+  /** The worker's task manager: every call is a message on its port. */
+  readonly gateway: TaskManagerGateway;
   /** Resolves once the worker's state server is closed (or the worker has exited). */
   readonly serversClosed: Promise<void>;
   readonly closeServers: () => void;
@@ -88,7 +99,7 @@ export class ThreadedExecution implements Execution {
   readonly #plan: Plan;
   readonly #options: ThreadedOptions;
   readonly #workers: WorkerState[] = [];
-  readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
+  readonly #sources: SourceCoordinators;
   #ready = 0;
   #settled = false;
   #resolve!: (result: JobResult) => void;
@@ -104,6 +115,8 @@ export class ThreadedExecution implements Execution {
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
     this.#options = options;
+    const place = placeSubtasks(plan, options.workers, options.placement);
+    this.#sources = new SourceCoordinators(plan, (node, subtask) => this.#workers[place(node, subtask)]!.gateway, options.checkpointing?.enumeratorState, options.logger);
     this.done = new Promise<JobResult>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;
@@ -132,8 +145,7 @@ export class ThreadedExecution implements Execution {
 
   /** Ends the job once each worker has acted on the messages sent before (TaskExecutor.stop). */
   stop(): void {
-    if (this.#settled) return;
-    for (let w = 0; w < this.#workers.length; w++) this.#post(w, { t: "stop" });
+    for (const tm of this.#taskManagers()) tm.stop();
   }
 
   /** Fails the job from outside (e.g. too many failed checkpoints). */
@@ -141,22 +153,14 @@ export class ThreadedExecution implements Execution {
     this.#fail(error);
   }
 
-  /** Where the checkpoint runner's commands go; enumerators are snapshotted here, barriers start in the workers. */
+  /** Where the checkpoint runner's commands go: every worker's task manager, as messages. */
   checkpointTargets(): CheckpointTargets {
-    const all = (message: ToWorker): void => {
-      if (this.#settled) return;
-      for (let w = 0; w < this.#workers.length; w++) this.#post(w, message);
-    };
-    return {
-      trigger: (barrier, stop) => all({ t: "trigger-checkpoint", barrier, stop }),
-      resumeSources: () => all({ t: "resume-sources" }),
-      stop: () => this.stop(),
-      notifyComplete: (checkpointId) => all({ t: "checkpoint-complete", checkpointId }),
-      abort: (checkpointId) => all({ t: "abort-checkpoint", checkpointId }),
-      finalCheckpoint: (barrier) => all({ t: "final-checkpoint", barrier }),
-      snapshotEnumerators: (checkpointId) =>
-        snapshotEnumerators([...this.#enumerators].map(([index, e]) => [this.#plan.nodes[index]!.operatorId, e] as const), checkpointId),
-    };
+    return broadcastCheckpointTargets({ taskManagers: () => this.#taskManagers(), sources: this.#sources, stop: () => this.stop() });
+  }
+
+  /** The workers' task managers while the job runs; none once it has ended (commands are dropped). */
+  #taskManagers(): readonly TaskManagerGateway[] {
+    return this.#settled ? [] : this.#workers.map((w) => w.gateway);
   }
 
   #start(job: JobRef): void {
@@ -219,11 +223,13 @@ export class ThreadedExecution implements Execution {
       });
       let serversClosed!: () => void;
       const closed = new Promise<void>((resolve) => (serversClosed = resolve));
-      const state: WorkerState = { worker, serversClosed: closed, closeServers: serversClosed, finished: false, sourceRecords: 0, metrics: [] };
+      const gateway = remoteGateway<TaskManagerGateway>(TASK_MANAGER_METHODS, (message) => worker.postMessage(message));
+      const state: WorkerState = { worker, gateway, serversClosed: closed, closeServers: serversClosed, finished: false, sourceRecords: 0, metrics: [] };
       this.#workers.push(state);
-      worker.on("message", (message: FromWorker) => {
+      const jobMaster = this.#jobMasterFor(i, state);
+      worker.on("message", (message: unknown) => {
         try {
-          this.#onMessage(i, state, message);
+          dispatchGatewayMessage<JobMasterGateway>(jobMaster, JOB_MASTER_METHODS, message);
         } catch (e) {
           this.#fail(e instanceof EddyError ? e : new EddyError("COORDINATOR_FAILED", describeCause(e), { cause: e }));
         }
@@ -252,80 +258,50 @@ export class ThreadedExecution implements Execution {
     }
   }
 
-  #post(worker: number, message: ToWorker): void {
-    this.#workers[worker]!.worker.postMessage(message);
-  }
-
-  #onMessage(index: number, state: WorkerState, message: FromWorker): void {
-    if (message.t === "servers-closed") return state.closeServers();
-    if (this.#settled) return;
-    switch (message.t) {
-      case "ready":
+  /** The coordinator's side of the gateway for worker `index`: what its task manager reports. */
+  #jobMasterFor(index: number, state: WorkerState): JobMasterGateway {
+    /** Reports after the job ended are dropped (the workers are being shut down). */
+    const live =
+      <A extends unknown[]>(f: (...args: A) => void) =>
+      (...args: A): void => {
+        if (!this.#settled) f(...args);
+      };
+    const checkpointing = this.#options.checkpointing;
+    return {
+      registerTaskManager: live((version) => {
+        checkProtocolVersion(version, `worker ${index}`);
         if (++this.#ready === this.#workers.length) {
           this.#runningSince = Date.now();
-          this.#startEnumerators();
+          this.#sources.start();
           this.#running();
         }
-        return;
-      case "split-request":
-        this.#enumerators.get(message.node)?.handleSplitRequest?.(message.subtask);
-        return;
-      case "output":
-        for (const [name, values] of message.collected) for (const v of values) this.#options.services.collect(name, v);
-        for (const line of message.stdout) this.#options.services.writeStdout(line);
-        return;
-      case "commit":
-        this.#options.services.commitOnce(message.sink, message.txnId, message.values);
-        return;
-      case "log":
-        this.#options.logger[message.level](message.message, message.fields as Record<string, unknown>);
-        return;
-      case "metrics":
-        state.sourceRecords = message.sourceRecords;
-        state.metrics = message.metrics;
-        return;
-      case "finished":
+      }),
+      requestSplit: live((node, subtask) => this.#sources.handleSplitRequest(node, subtask)),
+      reportOutput: live((collected, stdout) => {
+        for (const [name, values] of collected) for (const v of values) this.#options.services.collect(name, v);
+        for (const line of stdout) this.#options.services.writeStdout(line);
+      }),
+      commitOnce: live((sink, txnId, values) => this.#options.services.commitOnce(sink, txnId, values)),
+      log: live((level, message, fields) => this.#options.logger[level](message, fields as Record<string, unknown>)),
+      reportMetrics: live((sourceRecords, metrics) => {
+        state.sourceRecords = sourceRecords;
+        state.metrics = metrics;
+      }),
+      taskManagerFinished: live((sourceRecords, metrics) => {
         state.finished = true;
         state.closeServers(); // closed before it said finished
-        state.sourceRecords = message.sourceRecords;
-        state.metrics = message.metrics;
+        state.sourceRecords = sourceRecords;
+        state.metrics = metrics;
         if (this.#workers.every((w) => w.finished)) void this.#succeed();
-        return;
-      case "failed":
-        this.#fail(deserializeError(message.error, index));
-        return;
-      case "checkpoint-ack":
-        this.#options.checkpointing?.acknowledge(message.taskId, message.checkpointId, message.ack);
-        return;
-      case "checkpoint-decline":
-        this.#options.checkpointing?.decline(message.taskId, message.checkpointId, message.reason);
-        return;
-      case "task-finished":
-        this.#options.checkpointing?.finished(message.taskId);
-        return;
-      case "queryable":
-        this.queryable.add(message.registration);
-        return;
-    }
-  }
-
-  #startEnumerators(): void {
-    const place = placeSubtasks(this.#plan, this.#workers.length, this.#options.placement);
-    this.#plan.nodes.forEach((node, index) => {
-      const t = node.transformation;
-      if (t.kind !== "source") return;
-      const context = {
-        parallelism: node.parallelism,
-        assignSplits: (subtask: number, splits: readonly unknown[]) =>
-          this.#post(place(node, subtask), { t: "splits", node: index, subtask, splits: [...splits] }),
-        signalNoMoreSplits: (subtask: number) => this.#post(place(node, subtask), { t: "no-more-splits", node: index, subtask }),
-      };
-      const restored = this.#options.checkpointing?.enumeratorState;
-      const enumerator = openEnumerator(t.source, context, restored === undefined ? undefined : { state: restored(node.operatorId) });
-      this.#enumerators.set(index, enumerator);
-      enumerator.start?.();
-      for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);
-    });
+      }),
+      taskManagerFailed: live((error) => this.#fail(deserializeError(error, index))),
+      acknowledgeCheckpoint: live((taskId, checkpointId, ack) => checkpointing?.acknowledgeCheckpoint(taskId, checkpointId, ack)),
+      declineCheckpoint: live((taskId, checkpointId, reason) => checkpointing?.declineCheckpoint(taskId, checkpointId, reason)),
+      taskFinished: live((taskId) => checkpointing?.taskFinished(taskId)),
+      queryableRegistered: live((registration) => this.queryable.add(registration)),
+      // Also after the end: shutting down waits for it.
+      serversClosed: () => state.closeServers(),
+    };
   }
 
   #startWatchdog(boards: readonly SharedArrayBuffer[]): void {
@@ -387,19 +363,15 @@ export class ThreadedExecution implements Execution {
   }
 
   async #shutdown(): Promise<void> {
-    for (const enumerator of this.#enumerators.values()) {
-      try {
-        enumerator.close?.();
-      } catch (e) {
-        this.#options.logger.warn("split enumerator failed to close", { error: describeCause(e) });
-      }
-    }
+    this.#sources.close();
     // Terminating a thread while its HTTP parser runs aborts the process: close the state servers
     // first (each worker answers once closed; a stuck one is terminated after a second anyway).
+    // A worker still running is cancelled first, so it does no more work meanwhile.
     await Promise.all(
       this.#workers.map(async (w) => {
         try {
-          w.worker.postMessage({ t: "close-servers" } satisfies ToWorker);
+          if (!w.finished) w.gateway.cancel();
+          w.gateway.closeServers();
         } catch {
           // Already gone.
         }

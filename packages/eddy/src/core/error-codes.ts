@@ -160,6 +160,7 @@ export const ERROR_CODES = {
   CLOCK_NEEDS_INLINE: { domain: "config", retryable: false, meaning: "A custom clock was given to a job on worker threads.", action: "Run with mode 'inline' to use a custom clock." },
   JOB_NOT_IMPORTABLE: { domain: "config", retryable: false, meaning: "Mode 'threads' was asked, but worker threads cannot import the job.", action: "Export the job from its module as the message says, or run inline." },
   JOB_NOT_FOUND: { domain: "config", retryable: false, meaning: "A worker thread did not find the job at the export it was given.", action: "Export the job under the same name in every process." },
+  GATEWAY_PROTOCOL: { domain: "config", retryable: false, meaning: "A task manager and its coordinator speak different versions of the gateway protocol, or a message is not part of it.", action: "Run every part of the job from the same Eddy; if they are, report it as a bug." },
   PLAN_MISMATCH: { domain: "config", retryable: false, meaning: "A worker built a different graph than the coordinator.", action: "Build the job deterministically (no randomness, clock or environment in the graph's shape)." },
   JOB_CANCELLED: { domain: "user", retryable: false, meaning: "The job was cancelled.", action: "None: cancelling ends the job." },
   TASK_FAILED: { domain: "internal", retryable: false, meaning: "A task failed with an error that is not an EddyError.", action: BUG },

@@ -10,7 +10,6 @@
  */
 import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
-import type { TaskAck } from "../checkpoint/coordinator.ts";
 import { encodeSnapshotFileChunks } from "../checkpoint/format/container.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
 import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot } from "../runtime/checkpointing.ts";
@@ -29,6 +28,7 @@ import { CounterRegistry, type JobServices, type OneInputOperator, type Operator
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 import type { BusyTaskBoard } from "./task-watchdog.ts";
+import type { JobMasterGateway } from "./gateway.ts";
 import { heapStateBackend } from "../state/heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 
@@ -89,18 +89,18 @@ export interface Doorbell {
   disarm(): void;
 }
 
-/** How an executor's tasks take part in checkpoints: where they write, whom they tell. */
-export interface CheckpointParticipation {
+/**
+ * How an executor's tasks take part in checkpoints: where they write, what they restore, and whom
+ * they report to (the coordinator's gateway: called directly inline, carried as messages from a
+ * worker thread).
+ */
+export interface CheckpointParticipation extends Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint" | "taskFinished"> {
   readonly mode: "exactly-once" | "at-least-once";
   readonly storage: CheckpointStorage;
   /** What subtask `subtask` of `node` restores from (undefined: start empty). */
   restoreFor(node: PlanNode, subtask: number): OperatorRestore | undefined;
   /** Restored state no operator takes back is dropped (with a warning) instead of failing the job. */
   readonly allowNonRestoredState: boolean;
-  acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void;
-  decline(taskId: string, checkpointId: number, reason: string): void;
-  /** The task consumed all its input (no further checkpoint includes it). */
-  finished(taskId: string): void;
 }
 
 /** The id of subtask `subtask` of `chain` in checkpoints (coordinator and manifest). */
@@ -397,7 +397,7 @@ export class TaskExecutor {
         releaseSectionBuffers(sections);
       }
       const handle: TaskSnapshotHandle = { taskId, chain: chain.index, subtask, file, operators };
-      cp.acknowledge(taskId, id, {
+      cp.acknowledgeCheckpoint(taskId, id, {
         state: handle,
         syncMs: timing.syncMs,
         asyncMs: performance.now() - start,
@@ -407,7 +407,7 @@ export class TaskExecutor {
     };
     this.expedite(run()).catch((e: unknown) => {
       this.#options.logger.warn("checkpoint failed in a task", { job: this.#plan.jobName, checkpoint: id, task: taskId, error: describeCause(e) });
-      cp.decline(taskId, id, `task ${taskId} could not persist its snapshot: ${describeCause(e)}`);
+      cp.declineCheckpoint(taskId, id, `task ${taskId} could not persist its snapshot: ${describeCause(e)}`);
     });
   }
 
@@ -588,10 +588,10 @@ export class TaskExecutor {
                   mode: cp.mode,
                   operators: chain.nodes.map((n) => checkpointings.get(n)!),
                   onSnapshot: (barrier, snapshots, timing) => this.#persist(cp, taskId, chain, subtask, barrier, snapshots, timing),
-                  onDecline: (id, reason) => cp.decline(taskId, id, reason),
+                  onDecline: (id, reason) => cp.declineCheckpoint(taskId, id, reason),
                   onFinished: () => {
                     for (const barrier of this.#triggered.values()) task.snapshotIfFinished(barrier);
-                    cp.finished(taskId);
+                    cp.taskFinished(taskId);
                   },
                   inFlight: () => this.#triggered.size > 0,
                 },

@@ -1,13 +1,12 @@
 /**
  * How big the shared-memory rings between workers are, and how much credit their channels get
- * (remoteChannelSizing): what bounds a channel's memory, by default and when configured. And how
- * a worker's error arrives at the coordinator (deserializeError).
+ * (remoteChannelSizing): what bounds a channel's memory, by default and when configured.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { frameRingBytesFor } from "../runtime/channels/frame-ring.ts";
 import { EddyError } from "../core/errors.ts";
-import { deserializeError, remoteChannelSizing, type CrossWorkerChannel, type SerializedError } from "./thread-protocol.ts";
+import { remoteChannelSizing, type CrossWorkerChannel } from "./thread-protocol.ts";
 
 const MiB = 1024 * 1024;
 
@@ -50,33 +49,5 @@ test("configured buffer bytes are rounded down to a power of two within 64 KiB-4
   assert.equal(sized(64 * 1024).creditRecords, 16_384);
   for (const bad of [0, -1, Number.NaN]) {
     assert.throws(() => sized(bad), (e: unknown) => e instanceof EddyError && e.code === "INVALID_CHANNEL_BUFFER" && e.domain === "config");
-  }
-});
-
-const reported: SerializedError = {
-  code: "SAVEPOINT_FAILED",
-  message: "cannot take a savepoint: the job has failed",
-  domain: "user",
-  retryable: false,
-  operator: "Counter",
-  subtask: 2,
-  stack: "EddyError: cannot take a savepoint",
-};
-
-test("a worker's error arrives with its code, domain, retry hint, operator and subtask as raised", () => {
-  const e = deserializeError(reported, 1);
-  assert.ok(e instanceof EddyError);
-  assert.deepEqual([e.code, e.message, e.domain, e.retryable, e.operator, e.subtask], ["SAVEPOINT_FAILED", reported.message, "user", false, "Counter", 2]);
-  assert.equal(e.stack, `${reported.stack}\n    (reported by worker 1)`);
-});
-
-test("a worker's error with a code this build does not know arrives as UNKNOWN_ERROR_CODE, keeping the original", () => {
-  for (const code of ["NO_SUCH_CODE", "constructor", ""]) {
-    const e = deserializeError({ ...reported, code }, 3);
-    assert.equal(e.code, "UNKNOWN_ERROR_CODE");
-    assert.equal(e.domain, "internal");
-    assert.equal(e.retryable, false);
-    assert.equal(e.message, `${reported.message} (worker 3 reported the unknown code '${code}')`);
-    assert.deepEqual([e.operator, e.subtask], ["Counter", 2]);
   }
 });

@@ -1,23 +1,19 @@
 /**
- * What the coordinator (the thread that started the job) and its worker threads say to each
- * other, and the placement both sides derive from the plan without talking: which worker runs a
- * subtask, and the id of every channel. Record data never goes through the coordinator: each
+ * How a worker thread starts (WorkerInit), and the placement the coordinator (the thread that
+ * started the job) and its workers derive from the plan without talking: which worker runs a
+ * subtask, and the id of every channel. What they say to each other once running is the gateway
+ * protocol (gateway.ts), carried on the worker's port. Record data never goes through the coordinator: each
  * channel between two workers has a shared-memory ring (frame-ring.ts) that the coordinator
  * allocates and both workers map; one MessagePort per pair of workers carries only doorbells
  * (doorbells.ts), which wake a sleeping worker.
  */
 import type { MessagePort } from "node:worker_threads";
-import { EddyError, type ErrorDomain } from "../core/errors.ts";
-import { isErrorCode } from "../core/error-codes.ts";
+import { EddyError } from "../core/errors.ts";
 import type { LogLevel } from "../core/logger.ts";
 import type { Plan, PlanEdge, PlanNode } from "../graph/plan.ts";
-import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { JobRef } from "./job-ref.ts";
-import type { CheckpointBarrier } from "../core/elements.ts";
-import type { TaskAck } from "../checkpoint/coordinator.ts";
 import type { CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import type { CheckpointLocation, CheckpointStorageRef } from "./checkpoint-storage-ref.ts";
-import type { QueryableRegistration } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "./worker-bundle.ts";
 import { frameRingBytesFor } from "../runtime/channels/frame-ring.ts";
 
@@ -77,61 +73,6 @@ export interface WorkerCheckpointing {
   /** Restored state of operators the job no longer has (or no longer keys) is dropped instead of failing. */
   readonly allowNonRestoredState: boolean;
 }
-
-export interface SerializedError {
-  /** An ErrorCode where it was raised; checked with isErrorCode where it arrives. */
-  readonly code: string;
-  readonly message: string;
-  readonly domain: ErrorDomain;
-  readonly retryable: boolean;
-  readonly operator: string | undefined;
-  readonly subtask: number | undefined;
-  readonly stack: string | undefined;
-}
-
-/** A worker's error as it was raised there; a code this build does not know becomes UNKNOWN_ERROR_CODE. */
-export function deserializeError(e: SerializedError, worker: number): EddyError {
-  const where = {
-    ...(e.operator === undefined ? {} : { operator: e.operator }),
-    ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
-  };
-  const error = isErrorCode(e.code)
-    ? new EddyError(e.code, e.message, { domain: e.domain, retryable: e.retryable, ...where })
-    : new EddyError("UNKNOWN_ERROR_CODE", `${e.message} (worker ${worker} reported the unknown code '${e.code}')`, where);
-  if (e.stack !== undefined) error.stack = `${e.stack}\n    (reported by worker ${worker})`;
-  return error;
-}
-
-export type ToWorker =
-  | { readonly t: "splits"; readonly node: number; readonly subtask: number; readonly splits: readonly unknown[] }
-  | { readonly t: "no-more-splits"; readonly node: number; readonly subtask: number }
-  | { readonly t: "trigger-checkpoint"; readonly barrier: CheckpointBarrier; readonly stop: SourceStop | undefined }
-  | { readonly t: "resume-sources" }
-  /** Stopped with a savepoint: end once the messages before this one have been acted on. */
-  | { readonly t: "stop" }
-  /**
-   * The job is ending: close the state server and answer "servers-closed", before the thread is
-   * terminated (terminating a thread while its HTTP parser runs aborts the whole process).
-   */
-  | { readonly t: "close-servers" }
-  | { readonly t: "checkpoint-complete"; readonly checkpointId: number }
-  | { readonly t: "abort-checkpoint"; readonly checkpointId: number }
-  | { readonly t: "final-checkpoint"; readonly barrier: CheckpointBarrier };
-
-export type FromWorker =
-  | { readonly t: "ready" }
-  | { readonly t: "split-request"; readonly node: number; readonly subtask: number }
-  | { readonly t: "output"; readonly collected: readonly (readonly [string, unknown[]])[]; readonly stdout: readonly string[] }
-  | { readonly t: "commit"; readonly sink: string; readonly txnId: string; readonly values: readonly unknown[] }
-  | { readonly t: "log"; readonly level: "debug" | "info" | "warn" | "error"; readonly message: string; readonly fields: unknown }
-  | { readonly t: "metrics"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
-  | { readonly t: "finished"; readonly sourceRecords: number; readonly metrics: readonly SubtaskMetrics[] }
-  | { readonly t: "failed"; readonly error: SerializedError }
-  | { readonly t: "checkpoint-ack"; readonly taskId: string; readonly checkpointId: number; readonly ack: TaskAck }
-  | { readonly t: "checkpoint-decline"; readonly taskId: string; readonly checkpointId: number; readonly reason: string }
-  | { readonly t: "task-finished"; readonly taskId: string }
-  | { readonly t: "queryable"; readonly registration: QueryableRegistration }
-  | { readonly t: "servers-closed" };
 
 /**
  * Where subtasks run. `shared` is Flink's slot sharing: subtask i of every operator goes to

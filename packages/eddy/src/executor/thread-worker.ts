@@ -2,8 +2,9 @@
  * The body of a worker thread: rebuilds the job from its module, checks that its plan matches the
  * coordinator's, runs the subtasks placed on this worker with a TaskExecutor, and exchanges
  * frames with the other workers through the shared-memory rings the coordinator allocated (one per
- * channel), waking them with doorbells. Failures are reported to the coordinator, which ends the
- * job.
+ * channel), waking them with doorbells. The coordinator's commands arrive on the port as gateway
+ * messages (gateway.ts) for this worker's TaskManager; reports go back the same way. Failures are
+ * reported to the coordinator, which ends the job.
  */
 import { parentPort, workerData } from "node:worker_threads";
 import { defaultCodec } from "../core/codec/default-codec.ts";
@@ -20,8 +21,10 @@ import type { JobServices } from "../runtime/operator.ts";
 import { loadJob, planFingerprint, planJob } from "./job-ref.ts";
 import { serveQueryableStates } from "../queryable/queryable-serving.ts";
 import { Doorbells } from "./doorbells.ts";
-import { channelIds, placeSubtasks, type FromWorker, type SerializedError, type ToWorker, type WorkerInit } from "./thread-protocol.ts";
-import { TaskExecutor, type CheckpointParticipation, type Deployment, type ReaderHandle, type SplitCoordination } from "./task-executor.ts";
+import { channelIds, placeSubtasks, type WorkerInit } from "./thread-protocol.ts";
+import { dispatchGatewayMessage, JOB_MASTER_METHODS, remoteGateway, TASK_MANAGER_METHODS, type JobMasterGateway, type SerializedError, type TaskManagerGateway } from "./gateway.ts";
+import { TaskExecutor, type CheckpointParticipation, type Deployment } from "./task-executor.ts";
+import { SourceReaders, TaskManager } from "./task-manager.ts";
 import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
 import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
@@ -31,9 +34,8 @@ import { BusyTaskBoard } from "./task-watchdog.ts";
 const init = workerData as WorkerInit;
 const port = parentPort!;
 
-function send(message: FromWorker): void {
-  port.postMessage(message);
-}
+/** The coordinator, reached through the gateway protocol: every call is a message on the port. */
+const jobMaster = remoteGateway<JobMasterGateway>(JOB_MASTER_METHODS, (message) => port.postMessage(message));
 
 /** Maps stack frames in this worker's bundle back to the original files (when it runs from one). */
 const stackMapper = init.bundle === undefined ? undefined : new StackMapper(init.bundle.url, init.bundle.sourceMap);
@@ -62,7 +64,7 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 function forwardingLogger(level: LogLevel): Logger {
   const min = LEVELS[level];
   const log = (lvl: "debug" | "info" | "warn" | "error") => (message: string, fields?: Readonly<Record<string, unknown>>) => {
-    if (LEVELS[lvl] >= min) send({ t: "log", level: lvl, message, fields: { worker: init.workerIndex, ...fields } });
+    if (LEVELS[lvl] >= min) jobMaster.log(lvl, message, { worker: init.workerIndex, ...fields });
   };
   return { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") };
 }
@@ -83,7 +85,7 @@ class OutputForwarder {
   /** Sent at once (after what was collected before), so a commit is never held back by batching. */
   commitOnce(name: string, txnId: string, values: readonly unknown[]): void {
     this.flush();
-    send({ t: "commit", sink: name, txnId, values: [...values] });
+    jobMaster.commitOnce(name, txnId, [...values]);
   }
 
   writeStdout(line: string): void {
@@ -100,38 +102,9 @@ class OutputForwarder {
   flush(): void {
     this.#scheduled = false;
     if (this.#collected.size === 0 && this.#stdout.length === 0) return;
-    send({ t: "output", collected: [...this.#collected], stdout: this.#stdout });
+    jobMaster.reportOutput([...this.#collected], this.#stdout);
     this.#collected = new Map();
     this.#stdout = [];
-  }
-}
-
-class RemoteSplitCoordination implements SplitCoordination {
-  readonly #nodeIndex: Map<PlanNode, number>;
-  readonly handles = new Map<string, ReaderHandle>();
-
-  constructor(nodeIndex: Map<PlanNode, number>) {
-    this.#nodeIndex = nodeIndex;
-  }
-
-  registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void {
-    this.handles.set(`${this.#nodeIndex.get(node)}/${subtask}`, handle);
-  }
-
-  requestSplit(node: PlanNode, subtask: number): void {
-    send({ t: "split-request", node: this.#nodeIndex.get(node)!, subtask });
-  }
-
-  start(): void {
-    send({ t: "ready" });
-  }
-
-  close(): void {}
-
-  handle(node: number, subtask: number): ReaderHandle {
-    const handle = this.handles.get(`${node}/${subtask}`);
-    if (handle === undefined) throw new EddyError("NO_SUCH_READER", `worker ${init.workerIndex} has no reader for source ${node} subtask ${subtask}`);
-    return handle;
   }
 }
 
@@ -152,14 +125,14 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
     storage: await openCheckpointStorage(cp.storageRef, cp.storage),
     restoreFor: (node, subtask) => restore?.restoreFor(node, subtask),
     allowNonRestoredState: cp.allowNonRestoredState,
-    acknowledge: (taskId, checkpointId, ack) => send({ t: "checkpoint-ack", taskId, checkpointId, ack }),
-    decline: (taskId, checkpointId, reason) => send({ t: "checkpoint-decline", taskId, checkpointId, reason }),
-    finished: (taskId) => send({ t: "task-finished", taskId }),
+    acknowledgeCheckpoint: (taskId, checkpointId, ack) => jobMaster.acknowledgeCheckpoint(taskId, checkpointId, ack),
+    declineCheckpoint: (taskId, checkpointId, reason) => jobMaster.declineCheckpoint(taskId, checkpointId, reason),
+    taskFinished: (taskId) => jobMaster.taskFinished(taskId),
   };
 }
 
 class ThreadDeployment implements Deployment {
-  readonly splits: RemoteSplitCoordination;
+  readonly splits: SourceReaders;
   readonly checkpoints: CheckpointParticipation | undefined;
   readonly doorbell: Doorbells;
   readonly #outlets: FrameRingWriter[] = [];
@@ -168,7 +141,7 @@ class ThreadDeployment implements Deployment {
   readonly #place: ReturnType<typeof placeSubtasks>;
   readonly #codec: BatchCodec = defaultCodec();
 
-  constructor(plan: Plan, splits: RemoteSplitCoordination, checkpoints: CheckpointParticipation | undefined, doorbell: Doorbells) {
+  constructor(plan: Plan, splits: SourceReaders, checkpoints: CheckpointParticipation | undefined, doorbell: Doorbells) {
     this.doorbell = doorbell;
     this.#channelId = channelIds(plan);
     this.#place = placeSubtasks(plan, init.workers, init.placement);
@@ -238,8 +211,7 @@ async function run(): Promise<void> {
       `worker ${init.workerIndex} built a different graph for job '${job.name}' than the coordinator: build the job deterministically (no randomness, clock or environment in the graph's shape)`,
     );
   }
-  const nodeIndex = new Map(plan.nodes.map((n, i) => [n, i] as const));
-  const splits = new RemoteSplitCoordination(nodeIndex);
+  const splits = new SourceReaders(plan, jobMaster, `worker ${init.workerIndex}`);
   const checkpoints = await checkpointParticipation(plan);
   const deployment = new ThreadDeployment(plan, splits, checkpoints, new Doorbells(init.doorbells, init.workerIndex, init.ports));
   const forwarder = new OutputForwarder();
@@ -264,39 +236,12 @@ async function run(): Promise<void> {
   const queryable = serveQueryableStates(executor.queryable, {
     token: init.token,
     logger,
-    onRegistered: (registration) => send({ t: "queryable", registration }),
+    onRegistered: (registration) => jobMaster.queryableRegistered(registration),
   });
-  port.on("message", (message: ToWorker) => {
+  const taskManager = new TaskManager(executor, splits, () => queryable.close(), jobMaster);
+  port.on("message", (message: unknown) => {
     try {
-      switch (message.t) {
-        case "splits":
-          splits.handle(message.node, message.subtask).addSplits(message.splits);
-          return;
-        case "no-more-splits":
-          splits.handle(message.node, message.subtask).notifyNoMoreSplits();
-          return;
-        case "trigger-checkpoint":
-          executor.triggerCheckpoint(message.barrier, message.stop);
-          return;
-        case "resume-sources":
-          executor.resumeSources();
-          return;
-        case "stop":
-          executor.stop();
-          return;
-        case "close-servers":
-          void queryable.close().then(() => send({ t: "servers-closed" }));
-          return;
-        case "checkpoint-complete":
-          executor.notifyCheckpointComplete(message.checkpointId);
-          return;
-        case "abort-checkpoint":
-          executor.abortCheckpoint(message.checkpointId);
-          return;
-        case "final-checkpoint":
-          executor.finalCheckpoint(message.barrier);
-          return;
-      }
+      dispatchGatewayMessage<TaskManagerGateway>(taskManager, TASK_MANAGER_METHODS, message);
     } catch (e) {
       executor.fail(e);
     }
@@ -305,7 +250,7 @@ async function run(): Promise<void> {
   for (const p of init.ports) p?.on("message", () => executor.wake());
 
   const metricsTimer = setInterval(
-    () => send({ t: "metrics", sourceRecords: executor.sourceRecords, metrics: executor.metrics() }),
+    () => jobMaster.reportMetrics(executor.sourceRecords, executor.metrics()),
     init.metricsIntervalMs,
   );
   metricsTimer.unref();
@@ -314,7 +259,7 @@ async function run(): Promise<void> {
     const result = await executor.done.finally(() => forwarder.flush());
     // Closed before the coordinator hears of the end (it may terminate this thread then).
     await queryable.close();
-    send({ t: "finished", sourceRecords: result.sourceRecords, metrics: executor.metrics() });
+    jobMaster.taskManagerFinished(result.sourceRecords, executor.metrics());
   } finally {
     clearInterval(metricsTimer);
     await queryable.close();
@@ -323,5 +268,5 @@ async function run(): Promise<void> {
 
 /** Runs this worker; called by the entry it starts from (a bundle's, or thread-worker-entry.js). */
 export function runWorker(): void {
-  run().catch((e: unknown) => send({ t: "failed", error: serializeError(e) }));
+  run().catch((e: unknown) => jobMaster.taskManagerFailed(serializeError(e)));
 }

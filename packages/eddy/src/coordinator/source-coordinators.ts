@@ -1,0 +1,72 @@
+/**
+ * The split enumerators of a job's sources, on the coordinating thread (Flink's
+ * SourceCoordinator): one per source operator, started once every task manager has registered.
+ * Assignments go to the task manager that runs the reader, through its gateway; split requests
+ * come back from it. Whether that task manager is on this thread or a worker thread, this code is
+ * the same.
+ */
+import { describeCause } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import { openEnumerator, snapshotEnumerators, type SplitEnumerator } from "../connector/source.ts";
+import type { Plan, PlanNode } from "../graph/plan.ts";
+import type { TaskManagerGateway } from "../executor/gateway.ts";
+
+export class SourceCoordinators {
+  readonly #plan: Plan;
+  /** The task manager that runs subtask `subtask` of `node`. */
+  readonly #gatewayOf: (node: PlanNode, subtask: number) => TaskManagerGateway;
+  /** Restored enumerator state by source operator id; undefined: a fresh start. */
+  readonly #restored: ((operatorId: string) => unknown) | undefined;
+  readonly #logger: Logger;
+  /** By the source's index in the plan (what the gateway messages name). */
+  readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
+
+  constructor(
+    plan: Plan,
+    gatewayOf: (node: PlanNode, subtask: number) => TaskManagerGateway,
+    restored: ((operatorId: string) => unknown) | undefined,
+    logger: Logger,
+  ) {
+    this.#plan = plan;
+    this.#gatewayOf = gatewayOf;
+    this.#restored = restored;
+    this.#logger = logger;
+  }
+
+  /** Opens (or restores) every source's enumerator and adds its readers. */
+  start(): void {
+    this.#plan.nodes.forEach((node, index) => {
+      const t = node.transformation;
+      if (t.kind !== "source") return;
+      const context = {
+        parallelism: node.parallelism,
+        assignSplits: (subtask: number, splits: readonly unknown[]) => this.#gatewayOf(node, subtask).assignSplits(index, subtask, [...splits]),
+        signalNoMoreSplits: (subtask: number) => this.#gatewayOf(node, subtask).noMoreSplits(index, subtask),
+      };
+      const enumerator = openEnumerator(t.source, context, this.#restored === undefined ? undefined : { state: this.#restored(node.operatorId) });
+      this.#enumerators.set(index, enumerator);
+      enumerator.start?.();
+      for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);
+    });
+  }
+
+  /** A reader asked for a split. */
+  handleSplitRequest(node: number, subtask: number): void {
+    this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
+  }
+
+  /** Split enumerator state per source operator id, for checkpoint `checkpointId`. */
+  snapshot(checkpointId: number): Record<string, unknown> {
+    return snapshotEnumerators([...this.#enumerators].map(([index, e]) => [this.#plan.nodes[index]!.operatorId, e] as const), checkpointId);
+  }
+
+  close(): void {
+    for (const enumerator of this.#enumerators.values()) {
+      try {
+        enumerator.close?.();
+      } catch (e) {
+        this.#logger.warn("split enumerator failed to close", { error: describeCause(e) });
+      }
+    }
+  }
+}
