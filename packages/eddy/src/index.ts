@@ -64,7 +64,7 @@ export type {
 } from "./connector/source.ts";
 export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
-export type { JobResult } from "./coordinator/inline-executor.ts";
+export type { JobResult } from "./coordinator/inline-attempt.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
 export {
   DEFAULT_NEXMARK_CONFIG,

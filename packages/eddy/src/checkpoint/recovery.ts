@@ -1,6 +1,6 @@
 /**
  * Recovery after a failure, as pure decisions (the I/O — listing and verifying checkpoints,
- * waiting, restarting — is the caller's: coordinator/recovering-job.ts). Two questions:
+ * waiting, restarting — is the caller's: coordinator/attempt-supervisor.ts). Two questions:
  *
  * 1. Is the failure worth a restart at all (`restartability`)? Not a cancellation, not a
  *    configuration error (it would fail again the same way), not running out of memory (the

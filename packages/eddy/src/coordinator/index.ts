@@ -1,7 +1,7 @@
 /**
  * coordinator/ — what a JobManager does, in this process: starting a job and its handle
- * (local-job.ts), the inline and threaded executions, the checkpoint runner, recovery and
- * restarts (recovering-job.ts, with the pure decisions in checkpoint/recovery.ts), configuration
+ * (local-job.ts), its inline and threaded execution attempts, the checkpoint runner, recovery and
+ * restarts (attempt-supervisor.ts, with the pure decisions in checkpoint/recovery.ts), configuration
  * keys, and reading a stuck worker's stack for the watchdog.
  *
  * May import: the layers below, executor/ included.

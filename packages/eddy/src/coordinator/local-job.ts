@@ -15,23 +15,23 @@ import { resolveJob } from "../api/define-job.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { InlineExecution, type InlineOptions } from "./inline-executor.ts";
-import type { Execution, JobResult } from "./execution.ts";
+import { InlineAttempt, type InlineOptions } from "./inline-attempt.ts";
+import type { ExecutionAttempt, JobResult } from "./execution-attempt.ts";
 import { resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
-import type { QueryableJob } from "../queryable/queryable.ts";
+import type { QueryableJob, QueryLocation } from "../queryable/queryable.ts";
 import { randomBytes } from "node:crypto";
-import { DEFAULT_RESTART_STRATEGY, RecoveringJob, restorePointOf } from "./recovering-job.ts";
+import { DEFAULT_RESTART_STRATEGY, AttemptSupervisor, restorePointOf } from "./attempt-supervisor.ts";
 import { normalizeStorageRef, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
 import { optionsFromConfig } from "./config.ts";
 import type { CheckpointLocation } from "../executor/thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "../executor/job-ref.ts";
 import type { Placement } from "../executor/thread-protocol.ts";
-import { ThreadedExecution, type ThreadedCheckpointing } from "./threaded-execution.ts";
+import { ThreadedAttempt, type ThreadedCheckpointing } from "./threaded-attempt.ts";
 import { workerCode, type WorkerBundle } from "../executor/worker-bundle.ts";
 
 export type { ExecutionMode } from "./control.ts";
@@ -171,18 +171,15 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   /** Required by the job's control API and its queryable state servers. */
   const token = randomBytes(32).toString("hex");
 
-  let execution: Execution | undefined;
-  let cancelled = false;
   // Precedence: explicit options, then configuration keys, then what the job itself sets.
   const configured = optionsFromConfig(options.config ?? {});
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const checkpointConfig =
     checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
-  let recoveringJob: RecoveringJob | undefined;
 
-  const runInline = (checkpoints?: InlineOptions["checkpoints"]): InlineExecution => {
+  const runInline = (checkpoints?: InlineOptions["checkpoints"]): InlineAttempt => {
     const batchRecords = options.batchRecords ?? 512;
-    return new InlineExecution(plan, {
+    return new InlineAttempt(plan, {
       checkpoints,
       clock: options.clock ?? new SystemClock(),
       logger,
@@ -208,13 +205,13 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     return ref;
   };
 
-  const runThreaded = (ref: JobRef, checkpointing?: ThreadedCheckpointing): ThreadedExecution => {
+  const runThreaded = (ref: JobRef, checkpointing?: ThreadedCheckpointing): ThreadedAttempt => {
     const batchRecords = options.batchRecords ?? 1024;
     const workers = options.workers ?? Math.min(availableParallelism(), largest);
     if (!Number.isInteger(workers) || workers < 1) {
       throw new EddyError("INVALID_WORKERS", `workers must be a positive integer, got ${workers}`);
     }
-    return new ThreadedExecution(plan, ref, {
+    return new ThreadedAttempt(plan, ref, {
       workers,
       placement: options.placement ?? "shared",
       parallelism: options.parallelism,
@@ -238,146 +235,207 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     });
   };
 
-  let mode: Promise<ExecutionMode>;
-  let done: Promise<JobResult>;
   const wantsInline =
     options.mode === "inline" || (options.mode === undefined && (options.clock !== undefined || (largest === 1 && options.preferThreads !== true)));
   if (options.mode === "threads" && options.clock !== undefined) {
     throw new EddyError("CLOCK_NEEDS_INLINE", "a custom clock cannot be shared with worker threads: use mode 'inline'");
   }
+  /**
+   * The one place the mode is chosen: the job's reference for worker threads (their code
+   * prepared), or undefined for inline — asked for, or because the job cannot be rebuilt on a
+   * worker (refused when threads were asked for).
+   */
+  const placeJob = async (): Promise<JobRef | undefined> => {
+    if (wantsInline) return undefined;
+    const found = await locateJob(job);
+    if (!("reason" in found)) return prepareWorkers(found);
+    if (options.mode === "threads") {
+      throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`);
+    }
+    logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
+    return undefined;
+  };
   const jobId = options.jobId ?? fileSafe(job.name);
   const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
   if (restore !== undefined && checkpointConfig === undefined) {
     throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)");
   }
+  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results });
   if (checkpointConfig !== undefined) {
     const location: CheckpointLocation = {
       rootDir: resolvePath(options.checkpointDir ?? configured.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
       jobId,
     };
-    const recovering = new RecoveringJob({
-      plan,
-      config: checkpointConfig,
-      location,
-      savepointDir: savepointRoot,
-      storageRef: options.checkpointStorage,
-      strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
-      restore,
-      allowNonRestoredState: options.allowNonRestoredState === true,
-      logger,
-      ref: wantsInline
-        ? Promise.resolve(undefined)
-        : locateJob(job).then((found) => {
-            if (!("reason" in found)) return prepareWorkers(found);
-            if (options.mode === "threads") {
-              throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`);
-            }
-            logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
-            return undefined;
-          }),
-      runInline: (checkpoints) => (execution = runInline(checkpoints)),
-      runThreaded: (ref, checkpointing) => (execution = runThreaded(ref, checkpointing)),
-      isCancelled: () => cancelled,
-    });
-    recoveringJob = recovering;
-    mode = recovering.mode;
-    done = recovering.done;
+    handle.supervise(
+      new AttemptSupervisor({
+        plan,
+        config: checkpointConfig,
+        location,
+        savepointDir: savepointRoot,
+        storageRef: options.checkpointStorage,
+        strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
+        restore,
+        allowNonRestoredState: options.allowNonRestoredState === true,
+        logger,
+        ref: placeJob(),
+        runInline: (checkpoints) => handle.attempting(runInline(checkpoints)),
+        runThreaded: (ref, checkpointing) => handle.attempting(runThreaded(ref, checkpointing)),
+        isCancelled: () => handle.cancelled,
+      }),
+    );
   } else if (wantsInline) {
-    execution = runInline();
-    mode = Promise.resolve("inline");
-    done = execution.done;
+    // At once, not after a turn: a test with a manual clock drives the job right away.
+    handle.runOnce(Promise.resolve(handle.attempting(runInline())));
   } else {
-    const decided = locateJob(job).then(async (found) => {
-      if ("reason" in found) {
-        if (options.mode === "threads") {
-          throw new EddyError("JOB_NOT_IMPORTABLE", `job '${job.name}' cannot run on worker threads: ${found.reason}`);
-        }
-        logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
-        execution = runInline();
-      } else {
-        const ref = await prepareWorkers(found);
-        execution = runThreaded(ref);
-      }
-      if (cancelled) execution.cancel();
-      return execution;
-    });
-    mode = decided.then((e) => e.mode);
-    done = decided.then((e) => e.done);
-    mode.catch(() => undefined);
+    handle.runOnce(placeJob().then((ref) => handle.attempting(ref === undefined ? runInline() : runThreaded(ref))));
+  }
+  return handle;
+}
+
+/**
+ * The handle of a job started in this process (what startJob returns): its status, savepoints
+ * and stop, cancel, collected output, metrics, and where its queryable states are. It runs one
+ * execution attempt (without checkpointing) or an AttemptSupervisor's attempts, one after the
+ * other; `#attempt` is the current one.
+ */
+class LocalJobExecution implements JobExecution {
+  readonly id: string;
+  readonly name: string;
+  readonly jobName: string;
+  readonly plan: Plan;
+  readonly token: string;
+  readonly startedAtMs = Date.now();
+  done!: Promise<JobResult>;
+  mode!: Promise<ExecutionMode>;
+  readonly #savepointRoot: string;
+  readonly #results: ReadonlyMap<string, unknown[]>;
+  #attempt: ExecutionAttempt | undefined;
+  #supervisor: AttemptSupervisor | undefined;
+  #cancelled = false;
+  #status: JobStatus = "running";
+  /** The stop in progress (undefined: none, or it failed and the job went on). */
+  #stopping: Promise<SavepointResult | undefined> | undefined;
+
+  constructor(o: { jobId: string; plan: Plan; token: string; savepointRoot: string; results: ReadonlyMap<string, unknown[]> }) {
+    this.id = o.jobId;
+    this.name = this.jobName = o.plan.jobName;
+    this.plan = o.plan;
+    this.token = o.token;
+    this.#savepointRoot = o.savepointRoot;
+    this.#results = o.results;
   }
 
-  let status: JobStatus = "running";
-  /** The stop in progress (undefined: none, or it failed and the job went on). */
-  let stopping: Promise<SavepointResult | undefined> | undefined;
-  done.then(
-    () => void (status = stopping !== undefined ? "stopped" : "finished"),
-    (e: unknown) => void (status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
-  );
-  const savepoint = (opts: SavepointOptions | undefined, stop?: { drain: boolean }): Promise<SavepointResult> => {
-    if (status !== "running" && !(stop !== undefined && status === "stopping")) {
-      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}: no savepoint`));
+  /** Runs the job as one attempt (no checkpointing, so no restarts). */
+  runOnce(attempt: Promise<ExecutionAttempt>): void {
+    this.mode = attempt.then((a) => a.mode);
+    this.mode.catch(() => undefined);
+    this.#track(attempt.then((a) => a.done));
+  }
+
+  /** Runs the job as the supervisor's attempts (checkpointing, restarts, savepoints). */
+  supervise(supervisor: AttemptSupervisor): void {
+    this.#supervisor = supervisor;
+    this.mode = supervisor.mode;
+    this.#track(supervisor.done);
+  }
+
+  /** `attempt` is now the job's current attempt; a cancel that came first reaches it. */
+  attempting<A extends ExecutionAttempt>(attempt: A): A {
+    this.#attempt = attempt;
+    if (this.#cancelled) attempt.cancel();
+    return attempt;
+  }
+
+  get cancelled(): boolean {
+    return this.#cancelled;
+  }
+
+  #track(done: Promise<JobResult>): void {
+    this.done = done;
+    done.then(
+      () => void (this.#status = this.#stopping !== undefined ? "stopped" : "finished"),
+      (e: unknown) => void (this.#status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
+    );
+  }
+
+  status(): JobStatus {
+    return this.#status;
+  }
+
+  queryableStates(): QueryLocation[] {
+    return this.#attempt?.queryable.list(this.#supervisor?.restoredFrom.length ?? 0) ?? [];
+  }
+
+  savepoint(options?: SavepointOptions): Promise<SavepointResult> {
+    return this.#savepoint(options, undefined);
+  }
+
+  #savepoint(options: SavepointOptions | undefined, stop: { drain: boolean } | undefined): Promise<SavepointResult> {
+    if (this.#status !== "running" && !(stop !== undefined && this.#status === "stopping")) {
+      return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${this.name}' is ${this.#status}: no savepoint`));
     }
-    if (recoveringJob === undefined) {
+    if (this.#supervisor === undefined) {
       return Promise.reject(
-        new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", `job '${job.name}' runs without checkpointing; savepoints use its barriers: enable checkpointing (e.g. --checkpoint-interval)`),
+        new EddyError("SAVEPOINT_NEEDS_CHECKPOINTING", `job '${this.name}' runs without checkpointing; savepoints use its barriers: enable checkpointing (e.g. --checkpoint-interval)`),
       );
     }
-    return recoveringJob.savepoint(resolvePath(opts?.dir ?? savepointRoot), stop);
-  };
+    return this.#supervisor.savepoint(resolvePath(options?.dir ?? this.#savepointRoot), stop);
+  }
 
-  return {
-    id: jobId,
-    token,
-    queryableStates: () => execution?.queryable.list(recoveringJob?.restoredFrom.length ?? 0) ?? [],
-    name: job.name,
-    startedAtMs: Date.now(),
-    status: () => status,
-    savepoint: (opts) => savepoint(opts),
-    stop: (opts: StopOptions) => {
-      if (stopping !== undefined) return stopping;
-      if (status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${job.name}' is ${status}`));
-      if (opts.drain === true && !opts.savepoint) {
-        return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))"));
-      }
-      status = "stopping";
-      if (opts.savepoint) {
-        stopping = savepoint(opts, { drain: opts.drain === true });
-        stopping.catch(() => {
-          // The job goes on (or, after a failed drain, restarts): it is running again.
-          if (status === "stopping") status = "running";
-          stopping = undefined;
-        });
-      } else {
-        execution?.stop();
-        stopping = Promise.resolve(undefined);
-      }
+  stop(options: StopOptions): Promise<SavepointResult | undefined> {
+    if (this.#stopping !== undefined) return this.#stopping;
+    if (this.#status !== "running") return Promise.reject(new EddyError("JOB_NOT_RUNNING", `job '${this.name}' is ${this.#status}`));
+    if (options.drain === true && !options.savepoint) {
+      return Promise.reject(new EddyError("INVALID_STOP", "drain needs a savepoint (stop({ savepoint: true, drain: true }))"));
+    }
+    this.#status = "stopping";
+    if (options.savepoint) {
+      const stopping = this.#savepoint(options, { drain: options.drain === true });
+      this.#stopping = stopping;
+      stopping.catch(() => {
+        // The job goes on (or, after a failed drain, restarts): it is running again.
+        if (this.#status === "stopping") this.#status = "running";
+        this.#stopping = undefined;
+      });
       return stopping;
-    },
-    jobName: job.name,
-    plan,
-    done,
-    mode,
-    collected: <T>(name: string) => [...(results.get(name) ?? [])] as T[],
-    whenIdle: () => {
-      if (execution?.whenIdle !== undefined) return execution.whenIdle();
-      return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only"));
-    },
-    get sourceRecords() {
-      return execution?.sourceRecords ?? 0;
-    },
-    metrics: () => execution?.metrics() ?? [],
-    checkpoints: () => recoveringJob?.stats() ?? [],
-    get restarts() {
-      return recoveringJob?.restoredFrom.length ?? 0;
-    },
-    get restoredFrom() {
-      return recoveringJob?.restoredFrom ?? [];
-    },
-    cancel: () => {
-      cancelled = true;
-      execution?.cancel();
-    },
-  };
+    }
+    this.#attempt?.stop();
+    return (this.#stopping = Promise.resolve(undefined));
+  }
+
+  cancel(): void {
+    this.#cancelled = true;
+    this.#attempt?.cancel();
+  }
+
+  collected<T = unknown>(name: string): T[] {
+    return [...(this.#results.get(name) ?? [])] as T[];
+  }
+
+  whenIdle(): Promise<void> {
+    if (this.#attempt?.whenIdle !== undefined) return this.#attempt.whenIdle();
+    return Promise.reject(new EddyError("NOT_SUPPORTED", "whenIdle() is available in inline mode only"));
+  }
+
+  get sourceRecords(): number {
+    return this.#attempt?.sourceRecords ?? 0;
+  }
+
+  metrics(): SubtaskMetrics[] {
+    return this.#attempt?.metrics() ?? [];
+  }
+
+  checkpoints(): CheckpointStats[] {
+    return this.#supervisor?.stats() ?? [];
+  }
+
+  get restarts(): number {
+    return this.#supervisor?.restoredFrom.length ?? 0;
+  }
+
+  get restoredFrom(): readonly (number | null)[] {
+    return this.#supervisor?.restoredFrom ?? [];
+  }
 }
 
 /** A job name as a directory name: letters, digits, '.', '_' and '-' only. */

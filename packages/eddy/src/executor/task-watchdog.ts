@@ -10,7 +10,7 @@
  * messages, so only the coordinator can see this, and only terminating the thread ends it.
  *
  * Granularity: the entry is a task (an operator chain's subtask), as in Flink's task names; which
- * function of the chain, and where, comes from the thread's stack (threaded-execution.ts pauses the
+ * function of the chain, and where, comes from the thread's stack (threaded-attempt.ts pauses the
  * thread through the inspector to read it).
  */
 

@@ -9,4 +9,4 @@ export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./o
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";
 export type { ExecutionMode, RunOptions } from "../coordinator/local-job.ts";
-export type { JobResult } from "../coordinator/inline-executor.ts";
+export type { JobResult } from "../coordinator/inline-attempt.ts";

@@ -12,9 +12,9 @@ import { SourceReaders, TaskManager } from "../executor/task-manager.ts";
 import { checkProtocolVersion } from "../executor/gateway.ts";
 import { SourceCoordinators } from "./source-coordinators.ts";
 import { QueryableLocations, serveQueryableStates } from "../queryable/queryable-serving.ts";
-import { broadcastCheckpointTargets, type Execution, type JobResult } from "./execution.ts";
+import { broadcastCheckpointTargets, type ExecutionAttempt, type JobResult } from "./execution-attempt.ts";
 
-export type { JobResult } from "./execution.ts";
+export type { JobResult } from "./execution-attempt.ts";
 export interface InlineOptions extends ExecutorOptions {
   /** Credit per channel, in records. */
   readonly channelCapacityRecords: number;
@@ -63,7 +63,7 @@ class InlineDeployment implements Deployment {
   }
 }
 
-export class InlineExecution implements Execution {
+export class InlineAttempt implements ExecutionAttempt {
   readonly mode = "inline";
   readonly done: Promise<JobResult>;
   /** Inline, tasks are deployed when the execution is constructed. */

@@ -17,7 +17,7 @@ import type { CheckpointTargets } from "./checkpoint-runner.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
-import { broadcastCheckpointTargets, type Execution, type JobResult } from "./execution.ts";
+import { broadcastCheckpointTargets, type ExecutionAttempt, type JobResult } from "./execution-attempt.ts";
 import { SourceCoordinators } from "./source-coordinators.ts";
 import { planFingerprint, type JobRef } from "../executor/job-ref.ts";
 import { createFrameRing } from "../runtime/channels/frame-ring.ts";
@@ -91,7 +91,7 @@ interface WorkerState {
   metrics: readonly SubtaskMetrics[];
 }
 
-export class ThreadedExecution implements Execution {
+export class ThreadedAttempt implements ExecutionAttempt {
   readonly mode = "threads";
   readonly done: Promise<JobResult>;
   /** Where the job's queryable states are served (a state server per worker). */

@@ -1,6 +1,6 @@
 /**
- * A job run with checkpointing: each attempt runs the job (inline or on worker threads) with a
- * checkpoint runner beside it; when an attempt fails, the restart strategy decides whether and
+ * A job run with checkpointing, as a supervisor of its execution attempts: each attempt runs the
+ * job (inline or on worker threads) with a checkpoint runner beside it; when an attempt fails, the restart strategy decides whether and
  * when the next attempt starts, from the newest checkpoint whose files all verify
  * (docs/design/checkpoint-protocol.md, "Recovery").
  *
@@ -29,21 +29,21 @@ import type { JobMasterGateway } from "../executor/gateway.ts";
 import { manifestFiles } from "../checkpoint/format/manifest.ts";
 import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
-import type { InlineOptions } from "./inline-executor.ts";
-import type { Execution, JobResult } from "./execution.ts";
+import type { InlineOptions } from "./inline-attempt.ts";
+import type { ExecutionAttempt, JobResult } from "./execution-attempt.ts";
 import type { JobRef } from "../executor/job-ref.ts";
 import type { ExecutionMode } from "./control.ts";
 import { taskIdOf } from "../executor/task-executor.ts";
 import type { CheckpointLocation, RestoreSource } from "../executor/thread-protocol.ts";
 import type { SavepointResult } from "./control.ts";
 import type { SourceStop } from "../runtime/stream-task.ts";
-import type { ThreadedCheckpointing } from "./threaded-execution.ts";
+import type { ThreadedCheckpointing } from "./threaded-attempt.ts";
 import { RecoveryTracker, resolveRecovery, restartability } from "../checkpoint/recovery.ts";
 
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
 
-export interface RecoveringJobOptions {
+export interface AttemptSupervisorOptions {
   readonly plan: Plan;
   readonly config: CheckpointConfig;
   /** Where this run writes its checkpoints. */
@@ -60,17 +60,17 @@ export interface RecoveringJobOptions {
   readonly logger: Logger;
   /** The job's module reference for worker threads; undefined: run inline. */
   readonly ref: Promise<JobRef | undefined>;
-  readonly runInline: (checkpoints: InlineOptions["checkpoints"]) => Execution;
-  readonly runThreaded: (ref: JobRef, checkpointing: ThreadedCheckpointing) => Execution;
+  readonly runInline: (checkpoints: InlineOptions["checkpoints"]) => ExecutionAttempt;
+  readonly runThreaded: (ref: JobRef, checkpointing: ThreadedCheckpointing) => ExecutionAttempt;
   readonly isCancelled: () => boolean;
 }
 
-export class RecoveringJob {
+export class AttemptSupervisor {
   readonly done: Promise<JobResult>;
   readonly mode: Promise<ExecutionMode>;
   /** Per restart, the checkpoint id it restored from (null: none was complete; started over). */
   readonly restoredFrom: (number | null)[] = [];
-  readonly #o: RecoveringJobOptions;
+  readonly #o: AttemptSupervisorOptions;
   #storage!: CheckpointStorage;
   #runner: CheckpointRunner | undefined;
   /** Whether an attempt has deployed its tasks and not ended (savepoints can be taken). */
@@ -80,7 +80,7 @@ export class RecoveringJob {
   /** This run's first checkpoint id and newest committed one: where recovery may go (checkpoint/recovery.ts). */
   readonly #recovery: RecoveryTracker;
 
-  constructor(options: RecoveringJobOptions) {
+  constructor(options: AttemptSupervisorOptions) {
     this.#o = options;
     this.#recovery = new RecoveryTracker(options.config.allowRecoveryBehindCommitted);
     this.mode = options.ref.then((ref) => (ref === undefined ? "inline" : "threads"));
@@ -191,8 +191,8 @@ export class RecoveringJob {
       taskFinished: (taskId: string) => runner.taskFinished(taskId),
     };
     // The two modes differ in where restored state is loaded (here, or by each worker); from then
-    // on an attempt sees one Execution.
-    let execution: Execution;
+    // on an attempt sees one ExecutionAttempt.
+    let execution: ExecutionAttempt;
     if (ref === undefined) {
       const dir = restore?.dir;
       const restored =

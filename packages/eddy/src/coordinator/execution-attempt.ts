@@ -1,8 +1,8 @@
 /**
- * A job's execution, whatever runs its tasks: every subtask on the calling thread
- * (InlineExecution) or on worker threads (ThreadedExecution). The job handle (local-job.ts) and
- * recovery (recovering-job.ts) use this interface only; which one runs is decided once, in
- * startJob.
+ * One attempt at running a job's tasks, whatever runs them: every subtask on the calling thread
+ * (InlineAttempt) or on worker threads (ThreadedAttempt). The job handle (local-job.ts) and the
+ * supervisor that restarts failed attempts (attempt-supervisor.ts) use this interface only; which
+ * kind runs is decided once, in startJob. Names: docs/design/architecture.md, "Names".
  */
 import type { EddyError } from "../core/errors.ts";
 import type { QueryableLocations } from "../queryable/queryable-serving.ts";
@@ -28,7 +28,7 @@ export interface JobResult {
 }
 
 /** Call order: any of the methods at any time; `done` settles once. `cancel`, `stop` and `fail` may be called twice. */
-export interface Execution {
+export interface ExecutionAttempt {
   readonly mode: ExecutionMode;
   /** Settles when the job ends: its result, or the EddyError that ended it. */
   readonly done: Promise<JobResult>;
