@@ -21,7 +21,7 @@
  * - Checkpoints go on after some tasks have finished (Flink's FLIP-147): a finished task still
  *   acknowledges every checkpoint triggered after it finished, with what it holds (the executor
  *   does that; it is not this machine's concern). Once every task has finished, no checkpoint
- *   is triggered any more (the job's final checkpoint is the I/O layer's).
+ *   is triggered any more (the job's final checkpoint is checkpoint-lifecycle.ts's).
  * - A checkpoint in progress `timeoutMs` after its trigger fails at the next `tick`.
  * - When checkpoint or savepoint m completes, older ones in progress are aborted as subsumed (not
  *   failures), so notify-complete is only ever issued for increasing ids.

@@ -1,17 +1,16 @@
 /**
- * The I/O around the pure checkpoint coordinator (checkpoint/coordinator.ts): a timer ticks it,
- * its commands reach the tasks (trigger, notify, abort) and the storage (manifest, discard), and
- * the tasks' acknowledgements come back into it. One per job run, on the coordinating thread.
+ * The I/O around the pure checkpoint lifecycle (checkpoint/checkpoint-lifecycle.ts, which owns the
+ * coordinator of checkpoint/coordinator.ts): a timer ticks it, its commands reach the tasks
+ * (trigger, notify, abort, final checkpoint, resume, stop), the storage (manifest, savepoint
+ * directory, discard, retention) and the callers of triggerSavepoint, and what comes back — the
+ * tasks' acknowledgements, a written manifest or savepoint, a command that threw — goes into it
+ * as an input. One per job run, on the coordinating thread.
  */
 import type { CheckpointBarrier } from "../core/elements.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
-import {
-  CheckpointCoordinator,
-  type CheckpointStats,
-  type CoordinatorCommand,
-  type TaskAck,
-} from "../checkpoint/coordinator.ts";
+import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
+import { CheckpointLifecycle, type LifecycleCommand } from "../checkpoint/checkpoint-lifecycle.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { randomBytes } from "node:crypto";
 import { retain, writeSnapshotDirectory, type CheckpointStorage } from "../checkpoint/storage.ts";
@@ -54,20 +53,19 @@ export interface CheckpointRunnerOptions {
   readonly generation: number;
   readonly logger: Logger;
   readonly targets: CheckpointTargets;
-  /** Too many checkpoints failed in a row: the job fails with this error. */
+  /**
+   * The checkpoints cannot go on (too many failed in a row, the final checkpoint or a stop with
+   * drain failed, the tasks could not be told of a completion): the job fails with this error.
+   */
   readonly onFailJob: (error: EddyError) => void;
 }
 
-/** A savepoint asked for and not yet ended. */
+/** Where an outstanding savepoint goes, and who waits for it (the lifecycle keeps the rest). */
 interface SavepointRequest {
   /** Directory the savepoint directory is created in. */
   readonly dir: string;
-  readonly stop: SourceStop | undefined;
   readonly resolve: (result: SavepointResult) => void;
   readonly reject: (error: EddyError) => void;
-  /** Set once triggered; undefined while waiting for a free slot (maxConcurrent). */
-  checkpointId?: number;
-  result?: SavepointResult;
 }
 
 /** The directory name of savepoint `checkpointId` of job `jobId`: unique, and says whose it is. */
@@ -88,26 +86,20 @@ export function isSavepointNameOf(jobId: string, name: string): boolean {
   return name.startsWith(prefix) && /^(0|[1-9][0-9]*)-[0-9a-f]{6}$/.test(name.slice(prefix.length));
 }
 
-/** How long a savepoint waits for checkpoints in progress before it is refused. */
-const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
-
 export class CheckpointRunner {
   readonly #o: CheckpointRunnerOptions;
-  readonly #coordinator: CheckpointCoordinator;
+  readonly #lifecycle: CheckpointLifecycle<SavepointResult>;
+  /** Split enumerator state and trigger time per checkpoint in progress, for its manifest. */
   readonly #enumerators = new Map<number, Record<string, unknown>>();
   readonly #triggeredAt = new Map<number, number>();
+  readonly #savepoints = new Map<number, SavepointRequest>();
+  #nextRequestId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
-  #stopped = false;
-  readonly #finished = new Set<string>();
-  /** The highest checkpoint id issued so far (the final checkpoint takes the next one). */
-  #lastId: number;
-  #final: { readonly id: number; readonly acks: Map<string, TaskAck> } | undefined;
-  readonly #savepoints: SavepointRequest[] = [];
 
   constructor(options: CheckpointRunnerOptions) {
     this.#o = options;
-    this.#lastId = options.firstCheckpointId - 1;
-    this.#coordinator = new CheckpointCoordinator(options.config, {
+    this.#lifecycle = new CheckpointLifecycle(options.config, {
+      jobName: options.plan.jobName,
       tasks: options.taskIds,
       firstCheckpointId: options.firstCheckpointId,
       now: Date.now(),
@@ -115,23 +107,17 @@ export class CheckpointRunner {
   }
 
   start(): void {
-    if (this.#stopped) return;
+    if (this.#lifecycle.phase === "stopped") return;
     const period = Math.max(5, Math.min(100, Math.floor(this.#o.config.intervalMs / 4)));
-    this.#timer = setInterval(() => {
-      this.#triggerQueuedSavepoints();
-      this.#run(this.#coordinator.tick(Date.now()));
-    }, period);
+    this.#timer = setInterval(() => this.#run(this.#lifecycle.tick(Date.now())), period);
     this.#timer.unref();
   }
 
-  /** Stops ticking; later acknowledgements are ignored. Idempotent. */
+  /** Stops ticking; outstanding savepoints are rejected, later acknowledgements ignored. Idempotent. */
   stop(): void {
-    this.#stopped = true;
     if (this.#timer !== undefined) clearInterval(this.#timer);
     this.#timer = undefined;
-    for (const request of this.#savepoints.splice(0)) {
-      request.reject(new EddyError("SAVEPOINT_FAILED", `job '${this.#o.plan.jobName}' ended before the savepoint completed`));
-    }
+    this.#run(this.#lifecycle.stop());
   }
 
   /**
@@ -143,194 +129,106 @@ export class CheckpointRunner {
    */
   triggerSavepoint(dir: string, stop?: SourceStop): Promise<SavepointResult> {
     return new Promise((resolve, reject) => {
-      if (this.#stopped) {
-        reject(new EddyError("JOB_NOT_RUNNING", `job '${this.#o.plan.jobName}' is not running`));
-        return;
-      }
-      if (this.#o.config.mode !== "exactly-once") {
-        reject(
-          new EddyError("SAVEPOINT_NEEDS_ALIGNMENT", `savepoints are aligned, and job '${this.#o.plan.jobName}' checkpoints at-least-once (unaligned): run it exactly-once to take savepoints`),
-        );
-        return;
-      }
-      if (stop !== undefined && this.#savepoints.some((r) => r.stop !== undefined)) {
-        reject(new EddyError("JOB_STOPPING", `job '${this.#o.plan.jobName}' is already stopping`));
-        return;
-      }
-      const queuedAt = Date.now();
-      const request: SavepointRequest = {
-        dir,
-        stop,
-        resolve,
-        reject: (e) => reject(e),
-      };
-      const expire = setTimeout(() => {
-        if (request.checkpointId !== undefined) return;
-        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `no savepoint slot became free within ${Date.now() - queuedAt} ms`));
-      }, SAVEPOINT_QUEUE_TIMEOUT_MS);
-      expire.unref();
-      this.#savepoints.push(request);
-      this.#triggerQueuedSavepoints();
+      const requestId = this.#nextRequestId++;
+      this.#savepoints.set(requestId, { dir, resolve, reject });
+      this.#run(this.#lifecycle.requestSavepoint(requestId, { stop }, Date.now()));
     });
   }
 
-  #triggerQueuedSavepoints(): void {
-    for (const request of this.#savepoints) {
-      if (request.checkpointId !== undefined || this.#stopped) continue;
-      const outcome = this.#coordinator.triggerNow(Date.now(), { isSavepoint: true });
-      if (!outcome.ok) {
-        // Checkpoints in progress occupy every slot: try again on the next tick.
-        if (this.#coordinator.inProgress > 0 && !this.#coordinator.isStopped) return;
-        // The job has failed or finished: no storage failure, and no use asking again (409 over HTTP).
-        this.#dropSavepoint(request, new EddyError("SAVEPOINT_FAILED", `cannot take a savepoint: ${outcome.reason}`, { domain: "user", retryable: false }));
-        return;
-      }
-      request.checkpointId = outcome.checkpointId;
-      this.#run(outcome.commands);
-    }
-  }
-
-  #dropSavepoint(request: SavepointRequest, error: EddyError): void {
-    const i = this.#savepoints.indexOf(request);
-    if (i >= 0) this.#savepoints.splice(i, 1);
-    request.reject(error);
-  }
-
-  #savepointOf(checkpointId: number): SavepointRequest | undefined {
-    return this.#savepoints.find((r) => r.checkpointId === checkpointId);
-  }
-
   acknowledge(taskId: string, checkpointId: number, ack: TaskAck): void {
-    const final = this.#final;
-    if (final !== undefined && checkpointId === final.id) {
-      if (this.#stopped) return;
-      final.acks.set(taskId, ack);
-      if (final.acks.size === this.#o.taskIds.length) this.#commit(final.id, final.acks, true);
-      return;
-    }
-    this.#run(this.#coordinator.acknowledge(checkpointId, taskId, ack, Date.now()));
+    this.#run(this.#lifecycle.acknowledge(checkpointId, taskId, ack, Date.now()));
   }
 
   decline(taskId: string, checkpointId: number, reason: string): void {
-    if (this.#final !== undefined && checkpointId === this.#final.id) {
-      // Without its final checkpoint the job cannot commit its last output: fail, so the restart
-      // strategy replays from the latest checkpoint.
-      if (!this.#stopped) {
-        this.#o.onFailJob(
-          new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${reason}`),
-        );
-      }
-      return;
-    }
-    this.#run(this.#coordinator.decline(checkpointId, taskId, reason, Date.now()));
+    this.#run(this.#lifecycle.decline(checkpointId, taskId, reason, Date.now()));
   }
 
   taskFinished(taskId: string): void {
-    this.#finished.add(taskId);
-    this.#run(this.#coordinator.taskFinished(taskId, Date.now()));
-  }
-
-  /**
-   * Every task finished: the final checkpoint holds what sinks wrote since the last barrier. It
-   * waits until no other checkpoint is in progress: one still committing its manifest would
-   * otherwise complete after it (notifications must come in id order), or be deleted by its
-   * retention as an incomplete older checkpoint while its manifest is being written.
-   */
-  #maybeTriggerFinal(): void {
-    if (this.#finished.size < this.#o.taskIds.length || this.#final !== undefined || this.#stopped) return;
-    if (this.#coordinator.inProgress > 0) return;
-    const id = this.#lastId + 1;
-    this.#lastId = id;
-    this.#final = { id, acks: new Map() };
-    this.#enumerators.set(id, this.#o.targets.snapshotEnumerators(id));
-    this.#triggeredAt.set(id, Date.now());
-    this.#o.targets.finalCheckpoint({ kind: "barrier", checkpointId: id, timestampMs: Date.now(), isSavepoint: false });
+    this.#run(this.#lifecycle.taskFinished(taskId, Date.now()));
   }
 
   stats(): CheckpointStats[] {
-    return this.#coordinator.stats();
+    return this.#lifecycle.stats();
   }
 
   /** The highest checkpoint id this runner issued (a trigger, a savepoint or the final one). */
   get lastCheckpointId(): number {
-    return this.#lastId;
+    return this.#lifecycle.lastCheckpointId;
   }
 
-  #run(commands: readonly CoordinatorCommand[]): void {
-    if (this.#stopped) return;
+  /** Performs `commands` in order; one that throws goes back into the lifecycle, which fails what it was for. */
+  #run(commands: readonly LifecycleCommand<SavepointResult>[]): void {
     for (const command of commands) {
       try {
         this.#execute(command);
       } catch (e) {
-        this.#o.logger.error("checkpoint command failed", { command: command.type, error: describeCause(e) });
+        const cause = describeCause(e);
+        this.#o.logger.error("checkpoint command failed", { command: command.type, error: cause });
+        this.#run(this.#lifecycle.commandFailed(command, cause, Date.now()));
       }
     }
-    // Whatever ended a checkpoint in progress (complete, aborted, timed out) passes through here.
-    this.#maybeTriggerFinal();
   }
 
-  #execute(command: CoordinatorCommand): void {
+  #execute(command: LifecycleCommand<SavepointResult>): void {
     const { logger, storage, targets } = this.#o;
     switch (command.type) {
-      case "trigger": {
-        this.#lastId = Math.max(this.#lastId, command.checkpointId);
-        this.#enumerators.set(command.checkpointId, targets.snapshotEnumerators(command.checkpointId));
-        this.#triggeredAt.set(command.checkpointId, command.timestampMs);
-        const stop = this.#savepointOf(command.checkpointId)?.stop;
-        targets.trigger({ kind: "barrier", checkpointId: command.checkpointId, timestampMs: command.timestampMs, isSavepoint: command.isSavepoint }, stop);
+      case "trigger":
+      case "trigger-final": {
+        const { checkpointId, timestampMs } = command;
+        this.#enumerators.set(checkpointId, targets.snapshotEnumerators(checkpointId));
+        this.#triggeredAt.set(checkpointId, timestampMs);
+        if (command.type === "trigger-final") targets.finalCheckpoint({ kind: "barrier", checkpointId, timestampMs, isSavepoint: false });
+        else targets.trigger({ kind: "barrier", checkpointId, timestampMs, isSavepoint: command.isSavepoint }, command.stop);
         return;
       }
       case "commit-manifest":
-        if (command.isSavepoint) this.#commitSavepoint(command.checkpointId, command.acks);
-        else this.#commit(command.checkpointId, command.acks, false);
-        return;
-      case "notify-complete": {
+        return this.#commit(command.checkpointId, command.acks, command.isFinal);
+      case "write-savepoint":
+        return this.#writeSavepoint(command.checkpointId, command.requestId, command.acks);
+      case "notify-complete":
         this.#forget(command.checkpointId);
-        const savepoint = this.#savepointOf(command.checkpointId);
-        // As in Flink (≥ 1.15, FLIP-193), an intermediate savepoint commits no side effects: its
-        // committables stay pending in the sinks and the next checkpoint commits them. Recovery
-        // uses checkpoints only, so a savepoint's commits would be replayed from the checkpoint
-        // before it (duplicates). Stop-with-savepoint commits: the job ends with it.
-        if (savepoint === undefined || savepoint.stop !== undefined) targets.notifyComplete(command.checkpointId);
-        if (savepoint !== undefined) {
-          this.#savepoints.splice(this.#savepoints.indexOf(savepoint), 1);
-          savepoint.resolve(savepoint.result!);
-          // Sinks committed the savepoint (the notification above runs first): the job ends.
-          if (savepoint.stop !== undefined) targets.stop();
-          return;
-        }
+        targets.notifyComplete(command.checkpointId);
+        return;
+      case "retain":
         retain(storage, command.checkpointId, this.#o.config.retained).catch((e: unknown) =>
           logger.warn("could not delete old checkpoints", { error: describeCause(e) }),
         );
         return;
-      }
-      case "abort": {
+      case "abort":
         this.#forget(command.checkpointId);
-        const savepoint = this.#savepointOf(command.checkpointId);
-        if (savepoint !== undefined) {
-          this.#dropSavepoint(savepoint, new EddyError("SAVEPOINT_FAILED", `savepoint ${command.checkpointId} failed: ${command.reason}`));
-          if (savepoint.stop?.drain === true) {
-            // Event time has reached its end: the job cannot go on as if nothing happened.
-            this.#o.onFailJob(new EddyError("SAVEPOINT_FAILED", `stop with drain failed: ${command.reason}`));
-          } else if (savepoint.stop !== undefined) {
-            targets.resumeSources();
-          }
-        }
         logger.warn("checkpoint aborted", { job: this.#o.plan.jobName, checkpoint: command.checkpointId, reason: command.reason });
         targets.abort(command.checkpointId);
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an aborted checkpoint", { error: describeCause(e) }));
         return;
-      }
       case "discard":
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
         return;
-      case "fail-job":
-        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILURES", `job '${this.#o.plan.jobName}' failed: ${command.reason}`));
+      case "resume-sources":
+        targets.resumeSources();
         return;
+      case "stop-job":
+        targets.stop();
+        return;
+      case "fail-job":
+        this.#o.onFailJob(command.error);
+        return;
+      case "resolve-savepoint": {
+        this.#forget(command.checkpointId);
+        const request = this.#savepoints.get(command.requestId);
+        this.#savepoints.delete(command.requestId);
+        request?.resolve(command.result);
+        return;
+      }
+      case "reject-savepoint": {
+        const request = this.#savepoints.get(command.requestId);
+        this.#savepoints.delete(command.requestId);
+        request?.reject(command.error);
+        return;
+      }
     }
   }
 
-  /** Writes the manifest of checkpoint `id`; then the coordinator (or, for the final one, the tasks) hears of it. */
+  /** Writes the manifest of checkpoint `id` (or of the final one); then the lifecycle hears of it. */
   #commit(id: number, acks: ReadonlyMap<string, TaskAck>, final: boolean): void {
     const { logger, storage, targets } = this.#o;
     const { tasks, manifest } = this.#manifestOf(id, acks, false, final);
@@ -342,16 +240,9 @@ export class CheckpointRunner {
           checkpoint: id,
           bytes: tasks.reduce((n, t) => n + (t.file?.size ?? 0), 0),
         });
-        if (!final) return this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
-        if (this.#stopped) return;
-        this.#forget(id);
-        targets.notifyComplete(id);
-        retain(storage, id, this.#o.config.retained).catch((e: unknown) => logger.warn("could not delete old checkpoints", { error: describeCause(e) }));
+        this.#run(this.#lifecycle.manifestCommitted(id, Date.now()));
       },
-      (e: unknown) => {
-        if (!final) return this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now()));
-        this.#o.onFailJob(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#o.plan.jobName}' failed: ${describeCause(e)}`));
-      },
+      (e: unknown) => this.#run(this.#lifecycle.manifestFailed(id, describeCause(e), Date.now())),
     );
   }
 
@@ -360,12 +251,12 @@ export class CheckpointRunner {
    * like any checkpoint's, are read back (verified) and written with the manifest into a new
    * self-contained directory under the requested one; then the staging copy is deleted.
    */
-  #commitSavepoint(id: number, acks: ReadonlyMap<string, TaskAck>): void {
+  #writeSavepoint(id: number, requestId: number, acks: ReadonlyMap<string, TaskAck>): void {
     const { logger, storage, targets } = this.#o;
-    const request = this.#savepointOf(id);
+    const request = this.#savepoints.get(requestId);
+    if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`);
     const { tasks, manifest } = this.#manifestOf(id, acks, true, false);
     const write = async (): Promise<SavepointResult> => {
-      if (request === undefined) throw new EddyError("INTERNAL", `savepoint ${id} has no request`);
       const files = [];
       for (const t of tasks) if (t.file !== null) files.push({ name: t.file.name, bytes: await storage.readFile(id, t.file) });
       const path = await writeSnapshotDirectory(request.dir, savepointName(this.#o.jobId, id), files, manifest);
@@ -376,10 +267,9 @@ export class CheckpointRunner {
     (targets.expedite?.(work) ?? work).then(
       (result) => {
         logger.info("savepoint complete", { job: this.#o.plan.jobName, savepoint: id, path: result.path, bytes: result.bytes });
-        if (request !== undefined) request.result = result;
-        this.#run(this.#coordinator.manifestCommitted(id, Date.now()));
+        this.#run(this.#lifecycle.savepointWritten(id, result, Date.now()));
       },
-      (e: unknown) => this.#run(this.#coordinator.manifestFailed(id, describeCause(e), Date.now())),
+      (e: unknown) => this.#run(this.#lifecycle.savepointFailed(id, describeCause(e), Date.now())),
     );
   }
 
