@@ -53,6 +53,7 @@ export {
 } from "./state/descriptors.ts";
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state/state.ts";
 export type {
+  BadRecord,
   Boundedness,
   InputStatus,
   ReaderOutput,

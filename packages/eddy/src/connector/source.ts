@@ -5,6 +5,8 @@
  * splits without blocking, and reports each split's position for checkpoints.
  */
 
+import { describeCause, EddyError } from "../core/errors.ts";
+
 export type Boundedness = "bounded" | "continuous";
 
 /** What `pollNext` says about the reader after the call. */
@@ -20,6 +22,26 @@ export type InputStatus =
 export interface ReaderOutput<T> {
   /** Emits a record, with the timestamp it carries at the source (e.g. a Kafka record time). */
   collect(value: T, timestamp?: number): void;
+  /**
+   * Input the reader could not turn into a record (a line that does not parse, a row with the
+   * wrong number of columns). What happens to it is the source's error policy: by default the job
+   * fails with BAD_RECORD naming the position. The reader goes on after the call returns (the
+   * record is skipped or dead-lettered) and must not emit it.
+   */
+  reportBadRecord(bad: BadRecord): void;
+}
+
+/** Input a reader could not deserialize, and where it was. */
+export interface BadRecord {
+  /** The input as read (text, or bytes); bounded by the reader (e.g. the first 64 KiB). */
+  readonly raw: string | Uint8Array;
+  /** Why it could not be read (the parser's error). */
+  readonly error: unknown;
+  /**
+   * Where it is in the source, for a person to find it: e.g. `{ file, line, offset }` for a file,
+   * `{ topic, partition, offset }` for Kafka. Plain data.
+   */
+  readonly position: Readonly<Record<string, string | number>>;
 }
 
 export interface SourceReaderContext {
@@ -131,4 +153,16 @@ export function snapshotEnumerators(
 const ALWAYS_AVAILABLE = Promise.resolve();
 export function alwaysAvailable(): Promise<void> {
   return ALWAYS_AVAILABLE;
+}
+
+/** BAD_RECORD for input a reader of source `operator` could not read: what fails the job under the default error policy. */
+export function badRecordError(operator: string, subtask: number, bad: BadRecord): EddyError {
+  const where = Object.entries(bad.position)
+    .map(([k, v]) => `${k} ${typeof v === "string" ? `'${v}'` : v}`)
+    .join(", ");
+  return new EddyError("BAD_RECORD", `source '${operator}' (subtask ${subtask}) could not read the record at ${where || "an unknown position"}: ${describeCause(bad.error)}`, {
+    operator,
+    subtask,
+    cause: bad.error,
+  });
 }

@@ -66,6 +66,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_CONSISTENCY: { domain: "config", retryable: false, meaning: "The query client was asked for a consistency it does not offer.", action: 'Use consistency "latest".' },
 
   // --- Running user functions and records ---
+  BAD_RECORD: { domain: "user", retryable: false, meaning: "A source read input it could not turn into a record (the message names the position), and its error policy is to fail.", action: "Fix the input, or give the source an error policy that skips or dead-letters bad records." },
   USER_FUNCTION_FAILED: { domain: "user", retryable: false, meaning: "A user function threw; the message names the operator, the subtask and the cause.", action: "Fix the function (or the input that makes it throw)." },
   INVALID_KEY: { domain: "user", retryable: false, meaning: "A key selector returned an invalid key (undefined, null, an object, NaN).", action: "Return a string, number, bigint, boolean or an array of them from the key selector." },
   INVALID_TIMESTAMP: { domain: "user", retryable: false, meaning: "A timestamp assigner returned a value that is not a finite number of ms.", action: "Return a finite number of ms from the timestamp assigner." },

@@ -547,7 +547,7 @@ export class TaskExecutor {
             const restored = sourceCheckpointing.registerOperatorState(SOURCE_SPLITS_STATE, "split", (id) => reader.snapshotState(id));
             if (restored !== undefined && restored.length > 0) mailbox.post(() => reader.addSplits(restored));
           }
-          head = { kind: "source", reader, output: outputs.get(headNode)! };
+          head = { kind: "source", name: headNode.name, reader, output: outputs.get(headNode)! };
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
             notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),

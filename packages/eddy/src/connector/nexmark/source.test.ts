@@ -41,7 +41,11 @@ interface Emitted {
 function recorder(): Emitted {
   const events: NexmarkEvent[] = [];
   const timestamps: number[] = [];
-  return { events, timestamps, output: { collect: (value, timestamp) => void (events.push(value), timestamps.push(timestamp!)) } };
+  return { events, timestamps, output: {
+      collect: (value, timestamp) => void (events.push(value), timestamps.push(timestamp!)),
+      reportBadRecord: (bad) => assert.fail(`the generator reported a bad record: ${String(bad.error)}`),
+    },
+  };
 }
 
 function reader(options: NexmarkSourceOptions, splits: readonly NexmarkSplit[], parallelism = 1): SourceReader<NexmarkEvent, NexmarkSplit> {
