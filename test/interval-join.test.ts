@@ -285,6 +285,7 @@ function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Jo
     autoWatermarkIntervalMs: 200,
     counter: (name) => counters.counter("IntervalJoin", name),
     stateBackend: heapStateBackend,
+    awaitWork: () => assert.fail("an interval join starts no asynchronous work"),
   };
   const operator = intervalJoinOperator(fn, bounds)(ctx, output);
   operator.open?.();

@@ -4,7 +4,8 @@
  * built): it fires once per marker file, however many times the job restarts and on whichever
  * worker, because the marker is created exclusively when it fires.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import {
   defineJob,
@@ -80,10 +81,11 @@ const countPerKey: KeyedProcessFunction<number, number, Counted> = {
 function committingFileSink(dir: string, name: string): Sink<Counted> {
   const target = join(dir, name);
   mkdirSync(target, { recursive: true });
-  return twoPhaseTestSink<Counted>((_context, txn) => {
+  // Asynchronous, as a real client's commit: the kill -9 tests exercise commits in flight.
+  return twoPhaseTestSink<Counted>(async (_context, txn) => {
     const tmp = join(target, `.${txn.txnId}.tmp`);
-    writeFileSync(tmp, JSON.stringify(txn.values));
-    renameSync(tmp, join(target, `${txn.txnId}.json`));
+    await writeFile(tmp, JSON.stringify(txn.values));
+    await rename(tmp, join(target, `${txn.txnId}.json`));
   });
 }
 
@@ -114,12 +116,14 @@ function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
   if (f === undefined || (f.kind !== "snapshot" && f.kind !== "commit")) return inner;
   let seen = 0;
   return {
+    // A failing commit fails the task at once (no retries): the fault is there to test recovery.
+    commitRetry: { attempts: 1, initialBackoffMs: 0, maxBackoffMs: 0 },
     createWriter(context) {
       const writer = inner.createWriter(context);
       return {
         write(value, timestamp) {
           if (value.n >= f.atRecord) seen++;
-          writer.write(value, timestamp);
+          return writer.write(value, timestamp);
         },
         prepareCommit() {
           if (f.kind === "snapshot" && seen > 0 && fire(f)) throw new Error(`injected fault in the sink's snapshot (record ${f.atRecord})`);
@@ -130,8 +134,8 @@ function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
     createCommitter(context) {
       const committer = inner.createCommitter!(context);
       return {
-        commit(committables) {
-          committer.commit(committables);
+        async commit(committables) {
+          await committer.commit(committables);
           // After the commit took effect: the failure a restore must not turn into duplicates.
           if (f.kind === "commit" && seen > 0 && fire(f)) throw new Error(`injected fault after the sink's commit (record ${f.atRecord})`);
         },
@@ -228,8 +232,8 @@ function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink
     createCommitter(context) {
       const committer = inner.createCommitter!(context);
       return {
-        commit(committables) {
-          committer.commit(committables);
+        async commit(committables) {
+          await committer.commit(committables);
           writeFileSync(marker, "committed");
         },
       };

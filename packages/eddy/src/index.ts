@@ -64,7 +64,9 @@ export type {
   SplitEnumeratorContext,
 } from "./connector/source.ts";
 export { staticSplitEnumerator } from "./connector/source.ts";
-export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
+export type { Committer, CommitRetry, Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
+export { DEFAULT_COMMIT_RETRY } from "./connector/sink.ts";
+export { asyncSink, AsyncSinkWriter, type AsyncSinkOptions } from "./connector/async-sink.ts";
 export type { JobResult } from "./coordinator/inline-attempt.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
 export {

@@ -67,6 +67,10 @@ export const ERROR_CODES = {
 
   // --- Running user functions and records ---
   BAD_RECORD: { domain: "user", retryable: false, meaning: "A source read input it could not turn into a record (the message names the position), and its error policy is to fail.", action: "Fix the input, or give the source an error policy that skips or dead-letters bad records." },
+  INVALID_SINK_OPTIONS: { domain: "config", retryable: false, meaning: "A sink was given an invalid option (a batch size, a bound, a timeout).", action: "Fix the option named in the message." },
+  SINK_WRITE_FAILED: { domain: "external", retryable: true, meaning: "A batching sink could not send a batch: the service refused the request with an error that is not retryable, or every retry failed.", action: "Fix the service or the records (the message has its error); the job restarts per its restart strategy and sends the entries of its checkpoint again." },
+  SINK_CLOSED: { domain: "internal", retryable: false, meaning: "A sink writer was used after it was closed.", action: BUG },
+  SINK_COMMIT_FAILED: { domain: "external", retryable: true, meaning: "A sink's committer failed on every attempt of its retry policy (Sink.commitRetry); the committables stay pending in the checkpoint.", action: "Fix what the sink writes to; the job restarts per its restart strategy and commits them again." },
   USER_FUNCTION_FAILED: { domain: "user", retryable: false, meaning: "A user function threw; the message names the operator, the subtask and the cause.", action: "Fix the function (or the input that makes it throw)." },
   INVALID_KEY: { domain: "user", retryable: false, meaning: "A key selector returned an invalid key (undefined, null, an object, NaN).", action: "Return a string, number, bigint, boolean or an array of them from the key selector." },
   INVALID_TIMESTAMP: { domain: "user", retryable: false, meaning: "A timestamp assigner returned a value that is not a finite number of ms.", action: "Return a finite number of ms from the timestamp assigner." },

@@ -23,6 +23,7 @@ import type { InputChannel, OutputChannel } from "../runtime/channels/channel.ts
 import { createChannelSelector } from "../runtime/channels/partitioner.ts";
 import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
+import { PendingWork } from "../runtime/pending-work.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
@@ -311,7 +312,8 @@ export class TaskExecutor {
         this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`);
         return;
       }
-      if (this.#stopRequested && !tasks.some((t) => t.hasMail)) return;
+      // Stopped with a savepoint: once the mail before (its completion) has run and the commits it started are done.
+      if (this.#stopRequested && !tasks.some((t) => t.hasWorkLeft)) return;
       let allFinished = true;
       let progressed = false;
       for (let i = 0; i < tasks.length; i++) {
@@ -335,7 +337,7 @@ export class TaskExecutor {
       const held = (allFinished || !progressed) && this.#deployment.flushTransports !== undefined && this.#deployment.flushTransports();
       // With checkpointing, finished tasks stay open until the final checkpoint is complete and its
       // notifications have run (sinks commit their last output there).
-      if (allFinished && !held && (this.#deployment.checkpoints === undefined || (this.#finalCommitted && !tasks.some((t) => t.hasMail)))) return;
+      if (allFinished && !held && (this.#deployment.checkpoints === undefined || (this.#finalCommitted && !tasks.some((t) => t.hasWorkLeft)))) return;
       const now = performance.now();
       if (progressed) {
         if (armed) {
@@ -466,6 +468,13 @@ export class TaskExecutor {
       for (let subtask = 0; subtask < chain.parallelism; subtask++) {
         if (!deployment.owns(chain, subtask)) continue;
         const mailbox = new Mailbox(() => this.wake());
+        const pendingWork = new PendingWork(
+          () => this.wake(),
+          (e) =>
+            mailbox.post(() => {
+              throw e;
+            }),
+        );
         const counters = new CounterRegistry();
         const writers: RecordWriter[] = [];
         const operators = new Map<PlanNode, AnyOperator>();
@@ -527,6 +536,7 @@ export class TaskExecutor {
             checkpointing: checkpointings.get(node),
             queryable: this.queryable,
             stateBackend: this.#options.stateBackend ?? heapStateBackend,
+            awaitWork: (work, kind) => pendingWork.add(work, kind),
           };
           operators.set(node, t.factory(ctx, output));
         }
@@ -578,6 +588,7 @@ export class TaskExecutor {
           operators: chain.nodes.filter((n) => operators.has(n)).map((n) => operators.get(n)!),
           writers,
           mailbox,
+          pendingWork,
           counters,
           maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
           wake: () => this.wake(),

@@ -46,7 +46,12 @@ export interface KeyedSnapshotPart {
 export interface OperatorStateSnapshot {
   readonly name: string;
   readonly mode: OperatorStateMode;
-  readonly values: readonly unknown[];
+  /**
+   * The values at the barrier, or a promise of them: a sink's committables may be known only once
+   * its writes are durable (SinkWriter.prepareCommit). The asynchronous part awaits them; the
+   * checkpoint is acknowledged only after.
+   */
+  readonly values: readonly unknown[] | PromiseLike<readonly unknown[]>;
 }
 
 /** Hears about the fate of checkpoints this operator took part in (sinks commit here). */
@@ -81,12 +86,15 @@ export interface OperatorSnapshot {
   readonly operatorStates: readonly OperatorStateSnapshot[];
 }
 
+/** What an operator state gives at a barrier: its values, or a promise of them. */
+export type OperatorStateSnapshotFn = (checkpointId: number) => readonly unknown[] | PromiseLike<readonly unknown[]>;
+
 export class OperatorCheckpointing {
   readonly operatorId: string;
   readonly operatorName: string;
   readonly restored: OperatorRestore | undefined;
   #keyed: (() => KeyedSnapshotPart) | undefined;
-  readonly #operatorStates = new Map<string, { mode: OperatorStateMode; snapshot: (checkpointId: number) => readonly unknown[] }>();
+  readonly #operatorStates = new Map<string, { mode: OperatorStateMode; snapshot: OperatorStateSnapshotFn }>();
   readonly #listeners: CheckpointListener[] = [];
 
   constructor(operatorId: string, operatorName: string, restored: OperatorRestore | undefined) {
@@ -105,9 +113,11 @@ export class OperatorCheckpointing {
 
   /**
    * Registers operator list state `name`; `snapshot` returns its values at a barrier (they are
-   * encoded later, so it must return values it will not mutate). Returns the restored values.
+   * encoded later, so it must return values it will not mutate), or a promise of them, which the
+   * asynchronous part awaits (it is called synchronously at the barrier, so what happens after
+   * the call belongs to the next checkpoint). Returns the restored values.
    */
-  registerOperatorState(name: string, mode: OperatorStateMode, snapshot: (checkpointId: number) => readonly unknown[]): readonly unknown[] | undefined {
+  registerOperatorState(name: string, mode: OperatorStateMode, snapshot: OperatorStateSnapshotFn): readonly unknown[] | undefined {
     if (this.#operatorStates.has(name)) {
       throw new EddyError("DUPLICATE_OPERATOR_STATE", `operator '${this.operatorName}' registered operator state '${name}' twice`);
     }
@@ -200,8 +210,10 @@ export async function serializeTaskSnapshot(
         }
         keyed.release();
       }
+      // Values a sink gives once its writes are durable: awaited here, off the task's path.
+      const operatorValues = await Promise.all(s.operatorStates.map((o) => o.values));
       if (s.operatorStates.length > 0) {
-        encodeValue(s.operatorStates.map((o) => o.values), out);
+        encodeValue(operatorValues, out);
         sections.push({ name: operatorStateSection(s.operatorId), bytes: out.take() });
       }
       operators.push({
@@ -210,7 +222,7 @@ export async function serializeTaskSnapshot(
         ...(keyed === undefined
           ? {}
           : { keyed: { keyGroupRange: keyed.keyGroupRange, states: keyed.states, watermark: Number.isFinite(keyed.watermark) ? keyed.watermark : null } }),
-        operatorStates: s.operatorStates.map((o) => ({ name: o.name, mode: o.mode, count: o.values.length })),
+        operatorStates: s.operatorStates.map((o, i) => ({ name: o.name, mode: o.mode, count: operatorValues[i]!.length })),
       });
     }
   } finally {

@@ -96,6 +96,12 @@ export interface OperatorContext {
   readonly queryable?: QueryableRegistry | undefined;
   /** Makes the keyed state backend of a keyed operator (the job's choice; the heap backend by default). */
   readonly stateBackend: KeyedStateBackendFactory;
+  /**
+   * Asynchronous work the operator started (runtime/pending-work.ts): `blocking` work (a sink's
+   * write that asks to wait, its flush) holds back the task's input and its end until it settles;
+   * `background` work (a commit) holds back only its end. A rejection fails the task.
+   */
+  awaitWork(work: PromiseLike<unknown>, kind: "blocking" | "background"): void;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

@@ -14,6 +14,7 @@ import { BarrierAligner, type AlignerResult } from "../checkpoint/barrier-aligne
 import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts";
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
 import { badRecordError, type ReaderOutput, type SourceReader } from "../connector/source.ts";
+import type { PendingWork } from "./pending-work.ts";
 import type { InputChannel } from "./channels/channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
@@ -64,6 +65,8 @@ export interface StreamTaskOptions {
   readonly wake: () => void;
   /** Checkpointing of this task; undefined when checkpointing is off. */
   readonly checkpointing?: TaskCheckpointing | undefined;
+  /** Asynchronous work of the task's operators (OperatorContext.awaitWork); see pending-work.ts. */
+  readonly pendingWork: PendingWork;
 }
 
 /**
@@ -87,7 +90,11 @@ export interface TaskCheckpointing {
   readonly inFlight: () => boolean;
 }
 
-export type TaskState = "created" | "running" | "finished" | "closed";
+/**
+ * `finishing`: every input has ended and the operators are being ended, one after another, each
+ * once the asynchronous work the one before started (a sink's flush) has settled.
+ */
+export type TaskState = "created" | "running" | "finishing" | "finished" | "closed";
 
 /** How a source task stops at a stop-with-savepoint barrier. */
 export interface SourceStop {
@@ -140,6 +147,8 @@ export class StreamTask {
   #suspended = false;
   /** The newest checkpoint this task snapshotted (0: none). */
   #lastSnapshotId = 0;
+  /** While finishing: the index of the next chained operator whose endInput runs. */
+  #nextToEnd = 0;
   readonly #readerOutput: ReaderOutput<unknown> | undefined;
   recordsIn = 0;
   /**
@@ -191,8 +200,9 @@ export class StreamTask {
     return this.#state;
   }
 
+  /** Finished (or closed), with no asynchronous work of its operators left (a sink's commit): the executor may close it. */
   get isFinished(): boolean {
-    return this.#state === "finished" || this.#state === "closed";
+    return (this.#state === "finished" || this.#state === "closed") && !this.#o.pendingWork.any;
   }
 
   /** Opens operators, tail first so nothing emits into an unopened operator. */
@@ -218,7 +228,10 @@ export class StreamTask {
    */
   checkRunnable(): boolean {
     if (this.#o.mailbox.hasMail) return true;
+    if (this.#state === "finishing") return this.#o.pendingWork.blocking === 0;
     if (this.#state !== "running") return false;
+    // An operator's write asked to wait (a sink's buffer is full): no input until it settles.
+    if (this.#o.pendingWork.blocking > 0) return false;
     if (!this.#writable()) {
       if (this.#times[BACKPRESSURED_SINCE]! < 0) this.#times[BACKPRESSURED_SINCE] = performance.now();
       return false;
@@ -238,6 +251,10 @@ export class StreamTask {
 
   runSlice(): void {
     this.#o.mailbox.drain();
+    if (this.#state === "finishing") {
+      if (this.#o.pendingWork.blocking === 0) this.#endOperators();
+      return;
+    }
     if (this.#state !== "running") return;
     if (this.#o.head.kind === "source") {
       if (!this.#suspended) this.#pollSource(this.#o.head.reader);
@@ -302,7 +319,8 @@ export class StreamTask {
     const budget = this.#o.maxRecordsPerSlice;
     const start = this.recordsIn;
     const deadline = this.#sliceDeadline();
-    while (this.recordsIn - start < budget && this.#writable()) {
+    const work = this.#o.pendingWork;
+    while (this.recordsIn - start < budget && this.#writable() && work.blocking === 0) {
       const status = reader.pollNext(this.#readerOutput!);
       if (status === "more") {
         if (deadline !== Number.POSITIVE_INFINITY && performance.now() >= deadline) return;
@@ -335,7 +353,8 @@ export class StreamTask {
     let processed = 0;
     let idleScans = 0;
     const deadline = this.#sliceDeadline();
-    while (processed < budget && this.#state === "running" && this.#writable()) {
+    const work = this.#o.pendingWork;
+    while (processed < budget && this.#state === "running" && this.#writable() && work.blocking === 0) {
       const index = this.#nextInput;
       const input = inputs[index]!;
       this.#nextInput = index + 1 === n ? 0 : index + 1;
@@ -463,6 +482,11 @@ export class StreamTask {
     return this.#o.mailbox.hasMail;
   }
 
+  /** Whether mail is waiting or asynchronous work of the operators (a sink's commit) is pending: the executor does not end before. */
+  get hasWorkLeft(): boolean {
+    return this.#o.mailbox.hasMail || this.#o.pendingWork.any;
+  }
+
   /** The coordinator cancelled checkpoint `checkpointId`: stop aligning it. */
   abortCheckpoint(checkpointId: number): void {
     if (this.#aligner === undefined) return;
@@ -568,9 +592,24 @@ export class StreamTask {
 
   /** All input is consumed: end the chained operators, flush, tell downstream, close. */
   #finish(): void {
+    this.#state = "finishing";
+    this.#nextToEnd = this.#o.head.kind === "source" ? 0 : 1;
+    this.#endOperators();
+  }
+
+  /**
+   * Ends the chained operators in order (the head's input ended already); an operator that started
+   * blocking work (a sink's flush) is waited for before the next one ends, and before the task is
+   * finished: runSlice calls this again once the work has settled.
+   */
+  #endOperators(): void {
     const ops = this.#o.operators;
-    const first = this.#o.head.kind === "source" ? 0 : 1;
-    for (let i = first; i < ops.length; i++) (ops[i] as OneInputOperator<unknown>).endInput?.();
+    for (;;) {
+      // Also the head's: it ended its input before the task began finishing.
+      if (this.#o.pendingWork.blocking > 0) return;
+      if (this.#nextToEnd >= ops.length) break;
+      (ops[this.#nextToEnd++] as OneInputOperator<unknown>).endInput?.();
+    }
     for (const writer of this.#o.writers) writer.broadcastElement(END_OF_INPUT);
     this.#state = "finished";
     if (this.#o.checkpointing !== undefined) {

@@ -14,8 +14,11 @@ export interface StagedTransaction<T> {
   readonly values: readonly T[];
 }
 
-/** A two-phase sink whose committer hands each transaction to `commit` (which must be idempotent). */
-export function twoPhaseTestSink<T>(commit: (context: SinkContext, txn: StagedTransaction<T>) => void): Sink<T> {
+/**
+ * A two-phase sink whose committer hands each transaction to `commit` (which must be idempotent;
+ * it may return a promise: transactions are committed one after another).
+ */
+export function twoPhaseTestSink<T>(commit: (context: SinkContext, txn: StagedTransaction<T>) => void | PromiseLike<void>): Sink<T> {
   return {
     createWriter: (context) => {
       // Transaction ids are unique across restarts: a writer instance never reuses one.
@@ -35,8 +38,8 @@ export function twoPhaseTestSink<T>(commit: (context: SinkContext, txn: StagedTr
       };
     },
     createCommitter: (context) => ({
-      commit(committables) {
-        for (const txn of committables as StagedTransaction<T>[]) commit(context, txn);
+      async commit(committables) {
+        for (const txn of committables as StagedTransaction<T>[]) await commit(context, txn);
       },
     }),
   };

@@ -3,6 +3,8 @@
  * emits, without building a job. Mail (processing-time timers) runs after every push, as the task
  * loop would run it between records.
  */
+import type { Sink } from "../connector/sink.ts";
+import { sinkOperator } from "../runtime/operators/sink-operator.ts";
 import { heapStateBackend } from "../state/heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 import { ManualClock } from "../core/clock.ts";
@@ -50,6 +52,8 @@ export class OperatorTestHarness<IN, OUT> {
 
   readonly #counters = new CounterRegistry();
   readonly #checkpointing: OperatorCheckpointing;
+  /** Asynchronous work the operator started (awaitWork), not yet awaited by `settled()`. */
+  readonly #work: PromiseLike<unknown>[] = [];
 
   /** The operator's counters, by "<operator>.<name>". */
   counters(): Record<string, number> {
@@ -89,6 +93,7 @@ export class OperatorTestHarness<IN, OUT> {
       job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
       stateBackend: options.stateBackend ?? heapStateBackend,
+      awaitWork: (work) => void this.#work.push(work),
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
       checkpointing: (this.#checkpointing = new OperatorCheckpointing(
         "operator-under-test",
@@ -109,6 +114,18 @@ export class OperatorTestHarness<IN, OUT> {
     return { checkpointId, meta: operators[0]!, sections };
   }
 
+  /**
+   * Resolves once the asynchronous work the operator started (a sink's writes, flush, commits) has
+   * settled, and the mail it posted has run; rejects with the first work that failed (which would
+   * fail its task).
+   */
+  async settled(): Promise<void> {
+    while (this.#work.length > 0) {
+      await Promise.all(this.#work.splice(0));
+      this.#mailbox.drain();
+    }
+  }
+
   /** Tells the operator that checkpoint `checkpointId` is complete (sinks commit). */
   notifyCheckpointComplete(checkpointId: number): this {
     this.#checkpointing.notifyCheckpointComplete(checkpointId);
@@ -126,6 +143,15 @@ export class OperatorTestHarness<IN, OUT> {
     options?: HarnessOptions,
   ): OperatorTestHarness<IN, OUT> {
     return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
+  }
+
+  /**
+   * A sink under test, run as a job runs it (sinkOperator): writes whose promises make it wait,
+   * committables and writer state in `snapshot()`, commits on `notifyCheckpointComplete`; await
+   * `settled()` for its asynchronous work.
+   */
+  static forSink<T>(sink: Sink<T>, options?: HarnessOptions): OperatorTestHarness<T, never> {
+    return new OperatorTestHarness<T, never>(sinkOperator(sink), undefined, options);
   }
 
   /** The operator under test, for tests that inspect it (e.g. its state size). */
