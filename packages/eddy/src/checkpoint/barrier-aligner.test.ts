@@ -266,9 +266,7 @@ function alignerKey(a: BarrierAligner): string {
 }
 
 /** A copy of the aligner to branch on (white-box: copies its own fields). */
-function cloneAligner(a: BarrierAligner): BarrierAligner {
-  return Object.assign(Object.create(BarrierAligner.prototype) as BarrierAligner, structuredClone({ ...a }));
-}
+
 
 for (const mode of ["exactly-once", "at-least-once"] as const) {
   test(`${mode}: agrees with the reference on every interleaving of barriers, ends and aborts (1–3 channels, ids 1–3)`, () => {
@@ -283,7 +281,7 @@ for (const mode of ["exactly-once", "at-least-once"] as const) {
         if (seen.has(key)) return;
         seen.add(key);
         for (const event of enabledEvents(s, mode, 3)) {
-          const branch = cloneAligner(a);
+          const branch = a.clone();
           const next = checkStep(branch, s, mode, event, path);
           transitions++;
           path.push(event);

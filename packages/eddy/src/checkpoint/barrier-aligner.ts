@@ -82,16 +82,16 @@ export class BarrierAligner {
   readonly numChannels: number;
   readonly mode: CheckpointingMode;
   /** Per channel, the id of the last barrier it delivered; -Infinity before the first. */
-  private readonly lastBarrier: Float64Array;
+  readonly #lastBarrier: Float64Array;
   /** Per channel, 1 once it has ended. */
-  private readonly ended: Uint8Array;
-  private openChannels: number;
+  readonly #ended: Uint8Array;
+  #openChannels: number;
   /** The highest barrier id delivered on any channel (ignored barriers included). */
-  private newestId = Number.NEGATIVE_INFINITY;
+  #newestId = Number.NEGATIVE_INFINITY;
   /** Started, not yet triggered or aborted; ascending ids. At most one in exactly-once mode. */
-  private pending: PendingCheckpoint[] = [];
+  #pending: PendingCheckpoint[] = [];
   /** Ids > newestId the coordinator aborted before their first barrier arrived; unordered, small. */
-  private abortedAhead: number[] = [];
+  #abortedAhead: number[] = [];
 
   constructor(numChannels: number, mode: CheckpointingMode) {
     if (!Number.isInteger(numChannels) || numChannels < 1) {
@@ -99,78 +99,90 @@ export class BarrierAligner {
     }
     this.numChannels = numChannels;
     this.mode = mode;
-    this.lastBarrier = new Float64Array(numChannels).fill(Number.NEGATIVE_INFINITY);
-    this.ended = new Uint8Array(numChannels);
-    this.openChannels = numChannels;
+    this.#lastBarrier = new Float64Array(numChannels).fill(Number.NEGATIVE_INFINITY);
+    this.#ended = new Uint8Array(numChannels);
+    this.#openChannels = numChannels;
+  }
+
+  /** An independent aligner in the same state (the exhaustive tests explore interleavings from it). */
+  clone(): BarrierAligner {
+    const c = new BarrierAligner(this.numChannels, this.mode);
+    c.#lastBarrier.set(this.#lastBarrier);
+    c.#ended.set(this.#ended);
+    c.#openChannels = this.#openChannels;
+    c.#newestId = this.#newestId;
+    c.#pending = this.#pending.map((p) => ({ ...p }));
+    c.#abortedAhead = [...this.#abortedAhead];
+    return c;
   }
 
   /** The newest checkpoint some but not all barriers of which have arrived; the one being aligned. */
   get pendingCheckpoint(): number | undefined {
-    return this.pending.length === 0 ? undefined : this.pending[this.pending.length - 1]!.id;
+    return this.#pending.length === 0 ? undefined : this.#pending[this.#pending.length - 1]!.id;
   }
 
   /** Whether the task must not read `channel` now. Always false in at-least-once mode. */
   isBlocked(channel: number): boolean {
     return (
       this.mode === "exactly-once" &&
-      this.pending.length > 0 &&
-      this.ended[channel] === 0 &&
-      this.lastBarrier[channel] === this.pending[0]!.id
+      this.#pending.length > 0 &&
+      this.#ended[channel] === 0 &&
+      this.#lastBarrier[channel] === this.#pending[0]!.id
     );
   }
 
   onBarrier(channel: number, checkpointId: number): AlignerResult {
-    this.checkReadable(channel, "a barrier");
-    const previous = this.lastBarrier[channel]!;
+    this.#checkReadable(channel, "a barrier");
+    const previous = this.#lastBarrier[channel]!;
     if (!(checkpointId > previous)) {
       throw violation(`channel ${channel} delivered barrier ${checkpointId} after barrier ${previous}; ids must increase`);
     }
-    this.lastBarrier[channel] = checkpointId;
+    this.#lastBarrier[channel] = checkpointId;
 
     // Checkpoints this channel skipped can no longer complete.
     let aborted: number[] | undefined;
     let unblocked: number[] | undefined;
-    for (let i = 0; i < this.pending.length; ) {
-      const id = this.pending[i]!.id;
+    for (let i = 0; i < this.#pending.length; ) {
+      const id = this.#pending[i]!.id;
       if (id > previous && id < checkpointId) {
-        this.pending.splice(i, 1);
+        this.#pending.splice(i, 1);
         (aborted ??= []).push(id);
-        unblocked = this.collectUnblocked(id, -1, unblocked);
+        unblocked = this.#collectUnblocked(id, -1, unblocked);
       } else {
         i++;
       }
     }
 
-    if (checkpointId > this.newestId) {
-      this.newestId = checkpointId;
-      const wasAborted = this.abortedAhead.includes(checkpointId);
-      if (this.abortedAhead.length > 0) this.abortedAhead = this.abortedAhead.filter((id) => id > checkpointId);
-      if (!wasAborted) this.pending.push({ id: checkpointId, remaining: this.openChannels - 1 });
+    if (checkpointId > this.#newestId) {
+      this.#newestId = checkpointId;
+      const wasAborted = this.#abortedAhead.includes(checkpointId);
+      if (this.#abortedAhead.length > 0) this.#abortedAhead = this.#abortedAhead.filter((id) => id > checkpointId);
+      if (!wasAborted) this.#pending.push({ id: checkpointId, remaining: this.#openChannels - 1 });
     } else {
-      const entry = this.pending.find((p) => p.id === checkpointId);
+      const entry = this.#pending.find((p) => p.id === checkpointId);
       if (entry !== undefined) entry.remaining--;
     }
-    return this.settle(channel, aborted, unblocked);
+    return this.#settle(channel, aborted, unblocked);
   }
 
   onEndOfInput(channel: number): AlignerResult {
-    this.checkReadable(channel, "end-of-input");
-    this.ended[channel] = 1;
-    this.openChannels--;
-    const last = this.lastBarrier[channel]!;
-    for (const p of this.pending) if (last < p.id) p.remaining--;
-    return this.settle(-1, undefined, undefined);
+    this.#checkReadable(channel, "end-of-input");
+    this.#ended[channel] = 1;
+    this.#openChannels--;
+    const last = this.#lastBarrier[channel]!;
+    for (const p of this.#pending) if (last < p.id) p.remaining--;
+    return this.#settle(-1, undefined, undefined);
   }
 
   /** The coordinator cancelled `checkpointId`. Idempotent; ids never seen here are remembered. */
   abort(checkpointId: number): AlignerResult {
-    const index = this.pending.findIndex((p) => p.id === checkpointId);
+    const index = this.#pending.findIndex((p) => p.id === checkpointId);
     if (index >= 0) {
-      this.pending.splice(index, 1);
-      const unblocked = this.collectUnblocked(checkpointId, -1, undefined);
+      this.#pending.splice(index, 1);
+      const unblocked = this.#collectUnblocked(checkpointId, -1, undefined);
       return unblocked === undefined ? NO_ALIGNER_ACTION : result(undefined, undefined, unblocked);
     }
-    if (checkpointId > this.newestId && !this.abortedAhead.includes(checkpointId)) this.abortedAhead.push(checkpointId);
+    if (checkpointId > this.#newestId && !this.#abortedAhead.includes(checkpointId)) this.#abortedAhead.push(checkpointId);
     return NO_ALIGNER_ACTION;
   }
 
@@ -179,22 +191,22 @@ export class BarrierAligner {
    * incomplete ones before it (a guard: they cannot exist, see the file comment). `reading` is the
    * channel the event came from: it was not blocked, so it is not reported as unblocked.
    */
-  private settle(reading: number, aborted: number[] | undefined, unblocked: number[] | undefined): AlignerResult {
+  #settle(reading: number, aborted: number[] | undefined, unblocked: number[] | undefined): AlignerResult {
     let newestComplete = -1;
-    for (let i = this.pending.length - 1; i >= 0; i--) {
-      if (this.pending[i]!.remaining === 0) {
+    for (let i = this.#pending.length - 1; i >= 0; i--) {
+      if (this.#pending[i]!.remaining === 0) {
         newestComplete = i;
         break;
       }
     }
     let triggered: number[] | undefined;
     if (newestComplete >= 0) {
-      const done = this.pending.splice(0, newestComplete + 1);
+      const done = this.#pending.splice(0, newestComplete + 1);
       triggered = [];
       for (const p of done) {
         if (p.remaining === 0) triggered.push(p.id);
         else (aborted ??= []).push(p.id);
-        unblocked = this.collectUnblocked(p.id, reading, unblocked);
+        unblocked = this.#collectUnblocked(p.id, reading, unblocked);
       }
     }
     if (triggered === undefined && aborted === undefined && unblocked === undefined) return NO_ALIGNER_ACTION;
@@ -202,19 +214,19 @@ export class BarrierAligner {
   }
 
   /** Adds the open channels but `except` blocked by `checkpointId` (no longer pending) to `into`. */
-  private collectUnblocked(checkpointId: number, except: number, into: number[] | undefined): number[] | undefined {
+  #collectUnblocked(checkpointId: number, except: number, into: number[] | undefined): number[] | undefined {
     if (this.mode !== "exactly-once") return into;
     for (let c = 0; c < this.numChannels; c++) {
-      if (c !== except && this.ended[c] === 0 && this.lastBarrier[c] === checkpointId) (into ??= []).push(c);
+      if (c !== except && this.#ended[c] === 0 && this.#lastBarrier[c] === checkpointId) (into ??= []).push(c);
     }
     return into;
   }
 
-  private checkReadable(channel: number, what: string): void {
+  #checkReadable(channel: number, what: string): void {
     if (!Number.isInteger(channel) || channel < 0 || channel >= this.numChannels) {
       throw violation(`channel ${channel} is out of range 0..${this.numChannels - 1}`);
     }
-    if (this.ended[channel] === 1) throw violation(`${what} read from channel ${channel}, which has ended`);
+    if (this.#ended[channel] === 1) throw violation(`${what} read from channel ${channel}, which has ended`);
     if (this.isBlocked(channel)) throw violation(`${what} read from channel ${channel}, which is blocked`);
   }
 }

@@ -122,24 +122,24 @@ interface PendingCheckpoint {
 
 export class CheckpointCoordinator {
   readonly config: CheckpointConfig;
-  private readonly tasks: ReadonlySet<string>;
-  private nextId: number;
+  readonly #tasks: ReadonlySet<string>;
+  #nextId: number;
   /** In progress, by id; insertion order is id order. */
-  private readonly pending = new Map<number, PendingCheckpoint>();
+  readonly #pending = new Map<number, PendingCheckpoint>();
   /** Trigger time of the last checkpoint (not savepoint); the periodic schedule counts from it. */
-  private lastCheckpointTriggerMs: number;
+  #lastCheckpointTriggerMs: number;
   /** When the last checkpoint or savepoint completed or failed; undefined before any did. */
-  private lastEndMs: number | undefined = undefined;
-  private lastNow: number;
-  private failures = 0;
+  #lastEndMs: number | undefined = undefined;
+  #lastNow: number;
+  #failures = 0;
   /** Completed checkpoints not yet discarded, ascending; at most `retained`. */
-  private readonly retainedIds: number[] = [];
-  private latestNotified = Number.NEGATIVE_INFINITY;
-  private readonly finishedTasks = new Set<string>();
-  private stopped = false;
-  private ignored = 0;
+  readonly #retainedIds: number[] = [];
+  #latestNotified = Number.NEGATIVE_INFINITY;
+  readonly #finishedTasks = new Set<string>();
+  #stopped = false;
+  #ignored = 0;
   /** Stats by id in trigger order: every one in progress and the last STATS_HISTORY ended ones. */
-  private readonly history = new Map<number, MutableStats>();
+  readonly #history = new Map<number, MutableStats>();
 
   constructor(config: CheckpointConfig, options: CoordinatorOptions) {
     const tasks = new Set(options.tasks);
@@ -150,63 +150,63 @@ export class CheckpointCoordinator {
       throw new EddyError("INTERNAL", `'firstCheckpointId' must be an integer >= 1, got ${options.firstCheckpointId}`);
     }
     this.config = config;
-    this.tasks = tasks;
-    this.nextId = options.firstCheckpointId;
-    this.lastCheckpointTriggerMs = options.now;
-    this.lastNow = options.now;
+    this.#tasks = tasks;
+    this.#nextId = options.firstCheckpointId;
+    this.#lastCheckpointTriggerMs = options.now;
+    this.#lastNow = options.now;
   }
 
   /** The newest completed checkpoint (not savepoint): what recovery restores. */
   get latestCompleted(): number | undefined {
-    return this.retainedIds.at(-1);
+    return this.#retainedIds.at(-1);
   }
 
   get inProgress(): number {
-    return this.pending.size;
+    return this.#pending.size;
   }
 
   get consecutiveFailures(): number {
-    return this.failures;
+    return this.#failures;
   }
 
   /** Acks, declines and manifest results for unknown, ended or already acknowledged checkpoints. */
   get ignoredMessages(): number {
-    return this.ignored;
+    return this.#ignored;
   }
 
   /** True after fail-job: no input produces commands any more. */
   get isStopped(): boolean {
-    return this.stopped;
+    return this.#stopped;
   }
 
   /** Times out what is overdue, then triggers a periodic checkpoint if one is due and allowed. */
   tick(now: number): CoordinatorCommand[] {
-    now = this.advance(now);
+    now = this.#advance(now);
     const commands: CoordinatorCommand[] = [];
-    for (const p of this.pending.values()) {
-      if (this.stopped) break;
+    for (const p of this.#pending.values()) {
+      if (this.#stopped) break;
       if (now - p.triggerTimeMs >= this.config.timeoutMs) {
-        this.fail(p, `expired ${this.config.timeoutMs} ms after its trigger`, true, now, commands);
+        this.#fail(p, `expired ${this.config.timeoutMs} ms after its trigger`, true, now, commands);
       }
     }
-    if (this.periodicDue(now) && this.rejection() === undefined) this.trigger(false, now, commands);
+    if (this.#periodicDue(now) && this.#rejection() === undefined) this.#trigger(false, now, commands);
     return commands;
   }
 
   /** A manual checkpoint or savepoint, now, or the reason it cannot be taken. */
   triggerNow(now: number, options: { readonly isSavepoint: boolean }): TriggerOutcome {
-    now = this.advance(now);
-    const reason = this.rejection();
+    now = this.#advance(now);
+    const reason = this.#rejection();
     if (reason !== undefined) return { ok: false, reason };
     const commands: CoordinatorCommand[] = [];
-    const checkpointId = this.trigger(options.isSavepoint, now, commands);
+    const checkpointId = this.#trigger(options.isSavepoint, now, commands);
     return { ok: true, checkpointId, commands };
   }
 
   acknowledge(checkpointId: number, taskId: string, ack: TaskAck, now: number): CoordinatorCommand[] {
-    now = this.advance(now);
-    const p = this.pending.get(checkpointId);
-    if (p === undefined || p.committing || !this.tasks.has(taskId) || p.acks.has(taskId)) return this.ignore();
+    now = this.#advance(now);
+    const p = this.#pending.get(checkpointId);
+    if (p === undefined || p.committing || !this.#tasks.has(taskId) || p.acks.has(taskId)) return this.#ignore();
     p.acks.set(taskId, ack);
     const s = p.stats;
     s.acknowledgedTasks = p.acks.size;
@@ -214,51 +214,51 @@ export class CheckpointCoordinator {
     s.asyncMs = Math.max(s.asyncMs, ack.asyncMs);
     s.alignmentMs = Math.max(s.alignmentMs, ack.alignmentMs);
     s.bytes += ack.bytes;
-    if (p.acks.size < this.tasks.size) return [];
+    if (p.acks.size < this.#tasks.size) return [];
     p.committing = true;
     return [{ type: "commit-manifest", checkpointId, isSavepoint: p.isSavepoint, acks: p.acks }];
   }
 
   decline(checkpointId: number, taskId: string, reason: string, now: number): CoordinatorCommand[] {
-    now = this.advance(now);
-    const p = this.pending.get(checkpointId);
-    if (p === undefined || p.committing || !this.tasks.has(taskId)) return this.ignore();
+    now = this.#advance(now);
+    const p = this.#pending.get(checkpointId);
+    if (p === undefined || p.committing || !this.#tasks.has(taskId)) return this.#ignore();
     const commands: CoordinatorCommand[] = [];
-    this.fail(p, `declined by task '${taskId}': ${reason}`, true, now, commands);
+    this.#fail(p, `declined by task '${taskId}': ${reason}`, true, now, commands);
     return commands;
   }
 
   manifestCommitted(checkpointId: number, now: number): CoordinatorCommand[] {
-    now = this.advance(now);
-    const p = this.pending.get(checkpointId);
-    if (p === undefined || !p.committing) return this.ignore();
+    now = this.#advance(now);
+    const p = this.#pending.get(checkpointId);
+    if (p === undefined || !p.committing) return this.#ignore();
     const commands: CoordinatorCommand[] = [];
     const kind = p.isSavepoint ? "savepoint" : "checkpoint";
-    for (const older of this.pending.values()) {
+    for (const older of this.#pending.values()) {
       if (older.id >= checkpointId) break;
-      this.end(older, "subsumed", `subsumed by ${kind} ${checkpointId}`, now);
+      this.#end(older, "subsumed", `subsumed by ${kind} ${checkpointId}`, now);
       commands.push({ type: "abort", checkpointId: older.id, reason: `subsumed by ${kind} ${checkpointId}` });
     }
-    this.end(p, "completed", undefined, now);
-    if (!(checkpointId > this.latestNotified)) {
-      throw new EddyError("CHECKPOINT_PROTOCOL_VIOLATION", `completion of ${checkpointId} after ${this.latestNotified}`);
+    this.#end(p, "completed", undefined, now);
+    if (!(checkpointId > this.#latestNotified)) {
+      throw new EddyError("CHECKPOINT_PROTOCOL_VIOLATION", `completion of ${checkpointId} after ${this.#latestNotified}`);
     }
-    this.latestNotified = checkpointId;
+    this.#latestNotified = checkpointId;
     commands.push({ type: "notify-complete", checkpointId });
     if (!p.isSavepoint) {
-      this.failures = 0;
-      this.retainedIds.push(checkpointId);
-      while (this.retainedIds.length > this.config.retained) commands.push({ type: "discard", checkpointId: this.retainedIds.shift()! });
+      this.#failures = 0;
+      this.#retainedIds.push(checkpointId);
+      while (this.#retainedIds.length > this.config.retained) commands.push({ type: "discard", checkpointId: this.#retainedIds.shift()! });
     }
     return commands;
   }
 
   manifestFailed(checkpointId: number, reason: string, now: number): CoordinatorCommand[] {
-    now = this.advance(now);
-    const p = this.pending.get(checkpointId);
-    if (p === undefined || !p.committing) return this.ignore();
+    now = this.#advance(now);
+    const p = this.#pending.get(checkpointId);
+    if (p === undefined || !p.committing) return this.#ignore();
     const commands: CoordinatorCommand[] = [];
-    this.fail(p, `manifest failed: ${reason}`, true, now, commands);
+    this.#fail(p, `manifest failed: ${reason}`, true, now, commands);
     return commands;
   }
 
@@ -267,41 +267,41 @@ export class CheckpointCoordinator {
    * ones (see the file comment); once every task has finished, none is triggered any more.
    */
   taskFinished(taskId: string, now: number): CoordinatorCommand[] {
-    this.advance(now);
-    if (this.tasks.has(taskId)) this.finishedTasks.add(taskId);
+    this.#advance(now);
+    if (this.#tasks.has(taskId)) this.#finishedTasks.add(taskId);
     return [];
   }
 
   /** Every checkpoint in progress and the last STATS_HISTORY ended ones, in trigger order. */
   stats(): CheckpointStats[] {
-    return [...this.history.values()].map((s) => Object.freeze({ ...s }));
+    return [...this.#history.values()].map((s) => Object.freeze({ ...s }));
   }
 
-  private advance(now: number): number {
-    if (this.stopped) return this.lastNow;
-    if (now > this.lastNow) this.lastNow = now;
-    return this.lastNow;
+  #advance(now: number): number {
+    if (this.#stopped) return this.#lastNow;
+    if (now > this.#lastNow) this.#lastNow = now;
+    return this.#lastNow;
   }
 
-  private periodicDue(now: number): boolean {
+  #periodicDue(now: number): boolean {
     return (
-      now - this.lastCheckpointTriggerMs >= this.config.intervalMs &&
-      (this.lastEndMs === undefined || now - this.lastEndMs >= this.config.minPauseMs)
+      now - this.#lastCheckpointTriggerMs >= this.config.intervalMs &&
+      (this.#lastEndMs === undefined || now - this.#lastEndMs >= this.config.minPauseMs)
     );
   }
 
   /** Why no checkpoint may be triggered now, or undefined. */
-  private rejection(): string | undefined {
-    if (this.stopped) return "the job has failed";
-    if (this.finishedTasks.size === this.tasks.size) return "every task has finished";
-    if (this.pending.size >= this.config.maxConcurrent) {
-      return `${this.pending.size} checkpoint(s) in progress, the most allowed (maxConcurrent ${this.config.maxConcurrent})`;
+  #rejection(): string | undefined {
+    if (this.#stopped) return "the job has failed";
+    if (this.#finishedTasks.size === this.#tasks.size) return "every task has finished";
+    if (this.#pending.size >= this.config.maxConcurrent) {
+      return `${this.#pending.size} checkpoint(s) in progress, the most allowed (maxConcurrent ${this.config.maxConcurrent})`;
     }
     return undefined;
   }
 
-  private trigger(isSavepoint: boolean, now: number, commands: CoordinatorCommand[]): number {
-    const id = this.nextId++;
+  #trigger(isSavepoint: boolean, now: number, commands: CoordinatorCommand[]): number {
+    const id = this.#nextId++;
     const stats: MutableStats = {
       checkpointId: id,
       isSavepoint,
@@ -309,55 +309,55 @@ export class CheckpointCoordinator {
       status: "in-progress",
       durationMs: undefined,
       acknowledgedTasks: 0,
-      totalTasks: this.tasks.size,
+      totalTasks: this.#tasks.size,
       syncMs: 0,
       asyncMs: 0,
       alignmentMs: 0,
       bytes: 0,
       failureReason: undefined,
     };
-    this.pending.set(id, { id, isSavepoint, triggerTimeMs: now, acks: new Map(), committing: false, stats });
-    this.history.set(id, stats);
-    if (!isSavepoint) this.lastCheckpointTriggerMs = now;
+    this.#pending.set(id, { id, isSavepoint, triggerTimeMs: now, acks: new Map(), committing: false, stats });
+    this.#history.set(id, stats);
+    if (!isSavepoint) this.#lastCheckpointTriggerMs = now;
     commands.push({ type: "trigger", checkpointId: id, timestampMs: now, isSavepoint });
     return id;
   }
 
   /** Fails `p`: abort it, and fail the job if `counts` and the failure budget is spent. */
-  private fail(p: PendingCheckpoint, reason: string, counts: boolean, now: number, commands: CoordinatorCommand[]): void {
-    this.end(p, "failed", reason, now);
+  #fail(p: PendingCheckpoint, reason: string, counts: boolean, now: number, commands: CoordinatorCommand[]): void {
+    this.#end(p, "failed", reason, now);
     commands.push({ type: "abort", checkpointId: p.id, reason });
     if (!counts || p.isSavepoint) return;
-    this.failures++;
-    if (this.failures <= this.config.tolerableFailures) return;
-    const message = `${this.failures} consecutive checkpoints failed (tolerable: ${this.config.tolerableFailures}); the last: ${reason}`;
-    this.stopped = true;
-    for (const other of this.pending.values()) {
-      this.end(other, "failed", "the job failed", now);
+    this.#failures++;
+    if (this.#failures <= this.config.tolerableFailures) return;
+    const message = `${this.#failures} consecutive checkpoints failed (tolerable: ${this.config.tolerableFailures}); the last: ${reason}`;
+    this.#stopped = true;
+    for (const other of this.#pending.values()) {
+      this.#end(other, "failed", "the job failed", now);
       commands.push({ type: "abort", checkpointId: other.id, reason: "the job failed" });
     }
     const error = new EddyError("TOO_MANY_CHECKPOINT_FAILURES", message);
     commands.push({ type: "fail-job", reason: message, error });
   }
 
-  private end(p: PendingCheckpoint, status: Exclude<CheckpointStatus, "in-progress">, reason: string | undefined, now: number): void {
-    this.pending.delete(p.id);
+  #end(p: PendingCheckpoint, status: Exclude<CheckpointStatus, "in-progress">, reason: string | undefined, now: number): void {
+    this.#pending.delete(p.id);
     p.stats.status = status;
     p.stats.durationMs = now - p.triggerTimeMs;
     p.stats.failureReason = reason;
-    if (status !== "subsumed") this.lastEndMs = now;
-    let ended = this.history.size - this.pending.size;
-    for (const [id, s] of this.history) {
+    if (status !== "subsumed") this.#lastEndMs = now;
+    let ended = this.#history.size - this.#pending.size;
+    for (const [id, s] of this.#history) {
       if (ended <= STATS_HISTORY) break;
       if (s.status !== "in-progress") {
-        this.history.delete(id);
+        this.#history.delete(id);
         ended--;
       }
     }
   }
 
-  private ignore(): CoordinatorCommand[] {
-    if (!this.stopped) this.ignored++;
+  #ignore(): CoordinatorCommand[] {
+    if (!this.#stopped) this.#ignored++;
     return [];
   }
 }
