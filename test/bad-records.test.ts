@@ -1,10 +1,12 @@
 /**
  * Input a source cannot read (ReaderOutput.reportBadRecord): under the default error policy the
- * job fails with BAD_RECORD, naming the source, the subtask and the position the reader gave.
+ * job fails with BAD_RECORD, naming the source, the subtask and the position the reader gave;
+ * under `skip` and `dead-letter` (set with onError on the stream fromSource returns) the reader
+ * goes on, and the bad input is counted or sent to deadLetters() with its position.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defineJob, EddyError, staticSplitEnumerator, WatermarkStrategy, type Source } from "eddy";
+import { defineJob, EddyError, staticSplitEnumerator, WatermarkStrategy, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions, type Source } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 
 /** Lines of one split; a line that is not an integer is reported as a bad record, with its line number. */
@@ -58,4 +60,47 @@ test("a source without bad records is not affected", async () => {
   const run = runJob(job(["1", "2", "3"]), { mode: "inline" });
   await run.done;
   assert.deepEqual(run.collected("out"), [1, 2, 3]);
+});
+
+function jobWith(lines: readonly string[], policy: ErrorPolicy, options?: ErrorPolicyOptions) {
+  return defineJob("bad-records-policy", (env) => {
+    const numbers = env.fromSource(integerLines(lines), WatermarkStrategy.noWatermarks(), "numbers").onError(policy, options);
+    numbers.sinkTo(collectSink("out"));
+    if (policy === "dead-letter") numbers.deadLetters().sinkTo(collectSink("dead"));
+  });
+}
+
+test("skip: the reader goes on after a bad record, which is counted in the source's metrics", async () => {
+  const run = runJob(jobWith(["1", "x2", "3", "", "5"], "skip"), { mode: "inline" });
+  await run.done;
+  assert.deepEqual(run.collected("out"), [1, 3, 0, 5]);
+  const counters = Object.assign({}, ...run.metrics().map((m) => m.counters)) as Record<string, number>;
+  assert.equal(counters["numbers.numRecordsSkipped"], 1);
+});
+
+test("dead-letter: bad input goes to deadLetters() with its raw text, position, error and source", async () => {
+  const run = runJob(jobWith(["1", "x2", "3", "4y"], "dead-letter"), { mode: "inline" });
+  await run.done;
+  assert.deepEqual(run.collected("out"), [1, 3]);
+  const letter = (line: number, raw: string): DeadLetter => ({
+    operator: "numbers",
+    subtask: 0,
+    error: { code: "BAD_RECORD", message: `source 'numbers' (subtask 0) could not read the record at file 'numbers.txt', line ${line}: SyntaxError: '${raw}' is not an integer` },
+    raw,
+    rawEncoding: "text",
+    position: { file: "numbers.txt", line },
+  });
+  assert.deepEqual(run.collected<DeadLetter>("dead"), [letter(2, "x2"), letter(4, "4y")]);  const counters = Object.assign({}, ...run.metrics().map((m) => m.counters)) as Record<string, number>;
+  assert.equal(counters["numbers.numRecordsDeadLettered"], 2);
+});
+
+test("the bound: more bad records within a minute than maxPerMinute fails the job with ERROR_POLICY_BOUND_EXCEEDED", async () => {
+  const run = runJob(jobWith(["a", "b", "c", "4"], "skip", { maxPerMinute: 2 }), { mode: "inline" });
+  await assert.rejects(run.done, (e: unknown) => {
+    assert.ok(e instanceof EddyError);
+    assert.equal(e.code, "ERROR_POLICY_BOUND_EXCEEDED");
+    assert.equal(e.operator, "numbers");
+    assert.match(e.message, /would skip more than 2 records within a minute.*line 3/);
+    return true;
+  });
 });

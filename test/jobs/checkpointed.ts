@@ -17,6 +17,7 @@ import {
   type Sink,
 } from "eddy";
 import { committingCollectSink, twoPhaseTestSink } from "eddy/testing";
+import { fireOnce, markingFirstCommit } from "./fault-markers.ts";
 
 export const RECORDS = Number(process.env.EDDY_CHK_RECORDS ?? 480_000);
 /**
@@ -54,14 +55,7 @@ function fault(): Fault | undefined {
 }
 
 /** Fires the fault once: true for the single caller that created the marker. */
-function fire(f: Fault): boolean {
-  try {
-    writeFileSync(f.marker, "fired", { flag: "wx" });
-    return true;
-  } catch {
-    return false;
-  }
-}
+const fire = (f: Fault): boolean => fireOnce(f.marker);
 
 const countPerKey: KeyedProcessFunction<number, number, Counted> = {
   processElement(n, ctx, out) {
@@ -224,22 +218,6 @@ export const LATE = "late";
  * deterministic), a fault point, 500 ms tumbling windows per key; late events go to a side
  * output. Both outputs go to committing sinks.
  */
-/** `inner`, creating the file `marker` when it first commits (a checkpoint completed). */
-function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink<T> {
-  if (marker === undefined) return inner;
-  return {
-    createWriter: (context) => inner.createWriter(context),
-    createCommitter(context) {
-      const committer = inner.createCommitter!(context);
-      return {
-        async commit(committables) {
-          await committer.commit(committables);
-          writeFileSync(marker, "committed");
-        },
-      };
-    },
-  };
-}
 
 export const eventTimeJob = defineJob("checkpointed-event-time", (env) => {
   const f = fault();

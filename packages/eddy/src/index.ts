@@ -32,6 +32,7 @@ export {
   type WatermarkOutput,
 } from "./core/watermark-strategy.ts";
 export { OutputTag } from "./core/output-tag.ts";
+export { DEAD_LETTERS, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions } from "./core/error-policy.ts";
 export { EddyError, type ErrorCode, type ErrorDomain } from "./core/errors.ts";
 export type { Key } from "./core/key.ts";
 export type { OperatorListState } from "./runtime/operator-state.ts";

@@ -8,6 +8,7 @@ import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { OutputTag } from "../core/output-tag.ts";
+import { DEAD_LETTERS, errorPolicySpec, FAIL_POLICY, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions } from "../core/error-policy.ts";
 import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
 import { printSink } from "../connector/print-sink.ts";
 import type { Sink } from "../connector/sink.ts";
@@ -129,6 +130,59 @@ export class DataStream<T> extends OperatorHandle {
     return this;
   }
 
+  /**
+   * What this operator does with a record its user function throws on — or, for a source, input
+   * its reader cannot read (docs/error-policy.md): `"fail"` (the default) fails the job,
+   * `"skip"` drops and counts the record (numRecordsSkipped), `"dead-letter"` sends it to
+   * `deadLetters()` and counts it (numRecordsDeadLettered). With `{ maxPerMinute: n }` the job
+   * still fails when a subtask would skip or dead-letter more than n records within a minute
+   * (ERROR_POLICY_BOUND_EXCEEDED).
+   *
+   * Applies to map, filter, flatMap, process, a keyed stream's process (its key selector
+   * included), assignTimestampsAndWatermarks (the timestamp assigner) and sources (on the stream
+   * fromSource returns: the source's bad records and its timestamp assigner).
+   */
+  onError(policy: ErrorPolicy, options?: ErrorPolicyOptions): this {
+    const spec = errorPolicySpec(policy, options);
+    const t = this._transformation;
+    if ((t.kind !== "one-input" && t.kind !== "source") || t.errorPolicy === undefined) {
+      const what = t.kind === "one-input" || t.kind === "two-input" || t.kind === "source" ? `operator '${t.name}'` : `a ${t.kind} of streams`;
+      throw new EddyError(
+        "INVALID_ERROR_POLICY",
+        `onError() applies to map, filter, flatMap, process, keyed process, assignTimestampsAndWatermarks and sources, not to ${what}`,
+      );
+    }
+    t.errorPolicy = spec;
+    if (t.ofSource !== undefined) t.ofSource.errorPolicy = spec;
+    return this;
+  }
+
+  /**
+   * The records this operator dead-lettered (its policy must be `onError("dead-letter")`, set
+   * before): the side output DEAD_LETTERS, a stream like any other, to send to any sink. For the
+   * stream fromSource returns, the source's and its timestamp assigner's dead letters together.
+   */
+  deadLetters(): DataStream<DeadLetter> {
+    const t = this._transformation;
+    if ((t.kind !== "one-input" && t.kind !== "source") || t.errorPolicy?.policy !== "dead-letter") {
+      throw new EddyError(
+        "INVALID_ERROR_POLICY",
+        `deadLetters() needs an operator whose error policy is "dead-letter": call .onError("dead-letter") on it first`,
+      );
+    }
+    const own = this.getSideOutput(DEAD_LETTERS);
+    if (t.ofSource === undefined) return own;
+    const ofSource = this.builder.add({ kind: "side-output", id: this.builder.nextId(), input: t.ofSource, tag: DEAD_LETTERS as OutputTag<unknown> });
+    return new DataStream<DeadLetter>(this.builder, ofSource).union(own);
+  }
+
+  /** @internal marks the operator this stream comes from as one that applies an error policy (onError). */
+  _withErrorPolicy(): this {
+    const t = this._transformation;
+    if (t.kind === "one-input" || t.kind === "source") t.errorPolicy ??= FAIL_POLICY;
+    return this;
+  }
+
   /** @internal adds a one-input operator consuming this stream. */
   _transform<R>(name: string, factory: AnyFactory<T, R>, stateful: boolean, keySelector?: AnyKeySelector): DataStream<R> {
     return new DataStream<R>(this.builder, this._addOneInput(name, factory, stateful, keySelector, false));
@@ -160,19 +214,19 @@ export class DataStream<T> extends OperatorHandle {
 
   map<R>(fn: MapFunction<T, R>): DataStream<R> {
     requireFunction(fn, "map");
-    return this._transform("Map", mapOperator(fn), false);
+    return this._transform("Map", mapOperator(fn), false)._withErrorPolicy();
   }
 
   filter(fn: FilterFunction<T>): DataStream<T> {
     requireFunction(fn, "filter");
-    return this._transform("Filter", filterOperator(fn), false);
+    return this._transform("Filter", filterOperator(fn), false)._withErrorPolicy();
   }
 
   /** Emits zero or more records per input record through `out.collect(...)`. */
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   flatMap<R = any>(fn: (value: T, out: Collector<R>) => void): DataStream<R> {
     requireFunction(fn, "flatMap");
-    return this._transform("FlatMap", flatMapOperator(fn), false);
+    return this._transform("FlatMap", flatMapOperator(fn), false)._withErrorPolicy();
   }
 
   /** Partitions by key: every record with the same key reaches the same subtask and state. */
@@ -204,7 +258,7 @@ export class DataStream<T> extends OperatorHandle {
 
   process<R>(fn: ProcessFunction<T, R>): DataStream<R> {
     requireProcessFunction(fn, "process");
-    return this._transform("Process", processOperator(fn), false);
+    return this._transform("Process", processOperator(fn), false)._withErrorPolicy();
   }
 
   /** Merges streams of the same type (no order between them). */
@@ -223,7 +277,7 @@ export class DataStream<T> extends OperatorHandle {
   }
 
   assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): DataStream<T> {
-    return this._transform("Timestamps/Watermarks", timestampsAndWatermarksOperator(strategy), false);
+    return this._transform("Timestamps/Watermarks", timestampsAndWatermarksOperator(strategy), false)._withErrorPolicy();
   }
 
   /** The records this operator emitted to `tag` with `ctx.output(tag, value)`. */
@@ -295,7 +349,7 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   /** A process function with keyed state and timers of the current key. */
   override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
     requireProcessFunction(fn, "process");
-    return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector);
+    return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector)._withErrorPolicy();
   }
 
   /** Joins with `other` on event time: `.between(lowerMs, upperMs).process(fn)`; see IntervalJoin. */

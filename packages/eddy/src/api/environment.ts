@@ -1,4 +1,5 @@
 /** The job's entry point: sources and job-wide settings (Flink's StreamExecutionEnvironment). */
+import { FAIL_POLICY } from "../core/error-policy.ts";
 import { resolveCheckpointConfig, type CheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { collectionSource, sequenceSource } from "../connector/collection-source.ts";
@@ -39,8 +40,9 @@ export class StreamExecutionEnvironment {
   fromSource<T>(source: Source<T, unknown>, watermarkStrategy: WatermarkStrategy<T>, name: string): DataStream<T> {
     if (typeof name !== "string" || name.length === 0) throw new TypeError("fromSource needs a name");
     const stream = this.#addSource(source, name);
-    const timed = stream._transform(`${name}: Timestamps/Watermarks`, timestampsAndWatermarksOperator(watermarkStrategy), false);
-    // One operator to the user: uid and parallelism set on `timed` apply to the source as well.
+    const timed = stream._transform(`${name}: Timestamps/Watermarks`, timestampsAndWatermarksOperator(watermarkStrategy), false)._withErrorPolicy();
+    // One operator to the user: uid, parallelism and the error policy set on `timed` apply to the
+    // source as well, and its dead letters are both operators' (DataStream.deadLetters).
     Object.assign(timed._transformation, { ofSource: stream._transformation });
     return timed;
   }
@@ -122,6 +124,7 @@ export class StreamExecutionEnvironment {
       maxParallelism: undefined,
       codec: undefined,
       stateful: false,
+      errorPolicy: FAIL_POLICY,
       source: source as Source<unknown, unknown>,
     });
     return new DataStream<T>(this.#builder, t);

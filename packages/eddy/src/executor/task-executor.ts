@@ -27,6 +27,7 @@ import { PendingWork } from "../runtime/pending-work.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
+import { recordErrorPolicy } from "../runtime/record-error-policy.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 import type { BusyTaskBoard } from "./task-watchdog.ts";
 import type { JobMasterGateway } from "./gateway.ts";
@@ -505,6 +506,7 @@ export class TaskExecutor {
                 receiverParallelism: edge.target.parallelism,
                 receiverMaxParallelism: edge.target.maxParallelism,
                 receiverName: edge.target.name,
+                receiverHandlesBadKeys: handlesBadKeys(edge.target),
               });
               const channels: OutputChannel[] = [];
               for (let r = 0; r < edge.target.parallelism; r++) channels.push(deployment.outputChannel(edge, subtask, r));
@@ -533,6 +535,7 @@ export class TaskExecutor {
             job: services,
             autoWatermarkIntervalMs,
             counter: (name) => counters.counter(node.name, name),
+            errorPolicy: t.errorPolicy,
             checkpointing: checkpointings.get(node),
             queryable: this.queryable,
             stateBackend: this.#options.stateBackend ?? heapStateBackend,
@@ -557,7 +560,12 @@ export class TaskExecutor {
             const restored = sourceCheckpointing.registerOperatorState(SOURCE_SPLITS_STATE, "split", (id) => reader.snapshotState(id));
             if (restored !== undefined && restored.length > 0) mailbox.post(() => reader.addSplits(restored));
           }
-          head = { kind: "source", name: headNode.name, reader, output: outputs.get(headNode)! };
+          const sourceOutput = outputs.get(headNode)!;
+          const errors = recordErrorPolicy(
+            { operatorName: headNode.name, subtaskIndex: subtask, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.name, name) },
+            sourceOutput,
+          );
+          head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad) };
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
             notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),
@@ -613,4 +621,13 @@ export class TaskExecutor {
       }
     }
   }
+}
+
+/**
+ * Whether `node` is a keyed operator whose error policy takes records whose key cannot be
+ * computed: the partitioner before it then hands such records on (partitioner.ts).
+ */
+function handlesBadKeys(node: PlanNode): boolean {
+  const t = node.transformation;
+  return t.kind === "one-input" && t.keySelector !== undefined && t.errorPolicy !== undefined && t.errorPolicy.policy !== "fail";
 }

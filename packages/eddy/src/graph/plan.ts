@@ -7,6 +7,7 @@
 import { EddyError } from "../core/errors.ts";
 import { checkParallelism, defaultMaxParallelism } from "../core/key-group.ts";
 import type { Logger } from "../core/logger.ts";
+import { DEAD_LETTERS } from "../core/error-policy.ts";
 import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
 import type { AnyKeySelector } from "../runtime/operator.ts";
 import { isPhysical, type PhysicalTransformation, type Transformation } from "./transformation.ts";
@@ -100,6 +101,22 @@ function resolveInputs(t: Transformation): ResolvedInput[] {
   }
 }
 
+/**
+ * Dead letters nothing reads are dropped (a side output without consumers), counted but nowhere
+ * to inspect: most likely a forgotten `deadLetters()`, so say so. (For the stream fromSource
+ * returns, the source and its timestamp assigner share the policy; either one's consumer counts.)
+ */
+function warnIfDeadLettersUnread(node: PlanNode, nodes: ReadonlyMap<PhysicalTransformation, PlanNode>, logger: Logger): void {
+  const t = node.transformation;
+  if (t.errorPolicy?.policy !== "dead-letter" || t.ofSource !== undefined) return;
+  const read = (n: PlanNode | undefined): boolean => n !== undefined && n.outputs.some((e) => e.sideTag === DEAD_LETTERS.id);
+  const timed = t.kind === "source" ? [...nodes.values()].find((n) => n.transformation.ofSource === t) : undefined;
+  if (read(node) || read(timed)) return;
+  logger.warn('operator has the "dead-letter" error policy but nothing reads its dead letters (stream.deadLetters()); they are counted and dropped', {
+    operator: node.name,
+  });
+}
+
 function slug(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "operator";
 }
@@ -183,6 +200,8 @@ export function compilePlan(transformations: readonly Transformation[], options:
       target.inputs.push(edge);
     }
   }
+
+  for (const node of nodes.values()) warnIfDeadLettersUnread(node, nodes, options.logger);
 
   const ordered = physical.map((t) => nodes.get(t)!);
   const chains: PlanChain[] = [];

@@ -5,6 +5,7 @@
  * reads them once and never changes them.
  */
 import type { BatchCodec } from "../core/codec/codec.ts";
+import type { ErrorPolicySpec } from "../core/error-policy.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import type { Source } from "../connector/source.ts";
 import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
@@ -23,6 +24,12 @@ interface PhysicalBase {
   maxParallelism: number | undefined;
   /** How this operator's output records are encoded when they cross threads (default: defaultCodec). */
   codec: BatchCodec | undefined;
+  /**
+   * The operator's error policy (`.onError(...)`; core/error-policy.ts). Undefined: the operator
+   * has no per-record user call a policy applies to (a sink, a window, a join), and onError
+   * refuses it; operators that apply one start with FAIL_POLICY.
+   */
+  errorPolicy?: ErrorPolicySpec;
   /** Whether the operator keeps state (it then should have a uid for savepoints). */
   readonly stateful: boolean;
   /**

@@ -12,6 +12,7 @@ import type { Logger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import type { KeyGroupRange } from "../core/key-group.ts";
 import type { JobServices } from "../core/job-services.ts";
+import type { ErrorPolicySpec } from "../core/error-policy.ts";
 import type { OperatorCheckpointing } from "./checkpointing.ts";
 import type { QueryableRegistry } from "./queryable-registry.ts";
 
@@ -94,6 +95,11 @@ export interface OperatorContext {
   readonly checkpointing?: OperatorCheckpointing | undefined;
   /** Where queryable states of this executor's subtasks are registered (undefined: not served). */
   readonly queryable?: QueryableRegistry | undefined;
+  /**
+   * What the operator does with a record its user function throws on (runtime/record-error-policy.ts);
+   * undefined: `fail`. Set only for operators that apply a policy (docs/error-policy.md).
+   */
+  readonly errorPolicy?: ErrorPolicySpec | undefined;
   /** Makes the keyed state backend of a keyed operator (the job's choice; the heap backend by default). */
   readonly stateBackend: KeyedStateBackendFactory;
   /**

@@ -13,7 +13,7 @@ import { END_OF_INPUT, type CheckpointBarrier, type StreamElement } from "../cor
 import { BarrierAligner, type AlignerResult } from "../checkpoint/barrier-aligner.ts";
 import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts";
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
-import { badRecordError, type ReaderOutput, type SourceReader } from "../connector/source.ts";
+import { badRecordError, type BadRecord, type ReaderOutput, type SourceReader } from "../connector/source.ts";
 import type { PendingWork } from "./pending-work.ts";
 import type { InputChannel } from "./channels/channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
@@ -22,8 +22,18 @@ import type { CounterRegistry, OneInputOperator, Output, TwoInputOperator } from
 import { StatusWatermarkValve } from "./watermark-valve.ts";
 
 export type TaskHead =
-  /** `name`: the source operator's (errors name it, not the chain). */
-  | { readonly kind: "source"; readonly name: string; readonly reader: SourceReader<unknown, unknown>; readonly output: Output<unknown> }
+  /**
+   * `name`: the source operator's (errors name it, not the chain). `onBadRecord`: what the
+   * source's error policy does with input its reader cannot read (runtime/record-error-policy.ts);
+   * undefined: the job fails with BAD_RECORD.
+   */
+  | {
+      readonly kind: "source";
+      readonly name: string;
+      readonly reader: SourceReader<unknown, unknown>;
+      readonly output: Output<unknown>;
+      readonly onBadRecord?: ((bad: BadRecord) => void) | undefined;
+    }
   | { readonly kind: "one-input"; readonly operator: OneInputOperator<unknown> }
   | { readonly kind: "two-input"; readonly operator: TwoInputOperator<unknown, unknown> };
 
@@ -189,9 +199,11 @@ export class StreamTask {
           this.recordsIn++;
           output.collect(value, timestamp ?? NO_TIMESTAMP);
         },
-        reportBadRecord: (bad) => {
-          throw badRecordError(head.name, this.subtaskIndex, bad);
-        },
+        reportBadRecord:
+          head.onBadRecord ??
+          ((bad) => {
+            throw badRecordError(head.name, this.subtaskIndex, bad);
+          }),
       };
     }
   }

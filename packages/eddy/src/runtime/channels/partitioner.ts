@@ -52,6 +52,13 @@ export interface ChannelSelectorContext {
   readonly receiverMaxParallelism: number;
   /** Name of the receiving operator, for errors about keys. */
   readonly receiverName: string;
+  /**
+   * The receiver is a keyed operator whose error policy is not `fail` (docs/error-policy.md): a
+   * record whose key cannot be computed (the key selector throws or returns an invalid key) is
+   * not an error here but goes on to one receiver, whose own call of the key selector fails again
+   * and hands it to its policy. Undefined: false.
+   */
+  readonly receiverHandlesBadKeys?: boolean;
 }
 
 export function createChannelSelector(spec: PartitionerSpec, ctx: ChannelSelectorContext): ChannelSelector {
@@ -115,6 +122,7 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
   const p = ctx.receiverParallelism;
   // Checked once here, so the per-record step needs no checks.
   checkParallelism(p, maxP);
+  if (ctx.receiverHandlesBadKeys === true) return tolerantKeyGroupSelector(keySelector, ctx);
   if (p === 1) {
     // One receiver owns every key group: only the key's validity is left to check.
     return {
@@ -133,6 +141,35 @@ function keyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorConte
       // hot path
       const key = requireValidKey(keySelector(value), ctx.receiverName);
       const keyGroup = assigner.keyGroupOf(key);
+      this.keyGroup = keyGroup;
+      return operatorIndexOfKeyGroup(maxP, p, keyGroup);
+    },
+  };
+  return selector;
+}
+
+/**
+ * keyGroupSelector for a receiver that handles bad keys itself: a record whose key cannot be
+ * computed goes to receiver `senderIndex mod p` (so its dead letters keep the order of this
+ * sender's records) with key group -1, which the receiver never uses (keyed-process-operator.ts).
+ * A selector of its own, so the `try` stays off the path of receivers that fail on bad keys.
+ */
+function tolerantKeyGroupSelector(keySelector: AnyKeySelector, ctx: ChannelSelectorContext): ChannelSelector {
+  const maxP = ctx.receiverMaxParallelism;
+  const p = ctx.receiverParallelism;
+  const assigner = new KeyGroupAssigner(maxP);
+  const fallback = ctx.senderIndex % p;
+  const selector: { keyGroup: number; checksRecords: true; select(value: unknown): number } = {
+    keyGroup: -1,
+    checksRecords: true,
+    select(value: unknown): number {
+      let keyGroup: number;
+      try {
+        keyGroup = assigner.keyGroupOf(requireValidKey(keySelector(value), ctx.receiverName));
+      } catch {
+        this.keyGroup = -1;
+        return fallback;
+      }
       this.keyGroup = keyGroup;
       return operatorIndexOfKeyGroup(maxP, p, keyGroup);
     },

@@ -21,6 +21,7 @@ import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./key
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
+import { recordErrorPolicy } from "../record-error-policy.ts";
 
 /** The context of one keyed operator, reused for every record and timer. */
 class KeyedContext<K> implements OnTimerContext<K> {
@@ -87,17 +88,28 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
     const fn = perSubtaskInstance(userFn);
     const keySelector = requireKeySelector(ctx, 0);
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
+    const errors = recordErrorPolicy(ctx, output as Output<unknown>);
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
       processElement(value, timestamp, keyGroup) {
-        keyed.setKeyFromRecord(keySelector, value, keyGroup);
+        // The key selector is the operator's too: a record it throws on (or returns an invalid key
+        // for) goes to the policy. The partitioner upstream hands such records on for that
+        // (partitioner.ts, keyGroupSelector); a key group it could not compute arrives as -1 and is
+        // never used, since the selector throws again here.
+        try {
+          keyed.setKeyFromRecord(keySelector, value, keyGroup);
+        } catch (e) {
+          errors.onRecordError(e, value, timestamp);
+          return;
+        }
         context.currentTimestamp = timestamp;
         context.domain = "event";
         collector.timestamp = timestamp;
         try {
           fn.processElement(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          // What the function emitted or wrote to state before it threw stays.
+          errors.onRecordError(e, value, timestamp);
         }
       },
       processWatermark(watermark) {

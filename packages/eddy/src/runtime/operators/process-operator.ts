@@ -7,6 +7,7 @@ import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from
 import { nonKeyedTimerService } from "./keyed-state-and-timers.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
+import { recordErrorPolicy } from "../record-error-policy.ts";
 import { operatorStateStore, type OperatorListState } from "../operator-state.ts";
 
 /** The context object of one operator, reused for every record. */
@@ -59,6 +60,7 @@ export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
     const fn = perSubtaskInstance(userFn);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
     const collector = new TimestampedCollector(output);
+    const errors = recordErrorPolicy(ctx, output as Output<unknown>);
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContextOf(ctx))),
       processElement(value, timestamp) {
@@ -67,7 +69,8 @@ export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
         try {
           fn.processElement(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          // What the function emitted before it threw (main or side output) has gone downstream.
+          errors.onRecordError(e, value, timestamp);
         }
       },
       processWatermark(watermark) {

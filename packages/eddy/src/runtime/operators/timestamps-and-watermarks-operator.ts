@@ -11,10 +11,14 @@ import type { ScheduledCallback } from "../../core/clock.ts";
 import { hasTimestamp, MAX_WATERMARK, MIN_WATERMARK } from "../../core/time.ts";
 import type { WatermarkOutput, WatermarkStrategy } from "../../core/watermark-strategy.ts";
 import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import { recordErrorPolicy } from "../record-error-policy.ts";
 
 export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T>) {
   return (ctx: OperatorContext, output: Output<T>): OneInputOperator<T> => {
     const generator = strategy.generatorFactory();
+    // The timestamp assigner's failures (a throw, a timestamp that is not a finite number) go to
+    // the policy; the watermark generator's fail the job (it is called after the record left).
+    const errors = recordErrorPolicy(ctx, output as Output<unknown>);
     const assigner = strategy.timestampAssigner;
     const idleTimeoutMs = strategy.idleTimeoutMs;
     let lastEmitted = MIN_WATERMARK;
@@ -81,14 +85,17 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         try {
           if (assigner !== undefined) ts = assigner(value, hasTimestamp(timestamp) ? timestamp : undefined);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          errors.onRecordError(e, value, timestamp);
+          return;
         }
         if (typeof ts !== "number" || !Number.isFinite(ts)) {
-          throw new EddyError(
+          const invalid = new EddyError(
             "INVALID_TIMESTAMP",
             `timestamp assigner of '${ctx.operatorName}' returned ${String(ts)}; expected a finite number of ms`,
             { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
           );
+          errors.onRecordError(invalid, value, timestamp);
+          return;
         }
         if (idleTimeoutMs !== undefined) lastRecordAtMs = ctx.clock.now();
         if (idle) wmOutput.markActive();
