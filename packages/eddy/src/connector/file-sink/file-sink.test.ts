@@ -103,6 +103,7 @@ test("a part is hidden while in progress and pending, and visible only once its 
   h.notifyCheckpointComplete(1);
   await h.settled();
   assert.deepEqual(files(dir), [".part-0-1.ndjson.inprogress", "part-0-0.ndjson"], "committed by an atomic rename; the next part in progress");
+  h.close();
   assert.equal(readFileSync(join(dir, "part-0-0.ndjson"), "utf8"), '{"id":1}\n{"id":2}\n');
 }));
 
@@ -157,6 +158,7 @@ test("rolling: by size, on checkpoint, by rollover and inactivity intervals (che
     await h.settled();
   }
   assert.deepEqual(visible(join(dir, "time")), ["part-0-0.ndjson", "part-0-1.ndjson"], "rolled 10 s after it opened (at 7 s)");
+  h.close();
 }));
 
 test("restore after a crash: what was written past the checkpoint is cut off, the checkpoint's pending parts are committed, names are never reused", withDir(async (dir) => {
