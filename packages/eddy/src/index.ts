@@ -128,3 +128,16 @@ export {
 export { LocalCheckpointStorage } from "./checkpoint/storage.ts";
 export type { CheckpointStorage, FileRef } from "./checkpoint/storage.ts";
 export type { CheckpointLocation } from "./executor/checkpoint-storage-ref.ts";
+export {
+  FileSink,
+  type BucketAssignerOption,
+  type BucketContext,
+  type BucketFunction,
+  type CsvFileSinkOptions,
+  type DateTimeBuckets,
+  type FileSinkOptions,
+  type NdjsonFileSinkOptions,
+  type ParquetColumn,
+  type ParquetFileSinkOptions,
+  type RollingPolicyOptions,
+} from "./connector/file-sink/index.ts";

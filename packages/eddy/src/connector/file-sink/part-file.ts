@@ -1,0 +1,138 @@
+/**
+ * An in-progress part file of one bucket, and the row-format implementation (NDJSON, CSV): records
+ * are encoded into a write buffer, which goes to the file's channel whole once full, so a record
+ * costs an encode and a copy, never a system call. The part's length is exact at every moment
+ * (bytes handed to the channel plus bytes in the buffer); a barrier makes a prefix of it durable.
+ */
+import type { FileChannel } from "./file-channel.ts";
+import type { PendingPart } from "./file-sink-state.ts";
+import type { PartProgress } from "./rolling-policy.ts";
+
+/** What every format's part file offers the writer. Never called concurrently. */
+export interface PartFile<T> extends PartProgress {
+  readonly bucket: string;
+  /** Hidden name while in progress and pending. */
+  readonly tmp: string;
+  /** Visible name once committed. */
+  readonly name: string;
+  /** Set on every write, cleared by the writer's time checks (which stamp `lastWriteAtMs`). */
+  touched: boolean;
+  lastWriteAtMs: number;
+  /** May throw (a value the format cannot encode): the task fails. The hot path. */
+  append(value: T): void;
+  /** Hands buffered bytes to the channel; resolves once written. */
+  flush(): Promise<void>;
+  /**
+   * Row formats only: makes what was appended so far durable (written, fsync) and resolves to
+   * that length, while later appends go on. Bulk formats have none: they roll at every barrier.
+   */
+  persist?(): Promise<number>;
+  /** Writes the rest, syncs and closes: the part is pending. No call may follow. */
+  closeForCommit(): Promise<PendingPart>;
+  /** Closes without syncing (the writer is closing); no call may follow. */
+  abandon(): void;
+}
+
+/** Turns a record into its bytes as text (with its line end), and a part's first line. */
+export interface RowEncoder<T> {
+  readonly header: string | undefined;
+  encode(value: T): string;
+}
+
+export interface PartPlacement {
+  readonly bucket: string;
+  readonly tmp: string;
+  readonly name: string;
+  readonly openedAtMs: number;
+}
+
+/** UTF-8 needs at most 3 bytes per UTF-16 code unit: a string of n units fits in 3n bytes. */
+const MAX_UTF8_PER_UNIT = 3;
+
+export class RowPart<T> implements PartFile<T> {
+  readonly bucket: string;
+  readonly tmp: string;
+  readonly name: string;
+  readonly openedAtMs: number;
+  lastWriteAtMs: number;
+  touched = false;
+  readonly #channel: FileChannel;
+  readonly #encoder: RowEncoder<T>;
+  readonly #bufferBytes: number;
+  #buffer: Buffer;
+  /** Bytes of `#buffer` in use. */
+  #pos = 0;
+  /** Bytes handed to the channel (the file's length once they are written). */
+  #handed = 0;
+
+  constructor(placement: PartPlacement, channel: FileChannel, encoder: RowEncoder<T>, bufferBytes: number) {
+    this.bucket = placement.bucket;
+    this.tmp = placement.tmp;
+    this.name = placement.name;
+    this.openedAtMs = placement.openedAtMs;
+    this.lastWriteAtMs = placement.openedAtMs;
+    this.#channel = channel;
+    this.#encoder = encoder;
+    this.#bufferBytes = bufferBytes;
+    this.#buffer = Buffer.allocUnsafe(bufferBytes);
+    channel.open();
+    if (encoder.header !== undefined) this.#appendText(encoder.header);
+  }
+
+  get size(): number {
+    return this.#handed + this.#pos;
+  }
+
+  // hot path
+  append(value: T): void {
+    this.#appendText(this.#encoder.encode(value));
+    this.touched = true;
+  }
+
+  #appendText(text: string): void {
+    if (text.length * MAX_UTF8_PER_UNIT > this.#bufferBytes - this.#pos) {
+      this.#spill();
+      if (text.length * MAX_UTF8_PER_UNIT > this.#bufferBytes) {
+        // A record larger than the buffer goes to the channel on its own.
+        const bytes = Buffer.from(text, "utf8");
+        this.#channel.write(bytes, this.#handed);
+        this.#handed += bytes.byteLength;
+        return;
+      }
+    }
+    this.#pos += this.#buffer.write(text, this.#pos, "utf8");
+  }
+
+  /** The buffer goes to the channel, which owns it from now on; a fresh one takes its place. */
+  #spill(): void {
+    if (this.#pos === 0) return;
+    this.#channel.write(this.#buffer.subarray(0, this.#pos), this.#handed);
+    this.#handed += this.#pos;
+    this.#buffer = Buffer.allocUnsafe(this.#bufferBytes);
+    this.#pos = 0;
+  }
+
+  flush(): Promise<void> {
+    this.#spill();
+    return this.#channel.settled();
+  }
+
+  persist(): Promise<number> {
+    this.#spill();
+    const length = this.#handed;
+    this.#channel.sync();
+    return this.#channel.settled().then(() => length);
+  }
+
+  closeForCommit(): Promise<PendingPart> {
+    this.#spill();
+    const length = this.#handed;
+    this.#channel.sync();
+    this.#channel.close();
+    return this.#channel.settled().then(() => ({ v: 1, bucket: this.bucket, tmp: this.tmp, name: this.name, length }));
+  }
+
+  abandon(): void {
+    this.#channel.abandon();
+  }
+}

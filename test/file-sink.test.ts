@@ -1,0 +1,187 @@
+/**
+ * Kill-and-compare into files: generated events → keyed event-time windows → FileSink at
+ * parallelism 2 on worker threads, checkpoints every 20 ms, with a worker exit or an exception at
+ * a random point, and a `kill -9` of `eddy run` resumed with `--from-checkpoint`: the committed
+ * part files' records, sorted, equal the failure-free run's, and only committed part names are
+ * visible. And the Parquet oracle: DuckDB's aggregate over the sink's Parquet output equals its
+ * aggregate over the input, which the test writes.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { defineJob, FileSink } from "eddy";
+import { runJob } from "eddy/testing";
+import { allFiles, committedParts, committedRecords, fileSinkJob } from "./jobs/file-sink.ts";
+import { latestCheckpoint } from "./jobs/checkpointed.ts";
+
+const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+const jobFile = resolve(import.meta.dirname, "jobs/file-sink.ts");
+const EVENTS = 100_000;
+const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+const PART = /^min=\d\d\/part-\d+-\d+\.ndjson$/;
+
+/** Sets the job's environment (read when each thread builds the job) for one run. */
+async function withEnv<R>(vars: Record<string, string>, fn: () => Promise<R>): Promise<R> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** The failure-free run's committed records, of `events` events. */
+async function expected(dir: string, events = EVENTS): Promise<string[]> {
+  const out = join(dir, `oracle-${events}`);
+  await withEnv({ EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "" }, () => runJob(fileSinkJob, { mode: "inline", checkpointing: false, logger: silent }).done);
+  const oracle = committedRecords(out);
+  // One sum per key and 500 ms window that holds some of its events.
+  const windows = new Set<string>();
+  for (let n = 1; n <= events; n++) windows.add(`${n % 20}:${Math.floor(n / 500)}`);
+  assert.equal(oracle.length, windows.size);
+  return oracle;
+}
+
+function assertOnlyCommittedVisible(out: string, label: string): void {
+  const visible = committedParts(out);
+  assert.ok(visible.length > 2, `${label}: several parts (${visible.length})`);
+  for (const f of visible) assert.match(f, PART, `${label}: ${f} is a committed part name`);
+  assert.equal(new Set(visible.map((f) => f.split("/").pop())).size, visible.length, `${label}: no part name used twice`);
+}
+
+test("worker threads, parallelism 2: a worker exit or an exception at a random point; the committed files equal the failure-free run's", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-"));
+  try {
+    const want = await expected(dir);
+    const seed = Number(process.env.EDDY_FS_SEED ?? Date.now() % 100_000);
+    let state = seed;
+    const random = (): number => ((state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32);
+    const kinds = ["exit", "process", "exit"] as const;
+    for (let round = 0; round < kinds.length; round++) {
+      const out = join(dir, `round-${round}`);
+      const atRecord = round === 0 ? Math.floor(EVENTS * 0.9) : 1 + Math.floor(random() * EVENTS);
+      const fault = { kind: kinds[round]!, atRecord, marker: join(dir, `fault-${round}`) };
+      const label = `seed ${seed}, round ${round}, ${fault.kind} at ${atRecord}`;
+      const handle = await withEnv({ EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(EVENTS), EDDY_FS_FAULT: JSON.stringify(fault) }, async () => {
+        const h = runJob(fileSinkJob, {
+          mode: "threads",
+          parallelism: 2,
+          checkpointing: { intervalMs: 20 },
+          checkpointDir: join(dir, "checkpoints"),
+          jobId: `round-${round}`,
+          restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+          logger: silent,
+        });
+        await h.done;
+        return h;
+      });
+      assert.ok(handle.checkpoints().length > 0, `${label}: checkpoints completed`);
+      assertOnlyCommittedVisible(out, label);
+      assert.deepEqual(committedRecords(out), want, `${label}: committed records`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committed files equal the failure-free run's", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-kill-"));
+  try {
+    // Long enough (a few seconds) to be killed after some checkpoints completed.
+    const events = 1_000_000;
+    const want = await expected(dir, events);
+    const out = join(dir, "out");
+    const checkpoints = join(dir, "checkpoints");
+    const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "" };
+    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
+    const child = spawn(process.execPath, [eddyBin, ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise((r) => child.on("exit", r));
+    let killed = false;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 20));
+      if (child.exitCode !== null) break;
+      const latest = latestCheckpoint(join(checkpoints, "kill"));
+      if (latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && committedParts(out).length > 0) {
+        child.kill("SIGKILL");
+        killed = true;
+        break;
+      }
+    }
+    await exited;
+    assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
+    const partial = committedRecords(out).length;
+    assert.ok(partial > 0 && partial < want.length, `partial output before the kill: ${partial}`);
+    assert.ok(allFiles(out).some((f) => f.split("/").pop()!.startsWith(".")), "the kill left in-progress files");
+
+    const from = latestCheckpoint(join(checkpoints, "kill"))!;
+    const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], { encoding: "utf8", env });
+    assert.equal(resumed.status, 0, resumed.stderr);
+    assertOnlyCommittedVisible(out, "after the resume");
+    assert.deepEqual(committedRecords(out), want, "committed records over both runs");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** Generated orders for the Parquet oracle (deterministic). */
+interface Order {
+  readonly id: number;
+  readonly customer: string;
+  readonly amount: number;
+  readonly ts: number;
+}
+const ORDERS = 20_000;
+const orders = (): Order[] => Array.from({ length: ORDERS }, (_, id) => ({ id, customer: `c${(id * 7919) % 37}`, amount: ((id * 104729) % 10_000) / 100, ts: Date.UTC(2026, 11, 1) + id * 500 }));
+
+export const parquetJob = defineJob("file-sink-parquet", (env) => {
+  env
+    .fromCollection(orders())
+    .setParallelism(1)
+    .rebalance()
+    .sinkTo(
+      FileSink.parquet<Order>(process.env.EDDY_FS_OUT_DIR ?? "out/orders", {
+        buckets: (o) => `dt=2026-12-01/h=${new Date(o.ts).getUTCHours()}`,
+        rowGroupSize: 1_000,
+        columns: [
+          { name: "id", type: "INT32" },
+          { name: "customer", type: "STRING" },
+          { name: "amount", type: "DOUBLE" },
+          { name: "ts", type: "DOUBLE" },
+        ],
+      }),
+    );
+});
+
+test("Parquet oracle: DuckDB's aggregate over the committed Parquet files equals its aggregate over the input", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-parquet-"));
+  try {
+    const input = join(dir, "orders.ndjson");
+    writeFileSync(input, orders().map((o) => JSON.stringify(o)).join("\n") + "\n");
+    const out = join(dir, "out");
+    await withEnv({ EDDY_FS_OUT_DIR: out }, () =>
+      runJob(parquetJob, { parallelism: 2, checkpointing: { intervalMs: 20 }, checkpointDir: join(dir, "checkpoints"), logger: silent }).done,
+    );
+    assert.ok(committedParts(out).every((f) => /^dt=2026-12-01\/h=\d+\/part-\d+-\d+\.parquet$/.test(f)), committedParts(out).join(", "));
+    const { DuckDBInstance } = await import("@duckdb/node-api");
+    const db = await DuckDBInstance.create(":memory:");
+    const conn = await db.connect();
+    const aggregate = async (from: string): Promise<unknown> =>
+      (await conn.runAndReadAll(`select customer, count(*)::bigint as n, round(sum(amount), 2) as total, min(id)::bigint as first, max(id)::bigint as last from ${from} group by customer order by customer`)).getRowObjectsJson();
+    const fromInput = await aggregate(`read_json_auto('${input}')`);
+    const fromOutput = await aggregate(`read_parquet('${out}/**/*.parquet')`);
+    assert.equal((fromInput as unknown[]).length, 37);
+    assert.deepEqual(fromOutput, fromInput);
+    conn.closeSync();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

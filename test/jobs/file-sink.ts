@@ -1,0 +1,87 @@
+/**
+ * The job of the file sink's kill-and-compare tests (test/file-sink.test.ts): generated events →
+ * keyed event-time windows → FileSink (NDJSON, event-time buckets, small parts so they roll), into
+ * EDDY_FS_OUT_DIR. A fault comes from EDDY_FS_FAULT as in test/jobs/checkpointed.ts: it fires once
+ * per marker file, whichever attempt and worker reach it. EDDY_FS_EVENTS is the number of events
+ * (read when the job is built).
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import { defineJob, FileSink, TumblingEventTimeWindows, WatermarkStrategy } from "eddy";
+
+const KEYS = 20;
+
+export interface WindowSum {
+  readonly key: number;
+  readonly end: number;
+  readonly count: number;
+  readonly sum: number;
+}
+
+interface Fault {
+  readonly kind: "process" | "exit";
+  readonly atRecord: number;
+  readonly marker: string;
+}
+
+export const fileSinkJob = defineJob("file-sink-windows", (env) => {
+  const raw = process.env.EDDY_FS_FAULT;
+  const fault = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as Fault);
+  const events = Number(process.env.EDDY_FS_EVENTS ?? 100_000);
+  const out = process.env.EDDY_FS_OUT_DIR ?? "out/file-sink-windows";
+  env
+    .fromSequence(1, events)
+    .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
+    .map((n: number) => {
+      if (fault !== undefined && n === fault.atRecord && fire(fault.marker)) {
+        if (fault.kind === "exit") process.exit(3);
+        throw new Error(`injected fault at record ${n}`);
+      }
+      return n;
+    })
+    .keyBy((n) => n % KEYS)
+    .window(TumblingEventTimeWindows.of(500))
+    .process({
+      process(key, context, elements, collector) {
+        let count = 0;
+        let sum = 0;
+        for (const n of elements) {
+          count++;
+          sum += n;
+        }
+        collector.collect({ key, end: context.window.end, count, sum } satisfies WindowSum);
+      },
+    })
+    .uid("window-sums")
+    .sinkTo(FileSink.ndjson<WindowSum>(out, { buckets: { by: "event-time", pattern: "min={mm}" }, rollingPolicy: { maxPartSizeBytes: 16_384 }, writeBufferBytes: 256 }), "files");
+});
+
+export default fileSinkJob;
+
+function fire(marker: string): boolean {
+  try {
+    writeFileSync(marker, "fired", { flag: "wx" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Every file under `dir` (relative paths). */
+export function allFiles(dir: string): string[] {
+  try {
+    return readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((e) => e.isFile())
+      .map((e) => relative(dir, join(e.parentPath, e.name)))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+/** The visible (committed) part files under `dir`. */
+export const committedParts = (dir: string): string[] => allFiles(dir).filter((f) => !f.split("/").pop()!.startsWith("."));
+
+/** Every record of the committed part files, as sorted lines. */
+export const committedRecords = (dir: string): string[] =>
+  committedParts(dir).flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter((l) => l !== "")).sort();
