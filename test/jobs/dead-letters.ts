@@ -105,6 +105,7 @@ export const deadLetterJob = defineJob("dead-letters", (env) => {
   const options = max === undefined || max === "" ? {} : { maxPerMinute: Number(max) };
   const throttle = Number(process.env.EDDY_DL_THROTTLE ?? 0);
   const f = fault();
+  let faultFired = false;
   const lines = env.fromSource(lineSource(lineCount()), WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n), "lines").onError(policy, options);
   const parsed = lines
     .map((n: number) => {
@@ -118,6 +119,12 @@ export const deadLetterJob = defineJob("dead-letters", (env) => {
       // The injected failure, in an operator whose policy is fail.
       if (f !== undefined && n % 50 === 0 && existsSync(f.afterCommit) && fireOnce(f.marker)) throw new Error(`injected fault at record ${n}`);
       if (throttle > 0 && n % throttle === 0) Atomics.wait(sleeper, 0, 0, 1);
+      // Until the fault has fired, the job goes slower still: on a loaded machine it could
+      // otherwise end before a checkpoint with dead letters committed, and the fault never fire.
+      if (f !== undefined && !faultFired && n % 10 === 0) {
+        if (existsSync(f.marker)) faultFired = true;
+        else Atomics.wait(sleeper, 0, 0, 1);
+      }
       return n;
     })
     .name("fault")
