@@ -8,6 +8,7 @@
  */
 import type { Q0Result } from "../../examples/nexmark/q0.ts";
 import type { Q1Result } from "../../examples/nexmark/q1.ts";
+import type { Q10Row } from "../../examples/nexmark/q10.ts";
 import type { Q2Result } from "../../examples/nexmark/q2.ts";
 import type { Q3Result } from "../../examples/nexmark/q3.ts";
 import type { Q5Result } from "../../examples/nexmark/q5.ts";
@@ -37,6 +38,15 @@ export function digestBidProjection(r: Q0Result | Q1Result): number {
   h = mixNumber(h, r.bidder);
   h = mixNumber(h, r.price);
   h = mixNumber(h, r.dateTime);
+  return mixNumber(h, r.extra.length);
+}
+
+/** q10's rows: the bid with its time as TIMESTAMP(3) text. */
+export function digestQ10(r: Q10Row): number {
+  let h = mixNumber(SEED, r.auction);
+  h = mixNumber(h, r.bidder);
+  h = mixNumber(h, r.price);
+  h = mixString(h, r.dateTime);
   return mixNumber(h, r.extra.length);
 }
 

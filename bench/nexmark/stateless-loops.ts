@@ -4,14 +4,18 @@
  * run, in id order, one thread), computes the query's result records with the query's own user
  * functions, and folds them with the query's digest. No framework, no batching, no exchange.
  */
+import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { nexmarkEvent } from "eddy";
+import { timestamp3, type Q10Row } from "../../examples/nexmark/q10.ts";
 import { dollarsToEuros, type Q1Result } from "../../examples/nexmark/q1.ts";
 import type { Q0Result } from "../../examples/nexmark/q0.ts";
 import type { Q2Result } from "../../examples/nexmark/q2.ts";
 import { q14Keeps, q14Row } from "../../examples/nexmark/q14.ts";
 import { channelId, type Q21Result } from "../../examples/nexmark/q21.ts";
 import type { Q22Result } from "../../examples/nexmark/q22.ts";
-import { digestBidProjection, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
+import { digestBidProjection, digestQ10, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
 import { emptyFold, foldDigest, type OutputFold } from "../output-fold.ts";
 import type { EventRange } from "./event-range.ts";
 
@@ -87,6 +91,47 @@ export function q22Loop({ firstEventId, events, config }: EventRange): OutputFol
       dir3: parts[5] ?? null,
     };
     foldDigest(fold, digestQ22(r));
+  }
+  return fold;
+}
+
+/**
+ * q10 by hand: every bid's row as a CSV line, appended to a 64 KiB buffer per `dt=…/hm=…`
+ * directory and written with one writeSync per full buffer (no checkpoints, no commit protocol):
+ * the floor of writing the same partitioned files. The directory is removed afterwards.
+ */
+export function q10Loop({ firstEventId, events, config }: EventRange): OutputFold {
+  const fold = emptyFold();
+  const root = mkdtempSync(join(tmpdir(), "eddy-q10-loop-"));
+  const files = new Map<string, { fd: number; chunks: string[]; bytes: number }>();
+  const flush = (f: { fd: number; chunks: string[]; bytes: number }): void => {
+    writeSync(f.fd, f.chunks.join(""));
+    f.chunks = [];
+    f.bytes = 0;
+  };
+  try {
+    for (let id = firstEventId, end = firstEventId + events; id < end; id++) {
+      const b = nexmarkEvent(id, config).bid;
+      if (b === undefined) continue;
+      const r: Q10Row = { auction: b.auction, bidder: b.bidder, price: b.price, dateTime: timestamp3(b.dateTime), extra: b.extra };
+      foldDigest(fold, digestQ10(r));
+      const partition = `dt=${r.dateTime.slice(0, 10)}/hm=${r.dateTime.slice(11, 16)}`;
+      let f = files.get(partition);
+      if (f === undefined) {
+        mkdirSync(join(root, partition), { recursive: true });
+        files.set(partition, (f = { fd: openSync(join(root, partition, "part-0.csv"), "w"), chunks: [], bytes: 0 }));
+      }
+      const line = `${r.auction},${r.bidder},${r.price},${r.dateTime},"${r.extra.replaceAll('"', '""')}"\n`;
+      f.chunks.push(line);
+      f.bytes += line.length;
+      if (f.bytes >= 65_536) flush(f);
+    }
+    for (const f of files.values()) {
+      flush(f);
+      closeSync(f.fd);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
   return fold;
 }
