@@ -18,6 +18,8 @@ export class SourceCoordinators {
   /** Restored enumerator state by source operator id; undefined: a fresh start. */
   readonly #restored: ((operatorId: string) => unknown) | undefined;
   readonly #logger: Logger;
+  /** Fails the execution (an enumerator's asynchronous failure). */
+  readonly #fail: (cause: unknown) => void;
   /** By the source's index in the plan (what the gateway messages name). */
   readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
 
@@ -26,11 +28,13 @@ export class SourceCoordinators {
     gatewayOf: (node: PlanNode, subtask: number) => TaskManagerGateway,
     restored: ((operatorId: string) => unknown) | undefined,
     logger: Logger,
+    fail: (cause: unknown) => void,
   ) {
     this.#plan = plan;
     this.#gatewayOf = gatewayOf;
     this.#restored = restored;
     this.#logger = logger;
+    this.#fail = fail;
   }
 
   /** Opens (or restores) every source's enumerator and adds its readers. */
@@ -42,6 +46,7 @@ export class SourceCoordinators {
         parallelism: node.parallelism,
         assignSplits: (subtask: number, splits: readonly unknown[]) => this.#gatewayOf(node, subtask).assignSplits(index, subtask, [...splits]),
         signalNoMoreSplits: (subtask: number) => this.#gatewayOf(node, subtask).noMoreSplits(index, subtask),
+        failJob: (cause: unknown) => this.#fail(cause),
       };
       const enumerator = openEnumerator(t.source, context, this.#restored === undefined ? undefined : { state: this.#restored(node.operatorId) });
       this.#enumerators.set(index, enumerator);
