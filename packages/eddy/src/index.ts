@@ -64,6 +64,7 @@ export type {
   SplitEnumeratorContext,
 } from "./connector/source.ts";
 export { staticSplitEnumerator } from "./connector/source.ts";
+export { FileSource, type CsvFormatOptions, type CsvSourceOptions, type FileSourceOptions, type FileSplit } from "./connector/file/index.ts";
 export type { Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export type { JobResult } from "./coordinator/inline-attempt.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
