@@ -221,7 +221,7 @@ export const LATE = "late";
  * output. Both outputs go to committing sinks.
  */
 /** `inner`, creating the file `marker` when it first commits (a checkpoint completed). */
-function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink<T> {
+export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink<T> {
   if (marker === undefined) return inner;
   return {
     createWriter: (context) => inner.createWriter(context),

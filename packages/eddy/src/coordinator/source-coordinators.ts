@@ -22,6 +22,11 @@ export class SourceCoordinators {
   readonly #fail: (cause: unknown) => void;
   /** By the source's index in the plan (what the gateway messages name). */
   readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
+  /**
+   * Split requests that arrived before `start` (a reader on a worker that registered early asks
+   * as soon as its task opens), handed to the enumerators once they exist; undefined once started.
+   */
+  #early: [node: number, subtask: number][] | undefined = [];
 
   constructor(
     plan: Plan,
@@ -53,11 +58,15 @@ export class SourceCoordinators {
       enumerator.start?.();
       for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);
     });
+    const early = this.#early ?? [];
+    this.#early = undefined;
+    for (const [node, subtask] of early) this.handleSplitRequest(node, subtask);
   }
 
   /** A reader asked for a split. */
   handleSplitRequest(node: number, subtask: number): void {
-    this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
+    if (this.#early !== undefined) this.#early.push([node, subtask]);
+    else this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
   }
 
   /** Split enumerator state per source operator id, for checkpoint `checkpointId`. */

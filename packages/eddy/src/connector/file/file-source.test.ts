@@ -111,6 +111,18 @@ async function readAll<T>(source: Source<T, FileSplit>, parallelism = 1): Promis
   return d;
 }
 
+/** Reads `stopAfter` polls at parallelism `before`, snapshots, restores at parallelism `after` and reads to the end: all it emitted, in order per reader. */
+async function readAcrossRestore<T>(source: Source<T, FileSplit>, stopAfter: number, before: number, after: number): Promise<T[]> {
+  const first = new Driver(source, before);
+  await first.run({ maxPolls: stopAfter });
+  const snapshot = first.snapshot();
+  first.close();
+  const second = new Driver(source, after, snapshot);
+  await second.run();
+  second.close();
+  return [...first.all, ...second.all];
+}
+
 const sorted = <T>(xs: readonly T[]): T[] => [...xs].sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : JSON.stringify(a) > JSON.stringify(b) ? 1 : 0));
 
 /** Lines of text: no '\n', no trailing '\r' (a reader strips one), some multi-byte. */
@@ -166,15 +178,7 @@ describe("FileSource: checkpoints", () => {
         const name = gz ? "f.txt.gz" : "f.txt";
         const d = dir({ [name]: gz ? gzipSync(file.content) : file.content });
         const source = FileSource.lines(join(d, name), { splitBytes, chunkBytes });
-        const first = new Driver(source, 1);
-        const ended = await first.run({ maxPolls: stopAfter });
-        const snapshot = first.snapshot();
-        first.close();
-        if (ended) return assert.deepEqual(first.all, file.lines);
-        const second = new Driver(source, 1, snapshot);
-        await second.run();
-        second.close();
-        assert.deepEqual([...first.all, ...second.all], file.lines);
+        assert.deepEqual(await readAcrossRestore(source, stopAfter, 1, 1), file.lines);
       }),
       { numRuns: 150 },
     );
@@ -194,14 +198,7 @@ describe("FileSource: checkpoints", () => {
       [FileSource.csv<unknown>(join(d, "*.csv*"), { chunkBytes: 64, cast: true }), [...rows, ...rows]],
     ] as const) {
       for (const stopAfter of [3, 17, 40, 90]) {
-        const first = new Driver(source, 2);
-        await first.run({ maxPolls: stopAfter });
-        const snapshot = first.snapshot();
-        first.close();
-        const second = new Driver(source, 3, snapshot);
-        await second.run();
-        second.close();
-        assert.deepEqual(sorted([...first.all, ...second.all]), sorted(expected), `stop after ${stopAfter} polls`);
+        assert.deepEqual(sorted(await readAcrossRestore(source, stopAfter, 2, 3)), sorted(expected), `stop after ${stopAfter} polls`);
       }
     }
   });
@@ -355,5 +352,34 @@ describe("FileSource: continuous monitoring", () => {
     await addAndRead(second, clock, join(d, "4.txt"), "four\n", 2);
     second.close();
     assert.deepEqual(sorted(second.all), ["four", "three"]);
+  });
+});
+
+describe("FileSource.parquet", () => {
+  test("rows as objects, row group by row group; a snapshot inside a row group resumes at the next row", async () => {
+    const { DuckDBInstance } = await import("@duckdb/node-api");
+    const d = dir();
+    const instance = await DuckDBInstance.create(":memory:");
+    const connection = await instance.connect();
+    await connection.run("SET threads = 1");
+    await connection.run(`COPY (SELECT i::INTEGER AS id, 'n' || i AS name FROM range(2500) t(i)) TO '${join(d, "a.parquet")}' (FORMAT parquet, ROW_GROUP_SIZE 1000)`);
+    connection.closeSync();
+    instance.closeSync();
+    const expected = Array.from({ length: 2500 }, (_, i) => ({ id: i, name: `n${i}` }));
+    const source = FileSource.parquet<{ id: number; name: string }>(join(d, "*.parquet"));
+    assert.deepEqual((await readAll(source)).all, expected);
+    // Row groups of 2048 and 452 rows (DuckDB rounds to its vector size), 1024 rows per poll:
+    // some snapshots fall inside the first row group.
+    for (const stopAfter of [1, 2, 3, 5, 8]) {
+      assert.deepEqual(sorted(await readAcrossRestore(source, stopAfter, 1, 2)), sorted(expected), `stop after ${stopAfter} polls`);
+    }
+  });
+
+  test("a file that is not Parquet is a bad record naming it", async () => {
+    const d = dir({ "x.parquet": "not parquet at all" });
+    const read = await readAll(FileSource.parquet(join(d, "x.parquet")));
+    assert.deepEqual(read.all, []);
+    assert.equal(read.bad.length, 1);
+    assert.deepEqual(read.bad[0]!.position, { file: join(d, "x.parquet"), rowGroup: 0, row: 0 });
   });
 });
