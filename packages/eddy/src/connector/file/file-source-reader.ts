@@ -5,7 +5,7 @@
  * `pollNext` returns "nothing" and `isAvailable` resolves when it arrives.
  */
 import { alwaysAvailable, type InputStatus, type ReaderOutput, type SourceReader, type SourceReaderContext } from "../source.ts";
-import type { FileSplit } from "./file-split.ts";
+import { parseFileSplit, type FileSplit } from "./file-split.ts";
 import type { SplitCursor } from "./split-cursor.ts";
 
 /** Records emitted per `pollNext` call at most: bounds the work of one call. */
@@ -61,7 +61,8 @@ export function fileSourceReader<T>(context: SourceReaderContext, openCursor: (s
     },
     isAvailable: () => available,
     addSplits(splits) {
-      queue.push(...splits);
+      // Restored splits come from a checkpoint: checked like any persisted input.
+      for (const s of splits) queue.push(parseFileSplit(s));
       requested = false;
       unpark();
     },
