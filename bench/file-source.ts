@@ -7,7 +7,7 @@
  *
  *   node --import tsx bench/file-source.ts [records=1000000] [rounds=5] [files=4]
  *
- * Records are Nexmark-like bids (~150 bytes of JSON). Reports the median of `rounds` runs per
+ * Records are the Nexmark generator's bids (~210 bytes of JSON). Reports the median of `rounds` runs per
  * variant in records/s and MB/s, and the ratio of each variant's throughput to the loop's
  * (target: the job at least 70 % of the loop).
  */
@@ -15,39 +15,31 @@ import { createReadStream, mkdtempSync, rmSync, statSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import { defineJob, FileSource, WatermarkStrategy, type Sink } from "eddy";
+import { defineJob, FileSource, nexmarkConfig, nexmarkEvent, WatermarkStrategy, type Bid, type Sink } from "eddy";
 import { runJob } from "eddy/testing";
-import { median } from "./stats.ts";
+import { median, timeVariants } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 1_000_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
 const FILES = Number(process.argv[4] ?? 4);
 
-interface Bid {
-  readonly auction: number;
-  readonly bidder: number;
-  readonly price: number;
-  readonly channel: string;
-  readonly url: string;
-  readonly dateTime: number;
+/** Every bid of the Nexmark generator's first events (~210 bytes of JSON each). */
+function bids(n: number): Bid[] {
+  const config = nexmarkConfig();
+  const out: Bid[] = [];
+  for (let id = 0; out.length < n; id++) {
+    const bid = nexmarkEvent(id, config).bid;
+    if (bid !== undefined) out.push(bid);
+  }
+  return out;
 }
-
-const CHANNELS = ["Google", "Facebook", "Baidu", "Apple"];
-const bid = (i: number): Bid => ({
-  auction: 1000 + (i % 500),
-  bidder: i % 10_000,
-  price: (i % 997) * 0.5,
-  channel: CHANNELS[i % CHANNELS.length]!,
-  url: `https://www.nexmark.com/item.htm?query=1&channel_id=${i % 256}`,
-  dateTime: 1_700_000_000_000 + i,
-});
 const fold = (sum: number, b: Bid): number => (sum + b.auction * 31 + b.bidder + b.price * 2) % 1_000_000_007;
 
 const dir = mkdtempSync(join(tmpdir(), "eddy-bench-files-"));
 const files: string[] = [];
+const all = bids(N);
 for (let f = 0; f < FILES; f++) {
-  const lines: string[] = [];
-  for (let i = Math.floor((N * f) / FILES); i < Math.floor((N * (f + 1)) / FILES); i++) lines.push(JSON.stringify(bid(i)));
+  const lines = all.slice(Math.floor((N * f) / FILES), Math.floor((N * (f + 1)) / FILES)).map((b) => JSON.stringify(b));
   const path = join(dir, `part-${f}.ndjson`);
   writeFileSync(path, `${lines.join("\n")}\n`);
   files.push(path);
@@ -112,17 +104,7 @@ const variants: [string, () => Promise<number>][] = [
   ["FileSource.ndjson, reader alone", readerAlone],
   ["FileSource.ndjson → sink, inline job", job],
 ];
-const times = new Map<string, number[]>(variants.map(([name]) => [name, []]));
-let expected: number | undefined;
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, run] of variants) {
-    const start = performance.now();
-    const checksum = await run();
-    times.get(name)!.push(performance.now() - start);
-    expected ??= checksum;
-    if (checksum !== expected) throw new Error(`${name}: checksum ${checksum} differs from ${expected}`);
-  }
-}
+const times = await timeVariants(variants, ROUNDS);
 rmSync(dir, { recursive: true, force: true });
 
 console.log(`${N} records in ${FILES} files, ${(bytes / 1e6).toFixed(1)} MB, median of ${ROUNDS} rounds`);
