@@ -7,7 +7,7 @@
  * replays a run.
  */
 import assert from "node:assert/strict";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -25,15 +25,20 @@ const RECORDS = (NDJSON_FILES + CSV_FILES) * PER_FILE;
 const root = mkdtempSync(join(tmpdir(), "eddy-file-job-"));
 after(() => rmSync(root, { recursive: true, force: true }));
 
+const purchase = (id: number): Purchase => ({ id, key: `k${id % 37}`, amount: (id * 7919) % 1000 });
+
+/** An NDJSON file of records first..first+count-1, written elsewhere and moved in (as a producer should). */
+function writeNdjson(path: string, first: number, count: number): void {
+  const lines = Array.from({ length: count }, (_, i) => JSON.stringify(purchase(first + i)));
+  writeFileSync(`${path}.tmp`, `${lines.join("\n")}\n`);
+  renameSync(`${path}.tmp`, path);
+}
+
 /** The input: record ids 0..RECORDS-1 over NDJSON files, then CSV.gz files. */
 function writeInput(dir: string): void {
   mkdirSync(join(dir, "ndjson"), { recursive: true });
   mkdirSync(join(dir, "csv"), { recursive: true });
-  const purchase = (id: number): Purchase => ({ id, key: `k${id % 37}`, amount: (id * 7919) % 1000 });
-  for (let f = 0; f < NDJSON_FILES; f++) {
-    const lines = Array.from({ length: PER_FILE }, (_, i) => JSON.stringify(purchase(f * PER_FILE + i)));
-    writeFileSync(join(dir, "ndjson", `part-${f}.ndjson`), `${lines.join("\n")}\n`);
-  }
+  for (let f = 0; f < NDJSON_FILES; f++) writeNdjson(join(dir, "ndjson", `part-${f}.ndjson`), f * PER_FILE, PER_FILE);
   for (let f = 0; f < CSV_FILES; f++) {
     const first = (NDJSON_FILES + f) * PER_FILE;
     const rows = Array.from({ length: PER_FILE }, (_, i) => purchase(first + i)).map((p) => `${p.id},"${p.key}",${p.amount}`);
@@ -129,4 +134,52 @@ test("a bad NDJSON line fails the job with BAD_RECORD naming the file and the li
     assert.match(e.message, new RegExp(`file '${join(dir, "ndjson", "a.ndjson")}', line 2, offset 30`));
     return true;
   });
+});
+
+test("continuous monitoring: files added while the job runs, and while it restarts after a killed worker, are each read exactly once", async () => {
+  const dir = mkdtempSync(join(root, "continuous-"));
+  mkdirSync(join(dir, "ndjson"));
+  const marker = join(dir, "fault-fired");
+  const FILE = 2_000;
+  let files = 0;
+  const addFile = (): void => writeNdjson(join(dir, "ndjson", `part-${files}.ndjson`), files++ * FILE, FILE);
+  addFile();
+  process.env.EDDY_FILE_JOB = JSON.stringify({ dir, splitBytes: 16 * 1024, monitorIntervalMs: 20, fault: { kind: "exit", atId: 2 * FILE + 500, marker } } satisfies FileJobConfig);
+  const handle = runJob(job, {
+    mode: "threads",
+    parallelism: 2,
+    checkpointing: { intervalMs: 10 },
+    checkpointDir: join(dir, "checkpoints"),
+    jobId: "continuous",
+    restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 50 },
+    logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} },
+  });
+  const done = handle.done.catch((e: unknown) => e);
+  const committed = (): Purchase[] => handle.collected<Purchase>("records");
+  const waitFor = async (what: string, condition: () => boolean): Promise<void> => {
+    const deadline = Date.now() + 30_000;
+    while (!condition()) {
+      if (Date.now() > deadline) assert.fail(`timed out waiting for ${what} (${committed().length} records committed, ${files} files)`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  };
+  try {
+    await waitFor("the first file", () => committed().length >= FILE);
+    addFile();
+    addFile(); // holds the fault's record
+    await waitFor("the fault", () => existsSync(marker));
+    addFile(); // while the job restarts
+    await waitFor("the restart", () => handle.restarts === 1);
+    addFile();
+    await waitFor("every file", () => committed().length >= files * FILE);
+    // A few more discoveries and checkpoints: nothing is read again.
+    await new Promise((r) => setTimeout(r, 200));
+    const ids = committed().map((p) => p.id).sort((a, b) => a - b);
+    assert.deepEqual(ids, Array.from({ length: files * FILE }, (_, i) => i));
+    assert.equal(handle.restarts, 1);
+  } finally {
+    delete process.env.EDDY_FILE_JOB;
+    handle.cancel();
+    await done;
+  }
 });

@@ -7,7 +7,15 @@
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { defineJob, FileSource, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
+import {
+  defineJob,
+  FileSource,
+  ValueStateDescriptor,
+  WatermarkStrategy,
+  type DataStream,
+  type KeyedProcessFunction,
+  type StreamExecutionEnvironment,
+} from "eddy";
 import { committingCollectSink } from "eddy/testing";
 import { markingFirstCommit } from "./checkpointed.ts";
 
@@ -16,6 +24,8 @@ export interface FileJobConfig {
   /** Largest byte range of an NDJSON split (small, so the files are read by several splits). */
   readonly splitBytes: number;
   readonly fault?: { readonly kind: "process" | "exit"; readonly atId: number; readonly marker: string };
+  /** Set: only the NDJSON directory, monitored continuously at this interval (no CSV, no totals). */
+  readonly monitorIntervalMs?: number;
 }
 
 /** One input record, in NDJSON as is and in CSV as `id,key,amount`. */
@@ -50,18 +60,17 @@ export default defineJob("file-source-kill-and-compare", (env) => {
   const config = JSON.parse(process.env.EDDY_FILE_JOB ?? "{}") as FileJobConfig;
   const f = config.fault;
   // Every record at time 0: the end of the input (watermark MAX) is the only event-time progress.
-  const atZero = <T>(): WatermarkStrategy<T> => WatermarkStrategy.forMonotonousTimestamps<T>().withTimestampAssigner(() => 0);
-  const ndjson = env.fromSource(FileSource.ndjson<Purchase>(join(config.dir, "ndjson"), { splitBytes: config.splitBytes }), atZero<Purchase>(), "ndjson files");
-  const csv = env
-    .fromSource(FileSource.csv<{ id: string; key: string; amount: string }>(join(config.dir, "csv", "*.csv.gz")), atZero<{ id: string; key: string; amount: string }>(), "csv files")
-    .map((r): Purchase => ({ id: Number(r.id), key: r.key, amount: Number(r.amount) }));
+  const atZero = WatermarkStrategy.forMonotonousTimestamps<Purchase>().withTimestampAssigner(() => 0);
+  const ndjsonFiles = FileSource.ndjson<Purchase>(join(config.dir, "ndjson"), { splitBytes: config.splitBytes });
+  const continuous = config.monitorIntervalMs !== undefined;
+  const ndjson = env.fromSource(continuous ? ndjsonFiles.monitorContinuously(config.monitorIntervalMs!) : ndjsonFiles, atZero, "ndjson files");
   // Until a checkpoint has completed, the map sleeps 1 ms every 50 records: reading files is fast,
   // and on a loaded machine the first checkpoint can take longer than the whole input, so the fault
   // would always restart from scratch.
   const committed = f === undefined ? undefined : `${f.marker}.committed`;
   let slow = committed !== undefined;
   let seen = 0;
-  const purchases = ndjson.union(csv).map((p: Purchase) => {
+  const purchases = (continuous ? ndjson : ndjson.union(csvPurchases(env, config.dir))).map((p: Purchase) => {
     if (slow && ++seen % 50 === 0) {
       if (existsSync(committed!)) slow = false;
       else Atomics.wait(sleeper, 0, 0, 1);
@@ -73,8 +82,18 @@ export default defineJob("file-source-kill-and-compare", (env) => {
     return p;
   });
   purchases.sinkTo(markingFirstCommit(committingCollectSink<Purchase>("records"), committed), "committed records");
+  if (continuous) return;
   purchases.keyBy((p) => p.key).process(totalPerKey).uid("total-per-key").sinkTo(committingCollectSink<Total>("totals"), "committed totals");
 });
+
+/** The CSV.gz directory's records as purchases. */
+function csvPurchases(env: StreamExecutionEnvironment, dir: string): DataStream<Purchase> {
+  type Row = { id: string; key: string; amount: string };
+  const atZero = WatermarkStrategy.forMonotonousTimestamps<Row>().withTimestampAssigner(() => 0);
+  return env
+    .fromSource(FileSource.csv<Row>(join(dir, "csv", "*.csv.gz")), atZero, "csv files")
+    .map((r): Purchase => ({ id: Number(r.id), key: r.key, amount: Number(r.amount) }));
+}
 
 function fire(marker: string): boolean {
   try {
