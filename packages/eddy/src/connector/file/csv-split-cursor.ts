@@ -27,7 +27,7 @@ export interface CsvFormatOptions {
   readonly quote?: string;
   /** Escape character inside quotes (default '"', i.e. a doubled quote). */
   readonly escape?: string;
-  /** Turn numbers (and dates?) in fields into numbers, as csv-parse's `cast: true`. Default false. */
+  /** Turn numeric fields into numbers, as csv-parse's `cast: true`. Default false: every field is a string. */
   readonly cast?: boolean;
 }
 

@@ -11,6 +11,17 @@ import { fileError } from "./file-errors.ts";
 import type { FileSplit } from "./file-split.ts";
 import type { CursorStatus, SplitCursor } from "./split-cursor.ts";
 
+/** Why reading failed: `bad` when the file is not valid Parquet (bad input), else a file-system failure. */
+class ReadFailure {
+  constructor(
+    readonly error: unknown,
+    readonly bad: boolean,
+  ) {}
+}
+
+/** hyparquet's own errors carry no errno code; the file system's do. */
+const readFailure = (e: unknown): ReadFailure => new ReadFailure(e, (e as { code?: unknown }).code === undefined);
+
 interface OpenFile {
   readonly handle: FileHandle;
   readonly buffer: AsyncBuffer;
@@ -27,7 +38,7 @@ export function parquetSplitCursor<T>(split: FileSplit): SplitCursor<T> {
   let rows: readonly unknown[] = [];
   let next = 0;
   let reading: Promise<void> | undefined;
-  let failed: { readonly error: unknown; readonly bad: boolean } | undefined;
+  let failed: ReadFailure | undefined;
   let done = false;
   let closed = false;
 
@@ -36,7 +47,7 @@ export function parquetSplitCursor<T>(split: FileSplit): SplitCursor<T> {
     try {
       handle = await open(split.path, "r");
     } catch (e) {
-      throw { error: fileError(e, split.path, "read"), bad: false };
+      throw new ReadFailure(e, false);
     }
     try {
       const { size } = await handle.stat();
@@ -54,7 +65,7 @@ export function parquetSplitCursor<T>(split: FileSplit): SplitCursor<T> {
       return { handle, buffer, metadata, groupStarts };
     } catch (e) {
       await handle.close().catch(() => {});
-      throw { error: e, bad: (e as { code?: unknown }).code === undefined };
+      throw readFailure(e);
     }
   };
 
@@ -76,14 +87,14 @@ export function parquetSplitCursor<T>(split: FileSplit): SplitCursor<T> {
       try {
         rows = await parquetReadObjects({ file: file.buffer, metadata: file.metadata, rowStart: start, rowEnd: end, rowFormat: "object" });
       } catch (e) {
-        throw { error: e, bad: (e as { code?: unknown }).code === undefined };
+        throw readFailure(e);
       }
       next = 0;
     })().then(
       () => void (reading = undefined),
-      (f: unknown) => {
+      (e: unknown) => {
         reading = undefined;
-        failed = f as { error: unknown; bad: boolean };
+        failed = e instanceof ReadFailure ? e : readFailure(e);
       },
     );
   };
