@@ -16,7 +16,7 @@ import { pipeline } from "node:stream/promises";
 import type { Sink } from "eddy";
 import { runJob } from "eddy/testing";
 import { CHAINED_PATH_KEYS as KEYS, chainedPathJob, keepChainedPathRecord as keep, type ChainedPathRecord as Rec } from "./jobs/chained-path.ts";
-import { median } from "./stats.ts";
+import { median, timeVariants } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 5_000_000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -93,18 +93,7 @@ const variants: [string, () => number | Promise<number>][] = [
   ["eddy (inline, chained)", eddy],
   ["node object-mode streams", nodeStreams],
 ];
-const times = new Map<string, number[]>(variants.map(([name]) => [name, []]));
-let expected: number | undefined;
-for (let round = 0; round < ROUNDS; round++) {
-  for (const [name, run] of variants) {
-    const start = process.hrtime.bigint();
-    const checksum = await run();
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
-    expected ??= checksum;
-    if (checksum !== expected) throw new Error(`${name} computed ${checksum}, expected ${expected}`);
-    times.get(name)!.push(ms);
-  }
-}
+const times = await timeVariants(variants, ROUNDS);
 const base = median(times.get("hand-written loop")!);
 process.stdout.write(`records: ${N.toLocaleString("en")}, keys: ${KEYS}, rounds: ${ROUNDS} (median)\n`);
 for (const [name] of variants) {

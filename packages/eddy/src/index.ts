@@ -68,6 +68,7 @@ export { staticSplitEnumerator } from "./connector/source.ts";
 export type { Committer, CommitRetry, Sink, SinkContext, SinkWriter } from "./connector/sink.ts";
 export { DEFAULT_COMMIT_RETRY } from "./connector/sink.ts";
 export { asyncSink, AsyncSinkWriter, type AsyncSinkOptions } from "./connector/async-sink.ts";
+export { FileSource, type CsvFormatOptions, type CsvSourceOptions, type FileSourceOptions, type FileSplit } from "./connector/file/index.ts";
 export type { JobResult } from "./coordinator/inline-attempt.ts";
 export type { SubtaskMetrics } from "./runtime/stream-task.ts";
 export {

@@ -74,6 +74,11 @@ export interface SplitEnumeratorContext<SplitT> {
   readonly parallelism: number;
   assignSplits(subtaskIndex: number, splits: readonly SplitT[]): void;
   signalNoMoreSplits(subtaskIndex: number): void;
+  /**
+   * Fails the job with `cause`: for failures an enumerator meets outside a call from the runtime,
+   * e.g. in asynchronous file discovery (Flink: the coordinator context's failJob). Never throws.
+   */
+  failJob(cause: unknown): void;
 }
 
 /** Discovers splits and assigns them to readers. Runs on the coordinator; never concurrently. */

@@ -77,7 +77,9 @@ export class InlineAttempt implements ExecutionAttempt {
 
   constructor(plan: Plan, options: InlineOptions) {
     const startedAtMs = options.clock.now();
-    this.#sources = new SourceCoordinators(plan, () => this.#taskManager, options.checkpoints?.enumeratorState, options.logger);
+    this.#sources = new SourceCoordinators(plan, () => this.#taskManager, options.checkpoints?.enumeratorState, options.logger, (cause) =>
+      this.#executor.fail(cause),
+    );
     // The coordinator's side of the gateway, as far as a task manager on this thread uses it:
     // checkpoint reports go straight to the participation's owner (the checkpoint runner).
     const readers = new SourceReaders(

@@ -18,19 +18,28 @@ export class SourceCoordinators {
   /** Restored enumerator state by source operator id; undefined: a fresh start. */
   readonly #restored: ((operatorId: string) => unknown) | undefined;
   readonly #logger: Logger;
+  /** Fails the execution (an enumerator's asynchronous failure). */
+  readonly #fail: (cause: unknown) => void;
   /** By the source's index in the plan (what the gateway messages name). */
   readonly #enumerators = new Map<number, SplitEnumerator<unknown>>();
+  /**
+   * Split requests that arrived before `start` (a reader on a worker that registered early asks
+   * as soon as its task opens), handed to the enumerators once they exist; undefined once started.
+   */
+  #early: [node: number, subtask: number][] | undefined = [];
 
   constructor(
     plan: Plan,
     gatewayOf: (node: PlanNode, subtask: number) => TaskManagerGateway,
     restored: ((operatorId: string) => unknown) | undefined,
     logger: Logger,
+    fail: (cause: unknown) => void,
   ) {
     this.#plan = plan;
     this.#gatewayOf = gatewayOf;
     this.#restored = restored;
     this.#logger = logger;
+    this.#fail = fail;
   }
 
   /** Opens (or restores) every source's enumerator and adds its readers. */
@@ -42,17 +51,22 @@ export class SourceCoordinators {
         parallelism: node.parallelism,
         assignSplits: (subtask: number, splits: readonly unknown[]) => this.#gatewayOf(node, subtask).assignSplits(index, subtask, [...splits]),
         signalNoMoreSplits: (subtask: number) => this.#gatewayOf(node, subtask).noMoreSplits(index, subtask),
+        failJob: (cause: unknown) => this.#fail(cause),
       };
       const enumerator = openEnumerator(t.source, context, this.#restored === undefined ? undefined : { state: this.#restored(node.operatorId) });
       this.#enumerators.set(index, enumerator);
       enumerator.start?.();
       for (let s = 0; s < node.parallelism; s++) enumerator.addReader(s);
     });
+    const early = this.#early ?? [];
+    this.#early = undefined;
+    for (const [node, subtask] of early) this.handleSplitRequest(node, subtask);
   }
 
   /** A reader asked for a split. */
   handleSplitRequest(node: number, subtask: number): void {
-    this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
+    if (this.#early !== undefined) this.#early.push([node, subtask]);
+    else this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
   }
 
   /** Split enumerator state per source operator id, for checkpoint `checkpointId`. */

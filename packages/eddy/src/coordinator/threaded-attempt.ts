@@ -116,7 +116,9 @@ export class ThreadedAttempt implements ExecutionAttempt {
     this.#plan = plan;
     this.#options = options;
     const place = placeSubtasks(plan, options.workers, options.placement);
-    this.#sources = new SourceCoordinators(plan, (node, subtask) => this.#workers[place(node, subtask)]!.gateway, options.checkpointing?.enumeratorState, options.logger);
+    this.#sources = new SourceCoordinators(plan, (node, subtask) => this.#workers[place(node, subtask)]!.gateway, options.checkpointing?.enumeratorState, options.logger, (cause) => {
+      if (!this.#settled) this.#fail(cause instanceof EddyError ? cause : new EddyError("COORDINATOR_FAILED", describeCause(cause), { cause }));
+    });
     this.done = new Promise<JobResult>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;

@@ -62,6 +62,7 @@ export const ERROR_CODES = {
   TRIGGER_CANNOT_MERGE: { domain: "config", retryable: false, meaning: "A trigger that cannot merge is used on merging (session) windows.", action: "Use a trigger with canMerge() and onMerge()." },
   STATE_NOT_MERGEABLE: { domain: "config", retryable: false, meaning: "Merging windows use state that cannot be merged (value state, state with a TTL, an aggregate without merge).", action: "Use reducing, aggregating (with merge) or list state without TTL in merging windows." },
   INVALID_INTERVAL: { domain: "config", retryable: false, meaning: "An interval join's bounds are not finite, reversed or empty.", action: "Give finite bounds with lower ≤ upper (and a non-empty interval once exclusive)." },
+  INVALID_FILE_SOURCE: { domain: "config", retryable: false, meaning: "A file source was given an invalid path pattern or option.", action: "Fix the option named in the message." },
   INVALID_NEXMARK_CONFIG: { domain: "config", retryable: false, meaning: "The Nexmark generator or source was given an invalid setting.", action: "Fix the setting named in the message." },
   INVALID_ERROR_POLICY: { domain: "config", retryable: false, meaning: "onError() was given an unknown policy or invalid options, or was applied to an operator without a per-record user function, or deadLetters() was asked of an operator whose policy is not dead-letter.", action: "Fix the call as the message says (docs/error-policy.md lists the operators that take a policy)." },
   UNSUPPORTED_CONSISTENCY: { domain: "config", retryable: false, meaning: "The query client was asked for a consistency it does not offer.", action: 'Use consistency "latest".' },
@@ -97,6 +98,11 @@ export const ERROR_CODES = {
   },
   TASK_STUCK: { domain: "user", retryable: false, meaning: "User code did not return within the task watchdog's limit.", action: "Find the endless loop or blocking call in the function, or raise execution.watchdog.timeout." },
   WORKER_OUT_OF_MEMORY: { domain: "user", retryable: false, meaning: "A worker thread ran out of heap; the job is not restarted, as the same state would run out again.", action: "Raise the heap limit or reduce the state or the records held." },
+
+  // --- Files read by a file source ---
+  FILE_NOT_FOUND: { domain: "external", retryable: false, meaning: "A file source's path does not exist, or a file it was reading vanished (deleted or moved) before it was read to the end.", action: "Check the path in the message; files must stay in place until the job has read them." },
+  FILE_ACCESS_DENIED: { domain: "external", retryable: false, meaning: "A file source may not read a file or list a directory (permissions).", action: "Give the job's user read access to the path in the message (and list access to its directories)." },
+  FILE_READ_FAILED: { domain: "external", retryable: true, meaning: "Reading or listing a file source's path failed for another reason (an I/O error, too many open files).", action: "Check the file system; the message names the path and the system's error." },
 
   // --- State ---
   NO_CURRENT_KEY: { domain: "user", retryable: false, meaning: "Keyed state or the current key was used without a current key (outside a record or timer of a keyed stream).", action: "Use keyed state only while processing a record or timer of a keyed stream." },

@@ -26,6 +26,7 @@ function assignedSplits(options: NexmarkSourceOptions, parallelism: number): Nex
     parallelism,
     assignSplits: (subtask, splits) => void assigned[subtask]!.push(...splits),
     signalNoMoreSplits: () => {},
+    failJob: (cause) => assert.fail(`the enumerator failed the job: ${String(cause)}`),
   });
   enumerator.start?.();
   for (let i = 0; i < parallelism; i++) enumerator.addReader(i);
