@@ -8,7 +8,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -16,8 +16,9 @@ import { defineJob, FileSink } from "eddy";
 import { runJob } from "eddy/testing";
 import { allFiles, committedParts, committedRecords, fileSinkJob } from "./jobs/file-sink.ts";
 import { latestCheckpoint } from "./jobs/checkpointed.ts";
+import { EDDY_BIN, killWhenReady } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+const eddyBin = EDDY_BIN;
 const jobFile = resolve(import.meta.dirname, "jobs/file-sink.ts");
 const EVENTS = 100_000;
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -101,22 +102,10 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committe
     const checkpoints = join(dir, "checkpoints");
     const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "" };
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
-    const child = spawn(process.execPath, [eddyBin, ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise((r) => child.on("exit", r));
-    let killed = false;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 20));
-      if (child.exitCode !== null) break;
+    const { killed, stderr } = await killWhenReady(args, env, () => {
       const latest = latestCheckpoint(join(checkpoints, "kill"));
-      if (latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && committedParts(out).length > 0) {
-        child.kill("SIGKILL");
-        killed = true;
-        break;
-      }
-    }
-    await exited;
+      return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && committedParts(out).length > 0;
+    });
     assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
     const partial = committedRecords(out).length;
     assert.ok(partial > 0 && partial < want.length, `partial output before the kill: ${partial}`);

@@ -1,5 +1,33 @@
-/** Deterministic test data shared by the job-level tests. */
+/** Deterministic test data and process helpers shared by the job-level tests. */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
 import { WatermarkStrategy } from "eddy";
+
+/** The `eddy` command of this checkout. */
+export const EDDY_BIN = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+
+/**
+ * Runs `eddy <args>` and kills it with SIGKILL (a whole-process crash) as soon as `ready()` holds,
+ * polled every 20 ms. `killed` is false when the process ended first.
+ */
+export async function killWhenReady(args: readonly string[], env: NodeJS.ProcessEnv, ready: () => boolean): Promise<{ killed: boolean; stderr: string }> {
+  const child = spawn(process.execPath, [EDDY_BIN, ...args], { env, stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise((r) => child.on("exit", r));
+  let killed = false;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 20));
+    if (child.exitCode !== null) break;
+    if (ready()) {
+      child.kill("SIGKILL");
+      killed = true;
+      break;
+    }
+  }
+  await exited;
+  return { killed, stderr };
+}
 
 /** A small seeded PRNG (mulberry32): the same seed gives the same sequence on every machine. */
 export function prng(seed: number): () => number {
