@@ -5,7 +5,7 @@
  * and line they came from, instead of stopping the job.
  *
  *   npx tsx examples/clickstream/generate.ts --out data/clicks
- *   npx eddy run examples/clickstream/sessionize.ts -p 2 --checkpoint-interval 2s
+ *   npx eddy run examples/clickstream/sessionize.ts -p 2 --checkpoint-interval 2000
  *   find out/sessions -name "part-*"     (dt=<day>/hour=<hour>/part-<subtask>-<n>.ndjson, once committed)
  *
  * Paths: CLICKS_IN (default data/clicks), SESSIONS_OUT (default out/sessions; dead letters in
@@ -94,6 +94,7 @@ export function sessionize(env: StreamExecutionEnvironment, paths: SessionPaths,
       out.collect({ user, start: window.start, end: window.end, clicks: acc.clicks, pages: acc.pages }),
     )
     .name("sessions")
+    .uid("sessions")
     // A part file is rolled at every checkpoint: sessions become visible as checkpoints complete
     // (Flink's OnCheckpointRollingPolicy), not only when a part reaches its size or age.
     .sinkTo(FileSink.ndjson<Session>(paths.sessions, { buckets: { by: "event-time", pattern: "dt={yyyy}-{MM}-{dd}/hour={HH}" }, rollingPolicy: { rollOnCheckpoint: true } }))

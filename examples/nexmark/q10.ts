@@ -14,7 +14,7 @@
  * of a bounded run; a reader of the directory sees only committed files (hidden in-progress files
  * start with a dot). `dateTime` is written as Flink's TIMESTAMP(3) text, `yyyy-MM-dd HH:mm:ss.SSS`.
  *
- *   NEXMARK_EVENTS=100000 Q10_OUT=/tmp/q10 npx eddy run examples/nexmark/q10.ts -p 2 --checkpoint-interval 1s
+ *   NEXMARK_EVENTS=100000 Q10_OUT=/tmp/q10 npx eddy run examples/nexmark/q10.ts -p 2 --checkpoint-interval 1000
  */
 import { defineJob, FileSink, type DataStream, type Sink, type StreamExecutionEnvironment } from "eddy";
 import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
