@@ -6,7 +6,7 @@
  * - a failure-free run on worker threads commits exactly the oracle's sessions, and exactly the
  *   garbled lines as dead letters, each with its file and line;
  * - runs with a worker thread ended or an exception thrown at a random click, restarted from their
- *   latest checkpoint, commit the same;
+ *   latest checkpoint, commit the same (3 rounds; EDDY_CS_ROUNDS more, `npm run soak:files`: 20);
  * - `eddy run` killed with SIGKILL and resumed with `--from-checkpoint` commits the same.
  * Only visible part files count: in-progress ones are hidden (a leading dot).
  */
@@ -150,7 +150,10 @@ test("clickstream example: a worker ended or an exception at a random click, res
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 100_000);
   const random = prng(seed);
   try {
-    for (const [round, kind] of (["exit", "process", "exit"] as const).entries()) {
+    // EDDY_CS_ROUNDS: more rounds (`npm run soak:files` runs 20), kinds alternating.
+    const rounds = Number(process.env.EDDY_CS_ROUNDS ?? 3);
+    for (let round = 0; round < rounds; round++) {
+      const kind = round % 2 === 0 ? "exit" : "process";
       const atClick = 200 + Math.floor(random() * 1_500);
       const marker = join(data.dir, `fault-${round}`);
       const { out, restarts, late } = await run(data, `faulty-${round}`, { fault: { kind, atClick, marker }, throttle: 100 });
