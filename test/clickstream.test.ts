@@ -1,5 +1,5 @@
 /**
- * The "your own data" example end to end (examples/clickstream/): gzipped NDJSON click logs →
+ * The "your own data" example end to end (examples/clickstream/): gzipped NDJSON (and CSV) click logs →
  * session windows → NDJSON files in hourly buckets, with garbled lines to a dead-letter directory.
  * The oracle is a batch sessionization of the generated clicks (a session ends after 30 minutes
  * without a click). File to file, exactly once:
@@ -91,20 +91,22 @@ function assertBuckets(dir: string): void {
 interface Data {
   readonly dir: string;
   readonly clicksDir: string;
+  readonly format: "ndjson" | "csv";
   readonly expected: string[];
   readonly garbled: number;
 }
 
-function generate(users: number, hours: number): Data {
+function generate(users: number, hours: number, format: "ndjson" | "csv" = "ndjson"): Data {
   const dir = mkdtempSync(join(tmpdir(), "eddy-clickstream-"));
   const clicksDir = join(dir, "clicks");
-  const { clicks, garbled } = writeClickFiles(clicksDir, users, hours);
-  return { dir, clicksDir, expected: batchSessions(clicks), garbled };
+  const { clicks, garbled } = writeClickFiles(clicksDir, users, hours, 1, format);
+  return { dir, clicksDir, format, expected: batchSessions(clicks), garbled };
 }
 
 async function run(data: Data, name: string, options: { fault?: object; throttle?: number } = {}) {
   const out = join(data.dir, name);
   process.env.CLICKS_IN = data.clicksDir;
+  process.env.CLICKS_FORMAT = data.format;
   process.env.SESSIONS_OUT = out;
   process.env.EDDY_CS_FAULT = options.fault === undefined ? "" : JSON.stringify(options.fault);
   process.env.EDDY_CS_THROTTLE = String(options.throttle ?? 0);
@@ -120,7 +122,28 @@ async function run(data: Data, name: string, options: { fault?: object; throttle
     await handle.done;
     return { out, restarts: handle.restarts, late: lateRecordsDropped(handle.metrics()) };
   } finally {
-    for (const k of ["CLICKS_IN", "SESSIONS_OUT", "EDDY_CS_FAULT", "EDDY_CS_THROTTLE"]) delete process.env[k];
+    for (const k of ["CLICKS_IN", "CLICKS_FORMAT", "SESSIONS_OUT", "EDDY_CS_FAULT", "EDDY_CS_THROTTLE"]) delete process.env[k];
+  }
+}
+
+/**
+ * `rounds` runs of `data`, each with a worker thread ended or an exception (alternating) at a
+ * random click, restarted from the latest checkpoint: each commits exactly the oracle's sessions.
+ */
+async function faultRounds(data: Data, rounds: number): Promise<void> {
+  const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 100_000);
+  const random = prng(seed);
+  for (let round = 0; round < rounds; round++) {
+    const kind = round % 2 === 0 ? "exit" : "process";
+    const atClick = 200 + Math.floor(random() * 1_500);
+    const marker = join(data.dir, `fault-${round}`);
+    const { out, restarts, late } = await run(data, `faulty-${round}`, { fault: { kind, atClick, marker }, throttle: 100 });
+    const at = `seed ${seed}, ${data.format} round ${round} (${kind} at click ${atClick})`;
+    assert.ok(existsSync(marker), `${at}: the fault fired`);
+    assert.equal(restarts, 1, at);
+    assert.equal(late, 0, `${at}: late clicks dropped`);
+    assert.deepEqual(committed<Session>(out).map(row).sort(), data.expected, at);
+    assert.equal(committed<DeadLetter>(`${out}-dead-letters`).length, data.garbled, at);
   }
 }
 
@@ -147,23 +170,24 @@ test("clickstream example: committed sessions equal a batch sessionization; garb
 
 test("clickstream example: a worker ended or an exception at a random click, restarted from its checkpoint, commits exactly the same sessions", async () => {
   const data = generate(300, 3);
-  const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 100_000);
-  const random = prng(seed);
   try {
     // EDDY_CS_ROUNDS: more rounds (`npm run soak:files` runs 20), kinds alternating.
-    const rounds = Number(process.env.EDDY_CS_ROUNDS ?? 3);
-    for (let round = 0; round < rounds; round++) {
-      const kind = round % 2 === 0 ? "exit" : "process";
-      const atClick = 200 + Math.floor(random() * 1_500);
-      const marker = join(data.dir, `fault-${round}`);
-      const { out, restarts, late } = await run(data, `faulty-${round}`, { fault: { kind, atClick, marker }, throttle: 100 });
-      const at = `seed ${seed}, round ${round} (${kind} at click ${atClick})`;
-      assert.ok(existsSync(marker), `${at}: the fault fired`);
-      assert.equal(restarts, 1, at);
-      assert.equal(late, 0, `${at}: late clicks dropped`);
-      assert.deepEqual(committed<Session>(out).map(row).sort(), data.expected, at);
-      assert.equal(committed<DeadLetter>(`${out}-dead-letters`).length, data.garbled, at);
-    }
+    await faultRounds(data, Number(process.env.EDDY_CS_ROUNDS ?? 3));
+  } finally {
+    rmSync(data.dir, { recursive: true, force: true });
+  }
+});
+
+test("clickstream example, CSV.gz logs: failure-free and with a worker ended or an exception at a random click, committed sessions equal a batch sessionization; garbled rows are dead letters", async () => {
+  const data = generate(300, 3, "csv");
+  try {
+    const clean = await run(data, "csv-failure-free");
+    assert.equal(clean.late, 0, "late clicks dropped");
+    assert.deepEqual(committed<Session>(clean.out).map(row).sort(), data.expected);
+    const dead = committed<DeadLetter>(`${clean.out}-dead-letters`);
+    assert.equal(dead.length, data.garbled);
+    assert.ok(dead.every((d) => d.error.code === "BAD_RECORD" && /\.csv\.gz$/.test(String(d.position?.file))), JSON.stringify(dead[0]));
+    await faultRounds(data, 2);
   } finally {
     rmSync(data.dir, { recursive: true, force: true });
   }

@@ -1,6 +1,7 @@
 /**
  * Writes a clickstream to files, as a web tier's access log rotated hourly would leave it: NDJSON,
- * gzip-compressed, one file per hour, `clicks-<yyyy-MM-dd-HH>.ndjson.gz` under `--out`, each
+ * gzip-compressed, one file per hour, `clicks-<yyyy-MM-dd-HH>.ndjson.gz` under `--out` (or CSV with a
+ * header `user,url,ts`, `.csv.gz`, with `--format csv`), each
  * file's clicks in time order and its modification time the end of its hour (a rotated log is
  * closed then; the file source reads files in modification order, so in time order). Deterministic
  * (a seeded generator): the same arguments write the same bytes. About 1 line in 2,000 is garbled
@@ -63,7 +64,13 @@ export function clicks(users: number, hours: number, seed = 1): Click[] {
 }
 
 /** Writes the files; returns their paths and the clicks written (garbled lines excluded). */
-export function writeClickFiles(dir: string, users: number, hours: number, seed = 1): { files: string[]; clicks: Click[]; garbled: number } {
+export function writeClickFiles(
+  dir: string,
+  users: number,
+  hours: number,
+  seed = 1,
+  format: "ndjson" | "csv" = "ndjson",
+): { files: string[]; clicks: Click[]; garbled: number } {
   mkdirSync(dir, { recursive: true });
   const lines = new Map<string, string[]>();
   const written: Click[] = [];
@@ -72,11 +79,12 @@ export function writeClickFiles(dir: string, users: number, hours: number, seed 
   const hourEnds = new Map<string, number>();
   for (const click of clicks(users, hours, seed)) {
     const hourStart = click.ts - ((click.ts - START_MS) % HOUR_MS);
-    const name = `clicks-${new Date(hourStart).toISOString().slice(0, 13).replace("T", "-")}.ndjson.gz`;
+    const name = `clicks-${new Date(hourStart).toISOString().slice(0, 13).replace("T", "-")}.${format}.gz`;
     hourEnds.set(name, hourStart + HOUR_MS);
     let file = lines.get(name);
-    if (file === undefined) lines.set(name, (file = []));
-    const json = JSON.stringify(click);
+    if (file === undefined) lines.set(name, (file = format === "csv" ? ["user,url,ts"] : []));
+    // Users and pages need no CSV quoting.
+    const json = format === "csv" ? `${click.user},${click.url},${click.ts}` : JSON.stringify(click);
     // About 1 line in 2,000: cut off mid-record, as a write interrupted by a crash leaves it.
     if (++i % 2_000 === 0) {
       file.push(json.slice(0, json.length >> 1));
@@ -104,8 +112,10 @@ if (import.meta.url === `file://${process.argv[1]}`) {
       users: { type: "string", default: "2000" },
       hours: { type: "string", default: "3" },
       seed: { type: "string", default: "1" },
+      format: { type: "string", default: "ndjson" },
     },
   });
-  const { files, clicks: written, garbled } = writeClickFiles(values.out, Number(values.users), Number(values.hours), Number(values.seed));
+  if (values.format !== "ndjson" && values.format !== "csv") throw new Error(`--format is ndjson or csv, got '${values.format}'`);
+  const { files, clicks: written, garbled } = writeClickFiles(values.out, Number(values.users), Number(values.hours), Number(values.seed), values.format);
   console.log(`wrote ${written.length} clicks (and ${garbled} garbled lines) in ${files.length} files under ${values.out}`);
 }

@@ -8,7 +8,7 @@
  *   npx eddy run examples/clickstream/sessionize.ts -p 2 --checkpoint-interval 2000
  *   find out/sessions -name "part-*"     (dt=<day>/hour=<hour>/part-<subtask>-<n>.ndjson, once committed)
  *
- * Paths: CLICKS_IN (default data/clicks), SESSIONS_OUT (default out/sessions; dead letters in
+ * Paths: CLICKS_IN (default data/clicks; CLICKS_FORMAT=csv for CSV logs), SESSIONS_OUT (default out/sessions; dead letters in
  * <SESSIONS_OUT>-dead-letters). A session's bucket is the hour it ended in (its window's event
  * time), in UTC.
  */
@@ -59,13 +59,16 @@ export const sessionSummary: AggregateFunction<Click, SessionAccumulator, Sessio
 /** Where the job reads and writes; the command line sets them through the environment. */
 export interface SessionPaths {
   readonly clicks: string;
+  /** The logs' format: NDJSON (default) or CSV with a header `user,url,ts`, gzipped or not. */
+  readonly format?: "ndjson" | "csv";
   readonly sessions: string;
   readonly deadLetters: string;
 }
 
 export function pathsFromEnvironment(): SessionPaths {
   const sessions = process.env.SESSIONS_OUT ?? "out/sessions";
-  return { clicks: process.env.CLICKS_IN ?? "data/clicks", sessions, deadLetters: `${sessions}-dead-letters` };
+  const format = process.env.CLICKS_FORMAT === "csv" ? "csv" : "ndjson";
+  return { clicks: process.env.CLICKS_IN ?? "data/clicks", format, sessions, deadLetters: `${sessions}-dead-letters` };
 }
 
 /**
@@ -75,7 +78,7 @@ export function pathsFromEnvironment(): SessionPaths {
 export function sessionize(env: StreamExecutionEnvironment, paths: SessionPaths, inspect?: (click: Click) => void): void {
   const clicks = env
     .fromSource(
-      FileSource.ndjson<Click>(paths.clicks),
+      paths.format === "csv" ? FileSource.csv<Click>(paths.clicks, { cast: true }) : FileSource.ndjson<Click>(paths.clicks),
       WatermarkStrategy.forBoundedOutOfOrderness<Click>(OUT_OF_ORDERNESS_MS).withTimestampAssigner((c) => c.ts),
       "click logs",
     )
