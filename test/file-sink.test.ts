@@ -131,22 +131,26 @@ interface Order {
 const ORDERS = 20_000;
 const orders = (): Order[] => Array.from({ length: ORDERS }, (_, id) => ({ id, customer: `c${(id * 7919) % 37}`, amount: ((id * 104729) % 10_000) / 100, ts: Date.UTC(2026, 11, 1) + id * 500 }));
 
+/** Orders as Parquet into EDDY_FS_OUT_DIR, bucketed by `bucket`, 1,000 rows per row group. */
+const parquetOrders = (bucket: (o: Order) => string) =>
+  FileSink.parquet<Order>(process.env.EDDY_FS_OUT_DIR ?? "out/orders", {
+    buckets: bucket,
+    rowGroupSize: 1_000,
+    columns: [
+      { name: "id", type: "INT32" },
+      { name: "customer", type: "STRING" },
+      { name: "amount", type: "DOUBLE" },
+      { name: "ts", type: "DOUBLE" },
+    ],
+  });
+
 export const parquetJob = defineJob("file-sink-parquet", (env) => {
   env
     .fromCollection(orders())
     .setParallelism(1)
     .rebalance()
     .sinkTo(
-      FileSink.parquet<Order>(process.env.EDDY_FS_OUT_DIR ?? "out/orders", {
-        buckets: (o) => `dt=2026-12-01/h=${new Date(o.ts).getUTCHours()}`,
-        rowGroupSize: 1_000,
-        columns: [
-          { name: "id", type: "INT32" },
-          { name: "customer", type: "STRING" },
-          { name: "amount", type: "DOUBLE" },
-          { name: "ts", type: "DOUBLE" },
-        ],
-      }),
+      parquetOrders((o) => `dt=2026-12-01/h=${new Date(o.ts).getUTCHours()}`),
     );
 });
 
@@ -182,16 +186,7 @@ export const parquetRoundTripJob = defineJob("parquet-round-trip", (env) => {
     .filter((o) => o.amount >= 10)
     .name("amount >= 10")
     .sinkTo(
-      FileSink.parquet<Order>(process.env.EDDY_FS_OUT_DIR ?? "out/orders", {
-        buckets: (o) => `customer=${o.customer}`,
-        rowGroupSize: 1_000,
-        columns: [
-          { name: "id", type: "INT32" },
-          { name: "customer", type: "STRING" },
-          { name: "amount", type: "DOUBLE" },
-          { name: "ts", type: "DOUBLE" },
-        ],
-      }),
+      parquetOrders((o) => `customer=${o.customer}`),
     );
 });
 
