@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { gzipSync } from "node:zlib";
 import fc from "fast-check";
@@ -293,10 +294,40 @@ describe("FileSource: bad input and file errors", () => {
     d1.close();
   });
 
-  test("a file that may not be read fails with FILE_ACCESS_DENIED naming it", { skip: process.getuid?.() === 0 ? "root reads everything" : false }, async () => {
+  test("a file that may not be read fails with FILE_ACCESS_DENIED naming it", async () => {
     const d = dir({ "a.txt": "x\n" });
     chmodSync(join(d, "a.txt"), 0o000);
-    await assert.rejects(readAll(FileSource.lines(d)), (e: unknown) => e instanceof EddyError && e.code === "FILE_ACCESS_DENIED" && e.message.includes(join(d, "a.txt")));
+    if (process.getuid?.() !== 0) {
+      await assert.rejects(readAll(FileSource.lines(d)), (e: unknown) => e instanceof EddyError && e.code === "FILE_ACCESS_DENIED" && e.message.includes(join(d, "a.txt")));
+      return;
+    }
+    // Root reads every file: the same read runs in a child process as the unprivileged user 65534.
+    for (let p = d; p.startsWith(tmpdir() + "/"); p = dirname(p)) chmodSync(p, 0o755);
+    const script = join(d, "read.mts");
+    writeFileSync(
+      script,
+      `import { FileSource } from ${JSON.stringify(new URL("./file-source.ts", import.meta.url).href)};
+       const source = FileSource.lines(${JSON.stringify(d)});
+       const splits = [];
+       const enumerator = source.createEnumerator({ parallelism: 1, assignSplits: (_s, a) => splits.push(...a), signalNoMoreSplits() {}, failJob(e) { console.log(JSON.stringify({ code: e.code, message: e.message })); process.exit(0); } });
+       enumerator.start?.();
+       enumerator.addReader(0);
+       enumerator.handleSplitRequest?.(0);
+       for (let i = 0; i < 1000 && splits.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+       const reader = source.createReader({ subtaskIndex: 0, parallelism: 1, sendSplitRequest() {} });
+       reader.addSplits(splits);
+       reader.notifyNoMoreSplits();
+       const out = { collect() {}, reportBadRecord() {} };
+       try {
+         for (let i = 0; i < 1000; i++) { if (reader.pollNext(out) === "end") break; await reader.isAvailable(); }
+         console.log(JSON.stringify({ code: "none" }));
+       } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+    );
+    const child = spawnSync(process.execPath, ["--import", "tsx", script], { uid: 65534, gid: 65534, encoding: "utf8", cwd: import.meta.dirname });
+    assert.equal(child.status, 0, child.stderr);
+    const result = JSON.parse(child.stdout.trim().split("\n").pop()!) as { code: string; message: string };
+    assert.equal(result.code, "FILE_ACCESS_DENIED", child.stdout);
+    assert.ok(result.message.includes(join(d, "a.txt")), result.message);
   });
 
   test("invalid options are INVALID_FILE_SOURCE when the source is built", () => {
