@@ -9,7 +9,7 @@ import { ByteWriter, ParquetWriter, schemaFromColumnData, type BasicType } from 
 import { EddyError } from "../../core/errors.ts";
 import type { FileChannel } from "./file-channel.ts";
 import type { PendingPart } from "./file-sink-state.ts";
-import type { PartFile, PartPlacement } from "./part-file.ts";
+import { closeForCommit, type PartFile, type PartPlacement } from "./part-file.ts";
 
 /** One column of the Parquet schema: a field of the record and its type. */
 export interface ParquetColumn {
@@ -101,10 +101,7 @@ export class ParquetPart<T> implements PartFile<T> {
     this.#writeRowGroup();
     void this.#writer.finish();
     this.#drain();
-    const length = this.#handed;
-    this.#channel.sync();
-    this.#channel.close();
-    return this.#channel.settled().then(() => ({ v: 1, bucket: this.bucket, tmp: this.tmp, name: this.name, length }));
+    return closeForCommit(this.#channel, this, this.#handed);
   }
 
   abandon(): void {

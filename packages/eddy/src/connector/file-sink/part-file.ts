@@ -126,13 +126,20 @@ export class RowPart<T> implements PartFile<T> {
 
   closeForCommit(): Promise<PendingPart> {
     this.#spill();
-    const length = this.#handed;
-    this.#channel.sync();
-    this.#channel.close();
-    return this.#channel.settled().then(() => ({ v: 1, bucket: this.bucket, tmp: this.tmp, name: this.name, length }));
+    return closeForCommit(this.#channel, this, this.#handed);
   }
 
   abandon(): void {
     this.#channel.abandon();
   }
+}
+
+/**
+ * The end of a part of either format once all its `length` bytes are handed to `channel`: synced,
+ * closed, and then pending, as the committable that names it.
+ */
+export function closeForCommit(channel: FileChannel, part: Pick<PartPlacement, "bucket" | "tmp" | "name">, length: number): Promise<PendingPart> {
+  channel.sync();
+  channel.close();
+  return channel.settled().then(() => ({ v: 1, bucket: part.bucket, tmp: part.tmp, name: part.name, length }));
 }
