@@ -8,13 +8,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { committedFiles, damageTaskFile, latestCheckpoint } from "./jobs/checkpointed.ts";
+import { EDDY_BIN, killWhenReady } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+const eddyBin = EDDY_BIN;
 const jobFile = resolve(import.meta.dirname, "jobs/checkpointed.ts");
 /** Long enough (a few seconds) to be killed mid-run after some checkpoints completed. */
 const RECORDS = 1_600_000;
@@ -40,23 +41,11 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
     const checkpoints = join(dir, "checkpoints");
     // The interval as a configuration key (-D), the rest as flags: both paths of the CLI.
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "crash", "--no-progress"];
-    const child = spawn(process.execPath, [eddyBin, ...args], { env: { ...env, EDDY_CHK_OUT_DIR: out }, stdio: ["ignore", "ignore", "pipe"] });
-    let stderr = "";
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
     // Kill it once two checkpoints have completed and some output is committed.
-    let killedMidRun = false;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 20));
-      if (child.exitCode !== null) break;
+    const { killed: killedMidRun, stderr } = await killWhenReady(args, { ...env, EDDY_CHK_OUT_DIR: out }, () => {
       const latest = latestCheckpoint(join(checkpoints, "crash"));
-      if (latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 2 && committedFiles(out, "counted").length > 0) {
-        child.kill("SIGKILL");
-        killedMidRun = true;
-        break;
-      }
-    }
-    await exited;
+      return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 2 && committedFiles(out, "counted").length > 0;
+    });
     assert.ok(killedMidRun, `the job finished before it could be killed; stderr:\n${stderr}`);
     const partial = committedFiles(out, "counted").length;
     assert.ok(partial > 0 && partial < RECORDS, `partial output before the crash: ${partial}`);
