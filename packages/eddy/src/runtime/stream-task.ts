@@ -489,11 +489,6 @@ export class StreamTask {
     cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
   }
 
-  /** Whether mail is waiting (the executor drains it before closing finished tasks). */
-  get hasMail(): boolean {
-    return this.#o.mailbox.hasMail;
-  }
-
   /** Whether mail is waiting or asynchronous work of the operators (a sink's commit) is pending: the executor does not end before. */
   get hasWorkLeft(): boolean {
     return this.#o.mailbox.hasMail || this.#o.pendingWork.any;
