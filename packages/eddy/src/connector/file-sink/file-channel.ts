@@ -92,11 +92,17 @@ export class FileChannel {
     this.#then("sync", () => this.#handle!.sync());
   }
 
+  /** Closes the file; unlike the other operations it runs after a failure too, so no handle is left to the GC. */
   close(): void {
-    this.#then("close", async () => {
+    this.#chain = this.#chain.then(async () => {
       const h = this.#handle;
       this.#handle = undefined;
-      await h?.close();
+      if (h === undefined) return;
+      try {
+        await h.close();
+      } catch (e) {
+        this.#budget.failure ??= ioError("close", this.path, e);
+      }
     });
   }
 
