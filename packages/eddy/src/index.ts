@@ -58,6 +58,7 @@ export type {
   Boundedness,
   InputStatus,
   ReaderOutput,
+  SourceOutput,
   Source,
   SourceReader,
   SourceReaderContext,

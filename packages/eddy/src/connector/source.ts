@@ -19,7 +19,8 @@ export type InputStatus =
   | "end";
 
 /** Where a reader emits. */
-export interface ReaderOutput<T> {
+/** Where a reader emits the records of one split (ReaderOutput.createOutputForSplit), or all of them. */
+export interface SourceOutput<T> {
   /** Emits a record, with the timestamp it carries at the source (e.g. a Kafka record time). */
   collect(value: T, timestamp?: number): void;
   /**
@@ -29,6 +30,42 @@ export interface ReaderOutput<T> {
    * record is skipped or dead-lettered) and must not emit it.
    */
   reportBadRecord(bad: BadRecord): void;
+}
+
+/**
+ * What a reader emits to. Records collected here directly share one watermark generator; a reader
+ * of several splits whose event times differ (files, partitions) emits each split's records
+ * through `createOutputForSplit(splitId)` instead, as Flink's readers do: each split then has its
+ * own generator (and idleness), and the source's watermark is the minimum over its active splits,
+ * so one split far ahead in event time does not make the others' records late. A reader should
+ * use one way or the other, not both. With no split outputs open, the watermark stays where it is.
+ */
+export interface ReaderOutput<T> extends SourceOutput<T> {
+  /**
+   * The output of split `splitId`, created the first time (asking again returns the same one). A
+   * new split starts at the minimum watermark: it holds the source's watermark back until its
+   * generator emits one.
+   */
+  createOutputForSplit(splitId: string): SourceOutput<T>;
+  /** The split is finished (or handed back): its watermark no longer holds the source's back. */
+  releaseOutputForSplit(splitId: string): void;
+}
+
+/**
+ * A ReaderOutput that sends everything, split outputs included, to `output` (no per-split
+ * watermarks), for driving a reader by hand in tests and benchmarks. `splits`, when given, is kept
+ * as the set of split outputs open (created and not released yet).
+ */
+export function readerOutputOf<T>(output: SourceOutput<T>, splits?: Set<string>): ReaderOutput<T> {
+  return {
+    collect: (value, timestamp) => output.collect(value, timestamp),
+    reportBadRecord: (bad) => output.reportBadRecord(bad),
+    createOutputForSplit(splitId) {
+      splits?.add(splitId);
+      return output;
+    },
+    releaseOutputForSplit: (splitId) => void splits?.delete(splitId),
+  };
 }
 
 /** Input a reader could not deserialize, and where it was. */

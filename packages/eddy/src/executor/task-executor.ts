@@ -25,7 +25,7 @@ import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
 import { PendingWork } from "../runtime/pending-work.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
-import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
+import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type SplitAwareOperator, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
 import { recordErrorPolicy } from "../runtime/record-error-policy.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
@@ -565,7 +565,11 @@ export class TaskExecutor {
             { operatorName: headNode.name, subtaskIndex: subtask, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.name, name) },
             sourceOutput,
           );
-          head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad) };
+          // fromSource chains its Timestamps/Watermarks operator to the source: it takes the
+          // records of each split with the split's own watermark generator.
+          const next = headNode.outputs.length === 1 && headNode.outputs[0]!.chained ? operators.get(headNode.outputs[0]!.target) : undefined;
+          const splits = next !== undefined && "openSplit" in next ? (next as SplitAwareOperator<unknown>) : undefined;
+          head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad), splits };
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
             notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),

@@ -57,6 +57,17 @@ export interface OneInputOperator<IN> {
   close?(): void;
 }
 
+/**
+ * A one-input operator that takes a source's records split by split: the Timestamps/Watermarks
+ * operator of fromSource, chained right after its source. `openSplit` gives the entry for the
+ * records of one split (the task calls it for ReaderOutput.createOutputForSplit), `releaseSplit`
+ * ends the split (ReaderOutput.releaseOutputForSplit; an unknown id is ignored).
+ */
+export interface SplitAwareOperator<IN> extends OneInputOperator<IN> {
+  openSplit(splitId: string): (value: IN, timestamp: number) => void;
+  releaseSplit(splitId: string): void;
+}
+
 export interface TwoInputOperator<IN1, IN2> {
   open?(): void;
   processElement1(value: IN1, timestamp: number, keyGroup?: number): void;

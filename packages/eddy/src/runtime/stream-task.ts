@@ -13,12 +13,12 @@ import { END_OF_INPUT, type CheckpointBarrier, type StreamElement } from "../cor
 import { BarrierAligner, type AlignerResult } from "../checkpoint/barrier-aligner.ts";
 import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts";
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
-import { badRecordError, type BadRecord, type ReaderOutput, type SourceReader } from "../connector/source.ts";
+import { badRecordError, type BadRecord, type ReaderOutput, type SourceOutput, type SourceReader } from "../connector/source.ts";
 import type { PendingWork } from "./pending-work.ts";
 import type { InputChannel } from "./channels/channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
-import type { CounterRegistry, OneInputOperator, Output, TwoInputOperator } from "./operator.ts";
+import type { CounterRegistry, OneInputOperator, Output, SplitAwareOperator, TwoInputOperator } from "./operator.ts";
 import { StatusWatermarkValve } from "./watermark-valve.ts";
 
 export type TaskHead =
@@ -33,6 +33,12 @@ export type TaskHead =
       readonly reader: SourceReader<unknown, unknown>;
       readonly output: Output<unknown>;
       readonly onBadRecord?: ((bad: BadRecord) => void) | undefined;
+      /**
+       * The operator chained after the source when it takes records per split (fromSource's
+       * Timestamps/Watermarks): split outputs of the reader feed it. Undefined: a split's output
+       * is the reader's output.
+       */
+      readonly splits?: SplitAwareOperator<unknown> | undefined;
     }
   | { readonly kind: "one-input"; readonly operator: OneInputOperator<unknown> }
   | { readonly kind: "two-input"; readonly operator: TwoInputOperator<unknown, unknown> };
@@ -194,16 +200,41 @@ export class StreamTask {
     const head = options.head;
     if (head.kind === "source") {
       const output = head.output;
-      this.#readerOutput = {
+      const reportBadRecord =
+        head.onBadRecord ??
+        ((bad: BadRecord) => {
+          throw badRecordError(head.name, this.subtaskIndex, bad);
+        });
+      const splitOutputs = new Map<string, SourceOutput<unknown>>();
+      const main: SourceOutput<unknown> = {
         collect: (value, timestamp) => {
           this.recordsIn++;
           output.collect(value, timestamp ?? NO_TIMESTAMP);
         },
-        reportBadRecord:
-          head.onBadRecord ??
-          ((bad) => {
-            throw badRecordError(head.name, this.subtaskIndex, bad);
-          }),
+        reportBadRecord,
+      };
+      this.#readerOutput = {
+        ...main,
+        createOutputForSplit: (splitId) => {
+          let split = splitOutputs.get(splitId);
+          if (split !== undefined) return split;
+          if (head.splits === undefined) split = main;
+          else {
+            const target = head.splits.openSplit(splitId);
+            split = {
+              collect: (value, timestamp) => {
+                this.recordsIn++;
+                target(value, timestamp ?? NO_TIMESTAMP);
+              },
+              reportBadRecord,
+            };
+          }
+          splitOutputs.set(splitId, split);
+          return split;
+        },
+        releaseOutputForSplit: (splitId) => {
+          if (splitOutputs.delete(splitId)) head.splits?.releaseSplit(splitId);
+        },
       };
     }
   }

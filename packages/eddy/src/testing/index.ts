@@ -6,6 +6,7 @@ export { collectSink } from "./collect-sink.ts";
 export { committingCollectSink, twoPhaseTestSink, type StagedTransaction } from "./committing-sink.ts";
 export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
+export { readerOutputOf } from "../connector/source.ts";
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";
 export type { ExecutionMode, RunOptions } from "../coordinator/local-job.ts";

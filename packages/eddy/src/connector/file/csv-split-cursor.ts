@@ -10,7 +10,7 @@
  * records arrive on a later tick, and the sync API wants the whole input at once.
  */
 import { Parser, type Info, type Options } from "csv-parse";
-import type { ReaderOutput } from "../source.ts";
+import type { SourceOutput } from "../source.ts";
 import { ChunkPrefetch, openByteChunks } from "./byte-chunks.ts";
 import { fileError, isCorruptCompressedInput } from "./file-errors.ts";
 import type { FileSplit } from "./file-split.ts";
@@ -85,7 +85,7 @@ export function csvSplitCursor<T>(split: FileSplit, format: CsvFormatOptions, ch
   };
 
   return {
-    poll(output: ReaderOutput<T>, budget: number): CursorStatus {
+    poll(output: SourceOutput<T>, budget: number): CursorStatus {
       for (let n = 0; n < budget; n++) {
         const item = queue[head];
         if (item === undefined) {

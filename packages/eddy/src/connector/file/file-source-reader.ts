@@ -2,7 +2,8 @@
  * The file source's reader (Flink's FileSourceReader): reads its splits one after the other, and
  * asks the enumerator for the next split whenever it holds none (pull-based assignment). Reads are
  * asynchronous (fs.promises, zlib) and never block `pollNext`: while a chunk is on its way,
- * `pollNext` returns "nothing" and `isAvailable` resolves when it arrives.
+ * `pollNext` returns "nothing" and `isAvailable` resolves when it arrives. Each split's records go
+ * through the split's own output (ReaderOutput.createOutputForSplit), released when it is done.
  */
 import { alwaysAvailable, type InputStatus, type ReaderOutput, type SourceReader, type SourceReaderContext } from "../source.ts";
 import { parseFileSplit, type FileSplit } from "./file-split.ts";
@@ -15,6 +16,8 @@ export function fileSourceReader<T>(context: SourceReaderContext, openCursor: (s
   /** Assigned splits not opened yet, in assignment order. */
   const queue: FileSplit[] = [];
   let current: SplitCursor<T> | undefined;
+  /** The split `current` reads: its records go through the split's own output (per-split watermarks). */
+  let currentId = "";
   let noMoreSplits = false;
   /** A split request is outstanding (answered by addSplits or notifyNoMoreSplits). */
   let requested = false;
@@ -48,8 +51,9 @@ export function fileSourceReader<T>(context: SourceReaderContext, openCursor: (s
         const split = queue.shift();
         if (split === undefined) return waitForSplits();
         current = openCursor(split);
+        currentId = split.splitId;
       }
-      const status = current.poll(output, MAX_RECORDS_PER_POLL);
+      const status = current.poll(output.createOutputForSplit(currentId), MAX_RECORDS_PER_POLL);
       if (status === "more") return "more";
       if (status === "nothing") {
         available = current.available();
@@ -57,6 +61,7 @@ export function fileSourceReader<T>(context: SourceReaderContext, openCursor: (s
       }
       current.close();
       current = undefined;
+      output.releaseOutputForSplit(currentId);
       return queue.length > 0 ? "more" : waitForSplits();
     },
     isAvailable: () => available,

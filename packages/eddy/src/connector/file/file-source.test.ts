@@ -8,7 +8,7 @@ import { gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { ManualClock } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
-import type { BadRecord, Source, SourceReader, SplitEnumerator, SplitEnumeratorContext } from "../source.ts";
+import { readerOutputOf, type BadRecord, type Source, type SourceReader, type SplitEnumerator, type SplitEnumeratorContext } from "../source.ts";
 import { FileSource } from "./file-source.ts";
 import type { FileSplit } from "./file-split.ts";
 
@@ -37,6 +37,8 @@ interface Snapshot {
 class Driver<T> {
   readonly outputs: T[][];
   readonly bad: BadRecord[] = [];
+  /** Split outputs the readers have opened and not released. */
+  readonly openSplits = new Set<string>();
   readonly readers: SourceReader<T, FileSplit>[] = [];
   readonly enumerator: SplitEnumerator<FileSplit>;
   readonly ended: boolean[];
@@ -68,7 +70,10 @@ class Driver<T> {
     const deadline = Date.now() + (options.timeoutMs ?? 10_000);
     for (;;) {
       if (this.failure !== undefined) throw this.failure;
-      if (this.ended.every(Boolean)) return true;
+      if (this.ended.every(Boolean)) {
+        assert.deepEqual([...this.openSplits], [], "every split's output is released once the readers end");
+        return true;
+      }
       if (options.until?.() === true) return false;
       if (Date.now() > deadline) throw new Error("the source did not end in time");
       const waits: Promise<void>[] = [];
@@ -78,7 +83,7 @@ class Driver<T> {
         if (options.maxPolls !== undefined && this.polls >= options.maxPolls) return false;
         this.polls++;
         const out = this.outputs[i]!;
-        const status = this.readers[i]!.pollNext({ collect: (v) => void out.push(v), reportBadRecord: (b) => void this.bad.push(b) });
+        const status = this.readers[i]!.pollNext(readerOutputOf({ collect: (v) => void out.push(v), reportBadRecord: (b) => void this.bad.push(b) }, this.openSplits));
         if (status === "end") this.ended[i] = true;
         else if (status === "more") progressed = true;
         else waits.push(this.readers[i]!.isAvailable());
@@ -307,6 +312,7 @@ describe("FileSource: bad input and file errors", () => {
     writeFileSync(
       script,
       `import { FileSource } from ${JSON.stringify(new URL("./file-source.ts", import.meta.url).href)};
+       import { readerOutputOf } from ${JSON.stringify(new URL("../source.ts", import.meta.url).href)};
        const source = FileSource.lines(${JSON.stringify(d)});
        const splits = [];
        const enumerator = source.createEnumerator({ parallelism: 1, assignSplits: (_s, a) => splits.push(...a), signalNoMoreSplits() {}, failJob(e) { console.log(JSON.stringify({ code: e.code, message: e.message })); process.exit(0); } });
@@ -317,7 +323,7 @@ describe("FileSource: bad input and file errors", () => {
        const reader = source.createReader({ subtaskIndex: 0, parallelism: 1, sendSplitRequest() {} });
        reader.addSplits(splits);
        reader.notifyNoMoreSplits();
-       const out = { collect() {}, reportBadRecord() {} };
+       const out = readerOutputOf({ collect() {}, reportBadRecord() {} });
        try {
          for (let i = 0; i < 1000; i++) { if (reader.pollNext(out) === "end") break; await reader.isAvailable(); }
          console.log(JSON.stringify({ code: "none" }));

@@ -5,7 +5,7 @@
  * it can be read).
  */
 import { closeSync, openSync, readSync } from "node:fs";
-import type { ReaderOutput } from "../source.ts";
+import type { SourceOutput } from "../source.ts";
 import { ChunkPrefetch, isGzip, openByteChunks } from "./byte-chunks.ts";
 import { fileError, isCorruptCompressedInput } from "./file-errors.ts";
 import type { FileSplit } from "./file-split.ts";
@@ -24,7 +24,7 @@ export function lineSplitCursor<T>(split: FileSplit, parse: ((line: string) => T
     return firstLine + decoder.linesRead - 1;
   };
 
-  const reportBad = (output: ReaderOutput<T>, raw: string, error: unknown, mark: number): void => {
+  const reportBad = (output: SourceOutput<T>, raw: string, error: unknown, mark: number): void => {
     output.reportBadRecord({ raw: boundedRaw(raw), error, position: { file: split.path, line: lineNumberOfLast(mark), offset: decoder.offsetOfMark(mark) } });
   };
 

@@ -6,7 +6,7 @@
  */
 import { open, type FileHandle } from "node:fs/promises";
 import { parquetMetadataAsync, parquetReadObjects, type AsyncBuffer, type FileMetaData } from "hyparquet";
-import type { ReaderOutput } from "../source.ts";
+import type { SourceOutput } from "../source.ts";
 import { fileError } from "./file-errors.ts";
 import type { FileSplit } from "./file-split.ts";
 import type { CursorStatus, SplitCursor } from "./split-cursor.ts";
@@ -100,7 +100,7 @@ export function parquetSplitCursor<T>(split: FileSplit): SplitCursor<T> {
   };
 
   return {
-    poll(output: ReaderOutput<T>, budget: number): CursorStatus {
+    poll(output: SourceOutput<T>, budget: number): CursorStatus {
       if (failed !== undefined) {
         if (!failed.bad) throw fileError(failed.error, split.path, "read");
         output.reportBadRecord({ raw: "", error: failed.error, position: { file: split.path, rowGroup, row } });

@@ -1,5 +1,5 @@
 /** A split being read by a file source reader: the one interface its formats implement. */
-import type { ReaderOutput } from "../source.ts";
+import type { SourceOutput } from "../source.ts";
 import type { FileSplit } from "./file-split.ts";
 
 /** "more": call again; "nothing": wait for `available()`; "done": every record of the split was emitted. */
@@ -12,7 +12,7 @@ export type CursorStatus = "more" | "nothing" | "done";
  * records this one has not emitted yet.
  */
 export interface SplitCursor<T> {
-  poll(output: ReaderOutput<T>, budget: number): CursorStatus;
+  poll(output: SourceOutput<T>, budget: number): CursorStatus;
   available(): Promise<void>;
   snapshot(): FileSplit;
   /** Releases the file. May be called twice. */

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defineJob, WatermarkStrategy } from "eddy";
 import { collectSink, ManualClock, runJob } from "eddy/testing";
-import type { ReaderOutput, SourceReader } from "../source.ts";
+import { readerOutputOf, type ReaderOutput, type SourceReader } from "../source.ts";
 import { eventTimestamp, nexmarkConfig, nexmarkEvent } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
 import { nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
@@ -42,10 +42,13 @@ interface Emitted {
 function recorder(): Emitted {
   const events: NexmarkEvent[] = [];
   const timestamps: number[] = [];
-  return { events, timestamps, output: {
+  return {
+    events,
+    timestamps,
+    output: readerOutputOf({
       collect: (value, timestamp) => void (events.push(value), timestamps.push(timestamp!)),
       reportBadRecord: (bad) => assert.fail(`the generator reported a bad record: ${String(bad.error)}`),
-    },
+    }),
   };
 }
 

@@ -5,16 +5,30 @@
  * auto-watermark interval of processing time the generator may emit periodically, and idleness is
  * checked. Upstream watermarks are dropped except the final MAX watermark (Flink does the same):
  * this operator is where event time starts.
+ *
+ * Per split (fromSource, whose source emits a split's records through
+ * `ReaderOutput.createOutputForSplit`; the task calls `openSplit` / `releaseSplit`): each split has
+ * a generator of its own, idleness is checked per split, and the watermark is the minimum over the
+ * active splits (runtime/watermark-output-multiplexer.ts), as Flink's SourceOperator does. So a
+ * reader holding a partition far ahead in event time does not make the others' records late.
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { ScheduledCallback } from "../../core/clock.ts";
 import { hasTimestamp, MAX_WATERMARK, MIN_WATERMARK } from "../../core/time.ts";
-import type { WatermarkOutput, WatermarkStrategy } from "../../core/watermark-strategy.ts";
-import type { OneInputOperator, OperatorContext, Output } from "../operator.ts";
+import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from "../../core/watermark-strategy.ts";
+import type { OperatorContext, Output, SplitAwareOperator } from "../operator.ts";
+import { WatermarkOutputMultiplexer, type PartialWatermarkOutput } from "../watermark-output-multiplexer.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 
+/** A split's own watermark generator and where it emits (the multiplexer's output for the split). */
+interface SplitWatermarks<T> {
+  readonly generator: WatermarkGenerator<T>;
+  readonly output: PartialWatermarkOutput;
+  lastRecordAtMs: number;
+}
+
 export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T>) {
-  return (ctx: OperatorContext, output: Output<T>): OneInputOperator<T> => {
+  return (ctx: OperatorContext, output: Output<T>): SplitAwareOperator<T> => {
     const generator = strategy.generatorFactory();
     // The timestamp assigner's failures (a throw, a timestamp that is not a finite number) go to
     // the policy; the watermark generator's fail the job (it is called after the record left).
@@ -55,56 +69,99 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       },
     };
 
+    // Records a source emits through a split's output (createOutputForSplit) have that split's
+    // generator; the operator's watermark is then the minimum over its splits (the multiplexer).
+    // Records emitted without a split have `generator` above, which emits directly (Flink: the
+    // reader's main output); a source should use one or the other.
+    const splits = new Map<string, SplitWatermarks<T>>();
+    let multiplexer: WatermarkOutputMultiplexer | undefined;
+    /** Records came through the main output: its generator takes part in periodic emission. */
+    let mainUsed = false;
+
     const onPeriodic = (): void => {
       periodic = undefined;
       if (finished) return;
+      const now = ctx.clock.now();
       try {
-        generator.onPeriodicEmit(wmOutput);
+        // A source that emits per split leaves the main generator out (it has seen no records, and
+        // a generator that marks itself idle would mark the whole source idle).
+        if (mainUsed || multiplexer === undefined) generator.onPeriodicEmit(wmOutput);
+        if (multiplexer !== undefined && splits.size > 0) {
+          multiplexer.deferUpdates(() => {
+            for (const split of splits.values()) {
+              split.generator.onPeriodicEmit(split.output);
+              if (idleTimeoutMs !== undefined && now - split.lastRecordAtMs >= idleTimeoutMs) split.output.markIdle();
+            }
+          });
+        }
       } catch (e) {
         throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
       }
-      if (idleTimeoutMs !== undefined && ctx.clock.now() - lastRecordAtMs >= idleTimeoutMs) wmOutput.markIdle();
+      if (idleTimeoutMs !== undefined && now - lastRecordAtMs >= idleTimeoutMs) wmOutput.markIdle();
       arm();
     };
     const arm = (): void => {
       periodic = ctx.clock.schedule(ctx.clock.now() + ctx.autoWatermarkIntervalMs, () => ctx.postMail(onPeriodic));
     };
 
+    /** Assigns the timestamp, emits the record, then lets the generator of its split (or the main one) see it. */
+    /** A record is about to leave: the stream (and its split) is active. */
+    const active = (split: SplitWatermarks<T> | undefined): void => {
+      if (idleTimeoutMs !== undefined) {
+        lastRecordAtMs = ctx.clock.now();
+        if (split !== undefined) split.lastRecordAtMs = lastRecordAtMs;
+      }
+      if (idle) wmOutput.markActive();
+      if (split !== undefined && split.output.idle) split.output.markActive();
+    };
+    const processRecord = (value: T, timestamp: number, split: SplitWatermarks<T> | undefined): void => {
+      if (assigner === undefined && !hasTimestamp(timestamp)) {
+        // No assigner and no timestamp from the source: the record has no event time and
+        // the generator does not see it (it cannot move event time).
+        active(split);
+        output.collect(value, timestamp);
+        return;
+      }
+      let ts = timestamp;
+      try {
+        if (assigner !== undefined) ts = assigner(value, hasTimestamp(timestamp) ? timestamp : undefined);
+      } catch (e) {
+        errors.onRecordError(e, value, timestamp);
+        return;
+      }
+      if (typeof ts !== "number" || !Number.isFinite(ts)) {
+        const invalid = new EddyError(
+          "INVALID_TIMESTAMP",
+          `timestamp assigner of '${ctx.operatorName}' returned ${String(ts)}; expected a finite number of ms`,
+          { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
+        );
+        errors.onRecordError(invalid, value, timestamp);
+        return;
+      }
+      active(split);
+      output.collect(value, ts);
+      try {
+        if (split === undefined) generator.onEvent(value, ts, wmOutput);
+        else split.generator.onEvent(value, ts, split.output);
+      } catch (e) {
+        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+      }
+    };
+
     return {
       open: arm,
       processElement(value, timestamp) {
-        if (assigner === undefined && !hasTimestamp(timestamp)) {
-          // No assigner and no timestamp from the source: the record has no event time and
-          // the generator does not see it (it cannot move event time).
-          if (idleTimeoutMs !== undefined) lastRecordAtMs = ctx.clock.now();
-          if (idle) wmOutput.markActive();
-          output.collect(value, timestamp);
-          return;
-        }
-        let ts = timestamp;
-        try {
-          if (assigner !== undefined) ts = assigner(value, hasTimestamp(timestamp) ? timestamp : undefined);
-        } catch (e) {
-          errors.onRecordError(e, value, timestamp);
-          return;
-        }
-        if (typeof ts !== "number" || !Number.isFinite(ts)) {
-          const invalid = new EddyError(
-            "INVALID_TIMESTAMP",
-            `timestamp assigner of '${ctx.operatorName}' returned ${String(ts)}; expected a finite number of ms`,
-            { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
-          );
-          errors.onRecordError(invalid, value, timestamp);
-          return;
-        }
-        if (idleTimeoutMs !== undefined) lastRecordAtMs = ctx.clock.now();
-        if (idle) wmOutput.markActive();
-        output.collect(value, ts);
-        try {
-          generator.onEvent(value, ts, wmOutput);
-        } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
-        }
+        mainUsed = true;
+        processRecord(value, timestamp, undefined);
+      },
+      openSplit(splitId) {
+        multiplexer ??= new WatermarkOutputMultiplexer(wmOutput);
+        const split: SplitWatermarks<T> = { generator: strategy.generatorFactory(), output: multiplexer.register(splitId), lastRecordAtMs: ctx.clock.now() };
+        splits.set(splitId, split);
+        return (value, timestamp) => processRecord(value, timestamp, split);
+      },
+      releaseSplit(splitId) {
+        if (splits.delete(splitId)) multiplexer!.unregister(splitId);
       },
       processWatermark(watermark) {
         if (watermark !== MAX_WATERMARK) return;
