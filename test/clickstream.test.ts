@@ -22,6 +22,7 @@ import { writeClickFiles, type Click } from "../examples/clickstream/generate.ts
 import { SESSION_GAP_MS, type Session } from "../examples/clickstream/sessionize.ts";
 import * as clickstreamJob from "./jobs/clickstream.ts";
 import { EDDY_BIN, killWhenReady, lateRecordsDropped, prng } from "./fixtures.ts";
+import { latestCheckpoint } from "./jobs/checkpointed.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/clickstream.ts");
 
@@ -193,26 +194,24 @@ test("clickstream example, CSV.gz logs: failure-free and with a worker ended or 
   }
 });
 
-test("clickstream example: eddy run killed with SIGKILL, resumed with --from-checkpoint, commits exactly the sessions of a batch sessionization", async () => {
-  const data = generate(15_000, 4);
-  try {
-    const out = join(data.dir, "out");
-    const checkpoints = join(data.dir, "checkpoints");
-    const env = { ...process.env, CLICKS_IN: data.clicksDir, SESSIONS_OUT: out, EDDY_CS_FAULT: "", EDDY_CS_THROTTLE: "100" };
-    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
-    const { killed, stderr } = await killWhenReady(args, env, () => files(join(checkpoints, "kill")).some((f) => f.endsWith("_manifest")) && committed(out).length > 0);
-    assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
-    const partial = committed<Session>(out).length;
-    assert.ok(partial > 0 && partial < data.expected.length, `partial output before the kill: ${partial} of ${data.expected.length}`);
-    const latest = readdirSync(join(checkpoints, "kill"))
-      .filter((d) => /^chk-\d+$/.test(d) && existsSync(join(checkpoints, "kill", d, "_manifest")))
-      .sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)))
-      .pop()!;
-    const resumed = spawnSync(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", join(checkpoints, "kill", latest)], { encoding: "utf8", env });
-    assert.equal(resumed.status, 0, resumed.stderr);
-    assert.deepEqual(committed<Session>(out).map(row).sort(), data.expected);
-    assert.equal(committed<DeadLetter>(`${out}-dead-letters`).length, data.garbled);
-  } finally {
-    rmSync(data.dir, { recursive: true, force: true });
-  }
-});
+for (const format of ["ndjson", "csv"] as const) {
+  test(`clickstream example (${format === "csv" ? "CSV.gz" : "NDJSON"} logs): eddy run killed with SIGKILL, resumed with --from-checkpoint, commits exactly the sessions of a batch sessionization`, async () => {
+    const data = generate(15_000, 4, format);
+    try {
+      const out = join(data.dir, "out");
+      const checkpoints = join(data.dir, "checkpoints");
+      const env = { ...process.env, CLICKS_IN: data.clicksDir, CLICKS_FORMAT: format, SESSIONS_OUT: out, EDDY_CS_FAULT: "", EDDY_CS_THROTTLE: "100" };
+      const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
+      const { killed, stderr } = await killWhenReady(args, env, () => files(join(checkpoints, "kill")).some((f) => f.endsWith("_manifest")) && committed(out).length > 0);
+      assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
+      const partial = committed<Session>(out).length;
+      assert.ok(partial > 0 && partial < data.expected.length, `partial output before the kill: ${partial} of ${data.expected.length}`);
+      const resumed = spawnSync(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "kill"))!], { encoding: "utf8", env });
+      assert.equal(resumed.status, 0, resumed.stderr);
+      assert.deepEqual(committed<Session>(out).map(row).sort(), data.expected);
+      assert.equal(committed<DeadLetter>(`${out}-dead-letters`).length, data.garbled);
+    } finally {
+      rmSync(data.dir, { recursive: true, force: true });
+    }
+  });
+}

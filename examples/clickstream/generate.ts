@@ -85,9 +85,11 @@ export function writeClickFiles(
     if (file === undefined) lines.set(name, (file = format === "csv" ? ["user,url,ts"] : []));
     // Users and pages need no CSV quoting.
     const json = format === "csv" ? `${click.user},${click.url},${click.ts}` : JSON.stringify(click);
-    // About 1 line in 2,000: cut off mid-record, as a write interrupted by a crash leaves it.
+    // About 1 line in 2,000: cut off mid-record, as a write interrupted by a crash leaves it. A CSV
+    // line is cut before its last field: cut inside it, `user-1,/,1` would still parse (a click at
+    // 1 ms), and no reader could tell it from a real one.
     if (++i % 2_000 === 0) {
-      file.push(json.slice(0, json.length >> 1));
+      file.push(format === "csv" ? json.slice(0, json.lastIndexOf(",")) : json.slice(0, json.length >> 1));
       garbled++;
     } else {
       file.push(json);
