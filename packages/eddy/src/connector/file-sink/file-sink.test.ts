@@ -6,9 +6,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { ManualClock } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
@@ -272,6 +273,33 @@ test("an I/O failure fails the task with a message naming the path", withDir(asy
   const h = OperatorTestHarness.forSink(FileSink.ndjson<Rec>(join(dir, "not-a-dir"), { buckets: () => "b" }));
   h.processElement({ id: 1 });
   await assert.rejects(h.settled(), (e: EddyError) => e.code === "FILE_SINK_IO_FAILED" && e.message.includes(join(dir, "not-a-dir")));
+}));
+
+test("a directory the job may not write to fails the task with FILE_SINK_IO_FAILED saying permission denied, naming the path", withDir(async (dir) => {
+  const out = join(dir, "read-only");
+  mkdirSync(out, { mode: 0o555 });
+  chmodSync(out, 0o555);
+  // Root writes anywhere: the sink then runs in a child process as the unprivileged user 65534.
+  for (let p = dir; p.startsWith(tmpdir() + "/"); p = dirname(p)) chmodSync(p, 0o755);
+  const script = join(dir, "write.mts");
+  writeFileSync(
+    script,
+    `import { FileSink } from ${JSON.stringify(new URL("./file-sink.ts", import.meta.url).href)};
+     import { OperatorTestHarness } from ${JSON.stringify(new URL("../../testing/operator-harness.ts", import.meta.url).href)};
+     const h = OperatorTestHarness.forSink(FileSink.ndjson(${JSON.stringify(out)}, { buckets: () => "b" }));
+     try {
+       h.processElement({ id: 1 });
+       h.endInput();
+       await h.settled();
+       console.log(JSON.stringify({ code: "none" }));
+     } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); }`,
+  );
+  const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  const child = spawnSync(process.execPath, ["--import", "tsx", script], { ...asUser, encoding: "utf8", cwd: import.meta.dirname });
+  assert.equal(child.status, 0, child.stderr);
+  const result = JSON.parse(child.stdout.trim().split("\n").pop()!) as { code: string; message: string };
+  assert.equal(result.code, "FILE_SINK_IO_FAILED", child.stdout);
+  assert.ok(result.message.includes(join(out, "b")) && result.message.includes("(permission denied)"), result.message);
 }));
 
 test("CSV: a header per part, quoting of delimiters, quotes and line breaks (csv-stringify)", withDir(async (dir) => {
