@@ -18,6 +18,7 @@ import {
 } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { lateRecordsDropped, punctuated } from "./fixtures.ts";
+import * as orderedLog from "./jobs/ordered-log.ts";
 
 interface Reading {
   readonly partition: string;
@@ -123,4 +124,16 @@ test("the main output: one generator over both partitions, the slow partition's 
   const total = (xs: string[]): number => xs.reduce((n, c) => n + Number(c.split(":")[1]), 0);
   assert.ok(late > 1000, `most slow records are late (${late})`);
   assert.equal(total(counts) + late, total(oracle()), "every record is counted in a window or as late");
+});
+
+test("fromSource over a source of one subtask: its watermarks are generated there, chained, so per-key order survives at -p 2 on worker threads (no hidden round-robin edge)", async () => {
+  const expected = Array.from({ length: orderedLog.KEYS }, (_, k) => `${k}:0`).sort();
+  for (const parallelism of [1, 2]) {
+    const handle = runJob(orderedLog.default, { parallelism, mode: parallelism === 1 ? "inline" : "threads" });
+    const timed = handle.plan.chains.flatMap((c) => c.nodes).find((n) => n.name === "log: Timestamps/Watermarks")!;
+    assert.equal(timed.parallelism, 1, `-p ${parallelism}: the watermark step runs at the source's parallelism`);
+    assert.ok(handle.plan.chains.some((c) => c.nodes[0]!.name === "log" && c.nodes[1] === timed), `-p ${parallelism}: chained to the source`);
+    await handle.done;
+    assert.deepEqual(handle.collected<string>("out").sort(), expected, `-p ${parallelism}: every key's events arrive in order`);
+  }
 });

@@ -137,6 +137,10 @@ export function compilePlan(transformations: readonly Transformation[], options:
       }
       parallelism = Math.min(parallelism, t.source.maxParallelism);
     }
+    // fromSource's timestamps and watermarks run where its source runs, chained to it (Flink
+    // generates them inside the source operator): at the job's parallelism over a source of
+    // fewer subtasks, a hidden round-robin edge would come between them and lose per-key order.
+    if (t.ofSource !== undefined) parallelism = nodes.get(t.ofSource)!.parallelism;
     const operatorId = t.uid ?? `${slug(t.name)}-${t.id}`;
     const restored = options.restoredMaxParallelism;
     const maxParallelism =
