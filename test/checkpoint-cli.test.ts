@@ -4,7 +4,8 @@
  * sink committed over both runs equals the failure-free run, record for record. Before that
  * resume, one round resumes from the same checkpoint with a task file damaged: the run must fail
  * naming the file and commit nothing, never fall back to an older checkpoint (whose replay would
- * commit the newest one's output again; issue 33).
+ * commit the newest one's output again; issue 33), whether the checkpoint is named
+ * (`--from-checkpoint`) or found (`--from-latest-checkpoint`, which then resumes the job).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -60,13 +61,24 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: committed ou
     assert.ok(refused.stderr.includes(damaged.file), `the error names the damaged file:\n${refused.stderr}`);
     assert.doesNotMatch(refused.stderr, /skipping checkpoint|restoring/, "no fallback to another checkpoint");
     assert.equal(committedFiles(out, "counted").length, partial, "nothing committed by the refused run");
+    // --from-latest-checkpoint finds the same checkpoint, and refuses it too (no fallback).
+    const refusedLatest = spawnSync(process.execPath, [eddyBin, ...args, "--from-latest-checkpoint"], {
+      encoding: "utf8",
+      env: { ...env, EDDY_CHK_OUT_DIR: out },
+    });
+    assert.equal(refusedLatest.status, 1, refusedLatest.stderr);
+    assert.ok(refusedLatest.stderr.includes(damaged.file), `the error names the damaged file:\n${refusedLatest.stderr}`);
+    assert.doesNotMatch(refusedLatest.stderr, /skipping checkpoint|restoring/, "no fallback to another checkpoint");
+    assert.equal(committedFiles(out, "counted").length, partial, "nothing committed by the refused run");
     damaged.repair();
 
-    const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], {
+    // Resumed by --from-latest-checkpoint (not spelling out chk-<n>): the newest complete one.
+    const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-latest-checkpoint"], {
       encoding: "utf8",
       env: { ...env, EDDY_CHK_OUT_DIR: out },
     });
     assert.equal(resumed.status, 0, resumed.stderr);
+    assert.ok(resumed.stderr.includes(`[eddy] resuming from ${from}\n`), resumed.stderr);
     assert.match(resumed.stderr, /checkpoints: \d+ completed/);
     assert.deepEqual(committedFiles(out, "counted"), expected.counted, "committed counts over both runs");
     assert.deepEqual(committedFiles(out, "windows"), expected.windows, "committed windows over both runs");

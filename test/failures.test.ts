@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
@@ -242,6 +242,48 @@ test("the CLI explains a module without a job and unknown commands", () => {
   const help = spawnSync(process.execPath, [eddyBin, "--help"], { encoding: "utf8" });
   assert.equal(help.status, 0);
   assert.match(help.stdout, /eddy run <job.ts>/);
+});
+
+test("the CLI's usage errors say what is wrong in one line: a misspelled flag or command gets the closest one; --version; a missing job file; a duration syntax", () => {
+  const dir = userProject();
+  const job = join(dir, "job.ts");
+  writeFileSync(job, `import { defineJob } from "eddy";\nexport default defineJob("j", (env) => { env.fromElements(1).print(); });\n`);
+  const eddy = (...args: string[]) => spawnSync(process.execPath, [eddyBin, ...args], { encoding: "utf8", cwd: dir });
+  const version = eddy("--version");
+  assert.equal(version.status, 0, version.stderr);
+  assert.equal(version.stdout, `eddy ${JSON.parse(readFileSync(resolve(import.meta.dirname, "../packages/eddy/package.json"), "utf8")).version}\n`);
+  const flag = eddy("run", job, "--paralelism", "2");
+  assert.equal(flag.status, 2);
+  assert.equal(flag.stderr, "eddy: unknown option '--paralelism'; did you mean '--parallelism'? (see eddy --help)\n");
+  const far = eddy("run", job, "--frobnicate");
+  assert.equal(far.stderr, "eddy: unknown option '--frobnicate' (see eddy --help)\n", "no suggestion when nothing is close");
+  const command = eddy("rnu", job);
+  assert.equal(command.status, 2);
+  assert.match(command.stderr, /^eddy: unknown command 'rnu'; did you mean 'run'\?/);
+  const missing = eddy("run", "no-such-job.ts");
+  assert.equal(missing.status, 2);
+  assert.equal(missing.stderr, `eddy: job file 'no-such-job.ts' does not exist (looked for ${join(dir, "no-such-job.ts")})\n`);
+  const badInterval = eddy("run", job, "--checkpoint-interval", "1x");
+  assert.equal(badInterval.status, 2);
+  assert.match(badInterval.stderr, /--checkpoint-interval needs a duration such as 500ms, 10s, 5min or 1h/);
+  const noCheckpoint = eddy("run", job, "--from-latest-checkpoint", "--checkpoint-dir", join(dir, "checkpoints"), "--checkpoint-interval", "1s");
+  assert.equal(noCheckpoint.status, 1);
+  assert.equal(noCheckpoint.stderr, `eddy: --from-latest-checkpoint: no complete checkpoint in '${join(dir, "checkpoints", "j")}'\n`);
+  for (const interval of ["1s", "250ms", "200"]) {
+    const ok = eddy("run", job, "--checkpoint-interval", interval, "--no-control");
+    assert.equal(ok.status, 0, `--checkpoint-interval ${interval}: ${ok.stderr}`);
+    assert.equal(ok.stdout, "1\n");
+  }
+});
+
+test("a job module that throws when imported: the CLI names the job file's line", () => {
+  const dir = userProject();
+  const job = join(dir, "throws.ts");
+  writeFileSync(job, `import { defineJob } from "eddy";\n\nconst limit: number = Number("x");\nif (Number.isNaN(limit)) throw new Error("no limit configured");\nexport default defineJob("j", () => {});\n`);
+  const run = spawnSync(process.execPath, [eddyBin, "run", job], { encoding: "utf8", cwd: dir });
+  assert.equal(run.status, 1);
+  assert.equal(run.stderr.trim().split("\n").length, 1, run.stderr);
+  assert.match(run.stderr, new RegExp(`cannot load job module '.*throws\\.ts': Error: no limit configured \\(at ${job.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:4:\\d+\\)`));
 });
 
 test("the CLI runs a job on worker threads, exits when it ends, and reports a worker's failure in one line", () => {

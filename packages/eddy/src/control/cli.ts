@@ -2,8 +2,9 @@
  * The `eddy` command line. Output discipline: `print()` records go to stdout; logs, progress and
  * errors go to stderr; a failed job exits non-zero with the error's one-line message.
  */
+import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { jsonLogger, truncateText, type LogLevel } from "../core/logger.ts";
@@ -13,6 +14,7 @@ import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
 import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
+import { DURATION_SYNTAX, parseDuration } from "../coordinator/config.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
@@ -32,6 +34,7 @@ Usage:
   eddy savepoint inspect <dir> [--json]
                                 What a savepoint (or checkpoint) holds: operators, states, sizes
   eddy --help                   Show this help
+  eddy --version                Show Eddy's version
 
 Options for run:
   -p, --parallelism <n>         Default parallelism for operators the job does not set (default 1)
@@ -45,11 +48,14 @@ Options for run:
       --no-control              Do not start the job's control API (used by list/savepoint/stop/cancel)
 
 Checkpoints (see the README):
-      --checkpoint-interval <ms>   Take a checkpoint every <ms> (overrides the job's setting)
+      --checkpoint-interval <d>    Take a checkpoint every <d>: 500ms, 10s, 5min, 1h; a bare
+                                   number is ms (overrides the job's setting)
       --checkpoint-mode <mode>     exactly-once (default) | at-least-once
       --checkpoint-dir <dir>       Where checkpoints go (default ./.eddy/checkpoints/<job-id>/)
       --job-id <id>                The job's checkpoint directory name (default: its name)
       --from-checkpoint <dir>      Resume from <dir> = <checkpoint-dir>/<job-id>/chk-<n>
+      --from-latest-checkpoint     Resume from the newest complete checkpoint of this job id
+                                   (under --checkpoint-dir); a damaged one fails the run
       --from-savepoint <dir>       Resume from a savepoint directory (any parallelism up to max)
       --allow-non-restored-state   Drop savepoint state of operators (uids) the job no longer has
       --savepoint-dir <dir>        Where savepoints go (default ./.eddy/savepoints)
@@ -90,24 +96,31 @@ function defines(list: readonly string[]): Record<string, string> {
 }
 
 /** RunOptions from the checkpoint flags; usage errors exit 2. */
-function checkpointOptions(values: Record<string, string | boolean | string[] | undefined>): Partial<RunOptions> {
+function checkpointOptions(values: Record<string, string | boolean | string[] | undefined>): { -readonly [K in keyof RunOptions]?: RunOptions[K] } {
   const str = (name: string): string | undefined => values[name] as string | undefined;
   const out: { -readonly [K in keyof RunOptions]?: RunOptions[K] } = {};
   const interval = str("checkpoint-interval");
   const mode = str("checkpoint-mode");
   if (mode !== undefined && mode !== "exactly-once" && mode !== "at-least-once") fail(`--checkpoint-mode must be exactly-once or at-least-once, got '${mode}'`, 2);
   if (interval !== undefined) {
-    out.checkpointing = { intervalMs: positiveInt(interval, "--checkpoint-interval")!, ...(mode === undefined ? {} : { mode }) };
+    const intervalMs = parseDuration(interval);
+    if (intervalMs === undefined || intervalMs <= 0) fail(`--checkpoint-interval needs ${DURATION_SYNTAX}, above 0; got '${interval}'`, 2);
+    out.checkpointing = { intervalMs, ...(mode === undefined ? {} : { mode }) };
   } else if (mode !== undefined) {
     fail("--checkpoint-mode needs --checkpoint-interval", 2);
   }
   if (str("checkpoint-dir") !== undefined) out.checkpointDir = str("checkpoint-dir");
   if (str("job-id") !== undefined) out.jobId = str("job-id");
   if (str("from-checkpoint") !== undefined) out.fromCheckpoint = str("from-checkpoint");
+  if (values["from-latest-checkpoint"] === true && (out.fromCheckpoint !== undefined || str("from-savepoint") !== undefined)) {
+    fail("--from-latest-checkpoint cannot go with --from-checkpoint or --from-savepoint", 2);
+  }
   if (str("from-savepoint") !== undefined) out.fromSavepoint = str("from-savepoint");
   if (str("savepoint-dir") !== undefined) out.savepointDir = str("savepoint-dir");
   if (values["allow-non-restored-state"] === true) {
-    if (out.fromSavepoint === undefined && out.fromCheckpoint === undefined) fail("--allow-non-restored-state needs --from-savepoint or --from-checkpoint", 2);
+    if (out.fromSavepoint === undefined && out.fromCheckpoint === undefined && values["from-latest-checkpoint"] !== true) {
+      fail("--allow-non-restored-state needs --from-savepoint, --from-checkpoint or --from-latest-checkpoint", 2);
+    }
     out.allowNonRestoredState = true;
   }
   const strategy = str("restart-strategy");
@@ -153,6 +166,30 @@ function checkpointSummary(stats: readonly CheckpointStats[], restoredFrom: read
   return out;
 }
 
+/** The options of `eddy run` (and --help, --version). */
+const RUN_OPTIONS = {
+    help: { type: "boolean", short: "h" },
+    version: { type: "boolean" },
+    parallelism: { type: "string", short: "p" },
+    "max-parallelism": { type: "string" },
+    workers: { type: "string" },
+    inline: { type: "boolean" },
+    "log-level": { type: "string" },
+    "no-progress": { type: "boolean" },
+    "no-control": { type: "boolean" },
+    "checkpoint-interval": { type: "string" },
+    "checkpoint-mode": { type: "string" },
+    "checkpoint-dir": { type: "string" },
+    "job-id": { type: "string" },
+    "from-checkpoint": { type: "string" },
+    "from-latest-checkpoint": { type: "boolean" },
+    "from-savepoint": { type: "string" },
+    "allow-non-restored-state": { type: "boolean" },
+    "savepoint-dir": { type: "string" },
+    "restart-strategy": { type: "string" },
+    define: { type: "string", short: "D", multiple: true },
+} as const satisfies NonNullable<Parameters<typeof parseArgs>[0]>["options"];
+
 async function main(argv: string[]): Promise<void> {
   const first = argv[0];
   if (first !== undefined && isControlCommand(first)) {
@@ -169,37 +206,22 @@ async function main(argv: string[]): Promise<void> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: {
-        help: { type: "boolean", short: "h" },
-        parallelism: { type: "string", short: "p" },
-        "max-parallelism": { type: "string" },
-        workers: { type: "string" },
-        inline: { type: "boolean" },
-        "log-level": { type: "string" },
-        "no-progress": { type: "boolean" },
-        "no-control": { type: "boolean" },
-        "checkpoint-interval": { type: "string" },
-        "checkpoint-mode": { type: "string" },
-        "checkpoint-dir": { type: "string" },
-        "job-id": { type: "string" },
-        "from-checkpoint": { type: "string" },
-        "from-savepoint": { type: "string" },
-        "allow-non-restored-state": { type: "boolean" },
-        "savepoint-dir": { type: "string" },
-        "restart-strategy": { type: "string" },
-        define: { type: "string", short: "D", multiple: true },
-      },
+      options: RUN_OPTIONS,
     });
   } catch (e) {
-    fail(`${(e as Error).message}\n\n${HELP}`, 2);
+    fail(usageError(e as Error & { code?: string }, RUN_OPTIONS), 2);
   }
   const { values, positionals } = parsed;
+  if (values.version === true) {
+    process.stdout.write(`eddy ${eddyVersion()}\n`);
+    return;
+  }
   const [command, jobPath, ...rest] = positionals;
   if (values.help || command === undefined || command === "help") {
     process.stdout.write(HELP);
     return;
   }
-  if (command !== "run") fail(`unknown command '${command}'\n\n${HELP}`, 2);
+  if (command !== "run") fail(`unknown command '${command}'${suggestion(command, ["run", "list", "savepoint", "stop", "cancel", "query", "help"], "")} (see eddy --help)`, 2);
   if (jobPath === undefined) fail("run needs a job file: eddy run <job.ts>", 2);
   if (rest.length > 0) fail(`unexpected arguments: ${rest.join(" ")}`, 2);
   const level = (values["log-level"] ?? "warn") as LogLevel;
@@ -210,10 +232,12 @@ async function main(argv: string[]): Promise<void> {
   const { startJob } = await import("../coordinator/local-job.ts");
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
+  if (!existsSync(file)) fail(`job file '${jobPath}' does not exist (looked for ${file})`, 2);
   try {
     module = await import(pathToFileURL(file).href);
   } catch (e) {
-    fail(`cannot load job module '${jobPath}': ${describeCause(e)}`);
+    const at = userFrame(e);
+    fail(`cannot load job module '${jobPath}': ${describeCause(e)}${at === undefined ? "" : ` (at ${at})`}`);
   }
 
   let stdoutBroken = false;
@@ -224,6 +248,21 @@ async function main(argv: string[]): Promise<void> {
       execution?.cancel();
     }
   });
+  const restoreOptions = checkpointOptions(values);
+  if (values["from-latest-checkpoint"] === true) {
+    const { latestCheckpointOf } = await import("../coordinator/local-job.ts");
+    const config = defines(values.define ?? []);
+    let found;
+    try {
+      found = await latestCheckpointOf(module, { ...restoreOptions, config });
+    } catch (e) {
+      fail(e instanceof EddyError ? e.message : describeCause(e));
+    }
+    if (found.checkpoint === undefined) fail(`--from-latest-checkpoint: no complete checkpoint in '${found.searched}'`);
+    process.stderr.write(`[eddy] resuming from ${found.checkpoint}\n`);
+    restoreOptions.fromCheckpoint = found.checkpoint;
+  }
+
   let execution: JobExecution | undefined;
   const uncaught = values.inline === true ? watchInlineUserCode(() => execution, logger) : undefined;
   try {
@@ -234,7 +273,7 @@ async function main(argv: string[]): Promise<void> {
       ...(values.inline === true ? { mode: "inline" as const } : { preferThreads: true }),
       logger,
       logLevel: level,
-      ...checkpointOptions(values),
+      ...restoreOptions,
       config: defines(values.define ?? []),
     });
   } catch (e) {
@@ -345,6 +384,62 @@ function watchInlineUserCode(execution: () => JobExecution | undefined, logger: 
   }, HEAP_CHECK_INTERVAL_MS);
   heap.unref();
   return { error: () => first };
+}
+
+
+/** A parse error of `eddy run`'s flags, said in one line; an unknown option gets the closest known one. */
+function usageError(e: Error & { code?: string }, options: Readonly<Record<string, unknown>>): string {
+  const unknown = /^Unknown option '(-{1,2}[^']+)'/.exec(e.message)?.[1];
+  if (e.code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && unknown !== undefined) {
+    const names = Object.keys(options).map((n) => `--${n}`);
+    return `unknown option '${unknown}'${suggestion(unknown, names, "")} (see eddy --help)`;
+  }
+  return `${e.message.split("\n")[0]} (see eddy --help)`;
+}
+
+/** "; did you mean 'x'?" for the candidate closest to `word`, when one is close enough. */
+function suggestion(word: string, candidates: readonly string[], none: string): string {
+  let best: string | undefined;
+  let bestDistance = Number.POSITIVE_INFINITY;
+  for (const c of candidates) {
+    const d = editDistance(word, c);
+    if (d < bestDistance) [best, bestDistance] = [c, d];
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(word.length / 3)) ? `; did you mean '${best}'?` : none;
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions). */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j]! + 1, current[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/** The version in Eddy's package.json. */
+function eddyVersion(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
+  return typeof pkg.version === "string" ? pkg.version : "unknown";
+}
+
+/** The first `file:line:column` of an error's stack outside Eddy and Node's internals: where the user's code failed. */
+function userFrame(e: unknown): string | undefined {
+  const stack = e instanceof Error ? e.stack : undefined;
+  if (stack === undefined) return undefined;
+  const eddySource = fileURLToPath(new URL("../", import.meta.url));
+  for (const line of stack.split("\n").slice(1)) {
+    const m = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line.trim());
+    if (m === null) continue;
+    const path = m[1]!.startsWith("file://") ? fileURLToPath(m[1]!) : m[1]!;
+    if (path.startsWith(eddySource) || path.includes("/node_modules/")) continue;
+    return `${path}:${m[2]}:${m[3]}`;
+  }
+  return undefined;
 }
 
 /** The share of V8's heap limit at which inline mode warns (see watchInlineUserCode). */

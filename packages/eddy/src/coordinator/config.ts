@@ -28,12 +28,22 @@ interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrate
   restart: Record<string, string>;
 }
 
-const ms = (key: string, value: string): number => {
+/** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
+export const DURATION_SYNTAX = "a duration such as 500ms, 10s, 5min or 1h (a bare number is ms)";
+
+/** Milliseconds of a duration (`500`, `500ms`, `10s`, `5min`, `1h`), or undefined when it is not one. */
+export function parseDuration(value: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)\s*(ms|s|min|h)?$/.exec(value.trim());
-  if (m === null) throw invalid(key, value, "a duration such as 500, 500ms, 10s, 5min or 1h");
+  if (m === null) return undefined;
   const n = Number(m[1]);
   const unit = m[2] ?? "ms";
   return n * (unit === "ms" ? 1 : unit === "s" ? 1_000 : unit === "min" ? 60_000 : 3_600_000);
+}
+
+const ms = (key: string, value: string): number => {
+  const n = parseDuration(value);
+  if (n === undefined) throw invalid(key, value, DURATION_SYNTAX);
+  return n;
 };
 
 const int = (key: string, value: string): number => {

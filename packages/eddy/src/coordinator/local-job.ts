@@ -11,17 +11,17 @@ import { availableParallelism } from "node:os";
 import { SystemClock, type Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import { silentLogger, type Logger, type LogLevel } from "../core/logger.ts";
-import { resolveJob } from "../api/define-job.ts";
+import { resolveJob, type JobDefinition } from "../api/define-job.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { InlineAttempt, type InlineOptions } from "./inline-attempt.ts";
 import type { ExecutionAttempt, JobResult } from "./execution-attempt.ts";
-import { resolve as resolvePath } from "node:path";
+import { join, resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR } from "../checkpoint/storage.ts";
+import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR, LocalCheckpointStorage } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
 import type { QueryableJob, QueryLocation } from "../queryable/queryable.ts";
 import { randomBytes } from "node:crypto";
@@ -255,17 +255,14 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     logger.info("running inline", { job: job.name, reason: `job cannot run on worker threads: ${found.reason}` });
     return undefined;
   };
-  const jobId = options.jobId ?? fileSafe(job.name);
+  const jobId = jobIdOf(job, options);
   const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
   if (restore !== undefined && checkpointConfig === undefined) {
     throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)");
   }
   const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results });
   if (checkpointConfig !== undefined) {
-    const location: CheckpointLocation = {
-      rootDir: resolvePath(options.checkpointDir ?? configured.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR),
-      jobId,
-    };
+    const location = checkpointLocationOf(job, options, configured);
     handle.supervise(
       new AttemptSupervisor({
         plan,
@@ -439,6 +436,33 @@ class LocalJobExecution implements JobExecution {
 }
 
 /** A job name as a directory name: letters, digits, '.', '_' and '-' only. */
+/** The job's id: its checkpoint directory's name. */
+function jobIdOf(job: JobDefinition, options: RunOptions): string {
+  return options.jobId ?? fileSafe(job.name);
+}
+
+/** Where the job's checkpoints go: explicit options, then configuration keys, then the default root. */
+function checkpointLocationOf(job: JobDefinition, options: RunOptions, configured: ReturnType<typeof optionsFromConfig>): CheckpointLocation {
+  return { rootDir: resolvePath(options.checkpointDir ?? configured.checkpointDir ?? DEFAULT_CHECKPOINT_ROOT_DIR), jobId: jobIdOf(job, options) };
+}
+
+/**
+ * The directory of the newest complete checkpoint (one with a manifest) of this job, by its
+ * checkpoint directory and job id as `startJob` would place them, for `--from-latest-checkpoint`;
+ * undefined when there is none; `searched`: the job's checkpoint directory. Its files are verified
+ * when it is restored, and a damaged one fails the run naming the file: there is no fallback to an
+ * older checkpoint, whose replay could repeat output the sinks committed since. Local storage only.
+ */
+export async function latestCheckpointOf(jobOrModule: unknown, options: RunOptions = {}): Promise<{ checkpoint: string | undefined; searched: string }> {
+  const job = resolveJob(jobOrModule);
+  const location = checkpointLocationOf(job, options, optionsFromConfig(options.config ?? {}));
+  const storage = new LocalCheckpointStorage(location);
+  const ids = await storage.listCheckpoints();
+  let newest: number | undefined;
+  for (let i = ids.length - 1; i >= 0 && newest === undefined; i--) if (await storage.hasManifest(ids[i]!)) newest = ids[i];
+  return { checkpoint: newest === undefined ? undefined : storage.checkpointDir(newest), searched: join(location.rootDir, location.jobId) };
+}
+
 export function fileSafe(name: string): string {
   const safe = name.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^[^A-Za-z0-9]+/, "");
   return (safe.length === 0 ? "job" : safe).slice(0, 100);
