@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
@@ -461,7 +461,7 @@ export default defineJob("hungry", (env) => {
   assert.equal(run.status, 1, run.stderr.slice(-2_000));
   assert.match(run.stderr, /eddy: job 'hungry' failed: worker 0 ran out of memory \(its heap limit of 64 MB/);
   assert.match(run.stderr, /not restarting: out of memory: a restart from the same checkpoint would run out again/);
-  assert.doesNotMatch(run.stderr, /job failed; restarting/);
+  assert.doesNotMatch(run.stderr, /a task failed; restarting/);
   assert.ok(Date.now() - started < 60_000, `failed in ${Date.now() - started} ms`);
 });
 
@@ -506,4 +506,35 @@ export default defineJob("hoarding", (env) => {
   assert.notEqual(run.status, 0, "the process ran out of memory");
   assert.match(run.stderr, /the heap holds \d+ MB of its \d+ MB limit: at the limit V8 aborts the process/);
   assert.ok(run.stderr.indexOf("the heap holds") < Math.max(0, run.stderr.indexOf("FATAL ERROR")) || !run.stderr.includes("FATAL ERROR"), "the warning comes first");
+});
+
+test("a failure the job recovers from is logged once, as a warning with its cause; 'failed' at error level only when it gives up", () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-once-"));
+  const marker = join(dir, "fired");
+  const job = userJob(
+    "fails-once.ts",
+    `import { writeFileSync } from "node:fs";
+import { defineJob } from "eddy";
+const once = (): boolean => { try { writeFileSync(${JSON.stringify(marker)}, "x", { flag: "wx" }); return true; } catch { return false; } };
+export default defineJob("fails-once", (env) => {
+  env.fromSequence(1, 200_000).map((n: number) => { if (n === 150_000 && once()) throw new Error("flaky lookup"); return n; }).name("Lookup").filter(() => false).print();
+});
+`,
+  );
+  const args = [eddyBin, "run", job, "-p", "2", "--no-control", "--no-progress", "--checkpoint-interval", "20ms", "--checkpoint-dir", join(dir, "checkpoints"), "--restart-strategy", "fixed-delay:1:10"];
+  const recovered = spawnSync(process.execPath, args, { encoding: "utf8", cwd: tmpdir() });
+  assert.equal(recovered.status, 0, recovered.stderr);
+  const logs = recovered.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; msg: string; error?: string });
+  assert.equal(logs.length, 1, recovered.stderr);
+  assert.match(`${logs[0]!.level}: ${logs[0]!.msg}`, /^warn: a task failed; restarting from (checkpoint \d+|the beginning \(no checkpoint completed yet\))$/);
+  assert.match(logs[0]!.error!, /user function failed in operator 'Lookup' \(subtask \d\): Error: flaky lookup/);
+  assert.match(recovered.stderr, /restarts: 1/);
+
+  rmSync(marker);
+  // No restart left: the same failure ends the job, said once at error level, then by the CLI's line.
+  const gaveUp = spawnSync(process.execPath, [...args.slice(0, -1), "none"], { encoding: "utf8", cwd: tmpdir() });
+  assert.equal(gaveUp.status, 1, gaveUp.stderr);
+  const errors = gaveUp.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; msg: string });
+  assert.deepEqual(errors.map((l) => `${l.level}: ${l.msg}`), ["error: job failed; not restarting"], gaveUp.stderr);
+  assert.match(gaveUp.stderr, /eddy: job 'fails-once' failed: user function failed in operator 'Lookup'.*flaky lookup\n$/);
 });

@@ -121,12 +121,13 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committe
   }
 });
 
-test("disk full: the job fails with FILE_SINK_IO_FAILED after its restarts; once space is freed, resumed with --from-checkpoint, the committed files equal the failure-free run's", async () => {
-  // A real full disk: a 1 MiB tmpfs, mounted in a mount namespace of the child (unshare -r -m:
-  // no privileges needed where user namespaces are allowed), 3/4 of it taken by a ballast file.
+test("disk full: the job fails with FILE_SINK_IO_FAILED after its restarts; once space is freed, resumed with --from-latest-checkpoint, the committed files equal the failure-free run's", async () => {
+  // A real full disk: a 2 MiB tmpfs, mounted in a mount namespace of the child (unshare -r -m:
+  // no privileges needed where user namespaces are allowed), filled up by a ballast file once the
+  // job has completed a checkpoint, and emptied before the resume.
   const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-full-"));
   try {
-    const events = 200_000;
+    const events = 400_000;
     const want = await expected(dir, events);
     const out = join(dir, "out");
     const copy = join(dir, "copy");
@@ -136,26 +137,29 @@ test("disk full: the job fails with FILE_SINK_IO_FAILED after its restarts; once
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "-D", "restart-strategy.type=fixed-delay", "-D", "restart-strategy.fixed-delay.attempts=2", "-D", "restart-strategy.fixed-delay.delay=10ms", "--checkpoint-dir", checkpoints, "--job-id", "full", "--no-progress"];
     const run = `"$NODE" "$EDDY" ${args.map((a) => `'${a}'`).join(" ")}`;
     const script = `set -u
-mount -t tmpfs -o size=1m tmpfs "$OUT" || exit 90
-head -c 786432 /dev/zero > "$OUT/ballast" || exit 91
-${run} > "$DIR/run1.log" 2>&1; echo $? > "$DIR/rc1"
+mount -t tmpfs -o size=2m tmpfs "$OUT" || exit 90
+${run} > "$DIR/run1.log" 2>&1 &
+job=$!
+i=0
+until ls "$CHECKPOINTS"/full/chk-*/_manifest > /dev/null 2>&1 || [ $i -ge 6000 ]; do sleep 0.01; i=$((i + 1)); done
+cat /dev/zero > "$OUT/ballast" 2> /dev/null
+wait $job; echo $? > "$DIR/rc1"
 rm "$OUT/ballast"
-latest=$(for d in "$CHECKPOINTS"/full/chk-*; do [ -f "$d/_manifest" ] && echo "\${d##*-} $d"; done | sort -n | tail -1 | cut -d' ' -f2)
-echo "$latest" > "$DIR/latest"
-${run} --from-checkpoint "$latest" > "$DIR/run2.log" 2>&1; echo $? > "$DIR/rc2"
+${run} --from-latest-checkpoint > "$DIR/run2.log" 2>&1; echo $? > "$DIR/rc2"
 cp -a "$OUT/." "$COPY/"`;
     const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "", NODE: process.execPath, EDDY: eddyBin, OUT: out, DIR: dir, COPY: copy, CHECKPOINTS: checkpoints };
     const child = spawnSync("unshare", ["-r", "-m", "sh", "-c", script], { encoding: "utf8", env });
     assert.equal(child.status, 0, `could not run the job on a small tmpfs (unshare -r -m, mount -t tmpfs): status ${child.status}, ${child.error ?? child.stderr}`);
     const read = (f: string): string => readFileSync(join(dir, f), "utf8");
     const first = read("run1.log");
-    assert.equal(read("rc1").trim(), "1", first);
-    assert.match(first, /FILE_SINK_IO_FAILED/, first);
+    assert.equal(read("rc1").trim(), "1", `the job failed once the disk was full:\n${first}`);
+    assert.match(first, /"code":"FILE_SINK_IO_FAILED"/, first);
     assert.match(first, /no space left on the device/, first);
     assert.match(first, /"restart":2/, `the job restarted per its strategy (2 attempts) before failing:\n${first}`);
     assert.doesNotMatch(first, /on garbage collection/, "every file handle was closed, none left to the GC");
-    assert.notEqual(read("latest").trim(), "", "a checkpoint completed before the disk filled");
-    assert.equal(read("rc2").trim(), "0", read("run2.log"));
+    const second = read("run2.log");
+    assert.equal(read("rc2").trim(), "0", second);
+    assert.match(second, /\[eddy\] resuming from .*chk-\d+\n/, second);
     assertOnlyCommittedVisible(copy, "after the resume");
     assert.deepEqual(committedRecords(copy), want, "committed records over both runs");
   } finally {

@@ -273,8 +273,8 @@ export interface FindRestorableOptions {
   readonly verifyFiles: (manifest: unknown) => readonly FileRef[];
   /** Checkpoints with a lower id are not candidates (default: every id). */
   readonly atLeast?: number;
-  /** Called for each candidate skipped, with why (the file and the fault). */
-  readonly log?: (message: string) => void;
+  /** Called for each candidate skipped, with why (the file and the fault); `incomplete`: it has no manifest (never completed). */
+  readonly log?: (message: string, incomplete: boolean) => void;
 }
 
 export interface RestorableCheckpoint {
@@ -299,7 +299,7 @@ export async function findLatestRestorable(storage: CheckpointStorage, options: 
       return { checkpointId, manifest };
     } catch (e) {
       if (!(e instanceof EddyError && (e.code === "CHECKPOINT_MISSING" || e.code === "CHECKPOINT_CORRUPT"))) throw e;
-      options.log?.(`skipping checkpoint ${checkpointId}: ${e.message}`);
+      options.log?.(`skipping checkpoint ${checkpointId}: ${e.message}`, !(await storage.hasManifest(checkpointId)));
     }
   }
   return undefined;

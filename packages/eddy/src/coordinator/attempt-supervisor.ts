@@ -122,26 +122,27 @@ export class AttemptSupervisor {
           // A damaged file of a named snapshot fails its loading, which names the file (issue 33).
           restoringNamedSnapshot: restore?.dir !== undefined,
         });
+        const error = e instanceof Error ? e.message : String(e);
+        const code = e instanceof EddyError ? e.code : undefined;
         if (!worth.restartable) {
-          if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName });
+          if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName, error, code });
           throw e;
         }
         const decision = strategy.onFailure(Date.now());
         if (!decision.restart) {
-          logger.error("job failed; not restarting", { job: plan.jobName, reason: decision.reason });
+          logger.error("job failed; not restarting", { job: plan.jobName, reason: decision.reason, error, code });
           throw e;
         }
-        logger.warn("job failed; restarting from the latest checkpoint", {
-          job: plan.jobName,
-          error: e instanceof Error ? e.message : String(e),
-          delayMs: decision.delayMs,
-          restart: this.restoredFrom.length + 1,
-        });
+        logger.debug("restarting after a delay", { job: plan.jobName, delayMs: decision.delayMs });
         await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
         restore = await this.#recoveryPoint(initial);
         this.restoredFrom.push(restore?.manifest.checkpointId ?? null);
-        if (restore === undefined) logger.warn("no complete checkpoint yet; restarting from the beginning", { job: plan.jobName });
-        else logger.info("restoring", { job: plan.jobName, checkpoint: restore.manifest.checkpointId });
+        // Once, as a warning with its cause: the job goes on (issue 32).
+        const from =
+          restore === undefined ? "the beginning (no checkpoint completed yet)"
+          : restore.dir === undefined ? `checkpoint ${restore.manifest.checkpointId}`
+          : `the ${restore.manifest.isSavepoint ? "savepoint" : "checkpoint"} it started from (${restore.dir})`;
+        logger.warn(`a task failed; restarting from ${from}`, { job: plan.jobName, error, code, restart: this.restoredFrom.length, delayMs: decision.delayMs });
       }
     }
   }
@@ -257,9 +258,11 @@ export class AttemptSupervisor {
       findLatestRestorable(this.#storage, {
         verifyFiles: (m) => manifestFiles(readManifest(m, "checkpoint manifest")),
         atLeast,
-        log: (message) => {
+        log: (message, incomplete) => {
           skipped.push(message);
-          logger.warn(message);
+          // A checkpoint the failure interrupted has no manifest: normal, not worth a warning.
+          if (incomplete) logger.debug(message);
+          else logger.warn(message);
         },
       }),
     );

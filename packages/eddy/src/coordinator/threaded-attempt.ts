@@ -358,9 +358,9 @@ export class ThreadedAttempt implements ExecutionAttempt {
     this.#settled = true;
     clearInterval(this.#watchdogTimer);
     this.queryable.end();
-    if (error.code !== "JOB_CANCELLED") {
-      this.#options.logger.error("job failed", { job: this.#plan.jobName, error: error.message, code: error.code });
-    }
+    // Debug only, as the task executors' (task-executor.ts #fail): the supervisor, or the caller of
+    // an attempt without restarts, reports the failure once.
+    if (error.code !== "JOB_CANCELLED") this.#options.logger.debug("execution attempt failed", { job: this.#plan.jobName, error: error.message, code: error.code });
     void this.#shutdown().then(() => this.#reject(error));
   }
 

@@ -442,7 +442,9 @@ export class TaskExecutor {
       const where = task === undefined ? "" : ` in task '${task.name}' (subtask ${task.subtaskIndex})`;
       this.#failure = new EddyError("TASK_FAILED", `job '${this.#plan.jobName}' failed${where}: ${describeCause(cause)}`, { cause, ...(task === undefined ? {} : { operator: task.name, subtask: task.subtaskIndex }) });
     }
-    this.#options.logger.error("job failed", { job: this.#plan.jobName, error: this.#failure.message, code: this.#failure.code });
+    // Debug only: the failure goes to the coordinator, which says once whether the job restarts
+    // (a warning) or gives up (an error); the CLI's last line is the failure itself.
+    this.#options.logger.debug("task executor failed", { job: this.#plan.jobName, error: this.#failure.message, code: this.#failure.code });
   }
 
   #shutdown(): void {
