@@ -364,12 +364,19 @@ test("a user function that never returns: the watchdog fails the job naming the 
 
 test("Ctrl-C ends a job whose user function never returns (-p 1 runs on a worker thread)", async () => {
   const job = userJob("stuck-job.ts", STUCK_JOB);
-  const child = spawn(process.execPath, [eddyBin, "run", job, "--no-control"], { stdio: ["ignore", "ignore", "pipe"] });
+  const child = spawn(process.execPath, [eddyBin, "run", job], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
-  child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+  let started: () => void = () => {};
+  const running = new Promise<void>((r) => (started = r));
+  child.stderr.on("data", (d: Buffer) => {
+    stderr += d.toString();
+    if (stderr.includes("control API on")) started();
+  });
   const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
-  // The job prints nothing once stuck: give it time to get there (500 records), then interrupt.
-  await new Promise((r) => setTimeout(r, 2_500));
+  // Interrupt once the job runs (the CLI says where its control API is, after it set up its signal
+  // handlers: on a loaded machine a fixed wait interrupted it before), and is stuck soon after.
+  await Promise.race([running, new Promise((r) => setTimeout(r, 30_000))]);
+  await new Promise((r) => setTimeout(r, 1_000));
   child.kill("SIGINT");
   const killer = setTimeout(() => child.kill("SIGKILL"), 15_000);
   const code = await exited;

@@ -124,7 +124,8 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committe
 test("disk full: the job fails with FILE_SINK_IO_FAILED after its restarts; once space is freed, resumed with --from-latest-checkpoint, the committed files equal the failure-free run's", async () => {
   // A real full disk: a 2 MiB tmpfs, mounted in a mount namespace of the child (unshare -r -m:
   // no privileges needed where user namespaces are allowed), filled up by a ballast file once the
-  // job has completed a checkpoint, and emptied before the resume.
+  // job has completed a checkpoint (the job runs slowly until then: EDDY_FS_RELEASE), and emptied
+  // before the resume.
   const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-full-"));
   try {
     const events = 400_000;
@@ -143,11 +144,12 @@ job=$!
 i=0
 until ls "$CHECKPOINTS"/full/chk-*/_manifest > /dev/null 2>&1 || [ $i -ge 6000 ]; do sleep 0.01; i=$((i + 1)); done
 cat /dev/zero > "$OUT/ballast" 2> /dev/null
+touch "$DIR/release"
 wait $job; echo $? > "$DIR/rc1"
 rm "$OUT/ballast"
-${run} --from-latest-checkpoint > "$DIR/run2.log" 2>&1; echo $? > "$DIR/rc2"
+EDDY_FS_RELEASE= ${run} --from-latest-checkpoint > "$DIR/run2.log" 2>&1; echo $? > "$DIR/rc2"
 cp -a "$OUT/." "$COPY/"`;
-    const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "", NODE: process.execPath, EDDY: eddyBin, OUT: out, DIR: dir, COPY: copy, CHECKPOINTS: checkpoints };
+    const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "", EDDY_FS_RELEASE: join(dir, "release"), NODE: process.execPath, EDDY: eddyBin, OUT: out, DIR: dir, COPY: copy, CHECKPOINTS: checkpoints };
     const child = spawnSync("unshare", ["-r", "-m", "sh", "-c", script], { encoding: "utf8", env });
     assert.equal(child.status, 0, `could not run the job on a small tmpfs (unshare -r -m, mount -t tmpfs): status ${child.status}, ${child.error ?? child.stderr}`);
     const read = (f: string): string => readFileSync(join(dir, f), "utf8");

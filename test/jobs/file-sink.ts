@@ -3,9 +3,10 @@
  * keyed event-time windows → FileSink (NDJSON, event-time buckets, small parts so they roll), into
  * EDDY_FS_OUT_DIR. A fault comes from EDDY_FS_FAULT as in test/jobs/checkpointed.ts: it fires once
  * per marker file, whichever attempt and worker reach it. EDDY_FS_EVENTS is the number of events
- * (read when the job is built).
+ * (read when the job is built). With EDDY_FS_RELEASE set, the job runs slowly until that file
+ * exists (the disk-full test fills the disk first).
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { defineJob, FileSink, TumblingEventTimeWindows, WatermarkStrategy } from "eddy";
 
@@ -29,10 +30,17 @@ export const fileSinkJob = defineJob("file-sink-windows", (env) => {
   const fault = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as Fault);
   const events = Number(process.env.EDDY_FS_EVENTS ?? 100_000);
   const out = process.env.EDDY_FS_OUT_DIR ?? "out/file-sink-windows";
+  const hold = process.env.EDDY_FS_RELEASE || undefined;
+  let released = false;
   env
     .fromSequence(1, events)
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
     .map((n: number) => {
+      // Held back (1 ms per 100 records) until the file EDDY_FS_RELEASE names exists.
+      if (hold !== undefined && n % 100 === 0 && !released) {
+        released = existsSync(hold);
+        if (!released) Atomics.wait(sleeper, 0, 0, 1);
+      }
       if (fault !== undefined && n === fault.atRecord && fire(fault.marker)) {
         if (fault.kind === "exit") process.exit(3);
         throw new Error(`injected fault at record ${n}`);
@@ -57,6 +65,9 @@ export const fileSinkJob = defineJob("file-sink-windows", (env) => {
 });
 
 export default fileSinkJob;
+
+/** For short sleeps of the map (Atomics.wait on a value that never changes). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 function fire(marker: string): boolean {
   try {
