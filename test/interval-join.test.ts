@@ -25,6 +25,7 @@ import {
   intervalJoinOperator,
   type IntervalJoinBounds,
   type IntervalJoinOperator,
+  inclusiveIntervalJoinBounds,
 } from "../packages/eddy/src/internal.ts";
 import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
@@ -294,9 +295,11 @@ function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Jo
 
 /**
  * What the operator must hold after watermark `w`: a buffered record stays until its cleanup
- * timer (left: ts + upper, or ts when upper ≤ 0; right: ts - lower, or ts when lower ≥ 0) is ≤ w.
+ * timer (left: ts + upper, or ts when upper ≤ 0; right: ts - lower, or ts when lower ≥ 0; with
+ * exclusive bounds made inclusive, 1 ms tighter) is ≤ w.
  */
-function modelState(accepted: readonly { rec: Rec; side: "L" | "R" }[], b: IntervalJoinBounds, w: number) {
+function modelState(accepted: readonly { rec: Rec; side: "L" | "R" }[], bounds: IntervalJoinBounds, w: number) {
+  const b = inclusiveIntervalJoinBounds(bounds);
   const keys = new Set<string>();
   const timers = new Set<string>();
   for (const { rec, side } of accepted) {
@@ -396,6 +399,11 @@ test("lower > upper is a config error when the job is defined", () => {
 test("an interval made empty by an exclusive bound is a config error", () => {
   const job = tinyJob((l, r) => void l.intervalJoin(r).between(5, 5).upperBoundExclusive().process(pairFunction()));
   assert.throws(() => runJob(job), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL");
+  // (0, 1) holds no integer timestamp difference.
+  const open = tinyJob((l, r) => void l.intervalJoin(r).between(0, 1).lowerBoundExclusive().upperBoundExclusive().process(pairFunction()));
+  assert.throws(() => runJob(open), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL" && /empty/.test(e.message));
+  const fractional = tinyJob((l, r) => void l.intervalJoin(r).between(-0.5, 1).process(pairFunction()));
+  assert.throws(() => runJob(fractional), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL" && /integer/.test(e.message));
 });
 
 test("a record without a timestamp fails the job with NO_TIMESTAMP naming the operator", async () => {
@@ -419,4 +427,28 @@ test("a record without a timestamp is rejected by the operator itself", () => {
     () => d.operator.processElement1({ id: "L1", key: "a", ts: 0 }, NO_TIMESTAMP),
     (e: unknown) => e instanceof EddyError && e.code === "NO_TIMESTAMP" && e.operator === "IntervalJoin" && /left input/.test(e.message),
   );
+});
+
+test("an exclusive bound is the inclusive bound 1 ms tighter, for matching and for cleanup (as Flink)", () => {
+  // between(-2, 1), both exclusive = [-1, 0]: a left record at 1 is cleaned up at watermark 1 + 0.
+  const upper = driver({ lowerMs: -2, upperMs: 1, lowerInclusive: false, upperInclusive: false });
+  upper.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  upper.operator.processWatermark(1);
+  assert.deepEqual(upper.operator.stateSize(), { keys: 0, timers: 0 }, "the left buffer is cleaned at 1");
+  upper.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  assert.deepEqual(upper.out, [], "a right record at the watermark finds no partner, as in Flink");
+  // between(-1, 2), both exclusive = [0, 1]: a right record at 1 is cleaned up at watermark 1 - 0.
+  const lower = driver({ lowerMs: -1, upperMs: 2, lowerInclusive: false, upperInclusive: false });
+  lower.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  lower.operator.processWatermark(1);
+  assert.deepEqual(lower.operator.stateSize(), { keys: 0, timers: 0 }, "the right buffer is cleaned at 1");
+  lower.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  assert.deepEqual(lower.out, []);
+  // Before the watermark both join: the interval itself is unchanged for integer timestamps.
+  const before = driver({ lowerMs: -2, upperMs: 1, lowerInclusive: false, upperInclusive: false });
+  before.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  before.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  before.operator.processElement2({ id: "R2", key: "a", ts: 2 }, 2);
+  before.operator.processElement2({ id: "R3", key: "a", ts: -1 }, -1);
+  assert.deepEqual(before.out.map((o) => o.value.pair), ["L1|R1"]);
 });

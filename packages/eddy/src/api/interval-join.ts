@@ -36,7 +36,7 @@ export class IntervalJoin<T1, T2, K extends Key> {
 
   /**
    * Joins a left record at time t with the right records of its key stamped in
-   * [t + lowerMs, t + upperMs]. Bounds are ms and may be negative; lowerMs ≤ upperMs.
+   * [t + lowerMs, t + upperMs]. Bounds are integer ms and may be negative; lowerMs ≤ upperMs.
    */
   between(lowerMs: number, upperMs: number): IntervalJoined<T1, T2, K> {
     const bounds: IntervalJoinBounds = { lowerMs, upperMs, lowerInclusive: true, upperInclusive: true };
@@ -57,12 +57,12 @@ export class IntervalJoined<T1, T2, K extends Key> {
     this.#bounds = bounds;
   }
 
-  /** Excludes the lower bound: right.ts > left.ts + lowerMs. */
+  /** Excludes the lower bound: right.ts > left.ts + lowerMs, i.e. the inclusive bound lowerMs + 1 (as Flink). */
   lowerBoundExclusive(): IntervalJoined<T1, T2, K> {
     return new IntervalJoined<T1, T2, K>(this.#left, this.#right, { ...this.#bounds, lowerInclusive: false });
   }
 
-  /** Excludes the upper bound: right.ts < left.ts + upperMs. */
+  /** Excludes the upper bound: right.ts < left.ts + upperMs, i.e. the inclusive bound upperMs - 1 (as Flink). */
   upperBoundExclusive(): IntervalJoined<T1, T2, K> {
     return new IntervalJoined<T1, T2, K>(this.#left, this.#right, { ...this.#bounds, upperInclusive: false });
   }

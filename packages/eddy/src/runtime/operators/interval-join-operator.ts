@@ -2,9 +2,11 @@
  * The interval join (Flink's IntervalJoinOperator): joins two keyed streams on event time. For a
  * left record l and a right record r of the same key it calls the join function once when
  *
- *     l.ts + lower ≤ r.ts ≤ l.ts + upper      (either bound strict when made exclusive)
+ *     l.ts + lower ≤ r.ts ≤ l.ts + upper
  *
- * and emits with timestamp max(l.ts, r.ts).
+ * and emits with timestamp max(l.ts, r.ts). Timestamps are integer ms, so an exclusive bound is
+ * the inclusive bound 1 ms tighter (lower + 1, upper − 1); as in Flink, the operator works with
+ * those inclusive bounds only, for matching and for cleanup.
  *
  * Buffers. Each side keeps its records in keyed map state, timestamp → records with that timestamp
  * (in arrival order). A record is first added to its own buffer, then joined with the buckets of
@@ -18,7 +20,7 @@
  *
  * Cleanup. Every buffered bucket has one event-time timer (timers are deduplicated, so records with
  * the same key and timestamp share it): a left bucket at ts + upper (ts when upper ≤ 0), a right
- * bucket at ts − lower (ts when lower ≥ 0). From that watermark on, no record that is not late can
+ * bucket at ts − lower (ts when lower ≥ 0), with the inclusive bounds. From that watermark on, no record that is not late can
  * match the bucket, so the timer removes it. Left and right timers are told apart by their
  * namespace. Once the watermark passes every record's interval, state and timers are empty.
  *
@@ -82,12 +84,23 @@ export const RIGHT_BUFFER = "interval-join-right";
 const CLEANUP_LEFT = "cleanup-left";
 const CLEANUP_RIGHT = "cleanup-right";
 
-/** Throws a config error unless the bounds describe a non-empty interval of finite ms. */
+/**
+ * The same interval with both bounds inclusive: an exclusive bound moves 1 ms inwards (Flink's
+ * IntervalJoinOperator does the same), which is exact because timestamps are integer ms.
+ */
+export function inclusiveIntervalJoinBounds(bounds: IntervalJoinBounds): { readonly lowerMs: number; readonly upperMs: number } {
+  return {
+    lowerMs: bounds.lowerInclusive ? bounds.lowerMs : bounds.lowerMs + 1,
+    upperMs: bounds.upperInclusive ? bounds.upperMs : bounds.upperMs - 1,
+  };
+}
+
+/** Throws a config error unless the bounds describe a non-empty interval of integer ms. */
 export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
-  const { lowerMs, upperMs, lowerInclusive, upperInclusive } = bounds;
+  const { lowerMs, upperMs } = bounds;
   for (const [what, v] of [["lower", lowerMs], ["upper", upperMs]] as const) {
-    if (typeof v !== "number" || !Number.isFinite(v)) {
-      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be a finite number of ms, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be an integer number of ms, got ${String(v)}`);
     }
   }
   if (lowerMs > upperMs) {
@@ -96,8 +109,13 @@ export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
       `interval join: the lower bound (${lowerMs} ms) must not be greater than the upper bound (${upperMs} ms)`,
     );
   }
-  if (lowerMs === upperMs && !(lowerInclusive && upperInclusive)) {
-    throw new EddyError("INVALID_INTERVAL", `interval join: the interval (${lowerMs} ms) is empty once a bound is exclusive`);
+  const inclusive = inclusiveIntervalJoinBounds(bounds);
+  if (inclusive.lowerMs > inclusive.upperMs) {
+    // Flink accepts such an interval and joins nothing; a join that can never match is a mistake.
+    throw new EddyError(
+      "INVALID_INTERVAL",
+      `interval join: the interval (${lowerMs} ms, ${upperMs} ms) is empty once its exclusive bounds are left out`,
+    );
   }
 }
 
@@ -136,10 +154,9 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   readonly #fn: ProcessJoinFunction<IN1, IN2, OUT>;
   readonly #ctx: OperatorContext;
   readonly #output: Output<OUT>;
+  /** The interval with both bounds inclusive (exclusive ones moved 1 ms inwards); lower ≤ upper. */
   readonly #lower: number;
   readonly #upper: number;
-  readonly #lowerInclusive: boolean;
-  readonly #upperInclusive: boolean;
   readonly #keySelector1: AnyKeySelector;
   readonly #keySelector2: AnyKeySelector;
   readonly #keyed: KeyedStateAndTimers;
@@ -154,10 +171,9 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     this.#fn = fn;
     this.#ctx = ctx;
     this.#output = output;
-    this.#lower = bounds.lowerMs;
-    this.#upper = bounds.upperMs;
-    this.#lowerInclusive = bounds.lowerInclusive;
-    this.#upperInclusive = bounds.upperInclusive;
+    const inclusive = inclusiveIntervalJoinBounds(bounds);
+    this.#lower = inclusive.lowerMs;
+    this.#upper = inclusive.upperMs;
     this.#keySelector1 = requireKeySelector(ctx, 0);
     this.#keySelector2 = requireKeySelector(ctx, 1);
     this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
@@ -246,10 +262,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
 
   /** Whether `rightTs - leftTs` lies in the interval. */
   #inInterval(delta: number): boolean {
-    return (
-      (this.#lowerInclusive ? delta >= this.#lower : delta > this.#lower) &&
-      (this.#upperInclusive ? delta <= this.#upper : delta < this.#upper)
-    );
+    return delta >= this.#lower && delta <= this.#upper;
   }
 
   #registerCleanup(namespace: string, timestamp: number): void {
