@@ -13,8 +13,10 @@
  * the other buffer whose timestamp is in range; only the bucket keys are scanned, and a bucket is
  * read (copied) only when it matches.
  *
- * Lateness. A record whose timestamp is < the current watermark is late: it is dropped, before
- * touching state, and counted in `numLateRecordsDropped`. (As in Flink, a record whose timestamp
+ * Lateness. A record whose timestamp is < the current watermark is late: before touching state,
+ * it goes to its side's late-data side output when one is set (Flink's sideOutputLeftLateData /
+ * sideOutputRightLateData, with its own timestamp), otherwise it is dropped and counted in
+ * `numLateRecordsDropped`. (As in Flink, a record whose timestamp
  * equals the watermark is not late, yet may miss partners already cleaned up at that watermark:
  * such a record breaks the watermark's promise anyway.)
  *
@@ -72,6 +74,12 @@ export interface IntervalJoinBounds {
   readonly upperInclusive: boolean;
 }
 
+/** Where late records of each side go; a side without a tag drops (and counts) them. */
+export interface IntervalJoinLateData<IN1, IN2> {
+  readonly left?: OutputTag<IN1> | undefined;
+  readonly right?: OutputTag<IN2> | undefined;
+}
+
 export interface IntervalJoinOperator<IN1, IN2> extends TwoInputOperator<IN1, IN2> {
   /** Keys holding buffered records, and pending timers: both return to 0 once the watermark passes every interval. */
   stateSize(): { keys: number; timers: number };
@@ -119,10 +127,14 @@ export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
   }
 }
 
-export function intervalJoinOperator<IN1, IN2, OUT>(userFn: ProcessJoinFunction<IN1, IN2, OUT>, bounds: IntervalJoinBounds) {
+export function intervalJoinOperator<IN1, IN2, OUT>(
+  userFn: ProcessJoinFunction<IN1, IN2, OUT>,
+  bounds: IntervalJoinBounds,
+  lateData: IntervalJoinLateData<IN1, IN2> = {},
+) {
   checkIntervalJoinBounds(bounds);
   return (ctx: OperatorContext, output: Output<OUT>): IntervalJoinOperator<IN1, IN2> =>
-    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn), bounds, ctx, output);
+    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn), bounds, lateData, ctx, output);
 }
 
 /** The context handed to the join function: one per operator, updated before every pair. */
@@ -166,8 +178,16 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   readonly #collector: TimestampedCollector<OUT>;
   readonly #context: JoinContext;
   readonly #lateDropped: Counter;
+  readonly #lateLeft: OutputTag<IN1> | undefined;
+  readonly #lateRight: OutputTag<IN2> | undefined;
 
-  constructor(fn: ProcessJoinFunction<IN1, IN2, OUT>, bounds: IntervalJoinBounds, ctx: OperatorContext, output: Output<OUT>) {
+  constructor(
+    fn: ProcessJoinFunction<IN1, IN2, OUT>,
+    bounds: IntervalJoinBounds,
+    lateData: IntervalJoinLateData<IN1, IN2>,
+    ctx: OperatorContext,
+    output: Output<OUT>,
+  ) {
     this.#fn = fn;
     this.#ctx = ctx;
     this.#output = output;
@@ -182,6 +202,8 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     this.#collector = new TimestampedCollector(output);
     this.#context = new JoinContext(output as Output<unknown>);
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
+    this.#lateLeft = lateData.left;
+    this.#lateRight = lateData.right;
   }
 
   open(): void {
@@ -192,7 +214,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   processElement1(value: IN1, timestamp: number, keyGroup?: number): void {
     this.#requireTimestamp(timestamp, 1);
     if (timestamp < this.#keyed.currentWatermark) {
-      this.#lateDropped.inc();
+      this.#late(this.#lateLeft, value, timestamp);
       return;
     }
     this.#keyed.setKeyFromRecord(this.#keySelector1, value, keyGroup);
@@ -218,7 +240,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   processElement2(value: IN2, timestamp: number, keyGroup?: number): void {
     this.#requireTimestamp(timestamp, 2);
     if (timestamp < this.#keyed.currentWatermark) {
-      this.#lateDropped.inc();
+      this.#late(this.#lateRight, value, timestamp);
       return;
     }
     this.#keyed.setKeyFromRecord(this.#keySelector2, value, keyGroup);
@@ -258,6 +280,12 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   close(): void {
     this.#keyed.close();
     callUser(this.#ctx, () => this.#fn.close?.());
+  }
+
+  /** A late record: to its side output with its own timestamp, or dropped and counted. */
+  #late<T>(tag: OutputTag<T> | undefined, value: T, timestamp: number): void {
+    if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
+    else this.#lateDropped.inc();
   }
 
   /** Whether `rightTs - leftTs` lies in the interval. */
