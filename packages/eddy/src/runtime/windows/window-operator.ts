@@ -225,9 +225,8 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     tc.mergedWindows = mergedWindows;
     try {
       this.#trigger.onMerge!(mergeResult, tc);
+      // The windows absorbed (never the element's new window, which has no timers or state).
       for (const m of mergedWindows) {
-        // The merged window itself (an element inside an existing session) keeps its timers.
-        if (m.equals(mergeResult)) continue;
         tc.window = m;
         this.#trigger.clear(m, tc);
         this.#deleteCleanupTimer(m);
