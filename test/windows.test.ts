@@ -84,7 +84,7 @@ function windowJob(input: Ev[], assigner: () => WindowAssigner<Ev, TimeWindow>, 
     };
     const stream =
       fn === "reduce"
-        ? windowed.reduce(sumReduce, (key, w, r: Ev, out) => out.collect(toOut(key, w, r.v)))
+        ? windowed.reduce(sumReduce, (key, w, [r]: [Ev], out) => out.collect(toOut(key, w, r.v)))
         : fn === "aggregate"
           ? windowed.aggregate(sumAggregate, {
               process: (key: string, ctx: { window: TimeWindow }, results: number[], out: { collect(o: Out): void }) =>
@@ -231,7 +231,7 @@ for (const lateness of [0, 700]) {
           .window(slide === 1000 ? TumblingEventTimeWindows.of<Ev>(1000) : SlidingEventTimeWindows.of<Ev>(1000, slide))
           .allowedLateness(lateness);
         if (withTag) windowed.sideOutputLateData(lateTag);
-        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, sum, o) =>
+        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, [sum], o) =>
           o.collect({ key, start: w.start, end: w.end, result: sum }),
         );
         out.sinkTo(collectSink("out"));
@@ -284,7 +284,7 @@ test("a session that bridges three sessions merges them all, contents and all", 
       .window(EventTimeSessionWindows.withDynamicGap<(typeof input)[number]>((e) => e.gap))
       .reduce(
         (x, y) => ({ ...x, v: x.v + y.v }),
-        (key, w, r, out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
+        (key, w, [r], out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
       )
       .sinkTo(collectSink("out"));
   });
@@ -527,7 +527,7 @@ for (const lateness of [0, 500]) {
         .window(EventTimeSessionWindows.withGap<Ev>(gap))
         .allowedLateness(lateness)
         .sideOutputLateData(lateTag)
-        .aggregate(sumAggregate, (key, w, sum, o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
+        .aggregate(sumAggregate, (key, w, [sum], o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
       out.sinkTo(collectSink("out"));
       out.getSideOutput(lateTag).sinkTo(collectSink("late"));
     });
@@ -582,4 +582,37 @@ test("configuration errors are reported when the job is built", () => {
   assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200))), /slide \(200\) must not exceed its size \(100\)/);
   assert.throws(build((k) => k.window(TumblingEventTimeWindows.of(0))), /window size must be/);
   assert.throws(build((k) => k.countWindow(0)), /countWindow needs a size/);
+});
+
+test("every window function form gets an iterable: one element after reduce/aggregate, all of them in apply/process (as Flink)", async () => {
+  const input = Array.from({ length: 6 }, (_, i) => ({ key: i % 2 === 0 ? "even" : "odd", ts: i * 100, v: i }));
+  type In = (typeof input)[number];
+  const job = defineJob("window-function-iterables", (env) => {
+    const keyed = env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<In>().withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key);
+    const sum = (name: string) => (key: string, w: TimeWindow, values: Iterable<number>, out: { collect(o: string): void }) => {
+      let total = 0;
+      let n = 0;
+      for (const v of values) {
+        total += v;
+        n++;
+      }
+      out.collect(`${name} ${key} ${w.end} n=${n} sum=${total}`);
+    };
+    const tumbling = () => keyed.window(TumblingEventTimeWindows.of<In>(1000));
+    tumbling().reduce((a, b) => ({ ...a, v: a.v + b.v }), (k, w, rs, out) => sum("reduce")(k, w, [...rs].map((r) => r.v), out)).sinkTo(collectSink("reduce"));
+    tumbling().aggregate({ createAccumulator: () => 0, add: (e: In, acc: number) => acc + e.v, getResult: (acc: number) => acc }, sum("aggregate")).sinkTo(collectSink("aggregate"));
+    tumbling().apply((k, w, es, out) => sum("apply")(k, w, es.map((e) => e.v), out)).sinkTo(collectSink("apply"));
+    // Sliding by reduce runs on the pane operator.
+    keyed.window(SlidingEventTimeWindows.of<In>(1000, 500)).aggregate({ createAccumulator: () => 0, add: (e: In, acc: number) => acc + e.v, getResult: (acc: number) => acc, merge: (a: number, b: number) => a + b }, sum("panes")).sinkTo(collectSink("panes"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  const sorted = (name: string) => handle.collected<string>(name).sort();
+  assert.deepEqual(sorted("reduce"), ["reduce even 1000 n=1 sum=6", "reduce odd 1000 n=1 sum=9"]);
+  assert.deepEqual(sorted("aggregate"), ["aggregate even 1000 n=1 sum=6", "aggregate odd 1000 n=1 sum=9"]);
+  assert.deepEqual(sorted("apply"), ["apply even 1000 n=3 sum=6", "apply odd 1000 n=3 sum=9"]);
+  assert.deepEqual(sorted("panes"), ["panes even 1000 n=1 sum=6", "panes even 500 n=1 sum=6", "panes odd 1000 n=1 sum=9", "panes odd 1500 n=1 sum=5", "panes odd 500 n=1 sum=4"]);
 });

@@ -114,7 +114,7 @@ export {
   type OnMergeContext,
 } from "./runtime/windows/triggers.ts";
 export { CountEvictor, TimeEvictor, DeltaEvictor, type Evictor, type EvictorContext, type TimestampedValue } from "./runtime/windows/evictors.ts";
-export type { WindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
+export type { WindowFunction, AggregatedWindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
 export {
   ByteReader,
   ByteWriter,

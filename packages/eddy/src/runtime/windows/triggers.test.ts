@@ -23,7 +23,7 @@ function continuousHarness(assigner: WindowAssigner<Ev, TimeWindow>, intervalMs:
       allowedLateness,
       lateDataTag: undefined,
       contents: { kind: "list" },
-      windowFunction: (_key, window, input, out) => out.collect(`${window.end}:${(input as unknown as Ev[]).length}`),
+      windowFunction: (_key, window, input, out) => out.collect(`${window.end}:${input.length}`),
     }),
     (e) => e.key,
   ).open();

@@ -108,7 +108,11 @@ export class WindowFunctionRunner<W extends Window> {
     if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
   }
 
-  /** Emits the window's result: `contents` is the element list when `isList`, else the one pre-aggregated value. */
+  /**
+   * Emits the window's result: `contents` is the element list when `isList`, else the one
+   * pre-aggregated value, which either function form gets as a one-element array (Flink hands an
+   * Iterable to every form). Once per firing, so the array costs nothing that matters.
+   */
   evaluate(window: W, contents: unknown, isList: boolean): void {
     const collector = this.#collector;
     collector.timestamp = window.maxTimestamp();
@@ -117,11 +121,14 @@ export class WindowFunctionRunner<W extends Window> {
     try {
       if (fn === undefined) {
         collector.collect(contents);
-      } else if (typeof fn === "function") {
-        fn(key, window, contents, collector);
       } else {
-        this.#context.window = window;
-        (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#context, isList ? (contents as unknown[]) : [contents], collector);
+        const input = isList ? (contents as unknown[]) : [contents];
+        if (typeof fn === "function") {
+          fn(key, window, input, collector);
+        } else {
+          this.#context.window = window;
+          (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#context, input, collector);
+        }
       }
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
