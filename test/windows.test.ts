@@ -23,7 +23,9 @@ import {
   TimeEvictor,
   TimeWindow,
   TumblingEventTimeWindows,
+  TumblingProcessingTimeWindows,
   WatermarkStrategy,
+  WindowStagger,
   ValueStateDescriptor,
   type AggregateFunction,
   type ProcessWindowFunction,
@@ -579,7 +581,7 @@ test("configuration errors are reported when the job is built", () => {
   const keyedEvents = (env: Parameters<Parameters<typeof defineJob>[1]>[0]) => env.fromElements<Ev>({ key: "a", ts: 1, v: 1 }).keyBy((e) => e.key);
   const { merge: _m, ...noMerge } = sumAggregate;
   assert.throws(build((k) => k.window(EventTimeSessionWindows.withGap(10)).aggregate(noMerge)), /needs merge/);
-  assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200))), /slide \(200\) must not exceed its size \(100\)/);
+  assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200, 250))), /window offset must be in \(-slide, slide\)/);
   assert.throws(build((k) => k.window(TumblingEventTimeWindows.of(0))), /window size must be/);
   assert.throws(build((k) => k.countWindow(0)), /countWindow needs a size/);
 });
@@ -615,4 +617,57 @@ test("every window function form gets an iterable: one element after reduce/aggr
   assert.deepEqual(sorted("aggregate"), ["aggregate even 1000 n=1 sum=6", "aggregate odd 1000 n=1 sum=9"]);
   assert.deepEqual(sorted("apply"), ["apply even 1000 n=3 sum=6", "apply odd 1000 n=3 sum=9"]);
   assert.deepEqual(sorted("panes"), ["panes even 1000 n=1 sum=6", "panes even 500 n=1 sum=6", "panes odd 1000 n=1 sum=9", "panes odd 1500 n=1 sum=5", "panes odd 500 n=1 sum=4"]);
+});
+
+test("GlobalWindows.createWithEndOfStreamTrigger fires each key's window once, when the input ends", async () => {
+  const job = defineJob("global-end-of-stream", (env) => {
+    env
+      .fromSequence(1, 10)
+      .keyBy((n) => (n % 2 === 0 ? "even" : "odd"))
+      .window(GlobalWindows.createWithEndOfStreamTrigger<number>())
+      .reduce((a, b) => a + b, (key, _w, [sum], out) => out.collect(`${key}=${sum}`))
+      .sinkTo(collectSink("sums"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(handle.collected<string>("sums").sort(), ["even=30", "odd=25"]);
+});
+
+test("sliding windows with gaps (slide > size) count only the elements inside a window", async () => {
+  const input = Array.from({ length: 20 }, (_, i) => ({ key: "k", ts: i * 50, v: 1 })); // 0..950 ms
+  const job = defineJob("sliding-gaps", (env) => {
+    env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<(typeof input)[number]>().withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key)
+      .window(SlidingEventTimeWindows.of(100, 300))
+      .apply((_k, w, es, out) => out.collect(`${w.start}:${es.map((e) => e.ts).join(",")}`))
+      .sinkTo(collectSink("gaps"));
+  });
+  const handle = runJob(job);
+  const result = await handle.done;
+  assert.deepEqual(handle.collected<string>("gaps"), ["0:0,50", "300:300,350", "600:600,650", "900:900,950"]);
+  assert.equal(lateRecordsDropped(result.metrics), 0, "elements in a gap are not late");
+});
+
+test("a staggered processing-time window operator draws its stagger from its first element", () => {
+  const assigner = TumblingProcessingTimeWindows.of<Ev>(1000, 0, WindowStagger.NATURAL);
+  const harness = new OperatorTestHarness<Ev, unknown>(
+    windowOperator<Ev, TimeWindow>({
+      assigner,
+      trigger: assigner.defaultTrigger(),
+      allowedLateness: 0,
+      lateDataTag: undefined,
+      contents: { kind: "list" },
+      windowFunction: (_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`),
+    }),
+    (e) => e.key,
+  ).open();
+  harness.setProcessingTime(1234);
+  harness.processElement({ key: "a", ts: 0, v: 1 });
+  harness.processElement({ key: "b", ts: 0, v: 1 });
+  harness.setProcessingTime(2232);
+  assert.deepEqual(harness.records(), []);
+  harness.setProcessingTime(2233);
+  assert.deepEqual(harness.records(), ["1234-2234:1", "1234-2234:1"]);
 });

@@ -98,6 +98,7 @@ export {
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
   GlobalWindows,
+  WindowStagger,
   type WindowAssigner,
   type WindowAssignerContext,
 } from "./runtime/windows/assigners.ts";

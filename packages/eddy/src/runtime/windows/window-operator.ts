@@ -88,7 +88,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#spec = spec;
     this.#ctx = ctx;
     this.#output = output;
-    this.#assigner = spec.assigner;
+    this.#assigner = spec.assigner.forSubtask?.() ?? spec.assigner;
     this.#trigger = spec.trigger;
     if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
       throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
