@@ -13,7 +13,7 @@
  * The builders are immutable: every step returns a new object, so a half-built join can be reused.
  */
 import type { Key } from "../core/key.ts";
-import type { OutputTag } from "../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../core/output-tag.ts";
 import type { TwoInputFactory } from "../graph/transformation.ts";
 import {
   checkIntervalJoinBounds,
@@ -76,11 +76,13 @@ export class IntervalJoined<T1, T2, K extends Key> {
    * `tag`, with their own timestamp, instead of dropping them: `joined.getSideOutput(tag)`.
    */
   sideOutputLeftLateData(tag: OutputTag<T1>): IntervalJoined<T1, T2, K> {
+    requireOutputTag(tag, "sideOutputLeftLateData(tag)");
     return new IntervalJoined<T1, T2, K>(this.#left, this.#right, this.#bounds, { ...this.#lateData, left: tag });
   }
 
   /** As sideOutputLeftLateData, for late right records. */
   sideOutputRightLateData(tag: OutputTag<T2>): IntervalJoined<T1, T2, K> {
+    requireOutputTag(tag, "sideOutputRightLateData(tag)");
     return new IntervalJoined<T1, T2, K>(this.#left, this.#right, this.#bounds, { ...this.#lateData, right: tag });
   }
 

@@ -5,7 +5,7 @@
  */
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
-import type { OutputTag } from "../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../core/output-tag.ts";
 import type { AggregateFunction } from "../state/descriptors.ts";
 import type { ReduceFunction } from "../runtime/functions.ts";
 import type { WindowAssigner } from "../runtime/windows/assigners.ts";
@@ -67,6 +67,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
 
   /** Elements too late for any window go to this side output instead of being dropped. */
   sideOutputLateData(tag: OutputTag<T>): this {
+    requireOutputTag(tag, "sideOutputLateData(tag)");
     this.#lateTag = tag;
     return this;
   }

@@ -36,7 +36,7 @@
  * cleanup timer recovers the bucket timestamp arithmetically).
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import { MapStateDescriptor } from "../../state/descriptors.ts";
 import type { InternalMapState } from "../../state/internal-state.ts";
@@ -158,6 +158,7 @@ class JoinContext implements ProcessJoinContext {
     return Math.max(this.left, this.right);
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, Math.max(this.left, this.right));
   }
 }

@@ -6,7 +6,7 @@
  */
 import { userFunctionError } from "../../core/errors.ts";
 import type { Key } from "../../core/key.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../../core/time.ts";
 import type {
   Collector,
@@ -45,6 +45,7 @@ class KeyedContext<K> implements OnTimerContext<K> {
     return this.#keyed.timerService;
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.currentTimestamp);
   }
   timeDomain(): "event-time" | "processing-time" {

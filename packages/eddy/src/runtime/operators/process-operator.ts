@@ -1,6 +1,6 @@
 /** Non-keyed ProcessFunction and CoProcessFunction: per-record context, side outputs, no timers. */
 import { userFunctionError } from "../../core/errors.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
 import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
@@ -31,6 +31,7 @@ class NonKeyedContext implements ProcessContext {
   }
 
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.currentTimestamp);
   }
 }

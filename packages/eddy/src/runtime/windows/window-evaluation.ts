@@ -7,7 +7,7 @@
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { Key } from "../../core/key.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import { VOID_NAMESPACE } from "../../state/namespace.ts";
@@ -69,6 +69,7 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
     return this.#globalState;
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.window.maxTimestamp());
   }
 }
