@@ -84,6 +84,13 @@ export const ERROR_CODES = {
   FILE_SINK_IO_FAILED: { domain: "external", retryable: true, meaning: "The file sink could not create, write, sync, truncate or rename a file (disk full, permission denied, read-only file system); the message names the path.", action: "Free space or fix the permissions of the path named; the job restarts per its restart strategy from its latest checkpoint, and nothing committed is lost or written twice." },
   FILE_SINK_BAD_BUCKET: { domain: "user", retryable: false, meaning: "A file sink's bucket assigner returned a bucket id that is not a safe relative directory (not a string, absolute, with a `..` segment or a NUL character).", action: "Return a relative directory such as `dt=2026-12-01/hour=13` from the bucket assigner." },
   FILE_SINK_RECOVERY_FAILED: { domain: "external", retryable: false, meaning: "On restore, a part file the checkpoint recorded is missing or shorter than recorded, or committing it would overwrite another file.", action: "Restore the file sink's directory as it was at the checkpoint (the message names the file), or start the job without that checkpoint." },
+  USER_FUNCTION_ASYNC: {
+    domain: "user",
+    retryable: false,
+    meaning: "A map, filter, flatMap or process function is async: it returned a promise, or called out.collect after it returned.",
+    action: "Keep these functions synchronous; for calls that wait (HTTP, databases) use async I/O (AsyncDataStream.orderedWait or unorderedWait).",
+    otherDomain: { domain: "config", when: "an async function is given when the job is built" },
+  },
   USER_FUNCTION_FAILED: { domain: "user", retryable: false, meaning: "A user function threw; the message names the operator, the subtask and the cause.", action: "Fix the function (or the input that makes it throw)." },
   INVALID_KEY: { domain: "user", retryable: false, meaning: "A key selector returned an invalid key (undefined, null, an object, NaN).", action: "Return a string, number, bigint, boolean or an array of them from the key selector." },
   INVALID_TIMESTAMP: { domain: "user", retryable: false, meaning: "A timestamp assigner returned a value that is not a finite number of ms.", action: "Return a finite number of ms from the timestamp assigner." },

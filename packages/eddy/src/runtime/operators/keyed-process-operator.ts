@@ -20,6 +20,7 @@ import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
+import { asyncResultError, rejectAsyncMethods } from "./synchronous-user-call.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 
@@ -85,6 +86,7 @@ function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: Timer
 }
 
 export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProcessFunction<K, IN, OUT>) {
+  rejectAsyncMethods(userFn, "process", ["processElement", "onTimer"]);
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
     const fn = perSubtaskInstance(userFn);
     const keySelector = requireKeySelector(ctx, 0);
@@ -106,12 +108,15 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
         context.currentTimestamp = timestamp;
         context.domain = "event";
         collector.timestamp = timestamp;
+        let result: unknown;
         try {
-          fn.processElement(value, context, collector);
+          result = fn.processElement(value, context, collector);
         } catch (e) {
           // What the function emitted or wrote to state before it threw stays.
           errors.onRecordError(e, value, timestamp);
+          return;
         }
+        if (result !== undefined && result instanceof Promise) throw asyncResultError(ctx, "processElement", result);
       },
       processWatermark(watermark) {
         keyed.timers.advanceWatermark(watermark);
