@@ -67,7 +67,7 @@ export function pageViewsJob(clicks: number) {
       .window(TumblingEventTimeWindows.of(Time.minutes(1)))
       .allowedLateness(Time.seconds(30))
       .sideOutputLateData(lateClicks)
-      .aggregate(countClicks, (page, window, views, out) => out.collect({ kind: "views", page, minute: new Date(window.start).toISOString(), views }))
+      .aggregate(countClicks, (page, window, [views], out) => out.collect({ kind: "views", page, minute: new Date(window.start).toISOString(), views }))
       .uid("views-per-minute");
     perMinute.print();
     perMinute.getSideOutput(lateClicks).map((c) => ({ kind: "late", id: c.id, page: c.page, ts: new Date(c.ts).toISOString() })).print();
@@ -75,14 +75,14 @@ export function pageViewsJob(clicks: number) {
     stream
       .keyBy((c) => c.page)
       .window(SlidingEventTimeWindows.of(Time.minutes(5), Time.minutes(1)))
-      .aggregate(countClicks, (page, window, views, out) => out.collect({ kind: "trending", page, until: new Date(window.end).toISOString(), views }))
+      .aggregate(countClicks, (page, window, [views], out) => out.collect({ kind: "trending", page, until: new Date(window.end).toISOString(), views }))
       .uid("trending")
       .print();
 
     stream
       .keyBy((c) => c.user)
       .window(EventTimeSessionWindows.withGap(Time.minutes(2)))
-      .aggregate(countClicks, (user, window, clicks, out) =>
+      .aggregate(countClicks, (user, window, [clicks], out) =>
         out.collect({ kind: "session", user, start: new Date(window.start).toISOString(), minutes: (window.end - window.start) / 60_000, clicks }),
       )
       .uid("sessions")

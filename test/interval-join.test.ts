@@ -24,7 +24,9 @@ import {
   type Output,
   intervalJoinOperator,
   type IntervalJoinBounds,
+  type IntervalJoinLateData,
   type IntervalJoinOperator,
+  inclusiveIntervalJoinBounds,
 } from "../packages/eddy/src/internal.ts";
 import { lateRecordsDropped, prng, punctuated } from "./fixtures.ts";
 
@@ -190,83 +192,113 @@ test("the Flink-style builder: Time bounds, side outputs with the pair's timesta
  * the other side, arriving later and within the bounds, so a late record that was buffered
  * instead of dropped would show up in the output.
  */
-test("late records are dropped and counted in numLateRecordsDropped; the rest equals the nested loop", async () => {
-  const bounds = inclusive(-3000, 3000);
-  const rnd = prng(99);
-  type Tagged = Rec & { side: "L" | "R" };
-  const normal: Tagged[] = records("N", 2000, 10, 5).map((e, i) => ({
-    ...e,
-    side: rnd() < 0.5 ? "L" : "R",
-    id: `${i}`,
-  }));
-  const tagged: Tagged[] = [];
-  const lateIds: string[] = [];
-  let max = Number.NEGATIVE_INFINITY;
-  let watermark = Number.NEGATIVE_INFINITY; // the watermark before the record being appended
-  for (let i = 0; i < normal.length; i++) {
-    const e = normal[i]!;
-    assert.ok(e.ts > watermark, "normal records are never late");
-    if (i >= 300 && i % 40 === 0) {
-      // A record of the other side, arriving later and within the bounds, with the same key.
-      const side = e.side;
-      const partner = normal.slice(i).find((p) => p.side !== side)!;
-      const late = { id: `late${i}`, side, key: partner.key, ts: watermark - 600 - 2 * Math.floor(rnd() * 200) };
-      assert.ok(Math.abs(partner.ts - late.ts) <= 3000, "the late record has a partner that is not late");
-      tagged.push(late);
-      lateIds.push(late.id);
+for (const lateSideOutputs of [false, true]) {
+  test(lateSideOutputs
+    ? "late records go to sideOutputLeftLateData / sideOutputRightLateData (not counted as dropped); the rest equals the nested loop"
+    : "late records are dropped and counted in numLateRecordsDropped; the rest equals the nested loop", async () => {
+    const bounds = inclusive(-3000, 3000);
+    const lateLeft = new OutputTag<Rec>("late-left");
+    const lateRight = new OutputTag<Rec>("late-right");
+    const rnd = prng(99);
+    type Tagged = Rec & { side: "L" | "R" };
+    const normal: Tagged[] = records("N", 2000, 10, 5).map((e, i) => ({
+      ...e,
+      side: rnd() < 0.5 ? "L" : "R",
+      id: `${i}`,
+    }));
+    const tagged: Tagged[] = [];
+    const lateIds: string[] = [];
+    let max = Number.NEGATIVE_INFINITY;
+    let watermark = Number.NEGATIVE_INFINITY; // the watermark before the record being appended
+    for (let i = 0; i < normal.length; i++) {
+      const e = normal[i]!;
+      assert.ok(e.ts > watermark, "normal records are never late");
+      if (i >= 300 && i % 40 === 0) {
+        // A record of the other side, arriving later and within the bounds, with the same key.
+        const side = e.side;
+        const partner = normal.slice(i).find((p) => p.side !== side)!;
+        const late = { id: `late${i}`, side, key: partner.key, ts: watermark - 600 - 2 * Math.floor(rnd() * 200) };
+        assert.ok(Math.abs(partner.ts - late.ts) <= 3000, "the late record has a partner that is not late");
+        tagged.push(late);
+        lateIds.push(late.id);
+      }
+      tagged.push(e);
+      max = Math.max(max, e.ts);
+      watermark = max - DISORDER_MS - 1;
     }
-    tagged.push(e);
-    max = Math.max(max, e.ts);
-    watermark = max - DISORDER_MS - 1;
-  }
-  const lefts = tagged.filter((e) => e.side === "L").map(({ side: _, ...e }) => ({ ...e, id: `L${e.id}` }));
-  const rights = tagged.filter((e) => e.side === "R").map(({ side: _, ...e }) => ({ ...e, id: `R${e.id}` }));
-  assert.ok(lateIds.length > 30);
+    const lefts = tagged.filter((e) => e.side === "L").map(({ side: _, ...e }) => ({ ...e, id: `L${e.id}` }));
+    const rights = tagged.filter((e) => e.side === "R").map(({ side: _, ...e }) => ({ ...e, id: `R${e.id}` }));
+    assert.ok(lateIds.length > 30);
 
-  const handle = runJob(
-    defineJob("interval-join-late", (env) => {
-      env.setParallelism(1);
-      const stream = env.fromCollection(tagged).assignTimestampsAndWatermarks(punctuated<Tagged>(DISORDER_MS));
-      const l = stream.filter((e) => e.side === "L").map(({ side: _, ...e }) => ({ ...e, id: `L${e.id}` })).keyBy((e) => e.key);
-      const r = stream.filter((e) => e.side === "R").map(({ side: _, ...e }) => ({ ...e, id: `R${e.id}` })).keyBy((e) => e.key);
-      join(l, r, bounds).sinkTo(collectSink("joined"));
-    }),
-    { batchRecords: 1, channelCapacityRecords: 2 },
-  );
-  const result = await handle.done;
-  const got = handle.collected<Joined>("joined").map((j) => j.pair).sort();
+    const handle = runJob(
+      defineJob("interval-join-late", (env) => {
+        env.setParallelism(1);
+        const stream = env.fromCollection(tagged).assignTimestampsAndWatermarks(punctuated<Tagged>(DISORDER_MS));
+        const l = stream.filter((e) => e.side === "L").map(({ side: _, ...e }) => ({ ...e, id: `L${e.id}` })).keyBy((e) => e.key);
+        const r = stream.filter((e) => e.side === "R").map(({ side: _, ...e }) => ({ ...e, id: `R${e.id}` })).keyBy((e) => e.key);
+        if (!lateSideOutputs) {
+          join(l, r, bounds).sinkTo(collectSink("joined"));
+          return;
+        }
+        const joined = l
+          .intervalJoin(r)
+          .between(bounds.lowerMs, bounds.upperMs)
+          .sideOutputLeftLateData(lateLeft)
+          .sideOutputRightLateData(lateRight)
+          .process(pairFunction());
+        joined.sinkTo(collectSink("joined"));
+        joined.getSideOutput(lateLeft).sinkTo(collectSink("late-left"));
+        joined.getSideOutput(lateRight).sinkTo(collectSink("late-right"));
+      }),
+      { batchRecords: 1, channelCapacityRecords: 2 },
+    );
+    const result = await handle.done;
+    const got = handle.collected<Joined>("joined").map((j) => j.pair).sort();
 
-  // Every late record is absent from the output although the oracle pairs it with a later record.
-  const inOutput = new Set(got.flatMap((p) => p.split("|")));
-  const lateJoinIds = new Set(lateIds.flatMap((id) => [`L${id}`, `R${id}`]));
-  for (const id of lateJoinIds) assert.ok(!inOutput.has(id), `late record ${id} must not be joined`);
-  assert.equal(lateRecordsDropped(result.metrics), lateIds.length, "each late record is counted once");
-  const expected = nestedLoop(
-    lefts.filter((e) => !lateJoinIds.has(e.id)),
-    rights.filter((e) => !lateJoinIds.has(e.id)),
-    bounds,
-  );
-  assert.deepEqual(got, expected);
-  assert.ok(nestedLoop(lefts, rights, bounds).length > expected.length, "late records would have joined");
-});
+    // Every late record is absent from the output although the oracle pairs it with a later record.
+    const inOutput = new Set(got.flatMap((p) => p.split("|")));
+    const lateJoinIds = new Set(lateIds.flatMap((id) => [`L${id}`, `R${id}`]));
+    for (const id of lateJoinIds) assert.ok(!inOutput.has(id), `late record ${id} must not be joined`);
+    if (lateSideOutputs) {
+      assert.equal(lateRecordsDropped(result.metrics), 0, "late records sent to a side output are not dropped");
+      const lateOf = (name: string) => handle.collected<Rec>(name).map((e) => e.id).sort();
+      const lateTagged = tagged.filter((e) => e.id.startsWith("late"));
+      assert.deepEqual(lateOf("late-left"), lateTagged.filter((e) => e.side === "L").map((e) => `L${e.id}`).sort());
+      assert.deepEqual(lateOf("late-right"), lateTagged.filter((e) => e.side === "R").map((e) => `R${e.id}`).sort());
+    } else {
+      assert.equal(lateRecordsDropped(result.metrics), lateIds.length, "each late record is counted once");
+    }
+    const expected = nestedLoop(
+      lefts.filter((e) => !lateJoinIds.has(e.id)),
+      rights.filter((e) => !lateJoinIds.has(e.id)),
+      bounds,
+    );
+    assert.deepEqual(got, expected);
+    assert.ok(nestedLoop(lefts, rights, bounds).length > expected.length, "late records would have joined");
+  });
+}
 
 // ---- The operator driven directly: its state against a model after every step ----------------
 
 interface Driver {
   readonly operator: IntervalJoinOperator<Rec, Rec>;
   readonly out: { value: Joined; timestamp: number }[];
-  readonly side: { value: unknown; timestamp: number }[];
+  readonly side: { tag: string; value: unknown; timestamp: number }[];
   readonly watermarks: number[];
   readonly counters: CounterRegistry;
 }
 
-function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Joined> = pairFunction()): Driver {
+function driver(
+  bounds: IntervalJoinBounds,
+  fn: ProcessJoinFunction<Rec, Rec, Joined> = pairFunction(),
+  lateData: IntervalJoinLateData<Rec, Rec> = {},
+): Driver {
   const maxParallelism = defaultMaxParallelism(1);
   const counters = new CounterRegistry();
   const d = { out: [], side: [], watermarks: [], counters } as Omit<Driver, "operator">;
   const output: Output<Joined> = {
     collect: (value, timestamp) => void d.out.push({ value, timestamp }),
-    collectSide: (_tag, value, timestamp) => void d.side.push({ value, timestamp }),
+    collectSide: (tag, value, timestamp) => void d.side.push({ tag: tag.id, value, timestamp }),
     emitWatermark: (w) => void d.watermarks.push(w),
     emitWatermarkStatus: () => {},
   };
@@ -287,16 +319,18 @@ function driver(bounds: IntervalJoinBounds, fn: ProcessJoinFunction<Rec, Rec, Jo
     stateBackend: heapStateBackend,
     awaitWork: () => assert.fail("an interval join starts no asynchronous work"),
   };
-  const operator = intervalJoinOperator(fn, bounds)(ctx, output);
+  const operator = intervalJoinOperator(fn, bounds, lateData)(ctx, output);
   operator.open?.();
   return { ...d, operator };
 }
 
 /**
  * What the operator must hold after watermark `w`: a buffered record stays until its cleanup
- * timer (left: ts + upper, or ts when upper ≤ 0; right: ts - lower, or ts when lower ≥ 0) is ≤ w.
+ * timer (left: ts + upper, or ts when upper ≤ 0; right: ts - lower, or ts when lower ≥ 0; with
+ * exclusive bounds made inclusive, 1 ms tighter) is ≤ w.
  */
-function modelState(accepted: readonly { rec: Rec; side: "L" | "R" }[], b: IntervalJoinBounds, w: number) {
+function modelState(accepted: readonly { rec: Rec; side: "L" | "R" }[], bounds: IntervalJoinBounds, w: number) {
+  const b = inclusiveIntervalJoinBounds(bounds);
   const keys = new Set<string>();
   const timers = new Set<string>();
   for (const { rec, side } of accepted) {
@@ -396,6 +430,11 @@ test("lower > upper is a config error when the job is defined", () => {
 test("an interval made empty by an exclusive bound is a config error", () => {
   const job = tinyJob((l, r) => void l.intervalJoin(r).between(5, 5).upperBoundExclusive().process(pairFunction()));
   assert.throws(() => runJob(job), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL");
+  // (0, 1) holds no integer timestamp difference.
+  const open = tinyJob((l, r) => void l.intervalJoin(r).between(0, 1).lowerBoundExclusive().upperBoundExclusive().process(pairFunction()));
+  assert.throws(() => runJob(open), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL" && /empty/.test(e.message));
+  const fractional = tinyJob((l, r) => void l.intervalJoin(r).between(-0.5, 1).process(pairFunction()));
+  assert.throws(() => runJob(fractional), (e: unknown) => e instanceof EddyError && e.code === "INVALID_INTERVAL" && /integer/.test(e.message));
 });
 
 test("a record without a timestamp fails the job with NO_TIMESTAMP naming the operator", async () => {
@@ -419,4 +458,47 @@ test("a record without a timestamp is rejected by the operator itself", () => {
     () => d.operator.processElement1({ id: "L1", key: "a", ts: 0 }, NO_TIMESTAMP),
     (e: unknown) => e instanceof EddyError && e.code === "NO_TIMESTAMP" && e.operator === "IntervalJoin" && /left input/.test(e.message),
   );
+});
+
+test("an exclusive bound is the inclusive bound 1 ms tighter, for matching and for cleanup (as Flink)", () => {
+  // between(-2, 1), both exclusive = [-1, 0]: a left record at 1 is cleaned up at watermark 1 + 0.
+  const upper = driver({ lowerMs: -2, upperMs: 1, lowerInclusive: false, upperInclusive: false });
+  upper.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  upper.operator.processWatermark(1);
+  assert.deepEqual(upper.operator.stateSize(), { keys: 0, timers: 0 }, "the left buffer is cleaned at 1");
+  upper.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  assert.deepEqual(upper.out, [], "a right record at the watermark finds no partner, as in Flink");
+  // between(-1, 2), both exclusive = [0, 1]: a right record at 1 is cleaned up at watermark 1 - 0.
+  const lower = driver({ lowerMs: -1, upperMs: 2, lowerInclusive: false, upperInclusive: false });
+  lower.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  lower.operator.processWatermark(1);
+  assert.deepEqual(lower.operator.stateSize(), { keys: 0, timers: 0 }, "the right buffer is cleaned at 1");
+  lower.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  assert.deepEqual(lower.out, []);
+  // Before the watermark both join: the interval itself is unchanged for integer timestamps.
+  const before = driver({ lowerMs: -2, upperMs: 1, lowerInclusive: false, upperInclusive: false });
+  before.operator.processElement1({ id: "L1", key: "a", ts: 1 }, 1);
+  before.operator.processElement2({ id: "R1", key: "a", ts: 1 }, 1);
+  before.operator.processElement2({ id: "R2", key: "a", ts: 2 }, 2);
+  before.operator.processElement2({ id: "R3", key: "a", ts: -1 }, -1);
+  assert.deepEqual(before.out.map((o) => o.value.pair), ["L1|R1"]);
+});
+
+test("late records of each side go to that side's late-data output with their own timestamp", () => {
+  const d = driver(inclusive(-100, 100), pairFunction(), { left: new OutputTag<Rec>("late-left"), right: new OutputTag<Rec>("late-right") });
+  d.operator.processWatermark(1000);
+  d.operator.processElement1({ id: "L1", key: "a", ts: 999 }, 999);
+  d.operator.processElement2({ id: "R1", key: "a", ts: 998 }, 998);
+  assert.deepEqual(d.side, [
+    { tag: "late-left", value: { id: "L1", key: "a", ts: 999 }, timestamp: 999 },
+    { tag: "late-right", value: { id: "R1", key: "a", ts: 998 }, timestamp: 998 },
+  ]);
+  assert.equal(d.counters.snapshot()["IntervalJoin.numLateRecordsDropped"], 0, "nothing dropped");
+  assert.deepEqual(d.operator.stateSize(), { keys: 0, timers: 0 }, "a late record is not buffered");
+  // Only the left side has a tag: a late right record is dropped and counted.
+  const leftOnly = driver(inclusive(-100, 100), pairFunction(), { left: new OutputTag<Rec>("late-left") });
+  leftOnly.operator.processWatermark(1000);
+  leftOnly.operator.processElement2({ id: "R1", key: "a", ts: 998 }, 998);
+  assert.deepEqual(leftOnly.side, []);
+  assert.deepEqual(leftOnly.counters.snapshot(), { "IntervalJoin.numLateRecordsDropped": 1 });
 });

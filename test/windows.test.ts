@@ -23,7 +23,9 @@ import {
   TimeEvictor,
   TimeWindow,
   TumblingEventTimeWindows,
+  TumblingProcessingTimeWindows,
   WatermarkStrategy,
+  WindowStagger,
   ValueStateDescriptor,
   type AggregateFunction,
   type ProcessWindowFunction,
@@ -84,7 +86,7 @@ function windowJob(input: Ev[], assigner: () => WindowAssigner<Ev, TimeWindow>, 
     };
     const stream =
       fn === "reduce"
-        ? windowed.reduce(sumReduce, (key, w, r: Ev, out) => out.collect(toOut(key, w, r.v)))
+        ? windowed.reduce(sumReduce, (key, w, [r]: [Ev], out) => out.collect(toOut(key, w, r.v)))
         : fn === "aggregate"
           ? windowed.aggregate(sumAggregate, {
               process: (key: string, ctx: { window: TimeWindow }, results: number[], out: { collect(o: Out): void }) =>
@@ -231,7 +233,7 @@ for (const lateness of [0, 700]) {
           .window(slide === 1000 ? TumblingEventTimeWindows.of<Ev>(1000) : SlidingEventTimeWindows.of<Ev>(1000, slide))
           .allowedLateness(lateness);
         if (withTag) windowed.sideOutputLateData(lateTag);
-        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, sum, o) =>
+        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, [sum], o) =>
           o.collect({ key, start: w.start, end: w.end, result: sum }),
         );
         out.sinkTo(collectSink("out"));
@@ -284,7 +286,7 @@ test("a session that bridges three sessions merges them all, contents and all", 
       .window(EventTimeSessionWindows.withDynamicGap<(typeof input)[number]>((e) => e.gap))
       .reduce(
         (x, y) => ({ ...x, v: x.v + y.v }),
-        (key, w, r, out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
+        (key, w, [r], out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
       )
       .sinkTo(collectSink("out"));
   });
@@ -527,7 +529,7 @@ for (const lateness of [0, 500]) {
         .window(EventTimeSessionWindows.withGap<Ev>(gap))
         .allowedLateness(lateness)
         .sideOutputLateData(lateTag)
-        .aggregate(sumAggregate, (key, w, sum, o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
+        .aggregate(sumAggregate, (key, w, [sum], o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
       out.sinkTo(collectSink("out"));
       out.getSideOutput(lateTag).sinkTo(collectSink("late"));
     });
@@ -579,7 +581,93 @@ test("configuration errors are reported when the job is built", () => {
   const keyedEvents = (env: Parameters<Parameters<typeof defineJob>[1]>[0]) => env.fromElements<Ev>({ key: "a", ts: 1, v: 1 }).keyBy((e) => e.key);
   const { merge: _m, ...noMerge } = sumAggregate;
   assert.throws(build((k) => k.window(EventTimeSessionWindows.withGap(10)).aggregate(noMerge)), /needs merge/);
-  assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200))), /slide \(200\) must not exceed its size \(100\)/);
+  assert.throws(build((k) => k.window(SlidingEventTimeWindows.of(100, 200, 250))), /window offset must be in \(-slide, slide\)/);
   assert.throws(build((k) => k.window(TumblingEventTimeWindows.of(0))), /window size must be/);
   assert.throws(build((k) => k.countWindow(0)), /countWindow needs a size/);
+});
+
+test("every window function form gets an iterable: one element after reduce/aggregate, all of them in apply/process (as Flink)", async () => {
+  const input = Array.from({ length: 6 }, (_, i) => ({ key: i % 2 === 0 ? "even" : "odd", ts: i * 100, v: i }));
+  type In = (typeof input)[number];
+  const job = defineJob("window-function-iterables", (env) => {
+    const keyed = env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<In>().withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key);
+    const sum = (name: string) => (key: string, w: TimeWindow, values: Iterable<number>, out: { collect(o: string): void }) => {
+      let total = 0;
+      let n = 0;
+      for (const v of values) {
+        total += v;
+        n++;
+      }
+      out.collect(`${name} ${key} ${w.end} n=${n} sum=${total}`);
+    };
+    const tumbling = () => keyed.window(TumblingEventTimeWindows.of<In>(1000));
+    tumbling().reduce((a, b) => ({ ...a, v: a.v + b.v }), (k, w, rs, out) => sum("reduce")(k, w, [...rs].map((r) => r.v), out)).sinkTo(collectSink("reduce"));
+    tumbling().aggregate({ createAccumulator: () => 0, add: (e: In, acc: number) => acc + e.v, getResult: (acc: number) => acc }, sum("aggregate")).sinkTo(collectSink("aggregate"));
+    tumbling().apply((k, w, es, out) => sum("apply")(k, w, es.map((e) => e.v), out)).sinkTo(collectSink("apply"));
+    // Sliding by reduce runs on the pane operator.
+    keyed.window(SlidingEventTimeWindows.of<In>(1000, 500)).aggregate({ createAccumulator: () => 0, add: (e: In, acc: number) => acc + e.v, getResult: (acc: number) => acc, merge: (a: number, b: number) => a + b }, sum("panes")).sinkTo(collectSink("panes"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  const sorted = (name: string) => handle.collected<string>(name).sort();
+  assert.deepEqual(sorted("reduce"), ["reduce even 1000 n=1 sum=6", "reduce odd 1000 n=1 sum=9"]);
+  assert.deepEqual(sorted("aggregate"), ["aggregate even 1000 n=1 sum=6", "aggregate odd 1000 n=1 sum=9"]);
+  assert.deepEqual(sorted("apply"), ["apply even 1000 n=3 sum=6", "apply odd 1000 n=3 sum=9"]);
+  assert.deepEqual(sorted("panes"), ["panes even 1000 n=1 sum=6", "panes even 500 n=1 sum=6", "panes odd 1000 n=1 sum=9", "panes odd 1500 n=1 sum=5", "panes odd 500 n=1 sum=4"]);
+});
+
+test("GlobalWindows.createWithEndOfStreamTrigger fires each key's window once, when the input ends", async () => {
+  const job = defineJob("global-end-of-stream", (env) => {
+    env
+      .fromSequence(1, 10)
+      .keyBy((n) => (n % 2 === 0 ? "even" : "odd"))
+      .window(GlobalWindows.createWithEndOfStreamTrigger<number>())
+      .reduce((a, b) => a + b, (key, _w, [sum], out) => out.collect(`${key}=${sum}`))
+      .sinkTo(collectSink("sums"));
+  });
+  const handle = runJob(job);
+  await handle.done;
+  assert.deepEqual(handle.collected<string>("sums").sort(), ["even=30", "odd=25"]);
+});
+
+test("sliding windows with gaps (slide > size) count only the elements inside a window", async () => {
+  const input = Array.from({ length: 20 }, (_, i) => ({ key: "k", ts: i * 50, v: 1 })); // 0..950 ms
+  const job = defineJob("sliding-gaps", (env) => {
+    env
+      .fromCollection(input)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<(typeof input)[number]>().withTimestampAssigner((e) => e.ts))
+      .keyBy((e) => e.key)
+      .window(SlidingEventTimeWindows.of(100, 300))
+      .apply((_k, w, es, out) => out.collect(`${w.start}:${es.map((e) => e.ts).join(",")}`))
+      .sinkTo(collectSink("gaps"));
+  });
+  const handle = runJob(job);
+  const result = await handle.done;
+  assert.deepEqual(handle.collected<string>("gaps"), ["0:0,50", "300:300,350", "600:600,650", "900:900,950"]);
+  assert.equal(lateRecordsDropped(result.metrics), 0, "elements in a gap are not late");
+});
+
+test("a staggered processing-time window operator draws its stagger from its first element", () => {
+  const assigner = TumblingProcessingTimeWindows.of<Ev>(1000, 0, WindowStagger.NATURAL);
+  const harness = new OperatorTestHarness<Ev, unknown>(
+    windowOperator<Ev, TimeWindow>({
+      assigner,
+      trigger: assigner.defaultTrigger(),
+      allowedLateness: 0,
+      lateDataTag: undefined,
+      contents: { kind: "list" },
+      windowFunction: (_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`),
+    }),
+    (e) => e.key,
+  ).open();
+  harness.setProcessingTime(1234);
+  harness.processElement({ key: "a", ts: 0, v: 1 });
+  harness.processElement({ key: "b", ts: 0, v: 1 });
+  harness.setProcessingTime(2232);
+  assert.deepEqual(harness.records(), []);
+  harness.setProcessingTime(2233);
+  assert.deepEqual(harness.records(), ["1234-2234:1", "1234-2234:1"]);
 });

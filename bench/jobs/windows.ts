@@ -118,7 +118,7 @@ function windowCount(name: string, assigner: () => WindowAssigner<Ev, TimeWindow
     events(env, sessions)
       .keyBy((e) => e.key)
       .window(assigner())
-      .aggregate(count, (key, w, n, out: { collect(r: WindowCount): void }) => out.collect({ key, end: w.end, count: n }))
+      .aggregate(count, (key, w, [n], out: { collect(r: WindowCount): void }) => out.collect({ key, end: w.end, count: n }))
       .uid("window-count")
       .sinkTo(countingSink());
   });

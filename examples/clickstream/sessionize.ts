@@ -93,7 +93,7 @@ export function sessionize(env: StreamExecutionEnvironment, paths: SessionPaths,
   inspected
     .keyBy((c) => c.user)
     .window(EventTimeSessionWindows.withGap(SESSION_GAP_MS))
-    .aggregate(sessionSummary, (user: string, window: TimeWindow, acc: SessionAccumulator, out) =>
+    .aggregate(sessionSummary, (user: string, window: TimeWindow, [acc]: [SessionAccumulator], out) =>
       out.collect({ user, start: window.start, end: window.end, clicks: acc.clicks, pages: acc.pages }),
     )
     .name("sessions")

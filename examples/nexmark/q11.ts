@@ -43,7 +43,7 @@ export function q11(env: StreamExecutionEnvironment): DataStream<Q11Result> {
   return bidsOf(nexmarkEvents(env))
     .keyBy((b) => b.bidder)
     .window(EventTimeSessionWindows.withGap(Time.seconds(10)))
-    .aggregate<number, number, Q11Result>(countBids, (bidder, session, bidCount, out) =>
+    .aggregate<number, number, Q11Result>(countBids, (bidder, session, [bidCount], out) =>
       out.collect({ bidder, bidCount, starttime: session.start, endtime: session.end }),
     )
     .uid("q11-sessions");

@@ -73,7 +73,7 @@ export function q12(env: StreamExecutionEnvironment): DataStream<Q12Result> {
     .keyBy((b) => b.bidder)
     .window(TumblingProcessingTimeWindows.of(Time.seconds(10)))
     .trigger(processingTimeOrEndOfInput)
-    .aggregate<number, number, Q12Result>(countBids, (bidder, window, bidCount, out) =>
+    .aggregate<number, number, Q12Result>(countBids, (bidder, window, [bidCount], out) =>
       out.collect({ bidder, bidCount, starttime: window.start, endtime: window.end }),
     )
     .uid("q12-windows");

@@ -94,7 +94,7 @@ export function q5(env: StreamExecutionEnvironment): DataStream<Q5Result> {
   return bidsOf(nexmarkEvents(env))
     .keyBy((b) => b.auction)
     .window(SlidingEventTimeWindows.of(WINDOW_MS, SLIDE_MS))
-    .aggregate<number, number, Q5Result>(countBids, (auction, window, num, out) =>
+    .aggregate<number, number, Q5Result>(countBids, (auction, window, [num], out) =>
       out.collect({ auction, num, starttime: window.start, endtime: window.end }),
     )
     .uid("q5-count-bids")

@@ -62,7 +62,7 @@ export const highestBids: AggregateFunction<Bid, HighestBids, Q7Result[]> = {
 export function q7(env: StreamExecutionEnvironment): DataStream<Q7Result> {
   return bidsOf(nexmarkEvents(env))
     .windowAll(TumblingEventTimeWindows.of(Time.seconds(10)))
-    .aggregate<HighestBids, Q7Result[], Q7Result>(highestBids, (_key, _window, bids, out) => {
+    .aggregate<HighestBids, Q7Result[], Q7Result>(highestBids, (_key, _window, [bids], out) => {
       for (const bid of bids) out.collect(bid);
     })
     .uid("q7-highest-bids");

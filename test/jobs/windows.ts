@@ -58,12 +58,12 @@ export const windowsJob = defineJob("windows-parallel", (env) => {
   const byUser = clicks.keyBy((c) => c.user);
   byUser
     .window(TumblingEventTimeWindows.of(1000))
-    .aggregate(countPages, (user, w, n, out) => out.collect({ kind: "tumbling", user, start: w.start, n }))
+    .aggregate(countPages, (user, w, [n], out) => out.collect({ kind: "tumbling", user, start: w.start, n }))
     .uid("tumbling")
     .sinkTo(collectSink("out"));
   byUser
     .window(SlidingEventTimeWindows.of(3000, 1000))
-    .reduce((a, b) => (a.page >= b.page ? a : b), (user, w, c, out) => out.collect({ kind: "sliding", user, start: w.start, n: c.page }))
+    .reduce((a, b) => (a.page >= b.page ? a : b), (user, w, [c], out) => out.collect({ kind: "sliding", user, start: w.start, n: c.page }))
     .uid("sliding")
     .sinkTo(collectSink("out"));
   byUser

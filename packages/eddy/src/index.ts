@@ -98,6 +98,7 @@ export {
   EventTimeSessionWindows,
   ProcessingTimeSessionWindows,
   GlobalWindows,
+  WindowStagger,
   type WindowAssigner,
   type WindowAssignerContext,
 } from "./runtime/windows/assigners.ts";
@@ -114,7 +115,7 @@ export {
   type OnMergeContext,
 } from "./runtime/windows/triggers.ts";
 export { CountEvictor, TimeEvictor, DeltaEvictor, type Evictor, type EvictorContext, type TimestampedValue } from "./runtime/windows/evictors.ts";
-export type { WindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
+export type { WindowFunction, AggregatedWindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
 export {
   ByteReader,
   ByteWriter,

@@ -7,7 +7,7 @@ import type { BatchCodec } from "../core/codec/codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
-import type { OutputTag } from "../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../core/output-tag.ts";
 import { DEAD_LETTERS, errorPolicySpec, FAIL_POLICY, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions } from "../core/error-policy.ts";
 import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
 import { printSink } from "../connector/print-sink.ts";
@@ -282,6 +282,7 @@ export class DataStream<T> extends OperatorHandle {
 
   /** The records this operator emitted to `tag` with `ctx.output(tag, value)`. */
   getSideOutput<S>(tag: OutputTag<S>): DataStream<S> {
+    requireOutputTag(tag, "getSideOutput(tag)");
     const t = this.builder.add({
       kind: "side-output",
       id: this.builder.nextId(),

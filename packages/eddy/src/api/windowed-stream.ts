@@ -5,13 +5,13 @@
  */
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
-import type { OutputTag } from "../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../core/output-tag.ts";
 import type { AggregateFunction } from "../state/descriptors.ts";
 import type { ReduceFunction } from "../runtime/functions.ts";
 import type { WindowAssigner } from "../runtime/windows/assigners.ts";
 import type { Evictor } from "../runtime/windows/evictors.ts";
 import type { Trigger } from "../runtime/windows/triggers.ts";
-import type { AnyWindowFunction, ProcessWindowFunction, WindowFunction } from "../runtime/windows/window-functions.ts";
+import type { AnyAggregatedWindowFunction, AnyWindowFunction, ProcessWindowFunction, WindowFunction } from "../runtime/windows/window-functions.ts";
 import { windowOperator, type WindowContents } from "../runtime/windows/window-operator.ts";
 import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
 import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
@@ -67,22 +67,23 @@ export class WindowedStream<T, K extends Key, W extends Window> {
 
   /** Elements too late for any window go to this side output instead of being dropped. */
   sideOutputLateData(tag: OutputTag<T>): this {
+    requireOutputTag(tag, "sideOutputLateData(tag)");
     this.#lateTag = tag;
     return this;
   }
 
-  /** Incremental: one reduced value per window; `windowFn` (optional) turns it into the output. */
+  /** Incremental: one reduced value per window; `windowFn` (optional) gets it as a one-element array. */
   reduce(fn: ReduceFunction<T>): DataStream<T>;
-  reduce<R>(fn: ReduceFunction<T>, windowFn: AnyWindowFunction<T, R, K, W>): DataStream<R>;
-  reduce<R>(fn: ReduceFunction<T>, windowFn?: AnyWindowFunction<T, R, K, W>): DataStream<R | T> {
+  reduce<R>(fn: ReduceFunction<T>, windowFn: AnyAggregatedWindowFunction<T, R, K, W>): DataStream<R>;
+  reduce<R>(fn: ReduceFunction<T>, windowFn?: AnyAggregatedWindowFunction<T, R, K, W>): DataStream<R | T> {
     if (typeof fn !== "function") throw new TypeError("reduce needs a function (a, b) => c");
     return this.#build("Reduce", { kind: "reduce", reduce: fn }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
   }
 
-  /** Incremental: one accumulator per window (never a buffer of elements). */
+  /** Incremental: one accumulator per window (never a buffer of elements); `windowFn` gets its result as a one-element array. */
   aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>): DataStream<V>;
-  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn: AnyWindowFunction<V, R, K, W>): DataStream<R>;
-  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn?: AnyWindowFunction<V, R, K, W>): DataStream<R | V> {
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn: AnyAggregatedWindowFunction<V, R, K, W>): DataStream<R>;
+  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn?: AnyAggregatedWindowFunction<V, R, K, W>): DataStream<R | V> {
     for (const m of ["createAccumulator", "add", "getResult"] as const) {
       if (fn === null || typeof fn !== "object" || typeof fn[m] !== "function") throw new TypeError(`aggregate needs an AggregateFunction with ${m}()`);
     }
@@ -101,7 +102,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
   }
 
   /** Buffers the window's elements and calls `fn(key, window, elements, out)`. */
-  apply<R>(fn: WindowFunction<T[], R, K, W>): DataStream<R> {
+  apply<R>(fn: WindowFunction<T, R, K, W>): DataStream<R> {
     if (typeof fn !== "function") throw new TypeError("apply needs a function (key, window, elements, out) => void");
     return this.#build("Apply", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
   }

@@ -2,23 +2,27 @@
  * The interval join (Flink's IntervalJoinOperator): joins two keyed streams on event time. For a
  * left record l and a right record r of the same key it calls the join function once when
  *
- *     l.ts + lower ≤ r.ts ≤ l.ts + upper      (either bound strict when made exclusive)
+ *     l.ts + lower ≤ r.ts ≤ l.ts + upper
  *
- * and emits with timestamp max(l.ts, r.ts).
+ * and emits with timestamp max(l.ts, r.ts). Timestamps are integer ms, so an exclusive bound is
+ * the inclusive bound 1 ms tighter (lower + 1, upper − 1); as in Flink, the operator works with
+ * those inclusive bounds only, for matching and for cleanup.
  *
  * Buffers. Each side keeps its records in keyed map state, timestamp → records with that timestamp
  * (in arrival order). A record is first added to its own buffer, then joined with the buckets of
  * the other buffer whose timestamp is in range; only the bucket keys are scanned, and a bucket is
  * read (copied) only when it matches.
  *
- * Lateness. A record whose timestamp is < the current watermark is late: it is dropped, before
- * touching state, and counted in `numLateRecordsDropped`. (As in Flink, a record whose timestamp
+ * Lateness. A record whose timestamp is < the current watermark is late: before touching state,
+ * it goes to its side's late-data side output when one is set (Flink's sideOutputLeftLateData /
+ * sideOutputRightLateData, with its own timestamp), otherwise it is dropped and counted in
+ * `numLateRecordsDropped`. (As in Flink, a record whose timestamp
  * equals the watermark is not late, yet may miss partners already cleaned up at that watermark:
  * such a record breaks the watermark's promise anyway.)
  *
  * Cleanup. Every buffered bucket has one event-time timer (timers are deduplicated, so records with
  * the same key and timestamp share it): a left bucket at ts + upper (ts when upper ≤ 0), a right
- * bucket at ts − lower (ts when lower ≥ 0). From that watermark on, no record that is not late can
+ * bucket at ts − lower (ts when lower ≥ 0), with the inclusive bounds. From that watermark on, no record that is not late can
  * match the bucket, so the timer removes it. Left and right timers are told apart by their
  * namespace. Once the watermark passes every record's interval, state and timers are empty.
  *
@@ -32,7 +36,7 @@
  * cleanup timer recovers the bucket timestamp arithmetically).
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import { MapStateDescriptor } from "../../state/descriptors.ts";
 import type { InternalMapState } from "../../state/internal-state.ts";
@@ -70,6 +74,12 @@ export interface IntervalJoinBounds {
   readonly upperInclusive: boolean;
 }
 
+/** Where late records of each side go; a side without a tag drops (and counts) them. */
+export interface IntervalJoinLateData<IN1, IN2> {
+  readonly left?: OutputTag<IN1> | undefined;
+  readonly right?: OutputTag<IN2> | undefined;
+}
+
 export interface IntervalJoinOperator<IN1, IN2> extends TwoInputOperator<IN1, IN2> {
   /** Keys holding buffered records, and pending timers: both return to 0 once the watermark passes every interval. */
   stateSize(): { keys: number; timers: number };
@@ -82,12 +92,23 @@ export const RIGHT_BUFFER = "interval-join-right";
 const CLEANUP_LEFT = "cleanup-left";
 const CLEANUP_RIGHT = "cleanup-right";
 
-/** Throws a config error unless the bounds describe a non-empty interval of finite ms. */
+/**
+ * The same interval with both bounds inclusive: an exclusive bound moves 1 ms inwards (Flink's
+ * IntervalJoinOperator does the same), which is exact because timestamps are integer ms.
+ */
+export function inclusiveIntervalJoinBounds(bounds: IntervalJoinBounds): { readonly lowerMs: number; readonly upperMs: number } {
+  return {
+    lowerMs: bounds.lowerInclusive ? bounds.lowerMs : bounds.lowerMs + 1,
+    upperMs: bounds.upperInclusive ? bounds.upperMs : bounds.upperMs - 1,
+  };
+}
+
+/** Throws a config error unless the bounds describe a non-empty interval of integer ms. */
 export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
-  const { lowerMs, upperMs, lowerInclusive, upperInclusive } = bounds;
+  const { lowerMs, upperMs } = bounds;
   for (const [what, v] of [["lower", lowerMs], ["upper", upperMs]] as const) {
-    if (typeof v !== "number" || !Number.isFinite(v)) {
-      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be a finite number of ms, got ${String(v)}`);
+    if (typeof v !== "number" || !Number.isSafeInteger(v)) {
+      throw new EddyError("INVALID_INTERVAL", `interval join: the ${what} bound must be an integer number of ms, got ${String(v)}`);
     }
   }
   if (lowerMs > upperMs) {
@@ -96,15 +117,24 @@ export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
       `interval join: the lower bound (${lowerMs} ms) must not be greater than the upper bound (${upperMs} ms)`,
     );
   }
-  if (lowerMs === upperMs && !(lowerInclusive && upperInclusive)) {
-    throw new EddyError("INVALID_INTERVAL", `interval join: the interval (${lowerMs} ms) is empty once a bound is exclusive`);
+  const inclusive = inclusiveIntervalJoinBounds(bounds);
+  if (inclusive.lowerMs > inclusive.upperMs) {
+    // Flink accepts such an interval and joins nothing; a join that can never match is a mistake.
+    throw new EddyError(
+      "INVALID_INTERVAL",
+      `interval join: the interval (${lowerMs} ms, ${upperMs} ms) is empty once its exclusive bounds are left out`,
+    );
   }
 }
 
-export function intervalJoinOperator<IN1, IN2, OUT>(userFn: ProcessJoinFunction<IN1, IN2, OUT>, bounds: IntervalJoinBounds) {
+export function intervalJoinOperator<IN1, IN2, OUT>(
+  userFn: ProcessJoinFunction<IN1, IN2, OUT>,
+  bounds: IntervalJoinBounds,
+  lateData: IntervalJoinLateData<IN1, IN2> = {},
+) {
   checkIntervalJoinBounds(bounds);
   return (ctx: OperatorContext, output: Output<OUT>): IntervalJoinOperator<IN1, IN2> =>
-    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn), bounds, ctx, output);
+    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn), bounds, lateData, ctx, output);
 }
 
 /** The context handed to the join function: one per operator, updated before every pair. */
@@ -128,6 +158,7 @@ class JoinContext implements ProcessJoinContext {
     return Math.max(this.left, this.right);
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, Math.max(this.left, this.right));
   }
 }
@@ -136,10 +167,9 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   readonly #fn: ProcessJoinFunction<IN1, IN2, OUT>;
   readonly #ctx: OperatorContext;
   readonly #output: Output<OUT>;
+  /** The interval with both bounds inclusive (exclusive ones moved 1 ms inwards); lower ≤ upper. */
   readonly #lower: number;
   readonly #upper: number;
-  readonly #lowerInclusive: boolean;
-  readonly #upperInclusive: boolean;
   readonly #keySelector1: AnyKeySelector;
   readonly #keySelector2: AnyKeySelector;
   readonly #keyed: KeyedStateAndTimers;
@@ -149,15 +179,22 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   readonly #collector: TimestampedCollector<OUT>;
   readonly #context: JoinContext;
   readonly #lateDropped: Counter;
+  readonly #lateLeft: OutputTag<IN1> | undefined;
+  readonly #lateRight: OutputTag<IN2> | undefined;
 
-  constructor(fn: ProcessJoinFunction<IN1, IN2, OUT>, bounds: IntervalJoinBounds, ctx: OperatorContext, output: Output<OUT>) {
+  constructor(
+    fn: ProcessJoinFunction<IN1, IN2, OUT>,
+    bounds: IntervalJoinBounds,
+    lateData: IntervalJoinLateData<IN1, IN2>,
+    ctx: OperatorContext,
+    output: Output<OUT>,
+  ) {
     this.#fn = fn;
     this.#ctx = ctx;
     this.#output = output;
-    this.#lower = bounds.lowerMs;
-    this.#upper = bounds.upperMs;
-    this.#lowerInclusive = bounds.lowerInclusive;
-    this.#upperInclusive = bounds.upperInclusive;
+    const inclusive = inclusiveIntervalJoinBounds(bounds);
+    this.#lower = inclusive.lowerMs;
+    this.#upper = inclusive.upperMs;
     this.#keySelector1 = requireKeySelector(ctx, 0);
     this.#keySelector2 = requireKeySelector(ctx, 1);
     this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
@@ -166,6 +203,8 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     this.#collector = new TimestampedCollector(output);
     this.#context = new JoinContext(output as Output<unknown>);
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
+    this.#lateLeft = lateData.left;
+    this.#lateRight = lateData.right;
   }
 
   open(): void {
@@ -176,7 +215,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   processElement1(value: IN1, timestamp: number, keyGroup?: number): void {
     this.#requireTimestamp(timestamp, 1);
     if (timestamp < this.#keyed.currentWatermark) {
-      this.#lateDropped.inc();
+      this.#late(this.#lateLeft, value, timestamp);
       return;
     }
     this.#keyed.setKeyFromRecord(this.#keySelector1, value, keyGroup);
@@ -202,7 +241,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
   processElement2(value: IN2, timestamp: number, keyGroup?: number): void {
     this.#requireTimestamp(timestamp, 2);
     if (timestamp < this.#keyed.currentWatermark) {
-      this.#lateDropped.inc();
+      this.#late(this.#lateRight, value, timestamp);
       return;
     }
     this.#keyed.setKeyFromRecord(this.#keySelector2, value, keyGroup);
@@ -244,12 +283,15 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
     callUser(this.#ctx, () => this.#fn.close?.());
   }
 
+  /** A late record: to its side output with its own timestamp, or dropped and counted. */
+  #late<T>(tag: OutputTag<T> | undefined, value: T, timestamp: number): void {
+    if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
+    else this.#lateDropped.inc();
+  }
+
   /** Whether `rightTs - leftTs` lies in the interval. */
   #inInterval(delta: number): boolean {
-    return (
-      (this.#lowerInclusive ? delta >= this.#lower : delta > this.#lower) &&
-      (this.#upperInclusive ? delta <= this.#upper : delta < this.#upper)
-    );
+    return delta >= this.#lower && delta <= this.#upper;
   }
 
   #registerCleanup(namespace: string, timestamp: number): void {

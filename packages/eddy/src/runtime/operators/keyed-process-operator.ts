@@ -6,7 +6,7 @@
  */
 import { userFunctionError } from "../../core/errors.ts";
 import type { Key } from "../../core/key.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../../core/time.ts";
 import type {
   Collector,
@@ -20,6 +20,7 @@ import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
+import { asyncResultError, rejectAsyncMethods } from "./synchronous-user-call.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 
@@ -45,6 +46,7 @@ class KeyedContext<K> implements OnTimerContext<K> {
     return this.#keyed.timerService;
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.currentTimestamp);
   }
   timeDomain(): "event-time" | "processing-time" {
@@ -84,6 +86,7 @@ function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: Timer
 }
 
 export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProcessFunction<K, IN, OUT>) {
+  rejectAsyncMethods(userFn, "process", ["processElement", "onTimer"]);
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
     const fn = perSubtaskInstance(userFn);
     const keySelector = requireKeySelector(ctx, 0);
@@ -105,12 +108,15 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
         context.currentTimestamp = timestamp;
         context.domain = "event";
         collector.timestamp = timestamp;
+        let result: unknown;
         try {
-          fn.processElement(value, context, collector);
+          result = fn.processElement(value, context, collector);
         } catch (e) {
           // What the function emitted or wrote to state before it threw stays.
           errors.onRecordError(e, value, timestamp);
+          return;
         }
+        if (result !== undefined && result instanceof Promise) throw asyncResultError(ctx, "processElement", result);
       },
       processWatermark(watermark) {
         keyed.timers.advanceWatermark(watermark);

@@ -1,11 +1,12 @@
 /** Non-keyed ProcessFunction and CoProcessFunction: per-record context, side outputs, no timers. */
 import { userFunctionError } from "../../core/errors.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
 import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
 import { nonKeyedTimerService } from "./keyed-state-and-timers.ts";
 import { perSubtaskInstance } from "./function-instance.ts";
+import { asyncResultError, failCollectAfterReturn, rejectAsyncMethods } from "./synchronous-user-call.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 import { operatorStateStore, type OperatorListState } from "../operator-state.ts";
@@ -31,6 +32,7 @@ class NonKeyedContext implements ProcessContext {
   }
 
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.currentTimestamp);
   }
 }
@@ -56,22 +58,29 @@ export function callUser(ctx: OperatorContext, hook: () => void): void {
 }
 
 export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
+  rejectAsyncMethods(userFn, "process", ["processElement"]);
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
     const fn = perSubtaskInstance(userFn);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
-    const collector = new TimestampedCollector(output);
+    const collector = new TimestampedCollector(output, () => failCollectAfterReturn(ctx, "processElement"));
     const errors = recordErrorPolicy(ctx, output as Output<unknown>);
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContextOf(ctx))),
       processElement(value, timestamp) {
         context.currentTimestamp = timestamp;
         collector.timestamp = timestamp;
+        collector.open = true;
+        let result: unknown;
         try {
-          fn.processElement(value, context, collector);
+          result = fn.processElement(value, context, collector);
         } catch (e) {
           // What the function emitted before it threw (main or side output) has gone downstream.
+          collector.open = false;
           errors.onRecordError(e, value, timestamp);
+          return;
         }
+        collector.open = false;
+        if (result !== undefined && result instanceof Promise) throw asyncResultError(ctx, "processElement", result);
       },
       processWatermark(watermark) {
         context.currentWatermark = watermark;

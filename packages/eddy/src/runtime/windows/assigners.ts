@@ -26,7 +26,33 @@ export interface WindowAssigner<T, W extends Window> {
   /** The state/timer namespace of a window, and back. */
   namespaceOf(window: W): Namespace;
   windowOf(namespace: Namespace): W;
+  /**
+   * The assigner one operator instance uses, for assigners that keep per-subtask state (a window
+   * stagger drawn on the first element); absent when the assigner is shared as it is.
+   */
+  forSubtask?(): WindowAssigner<T, W>;
 }
+
+/**
+ * How tumbling processing-time windows are shifted per subtask, so that the windows of all
+ * subtasks do not fire at the same instant (Flink's WindowStagger). The offset is drawn once per
+ * subtask, from the processing time of its first element, and is not checkpointed (as in Flink,
+ * a restored subtask draws it again).
+ */
+export interface WindowStagger {
+  readonly name: string;
+  /** The offset in [0, sizeMs) to add to the window offset. */
+  staggerOffset(currentProcessingTimeMs: number, sizeMs: number): number;
+}
+
+export const WindowStagger = {
+  /** No stagger: every subtask's windows start at the same instants (the default). */
+  ALIGNED: { name: "ALIGNED", staggerOffset: () => 0 } as WindowStagger,
+  /** A uniformly random offset in [0, size) per subtask. */
+  RANDOM: { name: "RANDOM", staggerOffset: (_now: number, size: number) => Math.floor(Math.random() * size) } as WindowStagger,
+  /** Windows start when the subtask's first element arrives: the offset is that instant within its aligned window. */
+  NATURAL: { name: "NATURAL", staggerOffset: (now: number, size: number) => Math.max(0, now - windowStart(now, 0, size)) } as WindowStagger,
+} as const;
 
 function requireDuration(value: number, what: string, min: number): void {
   if (typeof value !== "number" || !Number.isFinite(value) || value < min) {
@@ -73,17 +99,29 @@ abstract class FixedSizeAssigner<T> implements WindowAssigner<T, TimeWindow> {
 class Tumbling<T> extends FixedSizeAssigner<T> {
   readonly description: string;
   readonly isEventTime: boolean;
-  readonly #offset: number;
+  /** The offset windows start at: the configured one, plus the stagger once drawn. */
+  #offset: number;
+  /** Draws the stagger on the first element; undefined once drawn, or for no stagger. */
+  #stagger: WindowStagger | undefined;
 
-  constructor(size: number, offset: number, eventTime: boolean) {
+  constructor(size: number, offset: number, eventTime: boolean, stagger: WindowStagger = WindowStagger.ALIGNED) {
     super(size);
     requireDuration(size, "window size", 1);
     if (!Number.isFinite(offset) || Math.abs(offset) >= size) {
       throw new EddyError("INVALID_WINDOW", `window offset must be in (-size, size), got ${offset}`);
     }
+    if (stagger === null || typeof stagger !== "object" || typeof stagger.staggerOffset !== "function") {
+      throw new EddyError("INVALID_WINDOW", `window stagger must be a WindowStagger (ALIGNED, RANDOM, NATURAL or your own), got ${String(stagger)}`);
+    }
     this.#offset = offset;
+    this.#stagger = stagger === WindowStagger.ALIGNED ? undefined : stagger;
     this.isEventTime = eventTime;
-    this.description = `Tumbling${eventTime ? "Event" : "Processing"}TimeWindows(${size}${offset === 0 ? "" : `, ${offset}`})`;
+    const staggered = this.#stagger === undefined ? "" : `, ${stagger.name}`;
+    this.description = `Tumbling${eventTime ? "Event" : "Processing"}TimeWindows(${size}${offset === 0 && staggered === "" ? "" : `, ${offset}`}${staggered})`;
+  }
+
+  forSubtask(): WindowAssigner<T, TimeWindow> {
+    return this.#stagger === undefined ? this : new Tumbling<T>(this.size, this.#offset, this.isEventTime, this.#stagger);
   }
 
   /**
@@ -96,9 +134,19 @@ class Tumbling<T> extends FixedSizeAssigner<T> {
   assignWindows(_element: T, timestamp: number, context: WindowAssignerContext): readonly TimeWindow[] {
     // hot path
     const t = this.isEventTime ? eventTimestamp(timestamp, this.description) : context.currentProcessingTime();
+    if (this.#stagger !== undefined) this.#drawStagger(t);
     const start = windowStart(t, this.#offset, this.size);
     if (this.#last[0]!.start === start) return this.#last;
     return (this.#last = Object.freeze([new TimeWindow(start, start + this.size)]));
+  }
+
+  #drawStagger(now: number): void {
+    const stagger = this.#stagger!.staggerOffset(now, this.size);
+    if (typeof stagger !== "number" || !Number.isFinite(stagger)) {
+      throw new EddyError("INVALID_WINDOW", `${this.description}: the window stagger gave ${String(stagger)}, not a number of ms`, { domain: "user" });
+    }
+    this.#offset = (this.#offset + Math.floor(stagger)) % this.size;
+    this.#stagger = undefined;
   }
 }
 
@@ -112,7 +160,8 @@ class Sliding<T> extends FixedSizeAssigner<T> {
     super(size);
     requireDuration(size, "window size", 1);
     requireDuration(slide, "window slide", 1);
-    if (slide > size) throw new EddyError("INVALID_WINDOW", `window slide (${slide}) must not exceed its size (${size})`);
+    // A slide larger than the size leaves gaps between windows; elements in a gap belong to no
+    // window and are dropped without being late (as in Flink).
     if (!Number.isFinite(offset) || Math.abs(offset) >= slide) {
       throw new EddyError("INVALID_WINDOW", `window offset must be in (-slide, slide), got ${offset}`);
     }
@@ -201,16 +250,27 @@ class Sessions<T> implements WindowAssigner<T, TimeWindow> {
 }
 
 class Global<T> implements WindowAssigner<T, GlobalWindow> {
-  readonly description = "GlobalWindows";
+  readonly description: string;
   readonly isEventTime = false;
   readonly #windows = [GlobalWindow.INSTANCE];
+  readonly #endOfStream: boolean;
+
+  constructor(endOfStream: boolean) {
+    this.#endOfStream = endOfStream;
+    this.description = endOfStream ? "GlobalWindows(EndOfStreamTrigger)" : "GlobalWindows";
+  }
 
   assignWindows(): readonly GlobalWindow[] {
     return this.#windows;
   }
 
+  /**
+   * With end of stream: Flink's EndOfStreamTrigger, an event-time timer at the global window's
+   * last timestamp that only the final watermark reaches. EventTimeTrigger does exactly that for
+   * the global window (the window is never late before the end, and never cleaned up).
+   */
   defaultTrigger(): Trigger<T, GlobalWindow> {
-    return NeverTrigger.create();
+    return this.#endOfStream ? EventTimeTrigger.create() : NeverTrigger.create();
   }
 
   namespaceOf(): Namespace {
@@ -226,7 +286,9 @@ export const TumblingEventTimeWindows = {
   of: <T = unknown>(size: number, offset = 0): WindowAssigner<T, TimeWindow> => new Tumbling<T>(size, offset, true),
 };
 export const TumblingProcessingTimeWindows = {
-  of: <T = unknown>(size: number, offset = 0): WindowAssigner<T, TimeWindow> => new Tumbling<T>(size, offset, false),
+  /** `stagger` shifts each subtask's windows (see WindowStagger); ALIGNED by default. */
+  of: <T = unknown>(size: number, offset = 0, stagger: WindowStagger = WindowStagger.ALIGNED): WindowAssigner<T, TimeWindow> =>
+    new Tumbling<T>(size, offset, false, stagger),
 };
 export const SlidingEventTimeWindows = {
   of: <T = unknown>(size: number, slide: number, offset = 0): WindowAssigner<T, TimeWindow> => new Sliding<T>(size, slide, offset, true),
@@ -259,5 +321,8 @@ export const ProcessingTimeSessionWindows = {
   withDynamicGap: <T>(extractor: (element: T) => number) => sessions<T>(false).withDynamicGap(extractor),
 };
 export const GlobalWindows = {
-  create: <T = unknown>(): WindowAssigner<T, GlobalWindow> => new Global<T>(),
+  /** Everything in one window per key, which fires only through a trigger you set. */
+  create: <T = unknown>(): WindowAssigner<T, GlobalWindow> => new Global<T>(false),
+  /** One window per key that fires once, when the (bounded) input ends: batch-style aggregation. */
+  createWithEndOfStreamTrigger: <T = unknown>(): WindowAssigner<T, GlobalWindow> => new Global<T>(true),
 };

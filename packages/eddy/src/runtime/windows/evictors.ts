@@ -3,6 +3,7 @@
  * (Flink's Evictor). A window with an evictor keeps every element with its timestamp, even for
  * reduce/aggregate, which then run over what is left when the window fires.
  */
+import { hasTimestamp } from "../../core/time.ts";
 import type { Window } from "./windows.ts";
 
 export interface TimestampedValue<T> {
@@ -35,15 +36,21 @@ export const CountEvictor = {
   },
 };
 
-/** Keeps the elements within `windowLength` ms of the newest element's timestamp. */
+/**
+ * Keeps the elements within `windowLength` ms of the newest element's timestamp: evicts those at
+ * or before newest - windowLength. Elements without a timestamp (processing-time pipelines, no
+ * timestamp assigner) cannot be compared, so, as Flink's TimeEvictor, it evicts nothing when the
+ * first element has none. Flink fails on a later element without a timestamp; Eddy keeps it.
+ */
 export const TimeEvictor = {
   of<T, W extends Window>(windowLength: number, doEvictAfter = false): Evictor<T, W> {
     positive(windowLength, "TimeEvictor.of");
     const evict = (elements: TimestampedValue<T>[]) => {
+      if (elements.length === 0 || !hasTimestamp(elements[0]!.timestamp)) return elements;
       let newest = -Infinity;
       for (const e of elements) if (e.timestamp > newest) newest = e.timestamp;
       const cutoff = newest - windowLength;
-      return elements.filter((e) => e.timestamp > cutoff);
+      return elements.filter((e) => !(e.timestamp <= cutoff));
     };
     return doEvictAfter ? { evictAfter: evict } : { evictBefore: evict };
   },

@@ -66,8 +66,11 @@ export class MergingWindowSet<W extends Window> {
   }
 
   /**
-   * Adds `newWindow`, merging it with the windows it overlaps; calls `merge` for every merge with
-   * the state windows involved, and returns the window `newWindow` ended up in.
+   * Adds `newWindow`, merging it with the windows it overlaps, and returns the window `newWindow`
+   * ended up in. For every merge that changes the set, calls `merge` with the existing windows it
+   * absorbed and their state windows. As Flink's MergingWindowSet, `newWindow` is never among the
+   * merged windows (it has no state or timers yet), so a window identical to or inside an
+   * existing one makes no call at all.
    */
   addWindow(newWindow: W, merge: MergeFunction<W>): W {
     const entryOf = new Map<W, MergingEntry<W>>();
@@ -83,7 +86,10 @@ export class MergingWindowSet<W extends Window> {
     const merges: [W, W[]][] = [];
     this.#assigner.mergeWindows!(windows, (toMerge, merged) => merges.push([merged, toMerge]));
     for (const [mergeResult, mergedWindows] of merges) {
-      if (mergedWindows.includes(newWindow)) {
+      // By identity: an existing window equal to newWindow stays, with its entry.
+      const self = mergedWindows.indexOf(newWindow);
+      if (self >= 0) {
+        mergedWindows.splice(self, 1);
         mergedNew = true;
         result = mergeResult;
       }
@@ -101,8 +107,9 @@ export class MergingWindowSet<W extends Window> {
       const ns = this.#assigner.namespaceOf(mergeResult);
       const keptStateWindow = this.#decoded(kept).stateWindow;
       this.#entries.push(ns === kept.ns ? kept : entry(ns, kept.stateNs, mergeResult, keptStateWindow));
-      const onlySelf = mergedWindows.length === 1 && mergedWindows[0]!.equals(mergeResult);
-      if (!onlySelf) merge(mergeResult, mergedWindows, keptStateWindow, mergedStateWindows);
+      // One existing window that already covers newWindow: nothing merges.
+      const unchanged = mergedWindows.length === 1 && mergedWindows[0]!.equals(mergeResult);
+      if (!unchanged) merge(mergeResult, mergedWindows, keptStateWindow, mergedStateWindows);
     }
     if (!mergedNew && this.#find(newWindow) < 0) {
       const ns = this.#assigner.namespaceOf(newWindow);

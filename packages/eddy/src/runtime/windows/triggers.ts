@@ -203,7 +203,13 @@ export class PurgingTrigger<T, W extends Window> implements Trigger<T, W> {
   }
 }
 
-/** Fires every `interval` ms of event time while the window is open, and at its end. */
+/**
+ * Fires every `interval` ms of event time while the window is open, and at its end (Flink's
+ * ContinuousEventTimeTrigger, as of FLINK-20443): a firing is never scheduled past the window's
+ * last timestamp, so it does not fire again within the allowed lateness. Its timers are Flink's:
+ * `clear` deletes only the next-firing timer (the window operator's cleanup deals with the end),
+ * and `onMerge` registers only the merged next firing (onElement registers the merged end).
+ */
 export class ContinuousEventTimeTrigger implements Trigger<unknown, Window> {
   readonly #interval: number;
   readonly #next = new ReducingStateDescriptor<number>("continuous-event-time-fire", min, { copy: "none" });
@@ -221,9 +227,7 @@ export class ContinuousEventTimeTrigger implements Trigger<unknown, Window> {
     const next = ctx.getPartitionedState<ReducingState<number>>(this.#next);
     if (next.get() === undefined) {
       const start = timestamp - (((timestamp % this.#interval) + this.#interval) % this.#interval);
-      const fireAt = start + this.#interval;
-      ctx.registerEventTimeTimer(fireAt);
-      next.add(fireAt);
+      this.#scheduleAfter(start, window, next, ctx);
     }
     return "CONTINUE";
   }
@@ -232,11 +236,15 @@ export class ContinuousEventTimeTrigger implements Trigger<unknown, Window> {
     const next = ctx.getPartitionedState<ReducingState<number>>(this.#next);
     if (next.get() === time) {
       next.clear();
-      next.add(time + this.#interval);
-      ctx.registerEventTimeTimer(time + this.#interval);
+      this.#scheduleAfter(time, window, next, ctx);
       return "FIRE";
     }
     return "CONTINUE";
+  }
+  #scheduleAfter(time: number, window: Window, next: ReducingState<number>, ctx: TriggerContext): void {
+    const fireAt = Math.min(time + this.#interval, window.maxTimestamp());
+    next.add(fireAt);
+    ctx.registerEventTimeTimer(fireAt);
   }
   onProcessingTime(): TriggerResult {
     return "CONTINUE";
@@ -244,18 +252,17 @@ export class ContinuousEventTimeTrigger implements Trigger<unknown, Window> {
   canMerge(): boolean {
     return true;
   }
-  onMerge(window: Window, ctx: OnMergeContext): void {
+  onMerge(_window: Window, ctx: OnMergeContext): void {
     ctx.mergePartitionedState(this.#next);
     const next = ctx.getPartitionedState<ReducingState<number>>(this.#next).get();
     if (next !== undefined) ctx.registerEventTimeTimer(next);
-    if (window.maxTimestamp() > ctx.currentWatermark()) ctx.registerEventTimeTimer(window.maxTimestamp());
   }
-  clear(window: Window, ctx: TriggerContext): void {
+  clear(_window: Window, ctx: TriggerContext): void {
     const next = ctx.getPartitionedState<ReducingState<number>>(this.#next);
     const at = next.get();
-    if (at !== undefined) ctx.deleteEventTimeTimer(at);
+    if (at === undefined) return;
+    ctx.deleteEventTimeTimer(at);
     next.clear();
-    ctx.deleteEventTimeTimer(window.maxTimestamp());
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { Key } from "../../core/key.ts";
-import type { OutputTag } from "../../core/output-tag.ts";
+import { requireOutputTag, type OutputTag } from "../../core/output-tag.ts";
 import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import { VOID_NAMESPACE } from "../../state/namespace.ts";
@@ -69,6 +69,7 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
     return this.#globalState;
   }
   output<S>(tag: OutputTag<S>, value: S): void {
+    requireOutputTag(tag, "ctx.output(tag, value)", "user");
     this.#output.collectSide(tag, value, this.window.maxTimestamp());
   }
 }
@@ -108,7 +109,11 @@ export class WindowFunctionRunner<W extends Window> {
     if (fn !== undefined && typeof fn !== "function") callUser(this.#ctx, () => fn.close?.());
   }
 
-  /** Emits the window's result: `contents` is the element list when `isList`, else the one pre-aggregated value. */
+  /**
+   * Emits the window's result: `contents` is the element list when `isList`, else the one
+   * pre-aggregated value, which either function form gets as a one-element array (Flink hands an
+   * Iterable to every form). Once per firing, so the array costs nothing that matters.
+   */
   evaluate(window: W, contents: unknown, isList: boolean): void {
     const collector = this.#collector;
     collector.timestamp = window.maxTimestamp();
@@ -117,11 +122,14 @@ export class WindowFunctionRunner<W extends Window> {
     try {
       if (fn === undefined) {
         collector.collect(contents);
-      } else if (typeof fn === "function") {
-        fn(key, window, contents, collector);
       } else {
-        this.#context.window = window;
-        (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#context, isList ? (contents as unknown[]) : [contents], collector);
+        const input = isList ? (contents as unknown[]) : [contents];
+        if (typeof fn === "function") {
+          fn(key, window, input, collector);
+        } else {
+          this.#context.window = window;
+          (fn as ProcessWindowFunction<unknown, unknown, Key, W>).process(key, this.#context, input, collector);
+        }
       }
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);

@@ -88,7 +88,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#spec = spec;
     this.#ctx = ctx;
     this.#output = output;
-    this.#assigner = spec.assigner;
+    this.#assigner = spec.assigner.forSubtask?.() ?? spec.assigner;
     this.#trigger = spec.trigger;
     if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
       throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
@@ -225,9 +225,8 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     tc.mergedWindows = mergedWindows;
     try {
       this.#trigger.onMerge!(mergeResult, tc);
+      // The windows absorbed (never the element's new window, which has no timers or state).
       for (const m of mergedWindows) {
-        // The merged window itself (an element inside an existing session) keeps its timers.
-        if (m.equals(mergeResult)) continue;
         tc.window = m;
         this.#trigger.clear(m, tc);
         this.#deleteCleanupTimer(m);

@@ -1,7 +1,8 @@
 /**
  * Windows: a finite slice of a keyed stream that a window function evaluates. Time windows are
  * [start, end) in ms, so their last timestamp is end - 1; the global window holds everything and
- * never ends (it fires only through a trigger such as CountTrigger).
+ * never ends (it fires only through a trigger such as CountTrigger, or at the end of a bounded
+ * input with GlobalWindows.createWithEndOfStreamTrigger()).
  *
  * Window state and timers live in keyed state under a namespace that identifies the window; the
  * assigner maps windows to namespaces and back (fixed-size windows use their start, a number, so
@@ -65,7 +66,11 @@ export function windowStart(timestamp: number, offset: number, size: number): nu
   return remainder < 0 ? timestamp - (remainder + size) : timestamp - remainder;
 }
 
-/** Durations in milliseconds, as Flink's `Time`: `Time.seconds(10)` is 10000. */
+/**
+ * Durations in milliseconds, as Flink's `Time`: `Time.seconds(10)` is 10000. Negative durations
+ * are allowed, as in Flink (window offsets such as `Time.hours(-8)`, interval-join lower bounds);
+ * whoever takes a duration checks its own range.
+ */
 export const Time = {
   milliseconds: (n: number): number => duration(n, 1, "milliseconds"),
   seconds: (n: number): number => duration(n, 1_000, "seconds"),
@@ -75,6 +80,6 @@ export const Time = {
 } as const;
 
 function duration(n: number, unit: number, what: string): number {
-  if (typeof n !== "number" || !Number.isFinite(n) || n < 0) throw new RangeError(`Time.${what} needs a finite number ≥ 0, got ${String(n)}`);
+  if (typeof n !== "number" || !Number.isFinite(n)) throw new RangeError(`Time.${what} needs a finite number, got ${String(n)}`);
   return n * unit;
 }
