@@ -144,6 +144,21 @@ test("timeout: the function's timeout(value) gives the results, and a late answe
   assert.equal(h.counters()[`enrich.${ASYNC_TIMEOUTS}`], 1);
 });
 
+test("a record's timeout starts when its request is sent, not while it waits for room", async () => {
+  const m = manual<number>();
+  const fn: AsyncFunction<number, string> = { asyncInvoke: m.fn, timeout: (v) => [`timeout-${v}`] };
+  const h = harness(fn, { ordered: true, timeoutMs: 100, capacity: 1 });
+  h.processElement(1).processElement(2);
+  h.advanceProcessingTime(90);
+  m.pending(1).resolve(["1"]);
+  await h.runMail();
+  assert.equal(m.requests.length, 2, "2 is sent at 90");
+  h.advanceProcessingTime(99);
+  assert.deepEqual(h.records(), ["1"], "2 has not timed out at 189");
+  h.advanceProcessingTime(1);
+  assert.deepEqual(h.records(), ["1", "timeout-2"]);
+});
+
 test("timeout without a handler fails the job with ASYNC_IO_TIMEOUT naming the operator; under skip the record is dropped and counted", async () => {
   const m = manual<number>();
   const h = harness(m.fn, { ordered: true, timeoutMs: 100 });

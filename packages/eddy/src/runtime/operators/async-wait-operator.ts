@@ -66,7 +66,8 @@ class PendingRecord<IN, OUT> implements QueuedRecord {
   done = false;
   readonly value: IN;
   readonly timestamp: number;
-  readonly deadlineMs: number;
+  /** When its request times out: set when it is issued (not when it arrives: it may wait in overflow). */
+  deadlineMs = Number.POSITIVE_INFINITY;
   /** Attempts started; an outcome of an earlier attempt (timed out meanwhile) is ignored. */
   attempt = 0;
   results: readonly OUT[] = NO_RESULTS;
@@ -75,10 +76,9 @@ class PendingRecord<IN, OUT> implements QueuedRecord {
   payload: unknown = undefined;
   retryTimer: ScheduledCallback | undefined = undefined;
 
-  constructor(value: IN, timestamp: number, deadlineMs: number) {
+  constructor(value: IN, timestamp: number) {
     this.value = value;
     this.timestamp = timestamp;
-    this.deadlineMs = deadlineMs;
   }
 }
 
@@ -281,6 +281,7 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
         ctx.awaitWork(busy.promise, "background");
       }
       if (hasTimeout) {
+        r.deadlineMs = clock.now() + timeoutMs;
         deadlines.push(r);
         if (deadlineTimer === undefined) armDeadline();
       }
@@ -332,7 +333,7 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       return stored;
     });
 
-    const processElement = (value: IN, timestamp: number): void => add(new PendingRecord<IN, OUT>(value, timestamp, clock.now() + timeoutMs));
+    const processElement = (value: IN, timestamp: number): void => add(new PendingRecord<IN, OUT>(value, timestamp));
     const processWatermark = (watermark: number): void => add({ isWatermark: true, watermark } satisfies QueuedWatermark);
 
     return {
