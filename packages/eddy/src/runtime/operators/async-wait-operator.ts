@@ -15,8 +15,8 @@
  *
  * Timeouts: `timeoutMs` is the same for every record and records are issued in time order, so
  * their deadlines are too: one clock timer, armed for the oldest pending deadline, replaces a
- * timer per record. A completed record stays in `deadlines` until it reaches the head (at most
- * the records issued within `timeoutMs` of the oldest pending one).
+ * timer per record. A completed record leaves `deadlines` once the records issued before it have
+ * completed too (so it holds the records issued since the oldest incomplete one).
  *
  * Checkpoints: at a barrier the inputs of every element not yet emitted — in flight, completed
  * but held back by order, waiting in `overflow`, watermarks included — are the operator state
@@ -170,6 +170,9 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       r.retryTimer = undefined;
       incomplete--;
       queue.complete(r);
+      // Completed records leave `deadlines` from its head now, not when the timer next fires:
+      // otherwise it would hold every record of the last `timeoutMs`.
+      if (deadlines.peek() === r) while (deadlines.peek()?.done === true) deadlines.shift();
     };
 
     /** The record failed for good: its error policy decides (under `fail` this throws and fails the task). */
