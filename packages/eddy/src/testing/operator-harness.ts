@@ -158,10 +158,13 @@ export class OperatorTestHarness<IN, OUT> {
 
   /**
    * One step of a task between records, without waiting for pending work: lets promises that
-   * have settled call back (a turn of the event loop), then runs the mail they posted.
+   * have settled call back (two turns of the event loop), then runs the mail they posted.
    */
   async runMail(): Promise<this> {
     const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+    // Two turns: settled promises call back in the first, and what they defer to the next
+    // event-loop turn (an async I/O operator posts its mail from setImmediate) runs in the second.
+    await turn();
     await turn();
     this.#mailbox.drain();
     // And the callbacks of work the mail settled (so `blocked` is up to date).

@@ -204,10 +204,11 @@ test("a function that throws, returns no promise or resolves with something that
   const thrower = harness<number, string>(() => {
     throw new Error("boom");
   }, { ordered: true, timeoutMs: Infinity });
-  // Thrown synchronously: the record fails in the mail that runs right after it.
-  assert.throws(() => thrower.processElement(1), (e: unknown) => e instanceof EddyError && e.code === "ASYNC_IO_FAILED" && /Error: boom/.test(e.message));
+  thrower.processElement(1);
+  await assert.rejects(thrower.settled(), (e: unknown) => e instanceof EddyError && e.code === "ASYNC_IO_FAILED" && /Error: boom/.test(e.message));
   const noPromise = harness<number, string>((() => ["x"]) as never, { ordered: true, timeoutMs: Infinity, retry: { maxAttempts: 5, backoff: "fixed", delayMs: 1 } });
-  assert.throws(() => noPromise.processElement(1), (e: unknown) => e instanceof EddyError && /attempt 1 of 5: TypeError: asyncInvoke must return a promise of results, got array/.test(e.message));
+  noPromise.processElement(1);
+  await assert.rejects(noPromise.settled(), (e: unknown) => e instanceof EddyError && /attempt 1 of 5: TypeError: asyncInvoke must return a promise of results, got array/.test(e.message));
   const notAList = harness<number, string>(async () => "abc" as never, { ordered: true, timeoutMs: Infinity });
   notAList.processElement(1);
   await assert.rejects(notAList.settled(), /must resolve with an array or iterable of results, got string/);

@@ -5,8 +5,12 @@
  * or as they complete between watermarks (unordered).
  *
  * Threads: the task never waits on the thread. A request's promise settles in a microtask, which
- * only notes the outcome and posts mail; everything else (retry decisions, the timeout handler,
- * emitting, error policy) runs in that mail on the task thread.
+ * only notes the outcome; everything else (retry decisions, the timeout handler, emitting, error
+ * policy) runs in mail on the task thread. The outcomes that arrive in one turn of the event loop
+ * are applied by one mail, posted from `setImmediate` by the first of them: answers read from
+ * sockets in one poll phase (or settled in one check phase) then cost one round of the task, not
+ * one each. Posted directly, each answer woke the task for itself, which made the operator ~2-3×
+ * slower per record (bench/async-io.ts, "next-turn" requests; docs/benchmarks.md).
  *
  * Backpressure: with `capacity` elements queued, an arriving element waits in `overflow` and the
  * operator registers blocking work (OperatorContext.awaitWork), so the task reads no more input.
@@ -133,6 +137,7 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
     let drained: ReturnType<typeof deferred> | undefined;
     let closed = false;
 
+    const postArrivals = (): void => ctx.postMail(applyArrivals);
     const arrive = (r: PendingRecord<IN, OUT>, attempt: number, arrival: Arrival, payload: unknown): void => {
       if (closed || r.done || r.attempt !== attempt || r.arrival !== undefined) return;
       r.arrival = arrival;
@@ -140,7 +145,8 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       arrivals.push(r);
       if (!arrivalMailPosted) {
         arrivalMailPosted = true;
-        ctx.postMail(applyArrivals);
+        // Once per event-loop turn, not per answer: see the file comment.
+        setImmediate(postArrivals);
       }
     };
 
@@ -214,6 +220,7 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
     /** Mail: applies the outcomes that arrived, emits, admits what waited. */
     function applyArrivals(): void {
       arrivalMailPosted = false;
+      if (closed) return;
       const batch = arrivals;
       arrivals = spare;
       spare = batch;
