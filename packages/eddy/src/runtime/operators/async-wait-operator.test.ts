@@ -274,6 +274,25 @@ test("retry predicates: ifError decides which errors are retried; ifResult retri
   assert.equal(m.requests.length, 3, "a 400 is not retried");
 });
 
+test("a retry predicate that throws fails the job with USER_FUNCTION_FAILED naming the operator", async () => {
+  const m = manual<number>();
+  const h = harness(m.fn, {
+    ordered: true,
+    timeoutMs: Infinity,
+    retry: {
+      maxAttempts: 2,
+      backoff: "fixed",
+      delayMs: 5,
+      ifError: () => {
+        throw new Error("predicate bug");
+      },
+    },
+  });
+  h.processElement(1);
+  m.pending(1).reject(new Error("HTTP 500"));
+  await assert.rejects(h.settled(), (e: unknown) => e instanceof EddyError && e.code === "USER_FUNCTION_FAILED" && e.operator === "enrich" && /predicate bug/.test(e.message));
+});
+
 test("the timeout covers every attempt: a retry waiting for its delay is cancelled and the timeout handler answers", async () => {
   const m = manual<number>();
   const fn: AsyncFunction<number, string> = { asyncInvoke: m.fn, timeout: () => ["gave up"] };

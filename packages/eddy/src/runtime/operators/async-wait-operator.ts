@@ -31,7 +31,7 @@
  * operator ends its input) only after the last result is emitted.
  */
 import type { ScheduledCallback } from "../../core/clock.ts";
-import { describeCause, EddyError } from "../../core/errors.ts";
+import { describeCause, EddyError, userFunctionError } from "../../core/errors.ts";
 import { RingBuffer } from "../../core/ring-buffer.ts";
 import { copyValue } from "../../state/copy-value.ts";
 import { asyncFunctionOf, type AsyncFunctionLike, type AsyncWaitSettings } from "../async-function.ts";
@@ -164,10 +164,15 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
         arrive(r, attempt, ARRIVED_INVALID, new TypeError(`asyncInvoke must return a promise of results, got ${describeValue(request)}`));
         return;
       }
-      request.then(
-        (results) => arrive(r, attempt, ARRIVED_OK, results),
-        (e: unknown) => arrive(r, attempt, ARRIVED_ERROR, e),
-      );
+      try {
+        request.then(
+          (results) => arrive(r, attempt, ARRIVED_OK, results),
+          (e: unknown) => arrive(r, attempt, ARRIVED_ERROR, e),
+        );
+      } catch (e) {
+        // A thenable whose then() throws.
+        arrive(r, attempt, ARRIVED_ERROR, e);
+      }
     };
 
     const complete = (r: PendingRecord<IN, OUT>, results: readonly OUT[]): void => {
@@ -204,16 +209,25 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       );
     };
 
+    /** The retry strategy's predicate; one that throws fails the task (a bug, not a failed record). */
+    const wants = <X>(predicate: (x: X) => boolean, x: X): boolean => {
+      try {
+        return predicate(x);
+      } catch (e) {
+        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+      }
+    };
+
     const applyArrival = (r: PendingRecord<IN, OUT>): void => {
       if (r.done) return; // timed out after its outcome arrived
       const canRetry = retry !== undefined && r.attempt < retry.maxAttempts;
       if (r.arrival === ARRIVED_OK) {
         const results = resultsOf<OUT>(r.payload);
         if (results === undefined) return fail(r, failed(r, new TypeError(`asyncInvoke must resolve with an array or iterable of results, got ${describeValue(r.payload)}`)));
-        if (canRetry && retry.retryOnResult(results)) return scheduleRetry(r);
+        if (canRetry && wants(retry.retryOnResult, results)) return scheduleRetry(r);
         return complete(r, results);
       }
-      if (r.arrival === ARRIVED_ERROR && canRetry && retry.retryOnError(r.payload)) return scheduleRetry(r);
+      if (r.arrival === ARRIVED_ERROR && canRetry && wants(retry.retryOnError, r.payload)) return scheduleRetry(r);
       fail(r, failed(r, r.payload));
     };
 
