@@ -343,6 +343,22 @@ test("a snapshot holds every element not yet emitted, in queue order; the restor
   }
 });
 
+test("a restored element of an unknown version or shape is refused, naming the operator", async () => {
+  for (const [values, code, message] of [
+    [[{ v: 2, kind: "record", value: 1, timestamp: 0 }], "CHECKPOINT_UNSUPPORTED", /has version 2; this Eddy reads version 1/],
+    [[{ v: 1, kind: "record", value: 1 }], "CHECKPOINT_CORRUPT", /neither a record/],
+  ] as const) {
+    // A checkpoint whose async I/O state was written by something else.
+    const writer = new OperatorTestHarness<never, never>((ctx) => {
+      ctx.checkpointing!.registerOperatorState(ASYNC_WAIT_STATE, "split", () => values);
+      return { processElement() {}, processWatermark() {} };
+    }, undefined);
+    const snapshot = await writer.snapshot(1);
+    const h = OperatorTestHarness.forAsyncFunction(async (v: number) => [v], { ordered: true, timeoutMs: Infinity }, { restore: snapshot, operatorName: "enrich" });
+    assert.throws(() => h.open(), (e: unknown) => e instanceof EddyError && e.code === code && e.operator === "enrich" && message.test(e.message));
+  }
+});
+
 test("end of input: the operator holds back the end of its task until every request has answered", async () => {
   const m = manual<number>();
   const h = harness(m.fn, { ordered: false, timeoutMs: Infinity });

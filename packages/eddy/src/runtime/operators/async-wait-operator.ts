@@ -51,10 +51,23 @@ export const ASYNC_RETRIES = "numAsyncRetries";
 /** Counter of records whose request timed out (handled by `timeout()` or not). */
 export const ASYNC_TIMEOUTS = "numAsyncTimeouts";
 
-/** One element of ASYNC_WAIT_STATE, version 1. */
+/** One element of ASYNC_WAIT_STATE, version 1 (docs/design/async-wait-state.md). */
 type StoredElement =
-  | { readonly version: 1; readonly kind: "record"; readonly value: unknown; readonly timestamp: number }
-  | { readonly version: 1; readonly kind: "watermark"; readonly watermark: number };
+  | { readonly v: 1; readonly kind: "record"; readonly value: unknown; readonly timestamp: number }
+  | { readonly v: 1; readonly kind: "watermark"; readonly watermark: number };
+
+/** A restored element, checked: the checkpoint is input, not trusted. */
+function parseStoredElement(e: unknown, operator: string, subtask: number): StoredElement {
+  const where = `async I/O operator '${operator}' (subtask ${subtask}): an element of its state '${ASYNC_WAIT_STATE}'`;
+  if (e === null || typeof e !== "object") throw new EddyError("CHECKPOINT_CORRUPT", `${where} is not an object`, { operator, subtask });
+  const o = e as Record<string, unknown>;
+  if (o.v !== STATE_VERSION) {
+    throw new EddyError("CHECKPOINT_UNSUPPORTED", `${where} has version ${String(o.v)}; this Eddy reads version ${STATE_VERSION}`, { operator, subtask });
+  }
+  if (o.kind === "record" && typeof o.timestamp === "number" && "value" in o) return e as StoredElement;
+  if (o.kind === "watermark" && typeof o.watermark === "number") return e as StoredElement;
+  throw new EddyError("CHECKPOINT_CORRUPT", `${where} is neither a record { kind, value, timestamp } nor a watermark { kind, watermark }`, { operator, subtask });
+}
 
 const ARRIVED_OK = 0;
 const ARRIVED_ERROR = 1;
@@ -349,8 +362,8 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       const stored: StoredElement[] = [];
       const store = (e: QueueElement<PendingRecord<IN, OUT>>): void => {
         // Copied: the value is encoded after the barrier, while the function may still hold it.
-        if (e.isWatermark) stored.push({ version: STATE_VERSION, kind: "watermark", watermark: e.watermark });
-        else stored.push({ version: STATE_VERSION, kind: "record", value: copyValue(e.value), timestamp: e.timestamp });
+        if (e.isWatermark) stored.push({ v: STATE_VERSION, kind: "watermark", watermark: e.watermark });
+        else stored.push({ v: STATE_VERSION, kind: "record", value: copyValue(e.value), timestamp: e.timestamp });
       };
       queue.forEach(store);
       for (let i = 0; i < overflow.size; i++) store(overflow.at(i)!);
@@ -365,14 +378,8 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
         callUser(ctx, () => fn.open?.(runtimeContextOf(ctx)));
         if (restored === undefined) return;
         // Requests in flight at the checkpoint are sent again, in the order they were queued.
-        for (const e of restored as StoredElement[]) {
-          if (e === null || typeof e !== "object" || e.version !== STATE_VERSION) {
-            throw new EddyError(
-              "CHECKPOINT_UNSUPPORTED",
-              `async I/O operator '${ctx.operatorName}': its state '${ASYNC_WAIT_STATE}' holds an element of version ${String((e as { version?: unknown } | null)?.version)}; this Eddy reads version ${STATE_VERSION}`,
-              { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
-            );
-          }
+        const elements = restored.map((e) => parseStoredElement(e, ctx.operatorName, ctx.subtaskIndex));
+        for (const e of elements) {
           if (e.kind === "record") processElement(e.value as IN, e.timestamp);
           else processWatermark(e.watermark);
         }
