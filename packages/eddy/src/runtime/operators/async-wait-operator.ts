@@ -15,7 +15,8 @@
  * Backpressure: with `capacity` elements queued, an arriving element waits in `overflow` and the
  * operator registers blocking work (OperatorContext.awaitWork), so the task reads no more input.
  * The task stops at the next element, not the next record, so `overflow` holds at most the rest
- * of one input batch (or what a restore brought back); it is admitted as the queue empties.
+ * of one input batch — of one source poll (up to 1,024 records) when chained to a source — or what
+ * a restore brought back; it is admitted as the queue empties, and it is in every checkpoint.
  *
  * Timeouts: `timeoutMs` is the same for every record and records are issued in time order, so
  * their deadlines are too: one clock timer, armed for the oldest pending deadline, replaces a
