@@ -373,6 +373,30 @@ test("end of input: the operator holds back the end of its task until every requ
   assert.deepEqual(events(h), ["2", "1", "wm:Infinity"]);
 });
 
+test("close() cancels the deadline timer and calls the function's close(); an answer after close is ignored", async () => {
+  const m = manual<number>();
+  let closed = 0;
+  const h = harness<number, string>({ asyncInvoke: m.fn, close: () => void closed++ }, { ordered: true, timeoutMs: 100 });
+  h.processElement(1);
+  assert.equal(h.clock.pendingCount, 1, "one timer for the deadline");
+  h.close();
+  assert.equal(h.clock.pendingCount, 0);
+  assert.equal(closed, 1);
+  m.pending(1).resolve(["late"]);
+  await h.runMail();
+  assert.deepEqual(h.records(), []);
+});
+
+test("watermark status passes through at once, ahead of the records in flight (as in Flink)", async () => {
+  const m = manual<number>();
+  const h = harness(m.fn, { ordered: true, timeoutMs: Infinity });
+  h.processElement(1).processWatermark(3).processWatermarkStatus(true);
+  assert.deepEqual(h.output(), [{ type: "status", idle: true }]);
+  m.pending(1).resolve(["1"]);
+  await h.settled();
+  assert.deepEqual(events(h), ["1", "wm:3"]);
+});
+
 test("function objects are copied per subtask: open() and close() run on the copy", async () => {
   const fn = {
     prefix: "",
