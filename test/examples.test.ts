@@ -6,6 +6,9 @@ import wordCount from "../examples/word-count.ts";
 import { fraudDetectionJob, LARGE_AMOUNT, SMALL_AMOUNT, WINDOW_MS, type Alert } from "../examples/fraud-detection.ts";
 import { orderPaymentsJob, PAYMENT_TIMEOUT_MS, sampleData, type OrderEvent } from "../examples/order-payments.ts";
 import { transactionAt, withDefaults, type Transaction } from "../examples/transactions.ts";
+// Starts its own customer service on loopback (CUSTOMERS_URL is not set here).
+import asyncEnrichment, { CUSTOMERS, orderAt, ORDERS, UNREACHABLE_CUSTOMER, type EnrichedOrder } from "../examples/async-enrichment/enrich-orders.ts";
+import { customer } from "../examples/async-enrichment/customer-service.ts";
 
 async function printed<T>(job: Parameters<typeof runJob>[0], parallelism = 1): Promise<T[]> {
   const lines: string[] = [];
@@ -100,4 +103,16 @@ test("examples/page-views.ts: every click is in its minute's final count or on t
     assert.deepEqual(finals, expected);
     assert.ok(out.some((o) => o.kind === "trending") && out.some((o) => o.kind === "session"));
   }
+});
+
+test("examples/async-enrichment: every order enriched with its customer (retried past 500s), the unreachable one by the timeout fallback, in order", async () => {
+  const out = await printed<EnrichedOrder>(asyncEnrichment, 1);
+  const expected = Array.from({ length: ORDERS }, (_, i): EnrichedOrder => {
+    const order = orderAt(i + 1);
+    if (order.customerId === UNREACHABLE_CUSTOMER) return { ...order, customerName: null, tier: "unknown" };
+    const c = customer(order.customerId);
+    return { ...order, customerName: c.name, tier: c.tier };
+  });
+  assert.ok(CUSTOMERS > UNREACHABLE_CUSTOMER && expected.some((o) => o.customerName === null));
+  assert.deepEqual(out, expected);
 });

@@ -6,6 +6,8 @@ export { defineJob, type JobDefinition } from "./api/define-job.ts";
 export { StreamExecutionEnvironment } from "./api/environment.ts";
 export { DataStream, KeyedStream, DataStreamSink, type NumericField } from "./api/data-stream.ts";
 export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams.ts";
+export { AsyncDataStream } from "./api/async-data-stream.ts";
+export type { AsyncFunction, AsyncFunctionLike, AsyncIoOptions, AsyncRetryOptions } from "./runtime/async-function.ts";
 export type {
   Collector,
   CoProcessFunction,

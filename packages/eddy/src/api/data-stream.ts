@@ -139,8 +139,9 @@ export class DataStream<T> extends OperatorHandle {
    * (ERROR_POLICY_BOUND_EXCEEDED).
    *
    * Applies to map, filter, flatMap, process, a keyed stream's process (its key selector
-   * included), assignTimestampsAndWatermarks (the timestamp assigner) and sources (on the stream
-   * fromSource returns: the source's bad records and its timestamp assigner).
+   * included), assignTimestampsAndWatermarks (the timestamp assigner), async I/O (a record whose
+   * request failed or timed out: AsyncDataStream) and sources (on the stream fromSource returns:
+   * the source's bad records and its timestamp assigner).
    */
   onError(policy: ErrorPolicy, options?: ErrorPolicyOptions): this {
     const spec = errorPolicySpec(policy, options);
@@ -149,7 +150,7 @@ export class DataStream<T> extends OperatorHandle {
       const what = t.kind === "one-input" || t.kind === "two-input" || t.kind === "source" ? `operator '${t.name}'` : `a ${t.kind} of streams`;
       throw new EddyError(
         "INVALID_ERROR_POLICY",
-        `onError() applies to map, filter, flatMap, process, keyed process, assignTimestampsAndWatermarks and sources, not to ${what}`,
+        `onError() applies to map, filter, flatMap, process, keyed process, assignTimestampsAndWatermarks, async I/O (AsyncDataStream) and sources, not to ${what}`,
       );
     }
     t.errorPolicy = spec;

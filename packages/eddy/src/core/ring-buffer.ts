@@ -40,6 +40,11 @@ export class RingBuffer<T> {
     return this.#size === 0 ? undefined : this.#items[this.#head];
   }
 
+  /** The `i`-th oldest item (0: the oldest), or undefined when `i` is out of range. */
+  at(i: number): T | undefined {
+    return i >= 0 && i < this.#size ? this.#items[(this.#head + i) & this.#mask] : undefined;
+  }
+
   clear(): void {
     while (this.#size > 0) this.shift();
   }

@@ -5,6 +5,9 @@
  */
 import type { Sink } from "../connector/sink.ts";
 import { sinkOperator } from "../runtime/operators/sink-operator.ts";
+import { asyncWaitOperator } from "../runtime/operators/async-wait-operator.ts";
+import { asyncFunctionOf, asyncWaitSettings, type AsyncFunctionLike, type AsyncIoOptions } from "../runtime/async-function.ts";
+import { errorPolicySpec, type ErrorPolicy } from "../core/error-policy.ts";
 import { heapStateBackend } from "../state/heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
 import { ManualClock } from "../core/clock.ts";
@@ -39,6 +42,8 @@ export interface HarnessOptions {
   readonly restore?: SerializedOperatorSnapshot;
   /** The keyed state backend of a keyed operator (default: the heap backend). */
   readonly stateBackend?: KeyedStateBackendFactory;
+  /** The operator's error policy, as `.onError(...)` sets it (default: fail). */
+  readonly errorPolicy?: ErrorPolicy;
 }
 
 export class OperatorTestHarness<IN, OUT> {
@@ -52,8 +57,12 @@ export class OperatorTestHarness<IN, OUT> {
 
   readonly #counters = new CounterRegistry();
   readonly #checkpointing: OperatorCheckpointing;
-  /** Asynchronous work the operator started (awaitWork), not yet awaited by `settled()`. */
-  readonly #work: PromiseLike<unknown>[] = [];
+  /** Asynchronous work the operator started (awaitWork), until `settled()` sees it settled. */
+  readonly #work: { settled: boolean; failed: boolean; error: unknown }[] = [];
+  /** Blocking work pending (awaitWork(…, "blocking")): a task would take no input now. */
+  #blocking = 0;
+  /** Resolves the promise `settled()` waits on: work settled or mail arrived. */
+  #wake: (() => void) | undefined;
 
   /** The operator's counters, by "<operator>.<name>". */
   counters(): Record<string, number> {
@@ -66,7 +75,7 @@ export class OperatorTestHarness<IN, OUT> {
     options: HarnessOptions = {},
   ) {
     this.clock = options.clock ?? new ManualClock(0);
-    this.#mailbox = new Mailbox(() => {});
+    this.#mailbox = new Mailbox(() => this.#wakeUp());
     const maxParallelism = options.maxParallelism ?? defaultMaxParallelism(1);
     const ts = (t: number): number | undefined => (hasTimestamp(t) ? t : undefined);
     const output: Output<OUT> = {
@@ -93,7 +102,22 @@ export class OperatorTestHarness<IN, OUT> {
       job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
       stateBackend: options.stateBackend ?? heapStateBackend,
-      awaitWork: (work) => void this.#work.push(work),
+      errorPolicy: options.errorPolicy === undefined ? undefined : errorPolicySpec(options.errorPolicy),
+      awaitWork: (work, kind) => {
+        const entry = { settled: false, failed: false, error: undefined as unknown };
+        this.#work.push(entry);
+        if (kind === "blocking") this.#blocking++;
+        const settle = (): void => {
+          entry.settled = true;
+          if (kind === "blocking") this.#blocking--;
+          this.#wakeUp();
+        };
+        work.then(settle, (e: unknown) => {
+          entry.failed = true;
+          entry.error = e;
+          settle();
+        });
+      },
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
       checkpointing: (this.#checkpointing = new OperatorCheckpointing(
         "operator-under-test",
@@ -120,10 +144,43 @@ export class OperatorTestHarness<IN, OUT> {
    * fail its task).
    */
   async settled(): Promise<void> {
-    while (this.#work.length > 0) {
-      await Promise.all(this.#work.splice(0));
+    // Mail runs while work is pending, as on a task: some work (an async I/O operator's end of
+    // input) settles only once the mail its requests posted has run.
+    for (;;) {
       this.#mailbox.drain();
+      const failed = this.#work.findIndex((w) => w.failed);
+      if (failed >= 0) throw this.#work.splice(failed, 1)[0]!.error;
+      for (let i = this.#work.length - 1; i >= 0; i--) if (this.#work[i]!.settled) this.#work.splice(i, 1);
+      if (this.#work.length === 0 && !this.#mailbox.hasMail) return;
+      await new Promise<void>((resolve) => (this.#wake = resolve));
     }
+  }
+
+  /**
+   * One step of a task between records, without waiting for pending work: lets promises that
+   * have settled call back (two turns of the event loop), then runs the mail they posted.
+   */
+  async runMail(): Promise<this> {
+    const turn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+    // Two turns: settled promises call back in the first, and what they defer to the next
+    // event-loop turn (an async I/O operator posts its mail from setImmediate) runs in the second.
+    await turn();
+    await turn();
+    this.#mailbox.drain();
+    // And the callbacks of work the mail settled (so `blocked` is up to date).
+    await turn();
+    return this;
+  }
+
+  /** Whether the operator holds back its input (blocking work pending, e.g. a full async I/O queue). */
+  get blocked(): boolean {
+    return this.#blocking > 0;
+  }
+
+  #wakeUp(): void {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
   }
 
   /** Tells the operator that checkpoint `checkpointId` is complete (sinks commit). */
@@ -152,6 +209,21 @@ export class OperatorTestHarness<IN, OUT> {
    */
   static forSink<T>(sink: Sink<T>, options?: HarnessOptions): OperatorTestHarness<T, never> {
     return new OperatorTestHarness<T, never>(sinkOperator(sink), undefined, options);
+  }
+
+  /**
+   * Async I/O under test (AsyncDataStream.orderedWait / unorderedWait with `ordered: false`):
+   * drive processing time (timeouts, retry delays) with the harness clock, and await `settled()`
+   * for requests to complete and their results to be emitted.
+   */
+  static forAsyncFunction<IN, OUT>(
+    fn: AsyncFunctionLike<IN, OUT>,
+    options: AsyncIoOptions<OUT> & { readonly ordered: boolean },
+    harnessOptions?: HarnessOptions,
+  ): OperatorTestHarness<IN, OUT> {
+    const { ordered, ...rest } = options;
+    const what = ordered ? "orderedWait" : "unorderedWait";
+    return new OperatorTestHarness<IN, OUT>(asyncWaitOperator(asyncFunctionOf(fn, what), asyncWaitSettings(rest, ordered, what)), undefined, harnessOptions);
   }
 
   /** The operator under test, for tests that inspect it (e.g. its state size). */
