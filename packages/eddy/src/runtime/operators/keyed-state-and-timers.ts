@@ -4,6 +4,7 @@
  * internal timer service, plus the per-record step that extracts, validates and sets the key. One
  * instance per operator subtask.
  */
+import type { ScheduledCallback } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
 import { KeyGroupAssigner } from "../../core/key-group.ts";
@@ -17,6 +18,11 @@ import type { KeyedSnapshotPart, RestoredKeyed } from "../checkpointing.ts";
 export type TimerDomain = "event" | "processing";
 export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
 
+/** Processing time between two background TTL cleanup steps (StateTtlCleanup.background). */
+export const TTL_BACKGROUND_CLEANUP_INTERVAL_MS = 1_000;
+/** Keys of each state examined per background cleanup step: bounded work between records. */
+export const TTL_BACKGROUND_CLEANUP_KEYS = 1_000;
+
 export class KeyedStateAndTimers {
   readonly backend: KeyedStateBackend;
   readonly timers: InternalTimerService;
@@ -26,6 +32,9 @@ export class KeyedStateAndTimers {
   readonly stateStore: KeyedStateStore;
   readonly #ctx: OperatorContext;
   readonly #keyGroups: KeyGroupAssigner;
+  /** The next background TTL cleanup step, once a state asks for it; undefined after close. */
+  #backgroundCleanup: ScheduledCallback | undefined;
+  #closed = false;
 
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
@@ -44,6 +53,7 @@ export class KeyedStateAndTimers {
           keyGroupRange: ctx.keyGroupRange,
           read: (key, keyGroup) => this.backend.getValueForKey(stateName, key, keyGroup),
         }),
+      onBackgroundCleanup: () => this.#scheduleBackgroundCleanup(),
     });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
@@ -158,7 +168,26 @@ export class KeyedStateAndTimers {
     return this.timers.currentWatermark;
   }
 
+  /**
+   * Background TTL cleanup: every TTL_BACKGROUND_CLEANUP_INTERVAL_MS of processing time, a bounded
+   * step between records (the mailbox), as Flink's heap backend cleans up in background.
+   */
+  #scheduleBackgroundCleanup(): void {
+    if (this.#closed) return;
+    const clock = this.#ctx.clock;
+    this.#backgroundCleanup = clock.schedule(clock.now() + TTL_BACKGROUND_CLEANUP_INTERVAL_MS, () =>
+      this.#ctx.postMail(() => {
+        if (this.#closed) return;
+        this.backend.cleanupExpired(TTL_BACKGROUND_CLEANUP_KEYS);
+        this.#scheduleBackgroundCleanup();
+      }),
+    );
+  }
+
   close(): void {
+    this.#closed = true;
+    this.#backgroundCleanup?.cancel();
+    this.#backgroundCleanup = undefined;
     this.timers.close();
   }
 }
