@@ -115,6 +115,7 @@ export {
 } from "./runtime/windows/triggers.ts";
 export { CountEvictor, TimeEvictor, DeltaEvictor, type Evictor, type EvictorContext, type TimestampedValue } from "./runtime/windows/evictors.ts";
 export type { WindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
+export { functionFactory, type FunctionFactory, type FunctionObjectOrFactory } from "./runtime/operators/function-instance.ts";
 export {
   ByteReader,
   ByteWriter,

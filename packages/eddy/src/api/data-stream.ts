@@ -32,6 +32,7 @@ import type {
 import type { AnyKeySelector, OneInputOperator, OperatorContext, Output } from "../runtime/operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
+import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
 import {
   fieldAggregation,
   rollingReduceOperator,
@@ -256,9 +257,9 @@ export class DataStream<T> extends OperatorHandle {
     return new KeyedStream<T, K>(this.builder, t, keySelector);
   }
 
-  process<R>(fn: ProcessFunction<T, R>): DataStream<R> {
-    requireProcessFunction(fn, "process");
-    return this._transform("Process", processOperator(fn), false)._withErrorPolicy();
+  process<R>(fn: FunctionObjectOrFactory<ProcessFunction<T, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement"]);
+    return this._transform("Process", processOperator(f), false)._withErrorPolicy();
   }
 
   /** Merges streams of the same type (no order between them). */
@@ -347,9 +348,9 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   }
 
   /** A process function with keyed state and timers of the current key. */
-  override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
-    requireProcessFunction(fn, "process");
-    return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector)._withErrorPolicy();
+  override process<R>(fn: FunctionObjectOrFactory<KeyedProcessFunction<K, T, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement"]);
+    return this._transform("KeyedProcess", keyedProcessOperator(f), true, this.#keySelector)._withErrorPolicy();
   }
 
   /** Joins with `other` on event time: `.between(lowerMs, upperMs).process(fn)`; see IntervalJoin. */
@@ -437,11 +438,3 @@ export function requireFunction(fn: unknown, what: string): void {
   if (typeof fn !== "function") throw new TypeError(`${what} needs a function, got ${fn === null ? "null" : typeof fn}`);
 }
 
-export function requireProcessFunction(fn: unknown, what: string, ...methods: string[]): void {
-  const needed = methods.length === 0 ? ["processElement"] : methods;
-  for (const m of needed) {
-    if (fn === null || typeof fn !== "object" || typeof (fn as Record<string, unknown>)[m] !== "function") {
-      throw new TypeError(`${what} needs an object with a ${m}(value, ctx, out) method`);
-    }
-  }
-}

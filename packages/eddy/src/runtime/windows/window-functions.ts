@@ -1,6 +1,7 @@
 /** What users write to evaluate a window (Flink's WindowFunction / ProcessWindowFunction). */
 import type { OutputTag } from "../../core/output-tag.ts";
 import type { Collector, KeyedStateStore, RuntimeContext } from "../functions.ts";
+import type { FunctionFactory } from "../operators/function-instance.ts";
 import type { Window } from "./windows.ts";
 
 /** Called once per firing with the window's (pre-aggregated) input. */
@@ -27,4 +28,12 @@ export interface ProcessWindowFunction<IN, OUT, K, W extends Window> {
   close?(): void;
 }
 
-export type AnyWindowFunction<IN, OUT, K, W extends Window> = WindowFunction<IN, OUT, K, W> | ProcessWindowFunction<IN, OUT, K, W>;
+/**
+ * What `reduce(fn, windowFn)` and `aggregate(fn, windowFn)` take as `windowFn`: a plain window
+ * function, a ProcessWindowFunction object, or a factory of one marked by `functionFactory` (a
+ * bare `() => new X()` would read as a window function; see function-instance.ts).
+ */
+export type AnyWindowFunction<IN, OUT, K, W extends Window> =
+  | WindowFunction<IN, OUT, K, W>
+  | ProcessWindowFunction<IN, OUT, K, W>
+  | FunctionFactory<ProcessWindowFunction<IN, OUT, K, W>>;
