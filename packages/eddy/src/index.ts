@@ -6,6 +6,7 @@ export { defineJob, type JobDefinition } from "./api/define-job.ts";
 export { StreamExecutionEnvironment } from "./api/environment.ts";
 export { DataStream, KeyedStream, DataStreamSink, type NumericField } from "./api/data-stream.ts";
 export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams.ts";
+export { reinterpretAsKeyedStream } from "./api/reinterpret-as-keyed-stream.ts";
 export type {
   Collector,
   CoProcessFunction,

@@ -327,6 +327,11 @@ export class DataStream<T> extends OperatorHandle {
     return this.#partition({ type: "custom", keySelector, partition: partitioner as (key: never, n: number) => number });
   }
 
+  /** @internal reinterpretAsKeyedStream (api/reinterpret-as-keyed-stream.ts): keyed, over a forward edge. */
+  _reinterpretAsKeyed<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
+    return new KeyedStream<T, K>(this.builder, this.forward()._transformation, keySelector);
+  }
+
   #partition(partitioner: PartitionerSpec): DataStream<T> {
     const t = this.builder.add({ kind: "partition", id: this.builder.nextId(), input: this._transformation, partitioner });
     return new DataStream<T>(this.builder, t);
