@@ -10,15 +10,13 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from "eddy";
 import { ManualClock } from "eddy/testing";
-import { ByteReader } from "../packages/eddy/src/core/codec/bytes.ts";
-import { HeapKeyedStateBackend } from "../packages/eddy/src/state/heap-keyed-state-backend.ts";
-import type { KeyedStateMeta } from "../packages/eddy/src/state/keyed-state-meta.ts";
+import { ByteReader, heapStateBackend, type KeyedStateMeta } from "../packages/eddy/src/internal.ts";
 import { ttlKeyGroupFixture, type TtlKeyGroupFixture } from "./fixtures/ttl-state/generate.ts";
 
 const FIXTURE = JSON.parse(readFileSync(join(import.meta.dirname, "fixtures/ttl-state/ttl-keygroup-before-options.json"), "utf8")) as TtlKeyGroupFixture;
 
-function restoreAt(nowMs: number): HeapKeyedStateBackend {
-  const b = new HeapKeyedStateBackend({ keyGroupRange: { start: 0, end: 127 }, clock: new ManualClock(nowMs) });
+function restoreAt(nowMs: number): ReturnType<typeof heapStateBackend> {
+  const b = heapStateBackend({ keyGroupRange: { start: 0, end: 127 }, clock: new ManualClock(nowMs) });
   const bytes = Buffer.from(FIXTURE.bytes, "base64");
   b.restoreKeyGroup(FIXTURE.keyGroup, new ByteReader(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)), FIXTURE.states as KeyedStateMeta[]);
   b.setCurrentKey(5, 5);

@@ -321,8 +321,8 @@ function resolveTtl(name: string, ttl: StateTtlConfig | undefined): ResolvedTtl 
  * A TTL as a snapshot recorded it (only `ttlMs` and `updateType`), completed with the defaults,
  * so a restored state can stand in for its descriptor until the job asks for it.
  */
-export function ttlFromSnapshot(persisted: PersistedTtl | undefined): ResolvedTtl | undefined {
-  return persisted === undefined ? undefined : resolveTtl("(restored)", { ttlMs: persisted.ttlMs, updateType: persisted.updateType });
+export function ttlFromSnapshot(stateName: string, persisted: PersistedTtl | undefined): ResolvedTtl | undefined {
+  return persisted === undefined ? undefined : resolveTtl(stateName, { ttlMs: persisted.ttlMs, updateType: persisted.updateType });
 }
 
 function resolveCodec(name: string, codec: StateCodec | undefined): StateCodec | undefined {

@@ -199,7 +199,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const byName = new Map(states.map((m) => [m.name, m]));
     const kgIndex = keyGroup - range.start;
     readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true);
+      const { table } = this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.name, meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true);
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
   }
