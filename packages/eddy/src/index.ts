@@ -8,6 +8,7 @@ export { DataStream, KeyedStream, DataStreamSink, type NumericField } from "./ap
 export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams.ts";
 export { AsyncDataStream } from "./api/async-data-stream.ts";
 export type { AsyncFunction, AsyncFunctionLike, AsyncIoOptions, AsyncRetryOptions } from "./runtime/async-function.ts";
+export { reinterpretAsKeyedStream } from "./api/reinterpret-as-keyed-stream.ts";
 export type {
   Collector,
   CoProcessFunction,
@@ -118,6 +119,7 @@ export {
 } from "./runtime/windows/triggers.ts";
 export { CountEvictor, TimeEvictor, DeltaEvictor, type Evictor, type EvictorContext, type TimestampedValue } from "./runtime/windows/evictors.ts";
 export type { WindowFunction, AggregatedWindowFunction, ProcessWindowFunction, ProcessWindowContext } from "./runtime/windows/window-functions.ts";
+export { functionFactory, type FunctionFactory, type FunctionObjectOrFactory } from "./runtime/operators/function-instance.ts";
 export {
   ByteReader,
   ByteWriter,

@@ -27,4 +27,6 @@ export { keyedProcessOperator } from "./runtime/operators/keyed-process-operator
 export { slidingPaneOperator } from "./runtime/windows/sliding-pane-operator.ts";
 export { windowOperator } from "./runtime/windows/window-operator.ts";
 export { heapStateBackend } from "./state/heap-keyed-state-backend.ts";
+export { ByteReader } from "./core/codec/bytes.ts";
+export { type KeyedStateMeta } from "./state/keyed-state-meta.ts";
 export { fakeQueryableJob, mapStateBackend } from "./testing/fake-queryable.ts";

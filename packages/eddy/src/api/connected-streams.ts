@@ -5,7 +5,8 @@ import type { CoProcessFunction, KeyedCoProcessFunction, KeySelector } from "../
 import { keyedCoProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { coProcessOperator } from "../runtime/operators/process-operator.ts";
 import type { AnyKeySelector } from "../runtime/operator.ts";
-import { DataStream, requireFunction, requireProcessFunction } from "./data-stream.ts";
+import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
+import { DataStream, requireFunction } from "./data-stream.ts";
 import type { JobBuilder } from "./job-builder.ts";
 
 export class ConnectedStreams<T1, T2> {
@@ -20,9 +21,9 @@ export class ConnectedStreams<T1, T2> {
     this.#second = second;
   }
 
-  process<R>(fn: CoProcessFunction<T1, T2, R>): DataStream<R> {
-    requireProcessFunction(fn, "process", "processElement1", "processElement2");
-    return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(fn) as unknown as TwoInputFactory, undefined);
+  process<R>(fn: FunctionObjectOrFactory<CoProcessFunction<T1, T2, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement1", "processElement2"]);
+    return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(f) as unknown as TwoInputFactory, undefined);
   }
 
   /**
@@ -66,14 +67,14 @@ export class KeyedConnectedStreams<T1, T2, K extends Key> {
   }
 
   /** A two-input function with keyed state and timers shared by both inputs of a key. */
-  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>): DataStream<R> {
-    requireProcessFunction(fn, "process", "processElement1", "processElement2");
+  process<R>(fn: FunctionObjectOrFactory<KeyedCoProcessFunction<K, T1, T2, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement1", "processElement2"]);
     return addTwoInput<R>(
       this.#builder,
       "KeyedCoProcess",
       this.#first,
       this.#second,
-      keyedCoProcessOperator(fn) as unknown as TwoInputFactory,
+      keyedCoProcessOperator(f) as unknown as TwoInputFactory,
       this.#keySelectors,
     );
   }

@@ -32,6 +32,7 @@ import type {
 import type { AnyKeySelector, OneInputOperator, OperatorContext, Output } from "../runtime/operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
+import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
 import {
   fieldAggregation,
   rollingReduceOperator,
@@ -257,9 +258,9 @@ export class DataStream<T> extends OperatorHandle {
     return new KeyedStream<T, K>(this.builder, t, keySelector);
   }
 
-  process<R>(fn: ProcessFunction<T, R>): DataStream<R> {
-    requireProcessFunction(fn, "process");
-    return this._transform("Process", processOperator(fn), false)._withErrorPolicy();
+  process<R>(fn: FunctionObjectOrFactory<ProcessFunction<T, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement"]);
+    return this._transform("Process", processOperator(f), false)._withErrorPolicy();
   }
 
   /** Merges streams of the same type (no order between them). */
@@ -328,6 +329,11 @@ export class DataStream<T> extends OperatorHandle {
     return this.#partition({ type: "custom", keySelector, partition: partitioner as (key: never, n: number) => number });
   }
 
+  /** @internal reinterpretAsKeyedStream (api/reinterpret-as-keyed-stream.ts): keyed, over a forward edge. */
+  _reinterpretAsKeyed<K extends Key>(keySelector: KeySelector<T, K>): KeyedStream<T, K> {
+    return new KeyedStream<T, K>(this.builder, this.forward()._transformation, keySelector);
+  }
+
   #partition(partitioner: PartitionerSpec): DataStream<T> {
     const t = this.builder.add({ kind: "partition", id: this.builder.nextId(), input: this._transformation, partitioner });
     return new DataStream<T>(this.builder, t);
@@ -349,9 +355,9 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   }
 
   /** A process function with keyed state and timers of the current key. */
-  override process<R>(fn: KeyedProcessFunction<K, T, R>): DataStream<R> {
-    requireProcessFunction(fn, "process");
-    return this._transform("KeyedProcess", keyedProcessOperator(fn), true, this.#keySelector)._withErrorPolicy();
+  override process<R>(fn: FunctionObjectOrFactory<KeyedProcessFunction<K, T, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process", ["processElement"]);
+    return this._transform("KeyedProcess", keyedProcessOperator(f), true, this.#keySelector)._withErrorPolicy();
   }
 
   /** Joins with `other` on event time: `.between(lowerMs, upperMs).process(fn)`; see IntervalJoin. */
@@ -439,11 +445,3 @@ export function requireFunction(fn: unknown, what: string): void {
   if (typeof fn !== "function") throw new TypeError(`${what} needs a function, got ${fn === null ? "null" : typeof fn}`);
 }
 
-export function requireProcessFunction(fn: unknown, what: string, ...methods: string[]): void {
-  const needed = methods.length === 0 ? ["processElement"] : methods;
-  for (const m of needed) {
-    if (fn === null || typeof fn !== "object" || typeof (fn as Record<string, unknown>)[m] !== "function") {
-      throw new TypeError(`${what} needs an object with a ${m}(value, ctx, out) method`);
-    }
-  }
-}

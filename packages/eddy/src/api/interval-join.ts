@@ -22,7 +22,8 @@ import {
   type IntervalJoinLateData,
   type ProcessJoinFunction,
 } from "../runtime/operators/interval-join-operator.ts";
-import { requireProcessFunction, type DataStream, type KeyedStream } from "./data-stream.ts";
+import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
+import type { DataStream, KeyedStream } from "./data-stream.ts";
 
 export type { ProcessJoinContext, ProcessJoinFunction } from "../runtime/operators/interval-join-operator.ts";
 
@@ -87,9 +88,9 @@ export class IntervalJoined<T1, T2, K extends Key> {
   }
 
   /** Calls `fn.processElement(left, right, ctx, out)` once per joined pair; output is stamped max(left.ts, right.ts). */
-  process<R>(fn: ProcessJoinFunction<T1, T2, R>): DataStream<R> {
-    requireProcessFunction(fn, "intervalJoin(...).between(...).process");
-    const factory = intervalJoinOperator(fn, this.#bounds, this.#lateData) as unknown as TwoInputFactory;
+  process<R>(fn: FunctionObjectOrFactory<ProcessJoinFunction<T1, T2, R>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "intervalJoin(...).between(...).process", ["processElement"]);
+    const factory = intervalJoinOperator(f, this.#bounds, this.#lateData) as unknown as TwoInputFactory;
     return this.#left
       .connect(this.#right)
       ._transformTwoInput<R>("IntervalJoin", factory, [this.#left._keySelector, this.#right._keySelector]);

@@ -16,6 +16,7 @@ import { windowOperator, type WindowContents } from "../runtime/windows/window-o
 import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
 import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
 import { copyValue } from "../state/copy-value.ts";
+import { isFunctionFactory, requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
 import type { DataStream, KeyedStream } from "./data-stream.ts";
 
 export class WindowedStream<T, K extends Key, W extends Window> {
@@ -94,11 +95,9 @@ export class WindowedStream<T, K extends Key, W extends Window> {
   }
 
   /** Buffers the window's elements and hands them all to `fn` with the window and keyed state. */
-  process<R>(fn: ProcessWindowFunction<T, R, K, W>): DataStream<R> {
-    if (fn === null || typeof fn !== "object" || typeof fn.process !== "function") {
-      throw new TypeError("process needs a ProcessWindowFunction with process(key, context, elements, out)");
-    }
-    return this.#build("Process", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
+  process<R>(fn: FunctionObjectOrFactory<ProcessWindowFunction<T, R, K, W>>): DataStream<R> {
+    const f = requireFunctionObject(fn, "process (a ProcessWindowFunction)", ["process"]);
+    return this.#build("Process", { kind: "list" }, f as AnyWindowFunction<unknown, unknown, Key, W>);
   }
 
   /** Buffers the window's elements and calls `fn(key, window, elements, out)`. */
@@ -128,8 +127,16 @@ export class WindowedStream<T, K extends Key, W extends Window> {
   }
 
   #build<R>(what: string, contents: WindowContents<T>, windowFn: AnyWindowFunction<unknown, unknown, Key, W> | undefined): DataStream<R> {
-    if (windowFn !== undefined && typeof windowFn !== "function" && (typeof windowFn !== "object" || typeof windowFn.process !== "function")) {
-      throw new TypeError(`${what.toLowerCase()}'s window function must be (key, window, input, out) => void or a ProcessWindowFunction`);
+    if (typeof windowFn === "function" && windowFn.length === 0) {
+      // A factory or a window function that ignores its arguments? Refused rather than guessed.
+      throw new EddyError(
+        "INVALID_FUNCTION_FACTORY",
+        `${what.toLowerCase()}'s window function takes (key, window, input, out), and this one takes no parameters: ` +
+          `to pass a factory of a ProcessWindowFunction, wrap it: functionFactory(() => new MyWindowFunction())`,
+      );
+    }
+    if (windowFn !== undefined && typeof windowFn !== "function" && !isFunctionFactory(windowFn) && (typeof windowFn !== "object" || typeof windowFn.process !== "function")) {
+      throw new TypeError(`${what.toLowerCase()}'s window function must be (key, window, input, out) => void, a ProcessWindowFunction or functionFactory(() => …)`);
     }
     const panes = this.#paneFunctions(contents);
     const paneSpec = this.#assigner.paneSpec?.();

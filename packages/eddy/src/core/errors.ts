@@ -60,10 +60,11 @@ export function userFunctionError(operator: string, subtask: number, cause: unkn
       cause: cause.cause ?? cause,
     });
   }
-  // A function object is copied per subtask, and a copy has no #private slots (README).
+  // A function object is copied per subtask, and a copy has no #private slots (README); a
+  // factory makes real instances instead (runtime/operators/function-instance.ts).
   const hint =
     cause instanceof TypeError && /private member/.test(cause.message)
-      ? " (function objects are copied per subtask and a copy has no #private fields: use ordinary fields)"
+      ? " (function objects are copied per subtask and a copy has no #private fields: pass a factory, e.g. process(() => new MyFunction()), or use ordinary fields)"
       : "";
   return new EddyError(
     "USER_FUNCTION_FAILED",

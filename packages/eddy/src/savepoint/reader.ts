@@ -23,7 +23,7 @@ import type { Key } from "../core/key.ts";
 import { assignToKeyGroup } from "../core/key-group.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type OperatorStateMode } from "../checkpoint/format/task-snapshot.ts";
 import { readTimers, type RestoredTimer, type TimerDomain } from "../runtime/timer-service.ts";
-import type { ResolvedTtl, StateKind } from "../state/descriptors.ts";
+import type { PersistedTtl, StateKind } from "../state/descriptors.ts";
 import { readKeyGroup } from "../state/heap-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import type { Namespace } from "../state/state-table.ts";
@@ -35,7 +35,7 @@ export interface KeyedStateInfo {
   readonly format: string;
   /** The schema the state declared, if any. */
   readonly codec: { readonly id: string; readonly version: number } | undefined;
-  readonly ttl: ResolvedTtl | undefined;
+  readonly ttl: PersistedTtl | undefined;
 }
 
 export interface OperatorStateInfo {

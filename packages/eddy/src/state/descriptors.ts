@@ -9,14 +9,54 @@ import { EddyError } from "../core/errors.ts";
 export type StateKind = "value" | "list" | "map" | "reducing" | "aggregating";
 
 /**
- * Time-to-live of state entries, in processing time. An expired entry is never returned.
- * `onCreateAndWrite` (default): the clock restarts when the entry is written; `onReadAndWrite`:
- * also when it is read. Value, reducing and aggregating state expire as a whole; list state per
- * element; map state per map entry.
+ * Time-to-live of state entries, in processing time (the job's clock), as Flink's StateTtlConfig.
+ * TTL is per stored value: value, reducing and aggregating state expire as a whole; list state per
+ * element; map state per map entry. Each value's timestamp is its last access of the kinds
+ * `updateType` names.
+ *
+ * Only `ttlMs` and `updateType` are recorded in snapshots; visibility and cleanup are how this job
+ * runs and may change from one run to the next.
  */
 export interface StateTtlConfig {
   readonly ttlMs: number;
+  /**
+   * `"onCreateAndWrite"` (default, Flink's OnCreateAndWrite): the TTL restarts when the value is
+   * written; `"onReadAndWrite"`: also when it is read.
+   */
   readonly updateType?: "onCreateAndWrite" | "onReadAndWrite";
+  /**
+   * `"neverReturnExpired"` (default): an expired value is never returned, cleaned up or not.
+   * `"returnExpiredIfNotCleanedUp"`: an expired value still stored is returned (once: the read
+   * that returns it removes it), and reducing/aggregating state keeps reducing into it.
+   */
+  readonly visibility?: "neverReturnExpired" | "returnExpiredIfNotCleanedUp";
+  /** When expired values are removed besides the access that finds them (see StateTtlCleanup). */
+  readonly cleanup?: StateTtlCleanup;
+}
+
+/**
+ * Cleanup strategies of a state with TTL (Flink: `cleanupFullSnapshot`, `cleanupIncrementally`,
+ * `cleanupInBackground`). An access that finds its own value expired always removes it.
+ */
+export interface StateTtlCleanup {
+  /**
+   * Leave expired values out of checkpoints and savepoints (default true; Flink's default is off,
+   * Eddy has always filtered, and the check is cheap). `false` writes them, so a restored job may
+   * still see them under `returnExpiredIfNotCleanedUp`.
+   */
+  readonly fullSnapshot?: boolean;
+  /**
+   * Every access of this state also examines `entriesPerAccess` keys of it (all their namespaces)
+   * at a cursor that goes round the state, and removes what expired; `everyRecord`: also once per
+   * record or timer of the operator, whether the function touches the state or not. Default
+   * `{ entriesPerAccess: 2, everyRecord: false }`; `false` turns it off.
+   */
+  readonly incremental?: false | { readonly entriesPerAccess: number; readonly everyRecord?: boolean };
+  /**
+   * Default true: the operator's task examines a bounded number of keys of this state every
+   * second of processing time (between records), so keys nobody touches again go too.
+   */
+  readonly background?: boolean;
 }
 
 /**
@@ -65,11 +105,26 @@ export interface AggregateFunction<IN, ACC, OUT> {
   merge?(a: ACC, b: ACC): ACC;
 }
 
-/** Normalized, validated TTL: `updateType` is always set. */
+/** Normalized, validated TTL: every option set. */
 export interface ResolvedTtl {
   readonly ttlMs: number;
   readonly updateType: "onCreateAndWrite" | "onReadAndWrite";
+  readonly visibility: "neverReturnExpired" | "returnExpiredIfNotCleanedUp";
+  readonly cleanupFullSnapshot: boolean;
+  /** Keys examined per access (0: no incremental cleanup). */
+  readonly cleanupEntriesPerAccess: number;
+  readonly cleanupEveryRecord: boolean;
+  readonly cleanupInBackground: boolean;
 }
+
+/** What snapshots record of a TTL (KeyedStateMeta.ttl): the options that describe the stored timestamps. */
+export interface PersistedTtl {
+  readonly ttlMs: number;
+  readonly updateType: "onCreateAndWrite" | "onReadAndWrite";
+}
+
+/** Incremental cleanup when a TTL names none: keys examined per access (Flink examines 5). */
+export const DEFAULT_TTL_CLEANUP_ENTRIES_PER_ACCESS = 2;
 
 /** What every descriptor has; the backend reads only these plus the kind-specific function. */
 export interface StateDescriptorBase {
@@ -224,14 +279,50 @@ function validName(name: unknown): string {
 function resolveTtl(name: string, ttl: StateTtlConfig | undefined): ResolvedTtl | undefined {
   if (ttl === undefined) return undefined;
   if (ttl === null || typeof ttl !== "object") throw invalid(name, `ttl must be an object { ttlMs }, got ${describe(ttl)}`);
-  const { ttlMs, updateType = "onCreateAndWrite" } = ttl;
+  const { ttlMs, updateType = "onCreateAndWrite", visibility = "neverReturnExpired", cleanup = {} } = ttl;
   if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
     throw invalid(name, `ttl.ttlMs must be a positive finite number of milliseconds, got ${describe(ttlMs)}`);
   }
   if (updateType !== "onCreateAndWrite" && updateType !== "onReadAndWrite") {
     throw invalid(name, `ttl.updateType must be "onCreateAndWrite" or "onReadAndWrite", got ${describe(updateType)}`);
   }
-  return Object.freeze({ ttlMs, updateType });
+  if (visibility !== "neverReturnExpired" && visibility !== "returnExpiredIfNotCleanedUp") {
+    throw invalid(name, `ttl.visibility must be "neverReturnExpired" or "returnExpiredIfNotCleanedUp", got ${describe(visibility)}`);
+  }
+  if (cleanup === null || typeof cleanup !== "object") throw invalid(name, `ttl.cleanup must be an object, got ${describe(cleanup)}`);
+  const { fullSnapshot = true, incremental = { entriesPerAccess: DEFAULT_TTL_CLEANUP_ENTRIES_PER_ACCESS }, background = true } = cleanup;
+  if (typeof fullSnapshot !== "boolean") throw invalid(name, `ttl.cleanup.fullSnapshot must be a boolean, got ${describe(fullSnapshot)}`);
+  if (typeof background !== "boolean") throw invalid(name, `ttl.cleanup.background must be a boolean, got ${describe(background)}`);
+  let entriesPerAccess = 0;
+  let everyRecord = false;
+  if (incremental !== false) {
+    if (incremental === null || typeof incremental !== "object") {
+      throw invalid(name, `ttl.cleanup.incremental must be false or { entriesPerAccess, everyRecord? }, got ${describe(incremental)}`);
+    }
+    entriesPerAccess = incremental.entriesPerAccess;
+    everyRecord = incremental.everyRecord ?? false;
+    if (!Number.isSafeInteger(entriesPerAccess) || entriesPerAccess < 1) {
+      throw invalid(name, `ttl.cleanup.incremental.entriesPerAccess must be a positive integer, got ${describe(entriesPerAccess)}`);
+    }
+    if (typeof everyRecord !== "boolean") throw invalid(name, `ttl.cleanup.incremental.everyRecord must be a boolean, got ${describe(everyRecord)}`);
+  }
+  return Object.freeze({
+    ttlMs,
+    updateType,
+    visibility,
+    cleanupFullSnapshot: fullSnapshot,
+    cleanupEntriesPerAccess: entriesPerAccess,
+    cleanupEveryRecord: everyRecord,
+    cleanupInBackground: background,
+  });
+}
+
+/**
+ * A TTL as a snapshot recorded it (only `ttlMs` and `updateType`), completed with the defaults,
+ * so a restored state can stand in for its descriptor until the job asks for it.
+ */
+export function ttlFromSnapshot(stateName: string, persisted: PersistedTtl | undefined): ResolvedTtl | undefined {
+  return persisted === undefined ? undefined : resolveTtl(stateName, { ttlMs: persisted.ttlMs, updateType: persisted.updateType });
 }
 
 function resolveCodec(name: string, codec: StateCodec | undefined): StateCodec | undefined {

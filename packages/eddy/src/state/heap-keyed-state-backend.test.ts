@@ -367,7 +367,18 @@ test("descriptors validate names and TTL", () => {
   bad(() => new ReducingStateDescriptor("x", undefined as unknown as (a: number, b: number) => number), /reduce/);
   bad(() => new AggregatingStateDescriptor("x", {} as AggregateFunction<number, number, number>), /createAccumulator/);
   const d = new ValueStateDescriptor<number>("ok", { ttl: { ttlMs: 10 } });
-  assert.deepEqual(d.ttl, { ttlMs: 10, updateType: "onCreateAndWrite" });
+  assert.deepEqual(d.ttl, {
+    ttlMs: 10,
+    updateType: "onCreateAndWrite",
+    visibility: "neverReturnExpired",
+    cleanupFullSnapshot: true,
+    cleanupEntriesPerAccess: 2,
+    cleanupEveryRecord: false,
+    cleanupInBackground: true,
+  });
+  bad(() => new ValueStateDescriptor("x", { ttl: { ttlMs: 1, visibility: "sometimes" as "neverReturnExpired" } }), /visibility/);
+  bad(() => new ValueStateDescriptor("x", { ttl: { ttlMs: 1, cleanup: { incremental: { entriesPerAccess: 0 } } } }), /entriesPerAccess/);
+  bad(() => new ValueStateDescriptor("x", { ttl: { ttlMs: 1, cleanup: { fullSnapshot: "yes" as unknown as boolean } } }), /fullSnapshot/);
   assert.equal(d.kind, "value");
   assert.equal(d.copy, "deep");
 });

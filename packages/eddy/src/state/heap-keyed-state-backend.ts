@@ -19,6 +19,7 @@ import type {
   StateDescriptorBase,
   ValueStateDescriptor,
 } from "./descriptors.ts";
+import { ttlFromSnapshot } from "./descriptors.ts";
 import { HeapMapState } from "./heap-map-state.ts";
 import { HeapAggregatingState, HeapListState, HeapReducingState, HeapValueState } from "./heap-state-handles.ts";
 import type { HeapKvState } from "./heap-state-handles.ts";
@@ -77,6 +78,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #recentHandles: (HeapKvState | undefined)[] = new Array<undefined>(RECENT_DESCRIPTORS).fill(undefined);
   #recentNext = 0;
   readonly #operator: string | undefined;
+  /** Tables whose TTL cleans up incrementally on every record (cleanup.incremental.everyRecord); undefined: none. */
+  #everyRecord: StateTable[] | undefined = undefined;
+  readonly #onBackgroundCleanup: (() => void) | undefined;
+  #backgroundCleanupAnnounced = false;
   readonly #onQueryable: ((queryableName: string, stateName: string) => void) | undefined;
 
   constructor(options: HeapKeyedStateBackendOptions) {
@@ -88,6 +93,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.#clock = options.clock;
     this.#operator = options.operatorName;
     this.#onQueryable = options.onQueryable;
+    this.#onBackgroundCleanup = options.onBackgroundCleanup;
   }
 
   /**
@@ -106,6 +112,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     ctx.keyGroup = keyGroup;
     ctx.kgIndex = keyGroup - range.start;
     ctx.epoch++;
+    const everyRecord = this.#everyRecord;
+    if (everyRecord !== undefined) for (let i = 0; i < everyRecord.length; i++) everyRecord[i]!.cleanupStep();
   }
 
   getCurrentKey(): Key {
@@ -171,8 +179,12 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * groups)); the returned snapshot serializes it later while processing goes on.
    */
   snapshot(): HeapKeyedStateSnapshot {
-    const captured = [...this.#states.values()].map(({ table, descriptor }) => ({ meta: metaOf(descriptor), capture: table.capture() }));
-    const hasTtl = captured.some((c) => c.meta.ttl !== undefined);
+    const captured = [...this.#states.values()].map(({ table, descriptor }) => ({
+      meta: metaOf(descriptor),
+      capture: table.capture(),
+      dropExpired: table.ttl?.cleanupFullSnapshot === true,
+    }));
+    const hasTtl = captured.some((c) => c.dropExpired);
     return new HeapKeyedStateSnapshot(this.keyGroupRange, captured, hasTtl ? this.#clock.now() : 0);
   }
 
@@ -187,7 +199,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const byName = new Map(states.map((m) => [m.name, m]));
     const kgIndex = keyGroup - range.start;
     readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable({ ...meta, codec: meta.codec, queryableName: meta.queryable }, true);
+      const { table } = this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.name, meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true);
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
   }
@@ -237,8 +249,20 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    */
   cleanupExpired(maxEntries: number): number {
     let removed = 0;
-    for (const { table } of this.#states.values()) removed += table.cleanupExpired(maxEntries);
+    for (const { table } of this.#states.values()) if (table.ttl?.cleanupInBackground === true) removed += table.cleanupExpired(maxEntries);
     return removed;
+  }
+
+  /** Takes note of a table's TTL cleanup options (a state was registered or adopted). */
+  #noteCleanup(table: StateTable): void {
+    const ttl = table.ttl;
+    if (ttl === undefined) return;
+    const tables = [...this.#states.values()].map((s) => s.table).filter((t) => t.ttl?.cleanupEveryRecord === true);
+    this.#everyRecord = tables.length === 0 ? undefined : tables;
+    if (ttl.cleanupInBackground && !this.#backgroundCleanupAnnounced) {
+      this.#backgroundCleanupAnnounced = true;
+      this.#onBackgroundCleanup?.();
+    }
   }
 
   #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
@@ -301,6 +325,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     }
     state.restored = false;
     (state as { descriptor: StateDescriptorBase }).descriptor = descriptor;
+    state.table.adoptTtl(descriptor.ttl);
+    this.#noteCleanup(state.table);
   }
 
   /** Names of restored states the operator has not asked for (yet). */
@@ -320,7 +346,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
             `keep the kind, or give the new state another name (and drop the old one)`,
         );
       }
-      checkCompatible(existing.descriptor, descriptor);
+      checkCompatible(existing.descriptor, descriptor, existing.restored);
       return existing;
     }
     const table = new StateTable(
@@ -334,6 +360,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     );
     const state: RegisteredState = { table, descriptor, handle: undefined, restored: restoring };
     this.#states.set(descriptor.name, state);
+    this.#noteCleanup(table);
     // A restored queryable state is served at once, before the operator next touches it.
     if (restoring && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
     return state;
@@ -351,7 +378,11 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 }
 
-function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase): void {
+/**
+ * One name, one set of options. Against a state restored from a snapshot (`restored`) only what
+ * the snapshot records is compared: TTL visibility and cleanup may change between runs.
+ */
+function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBase, restored: boolean): void {
   if (existing.kind !== asked.kind) {
     throw new EddyError(
       "STATE_KIND_MISMATCH",
@@ -361,7 +392,19 @@ function checkCompatible(existing: StateDescriptorBase, asked: StateDescriptorBa
   }
   const a = existing.ttl;
   const b = asked.ttl;
-  if (a?.ttlMs !== b?.ttlMs || a?.updateType !== b?.updateType || existing.copy !== asked.copy) {
+  const sameTtl =
+    a === b ||
+    (a !== undefined &&
+      b !== undefined &&
+      a.ttlMs === b.ttlMs &&
+      a.updateType === b.updateType &&
+      (restored ||
+        (a.visibility === b.visibility &&
+          a.cleanupFullSnapshot === b.cleanupFullSnapshot &&
+          a.cleanupEntriesPerAccess === b.cleanupEntriesPerAccess &&
+          a.cleanupEveryRecord === b.cleanupEveryRecord &&
+          a.cleanupInBackground === b.cleanupInBackground)));
+  if (!sameTtl || existing.copy !== asked.copy) {
     throw new EddyError(
       "STATE_DESCRIPTOR_MISMATCH",
       `state '${asked.name}' was registered with other options (ttl, copy); one name must always ` +

@@ -16,8 +16,8 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     const cell = this.#mapCell();
     if (cell === undefined) return undefined;
     const map = cell.value as Map<UK, UV>;
-    if (this.ttlMs !== 0 && !this.#liveEntry(cell, key)) return undefined;
     const v = map.get(key);
+    if (this.ttlMs !== 0 && !this.#liveEntry(cell, key)) return undefined;
     return this.deep ? copyValue(v) : v;
   }
 
@@ -85,20 +85,26 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     return out.size === 0 ? undefined : out;
   }
 
-  /** The current map cell, unless it expired as a whole (then it is removed). */
+  /**
+   * The current map cell, unless it expired as a whole (then it is removed; under
+   * returnExpiredIfNotCleanedUp it is kept for #liveEntry to hand out entry by entry).
+   */
   #mapCell(): Cell | undefined {
     if (this.ttlMs === 0) return this.rawCell();
     this.table.cleanupStep();
     const cell = this.rawCell();
     if (cell === undefined) return undefined;
-    if (cell.expiresAt <= this.table.now()) {
+    if (!this.returnExpired && cell.expiresAt <= this.table.now()) {
       this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
       return undefined;
     }
     return cell;
   }
 
-  /** With TTL: whether `key` is present and unexpired; drops it if expired, refreshes on read. */
+  /**
+   * With TTL: whether `key` is present and visible; drops it if expired (visible all the same,
+   * this once, under returnExpiredIfNotCleanedUp), refreshes it on read.
+   */
   #liveEntry(cell: Cell, key: UK): boolean {
     const expiry = cell.expiry as Map<UK, number>;
     const exp = expiry.get(key);
@@ -108,7 +114,7 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
       (cell.value as Map<UK, UV>).delete(key);
       expiry.delete(key);
       this.#dropIfEmpty(cell);
-      return false;
+      return this.returnExpired;
     }
     if (this.refreshOnRead) {
       expiry.set(key, now + this.ttlMs);
@@ -122,7 +128,7 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
    * isEmpty) refreshes every entry under onReadAndWrite.
    */
   #liveMap(read: boolean): Map<UK, UV> | undefined {
-    const cell = this.visibleCell(false);
+    const cell = this.visibleCell(read);
     if (cell === undefined) return undefined;
     if (read && this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs);
     return cell.value as Map<UK, UV>;

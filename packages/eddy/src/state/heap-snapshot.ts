@@ -15,8 +15,9 @@
  *
  * The payload is the value as stored: the value or accumulator; an array for list state; a Map
  * for map state. Kind, TTL and copy mode of each state are not repeated per group: they travel in
- * the snapshot's metadata (`KeyedStateMeta`). Cells that expired when the snapshot was taken are
- * left out.
+ * the snapshot's metadata (`KeyedStateMeta`). Unless a state's TTL says `cleanup.fullSnapshot:
+ * false`, what expired when the snapshot was taken is left out: whole cells, and the expired
+ * elements of lists and entries of maps (the layout is the same either way).
  */
 import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
@@ -31,6 +32,8 @@ import { Cell, type Namespace, type TableCapture } from "./state-table.ts";
 interface CapturedState {
   readonly meta: KeyedStateMeta;
   readonly capture: TableCapture;
+  /** Leave out what expired (the TTL's cleanup.fullSnapshot). */
+  readonly dropExpired: boolean;
 }
 
 /**
@@ -64,9 +67,9 @@ export class HeapKeyedStateSnapshot {
     const index = keyGroup - this.keyGroupRange.start;
     const present = this.#captured.filter((c) => c.capture.size(index) > 0);
     out.varuint(present.length);
-    for (const { meta, capture } of present) {
+    for (const { meta, capture, dropExpired } of present) {
       out.string(meta.name);
-      writeCells(capture, index, meta, this.#now, this.#codec, out);
+      writeCells(capture, index, meta, dropExpired ? this.#now : Number.NEGATIVE_INFINITY, this.#codec, out);
     }
   }
 
@@ -81,6 +84,7 @@ export class HeapKeyedStateSnapshot {
   }
 }
 
+/** `now`: what expired by then is left out (-Infinity: nothing is). Captured cells are never modified. */
 function writeCells(capture: TableCapture, index: number, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
   const hasTtl = meta.ttl !== undefined;
   const keys: Key[] = [];
@@ -90,6 +94,14 @@ function writeCells(capture: TableCapture, index: number, meta: KeyedStateMeta, 
   const expiries: Cell["expiry"][] = [];
   capture.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
     if (hasTtl && expiresAt <= now) return;
+    if (hasTtl && expiry !== undefined && now !== Number.NEGATIVE_INFINITY) {
+      const live = unexpiredElements(meta.kind, value, expiry, now);
+      if (live !== undefined) {
+        if (live.empty) return;
+        value = live.value;
+        expiry = live.expiry;
+      }
+    }
     keys.push(key);
     namespaces.push(ns);
     payloads.push(value);
@@ -103,6 +115,49 @@ function writeCells(capture: TableCapture, index: number, meta: KeyedStateMeta, 
   codec.encode(namespaces, out);
   codec.encode(payloads, out);
   for (let i = 0; i < expiresAts.length; i++) writeTtl(meta.kind, expiresAts[i]!, expiries[i], out);
+}
+
+/**
+ * The elements of a list cell or entries of a map cell that have not expired at `now`, as fresh
+ * collections; undefined when none expired (the captured collections are written as they are).
+ */
+function unexpiredElements(
+  kind: StateKind,
+  value: unknown,
+  expiry: number[] | Map<unknown, number>,
+  now: number,
+): { value: unknown; expiry: number[] | Map<unknown, number>; empty: boolean } | undefined {
+  if (kind === "list") {
+    const exps = expiry as number[];
+    if (exps.every((e) => e > now)) return undefined;
+    const values = value as unknown[];
+    const keptValues: unknown[] = [];
+    const keptExps: number[] = [];
+    for (let i = 0; i < values.length; i++) {
+      if (exps[i]! > now) {
+        keptValues.push(values[i]);
+        keptExps.push(exps[i]!);
+      }
+    }
+    return { value: keptValues, expiry: keptExps, empty: keptValues.length === 0 };
+  }
+  if (kind === "map") {
+    const exps = expiry as Map<unknown, number>;
+    let anyExpired = false;
+    for (const e of exps.values()) if (e <= now) anyExpired = true;
+    if (!anyExpired) return undefined;
+    const map = value as Map<unknown, unknown>;
+    const keptMap = new Map<unknown, unknown>();
+    const keptExps = new Map<unknown, number>();
+    for (const [k, e] of exps) {
+      if (e > now) {
+        keptMap.set(k, map.get(k));
+        keptExps.set(k, e);
+      }
+    }
+    return { value: keptMap, expiry: keptExps, empty: keptMap.size === 0 };
+  }
+  return undefined;
 }
 
 function writeTtl(kind: StateKind, expiresAt: number, expiry: Cell["expiry"], out: ByteWriter): void {

@@ -11,8 +11,11 @@
  * Ordering inside every write: copies and user functions run first, the cell is created last, so
  * a throwing user function or an uncopyable value leaves no empty cell behind.
  *
- * TTL: every access of a state with TTL first runs one incremental cleanup step (2 keys), then
- * removes what it touches if it expired (lazy cleanup).
+ * TTL: every access of a state with TTL first runs one incremental cleanup step (the TTL's
+ * `cleanup.incremental`), then removes what it touches if it expired (lazy cleanup). Under
+ * `returnExpiredIfNotCleanedUp` (Flink's ReturnExpiredIfNotCleanedUp) a read hands out what
+ * expired but is still stored and then removes it, and reducing/aggregating writes keep reducing
+ * into an expired accumulator still stored, as Flink's TtlReduceFunction/TtlAggregateFunction do.
  */
 
 import { EddyError } from "../core/errors.ts";
@@ -22,8 +25,8 @@ import type {
   StateDescriptorBase,
   StateKind,
 } from "./descriptors.ts";
-import { purgeCell, VOID_NAMESPACE } from "./state-table.ts";
-import type { Cell, Namespace, StateTable } from "./state-table.ts";
+import { Cell, purgeCell, VOID_NAMESPACE } from "./state-table.ts";
+import type { Namespace, StateTable } from "./state-table.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
 import type {
   InternalAggregatingState,
@@ -40,6 +43,8 @@ export abstract class HeapKvState implements InternalKvState {
   /** 0 when the state has no TTL. */
   protected readonly ttlMs: number;
   protected readonly refreshOnRead: boolean;
+  /** TTL visibility returnExpiredIfNotCleanedUp. */
+  protected readonly returnExpired: boolean;
   protected readonly deep: boolean;
   protected ns: Namespace = VOID_NAMESPACE;
   protected isVoid = true;
@@ -51,6 +56,7 @@ export abstract class HeapKvState implements InternalKvState {
     this.table = table;
     this.ttlMs = descriptor.ttl?.ttlMs ?? 0;
     this.refreshOnRead = descriptor.ttl?.updateType === "onReadAndWrite";
+    this.returnExpired = descriptor.ttl?.visibility === "returnExpiredIfNotCleanedUp";
     this.deep = descriptor.copy === "deep";
   }
 
@@ -120,6 +126,10 @@ export abstract class HeapKvState implements InternalKvState {
   /**
    * The current cell if anything in it is visible, after dropping what expired (lists and maps
    * lose their expired elements). `read` refreshes an onReadAndWrite TTL of a value cell.
+   *
+   * Under returnExpiredIfNotCleanedUp what expired is visible: a write (`read` false) gets the
+   * cell as it is, expired parts included; a read gets a detached cell holding everything stored
+   * (rarely: only when something in it expired), and what expired is removed from the state.
    */
   protected visibleCell(read: boolean): Cell | undefined {
     if (this.ttlMs === 0) return this.rawCell();
@@ -127,6 +137,13 @@ export abstract class HeapKvState implements InternalKvState {
     const cell = this.rawCell();
     if (cell === undefined) return undefined;
     const now = this.table.now();
+    if (this.returnExpired && anyExpired(this.descriptor.kind, cell, now)) {
+      if (!read) return cell;
+      const detached = detachCell(this.descriptor.kind, cell);
+      if (purgeCell(this.descriptor.kind, cell, now)) this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
+      else if (this.refreshOnRead) refreshAll(cell, now + this.ttlMs);
+      return detached;
+    }
     if (purgeCell(this.descriptor.kind, cell, now)) {
       this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
       return undefined;
@@ -308,6 +325,22 @@ function listVisibleAt(cell: Cell, now: number): unknown[] {
   const exps = cell.expiry as number[] | undefined;
   if (exps === undefined) return values;
   return values.filter((_, i) => exps[i]! > now);
+}
+
+/** Whether anything stored in `cell` expired at `now` (the whole cell, or an element or entry). */
+function anyExpired(kind: StateKind, cell: Cell, now: number): boolean {
+  if (cell.expiresAt <= now) return true;
+  const expiry = cell.expiry;
+  if (expiry === undefined) return false;
+  if (kind === "list") return (expiry as number[]).some((e) => e <= now);
+  for (const e of (expiry as Map<unknown, number>).values()) if (e <= now) return true;
+  return false;
+}
+
+/** A cell holding what `cell` holds, not affected by later changes of it (list and map: own collections). */
+function detachCell(kind: StateKind, cell: Cell): Cell {
+  const value = kind === "list" ? (cell.value as unknown[]).slice() : kind === "map" ? new Map(cell.value as Map<unknown, unknown>) : cell.value;
+  return new Cell(value, cell.expiresAt, undefined);
 }
 
 /** Sets every element/entry expiry of a list or map cell to `exp` (onReadAndWrite). */

@@ -197,3 +197,179 @@ test("state without TTL is never expired by the clock", () => {
   assert.equal(s.value(), 1);
   assert.equal(b.cleanupExpired(100), 0);
 });
+
+test("returnExpiredIfNotCleanedUp: a read returns an expired value still stored, once, and removes it", () => {
+  const { clock, b, at } = setup();
+  const cfg = { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { incremental: false } } } as const;
+  const v = b.getState(new ValueStateDescriptor<string>("v", cfg));
+  const never = b.getState(new ValueStateDescriptor<string>("never", { ttl: { ttlMs: 100, cleanup: { incremental: false } } }));
+  at(1);
+  v.update("x");
+  never.update("x");
+  clock.advance(150);
+  assert.equal(never.value(), undefined, "the default never returns it");
+  assert.equal(v.value(), "x", "still stored, so returned");
+  assert.equal(v.value(), undefined, "the read that returned it cleaned it up");
+  assert.equal(b.numKeys("v"), 0);
+});
+
+test("returnExpiredIfNotCleanedUp: reducing and aggregating state keep reducing into an expired accumulator still stored", () => {
+  const { clock, b, at } = setup();
+  const cfg = { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { incremental: false } } } as const;
+  const r = b.getReducingState(new ReducingStateDescriptor<number>("r", (x, y) => x + y, cfg));
+  const g = b.getAggregatingState(
+    new AggregatingStateDescriptor<number, number, number>("g", { createAccumulator: () => 0, add: (v, a) => a + v, getResult: (a) => a }, cfg),
+  );
+  at(1);
+  r.add(1);
+  g.add(1);
+  clock.advance(200);
+  r.add(2);
+  g.add(2);
+  assert.equal(r.get(), 3, "as Flink's TtlReduceFunction: the expired accumulator takes part");
+  assert.equal(g.get(), 3);
+  clock.advance(99);
+  assert.equal(r.get(), 3, "and the write restarted its TTL");
+});
+
+test("returnExpiredIfNotCleanedUp: list elements and map entries that expired are returned once, then removed", () => {
+  const { clock, b, at } = setup();
+  const cfg = { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { incremental: false } } } as const;
+  const l = b.getListState(new ListStateDescriptor<string>("l", cfg));
+  const m = b.getMapState(new MapStateDescriptor<string, number>("m", cfg));
+  const m2 = b.getMapState(new MapStateDescriptor<string, number>("m2", cfg));
+  at(1);
+  l.add("old");
+  m.put("old", 1);
+  m2.put("a", 1);
+  m2.put("b", 2);
+  clock.advance(60);
+  l.add("new");
+  m.put("new", 2);
+  clock.advance(60);
+  assert.deepEqual(l.get(), ["old", "new"]);
+  assert.deepEqual(l.get(), ["new"]);
+  assert.deepEqual([...m.entries()], [["old", 1], ["new", 2]]);
+  assert.deepEqual([...m.entries()], [["new", 2]]);
+  assert.equal(m2.contains("a"), true, "expired, not cleaned up yet: visible");
+  assert.equal(m2.get("a"), undefined, "the contains() above cleaned it up");
+  assert.equal(m2.get("b"), 2);
+  assert.equal(m2.get("b"), undefined);
+  assert.equal(b.numKeys("m2"), 0);
+});
+
+test("incremental cleanup examines entriesPerAccess keys per access; false turns it off; everyRecord runs it per key change", () => {
+  const run = (incremental: false | { entriesPerAccess: number; everyRecord?: boolean }, act: (b: HeapKeyedStateBackend, at: (k: number) => void) => void): number => {
+    const { clock, b, at } = setup();
+    const s = b.getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, cleanup: { incremental, background: false } } }));
+    for (let k = 0; k < 100; k++) {
+      at(k);
+      s.update(k);
+    }
+    clock.advance(100);
+    act(b, at);
+    return b.numKeys("v");
+  };
+  const tenAccesses = (b: HeapKeyedStateBackend, at: (k: number) => void): void => {
+    const s = b.getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, cleanup: { incremental: { entriesPerAccess: 5 }, background: false } } }));
+    at(1_000);
+    for (let i = 0; i < 10; i++) s.value();
+  };
+  assert.equal(run({ entriesPerAccess: 5 }, tenAccesses), 50, "10 accesses × 5 keys");
+  const noAccess = (b: HeapKeyedStateBackend, at: (k: number) => void): void => {
+    for (let i = 0; i < 10; i++) at(1_000 + i);
+    assert.equal(b.cleanupExpired(1_000), 0, "background cleanup is off for this state");
+  };
+  assert.equal(run({ entriesPerAccess: 5 }, noAccess), 100, "without everyRecord, key changes alone clean nothing");
+  assert.equal(run({ entriesPerAccess: 5, everyRecord: true }, noAccess), 50, "everyRecord: 10 records × 5 keys, no state access");
+  const offAccesses = (b: HeapKeyedStateBackend, at: (k: number) => void): void => {
+    const s = b.getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, cleanup: { incremental: false, background: false } } }));
+    at(1_000);
+    for (let i = 0; i < 10; i++) s.value();
+  };
+  assert.equal(run(false, offAccesses), 100);
+});
+
+test("background cleanup (cleanupExpired) cleans only states whose TTL asks for it, and announces the first one once", () => {
+  const clock = new ManualClock(0);
+  let announced = 0;
+  const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock, onBackgroundCleanup: () => announced++ });
+  b.getState(new ValueStateDescriptor<number>("plain"));
+  assert.equal(announced, 0, "state without TTL needs no background cleanup");
+  const bg = b.getState(new ValueStateDescriptor<number>("bg", { ttl: { ttlMs: 10, cleanup: { incremental: false } } }));
+  const off = b.getState(new ValueStateDescriptor<number>("off", { ttl: { ttlMs: 10, cleanup: { incremental: false, background: false } } }));
+  b.getState(new ValueStateDescriptor<number>("bg2", { ttl: { ttlMs: 10 } }));
+  assert.equal(announced, 1);
+  for (let k = 0; k < 20; k++) {
+    b.setCurrentKey(k, k);
+    bg.update(k);
+    off.update(k);
+  }
+  clock.advance(10);
+  assert.equal(b.cleanupExpired(1_000), 20);
+  assert.equal(b.numKeys("bg"), 0);
+  assert.equal(b.numKeys("off"), 20);
+});
+
+test("full-snapshot cleanup: expired cells, list elements and map entries are left out by default, written with fullSnapshot: false", async () => {
+  const { ByteReader, ByteWriter } = await import("../core/codec/bytes.ts");
+  const snapshotAndRestore = (fullSnapshot: boolean): { values: unknown[]; list: string[]; map: [string, number][] } => {
+    const { clock, b, at } = setup();
+    const cleanup = { fullSnapshot, incremental: false } as const;
+    const opts = { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup } } as const;
+    const v = new ValueStateDescriptor<number>("v", opts);
+    const l = new ListStateDescriptor<string>("l", opts);
+    const m = new MapStateDescriptor<string, number>("m", opts);
+    at(1);
+    b.getState(v).update(1);
+    b.getListState(l).add("old");
+    b.getMapState(m).put("old", 1);
+    clock.advance(60);
+    b.getListState(l).add("new");
+    b.getMapState(m).put("new", 2);
+    clock.advance(60);
+    const snap = b.snapshot();
+    const out = new ByteWriter();
+    snap.writeKeyGroup(1, out);
+    snap.release();
+    const restored = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
+    restored.restoreKeyGroup(1, new ByteReader(out.finish()), snap.states);
+    restored.setCurrentKey(1, 1);
+    return {
+      values: [restored.getState(v).value()],
+      list: restored.getListState(l).get(),
+      map: [...restored.getMapState(m).entries()],
+    };
+  };
+  assert.deepEqual(snapshotAndRestore(true), { values: [undefined], list: ["new"], map: [["new", 2]] });
+  assert.deepEqual(snapshotAndRestore(false), { values: [1], list: ["old", "new"], map: [["old", 1], ["new", 2]] });
+});
+
+test("snapshots record only ttlMs and updateType; a restored state is adopted by a descriptor with other visibility and cleanup, not another ttlMs", async () => {
+  const { ByteReader, ByteWriter } = await import("../core/codec/bytes.ts");
+  const { clock, b, at } = setup();
+  at(1);
+  b.getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { background: false } } })).update(7);
+  const snap = b.snapshot();
+  assert.deepEqual(snap.states[0]!.ttl, { ttlMs: 100, updateType: "onCreateAndWrite" }, "the metadata's JSON is as before these options");
+  const out = new ByteWriter();
+  snap.writeKeyGroup(1, out);
+  snap.release();
+  const bytes = out.finish();
+  const restore = (): HeapKeyedStateBackend => {
+    const r = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
+    r.restoreKeyGroup(1, new ByteReader(bytes), snap.states);
+    r.setCurrentKey(1, 1);
+    return r;
+  };
+  assert.equal(restore().getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, cleanup: { incremental: false } } })).value(), 7);
+  assert.throws(
+    () => restore().getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 200 } })),
+    (e: unknown) => e instanceof Error && (e as { code?: string }).code === "STATE_DESCRIPTOR_MISMATCH",
+  );
+  assert.throws(
+    () => b.getState(new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100 } })),
+    (e: unknown) => e instanceof Error && (e as { code?: string }).code === "STATE_DESCRIPTOR_MISMATCH",
+    "within one run, one name keeps one set of options",
+  );
+});

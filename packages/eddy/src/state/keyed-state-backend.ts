@@ -16,7 +16,10 @@
  *   its own (rescaling).
  * - Reads after a write see the write. A cleared or emptied value leaves nothing behind
  *   (`numKeys` counts it no more).
- * - TTL: an expired value is never returned, whether or not it was cleaned up yet.
+ * - TTL: an expired value is never returned, whether or not it was cleaned up yet — unless the
+ *   TTL's visibility is `returnExpiredIfNotCleanedUp`: then a read that finds one still stored
+ *   returns it and removes it. Snapshots leave expired values out unless `cleanup.fullSnapshot`
+ *   is false.
  * - Copying, by the descriptor's `copy`:
  *   - `"deep"` (default): what is written is copied, and so is what is read; no object held in
  *     state is reachable from user code, and mutating a value after `update()` or after reading
@@ -59,6 +62,11 @@ export interface KeyedStateBackendOptions {
   readonly operatorName?: string;
   /** A state whose descriptor is queryable was registered (see DescriptorBase.setQueryable). */
   readonly onQueryable?: (queryableName: string, stateName: string) => void;
+  /**
+   * Called once, when the first state whose TTL asks for background cleanup is registered (or
+   * restored): from then on the caller calls `cleanupExpired` now and then, between records.
+   */
+  readonly onBackgroundCleanup?: () => void;
 }
 
 /** Makes the backend of one keyed operator subtask (chosen per job; the heap backend by default). */
@@ -107,7 +115,10 @@ export interface KeyedStateBackend {
    * would return, or undefined when nothing is stored. Neither refreshes TTL nor cleans up.
    */
   getValueForKey(stateName: string, key: Key, keyGroup: number, namespace?: Namespace): unknown;
-  /** Bounded TTL cleanup for an idle task loop: examines up to `maxEntries` keys; returns values removed. */
+  /**
+   * Background TTL cleanup (StateTtlCleanup.background), bounded: examines up to `maxEntries`
+   * keys of each state whose TTL asks for it; returns the values removed.
+   */
   cleanupExpired(maxEntries: number): number;
 
   /**

@@ -3,13 +3,14 @@
  * description savepoints carry (one backend-independent format; docs/design/savepoints.md), read by every backend's
  * restore and by the offline savepoint reader.
  */
-import type { ResolvedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
+import type { PersistedTtl, StateDescriptorBase, StateKind } from "./descriptors.ts";
 
 /** What a snapshot records about each keyed state (JSON-able). */
 export interface KeyedStateMeta {
   readonly name: string;
   readonly kind: StateKind;
-  readonly ttl: ResolvedTtl | undefined;
+  /** Only what describes the stored timestamps; visibility and cleanup are the running job's. */
+  readonly ttl: PersistedTtl | undefined;
   readonly copy: "deep" | "none";
   /** The byte format of keys, namespaces and values (CELL_FORMAT). */
   readonly format: string;
@@ -27,7 +28,9 @@ export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
   return {
     name,
     kind,
-    ttl,
+    // Exactly these two fields, as before the other TTL options existed: the snapshot format
+    // (the metadata's JSON) stays the same.
+    ttl: ttl === undefined ? undefined : { ttlMs: ttl.ttlMs, updateType: ttl.updateType },
     copy,
     format: CELL_FORMAT,
     ...(codec === undefined ? {} : { codec: { id: codec.id, version: codec.version } }),

@@ -131,6 +131,9 @@ function isHotKey(mapKey: MapKey): mapKey is number {
 }
 
 export class StateTable {
+  #ttl: ResolvedTtl | undefined;
+  /** Keys examined by `cleanupStep` (the TTL's incremental cleanup; 0: none). */
+  #entriesPerAccess: number;
   /** Per key group, indexed by `keyGroup - range.start`; undefined until first written. */
   readonly #groups: (Map<MapKey, KeyEntry> | undefined)[];
   readonly #range: KeyGroupRangeLike;
@@ -171,12 +174,14 @@ export class StateTable {
   constructor(
     readonly name: string,
     readonly kind: StateKind,
-    readonly ttl: ResolvedTtl | undefined,
+    ttl: ResolvedTtl | undefined,
     range: KeyGroupRangeLike,
     ctx: KeyContext,
     clock: Clock,
     copy: "deep" | "none" = "deep",
   ) {
+    this.#ttl = ttl;
+    this.#entriesPerAccess = ttl?.cleanupEntriesPerAccess ?? 0;
     this.#range = range;
     this.#pending = new Array<LiveCapture[] | undefined>(range.end - range.start + 1).fill(undefined);
     this.#required = new Int32Array(range.end - range.start + 1);
@@ -189,6 +194,19 @@ export class StateTable {
 
   get numKeys(): number {
     return this.#numKeys;
+  }
+
+  get ttl(): ResolvedTtl | undefined {
+    return this.#ttl;
+  }
+
+  /**
+   * The job's descriptor took over a state restored from a snapshot: same `ttlMs` and
+   * `updateType` (checked by the caller), but its own visibility and cleanup options.
+   */
+  adoptTtl(ttl: ResolvedTtl | undefined): void {
+    this.#ttl = ttl;
+    this.#entriesPerAccess = ttl?.cleanupEntriesPerAccess ?? 0;
   }
 
   now(): number {
@@ -309,9 +327,12 @@ export class StateTable {
     }
   }
 
-  /** One incremental cleanup step, run by every access of a state with TTL. */
+  /**
+   * One incremental cleanup step (StateTtlCleanup.incremental), run by every access of a state
+   * with TTL, and per record when the TTL asks for it.
+   */
   cleanupStep(): void {
-    if (this.#numKeys !== 0) this.cleanupExpired(2, INCREMENTAL_GROUP_HOPS);
+    if (this.#numKeys !== 0 && this.#entriesPerAccess !== 0) this.cleanupExpired(this.#entriesPerAccess, INCREMENTAL_GROUP_HOPS);
   }
 
   /**
@@ -319,7 +340,7 @@ export class StateTable {
    * key groups) and drops what expired. Returns the number of cells removed.
    */
   cleanupExpired(maxEntries: number, maxGroupHops = this.#groups.length): number {
-    if (this.ttl === undefined || this.#numKeys === 0) return 0;
+    if (this.#ttl === undefined || this.#numKeys === 0) return 0;
     const now = this.#clock.now();
     const groups = this.#groups;
     let examined = 0;
@@ -491,7 +512,7 @@ export class StateTable {
       const n = entries.length;
       const values = new Array<unknown>(n);
       const nsCells = new Array<Map<Namespace, Cell> | undefined>(n);
-      const expiresAt = this.ttl === undefined ? undefined : new Float64Array(n);
+      const expiresAt = this.#ttl === undefined ? undefined : new Float64Array(n);
       for (let i = 0; i < n; i++) {
         const entry = entries[i]!;
         values[i] = entry.hasVoid ? entry.value : NO_VOID;

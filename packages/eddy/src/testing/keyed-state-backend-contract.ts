@@ -145,6 +145,51 @@ export function keyedStateBackendContract(name: string, create: KeyedStateBacken
     assert.equal(b.getValueForKey("ttl", "k", assignToKeyGroup("k", MAX_PARALLELISM)), undefined, "nor to queryable reads");
   });
 
+  test(`${name} backend: TTL returnExpiredIfNotCleanedUp returns an expired value still stored once, per element for lists and maps`, () => {
+    const clock = new ManualClock(0);
+    const b = backend(ALL, clock);
+    const ttl = { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { incremental: false, background: false } } as const;
+    const v = new ValueStateDescriptor<number>("v", { ttl });
+    const l = new ListStateDescriptor<string>("l", { ttl });
+    const m = new MapStateDescriptor<string, number>("m", { ttl });
+    at(b, "k");
+    b.getState(v).update(1);
+    b.getListState(l).add("old");
+    b.getMapState(m).put("old", 1);
+    clock.advance(50);
+    b.getListState(l).add("new");
+    b.getMapState(m).put("new", 2);
+    clock.advance(50);
+    assert.equal(b.getState(v).value(), 1);
+    assert.equal(b.getState(v).value(), undefined);
+    assert.deepEqual(b.getListState(l).get(), ["old", "new"]);
+    assert.deepEqual(b.getListState(l).get(), ["new"]);
+    assert.equal(b.getMapState(m).get("old"), 1);
+    assert.deepEqual([...b.getMapState(m).entries()], [["new", 2]]);
+  });
+
+  test(`${name} backend: TTL fullSnapshot cleanup leaves expired values out of snapshots; fullSnapshot: false keeps them`, () => {
+    for (const fullSnapshot of [true, false]) {
+      const clock = new ManualClock(0);
+      const b = backend(ALL, clock);
+      const v = new ValueStateDescriptor<number>("v", { ttl: { ttlMs: 100, visibility: "returnExpiredIfNotCleanedUp", cleanup: { fullSnapshot, incremental: false } } });
+      at(b, "k");
+      b.getState(v).update(1);
+      clock.advance(100);
+      const snapshot = b.snapshot();
+      const kg = assignToKeyGroup("k", MAX_PARALLELISM);
+      const r = other({ keyGroupRange: ALL, clock, operatorName: "contract" });
+      if (snapshot.hasKeyGroup(kg)) {
+        const out = new ByteWriter();
+        snapshot.writeKeyGroup(kg, out);
+        r.restoreKeyGroup(kg, new ByteReader(out.finish()), snapshot.states);
+      }
+      snapshot.release();
+      at(r, "k");
+      assert.equal(r.getState(v).value(), fullSnapshot ? undefined : 1, `fullSnapshot: ${fullSnapshot}`);
+    }
+  });
+
   test(`${name} backend: a key group outside the range is refused`, () => {
     const b = backend({ start: 0, end: 7 });
     const outside = [...Array(100).keys()].map(String).find((k) => assignToKeyGroup(k, MAX_PARALLELISM) > 7)!;

@@ -20,6 +20,7 @@ import type { KeyedProcessFunction, KeySelector, ProcessFunction } from "../runt
 import { Mailbox } from "../runtime/mailbox.ts";
 import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "../runtime/operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
+import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
 import {
   OperatorCheckpointing,
@@ -190,16 +191,17 @@ export class OperatorTestHarness<IN, OUT> {
     return this;
   }
 
-  static forProcessFunction<IN, OUT>(fn: ProcessFunction<IN, OUT>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
-    return new OperatorTestHarness<IN, OUT>(processOperator(fn), undefined, options);
+  /** `fn`: the function object or a factory of it, as `DataStream.process` takes it. */
+  static forProcessFunction<IN, OUT>(fn: FunctionObjectOrFactory<ProcessFunction<IN, OUT>>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
+    return new OperatorTestHarness<IN, OUT>(processOperator(requireFunctionObject(fn, "process", ["processElement"])), undefined, options);
   }
 
   static forKeyedProcessFunction<K extends Key, IN, OUT>(
-    fn: KeyedProcessFunction<K, IN, OUT>,
+    fn: FunctionObjectOrFactory<KeyedProcessFunction<K, IN, OUT>>,
     keySelector: KeySelector<IN, K>,
     options?: HarnessOptions,
   ): OperatorTestHarness<IN, OUT> {
-    return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
+    return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(requireFunctionObject(fn, "process", ["processElement"])), keySelector, options);
   }
 
   /**

@@ -42,7 +42,7 @@ import { MapStateDescriptor } from "../../state/descriptors.ts";
 import type { InternalMapState } from "../../state/internal-state.ts";
 import type { Collector, RuntimeContext } from "../functions.ts";
 import { LATE_RECORDS_DROPPED, type AnyKeySelector, type Counter, type OperatorContext, type Output, type TwoInputOperator } from "../operator.ts";
-import { perSubtaskInstance } from "./function-instance.ts";
+import { perSubtaskInstance, type FunctionFactory } from "./function-instance.ts";
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
@@ -128,13 +128,13 @@ export function checkIntervalJoinBounds(bounds: IntervalJoinBounds): void {
 }
 
 export function intervalJoinOperator<IN1, IN2, OUT>(
-  userFn: ProcessJoinFunction<IN1, IN2, OUT>,
+  userFn: ProcessJoinFunction<IN1, IN2, OUT> | FunctionFactory<ProcessJoinFunction<IN1, IN2, OUT>>,
   bounds: IntervalJoinBounds,
   lateData: IntervalJoinLateData<IN1, IN2> = {},
 ) {
   checkIntervalJoinBounds(bounds);
   return (ctx: OperatorContext, output: Output<OUT>): IntervalJoinOperator<IN1, IN2> =>
-    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn), bounds, lateData, ctx, output);
+    new IntervalJoin<IN1, IN2, OUT>(perSubtaskInstance(userFn, ctx, ["processElement"]), bounds, lateData, ctx, output);
 }
 
 /** The context handed to the join function: one per operator, updated before every pair. */

@@ -19,7 +19,7 @@ import type {
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "./keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "./process-operator.ts";
-import { perSubtaskInstance } from "./function-instance.ts";
+import { perSubtaskInstance, type FunctionFactory } from "./function-instance.ts";
 import { asyncResultError, rejectAsyncMethods } from "./synchronous-user-call.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
@@ -85,10 +85,10 @@ function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: Timer
   return { keyed, context, collector, runtimeContext };
 }
 
-export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProcessFunction<K, IN, OUT>) {
+export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProcessFunction<K, IN, OUT> | FunctionFactory<KeyedProcessFunction<K, IN, OUT>>) {
   rejectAsyncMethods(userFn, "process", ["processElement", "onTimer"]);
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
-    const fn = perSubtaskInstance(userFn);
+    const fn = perSubtaskInstance(userFn, ctx, ["processElement"]);
     const keySelector = requireKeySelector(ctx, 0);
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
     const errors = recordErrorPolicy(ctx, output as Output<unknown>);
@@ -131,9 +131,11 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
   };
 }
 
-export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(userFn: KeyedCoProcessFunction<K, IN1, IN2, OUT>) {
+export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(
+  userFn: KeyedCoProcessFunction<K, IN1, IN2, OUT> | FunctionFactory<KeyedCoProcessFunction<K, IN1, IN2, OUT>>,
+) {
   return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
-    const fn = perSubtaskInstance(userFn);
+    const fn = perSubtaskInstance(userFn, ctx, ["processElement1", "processElement2"]);
     const keySelector1 = requireKeySelector(ctx, 0);
     const keySelector2 = requireKeySelector(ctx, 1);
     const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);

@@ -4,9 +4,10 @@
  * internal timer service, plus the per-record step that extracts, validates and sets the key. One
  * instance per operator subtask.
  */
+import type { ScheduledCallback } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
-import { KeyGroupAssigner } from "../../core/key-group.ts";
+import { computeOperatorIndexForKeyGroup, KeyGroupAssigner } from "../../core/key-group.ts";
 import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/namespace.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
@@ -17,6 +18,11 @@ import type { KeyedSnapshotPart, RestoredKeyed } from "../checkpointing.ts";
 export type TimerDomain = "event" | "processing";
 export type OnTimer = (domain: TimerDomain, timestamp: number, key: Key, keyGroup: number, namespace: string | number) => void;
 
+/** Processing time between two background TTL cleanup steps (StateTtlCleanup.background). */
+export const TTL_BACKGROUND_CLEANUP_INTERVAL_MS = 1_000;
+/** Keys of each state examined per background cleanup step: bounded work between records. */
+export const TTL_BACKGROUND_CLEANUP_KEYS = 1_000;
+
 export class KeyedStateAndTimers {
   readonly backend: KeyedStateBackend;
   readonly timers: InternalTimerService;
@@ -26,6 +32,9 @@ export class KeyedStateAndTimers {
   readonly stateStore: KeyedStateStore;
   readonly #ctx: OperatorContext;
   readonly #keyGroups: KeyGroupAssigner;
+  /** The next background TTL cleanup step, once a state asks for it; undefined after close. */
+  #backgroundCleanup: ScheduledCallback | undefined;
+  #closed = false;
 
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
     this.#ctx = ctx;
@@ -44,6 +53,7 @@ export class KeyedStateAndTimers {
           keyGroupRange: ctx.keyGroupRange,
           read: (key, keyGroup) => this.backend.getValueForKey(stateName, key, keyGroup),
         }),
+      onBackgroundCleanup: () => this.#scheduleBackgroundCleanup(),
     });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
@@ -97,13 +107,14 @@ export class KeyedStateAndTimers {
   /**
    * hot path: sets the current key from a record, validating what the key selector returned.
    * `keyGroup` comes from the partitioner that routed the record (the same key selector and max
-   * parallelism), which saves hashing the key twice; it is computed here when absent.
+   * parallelism), which saves hashing the key twice; it is computed here when absent (a chained
+   * or forward input, as after reinterpretAsKeyedStream), and checked to be this subtask's.
    */
   setKeyFromRecord(keySelector: AnyKeySelector, value: unknown, keyGroup: number | undefined): void {
     // keyOf's body written out: one call level less inside the record loops of handle-based
     // operators (~1.5 % fewer instructions per record in a keyed process function's loop).
     const key = requireValidKey(keySelector(value), this.#ctx.operatorName);
-    this.backend.setCurrentKey(key, keyGroup ?? this.#keyGroups.keyGroupOf(key));
+    this.backend.setCurrentKey(key, keyGroup ?? this.keyGroupOf(key));
   }
 
   /** hot path: the key of a record, validated (an INVALID_KEY error names the operator). */
@@ -111,9 +122,29 @@ export class KeyedStateAndTimers {
     return requireValidKey(keySelector(value), this.#ctx.operatorName);
   }
 
-  /** hot path: the key group of a valid key, for records the partitioner did not compute it for. */
+  /**
+   * hot path: the key group of a valid key, for records the partitioner did not compute it for
+   * (chained or forward inputs). Such a record may come from a stream reinterpreted as keyed
+   * whose input was not partitioned by the key after all: a key of another subtask's key group
+   * fails with KEY_NOT_IN_SUBTASK instead of reaching state or timers it does not own.
+   */
   keyGroupOf(key: Key): number {
-    return this.#keyGroups.keyGroupOf(key);
+    const keyGroup = this.#keyGroups.keyGroupOf(key);
+    const range = this.#ctx.keyGroupRange;
+    if (keyGroup < range.start || keyGroup > range.end) throw this.#notInSubtask(key, keyGroup);
+    return keyGroup;
+  }
+
+  #notInSubtask(key: Key, keyGroup: number): EddyError {
+    const ctx = this.#ctx;
+    const owner = computeOperatorIndexForKeyGroup(ctx.maxParallelism, ctx.parallelism, keyGroup);
+    return new EddyError(
+      "KEY_NOT_IN_SUBTASK",
+      `operator '${ctx.operatorName}' subtask ${ctx.subtaskIndex} got a record with key ${describeKey(key)} of key group ${keyGroup}, ` +
+        `which subtask ${owner} owns (this one owns key groups ${ctx.keyGroupRange.start}-${ctx.keyGroupRange.end} of ${ctx.maxParallelism}): ` +
+        `its input is not partitioned by this key (reinterpretAsKeyedStream needs input partitioned exactly as keyBy would, with the same max parallelism)`,
+      { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
+    );
   }
 
   /** Keys holding any state of the operator, and its pending timers (leak tests: both reach 0). */
@@ -158,7 +189,26 @@ export class KeyedStateAndTimers {
     return this.timers.currentWatermark;
   }
 
+  /**
+   * Background TTL cleanup: every TTL_BACKGROUND_CLEANUP_INTERVAL_MS of processing time, a bounded
+   * step between records (the mailbox), as Flink's heap backend cleans up in background.
+   */
+  #scheduleBackgroundCleanup(): void {
+    if (this.#closed) return;
+    const clock = this.#ctx.clock;
+    this.#backgroundCleanup = clock.schedule(clock.now() + TTL_BACKGROUND_CLEANUP_INTERVAL_MS, () =>
+      this.#ctx.postMail(() => {
+        if (this.#closed) return;
+        this.backend.cleanupExpired(TTL_BACKGROUND_CLEANUP_KEYS);
+        this.#scheduleBackgroundCleanup();
+      }),
+    );
+  }
+
   close(): void {
+    this.#closed = true;
+    this.#backgroundCleanup?.cancel();
+    this.#backgroundCleanup = undefined;
     this.timers.close();
   }
 }
@@ -190,3 +240,11 @@ export function nonKeyedTimerService(ctx: OperatorContext, currentWatermark: () 
   };
 }
 
+
+/** A key as a message shows it: strings quoted, bigints with n, arrays element by element. */
+function describeKey(key: Key): string {
+  if (typeof key === "string") return JSON.stringify(key);
+  if (typeof key === "bigint") return `${key}n`;
+  if (typeof key === "number") return String(key);
+  return `[${key.map(describeKey).join(", ")}]`;
+}

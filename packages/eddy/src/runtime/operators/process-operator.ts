@@ -5,7 +5,7 @@ import { hasTimestamp, MIN_WATERMARK } from "../../core/time.ts";
 import type { CoProcessFunction, ProcessContext, ProcessFunction, RuntimeContext } from "../functions.ts";
 import type { OneInputOperator, OperatorContext, Output, TwoInputOperator } from "../operator.ts";
 import { nonKeyedTimerService } from "./keyed-state-and-timers.ts";
-import { perSubtaskInstance } from "./function-instance.ts";
+import { perSubtaskInstance, type FunctionFactory } from "./function-instance.ts";
 import { asyncResultError, failCollectAfterReturn, rejectAsyncMethods } from "./synchronous-user-call.ts";
 import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
@@ -57,10 +57,10 @@ export function callUser(ctx: OperatorContext, hook: () => void): void {
   }
 }
 
-export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
+export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT> | FunctionFactory<ProcessFunction<IN, OUT>>) {
   rejectAsyncMethods(userFn, "process", ["processElement"]);
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
-    const fn = perSubtaskInstance(userFn);
+    const fn = perSubtaskInstance(userFn, ctx, ["processElement"]);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
     const collector = new TimestampedCollector(output, () => failCollectAfterReturn(ctx, "processElement"));
     const errors = recordErrorPolicy(ctx, output as Output<unknown>);
@@ -92,9 +92,9 @@ export function processOperator<IN, OUT>(userFn: ProcessFunction<IN, OUT>) {
   };
 }
 
-export function coProcessOperator<IN1, IN2, OUT>(userFn: CoProcessFunction<IN1, IN2, OUT>) {
+export function coProcessOperator<IN1, IN2, OUT>(userFn: CoProcessFunction<IN1, IN2, OUT> | FunctionFactory<CoProcessFunction<IN1, IN2, OUT>>) {
   return (ctx: OperatorContext, output: Output<OUT>): TwoInputOperator<IN1, IN2> => {
-    const fn = perSubtaskInstance(userFn);
+    const fn = perSubtaskInstance(userFn, ctx, ["processElement1", "processElement2"]);
     const context = new NonKeyedContext(ctx, output as Output<unknown>);
     const collector = new TimestampedCollector(output);
     return {

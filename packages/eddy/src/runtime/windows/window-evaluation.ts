@@ -18,7 +18,7 @@ import { perSubtaskInstance } from "../operators/function-instance.ts";
 import type { KeyedStateAndTimers } from "../operators/keyed-state-and-timers.ts";
 import { callUser, runtimeContextOf } from "../operators/process-operator.ts";
 import { TimestampedCollector } from "../operators/timestamped-collector.ts";
-import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction } from "./window-functions.ts";
+import type { AnyWindowFunction, ProcessWindowContext, ProcessWindowFunction, WindowFunction } from "./window-functions.ts";
 import type { Window } from "./windows.ts";
 
 /** Keyed state handles of the current key, scoped to `namespace()` on every access. */
@@ -77,7 +77,7 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
 export class WindowFunctionRunner<W extends Window> {
   readonly #ctx: OperatorContext;
   readonly #keyed: KeyedStateAndTimers;
-  readonly #fn: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
+  readonly #fn: WindowFunction<unknown, unknown, Key, W> | ProcessWindowFunction<unknown, unknown, Key, W> | undefined;
   readonly #collector: TimestampedCollector<unknown>;
   readonly #context: WindowProcessContext<W>;
 
@@ -94,7 +94,8 @@ export class WindowFunctionRunner<W extends Window> {
   ) {
     this.#ctx = ctx;
     this.#keyed = keyed;
-    this.#fn = fn === undefined || typeof fn === "function" ? fn : perSubtaskInstance(fn);
+    // One instance per subtask (and attempt): the factory's, or a copy of the object.
+    this.#fn = fn === undefined || typeof fn === "function" ? fn : perSubtaskInstance(fn, ctx, ["process"]);
     this.#collector = new TimestampedCollector(output);
     this.#context = new WindowProcessContext<W>(keyed, output, windowNamespace);
   }

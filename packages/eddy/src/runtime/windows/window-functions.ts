@@ -1,6 +1,7 @@
 /** What users write to evaluate a window (Flink's WindowFunction / ProcessWindowFunction). */
 import type { OutputTag } from "../../core/output-tag.ts";
 import type { Collector, KeyedStateStore, RuntimeContext } from "../functions.ts";
+import type { FunctionFactory } from "../operators/function-instance.ts";
 import type { Window } from "./windows.ts";
 
 /**
@@ -37,7 +38,18 @@ export interface ProcessWindowFunction<IN, OUT, K, W extends Window> {
   close?(): void;
 }
 
-export type AnyWindowFunction<IN, OUT, K, W extends Window> = WindowFunction<IN, OUT, K, W> | ProcessWindowFunction<IN, OUT, K, W>;
+/**
+ * What a window's `process`/`apply` take: a plain window function, a ProcessWindowFunction
+ * object, or a factory of one marked by `functionFactory` (a bare `() => new X()` would read as a
+ * window function; see function-instance.ts).
+ */
+export type AnyWindowFunction<IN, OUT, K, W extends Window> =
+  | WindowFunction<IN, OUT, K, W>
+  | ProcessWindowFunction<IN, OUT, K, W>
+  | FunctionFactory<ProcessWindowFunction<IN, OUT, K, W>>;
 
-/** What reduce/aggregate take to evaluate their pre-aggregated value. */
-export type AnyAggregatedWindowFunction<V, OUT, K, W extends Window> = AggregatedWindowFunction<V, OUT, K, W> | ProcessWindowFunction<V, OUT, K, W>;
+/** What reduce/aggregate take to evaluate their pre-aggregated value (the same three forms). */
+export type AnyAggregatedWindowFunction<V, OUT, K, W extends Window> =
+  | AggregatedWindowFunction<V, OUT, K, W>
+  | ProcessWindowFunction<V, OUT, K, W>
+  | FunctionFactory<ProcessWindowFunction<V, OUT, K, W>>;
