@@ -159,7 +159,8 @@ function* copiedValues<UV>(map: Map<unknown, UV>): Generator<UV, undefined, unkn
   return undefined;
 }
 
-function checkUserKey(stateName: string, key: unknown): void {
+/** Throws INVALID_MAP_STATE_KEY unless `key` may be a map state key (MapStateUserKey); also used by broadcast state. */
+export function checkUserKey(stateName: string, key: unknown): void {
   const t = typeof key;
   if (t === "string" || t === "bigint" || t === "boolean") return;
   if (t === "number") return;
