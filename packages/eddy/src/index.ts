@@ -6,13 +6,23 @@ export { defineJob, type JobDefinition } from "./api/define-job.ts";
 export { StreamExecutionEnvironment } from "./api/environment.ts";
 export { DataStream, KeyedStream, DataStreamSink, type NumericField } from "./api/data-stream.ts";
 export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams.ts";
+export { BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream } from "./api/broadcast-stream.ts";
+export type { BroadcastState, ReadOnlyBroadcastState } from "./runtime/broadcast-state.ts";
 export type {
+  BroadcastContext,
+  BroadcastProcessFunction,
+  BroadcastReadOnlyContext,
   Collector,
   CoProcessFunction,
   FilterFunction,
   FlatMapFunction,
+  KeyedBroadcastContext,
+  KeyedBroadcastOnTimerContext,
+  KeyedBroadcastProcessFunction,
+  KeyedBroadcastReadOnlyContext,
   KeyedCoProcessFunction,
   KeyedProcessContext,
+  KeyedStateFunction,
   KeyedProcessFunction,
   KeyedRuntimeContext,
   KeyedStateStore,

@@ -1,6 +1,6 @@
 /**
- * Pushes elements, watermarks and processing-time advances into one operator and records what it
- * emits, without building a job. Mail (processing-time timers) runs after every push, as the task
+ * Pushes elements, watermarks and processing-time advances into one operator (one- or two-input)
+ * and records what it emits, without building a job. Mail (processing-time timers) runs after every push, as the task
  * loop would run it between records.
  */
 import type { Sink } from "../connector/sink.ts";
@@ -13,9 +13,20 @@ import { defaultMaxParallelism, keyGroupRangeForOperator } from "../core/key-gro
 import { silentLogger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../core/time.ts";
-import type { KeyedProcessFunction, KeySelector, ProcessFunction } from "../runtime/functions.ts";
+import type {
+  BroadcastProcessFunction,
+  KeyedBroadcastProcessFunction,
+  KeyedProcessFunction,
+  KeySelector,
+  ProcessFunction,
+} from "../runtime/functions.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
-import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "../runtime/operator.ts";
+import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
+import {
+  broadcastProcessOperator,
+  keyedBroadcastProcessOperator,
+  type AnyMapStateDescriptor,
+} from "../runtime/operators/broadcast-process-operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
 import {
@@ -39,11 +50,22 @@ export interface HarnessOptions {
   readonly restore?: SerializedOperatorSnapshot;
   /** The keyed state backend of a keyed operator (default: the heap backend). */
   readonly stateBackend?: KeyedStateBackendFactory;
+  /**
+   * The operator runs as subtask `subtaskIndex` (default 0) of `parallelism` (default 1): it owns
+   * that subtask's key groups, and restores as that subtask would (e.g. broadcast state).
+   */
+  readonly parallelism?: number;
+  readonly subtaskIndex?: number;
 }
 
-export class OperatorTestHarness<IN, OUT> {
+/**
+ * What every harness shares: the operator's context (manual clock, mailbox, counters,
+ * checkpointing), the recorded output, snapshots and the lifecycle. One level of `extends`: the
+ * one- and two-input harnesses differ only in how elements are pushed.
+ */
+abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
   readonly clock: ManualClock;
-  readonly #operator: OneInputOperator<IN>;
+  protected readonly op: OP;
   readonly #mailbox: Mailbox;
   readonly #events: HarnessEvent<OUT>[] = [];
   readonly #side = new Map<string, { value: unknown; timestamp: number | undefined }[]>();
@@ -61,13 +83,15 @@ export class OperatorTestHarness<IN, OUT> {
   }
 
   constructor(
-    factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
-    keySelector: ((value: IN) => unknown) | undefined,
-    options: HarnessOptions = {},
+    factory: (ctx: OperatorContext, output: Output<OUT>) => OP,
+    keySelectors: readonly (((value: never) => unknown) | undefined)[] | undefined,
+    options: HarnessOptions,
   ) {
     this.clock = options.clock ?? new ManualClock(0);
     this.#mailbox = new Mailbox(() => {});
     const maxParallelism = options.maxParallelism ?? defaultMaxParallelism(1);
+    const parallelism = options.parallelism ?? 1;
+    const subtaskIndex = options.subtaskIndex ?? 0;
     const ts = (t: number): number | undefined => (hasTimestamp(t) ? t : undefined);
     const output: Output<OUT> = {
       collect: (value, timestamp) => void this.#events.push({ type: "record", value, timestamp: ts(timestamp) }),
@@ -82,11 +106,11 @@ export class OperatorTestHarness<IN, OUT> {
     const ctx: OperatorContext = {
       operatorName: options.operatorName ?? "operator-under-test",
       operatorId: "operator-under-test",
-      subtaskIndex: 0,
-      parallelism: 1,
+      subtaskIndex,
+      parallelism,
       maxParallelism,
-      keyGroupRange: keyGroupRangeForOperator(maxParallelism, 1, 0),
-      keySelectors: keySelector === undefined ? undefined : [keySelector],
+      keyGroupRange: keyGroupRangeForOperator(maxParallelism, parallelism, subtaskIndex),
+      keySelectors: keySelectors as OperatorContext["keySelectors"],
       clock: this.clock,
       logger: silentLogger,
       postMail: (action) => this.#mailbox.post(action),
@@ -101,7 +125,7 @@ export class OperatorTestHarness<IN, OUT> {
         options.restore === undefined ? undefined : restoreFromSerialized(options.restore),
       )),
     };
-    this.#operator = factory(ctx, output);
+    this.op = factory(ctx, output);
   }
 
   /**
@@ -133,59 +157,25 @@ export class OperatorTestHarness<IN, OUT> {
     return this;
   }
 
-  static forProcessFunction<IN, OUT>(fn: ProcessFunction<IN, OUT>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
-    return new OperatorTestHarness<IN, OUT>(processOperator(fn), undefined, options);
-  }
-
-  static forKeyedProcessFunction<K extends Key, IN, OUT>(
-    fn: KeyedProcessFunction<K, IN, OUT>,
-    keySelector: KeySelector<IN, K>,
-    options?: HarnessOptions,
-  ): OperatorTestHarness<IN, OUT> {
-    return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
-  }
-
-  /**
-   * A sink under test, run as a job runs it (sinkOperator): writes whose promises make it wait,
-   * committables and writer state in `snapshot()`, commits on `notifyCheckpointComplete`; await
-   * `settled()` for its asynchronous work.
-   */
-  static forSink<T>(sink: Sink<T>, options?: HarnessOptions): OperatorTestHarness<T, never> {
-    return new OperatorTestHarness<T, never>(sinkOperator(sink), undefined, options);
-  }
-
   /** The operator under test, for tests that inspect it (e.g. its state size). */
-  get operator(): OneInputOperator<IN> {
-    return this.#operator;
+  get operator(): OP {
+    return this.op;
   }
 
   /** Opens the operator (done implicitly by the first push). */
   open(): this {
     if (!this.#opened) {
       this.#opened = true;
-      this.#operator.open?.();
+      this.op.open?.();
       this.#mailbox.drain();
     }
     return this;
   }
 
-  processElement(value: IN, timestamp?: number): this {
+  /** Opens the operator, runs `push` on it, then the mail it posted (as the task loop would). */
+  protected push(push: (op: OP) => void): this {
     this.open();
-    this.#operator.processElement(value, timestamp ?? NO_TIMESTAMP);
-    this.#mailbox.drain();
-    return this;
-  }
-
-  processWatermark(watermark: number): this {
-    this.open();
-    this.#operator.processWatermark(watermark);
-    this.#mailbox.drain();
-    return this;
-  }
-
-  processWatermarkStatus(idle: boolean): this {
-    this.open();
-    this.#operator.processWatermarkStatus?.(idle);
+    push(this.op);
     this.#mailbox.drain();
     return this;
   }
@@ -202,17 +192,10 @@ export class OperatorTestHarness<IN, OUT> {
     return this.setProcessingTime(this.clock.now() + ms);
   }
 
-  endInput(): this {
-    this.open();
-    this.#operator.endInput?.();
-    this.#mailbox.drain();
-    return this;
-  }
-
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#operator.close?.();
+    this.op.close?.();
   }
 
   /** Everything emitted on the main output, in order. */
@@ -236,5 +219,114 @@ export class OperatorTestHarness<IN, OUT> {
   clearOutput(): void {
     this.#events.length = 0;
     this.#side.clear();
+  }
+}
+
+export class OperatorTestHarness<IN, OUT> extends HarnessBase<OneInputOperator<IN>, OUT> {
+  constructor(
+    factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
+    keySelector: ((value: IN) => unknown) | undefined,
+    options: HarnessOptions = {},
+  ) {
+    super(factory, keySelector === undefined ? undefined : [keySelector], options);
+  }
+
+  static forProcessFunction<IN, OUT>(fn: ProcessFunction<IN, OUT>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
+    return new OperatorTestHarness<IN, OUT>(processOperator(fn), undefined, options);
+  }
+
+  static forKeyedProcessFunction<K extends Key, IN, OUT>(
+    fn: KeyedProcessFunction<K, IN, OUT>,
+    keySelector: KeySelector<IN, K>,
+    options?: HarnessOptions,
+  ): OperatorTestHarness<IN, OUT> {
+    return new OperatorTestHarness<IN, OUT>(keyedProcessOperator(fn), keySelector, options);
+  }
+
+  /**
+   * A sink under test, run as a job runs it (sinkOperator): writes whose promises make it wait,
+   * committables and writer state in `snapshot()`, commits on `notifyCheckpointComplete`; await
+   * `settled()` for its asynchronous work.
+   */
+  static forSink<T>(sink: Sink<T>, options?: HarnessOptions): OperatorTestHarness<T, never> {
+    return new OperatorTestHarness<T, never>(sinkOperator(sink), undefined, options);
+  }
+
+  processElement(value: IN, timestamp?: number): this {
+    return this.push((op) => op.processElement(value, timestamp ?? NO_TIMESTAMP));
+  }
+
+  processWatermark(watermark: number): this {
+    return this.push((op) => op.processWatermark(watermark));
+  }
+
+  processWatermarkStatus(idle: boolean): this {
+    return this.push((op) => op.processWatermarkStatus?.(idle));
+  }
+
+  endInput(): this {
+    return this.push((op) => op.endInput?.());
+  }
+}
+
+/**
+ * A two-input operator under test (a co-process or broadcast function): elements go to input 1
+ * or 2; a watermark pushed here is the combined one (the task takes the minimum over both inputs
+ * before the operator sees it).
+ */
+export class TwoInputOperatorTestHarness<IN1, IN2, OUT> extends HarnessBase<TwoInputOperator<IN1, IN2>, OUT> {
+  constructor(
+    factory: (ctx: OperatorContext, output: Output<OUT>) => TwoInputOperator<IN1, IN2>,
+    keySelectors: readonly [((value: IN1) => unknown) | undefined, ((value: IN2) => unknown) | undefined] | undefined,
+    options: HarnessOptions = {},
+  ) {
+    super(factory, keySelectors, options);
+  }
+
+  /**
+   * A BroadcastProcessFunction: input 1 is the non-broadcast stream, input 2 the broadcast one
+   * (`processBroadcastElement`), with the broadcast states of `descriptors`.
+   */
+  static forBroadcastProcessFunction<IN1, IN2, OUT>(
+    fn: BroadcastProcessFunction<IN1, IN2, OUT>,
+    descriptors: readonly AnyMapStateDescriptor[],
+    options?: HarnessOptions,
+  ): TwoInputOperatorTestHarness<IN1, IN2, OUT> {
+    return new TwoInputOperatorTestHarness<IN1, IN2, OUT>(broadcastProcessOperator(fn, descriptors), undefined, options);
+  }
+
+  /** A KeyedBroadcastProcessFunction: input 1 keyed by `keySelector`, input 2 broadcast. */
+  static forKeyedBroadcastProcessFunction<K extends Key, IN1, IN2, OUT>(
+    fn: KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>,
+    keySelector: KeySelector<IN1, K>,
+    descriptors: readonly AnyMapStateDescriptor[],
+    options?: HarnessOptions,
+  ): TwoInputOperatorTestHarness<IN1, IN2, OUT> {
+    return new TwoInputOperatorTestHarness<IN1, IN2, OUT>(keyedBroadcastProcessOperator(fn, descriptors), [keySelector, undefined], options);
+  }
+
+  processElement1(value: IN1, timestamp?: number): this {
+    return this.push((op) => op.processElement1(value, timestamp ?? NO_TIMESTAMP));
+  }
+
+  processElement2(value: IN2, timestamp?: number): this {
+    return this.push((op) => op.processElement2(value, timestamp ?? NO_TIMESTAMP));
+  }
+
+  /** The broadcast input of a broadcast function (input 2). */
+  processBroadcastElement(value: IN2, timestamp?: number): this {
+    return this.processElement2(value, timestamp);
+  }
+
+  processWatermark(watermark: number): this {
+    return this.push((op) => op.processWatermark(watermark));
+  }
+
+  processWatermarkStatus(idle: boolean): this {
+    return this.push((op) => op.processWatermarkStatus?.(idle));
+  }
+
+  endInput(input: 1 | 2): this {
+    return this.push((op) => op.endInput?.(input));
   }
 }
