@@ -22,6 +22,8 @@ export interface PacedOptions {
   readonly perPoll: number;
   /** Wait between polls, in ms (0: read on at once). */
   readonly pauseMs: number;
+  /** Wait between polls only while this returns true (default: always); asked once per poll. */
+  readonly pausing?: () => boolean;
   /** Emit only numbers up to this one (default: all). */
   readonly holdAt?: number;
   /** Never end, even when every split is read. */
@@ -58,7 +60,7 @@ export function pacedNumbers(o: PacedOptions): Source<number, PacedSplit> {
           const end = Math.min(s.last, holdAt, s.next + o.perPoll - 1);
           for (let n = s.next; n <= end; n++) output.collect(n, n);
           splits[i] = { ...s, next: end + 1 };
-          if (o.pauseMs === 0) return "more";
+          if (o.pauseMs === 0 || (o.pausing !== undefined && !o.pausing())) return "more";
           resumeAt = performance.now() + o.pauseMs;
           return "nothing";
         },
