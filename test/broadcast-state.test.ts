@@ -152,6 +152,56 @@ test("applyToKeyedState in a running job visits, on each subtask, exactly the ke
   }
 });
 
+test("broadcast(...) takes MapStateDescriptors with distinct names and no TTL, codec or queryable name (INVALID_BROADCAST_STATE)", () => {
+  const invalid = (descriptors: unknown[], message: RegExp): void => {
+    const job = defineJob("invalid-broadcast", (env) => {
+      (env.fromElements(1).broadcast as (...d: unknown[]) => unknown)(...descriptors);
+    });
+    assert.throws(() => runJob(job, { mode: "inline" }), (e) => e instanceof EddyError && e.code === "INVALID_BROADCAST_STATE" && message.test(e.message));
+  };
+  invalid([new ValueStateDescriptor<number>("v")], /takes MapStateDescriptors.*ValueStateDescriptor/);
+  invalid([new MapStateDescriptor("a"), new MapStateDescriptor("a")], /'a' is declared twice/);
+  invalid([new MapStateDescriptor("t", { ttl: { ttlMs: 1 } })], /'t' has a TTL/);
+  invalid([new MapStateDescriptor("c", { codec: { id: "x", version: 1 } })], /'c' has a codec/);
+  invalid([new MapStateDescriptor("q").setQueryable("q")], /'q' is queryable/);
+  // Without descriptors, broadcast() is the plain broadcast partitioner, as before.
+  const plain = defineJob("plain-broadcast", (env) => {
+    env.fromElements(1, 2).broadcast().map((n: number) => n * 10).setParallelism(2).sinkTo(collectSink("plain"));
+  });
+  const handle = runJob(plain, { mode: "inline" });
+  return handle.done.then(() => assert.deepEqual(handle.collected<number>("plain").sort(), [10, 10, 20, 20]));
+});
+
+test("nonKeyed.connect(broadcast) with a BroadcastProcessFunction: every subtask gets every broadcast record and its own copy of the state", async () => {
+  const words = new MapStateDescriptor<string, number>("words");
+  type Out = { kind: "broadcast"; word: string; size: number } | { kind: "record"; n: number; known: boolean };
+  const job = defineJob("non-keyed-broadcast", (env) => {
+    const control = env.fromElements("a", "b", "c").broadcast(words);
+    env
+      .fromSequence(1, 100)
+      .connect(control)
+      .process<Out>({
+        processElement(n, ctx, out) {
+          out.collect({ kind: "record", n, known: ctx.getBroadcastState(words).contains("a") });
+        },
+        processBroadcastElement(word, ctx, out) {
+          const state = ctx.getBroadcastState(words);
+          state.put(word, state.size);
+          out.collect({ kind: "broadcast", word, size: state.size });
+        },
+      })
+      .uid("non-keyed")
+      .sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job, { mode: "inline", parallelism: 2 });
+  await handle.done;
+  const out = handle.collected<Out>("out");
+  assert.deepEqual(out.flatMap((o) => (o.kind === "record" ? [o.n] : [])).sort((a, b) => a - b), Array.from({ length: 100 }, (_, i) => i + 1));
+  const seen = out.flatMap((o) => (o.kind === "broadcast" ? [`${o.word}:${o.size}`] : [])).sort();
+  // Each of the 2 subtasks saw a, b, c in order (one source subtask), its state growing to 3.
+  assert.deepEqual(seen, ["a:1", "a:1", "b:2", "b:2", "c:3", "c:3"]);
+});
+
 /** Every rule version, by rule, in version order: what each subtask's broadcast state ends up holding. */
 function allRuleVersions(): Map<unknown, unknown> {
   const all = new Map<unknown, unknown>();
