@@ -6,6 +6,7 @@ import wordCount from "../examples/word-count.ts";
 import { fraudDetectionJob, LARGE_AMOUNT, SMALL_AMOUNT, WINDOW_MS, type Alert } from "../examples/fraud-detection.ts";
 import { orderPaymentsJob, PAYMENT_TIMEOUT_MS, sampleData, type OrderEvent } from "../examples/order-payments.ts";
 import { transactionAt, withDefaults, type Transaction } from "../examples/transactions.ts";
+import { ACCOUNTS, dynamicRulesJob, MINUTE_MS, limitAt, ruleChanges, type RuleAlert, type RuleKind } from "../examples/dynamic-rules.ts";
 
 async function printed<T>(job: Parameters<typeof runJob>[0], parallelism = 1): Promise<T[]> {
   const lines: string[] = [];
@@ -99,5 +100,47 @@ test("examples/page-views.ts: every click is in its minute's final count or on t
     }
     assert.deepEqual(finals, expected);
     assert.ok(out.some((o) => o.kind === "trending") && out.some((o) => o.kind === "session"));
+  }
+});
+
+/** The batch oracle of dynamic-rules: per account in (timestamp, id) order, the rules in force at each transaction's time. */
+function dynamicRulesOracle(count: number): RuleAlert[] {
+  const o = withDefaults({ count, accounts: ACCOUNTS });
+  const changes = ruleChanges(count);
+  const of = (rule: RuleKind) => changes.filter((c) => c.rule === rule);
+  const byAccount = new Map<string, Transaction[]>();
+  for (let i = 0; i < count; i++) {
+    const tx = transactionAt(i, o);
+    byAccount.set(tx.account, [...(byAccount.get(tx.account) ?? []), tx]);
+  }
+  const alerts: RuleAlert[] = [];
+  for (const txs of byAccount.values()) {
+    txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id);
+    let minute = -1;
+    let spent = 0;
+    for (const tx of txs) {
+      const start = Math.floor(tx.timestamp / MINUTE_MS) * MINUTE_MS;
+      spent = (start === minute ? spent : 0) + tx.amount;
+      minute = start;
+      const base = { account: tx.account, transactionId: tx.id, amount: tx.amount, spentThisMinute: spent, timestamp: tx.timestamp };
+      const charge = limitAt(of("charge"), tx.timestamp);
+      const spending = limitAt(of("spending"), tx.timestamp);
+      if (charge !== null && tx.amount > charge) alerts.push({ rule: "charge", limit: charge, ...base });
+      if (spending !== null && spent > spending && spent - tx.amount <= spending) alerts.push({ rule: "spending", limit: spending, ...base });
+    }
+  }
+  return alerts;
+}
+
+test("examples/dynamic-rules.ts raises exactly the alerts of the rules in force at each transaction (parallelism 1 and 2)", async () => {
+  const count = 40_000;
+  const key = (a: RuleAlert): string => `${a.transactionId}:${a.rule}:${a.limit}:${a.spentThisMinute}`;
+  const expected = dynamicRulesOracle(count).map(key).sort();
+  // The data must exercise every rule change: both rules alert, and each limit in force applies.
+  const limits = new Set(dynamicRulesOracle(count).map((a) => `${a.rule}:${a.limit}`));
+  assert.deepEqual([...limits].sort(), ["charge:1500", "charge:2000", "spending:3000", "spending:4000"]);
+  for (const parallelism of [1, 2]) {
+    const out = await printed<RuleAlert>(dynamicRulesJob(count), parallelism);
+    assert.deepEqual(out.map(key).sort(), expected, `parallelism ${parallelism}`);
   }
 });
