@@ -27,17 +27,20 @@ test("examples/word-count.ts prints the rolling count of every word", async () =
   ]);
 });
 
-/** The batch oracle: per account, the rule over the history sorted by (timestamp, id). */
-function fraudOracle(count: number): Alert[] {
-  const o = withDefaults({ count });
+/** The generated transactions of each account, sorted by (timestamp, id): the order event time gives them. */
+function historyByAccount(o: ReturnType<typeof withDefaults>): Transaction[][] {
   const byAccount = new Map<string, Transaction[]>();
-  for (let i = 0; i < count; i++) {
+  for (let i = 0; i < o.count; i++) {
     const tx = transactionAt(i, o);
     byAccount.set(tx.account, [...(byAccount.get(tx.account) ?? []), tx]);
   }
+  return [...byAccount.values()].map((txs) => txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id));
+}
+
+/** The batch oracle: per account, the rule over the history sorted by (timestamp, id). */
+function fraudOracle(count: number): Alert[] {
   const alerts: Alert[] = [];
-  for (const txs of byAccount.values()) {
-    txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id);
+  for (const txs of historyByAccount(withDefaults({ count }))) {
     let last: Transaction | undefined;
     for (const tx of txs) {
       if (last !== undefined && tx.timestamp - last.timestamp > WINDOW_MS) last = undefined;
@@ -105,17 +108,10 @@ test("examples/page-views.ts: every click is in its minute's final count or on t
 
 /** The batch oracle of dynamic-rules: per account in (timestamp, id) order, the rules in force at each transaction's time. */
 function dynamicRulesOracle(count: number): RuleAlert[] {
-  const o = withDefaults({ count, accounts: ACCOUNTS });
   const changes = ruleChanges(count);
   const of = (rule: RuleKind) => changes.filter((c) => c.rule === rule);
-  const byAccount = new Map<string, Transaction[]>();
-  for (let i = 0; i < count; i++) {
-    const tx = transactionAt(i, o);
-    byAccount.set(tx.account, [...(byAccount.get(tx.account) ?? []), tx]);
-  }
   const alerts: RuleAlert[] = [];
-  for (const txs of byAccount.values()) {
-    txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id);
+  for (const txs of historyByAccount(withDefaults({ count, accounts: ACCOUNTS }))) {
     let minute = -1;
     let spent = 0;
     for (const tx of txs) {
