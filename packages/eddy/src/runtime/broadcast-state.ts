@@ -14,9 +14,8 @@
  * they are copied when put and when read, so a snapshot may hold the stored values themselves.
  */
 import { EddyError } from "../core/errors.ts";
-import type { MapStateDescriptor } from "../state/descriptors.ts";
+import { checkUserKey, type MapStateDescriptor } from "../state/descriptors.ts";
 import { copyValue } from "../state/copy-value.ts";
-import { checkUserKey } from "../state/heap-map-state.ts";
 import type { OperatorContext } from "./operator.ts";
 
 /** Broadcast state as the non-broadcast side sees it (Flink's ReadOnlyBroadcastState). */
