@@ -155,10 +155,10 @@ export const dynamicRulesJob = defineJob("broadcast-rules", (env) => {
   // (while the gate file, if any, does not exist): a checkpointed job then runs long enough for
   // checkpoints to complete before a fault or a stop, however loaded the machine.
   const paceMs = Number(process.env.EDDY_BR_PACE_MS ?? 0);
-  const ids = pacedNumbers({ records: n, splits: 4, idPrefix: "tx", perPoll: 50, pauseMs: paceMs, pausing: gate === "" ? undefined : () => !existsSync(gate) });
+  const ids = pacedNumbers({ records: n, splits: 4, idPrefix: "tx", perPoll: 50, pauseMs: paceMs, inOrder: true, pausing: gate === "" ? undefined : () => !existsSync(gate) });
   const checked = env
-    // Timestamps increase within each split, and fromSource's watermark is the minimum over the
-    // splits: no transaction is ever late.
+    // Timestamps increase within each split and a reader reads its splits in order (also the
+    // splits a restore deals it), so no transaction is ever late.
     .fromSource(ids, WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((id) => transaction(id).ts), "Transactions")
     .uid("transactions")
     .map((id: number) => {
