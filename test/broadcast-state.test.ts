@@ -219,8 +219,10 @@ test("a savepoint taken at parallelism 2 restores at 1 and 3: every new subtask 
     let savepoint: SavepointResult | undefined;
     const handle = await run(
       { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10 }, checkpointDir: join(dir, "checkpoints"), jobId: "broadcast-rescale" },
-      // Paced: ~2 s of input per reader, so the job is still running when a checkpoint completed.
-      { outDir: first, paceMs: 10 },
+      // Paced: ~4 s of input per reader, so the job is still running when a checkpoint committed
+      // output and when the savepoint completes, also on a loaded machine (checkpoints took 1-5 s
+      // with a load of 14 on 2 cores).
+      { outDir: first, paceMs: 20 },
       async (h) => {
         // Stop once a checkpoint committed some output: the savepoint is then mid-stream.
         while (committedValues(first, "checked").length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
