@@ -9,6 +9,7 @@ import { transactionAt, withDefaults, type Transaction } from "../examples/trans
 // Starts its own customer service on loopback (CUSTOMERS_URL is not set here).
 import asyncEnrichment, { CUSTOMERS, orderAt, ORDERS, UNREACHABLE_CUSTOMER, type EnrichedOrder } from "../examples/async-enrichment/enrich-orders.ts";
 import { customer } from "../examples/async-enrichment/customer-service.ts";
+import { ACCOUNTS, dynamicRulesJob, MINUTE_MS, limitAt, ruleChanges, type RuleAlert, type RuleKind } from "../examples/dynamic-rules.ts";
 
 async function printed<T>(job: Parameters<typeof runJob>[0], parallelism = 1): Promise<T[]> {
   const lines: string[] = [];
@@ -29,17 +30,20 @@ test("examples/word-count.ts prints the rolling count of every word", async () =
   ]);
 });
 
-/** The batch oracle: per account, the rule over the history sorted by (timestamp, id). */
-function fraudOracle(count: number): Alert[] {
-  const o = withDefaults({ count });
+/** The generated transactions of each account, sorted by (timestamp, id): the order event time gives them. */
+function historyByAccount(o: ReturnType<typeof withDefaults>): Transaction[][] {
   const byAccount = new Map<string, Transaction[]>();
-  for (let i = 0; i < count; i++) {
+  for (let i = 0; i < o.count; i++) {
     const tx = transactionAt(i, o);
     byAccount.set(tx.account, [...(byAccount.get(tx.account) ?? []), tx]);
   }
+  return [...byAccount.values()].map((txs) => txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id));
+}
+
+/** The batch oracle: per account, the rule over the history sorted by (timestamp, id). */
+function fraudOracle(count: number): Alert[] {
   const alerts: Alert[] = [];
-  for (const txs of byAccount.values()) {
-    txs.sort((a, b) => a.timestamp - b.timestamp || a.id - b.id);
+  for (const txs of historyByAccount(withDefaults({ count }))) {
     let last: Transaction | undefined;
     for (const tx of txs) {
       if (last !== undefined && tx.timestamp - last.timestamp > WINDOW_MS) last = undefined;
@@ -115,4 +119,39 @@ test("examples/async-enrichment: every order enriched with its customer (retried
   });
   assert.ok(CUSTOMERS > UNREACHABLE_CUSTOMER && expected.some((o) => o.customerName === null));
   assert.deepEqual(out, expected);
+});
+
+/** The batch oracle of dynamic-rules: per account in (timestamp, id) order, the rules in force at each transaction's time. */
+function dynamicRulesOracle(count: number): RuleAlert[] {
+  const changes = ruleChanges(count);
+  const of = (rule: RuleKind) => changes.filter((c) => c.rule === rule);
+  const alerts: RuleAlert[] = [];
+  for (const txs of historyByAccount(withDefaults({ count, accounts: ACCOUNTS }))) {
+    let minute = -1;
+    let spent = 0;
+    for (const tx of txs) {
+      const start = Math.floor(tx.timestamp / MINUTE_MS) * MINUTE_MS;
+      spent = (start === minute ? spent : 0) + tx.amount;
+      minute = start;
+      const base = { account: tx.account, transactionId: tx.id, amount: tx.amount, spentThisMinute: spent, timestamp: tx.timestamp };
+      const charge = limitAt(of("charge"), tx.timestamp);
+      const spending = limitAt(of("spending"), tx.timestamp);
+      if (charge !== null && tx.amount > charge) alerts.push({ rule: "charge", limit: charge, ...base });
+      if (spending !== null && spent > spending && spent - tx.amount <= spending) alerts.push({ rule: "spending", limit: spending, ...base });
+    }
+  }
+  return alerts;
+}
+
+test("examples/dynamic-rules.ts raises exactly the alerts of the rules in force at each transaction (parallelism 1 and 2)", async () => {
+  const count = 40_000;
+  const key = (a: RuleAlert): string => `${a.transactionId}:${a.rule}:${a.limit}:${a.spentThisMinute}`;
+  const expected = dynamicRulesOracle(count).map(key).sort();
+  // The data must exercise every rule change: both rules alert, and each limit in force applies.
+  const limits = new Set(dynamicRulesOracle(count).map((a) => `${a.rule}:${a.limit}`));
+  assert.deepEqual([...limits].sort(), ["charge:1500", "charge:2000", "spending:3000", "spending:4000"]);
+  for (const parallelism of [1, 2]) {
+    const out = await printed<RuleAlert>(dynamicRulesJob(count), parallelism);
+    assert.deepEqual(out.map(key).sort(), expected, `parallelism ${parallelism}`);
+  }
 });

@@ -72,11 +72,11 @@ const countPerKey: KeyedProcessFunction<number, number, Counted> = {
  * rename, so committing it again after a restore rewrites the same file. The committed output is
  * every file of the directory.
  */
-function committingFileSink(dir: string, name: string): Sink<Counted> {
+export function committingFileSink<T>(dir: string, name: string): Sink<T> {
   const target = join(dir, name);
   mkdirSync(target, { recursive: true });
   // Asynchronous, as a real client's commit: the kill -9 tests exercise commits in flight.
-  return twoPhaseTestSink<Counted>(async (_context, txn) => {
+  return twoPhaseTestSink<T>(async (_context, txn) => {
     const tmp = join(target, `.${txn.txnId}.tmp`);
     await writeFile(tmp, JSON.stringify(txn.values));
     await rename(tmp, join(target, `${txn.txnId}.json`));
@@ -85,9 +85,14 @@ function committingFileSink(dir: string, name: string): Sink<Counted> {
 
 /** Every record the file sink committed under `name` in `outDir` (one file per transaction), as sorted rows. */
 export function committedFiles(outDir: string, name: string): string[] {
+  return rowsOf(committedValues<Counted>(outDir, name));
+}
+
+/** Every record `committingFileSink` committed under `name` in `outDir`, in no particular order. */
+export function committedValues<T>(outDir: string, name: string): T[] {
   const dir = join(outDir, name);
   if (!existsSync(dir)) return [];
-  return rowsOf(readdirSync(dir).filter((f) => f.endsWith(".json")).flatMap((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as Counted[]));
+  return readdirSync(dir).filter((f) => f.endsWith(".json")).flatMap((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as T[]);
 }
 
 /** Output rows in a canonical order, for record-for-record comparison. */
@@ -106,7 +111,7 @@ export function latestCheckpoint(jobDir: string): string | undefined {
 /** The committing sink (into files when EDDY_CHK_OUT_DIR is set), with the snapshot and commit faults around it. */
 function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
   const outDir = process.env.EDDY_CHK_OUT_DIR;
-  const inner = outDir === undefined || outDir === "" ? committingCollectSink<Counted>(name) : committingFileSink(outDir, name);
+  const inner = outDir === undefined || outDir === "" ? committingCollectSink<Counted>(name) : committingFileSink<Counted>(outDir, name);
   if (f === undefined || (f.kind !== "snapshot" && f.kind !== "commit")) return inner;
   let seen = 0;
   return {

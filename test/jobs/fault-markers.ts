@@ -16,17 +16,21 @@ export function fireOnce(marker: string): boolean {
   }
 }
 
-/** `inner`, creating the file `marker` when it first commits (a checkpoint completed). */
-export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined): Sink<T> {
+/**
+ * `inner`, creating the file `marker` when it first commits (a checkpoint completed), or, with
+ * `afterCommits` n, when one of its committers has committed n times (n checkpoints completed).
+ */
+export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined, afterCommits = 1): Sink<T> {
   if (marker === undefined) return inner;
   return {
     createWriter: (context) => inner.createWriter(context),
     createCommitter(context) {
       const committer = inner.createCommitter!(context);
+      let commits = 0;
       return {
         async commit(committables) {
           await committer.commit(committables);
-          writeFileSync(marker, "committed");
+          if (++commits >= afterCommits) writeFileSync(marker, "committed");
         },
       };
     },

@@ -22,6 +22,14 @@ export interface PacedOptions {
   readonly perPoll: number;
   /** Wait between polls, in ms (0: read on at once). */
   readonly pauseMs: number;
+  /** Wait between polls only while this returns true (default: always); asked once per poll. */
+  readonly pausing?: () => boolean;
+  /**
+   * Read the unfinished split with the lowest numbers first (default: the first one added), so a
+   * reader's numbers increase even when a restore hands it splits in another order (its
+   * watermark, one for all its splits, then never passes a number still to come).
+   */
+  readonly inOrder?: boolean;
   /** Emit only numbers up to this one (default: all). */
   readonly holdAt?: number;
   /** Never end, even when every split is read. */
@@ -48,7 +56,11 @@ export function pacedNumbers(o: PacedOptions): Source<number, PacedSplit> {
       const reader: SourceReader<number, PacedSplit> = {
         pollNext(output) {
           if (performance.now() < resumeAt) return "nothing";
-          const i = splits.findIndex((s) => s.next <= Math.min(s.last, holdAt));
+          const open = (s: PacedSplit): boolean => s.next <= Math.min(s.last, holdAt);
+          let i = -1;
+          for (let j = 0; j < splits.length; j++) {
+            if (open(splits[j]!) && (i < 0 || (o.inOrder === true && splits[j]!.next < splits[i]!.next))) i = j;
+          }
           if (i < 0) {
             // Held, waiting for splits, or (endless) done: look again a little later.
             resumeAt = performance.now() + 20;
@@ -58,7 +70,7 @@ export function pacedNumbers(o: PacedOptions): Source<number, PacedSplit> {
           const end = Math.min(s.last, holdAt, s.next + o.perPoll - 1);
           for (let n = s.next; n <= end; n++) output.collect(n, n);
           splits[i] = { ...s, next: end + 1 };
-          if (o.pauseMs === 0) return "more";
+          if (o.pauseMs === 0 || (o.pausing !== undefined && !o.pausing())) return "more";
           resumeAt = performance.now() + o.pauseMs;
           return "nothing";
         },

@@ -9,13 +9,23 @@ export { ConnectedStreams, KeyedConnectedStreams } from "./api/connected-streams
 export { AsyncDataStream } from "./api/async-data-stream.ts";
 export type { AsyncFunction, AsyncFunctionLike, AsyncIoOptions, AsyncRetryOptions } from "./runtime/async-function.ts";
 export { reinterpretAsKeyedStream } from "./api/reinterpret-as-keyed-stream.ts";
+export { BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream } from "./api/broadcast-stream.ts";
+export type { BroadcastState, ReadOnlyBroadcastState } from "./runtime/broadcast-state.ts";
 export type {
+  BroadcastContext,
+  BroadcastProcessFunction,
+  BroadcastReadOnlyContext,
   Collector,
   CoProcessFunction,
   FilterFunction,
   FlatMapFunction,
+  KeyedBroadcastContext,
+  KeyedBroadcastOnTimerContext,
+  KeyedBroadcastProcessFunction,
+  KeyedBroadcastReadOnlyContext,
   KeyedCoProcessFunction,
   KeyedProcessContext,
+  KeyedStateFunction,
   KeyedProcessFunction,
   KeyedRuntimeContext,
   KeyedStateStore,

@@ -23,15 +23,21 @@ export class ConnectedStreams<T1, T2> {
 
   process<R>(fn: FunctionObjectOrFactory<CoProcessFunction<T1, T2, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement1", "processElement2"]);
-    return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(f) as unknown as TwoInputFactory, undefined);
+    return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(f) as unknown as TwoInputFactory, undefined, false);
   }
 
   /**
    * @internal adds a two-input operator over both streams, keyed when `keySelectors` is given (the
-   * inputs must then already be partitioned by those keys); used by IntervalJoin.
+   * inputs must then already be partitioned by those keys; a broadcast input has no key selector);
+   * used by IntervalJoin and the broadcast state pattern. `stateful`: by default, whether it is keyed.
    */
-  _transformTwoInput<R>(name: string, factory: TwoInputFactory, keySelectors: readonly [AnyKeySelector, AnyKeySelector] | undefined): DataStream<R> {
-    return addTwoInput<R>(this.#builder, name, this.#first, this.#second, factory, keySelectors);
+  _transformTwoInput<R>(
+    name: string,
+    factory: TwoInputFactory,
+    keySelectors: readonly [AnyKeySelector, AnyKeySelector | undefined] | undefined,
+    stateful = keySelectors !== undefined,
+  ): DataStream<R> {
+    return addTwoInput<R>(this.#builder, name, this.#first, this.#second, factory, keySelectors, stateful);
   }
 
   /** Partitions both inputs by key so records of one key from either input meet in one subtask. */
@@ -76,6 +82,7 @@ export class KeyedConnectedStreams<T1, T2, K extends Key> {
       this.#second,
       keyedCoProcessOperator(f) as unknown as TwoInputFactory,
       this.#keySelectors,
+      true,
     );
   }
 }
@@ -86,7 +93,8 @@ function addTwoInput<R>(
   first: { readonly _transformation: Transformation },
   second: { readonly _transformation: Transformation },
   factory: TwoInputFactory,
-  keySelectors: readonly [AnyKeySelector, AnyKeySelector] | undefined,
+  keySelectors: readonly [AnyKeySelector, AnyKeySelector | undefined] | undefined,
+  stateful: boolean,
 ): DataStream<R> {
   const t = builder.add({
     kind: "two-input",
@@ -96,7 +104,7 @@ function addTwoInput<R>(
     parallelism: undefined,
     maxParallelism: undefined,
     codec: undefined,
-    stateful: keySelectors !== undefined,
+    stateful,
     input1: first._transformation,
     input2: second._transformation,
     factory,

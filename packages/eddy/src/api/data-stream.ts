@@ -18,7 +18,7 @@ import type {
   PhysicalTransformation,
   Transformation,
 } from "../graph/transformation.ts";
-import { ReducingStateDescriptor, ValueStateDescriptor } from "../state/descriptors.ts";
+import { ReducingStateDescriptor, ValueStateDescriptor, type MapStateDescriptor } from "../state/descriptors.ts";
 import type { PartitionerSpec } from "../runtime/channels/partitioner.ts";
 import type {
   Collector,
@@ -42,6 +42,7 @@ import { sinkOperator } from "../runtime/operators/sink-operator.ts";
 import { filterOperator, flatMapOperator, mapOperator } from "../runtime/operators/stateless-operators.ts";
 import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
 import { ConnectedStreams } from "./connected-streams.ts";
+import { BroadcastConnectedStream, BroadcastStream, KeyedBroadcastConnectedStream } from "./broadcast-stream.ts";
 import { WindowedStream } from "./windowed-stream.ts";
 import { JoinedStreams } from "./joined-streams.ts";
 import { IntervalJoin } from "./interval-join.ts";
@@ -273,8 +274,14 @@ export class DataStream<T> extends OperatorHandle {
     return new DataStream<T>(this.builder, t);
   }
 
-  /** Pairs this stream with another, possibly of another type, for a two-input function. */
-  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
+  /**
+   * Pairs this stream with another, possibly of another type, for a two-input function; with a
+   * BroadcastStream (`stream.broadcast(descriptors)`), for a BroadcastProcessFunction.
+   */
+  connect<T2>(other: BroadcastStream<T2>): BroadcastConnectedStream<T, T2>;
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  connect<T2>(other: DataStream<T2> | BroadcastStream<T2>): ConnectedStreams<T, T2> | BroadcastConnectedStream<T, T2> {
+    if (other instanceof BroadcastStream) return new BroadcastConnectedStream<T, T2>(this, other);
     return new ConnectedStreams<T, T2>(this.builder, this, other);
   }
 
@@ -314,8 +321,18 @@ export class DataStream<T> extends OperatorHandle {
     return this.#partition({ type: "rescale" });
   }
 
-  broadcast(): DataStream<T> {
-    return this.#partition({ type: "broadcast" });
+  /**
+   * Sends every record to every subtask of the next operator. With MapStateDescriptors, gives a
+   * BroadcastStream to `connect` to another stream (the broadcast state pattern): the descriptors
+   * name the broadcast states the connected function keeps (docs/broadcast-state.md).
+   */
+  broadcast(): DataStream<T>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- states of any key and value types
+  broadcast(...descriptors: [MapStateDescriptor<any, any>, ...MapStateDescriptor<any, any>[]]): BroadcastStream<T>;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  broadcast(...descriptors: MapStateDescriptor<any, any>[]): DataStream<T> | BroadcastStream<T> {
+    const partitioned = this.#partition({ type: "broadcast" });
+    return descriptors.length === 0 ? partitioned : new BroadcastStream<T>(this.builder, partitioned, descriptors);
   }
 
   forward(): DataStream<T> {
@@ -358,6 +375,14 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   override process<R>(fn: FunctionObjectOrFactory<KeyedProcessFunction<K, T, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement"]);
     return this._transform("KeyedProcess", keyedProcessOperator(f), true, this.#keySelector)._withErrorPolicy();
+  }
+
+  /** As DataStream's; with a BroadcastStream, for a KeyedBroadcastProcessFunction (keyed state and timers). */
+  override connect<T2>(other: BroadcastStream<T2>): KeyedBroadcastConnectedStream<T, K, T2>;
+  override connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  override connect<T2>(other: DataStream<T2> | BroadcastStream<T2>): ConnectedStreams<T, T2> | KeyedBroadcastConnectedStream<T, K, T2> {
+    if (other instanceof BroadcastStream) return new KeyedBroadcastConnectedStream<T, K, T2>(this, this.#keySelector, other);
+    return super.connect(other);
   }
 
   /** Joins with `other` on event time: `.between(lowerMs, upperMs).process(fn)`; see IntervalJoin. */

@@ -5,7 +5,8 @@
  * State is matched to operators by operator id (the uid). Keyed state is found per key group in
  * whichever old subtask's file held it, so a restore also works when the parallelism changed;
  * operator list state is given back per old subtask at the same parallelism, and otherwise
- * divided round-robin (`split`) or given to every subtask (`union`).
+ * divided round-robin (`split`) or given to every subtask (`union`); broadcast state, equal in
+ * every old subtask, is taken by new subtask i from old subtask i mod the old parallelism.
  */
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
@@ -143,6 +144,8 @@ export class CheckpointRestore {
         const entry = stateLists.get(name);
         if (entry === undefined) return undefined;
         if (entry.mode === "union") return entry.perOld.flatMap((v) => v ?? []);
+        // Every old subtask wrote the same entries; spread the reads over the old files (Flink).
+        if (entry.mode === "broadcast") return entry.perOld[subtask % oldParallelism] ?? [];
         if (oldParallelism === node.parallelism) return entry.perOld[subtask] ?? [];
         return entry.perOld.flatMap((v) => v ?? []).filter((_, i) => i % node.parallelism === subtask);
       },

@@ -59,7 +59,8 @@ export interface TwoInputTransformation extends PhysicalBase {
   readonly input1: Transformation;
   readonly input2: Transformation;
   readonly factory: TwoInputFactory;
-  readonly keySelectors: readonly [AnyKeySelector, AnyKeySelector] | undefined;
+  /** Key selectors of keyed inputs; the second is undefined for a broadcast input (keyed.connect(broadcastStream)). */
+  readonly keySelectors: readonly [AnyKeySelector, AnyKeySelector | undefined] | undefined;
 }
 
 export interface PartitionTransformation {

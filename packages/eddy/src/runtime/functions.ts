@@ -12,6 +12,7 @@ import type {
 } from "../state/descriptors.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "../state/state.ts";
 import type { OperatorListState } from "./operator-state.ts";
+import type { BroadcastState, ReadOnlyBroadcastState } from "./broadcast-state.ts";
 
 /** Receives what a function emits. */
 export interface Collector<T> {
@@ -105,5 +106,60 @@ export interface KeyedCoProcessFunction<K, IN1, IN2, OUT> {
   processElement1(value: IN1, ctx: KeyedProcessContext<K>, out: Collector<OUT>): void;
   processElement2(value: IN2, ctx: KeyedProcessContext<K>, out: Collector<OUT>): void;
   onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<OUT>): void;
+  close?(): void;
+}
+
+/** What `processElement` of a broadcast function may do: read broadcast state, never write it. */
+export interface BroadcastReadOnlyContext extends ProcessContext {
+  /** The broadcast state of `descriptor` (given to `stream.broadcast(...)`), read-only. */
+  getBroadcastState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): ReadOnlyBroadcastState<UK, UV>;
+}
+
+/** What `processBroadcastElement` may do: read and write broadcast state. Timers cannot be set. */
+export interface BroadcastContext extends ProcessContext {
+  getBroadcastState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): BroadcastState<UK, UV>;
+}
+
+export interface KeyedBroadcastReadOnlyContext<K> extends BroadcastReadOnlyContext, KeyedProcessContext<K> {}
+
+export interface KeyedBroadcastOnTimerContext<K> extends KeyedBroadcastReadOnlyContext<K>, OnTimerContext<K> {}
+
+/** Visits one key's state in `applyToKeyedState`; the handle is scoped to that key. */
+export type KeyedStateFunction<K, S> = (key: K, state: S) => void;
+
+export interface KeyedBroadcastContext<K> extends BroadcastContext {
+  /**
+   * Calls `fn` for every key of this subtask that holds a value of the keyed state `descriptor`,
+   * with the state scoped to that key (it may be read, updated or cleared). Keys are listed first,
+   * so keys whose state `fn` creates are not visited.
+   */
+  applyToKeyedState<T>(descriptor: ValueStateDescriptor<T>, fn: KeyedStateFunction<K, ValueState<T>>): void;
+  applyToKeyedState<T>(descriptor: ListStateDescriptor<T>, fn: KeyedStateFunction<K, ListState<T>>): void;
+  applyToKeyedState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>, fn: KeyedStateFunction<K, MapState<UK, UV>>): void;
+  applyToKeyedState<T>(descriptor: ReducingStateDescriptor<T>, fn: KeyedStateFunction<K, ReducingState<T>>): void;
+  applyToKeyedState<IN, ACC, OUT>(descriptor: AggregatingStateDescriptor<IN, ACC, OUT>, fn: KeyedStateFunction<K, AggregatingState<IN, OUT>>): void;
+}
+
+/**
+ * A non-keyed stream connected to a broadcast stream (`stream.connect(broadcastStream)`): the
+ * broadcast records reach every subtask and may change broadcast state; the others only read it.
+ */
+export interface BroadcastProcessFunction<IN1, IN2, OUT> {
+  open?(ctx: RuntimeContext): void;
+  processElement(value: IN1, ctx: BroadcastReadOnlyContext, out: Collector<OUT>): void;
+  processBroadcastElement(value: IN2, ctx: BroadcastContext, out: Collector<OUT>): void;
+  close?(): void;
+}
+
+/**
+ * A keyed stream connected to a broadcast stream (`keyed.connect(broadcastStream)`): keyed state
+ * and timers on the keyed side, broadcast state written by the broadcast side and read by both.
+ */
+export interface KeyedBroadcastProcessFunction<K, IN1, IN2, OUT> {
+  open?(ctx: KeyedRuntimeContext): void;
+  processElement(value: IN1, ctx: KeyedBroadcastReadOnlyContext<K>, out: Collector<OUT>): void;
+  /** Has no current key: keyed state is reached through `ctx.applyToKeyedState`. */
+  processBroadcastElement(value: IN2, ctx: KeyedBroadcastContext<K>, out: Collector<OUT>): void;
+  onTimer?(timestamp: number, ctx: KeyedBroadcastOnTimerContext<K>, out: Collector<OUT>): void;
   close?(): void;
 }

@@ -101,6 +101,12 @@ export interface SavepointReader {
   timers(uid: string): IterableIterator<TimerInfo>;
   /** The values of operator state `name`, of every old subtask in subtask order. */
   operatorState(uid: string, name: string): unknown[];
+  /**
+   * Broadcast state `name` (a MapStateDescriptor's name) as each old subtask wrote it, in subtask
+   * order: equal maps when the function changed it alike on every subtask, as it should. A restore
+   * gives new subtask i the map of old subtask i mod the old parallelism.
+   */
+  broadcastState(uid: string, name: string): Map<unknown, unknown>[];
 }
 
 /** Opens and verifies the savepoint (or checkpoint) directory `path`. */
@@ -207,12 +213,32 @@ class VerifiedSavepoint implements SavepointReader {
   }
 
   operatorState(uid: string, name: string): unknown[] {
+    return this.#operatorStatePerSubtask(uid, name).flat();
+  }
+
+  broadcastState(uid: string, name: string): Map<unknown, unknown>[] {
+    const modes = new Set(this.#operatorParts(uid).flatMap((p) => p.meta.operatorStates.filter((o) => o.name === name).map((o) => o.mode)));
+    if (modes.size > 0 && !modes.has("broadcast")) {
+      throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator state '${name}' of operator '${uid}' is ${[...modes].join("/")} list state, not broadcast state`);
+    }
+    return this.#operatorStatePerSubtask(uid, name).map((entries) => {
+      const map = new Map<unknown, unknown>();
+      for (const entry of entries) {
+        if (!Array.isArray(entry) || entry.length !== 2) throw new EddyError("CHECKPOINT_CORRUPT", `${this.#where}: broadcast state '${name}' of operator '${uid}' holds an entry that is not a [key, value] pair`);
+        map.set(entry[0], entry[1]);
+      }
+      return map;
+    });
+  }
+
+  /** The values of operator state `name` per old subtask that recorded it, in subtask order. */
+  #operatorStatePerSubtask(uid: string, name: string): unknown[][] {
     const parts = this.#operatorParts(uid);
     const names = new Set(parts.flatMap((p) => p.meta.operatorStates.map((o) => o.name)));
     if (!names.has(name)) {
       throw new EddyError("UNKNOWN_STATE", `${this.#where}: operator '${uid}' has no operator state '${name}' (it has ${listOf(names)})`);
     }
-    const values: unknown[] = [];
+    const values: unknown[][] = [];
     for (const { meta, file } of parts) {
       const recorded = meta.operatorStates.find((o) => o.name === name);
       if (recorded === undefined || file === undefined) continue;
@@ -221,7 +247,7 @@ class VerifiedSavepoint implements SavepointReader {
         const lists = decodeOperatorStates(file.section(operatorStateSection(uid))!, meta);
         return lists.get(name) ?? [];
       });
-      values.push(...decoded);
+      values.push(decoded);
     }
     return values;
   }

@@ -97,6 +97,19 @@ export interface StateDescriptorOptions<T = any> {
  */
 export type MapStateUserKey = string | number | bigint | boolean;
 
+/** Throws INVALID_MAP_STATE_KEY unless `key` may be a map state key (MapStateUserKey); for keyed and broadcast map state. */
+export function checkUserKey(stateName: string, key: unknown): void {
+  const t = typeof key;
+  if (t === "string" || t === "bigint" || t === "boolean") return;
+  if (t === "number") return;
+  throw new EddyError(
+    "INVALID_MAP_STATE_KEY",
+    `map state '${stateName}': a map key must be a string, number, bigint or boolean, got ` +
+      `${key === null ? "null" : t}; objects would compare by identity, which a snapshot cannot keep — ` +
+      `use a string key instead`,
+  );
+}
+
 /** Incremental aggregation: `add` may mutate and return the accumulator it is given. */
 export interface AggregateFunction<IN, ACC, OUT> {
   createAccumulator(): ACC;

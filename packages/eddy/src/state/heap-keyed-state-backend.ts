@@ -209,6 +209,18 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return this.#get(stateName).table.numKeys;
   }
 
+  keysOf(stateName: string, namespace: Namespace = VOID_NAMESPACE): { readonly key: Key; readonly keyGroup: number }[] {
+    const { table, descriptor } = this.#get(stateName);
+    const now = descriptor.ttl === undefined ? 0 : this.#clock.now();
+    const out: { key: Key; keyGroup: number }[] = [];
+    for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
+      for (const cell of table.cellsOfGroup(table.indexOf(kg))) {
+        if (cell.namespace === namespace && snapshotCellValue(descriptor.kind, cell.cell, now) !== undefined) out.push({ key: cell.key, keyGroup: kg });
+      }
+    }
+    return out;
+  }
+
   /**
    * Every visible (key, namespace, value) of a state in one key group, for snapshots. Expired
    * values and elements are left out. Do not write to the state while iterating.

@@ -5,8 +5,8 @@
  * iteration and isEmpty purge the whole map first (O(size), like the iteration itself).
  */
 
-import { EddyError } from "../core/errors.ts";
 import { copyValue } from "./copy-value.ts";
+import { checkUserKey } from "./descriptors.ts";
 import { HeapKvState, refreshAll } from "./heap-state-handles.ts";
 import type { InternalMapState } from "./internal-state.ts";
 import type { Cell } from "./state-table.ts";
@@ -163,16 +163,4 @@ function* copiedEntries<UK, UV>(map: Map<UK, UV>): Generator<[UK, UV], undefined
 function* copiedValues<UV>(map: Map<unknown, UV>): Generator<UV, undefined, unknown> {
   for (const v of map.values()) yield copyValue(v);
   return undefined;
-}
-
-function checkUserKey(stateName: string, key: unknown): void {
-  const t = typeof key;
-  if (t === "string" || t === "bigint" || t === "boolean") return;
-  if (t === "number") return;
-  throw new EddyError(
-    "INVALID_MAP_STATE_KEY",
-    `map state '${stateName}': a map key must be a string, number, bigint or boolean, got ` +
-      `${key === null ? "null" : t}; objects would compare by identity, which a snapshot cannot keep — ` +
-      `use a string key instead`,
-  );
 }

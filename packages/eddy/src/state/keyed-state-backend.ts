@@ -44,6 +44,7 @@ import type {
   ValueStateDescriptor,
 } from "./descriptors.ts";
 import type {
+  InternalKvState,
   InternalAggregatingState,
   InternalListState,
   InternalMapState,
@@ -111,6 +112,13 @@ export interface KeyedStateBackend {
   /** Number of keys holding any value of the state (expired ones not cleaned yet included). */
   numKeys(stateName: string): number;
   /**
+   * The keys holding a visible (unexpired) value of a state in `namespace` (default: VOID), each
+   * with its key group, taken when called: the caller may move the current key and write to the
+   * state while going through them (Flink's applyToAllKeys; broadcast functions' applyToKeyedState).
+   * O(keys of the state); an unknown state is UNKNOWN_STATE.
+   */
+  keysOf(stateName: string, namespace?: Namespace): { readonly key: Key; readonly keyGroup: number }[];
+  /**
    * One key's value without moving the current key (queryable state): what the handle's read
    * would return, or undefined when nothing is stored. Neither refreshes TTL nor cleans up.
    */
@@ -154,4 +162,20 @@ export interface ValueCursor<T> {
   seek(key: Key, keyGroup: number): T | undefined;
   /** Stores the value of the key `seek` moved to; undefined removes it. */
   set(value: T | undefined): void;
+}
+
+/** The handle of the state `descriptor` declares, whatever its kind (registered as by getState & co.). */
+export function stateFor(backend: KeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
+  switch (descriptor.kind) {
+    case "value":
+      return backend.getState(descriptor as never);
+    case "list":
+      return backend.getListState(descriptor as never);
+    case "map":
+      return backend.getMapState(descriptor as never);
+    case "reducing":
+      return backend.getReducingState(descriptor as never);
+    case "aggregating":
+      return backend.getAggregatingState(descriptor as never);
+  }
 }

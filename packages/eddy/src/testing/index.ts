@@ -5,7 +5,7 @@
 export { collectSink } from "./collect-sink.ts";
 export { committingCollectSink, twoPhaseTestSink, type StagedTransaction } from "./committing-sink.ts";
 export { runJob, type JobHandle } from "./run-job.ts";
-export { OperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
+export { OperatorTestHarness, TwoInputOperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export { readerOutputOf } from "../connector/source.ts";
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";

@@ -109,6 +109,37 @@ export function keyedStateBackendContract(name: string, create: KeyedStateBacken
     assert.equal(b.numKeys("tags"), 0, "an emptied map leaves no key behind");
   });
 
+  test(`${name} backend: keysOf lists the keys with a visible value in a namespace, and may be written through`, () => {
+    const clock = new ManualClock(0);
+    const b = backend({ start: 0, end: 7 }, clock);
+    const inRange = ["a", "b", "c", "d", "e", "f", "g", "h", 1, 2, 3, 4].filter((k) => assignToKeyGroup(k, MAX_PARALLELISM) <= 7);
+    const ttl = new ValueStateDescriptor<number>("short", { ttl: { ttlMs: 10 } });
+    for (const key of inRange) {
+      at(b, key);
+      b.getState(count).update({ n: 1 });
+      b.getState(ttl).update(1);
+      const windowed = b.getListState(seen);
+      windowed.setCurrentNamespace(5);
+      windowed.add(String(key));
+    }
+    at(b, inRange[0]!);
+    b.getState(count).clear();
+    const listed = b.keysOf("count");
+    assert.deepEqual(new Set(listed.map((e) => e.key)), new Set(inRange.slice(1)), "the cleared key is not listed");
+    for (const { key, keyGroup } of listed) assert.equal(keyGroup, assignToKeyGroup(key, MAX_PARALLELISM));
+    assert.deepEqual(b.keysOf("seen"), [], "the list lives in namespace 5 only");
+    assert.equal(b.keysOf("seen", 5).length, inRange.length);
+    clock.advanceTo(10);
+    assert.deepEqual(b.keysOf("short"), [], "expired values are not listed");
+    // Writing while going through the list (clearing every key) is allowed: the list was taken first.
+    for (const { key, keyGroup } of listed) {
+      b.setCurrentKey(key, keyGroup);
+      b.getState(count).clear();
+    }
+    assert.equal(b.numKeys("count"), 0);
+    assert.throws(() => b.keysOf("nope"), /UNKNOWN_STATE|no keyed state/);
+  });
+
   test(`${name} backend: with copy "deep", nothing stored is reachable from user code`, () => {
     const b = backend();
     at(b, "k");

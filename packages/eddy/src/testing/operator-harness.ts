@@ -1,6 +1,6 @@
 /**
- * Pushes elements, watermarks and processing-time advances into one operator and records what it
- * emits, without building a job. Mail (processing-time timers) runs after every push, as the task
+ * Pushes elements, watermarks and processing-time advances into one operator (one- or two-input)
+ * and records what it emits, without building a job. Mail (processing-time timers) runs after every push, as the task
  * loop would run it between records.
  */
 import type { Sink } from "../connector/sink.ts";
@@ -16,9 +16,20 @@ import { defaultMaxParallelism, keyGroupRangeForOperator } from "../core/key-gro
 import { silentLogger } from "../core/logger.ts";
 import type { OutputTag } from "../core/output-tag.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../core/time.ts";
-import type { KeyedProcessFunction, KeySelector, ProcessFunction } from "../runtime/functions.ts";
+import type {
+  BroadcastProcessFunction,
+  KeyedBroadcastProcessFunction,
+  KeyedProcessFunction,
+  KeySelector,
+  ProcessFunction,
+} from "../runtime/functions.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
-import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "../runtime/operator.ts";
+import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
+import {
+  broadcastProcessOperator,
+  keyedBroadcastProcessOperator,
+  type AnyMapStateDescriptor,
+} from "../runtime/operators/broadcast-process-operator.ts";
 import { keyedProcessOperator } from "../runtime/operators/keyed-process-operator.ts";
 import { requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
 import { processOperator } from "../runtime/operators/process-operator.ts";
@@ -45,11 +56,22 @@ export interface HarnessOptions {
   readonly stateBackend?: KeyedStateBackendFactory;
   /** The operator's error policy, as `.onError(...)` sets it (default: fail). */
   readonly errorPolicy?: ErrorPolicy;
+  /**
+   * The operator runs as subtask `subtaskIndex` (default 0) of `parallelism` (default 1): it owns
+   * that subtask's key groups, and restores as that subtask would (e.g. broadcast state).
+   */
+  readonly parallelism?: number;
+  readonly subtaskIndex?: number;
 }
 
-export class OperatorTestHarness<IN, OUT> {
+/**
+ * What every harness shares: the operator's context (manual clock, mailbox, counters,
+ * checkpointing), the recorded output, snapshots and the lifecycle. One level of `extends`: the
+ * one- and two-input harnesses differ only in how elements are pushed.
+ */
+abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
   readonly clock: ManualClock;
-  readonly #operator: OneInputOperator<IN>;
+  protected readonly op: OP;
   readonly #mailbox: Mailbox;
   readonly #events: HarnessEvent<OUT>[] = [];
   readonly #side = new Map<string, { value: unknown; timestamp: number | undefined }[]>();
@@ -71,13 +93,15 @@ export class OperatorTestHarness<IN, OUT> {
   }
 
   constructor(
-    factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
-    keySelector: ((value: IN) => unknown) | undefined,
-    options: HarnessOptions = {},
+    factory: (ctx: OperatorContext, output: Output<OUT>) => OP,
+    keySelectors: readonly (((value: never) => unknown) | undefined)[] | undefined,
+    options: HarnessOptions,
   ) {
     this.clock = options.clock ?? new ManualClock(0);
     this.#mailbox = new Mailbox(() => this.#wakeUp());
     const maxParallelism = options.maxParallelism ?? defaultMaxParallelism(1);
+    const parallelism = options.parallelism ?? 1;
+    const subtaskIndex = options.subtaskIndex ?? 0;
     const ts = (t: number): number | undefined => (hasTimestamp(t) ? t : undefined);
     const output: Output<OUT> = {
       collect: (value, timestamp) => void this.#events.push({ type: "record", value, timestamp: ts(timestamp) }),
@@ -92,11 +116,11 @@ export class OperatorTestHarness<IN, OUT> {
     const ctx: OperatorContext = {
       operatorName: options.operatorName ?? "operator-under-test",
       operatorId: "operator-under-test",
-      subtaskIndex: 0,
-      parallelism: 1,
+      subtaskIndex,
+      parallelism,
       maxParallelism,
-      keyGroupRange: keyGroupRangeForOperator(maxParallelism, 1, 0),
-      keySelectors: keySelector === undefined ? undefined : [keySelector],
+      keyGroupRange: keyGroupRangeForOperator(maxParallelism, parallelism, subtaskIndex),
+      keySelectors: keySelectors as OperatorContext["keySelectors"],
       clock: this.clock,
       logger: silentLogger,
       postMail: (action) => this.#mailbox.post(action),
@@ -126,7 +150,7 @@ export class OperatorTestHarness<IN, OUT> {
         options.restore === undefined ? undefined : restoreFromSerialized(options.restore),
       )),
     };
-    this.#operator = factory(ctx, output);
+    this.op = factory(ctx, output);
   }
 
   /**
@@ -191,6 +215,80 @@ export class OperatorTestHarness<IN, OUT> {
     return this;
   }
 
+  /** The operator under test, for tests that inspect it (e.g. its state size). */
+  get operator(): OP {
+    return this.op;
+  }
+
+  /** Opens the operator (done implicitly by the first push). */
+  open(): this {
+    if (!this.#opened) {
+      this.#opened = true;
+      this.op.open?.();
+      this.#mailbox.drain();
+    }
+    return this;
+  }
+
+  /** Opens the operator, runs `push` on it, then the mail it posted (as the task loop would). */
+  protected push(push: (op: OP) => void): this {
+    this.open();
+    push(this.op);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  /** Moves processing time to `timeMs` and runs the timers that became due. */
+  setProcessingTime(timeMs: number): this {
+    this.open();
+    this.clock.advanceTo(timeMs);
+    this.#mailbox.drain();
+    return this;
+  }
+
+  advanceProcessingTime(ms: number): this {
+    return this.setProcessingTime(this.clock.now() + ms);
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.op.close?.();
+  }
+
+  /** Everything emitted on the main output, in order. */
+  output(): HarnessEvent<OUT>[] {
+    return [...this.#events];
+  }
+
+  /** Values of the records emitted on the main output. */
+  records(): OUT[] {
+    return this.#events.flatMap((e) => (e.type === "record" ? [e.value] : []));
+  }
+
+  watermarks(): number[] {
+    return this.#events.flatMap((e) => (e.type === "watermark" ? [e.watermark] : []));
+  }
+
+  sideOutput<S>(tag: OutputTag<S>): { value: S; timestamp: number | undefined }[] {
+    return [...((this.#side.get(tag.id) ?? []) as { value: S; timestamp: number | undefined }[])];
+  }
+
+  clearOutput(): void {
+    this.#events.length = 0;
+    this.#side.clear();
+  }
+}
+
+export class OperatorTestHarness<IN, OUT> extends HarnessBase<OneInputOperator<IN>, OUT> {
+  constructor(
+    factory: (ctx: OperatorContext, output: Output<OUT>) => OneInputOperator<IN>,
+    keySelector: ((value: IN) => unknown) | undefined,
+    options: HarnessOptions = {},
+  ) {
+    super(factory, keySelector === undefined ? undefined : [keySelector], options);
+  }
+
   /** `fn`: the function object or a factory of it, as `DataStream.process` takes it. */
   static forProcessFunction<IN, OUT>(fn: FunctionObjectOrFactory<ProcessFunction<IN, OUT>>, options?: HarnessOptions): OperatorTestHarness<IN, OUT> {
     return new OperatorTestHarness<IN, OUT>(processOperator(requireFunctionObject(fn, "process", ["processElement"])), undefined, options);
@@ -228,87 +326,81 @@ export class OperatorTestHarness<IN, OUT> {
     return new OperatorTestHarness<IN, OUT>(asyncWaitOperator(asyncFunctionOf(fn, what), asyncWaitSettings(rest, ordered, what)), undefined, harnessOptions);
   }
 
-  /** The operator under test, for tests that inspect it (e.g. its state size). */
-  get operator(): OneInputOperator<IN> {
-    return this.#operator;
-  }
-
-  /** Opens the operator (done implicitly by the first push). */
-  open(): this {
-    if (!this.#opened) {
-      this.#opened = true;
-      this.#operator.open?.();
-      this.#mailbox.drain();
-    }
-    return this;
-  }
-
   processElement(value: IN, timestamp?: number): this {
-    this.open();
-    this.#operator.processElement(value, timestamp ?? NO_TIMESTAMP);
-    this.#mailbox.drain();
-    return this;
+    return this.push((op) => op.processElement(value, timestamp ?? NO_TIMESTAMP));
   }
 
   processWatermark(watermark: number): this {
-    this.open();
-    this.#operator.processWatermark(watermark);
-    this.#mailbox.drain();
-    return this;
+    return this.push((op) => op.processWatermark(watermark));
   }
 
   processWatermarkStatus(idle: boolean): this {
-    this.open();
-    this.#operator.processWatermarkStatus?.(idle);
-    this.#mailbox.drain();
-    return this;
-  }
-
-  /** Moves processing time to `timeMs` and runs the timers that became due. */
-  setProcessingTime(timeMs: number): this {
-    this.open();
-    this.clock.advanceTo(timeMs);
-    this.#mailbox.drain();
-    return this;
-  }
-
-  advanceProcessingTime(ms: number): this {
-    return this.setProcessingTime(this.clock.now() + ms);
+    return this.push((op) => op.processWatermarkStatus?.(idle));
   }
 
   endInput(): this {
-    this.open();
-    this.#operator.endInput?.();
-    this.#mailbox.drain();
-    return this;
+    return this.push((op) => op.endInput?.());
+  }
+}
+
+/**
+ * A two-input operator under test (a co-process or broadcast function): elements go to input 1
+ * or 2; a watermark pushed here is the combined one (the task takes the minimum over both inputs
+ * before the operator sees it).
+ */
+export class TwoInputOperatorTestHarness<IN1, IN2, OUT> extends HarnessBase<TwoInputOperator<IN1, IN2>, OUT> {
+  constructor(
+    factory: (ctx: OperatorContext, output: Output<OUT>) => TwoInputOperator<IN1, IN2>,
+    keySelectors: readonly [((value: IN1) => unknown) | undefined, ((value: IN2) => unknown) | undefined] | undefined,
+    options: HarnessOptions = {},
+  ) {
+    super(factory, keySelectors, options);
   }
 
-  close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
-    this.#operator.close?.();
+  /**
+   * A BroadcastProcessFunction: input 1 is the non-broadcast stream, input 2 the broadcast one
+   * (`processBroadcastElement`), with the broadcast states of `descriptors`.
+   */
+  static forBroadcastProcessFunction<IN1, IN2, OUT>(
+    fn: BroadcastProcessFunction<IN1, IN2, OUT>,
+    descriptors: readonly AnyMapStateDescriptor[],
+    options?: HarnessOptions,
+  ): TwoInputOperatorTestHarness<IN1, IN2, OUT> {
+    return new TwoInputOperatorTestHarness<IN1, IN2, OUT>(broadcastProcessOperator(fn, descriptors), undefined, options);
   }
 
-  /** Everything emitted on the main output, in order. */
-  output(): HarnessEvent<OUT>[] {
-    return [...this.#events];
+  /** A KeyedBroadcastProcessFunction: input 1 keyed by `keySelector`, input 2 broadcast. */
+  static forKeyedBroadcastProcessFunction<K extends Key, IN1, IN2, OUT>(
+    fn: KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>,
+    keySelector: KeySelector<IN1, K>,
+    descriptors: readonly AnyMapStateDescriptor[],
+    options?: HarnessOptions,
+  ): TwoInputOperatorTestHarness<IN1, IN2, OUT> {
+    return new TwoInputOperatorTestHarness<IN1, IN2, OUT>(keyedBroadcastProcessOperator(fn, descriptors), [keySelector, undefined], options);
   }
 
-  /** Values of the records emitted on the main output. */
-  records(): OUT[] {
-    return this.#events.flatMap((e) => (e.type === "record" ? [e.value] : []));
+  processElement1(value: IN1, timestamp?: number): this {
+    return this.push((op) => op.processElement1(value, timestamp ?? NO_TIMESTAMP));
   }
 
-  watermarks(): number[] {
-    return this.#events.flatMap((e) => (e.type === "watermark" ? [e.watermark] : []));
+  processElement2(value: IN2, timestamp?: number): this {
+    return this.push((op) => op.processElement2(value, timestamp ?? NO_TIMESTAMP));
   }
 
-  sideOutput<S>(tag: OutputTag<S>): { value: S; timestamp: number | undefined }[] {
-    return [...((this.#side.get(tag.id) ?? []) as { value: S; timestamp: number | undefined }[])];
+  /** The broadcast input of a broadcast function (input 2). */
+  processBroadcastElement(value: IN2, timestamp?: number): this {
+    return this.processElement2(value, timestamp);
   }
 
-  clearOutput(): void {
-    this.#events.length = 0;
-    this.#side.clear();
+  processWatermark(watermark: number): this {
+    return this.push((op) => op.processWatermark(watermark));
+  }
+
+  processWatermarkStatus(idle: boolean): this {
+    return this.push((op) => op.processWatermarkStatus?.(idle));
+  }
+
+  endInput(input: 1 | 2): this {
+    return this.push((op) => op.endInput?.(input));
   }
 }

@@ -151,7 +151,7 @@ test("keyed states need a readable format, a known kind, and a well-formed TTL a
 
 test("operator states have mode split or union and an integral count", () => {
   const opState = (edit: (s: any) => void) => hostile((m) => edit(m.tasks[0].operators[0].operatorStates[0]));
-  rejects(opState((s) => (s.mode = "broadcast")), "CHECKPOINT_CORRUPT", /operator state 'source-splits' of operator 'src' has mode "broadcast", expected "split" or "union"/);
+  rejects(opState((s) => (s.mode = "gather")), "CHECKPOINT_CORRUPT", /operator state 'source-splits' of operator 'src' has mode "gather", expected "split", "union" or "broadcast"/);
   rejects(opState((s) => (s.count = -1)), "CHECKPOINT_CORRUPT", /operator 'src' has a malformed operator state entry/);
   rejects(hostile((m) => (m.tasks[0].file = null)), "CHECKPOINT_CORRUPT", /task 0-0 has operator state of 'src' but no file/);
 });

@@ -14,7 +14,7 @@
  *   the ranges of one operator's subtasks do not overlap; each state has a known kind, a byte
  *   format this Eddy reads (else `CHECKPOINT_UNSUPPORTED`), a well-formed TTL and codec, and every
  *   subtask describes it the same way;
- * - operator state: modes are "split" or "union", counts are safe non-negative integers, and a
+ * - operator state: modes are "split", "union" or "broadcast", counts are safe non-negative integers, and a
  *   task's counts add up to no more than its file's bytes (every value encodes to a byte or more);
  * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
  *
@@ -32,13 +32,15 @@ import { MAX_MAX_PARALLELISM } from "../../core/key-group.ts";
 import type { StateKind } from "../../state/descriptors.ts";
 import { CELL_FORMAT } from "../../state/keyed-state-meta.ts";
 import type { CheckpointManifest } from "./manifest.ts";
+import type { OperatorStateMode } from "./task-snapshot.ts";
 
 /** Cell formats this Eddy decodes; a new format adds its id here and a reader in state/. */
 const READABLE_CELL_FORMATS: readonly string[] = [CELL_FORMAT];
 /** Exhaustive: a new StateKind does not compile until it is listed here. */
 const STATE_KINDS: Readonly<Record<StateKind, true>> = { value: true, list: true, map: true, reducing: true, aggregating: true };
 const TTL_UPDATE_TYPES = ["onCreateAndWrite", "onReadAndWrite"];
-const OPERATOR_STATE_MODES = ["split", "union"];
+/** Exhaustive, as STATE_KINDS. */
+const OPERATOR_STATE_MODES: Readonly<Record<OperatorStateMode, true>> = { split: true, union: true, broadcast: true };
 const SHA256 = /^[0-9a-f]{64}$/;
 /** The longest codec id a state descriptor accepts (descriptors.ts). */
 const MAX_CODEC_ID_LENGTH = 200;
@@ -172,7 +174,7 @@ class OperatorStateChecker {
     for (const s of states as unknown[]) {
       if (!isRecord(s) || typeof s["name"] !== "string" || !isIndex(s["count"])) throw corrupt(`${op} has a malformed operator state entry ${show(s)}`);
       const state = `operator state '${s["name"]}' of ${op}`;
-      if (!OPERATOR_STATE_MODES.includes(s["mode"] as string)) throw corrupt(`${state} has mode ${show(s["mode"])}, expected "split" or "union"`);
+      if (typeof s["mode"] !== "string" || !Object.hasOwn(OPERATOR_STATE_MODES, s["mode"])) throw corrupt(`${state} has mode ${show(s["mode"])}, expected "split", "union" or "broadcast"`);
       if (names.has(s["name"])) throw corrupt(`${state} is described twice in ${task}`);
       names.add(s["name"]);
       this.#agree(uid, `op:${s["name"]}`, String(s["mode"]), state);

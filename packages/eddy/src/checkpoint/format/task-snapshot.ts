@@ -13,8 +13,13 @@ import type { KeyedStateMeta } from "../../state/keyed-state-meta.ts";
 import type { FileRef } from "../storage.ts";
 import { checkpointCorrupt } from "./container.ts";
 
-/** How operator list state is redistributed on restore: divided round-robin, or given to every subtask. */
-export type OperatorStateMode = "split" | "union";
+/**
+ * How operator state is redistributed on restore: `split` lists are divided round-robin, `union`
+ * lists are given whole to every subtask, and `broadcast` state (the entries of one broadcast map
+ * state, equal in every old subtask) is taken by new subtask i from old subtask i mod the old
+ * parallelism, as Flink's OperatorStateHandle.Mode.BROADCAST.
+ */
+export type OperatorStateMode = "split" | "union" | "broadcast";
 
 /** Section names of a task snapshot file (see writeTaskSnapshot). */
 export const keyedSection = (operatorId: string): string => `${operatorId}/keyed`;

@@ -25,7 +25,7 @@ import { TimestampedCollector } from "./timestamped-collector.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 
 /** The context of one keyed operator, reused for every record and timer. */
-class KeyedContext<K> implements OnTimerContext<K> {
+export class KeyedContext<K> implements OnTimerContext<K> {
   readonly #keyed: KeyedStateAndTimers;
   readonly #output: Output<unknown>;
   currentTimestamp = NO_TIMESTAMP;
@@ -60,14 +60,22 @@ class KeyedContext<K> implements OnTimerContext<K> {
     this.#keyed.stateStore.getAggregatingState(d);
 }
 
-interface TimerHook<K, OUT> {
-  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<OUT>): void;
+interface TimerHook<C, OUT> {
+  onTimer?(timestamp: number, ctx: C, out: Collector<OUT>): void;
 }
 
-/** Builds the keyed state and timers, context and collector shared by the one- and two-input variants. */
-function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: TimerHook<K, OUT>) {
+/**
+ * Builds the keyed state and timers, context and collector shared by the keyed operators (one- and
+ * two-input, and the keyed broadcast operator, whose context `makeContext` extends KeyedContext).
+ */
+export function keyedParts<K, OUT, C extends KeyedContext<K>>(
+  ctx: OperatorContext,
+  output: Output<OUT>,
+  fn: TimerHook<C, OUT>,
+  makeContext: (keyed: KeyedStateAndTimers, output: Output<unknown>) => C,
+) {
   const collector = new TimestampedCollector(output);
-  let context: KeyedContext<K> | undefined;
+  let context: C | undefined;
   const keyed = new KeyedStateAndTimers(ctx, (domain, timestamp) => {
     if (fn.onTimer === undefined) return;
     const c = context!;
@@ -80,7 +88,7 @@ function keyedParts<K, OUT>(ctx: OperatorContext, output: Output<OUT>, fn: Timer
       throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
     }
   });
-  context = new KeyedContext<K>(keyed, output as Output<unknown>);
+  context = makeContext(keyed, output as Output<unknown>);
   const runtimeContext: KeyedRuntimeContext = { ...runtimeContextOf(ctx), ...keyed.stateStore };
   return { keyed, context, collector, runtimeContext };
 }
@@ -90,7 +98,7 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
   return (ctx: OperatorContext, output: Output<OUT>): OneInputOperator<IN> => {
     const fn = perSubtaskInstance(userFn, ctx, ["processElement"]);
     const keySelector = requireKeySelector(ctx, 0);
-    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
+    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT, KeyedContext<K>>(ctx, output, fn, (k, o) => new KeyedContext<K>(k, o));
     const errors = recordErrorPolicy(ctx, output as Output<unknown>);
     return {
       open: () => callUser(ctx, () => fn.open?.(runtimeContext)),
@@ -138,7 +146,7 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(
     const fn = perSubtaskInstance(userFn, ctx, ["processElement1", "processElement2"]);
     const keySelector1 = requireKeySelector(ctx, 0);
     const keySelector2 = requireKeySelector(ctx, 1);
-    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT>(ctx, output, fn);
+    const { keyed, context, collector, runtimeContext } = keyedParts<K, OUT, KeyedContext<K>>(ctx, output, fn, (k, o) => new KeyedContext<K>(k, o));
     const before = (timestamp: number): void => {
       context.currentTimestamp = timestamp;
       context.domain = "event";

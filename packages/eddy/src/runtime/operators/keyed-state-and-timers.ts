@@ -222,13 +222,17 @@ export function requireKeySelector(ctx: OperatorContext, index: number): AnyKeyS
   return selector;
 }
 
-/** The timer service of a non-keyed process function: time queries only. */
-export function nonKeyedTimerService(ctx: OperatorContext, currentWatermark: () => number): TimerService {
+/**
+ * The timer service of a non-keyed process function (or of a broadcast function's broadcast side,
+ * which has no current key): time queries only. `why` ends the error message of a registration.
+ */
+export function nonKeyedTimerService(
+  ctx: OperatorContext,
+  currentWatermark: () => number,
+  why = `timers are only available on keyed streams (operator '${ctx.operatorName}'); use keyBy(...).process(...)`,
+): TimerService {
   const fail = (): never => {
-    throw new EddyError(
-      "TIMERS_NEED_KEYED_STREAM",
-      `timers are only available on keyed streams (operator '${ctx.operatorName}'); use keyBy(...).process(...)`,
-    );
+    throw new EddyError("TIMERS_NEED_KEYED_STREAM", why);
   };
   return {
     currentProcessingTime: () => ctx.clock.now(),

@@ -12,7 +12,7 @@ import { recordErrorPolicy } from "../record-error-policy.ts";
 import { operatorStateStore, type OperatorListState } from "../operator-state.ts";
 
 /** The context object of one operator, reused for every record. */
-class NonKeyedContext implements ProcessContext {
+export class NonKeyedContext implements ProcessContext {
   readonly #output: Output<unknown>;
   readonly #timerService;
   currentTimestamp = Number.NaN;

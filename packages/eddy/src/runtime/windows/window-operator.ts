@@ -29,7 +29,7 @@ import {
   type AggregateFunction,
   type StateDescriptorBase,
 } from "../../state/descriptors.ts";
-import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
+import { stateFor, type KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import type { InternalKvState } from "../../state/internal-state.ts";
 import type { ValueState } from "../../state/state.ts";
@@ -363,21 +363,6 @@ function contentsState<IN>(backend: KeyedStateBackend, contents: WindowContents<
       return backend.getAggregatingState(new AggregatingStateDescriptor("window-contents", contents.aggregate)) as unknown as ContentsState;
     case "list":
       return backend.getListState(new ListStateDescriptor<IN>("window-contents")) as unknown as ContentsState;
-  }
-}
-
-function stateFor(backend: KeyedStateBackend, descriptor: StateDescriptorBase): InternalKvState {
-  switch (descriptor.kind) {
-    case "value":
-      return backend.getState(descriptor as never);
-    case "list":
-      return backend.getListState(descriptor as never);
-    case "map":
-      return backend.getMapState(descriptor as never);
-    case "reducing":
-      return backend.getReducingState(descriptor as never);
-    case "aggregating":
-      return backend.getAggregatingState(descriptor as never);
   }
 }
 
