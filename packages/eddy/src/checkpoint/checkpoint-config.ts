@@ -42,6 +42,14 @@ export const CHECKPOINT_CONFIG_DEFAULTS: Omit<CheckpointConfig, "intervalMs"> = 
   allowRecoveryBehindCommitted: false,
 });
 
+/**
+ * A job restored from a savepoint or checkpoint but run without checkpointing (Flink allows it):
+ * no periodic checkpoint is ever due (`now - last >= Infinity` never holds), so the only one is
+ * the final checkpoint at the end of a bounded input, which commits two-phase sinks. Not a
+ * configuration a user can write (intervalMs must be finite there).
+ */
+export const RESTORE_WITHOUT_CHECKPOINTING: CheckpointConfig = Object.freeze({ ...CHECKPOINT_CONFIG_DEFAULTS, intervalMs: Number.POSITIVE_INFINITY });
+
 type Check = (value: unknown) => boolean;
 const positive: Check = (v) => typeof v === "number" && Number.isFinite(v) && v > 0;
 const nonNegative: Check = (v) => typeof v === "number" && Number.isFinite(v) && v >= 0;

@@ -18,7 +18,7 @@ import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { InlineAttempt, type InlineOptions } from "./inline-attempt.ts";
 import type { ExecutionAttempt, JobResult } from "./execution-attempt.ts";
 import { join, resolve as resolvePath } from "node:path";
-import { resolveCheckpointConfig, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
+import { resolveCheckpointConfig, RESTORE_WITHOUT_CHECKPOINTING, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR, LocalCheckpointStorage } from "../checkpoint/storage.ts";
@@ -257,20 +257,22 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   };
   const jobId = jobIdOf(job, options);
   const savepointRoot = resolvePath(options.savepointDir ?? configured.savepointDir ?? DEFAULT_SAVEPOINT_DIR);
-  if (restore !== undefined && checkpointConfig === undefined) {
-    throw new EddyError("RESTORE_NEEDS_CHECKPOINTING", "restoring from a savepoint or checkpoint needs checkpointing enabled (e.g. --checkpoint-interval)");
-  }
+  // A restore into a job without checkpointing runs with the restored state and no periodic
+  // checkpoints, and by default without restarts (Flink's default without checkpointing).
+  const restoreOnly = restore !== undefined && checkpointConfig === undefined;
+  if (restoreOnly) logger.info("restoring into a job without checkpointing: no periodic checkpoints", { job: job.name });
+  const supervisedConfig = restoreOnly ? RESTORE_WITHOUT_CHECKPOINTING : checkpointConfig;
   const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results });
-  if (checkpointConfig !== undefined) {
+  if (supervisedConfig !== undefined) {
     const location = checkpointLocationOf(job, options, configured);
     handle.supervise(
       new AttemptSupervisor({
         plan,
-        config: checkpointConfig,
+        config: supervisedConfig,
         location,
         savepointDir: savepointRoot,
         storageRef: options.checkpointStorage,
-        strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? DEFAULT_RESTART_STRATEGY),
+        strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? (restoreOnly ? { type: "none" } : DEFAULT_RESTART_STRATEGY)),
         restore,
         allowNonRestoredState: options.allowNonRestoredState === true,
         logger,

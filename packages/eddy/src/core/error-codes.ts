@@ -165,7 +165,6 @@ export const ERROR_CODES = {
     domain: "internal", retryable: false, meaning: "A checkpoint file, directory or job id is not a plain file name.", action: "For a job id, use letters, digits, '.', '_' and '-'; otherwise it is a bug in Eddy.",
     otherDomain: { domain: "config", when: "the name is the configured job id" },
   },
-  RESTORE_NEEDS_CHECKPOINTING: { domain: "config", retryable: false, meaning: "A restore was asked for a job that runs without checkpointing.", action: "Enable checkpointing (e.g. --checkpoint-interval)." },
   INVALID_RESTORE: { domain: "config", retryable: false, meaning: "Both fromSavepoint and fromCheckpoint were given.", action: "Give one of them." },
   INVALID_CHECKPOINT_PATH: { domain: "config", retryable: false, meaning: "--from-checkpoint does not name a checkpoint directory (<root>/<jobId>/chk-<n>).", action: "Pass the chk-<n> directory of a retained checkpoint." },
   NOT_A_SAVEPOINT: { domain: "config", retryable: false, meaning: "--from-savepoint names a checkpoint, not a savepoint.", action: "Restore it with --from-checkpoint." },
