@@ -6,21 +6,11 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { test } from "node:test";
+import { eddyBin, userProject } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
-
-/** A project directory outside the workspace with eddy installed, as a user would have it. */
-function userProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), "eddy-cli-output-"));
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
-  mkdirSync(join(dir, "node_modules"));
-  symlinkSync(resolve(import.meta.dirname, "../packages/eddy"), join(dir, "node_modules", "eddy"), "dir");
-  return dir;
-}
 
 // Six readings; the watermark follows each one, so the readings stamped 100 and 200 (after 1500)
 // and 1600 (after 5200) arrive after their one-second window has fired and are dropped as late. Two sinks: every reading printed
