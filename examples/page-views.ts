@@ -19,6 +19,7 @@ import {
   TumblingEventTimeWindows,
   WatermarkStrategy,
   type AggregateFunction,
+  type Collector,
 } from "eddy";
 
 export interface Click {
@@ -46,6 +47,27 @@ export function clickAt(i: number): Click {
 
 export const lateClicks = new OutputTag<Click>("late-clicks");
 
+/** What the job prints, one kind per window function (and the late clicks' side output). */
+export interface PageViews {
+  readonly kind: "views";
+  readonly page: string;
+  readonly minute: string;
+  readonly views: number;
+}
+export interface Trending {
+  readonly kind: "trending";
+  readonly page: string;
+  readonly until: string;
+  readonly views: number;
+}
+export interface UserSession {
+  readonly kind: "session";
+  readonly user: string;
+  readonly start: string;
+  readonly minutes: number;
+  readonly clicks: number;
+}
+
 /** Counts elements: one number per window, never a buffer of clicks. */
 export const countClicks: AggregateFunction<Click, number, number> = {
   createAccumulator: () => 0,
@@ -67,7 +89,7 @@ export function pageViewsJob(clicks: number) {
       .window(TumblingEventTimeWindows.of(Time.minutes(1)))
       .allowedLateness(Time.seconds(30))
       .sideOutputLateData(lateClicks)
-      .aggregate(countClicks, (page, window, [views], out) => out.collect({ kind: "views", page, minute: new Date(window.start).toISOString(), views }))
+      .aggregate(countClicks, (page, window, [views], out: Collector<PageViews>) => out.collect({ kind: "views", page, minute: new Date(window.start).toISOString(), views }))
       .uid("views-per-minute");
     perMinute.print();
     perMinute.getSideOutput(lateClicks).map((c) => ({ kind: "late", id: c.id, page: c.page, ts: new Date(c.ts).toISOString() })).print();
@@ -75,14 +97,14 @@ export function pageViewsJob(clicks: number) {
     stream
       .keyBy((c) => c.page)
       .window(SlidingEventTimeWindows.of(Time.minutes(5), Time.minutes(1)))
-      .aggregate(countClicks, (page, window, [views], out) => out.collect({ kind: "trending", page, until: new Date(window.end).toISOString(), views }))
+      .aggregate(countClicks, (page, window, [views], out: Collector<Trending>) => out.collect({ kind: "trending", page, until: new Date(window.end).toISOString(), views }))
       .uid("trending")
       .print();
 
     stream
       .keyBy((c) => c.user)
       .window(EventTimeSessionWindows.withGap(Time.minutes(2)))
-      .aggregate(countClicks, (user, window, [clicks], out) =>
+      .aggregate(countClicks, (user, window, [clicks], out: Collector<UserSession>) =>
         out.collect({ kind: "session", user, start: new Date(window.start).toISOString(), minutes: (window.end - window.start) / 60_000, clicks }),
       )
       .uid("sessions")

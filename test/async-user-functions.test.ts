@@ -20,7 +20,7 @@ test("an async map, filter, flatMap or process function is refused when the job 
   assert.throws(build((env) => void numbers(env).map(async (n) => n + 1)), isAsyncError("config", /^map was given an async function/));
   const asyncFilter = (async (n: number) => n > 1) as unknown as (n: number) => boolean; // what JavaScript callers can pass
   assert.throws(build((env) => void numbers(env).filter(asyncFilter)), isAsyncError("config", /^filter/));
-  assert.throws(build((env) => void numbers(env).flatMap(async (n, out) => out.collect(n))), isAsyncError("config", /^flatMap/));
+  assert.throws(build((env) => void numbers(env).flatMap<number>(async (n, out) => out.collect(n))), isAsyncError("config", /^flatMap/));
   assert.throws(
     build((env) => void numbers(env).process({ async processElement(n: number, _ctx: unknown, out: Collector<number>) { out.collect(n); } })),
     isAsyncError("config", /processElement/),
@@ -40,7 +40,7 @@ test("a plain function that returns a promise fails the job naming the operator 
   // A rejected promise is marked handled: only the job's error is reported.
   await run((env) => numbers(env).map(() => Promise.reject(new Error("boom"))).sinkTo(collectSink("map-rejected")));
   await run((env) => numbers(env).filter((n) => Promise.resolve(n > 5) as unknown as boolean).sinkTo(collectSink("filter")));
-  await run((env) => numbers(env).flatMap((n, out) => Promise.resolve().then(() => out.collect(n))).sinkTo(collectSink("flatMap")));
+  await run((env) => numbers(env).flatMap<number>((n, out) => Promise.resolve().then(() => out.collect(n))).sinkTo(collectSink("flatMap")));
   await run((env) => numbers(env).keyBy((n) => n).process({ processElement: () => Promise.resolve() as unknown as void }).sinkTo(collectSink("keyed")));
 });
 

@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { test } from "node:test";
 import { defineJob, EddyError, WatermarkStrategy } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
+import { eddyBin, userProject } from "./fixtures.ts";
 
 async function failureOf(job: ReturnType<typeof defineJob>, parallelism = 1): Promise<EddyError> {
   const handle = runJob(job, { parallelism });
@@ -200,16 +201,6 @@ test("a summed field that is not a number fails naming the field", async () => {
   assert.match(error.message, /field 'n'/);
 });
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
-
-/** A project directory outside the workspace with eddy installed, as a user would have it. */
-function userProject(): string {
-  const dir = mkdtempSync(join(tmpdir(), "eddy-cli-"));
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
-  mkdirSync(join(dir, "node_modules"));
-  symlinkSync(resolve(import.meta.dirname, "../packages/eddy"), join(dir, "node_modules", "eddy"), "dir");
-  return dir;
-}
 
 test("the CLI exits non-zero with the job's error message, not a stack dump", () => {
   const dir = userProject();

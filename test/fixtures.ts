@@ -1,6 +1,8 @@
 /** Deterministic test data and process helpers shared by the job-level tests. */
 import { spawn } from "node:child_process";
-import { resolve } from "node:path";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { WatermarkStrategy } from "eddy";
 
 /** The `eddy` command of this checkout. */
@@ -93,4 +95,16 @@ export function lateRecordsDropped(metrics: readonly { readonly counters: Readon
   let n = 0;
   for (const m of metrics) for (const [k, v] of Object.entries(m.counters)) if (k.endsWith("numLateRecordsDropped")) n += v;
   return n;
+}
+
+/** The `eddy` command, for CLI tests: `spawnSync(process.execPath, [eddyBin, "run", job])`. */
+export const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
+
+/** A project directory outside the workspace with eddy installed, as a user would have it. */
+export function userProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-cli-"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module", private: true }));
+  mkdirSync(join(dir, "node_modules"));
+  symlinkSync(resolve(import.meta.dirname, "../packages/eddy"), join(dir, "node_modules", "eddy"), "dir");
+  return dir;
 }

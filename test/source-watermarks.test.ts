@@ -15,6 +15,7 @@ import {
   type ReaderOutput,
   type Source,
   type SourceReader,
+  type Collector,
 } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { lateRecordsDropped, punctuated } from "./fixtures.ts";
@@ -90,7 +91,7 @@ async function countsPerWindow(perSplit: boolean): Promise<{ counts: string[]; l
       .window(TumblingEventTimeWindows.of<Reading>(WINDOW_MS))
       .aggregate(
         { createAccumulator: () => 0, add: (_r: Reading, n: number) => n + 1, getResult: (n: number) => n, merge: (a: number, b: number) => a + b },
-        (partition: string, window, [count]: [number], out) => out.collect({ partition, start: window.start, count }),
+        (partition: string, window, [count]: [number], out: Collector<Count>) => out.collect({ partition, start: window.start, count }),
       )
       .sinkTo(collectSink<Count>("counts"));
   });

@@ -14,6 +14,7 @@ import {
   WatermarkStrategy,
   type Source,
   type SourceReader,
+  type Collector,
 } from "eddy";
 import { collectSink, ManualClock, runJob } from "eddy/testing";
 import * as jobs from "./jobs/windows.ts";
@@ -41,7 +42,7 @@ test("window join and co-group equal a nested loop per key and window", async ()
       .where((c) => c.user)
       .equalTo((v) => v.user)
       .window(TumblingEventTimeWindows.of(2000))
-      .apply((cs, vs, out) => {
+      .apply((cs, vs, out: Collector<string>) => {
         // A full outer join: every click with its views, or alone; views without clicks alone.
         if (cs.length === 0) for (const v of vs) out.collect(`-|${v.user}|${v.ts}`);
         for (const c of cs) {
@@ -135,7 +136,7 @@ test("a keyed window over two inputs fires while one input is idle (withIdleness
       .union(quiet)
       .keyBy((e) => e.key)
       .window(TumblingEventTimeWindows.of(1000))
-      .apply((_k, w, es, out) => out.collect({ end: w.end, n: es.length }))
+      .apply<{ end: number; n: number }>((_k, w, es, out) => out.collect({ end: w.end, n: es.length }))
       .sinkTo(collectSink("out"));
   });
   const handle = runJob(job, { clock, mode: "inline" });
@@ -167,7 +168,7 @@ test("processing-time windows fire on the clock", async () => {
       .fromSource(pausingSource(["a", "b", "a"], false), WatermarkStrategy.noWatermarks<string>(), "words")
       .keyBy((w) => w)
       .window(TumblingProcessingTimeWindows.of(1000))
-      .apply((key, w, es, out) => out.collect({ key, end: w.end, n: es.length }))
+      .apply<{ key: string; end: number; n: number }>((key, w, es, out) => out.collect({ key, end: w.end, n: es.length }))
       .sinkTo(collectSink("out"));
   });
   const handle = runJob(job, { clock, mode: "inline" });
@@ -194,7 +195,7 @@ test("a continuous processing-time trigger fires every interval while the window
       .keyBy((w) => w)
       .window(TumblingProcessingTimeWindows.of(10_000))
       .trigger(ContinuousProcessingTimeTrigger.of(1_000))
-      .apply((key, w, es, out) => out.collect({ key, end: w.end, n: es.length }))
+      .apply<{ key: string; end: number; n: number }>((key, w, es, out) => out.collect({ key, end: w.end, n: es.length }))
       .sinkTo(collectSink("out"));
   });
   const handle = runJob(job, { clock, mode: "inline" });
@@ -252,11 +253,11 @@ test("processing-time sliding and session windows assign by arrival time and mer
     const keyed = env.fromSource(clockedSource(clock, items), WatermarkStrategy.noWatermarks<string>(), "clicks").keyBy((w) => w);
     keyed
       .window(SlidingProcessingTimeWindows.of(2000, 1000))
-      .apply((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
+      .apply<string>((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
       .sinkTo(collectSink("sliding"));
     keyed
       .window(ProcessingTimeSessionWindows.withGap(500))
-      .apply((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
+      .apply<string>((_k, w, es, out) => out.collect(`${w.start}-${w.end}:${es.length}`))
       .sinkTo(collectSink("sessions"));
   });
   const handle = runJob(job, { clock, mode: "inline" });

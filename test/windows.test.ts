@@ -31,6 +31,7 @@ import {
   type ProcessWindowFunction,
   type Trigger,
   type WindowAssigner,
+  type Collector,
 } from "eddy";
 import { collectSink, OperatorTestHarness, runJob } from "eddy/testing";
 import { windowOperator, slidingPaneOperator } from "../packages/eddy/src/internal.ts";
@@ -86,15 +87,15 @@ function windowJob(input: Ev[], assigner: () => WindowAssigner<Ev, TimeWindow>, 
     };
     const stream =
       fn === "reduce"
-        ? windowed.reduce(sumReduce, (key, w, [r]: [Ev], out) => out.collect(toOut(key, w, r.v)))
+        ? windowed.reduce(sumReduce, (key, w, [r]: [Ev], out: Collector<Out>) => out.collect(toOut(key, w, r.v)))
         : fn === "aggregate"
           ? windowed.aggregate(sumAggregate, {
-              process: (key: string, ctx: { window: TimeWindow }, results: number[], out: { collect(o: Out): void }) =>
+              process: (key: string, ctx: { window: TimeWindow }, results: number[], out: Collector<Out>) =>
                 out.collect(toOut(key, ctx.window, results[0]!)),
             })
           : fn === "process"
             ? windowed.process(pwf)
-            : windowed.apply((key, w, elements, out) => out.collect(toOut(key, w, elements.reduce((s, e) => s + e.v, 0))));
+            : windowed.apply<Out>((key, w, elements, out) => out.collect(toOut(key, w, elements.reduce((s, e) => s + e.v, 0))));
     stream.sinkTo(collectSink("out"));
   });
 }
@@ -233,7 +234,7 @@ for (const lateness of [0, 700]) {
           .window(slide === 1000 ? TumblingEventTimeWindows.of<Ev>(1000) : SlidingEventTimeWindows.of<Ev>(1000, slide))
           .allowedLateness(lateness);
         if (withTag) windowed.sideOutputLateData(lateTag);
-        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, [sum], o) =>
+        const out = windowed.aggregate(path === "panes" ? sumAggregate : sumAggregateNoMerge, (key, w, [sum], o: Collector<Out>) =>
           o.collect({ key, start: w.start, end: w.end, result: sum }),
         );
         out.sinkTo(collectSink("out"));
@@ -286,7 +287,7 @@ test("a session that bridges three sessions merges them all, contents and all", 
       .window(EventTimeSessionWindows.withDynamicGap<(typeof input)[number]>((e) => e.gap))
       .reduce(
         (x, y) => ({ ...x, v: x.v + y.v }),
-        (key, w, [r], out) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
+        (key, w, [r], out: Collector<Out>) => out.collect({ key, start: w.start, end: w.end, result: r.v }),
       )
       .sinkTo(collectSink("out"));
   });
@@ -303,8 +304,8 @@ test("count windows: tumbling fires every n elements; sliding keeps the last n e
   const input = Array.from({ length: 20 }, (_, i) => ({ key: i % 2 === 0 ? "even" : "odd", v: i }));
   const job = defineJob("count-windows", (env) => {
     const keyed = env.fromCollection(input).keyBy((e) => e.key);
-    keyed.countWindow(3).apply((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("tumbling"));
-    keyed.countWindow(4, 2).apply((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("sliding"));
+    keyed.countWindow(3).apply<{ key: string; vs: number[] }>((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("tumbling"));
+    keyed.countWindow(4, 2).apply<{ key: string; vs: number[] }>((key, _w, es, out) => out.collect({ key, vs: es.map((e) => e.v) })).sinkTo(collectSink("sliding"));
   });
   const handle = runJob(job);
   await handle.done;
@@ -360,7 +361,7 @@ test("evictors: time evictor keeps the newest span, delta evictor drops far-off 
     keyed
       .window(TumblingEventTimeWindows.of(1000))
       .evictor(TimeEvictor.of(250))
-      .apply((_k, _w, es, out) => out.collect(es.map((e) => e.ts)))
+      .apply<number[]>((_k, _w, es, out) => out.collect(es.map((e) => e.ts)))
       .sinkTo(collectSink("time"));
     keyed
       .window(TumblingEventTimeWindows.of(1000))
@@ -424,8 +425,8 @@ test("pane-evaluated sliding windows also return to zero state (no leak)", () =>
 test("GlobalWindows never fire without a trigger; a count trigger makes them fire", async () => {
   const job = defineJob("global", (env) => {
     const keyed = env.fromSequence(1, 10).keyBy(() => "all");
-    keyed.window(GlobalWindows.create()).apply((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("never"));
-    keyed.window(GlobalWindows.create<number>()).trigger(CountTrigger.of(5)).apply((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("count"));
+    keyed.window(GlobalWindows.create()).apply<number>((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("never"));
+    keyed.window(GlobalWindows.create<number>()).trigger(CountTrigger.of(5)).apply<number>((_k, _w, es, out) => out.collect(es.length)).sinkTo(collectSink("count"));
   });
   const handle = runJob(job);
   await handle.done;
@@ -529,7 +530,7 @@ for (const lateness of [0, 500]) {
         .window(EventTimeSessionWindows.withGap<Ev>(gap))
         .allowedLateness(lateness)
         .sideOutputLateData(lateTag)
-        .aggregate(sumAggregate, (key, w, [sum], o) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
+        .aggregate(sumAggregate, (key, w, [sum], o: Collector<string>) => o.collect(`${key}|${w.start}|${w.end}|${sum}`));
       out.sinkTo(collectSink("out"));
       out.getSideOutput(lateTag).sinkTo(collectSink("late"));
     });
@@ -625,7 +626,7 @@ test("GlobalWindows.createWithEndOfStreamTrigger fires each key's window once, w
       .fromSequence(1, 10)
       .keyBy((n) => (n % 2 === 0 ? "even" : "odd"))
       .window(GlobalWindows.createWithEndOfStreamTrigger<number>())
-      .reduce((a, b) => a + b, (key, _w, [sum], out) => out.collect(`${key}=${sum}`))
+      .reduce((a, b) => a + b, (key, _w, [sum], out: Collector<string>) => out.collect(`${key}=${sum}`))
       .sinkTo(collectSink("sums"));
   });
   const handle = runJob(job);
@@ -641,7 +642,7 @@ test("sliding windows with gaps (slide > size) count only the elements inside a 
       .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<(typeof input)[number]>().withTimestampAssigner((e) => e.ts))
       .keyBy((e) => e.key)
       .window(SlidingEventTimeWindows.of(100, 300))
-      .apply((_k, w, es, out) => out.collect(`${w.start}:${es.map((e) => e.ts).join(",")}`))
+      .apply<string>((_k, w, es, out) => out.collect(`${w.start}:${es.map((e) => e.ts).join(",")}`))
       .sinkTo(collectSink("gaps"));
   });
   const handle = runJob(job);

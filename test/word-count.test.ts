@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defineJob } from "eddy";
+import { defineJob, type Collector } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 import { prng } from "./fixtures.ts";
 
@@ -31,7 +31,7 @@ function wordCountJob(lines: string[], parallelism: number) {
     env
       .fromCollection(lines)
       .rebalance()
-      .flatMap((line: string, out) => {
+      .flatMap((line: string, out: Collector<{ word: string; count: number }>) => {
         for (const w of line.split(" ")) out.collect({ word: w, count: 1 });
       })
       .keyBy((r) => r.word)

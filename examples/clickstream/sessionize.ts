@@ -22,6 +22,7 @@ import {
   type DeadLetter,
   type StreamExecutionEnvironment,
   type TimeWindow,
+  type Collector,
 } from "eddy";
 import type { Click } from "./generate.ts";
 
@@ -93,7 +94,7 @@ export function sessionize(env: StreamExecutionEnvironment, paths: SessionPaths,
   inspected
     .keyBy((c) => c.user)
     .window(EventTimeSessionWindows.withGap(SESSION_GAP_MS))
-    .aggregate(sessionSummary, (user: string, window: TimeWindow, [acc]: [SessionAccumulator], out) =>
+    .aggregate(sessionSummary, (user: string, window: TimeWindow, [acc]: [SessionAccumulator], out: Collector<Session>) =>
       out.collect({ user, start: window.start, end: window.end, clicks: acc.clicks, pages: acc.pages }),
     )
     .name("sessions")

@@ -49,7 +49,7 @@ export const fileSinkJob = defineJob("file-sink-windows", (env) => {
     })
     .keyBy((n) => n % KEYS)
     .window(TumblingEventTimeWindows.of(500))
-    .process({
+    .process<WindowSum>({
       process(key, context, elements, collector) {
         let count = 0;
         let sum = 0;

@@ -122,7 +122,7 @@ export const unencodable = defineJob("unencodable", (env) => {
     .map((n) => ({ key: n % 50, n, callback: () => n }))
     .name("make-callbacks")
     .keyBy((r) => r.key)
-    .process({ processElement: (r, _ctx, out) => out.collect(r.n) })
+    .process<number>({ processElement: (r, _ctx, out) => out.collect(r.n) })
     .sinkTo(collectSink("out"));
 });
 

@@ -10,6 +10,7 @@ import {
   TumblingEventTimeWindows,
   WatermarkStrategy,
   type AggregateFunction,
+  type Collector,
 } from "eddy";
 import { collectSink } from "eddy/testing";
 import { prng } from "../fixtures.ts";
@@ -38,6 +39,14 @@ export function generate<T extends { ts: number }>(n: number, seed: number, step
 }
 
 export const BOUND = 500;
+
+/** One window result of this job (kind: which window function emitted it). */
+export interface WindowCount {
+  readonly kind: string;
+  readonly user: string;
+  readonly start: number;
+  readonly n: number;
+}
 export const CLICKS = generate<Click>(6_000, 11, 10, BOUND, (_i, rnd, ts) => ({ user: `u${Math.floor(rnd() * 40)}`, page: Math.floor(rnd() * 9), ts }));
 export const VIEWS = generate<View>(3_000, 12, 20, BOUND, (_i, rnd, ts) => ({ user: `u${Math.floor(rnd() * 40)}`, ad: Math.floor(rnd() * 5), ts }));
 
@@ -58,17 +67,17 @@ export const windowsJob = defineJob("windows-parallel", (env) => {
   const byUser = clicks.keyBy((c) => c.user);
   byUser
     .window(TumblingEventTimeWindows.of(1000))
-    .aggregate(countPages, (user, w, [n], out) => out.collect({ kind: "tumbling", user, start: w.start, n }))
+    .aggregate(countPages, (user, w, [n], out: Collector<WindowCount>) => out.collect({ kind: "tumbling", user, start: w.start, n }))
     .uid("tumbling")
     .sinkTo(collectSink("out"));
   byUser
     .window(SlidingEventTimeWindows.of(3000, 1000))
-    .reduce((a, b) => (a.page >= b.page ? a : b), (user, w, [c], out) => out.collect({ kind: "sliding", user, start: w.start, n: c.page }))
+    .reduce((a, b) => (a.page >= b.page ? a : b), (user, w, [c], out: Collector<WindowCount>) => out.collect({ kind: "sliding", user, start: w.start, n: c.page }))
     .uid("sliding")
     .sinkTo(collectSink("out"));
   byUser
     .window(EventTimeSessionWindows.withGap(250))
-    .process({ process: (user, ctx, cs, out) => out.collect({ kind: "session", user, start: ctx.window.start, n: cs.length }) })
+    .process<WindowCount>({ process: (user, ctx, cs, out) => out.collect({ kind: "session", user, start: ctx.window.start, n: cs.length }) })
     .uid("sessions")
     .sinkTo(collectSink("out"));
   clicks

@@ -21,7 +21,7 @@ export class ConnectedStreams<T1, T2> {
     this.#second = second;
   }
 
-  process<R>(fn: FunctionObjectOrFactory<CoProcessFunction<T1, T2, R>>): DataStream<R> {
+  process<R = never>(fn: FunctionObjectOrFactory<CoProcessFunction<T1, T2, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement1", "processElement2"]);
     return addTwoInput<R>(this.#builder, "CoProcess", this.#first, this.#second, coProcessOperator(f) as unknown as TwoInputFactory, undefined, false);
   }
@@ -73,7 +73,7 @@ export class KeyedConnectedStreams<T1, T2, K extends Key> {
   }
 
   /** A two-input function with keyed state and timers shared by both inputs of a key. */
-  process<R>(fn: FunctionObjectOrFactory<KeyedCoProcessFunction<K, T1, T2, R>>): DataStream<R> {
+  process<R = never>(fn: FunctionObjectOrFactory<KeyedCoProcessFunction<K, T1, T2, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement1", "processElement2"]);
     return addTwoInput<R>(
       this.#builder,

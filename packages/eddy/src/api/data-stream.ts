@@ -24,6 +24,7 @@ import type {
   Collector,
   FilterFunction,
   KeyedProcessFunction,
+  FlatMapFunction,
   KeySelector,
   MapFunction,
   ProcessFunction,
@@ -225,9 +226,13 @@ export class DataStream<T> extends OperatorHandle {
     return this._transform("Filter", filterOperator(fn), false)._withErrorPolicy();
   }
 
-  /** Emits zero or more records per input record through `out.collect(...)`. */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  flatMap<R = any>(fn: (value: T, out: Collector<R>) => void): DataStream<R> {
+  /**
+   * Emits zero or more records per input record through `out.collect(...)`. The output type comes
+   * from the collector: annotate it (`(line, out: Collector<Word>) => …`) or pass it
+   * (`flatMap<Word>(…)`). TypeScript cannot infer it from the `collect` calls, so without either it
+   * is `never` and the first `out.collect(x)` fails to compile (rather than yielding `any`).
+   */
+  flatMap<R = never>(fn: FlatMapFunction<T, R>): DataStream<R> {
     requireFunction(fn, "flatMap");
     return this._transform("FlatMap", flatMapOperator(fn), false)._withErrorPolicy();
   }
@@ -259,7 +264,12 @@ export class DataStream<T> extends OperatorHandle {
     return new KeyedStream<T, K>(this.builder, t, keySelector);
   }
 
-  process<R>(fn: FunctionObjectOrFactory<ProcessFunction<T, R>>): DataStream<R> {
+  /**
+   * Runs `fn.processElement(value, ctx, out)` per record. The output type is the collector's: from
+   * a class implementing ProcessFunction<T, R>, an annotated `out: Collector<R>`, or `process<R>(…)`;
+   * otherwise `never` (collecting then fails to compile; see flatMap).
+   */
+  process<R = never>(fn: FunctionObjectOrFactory<ProcessFunction<T, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement"]);
     return this._transform("Process", processOperator(f), false)._withErrorPolicy();
   }
@@ -371,8 +381,8 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
     return this.#keySelector;
   }
 
-  /** A process function with keyed state and timers of the current key. */
-  override process<R>(fn: FunctionObjectOrFactory<KeyedProcessFunction<K, T, R>>): DataStream<R> {
+  /** A process function with keyed state and timers of the current key; output type as DataStream.process. */
+  override process<R = never>(fn: FunctionObjectOrFactory<KeyedProcessFunction<K, T, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process", ["processElement"]);
     return this._transform("KeyedProcess", keyedProcessOperator(f), true, this.#keySelector)._withErrorPolicy();
   }

@@ -88,7 +88,7 @@ export class IntervalJoined<T1, T2, K extends Key> {
   }
 
   /** Calls `fn.processElement(left, right, ctx, out)` once per joined pair; output is stamped max(left.ts, right.ts). */
-  process<R>(fn: FunctionObjectOrFactory<ProcessJoinFunction<T1, T2, R>>): DataStream<R> {
+  process<R = never>(fn: FunctionObjectOrFactory<ProcessJoinFunction<T1, T2, R>>): DataStream<R> {
     const f = requireFunctionObject(fn, "intervalJoin(...).between(...).process", ["processElement"]);
     const factory = intervalJoinOperator(f, this.#bounds, this.#lateData) as unknown as TwoInputFactory;
     return this.#left

@@ -107,7 +107,7 @@ export class WindowedJoin<L, R, K extends Key, W extends Window, KIND extends Jo
   }
 
   /** Join: `fn(left, right)` per pair; co-group: `fn(lefts, rights, out)` per key and window. */
-  apply<OUT>(fn: JoinApplyFunction<KIND, L, R, OUT>): DataStream<OUT> {
+  apply<OUT = never>(fn: JoinApplyFunction<KIND, L, R, OUT>): DataStream<OUT> {
     if (typeof fn !== "function") throw new TypeError(`${this.#spec.kind}(...).apply needs a function`);
     if (this.#spec.kind === "coGroup") return this.#build(fn as unknown as CoGroupFunction<L, R, OUT>);
     const join = fn as unknown as JoinFunction<L, R, OUT>;
@@ -117,7 +117,7 @@ export class WindowedJoin<L, R, K extends Key, W extends Window, KIND extends Jo
   }
 
   /** Join only: `fn(left, right, out)` may emit any number of records per pair. */
-  flatApply<OUT>(fn: FlatJoinFunction<L, R, OUT>): DataStream<OUT> {
+  flatApply<OUT = never>(fn: FlatJoinFunction<L, R, OUT>): DataStream<OUT> {
     if (this.#spec.kind !== "join") throw new TypeError("flatApply is for joins; a co-group's apply already gets a collector");
     if (typeof fn !== "function") throw new TypeError("join(...).flatApply needs a function (left, right, out) => void");
     return this.#build<OUT>((lefts, rights, out) => {

@@ -75,7 +75,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
 
   /** Incremental: one reduced value per window; `windowFn` (optional) gets it as a one-element array. */
   reduce(fn: ReduceFunction<T>): DataStream<T>;
-  reduce<R>(fn: ReduceFunction<T>, windowFn: AnyAggregatedWindowFunction<T, R, K, W>): DataStream<R>;
+  reduce<R = never>(fn: ReduceFunction<T>, windowFn: AnyAggregatedWindowFunction<T, R, K, W>): DataStream<R>;
   reduce<R>(fn: ReduceFunction<T>, windowFn?: AnyAggregatedWindowFunction<T, R, K, W>): DataStream<R | T> {
     if (typeof fn !== "function") throw new TypeError("reduce needs a function (a, b) => c");
     return this.#build("Reduce", { kind: "reduce", reduce: fn }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
@@ -83,7 +83,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
 
   /** Incremental: one accumulator per window (never a buffer of elements); `windowFn` gets its result as a one-element array. */
   aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>): DataStream<V>;
-  aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn: AnyAggregatedWindowFunction<V, R, K, W>): DataStream<R>;
+  aggregate<ACC, V, R = never>(fn: AggregateFunction<T, ACC, V>, windowFn: AnyAggregatedWindowFunction<V, R, K, W>): DataStream<R>;
   aggregate<ACC, V, R>(fn: AggregateFunction<T, ACC, V>, windowFn?: AnyAggregatedWindowFunction<V, R, K, W>): DataStream<R | V> {
     for (const m of ["createAccumulator", "add", "getResult"] as const) {
       if (fn === null || typeof fn !== "object" || typeof fn[m] !== "function") throw new TypeError(`aggregate needs an AggregateFunction with ${m}()`);
@@ -94,14 +94,17 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     return this.#build("Aggregate", { kind: "aggregate", aggregate: fn as AggregateFunction<T, unknown, unknown> }, windowFn as AnyWindowFunction<unknown, unknown, Key, W> | undefined);
   }
 
-  /** Buffers the window's elements and hands them all to `fn` with the window and keyed state. */
-  process<R>(fn: FunctionObjectOrFactory<ProcessWindowFunction<T, R, K, W>>): DataStream<R> {
+  /**
+   * Buffers the window's elements and hands them all to `fn` with the window and keyed state. The
+   * output type is the collector's (`out: Collector<R>`, a class, or `process<R>(…)`), else `never`.
+   */
+  process<R = never>(fn: FunctionObjectOrFactory<ProcessWindowFunction<T, R, K, W>>): DataStream<R> {
     const f = requireFunctionObject(fn, "process (a ProcessWindowFunction)", ["process"]);
     return this.#build("Process", { kind: "list" }, f as AnyWindowFunction<unknown, unknown, Key, W>);
   }
 
   /** Buffers the window's elements and calls `fn(key, window, elements, out)`. */
-  apply<R>(fn: WindowFunction<T, R, K, W>): DataStream<R> {
+  apply<R = never>(fn: WindowFunction<T, R, K, W>): DataStream<R> {
     if (typeof fn !== "function") throw new TypeError("apply needs a function (key, window, elements, out) => void");
     return this.#build("Apply", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
   }

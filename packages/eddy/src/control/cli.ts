@@ -9,10 +9,11 @@ import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { jsonLogger, truncateText, type LogLevel } from "../core/logger.ts";
 import { getHeapStatistics } from "node:v8";
-import type { CheckpointStats } from "../checkpoint/coordinator.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
+import { runSummary } from "./run-summary.ts";
+import { StatusLine } from "./status-line.ts";
 import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
 import { DURATION_SYNTAX, parseDuration } from "../coordinator/config.ts";
 
@@ -150,22 +151,6 @@ function parseRestartStrategy(spec: string): RestartStrategyConfig {
 }
 
 /** One line per recent checkpoint and the restarts, for stderr at the end of a run. */
-function checkpointSummary(stats: readonly CheckpointStats[], restoredFrom: readonly (number | null)[]): string {
-  const completed = stats.filter((s) => s.status === "completed");
-  let out = `[eddy] checkpoints: ${completed.length} completed, ${stats.length - completed.length} not; restarts: ${restoredFrom.length}`;
-  if (restoredFrom.length > 0) out += ` (restored from ${restoredFrom.map((id) => (id === null ? "the beginning" : `checkpoint ${id}`)).join(", ")})`;
-  out += "\n";
-  for (const s of stats.slice(-5)) {
-    out +=
-      `[eddy]   checkpoint ${s.checkpointId}: ${s.status}` +
-      (s.durationMs === undefined ? "" : ` in ${Math.round(s.durationMs)} ms`) +
-      ` (sync ${s.syncMs.toFixed(1)} ms, async ${Math.round(s.asyncMs)} ms, alignment ${s.alignmentMs.toFixed(1)} ms, ${s.bytes.toLocaleString("en")} bytes)` +
-      (s.failureReason === undefined ? "" : ` — ${s.failureReason}`) +
-      "\n";
-  }
-  return out;
-}
-
 /** The options of `eddy run` (and --help, --version). */
 const RUN_OPTIONS = {
     help: { type: "boolean", short: "h" },
@@ -226,7 +211,9 @@ async function main(argv: string[]): Promise<void> {
   if (rest.length > 0) fail(`unexpected arguments: ${rest.join(" ")}`, 2);
   const level = (values["log-level"] ?? "warn") as LogLevel;
   if (!["debug", "info", "warn", "error", "silent"].includes(level)) fail(`unknown log level '${level}'`, 2);
-  const logger = jsonLogger((line) => void process.stderr.write(line), level);
+  // Records, logs and the progress line share the terminal through one StatusLine (status-line.ts).
+  const status = new StatusLine(process.stderr, process.stdout, values["no-progress"] !== true);
+  const logger = jsonLogger((line) => status.writeError(line), level);
 
   // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
   const { startJob } = await import("../coordinator/local-job.ts");
@@ -273,6 +260,7 @@ async function main(argv: string[]): Promise<void> {
       ...(values.inline === true ? { mode: "inline" as const } : { preferThreads: true }),
       logger,
       logLevel: level,
+      stdout: (line) => status.writeRecord(line),
       ...restoreOptions,
       config: defines(values.define ?? []),
     });
@@ -284,7 +272,7 @@ async function main(argv: string[]): Promise<void> {
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signalled !== undefined) process.exit(130);
     signalled = signal;
-    process.stderr.write(`\n[eddy] ${signal}: cancelling job '${execution!.jobName}' (again to exit at once)\n`);
+    status.writeError(`\n[eddy] ${signal}: cancelling job '${execution!.jobName}' (again to exit at once)\n`);
     execution!.cancel();
   };
   process.on("SIGINT", onSignal);
@@ -302,22 +290,19 @@ async function main(argv: string[]): Promise<void> {
     }
     process.stderr.write(`[eddy] job '${execution.jobName}' (id ${id}) control API on ${control.url}, token in ${control.tokenFile}\n`);
   }
-  const progress = values["no-progress"] !== true && process.stderr.isTTY === true;
-  const timer = progress
+  const timer = status.enabled
     ? setInterval(() => {
         const n = execution!.sourceRecords;
         const s = (Date.now() - startedAt) / 1000;
-        process.stderr.write(`\r[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
+        status.show(`[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
       }, 500)
     : undefined;
   const outcome = await execution.done.then(
     (result) => ({ result }),
     (error: unknown) => ({ error }),
   );
-  if (timer !== undefined) {
-    clearInterval(timer);
-    process.stderr.write("\n");
-  }
+  clearInterval(timer);
+  status.clear();
   // Before reporting: fail() exits the process, and the registry entry must not outlive the job.
   await control?.close();
   // An error from user code outside the job's functions (inline) ended the job: it is the cause.
@@ -335,12 +320,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const { result } = outcome;
   if (execution.status() === "stopped") process.stderr.write(`[eddy] job '${result.jobName}' stopped\n`);
-  const rate = result.durationMs > 0 ? Math.round((result.sourceRecords * 1000) / result.durationMs) : result.sourceRecords;
-  process.stderr.write(
-    `[eddy] job '${result.jobName}' finished: ${result.sourceRecords.toLocaleString("en")} records in ${result.durationMs} ms (${rate.toLocaleString("en")} records/s)\n`,
-  );
-  const checkpoints = execution.checkpoints();
-  if (checkpoints.length > 0 || execution.restarts > 0) process.stderr.write(checkpointSummary(checkpoints, execution.restoredFrom));
+  process.stderr.write(runSummary({ result, checkpoints: execution.checkpoints(), restoredFrom: execution.restoredFrom }));
   // The job is over: a timer or promise user code left behind (in the job module, or inline) must
   // not run after the summary and print a stack with another exit code. stdout and stderr are
   // synchronous for files, pipes and terminals on Linux and macOS, so nothing written is lost.

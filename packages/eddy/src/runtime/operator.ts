@@ -124,6 +124,9 @@ export interface OperatorContext {
 /** The counter of records an operator dropped for arriving after its window or interval closed. */
 export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
 
+/** The counter of records a sink operator handed to its writer (the run summary's per-sink count). */
+export const SINK_RECORDS_WRITTEN = "numRecordsWritten";
+
 export interface Counter {
   inc(n?: number): void;
   readonly count: number;

@@ -23,7 +23,7 @@
 import { describeCause, EddyError, userFunctionError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import { DEFAULT_COMMIT_RETRY, type Committer, type Sink, type SinkContext, type SinkWriter } from "../../connector/sink.ts";
-import type { OneInputOperator, OperatorContext } from "../operator.ts";
+import { SINK_RECORDS_WRITTEN, type OneInputOperator, type OperatorContext } from "../operator.ts";
 import { isThenable } from "../pending-work.ts";
 
 /** Operator state name of a two-phase sink's pending committables. */
@@ -56,6 +56,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
     /** Settles once `waiting` is written and no write's promise is pending; undefined: none is. */
     let writing: Promise<void> | undefined;
     const failure = (e: unknown): EddyError => userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+    const written = ctx.counter(SINK_RECORDS_WRITTEN);
     const call = <R>(f: () => R): R => {
       try {
         return f();
@@ -175,6 +176,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
         }
       },
       processElement(value, timestamp) {
+        written.inc();
         const ts = hasTimestamp(timestamp) ? timestamp : undefined;
         if (writing !== undefined) {
           waiting.push({ value, timestamp: ts });

@@ -1,0 +1,64 @@
+/**
+ * What `eddy run` writes: records alone on stdout, and a final summary on stderr with records in
+ * and out per sink, late records dropped, checkpoints and restarts. The terminal behaviour of the
+ * progress line is tested as a unit (packages/eddy/src/control/status-line.test.ts): CI has no
+ * terminal, so here stdout and stderr are pipes.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { test } from "node:test";
+import { eddyBin, userProject } from "./fixtures.ts";
+
+
+// Six readings; the watermark follows each one, so the readings stamped 100 and 200 (after 1500)
+// and 1600 (after 5200) arrive after their one-second window has fired and are dropped as late. Two sinks: every reading printed
+// (5 of 6 pass the filter), and the per-window counts (windows [0,1000), [1000,2000), [5000,6000)).
+const JOB = `import { defineJob, TumblingEventTimeWindows, WatermarkStrategy, type Collector, type TimeWindow } from "eddy";
+
+interface Reading { id: number; ts: number }
+const readings: Reading[] = [
+  { id: 1, ts: 500 }, { id: 2, ts: 1500 }, { id: 3, ts: 100 }, { id: 4, ts: 5200 }, { id: 5, ts: 200 }, { id: 6, ts: 1600 },
+];
+const punctuated = WatermarkStrategy.forGenerator<Reading>(() => ({
+  onEvent(_r, ts, output) { output.emitWatermark(ts - 1); },
+  onPeriodicEmit() {},
+})).withTimestampAssigner((r) => r.ts);
+
+export default defineJob("two-sinks", (env) => {
+  const stamped = env.fromCollection(readings).assignTimestampsAndWatermarks(punctuated);
+  stamped.filter((r) => r.id !== 6).print().name("readings");
+  stamped
+    .keyBy(() => "all")
+    .window(TumblingEventTimeWindows.of(1000))
+    .process({
+      process: (_k: string, ctx: { window: TimeWindow }, rs: Reading[], out: Collector<string>) => out.collect(ctx.window.start + ":" + rs.length),
+    })
+    .print()
+    .name("window counts");
+});
+`;
+
+test("eddy run keeps stdout to the records and ends with records per sink, late records, checkpoints and restarts", () => {
+  const dir = userProject();
+  const job = join(dir, "two-sinks.ts");
+  writeFileSync(job, JOB);
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control"], { encoding: "utf8", cwd: dir, timeout: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  // stdout: only the records, one JSON line each, no escape sequences or progress.
+  const lines = run.stdout.split("\n").filter((l) => l !== "");
+  assert.deepEqual(
+    lines.filter((l) => l.startsWith("{")).sort(),
+    ['{"id":1,"ts":500}', '{"id":2,"ts":1500}', '{"id":3,"ts":100}', '{"id":4,"ts":5200}', '{"id":5,"ts":200}'],
+  );
+  assert.deepEqual(lines.filter((l) => !l.startsWith("{")).sort(), ['"0:1"', '"1000:1"', '"5000:1"']);
+  assert.doesNotMatch(run.stdout + run.stderr, /\r|\x1b/, "no terminal control characters when not on a terminal");
+  // stderr: the summary, one fact per line.
+  assert.match(run.stderr, /^\[eddy\] job 'two-sinks' finished in \d+ ms$/m);
+  assert.match(run.stderr, /^\[eddy\] {3}records read by sources: 6 \([\d,]+ records\/s\)$/m);
+  assert.match(run.stderr, /^\[eddy\] {3}records into sink 'readings': 5$/m);
+  assert.match(run.stderr, /^\[eddy\] {3}records into sink 'window counts': 3$/m);
+  assert.match(run.stderr, /^\[eddy\] {3}late records dropped: 3$/m);
+  assert.match(run.stderr, /^\[eddy\] {3}checkpoints: 0 completed, 0 failed; restarts: 0$/m);
+});
