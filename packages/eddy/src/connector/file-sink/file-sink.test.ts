@@ -25,7 +25,9 @@ function withDir(fn: (dir: string) => Promise<void>): () => Promise<void> {
     try {
       await fn(dir);
     } finally {
-      rmSync(dir, { recursive: true, force: true });
+      // A closed writer closes its files asynchronously (a part being opened may still appear):
+      // retry on ENOTEMPTY instead of failing the test on its cleanup.
+      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
     }
   };
 }
