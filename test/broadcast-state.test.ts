@@ -17,6 +17,9 @@ import {
   EddyError,
   MapStateDescriptor,
   ValueStateDescriptor,
+  type BroadcastContext,
+  type BroadcastProcessFunction,
+  type BroadcastReadOnlyContext,
   type Collector,
   type KeyedBroadcastProcessFunction,
   type SavepointResult,
@@ -200,6 +203,29 @@ test("nonKeyed.connect(broadcast) with a BroadcastProcessFunction: every subtask
   const seen = out.flatMap((o) => (o.kind === "broadcast" ? [`${o.word}:${o.size}`] : [])).sort();
   // Each of the 2 subtasks saw a, b, c in order (one source subtask), its state growing to 3.
   assert.deepEqual(seen, ["a:1", "a:1", "b:2", "b:2", "c:3", "c:3"]);
+});
+
+test("a broadcast process function may be given as a factory: one instance per subtask (#private fields work)", async () => {
+  const words = new MapStateDescriptor<string, number>("words");
+  let made = 0;
+  class Counting implements BroadcastProcessFunction<number, string, string> {
+    readonly #instance = ++made;
+    #records = 0;
+    processElement(n: number, ctx: BroadcastReadOnlyContext, out: Collector<string>): void {
+      if (++this.#records === 50) out.collect(`instance ${this.#instance}: 50 records, knows ${[...ctx.getBroadcastState(words).keys()].sort().join("")}`);
+    }
+    processBroadcastElement(word: string, ctx: BroadcastContext): void {
+      ctx.getBroadcastState(words).put(word, 1);
+    }
+  }
+  const job = defineJob("broadcast-factory", (env) => {
+    const control = env.fromElements("a").broadcast(words);
+    env.fromSequence(1, 100).connect(control).process<string>(() => new Counting()).sinkTo(collectSink("out"));
+  });
+  const handle = runJob(job, { mode: "inline", parallelism: 2 });
+  await handle.done;
+  assert.equal(made, 2, "the factory ran once per subtask");
+  assert.equal(new Set(handle.collected<string>("out").map((line) => line.split(":")[0])).size, 2, "two instances, each with its own fields");
 });
 
 /** Every rule version, by rule, in version order: what each subtask's broadcast state ends up holding. */
