@@ -23,8 +23,7 @@ export interface FileJobConfig {
   readonly dir: string;
   /** Largest byte range of an NDJSON split (small, so the files are read by several splits). */
   readonly splitBytes: number;
-  /** `atId` "after-commit": the first record a subtask maps once a checkpoint has committed. */
-  readonly fault?: { readonly kind: "process" | "exit"; readonly atId: number | "after-commit"; readonly marker: string };
+  readonly fault?: { readonly kind: "process" | "exit"; readonly atId: number; readonly marker: string };
   /** Set: only the NDJSON directory, monitored continuously at this interval (no CSV, no totals). */
   readonly monitorIntervalMs?: number;
 }
@@ -76,9 +75,8 @@ export default defineJob("file-source-kill-and-compare", (env) => {
       if (existsSync(committed!)) slow = false;
       else Atomics.wait(sleeper, 0, 0, 1);
     }
-    const at = f === undefined ? false : f.atId === "after-commit" ? !slow : p.id === f.atId;
-    if (at && fireOnce(f!.marker)) {
-      if (f!.kind === "exit") process.exit(3);
+    if (f !== undefined && p.id === f.atId && fireOnce(f.marker)) {
+      if (f.kind === "exit") process.exit(3);
       throw new Error(`injected fault at record ${p.id}`);
     }
     return p;
