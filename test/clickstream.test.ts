@@ -58,11 +58,12 @@ function batchSessions(clicks: readonly Click[]): string[] {
 /** A session as compared: pages as a set (their first-visit order depends on arrival order within a few seconds). */
 const row = (s: Session): string => `${s.user}|${s.start}|${s.end}|${s.clicks}|${[...s.pages].sort().join(",")}`;
 
+/** The files under `dir`, while a job may be writing there: one renamed or removed after the listing is left out. */
 function files(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { recursive: true, encoding: "utf8" })
     .map((f) => join(dir, f))
-    .filter((f) => statSync(f).isFile());
+    .filter((f) => statSync(f, { throwIfNoEntry: false })?.isFile() === true);
 }
 
 /** Records of the visible (committed) part files under `dir`. */
