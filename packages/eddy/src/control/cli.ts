@@ -216,7 +216,7 @@ async function main(argv: string[]): Promise<void> {
   const logger = jsonLogger((line) => status.writeError(line), level);
 
   // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
-  const { startJob } = await import("../coordinator/local-job.ts");
+  const { startJob, latestCheckpointOf } = await import("../coordinator/local-job.ts");
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
   if (!existsSync(file)) fail(`job file '${jobPath}' does not exist (looked for ${file})`, 2);
@@ -236,9 +236,8 @@ async function main(argv: string[]): Promise<void> {
     }
   });
   const restoreOptions = checkpointOptions(values);
+  const config = defines(values.define ?? []);
   if (values["from-latest-checkpoint"] === true) {
-    const { latestCheckpointOf } = await import("../coordinator/local-job.ts");
-    const config = defines(values.define ?? []);
     let found;
     try {
       found = await latestCheckpointOf(module, { ...restoreOptions, config });
@@ -262,7 +261,7 @@ async function main(argv: string[]): Promise<void> {
       logLevel: level,
       stdout: (line) => status.writeRecord(line),
       ...restoreOptions,
-      config: defines(values.define ?? []),
+      config,
     });
   } catch (e) {
     fail(e instanceof EddyError ? e.message : describeCause(e));
