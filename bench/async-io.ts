@@ -15,7 +15,7 @@
  * a later event-loop turn (setImmediate, as an answer from a socket would). Every variant folds
  * its output into a checksum, and the checksums must agree.
  *
- * Run: node --import tsx bench/async-io.ts [records=500000] [rounds=5]
+ * Run: node -C eddy-source --import tsx bench/async-io.ts [records=500000] [rounds=5]
  */
 import { AsyncDataStream, defineJob, type DataStream } from "eddy";
 import { runJob } from "eddy/testing";

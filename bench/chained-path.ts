@@ -7,7 +7,7 @@
  * JavaScript here) and Node object-mode streams (a peer). Every variant folds its output into a
  * checksum, and the checksums must agree, so no variant can skip work.
  *
- *   node --import tsx bench/chained-path.ts [records=5000000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/chained-path.ts [records=5000000] [rounds=5]
  *
  * Reports the median of `rounds` runs per variant and the ratios to the hand-written loop.
  */

@@ -9,7 +9,7 @@
  *   3. Recovery: the keyed job at 1 M keys fails once near its end; the time from the failure to
  *      the first record processed again after restoring the latest checkpoint, and its size.
  *
- *   node --import tsx bench/checkpoints.ts [--events 10000000] [--records 10000000] [--rounds 3] [--only q5|state|recovery] [--keys 100000,1000000]
+ *   node -C eddy-source --import tsx bench/checkpoints.ts [--events 10000000] [--records 10000000] [--rounds 3] [--only q5|state|recovery] [--keys 100000,1000000]
  *
  * Medians of `rounds` runs (recovery: of `rounds` failures). Checkpoints go to a temporary
  * directory, removed at the end.

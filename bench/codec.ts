@@ -13,7 +13,7 @@
  * sample batch exactly (deep-equal) before it is timed, and decoded values feed a checksum so no
  * variant can skip work.
  *
- *   node --import tsx bench/codec.ts [records=500000] [rounds=5] [kinds=numeric,bid,nexmark,irregular]
+ *   node -C eddy-source --import tsx bench/codec.ts [records=500000] [rounds=5] [kinds=numeric,bid,nexmark,irregular]
  *
  * Reports the median of `rounds` runs in million records per second and the ratio to JSON.
  */

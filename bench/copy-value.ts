@@ -8,7 +8,7 @@
  *   six shapes    six shapes cycling (more than the copiers tried first)
  *   many shapes   4,096 distinct shapes (objects used as maps)
  *
- *   node --import tsx bench/copy-value.ts [copies=3000000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/copy-value.ts [copies=3000000] [rounds=5]
  *
  * Reports the median ns per copy of `rounds` runs. Every variant folds its copies into a checksum
  * that must agree with the spread's, so no variant can skip work.

@@ -14,7 +14,7 @@
  *                              sink), inline, the process's first job
  *   eddy job, shape primed     the same job after the priming literal
  *
- *   node --import tsx bench/field-representation.ts [records=6000000] [processes=3]
+ *   node -C eddy-source --import tsx bench/field-representation.ts [records=6000000] [processes=3]
  *
  * Reports, per variant, ns per record (whole run) of each process and their median, and the median
  * number of objects V8 converted (`--trace-migration` lines counted in a separate run of each process

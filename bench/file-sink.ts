@@ -13,7 +13,7 @@
  * align): the difference between them is noise, and the cost of the sink's exactly-once protocol
  * (fsync of each part at every barrier, the rename commits) shows against "no checkpoints".
  *
- * Run: node --import tsx bench/file-sink.ts [records=1000000] [rounds=3]
+ * Run: node -C eddy-source --import tsx bench/file-sink.ts [records=1000000] [rounds=3]
  */
 import { mkdtempSync, rmSync, statSync, readdirSync } from "node:fs";
 import { open } from "node:fs/promises";

@@ -5,7 +5,7 @@
  * reader polled directly, without the job around it (what the source itself costs). Every variant
  * folds the parsed records into a checksum, and the checksums must agree.
  *
- *   node --import tsx bench/file-source.ts [records=1000000] [rounds=5] [files=4]
+ *   node -C eddy-source --import tsx bench/file-source.ts [records=1000000] [rounds=5] [files=4]
  *
  * Records are the Nexmark generator's bids (~210 bytes of JSON). Reports the median of `rounds` runs per
  * variant in records/s and MB/s, and the ratio of each variant's throughput to the loop's

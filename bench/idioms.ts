@@ -11,7 +11,7 @@
  *              per record; an object kept in ValueState, copied (the default) against
  *              `copy: "none"`
  *
- *   node --import tsx bench/idioms.ts [n=2000000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/idioms.ts [n=2000000] [rounds=5]
  *
  * Reports the median ns per record of `rounds` runs. The variants of a group fold what they build
  * into a checksum, and the checksums must agree, so no variant can skip work. Run with

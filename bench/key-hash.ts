@@ -4,7 +4,7 @@
  * ids built per record (as a parser makes them), non-ASCII strings (an accent at the end, CJK),
  * ASCII and non-ASCII keys in turn, and composite keys.
  *
- *   node --import tsx bench/key-hash.ts [keysPerRound=2000000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/key-hash.ts [keysPerRound=2000000] [rounds=5]
  *
  * Reports the median ns per call; the time to build a fresh key is measured on its own and taken
  * off its row.

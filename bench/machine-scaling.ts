@@ -6,7 +6,7 @@
  * bench/parallel.ts's part (b) without any exchange). The ratios bound what any parallel runtime
  * can reach here; compare them with `npm run bench:parallel-breakdown`'s ceiling.
  *
- *   node --import tsx bench/machine-scaling.ts [records=40000000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/machine-scaling.ts [records=40000000] [rounds=5]
  *
  * "cores" is the process's CPU time over wall time while one worker thread runs (its start-up
  * included): V8's compiler and GC helper threads use the idle second core, so one worker can take

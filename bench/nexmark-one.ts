@@ -4,7 +4,7 @@
  * Prints one JSON line (bench/nexmark/measurement.ts). Started by bench/nexmark.ts per query and
  * round; by hand:
  *
- *   node --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2
+ *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */

@@ -5,7 +5,7 @@
  * record crossing, and about half (the bench's own keys); beside it, parallelism 1 and the
  * ceiling (two independent one-worker jobs of half the records each, at once).
  *
- *   node --import tsx bench/parallel-breakdown.ts [records=10000000] [rounds=5] [workRounds=0]
+ *   node -C eddy-source --import tsx bench/parallel-breakdown.ts [records=10000000] [rounds=5] [workRounds=0]
  *
  * With workRounds > 0, the keyed stage also does that many rounds of integer mixing per record
  * (part (b2) of bench/parallel.ts, 50 rounds there).

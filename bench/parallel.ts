@@ -11,7 +11,7 @@
  *   (c) per-record latency p50/p99 through a two-stage keyed pipeline at 10 % of (b)'s peak rate,
  *       measured for 5 s after a 1 s warm-up (whose maximum is reported beside).
  *
- *   node --import tsx bench/parallel.ts [records=10000000] [rounds=3]
+ *   node -C eddy-source --import tsx bench/parallel.ts [records=10000000] [rounds=3]
  *
  * "running" rates count from the moment every subtask is deployed (JobResult.runningMs); "with
  * startup" rates include starting the worker threads, which start from a bundle of the job's code

@@ -5,7 +5,7 @@
  * `eddy/query` over loopback). Reported: the job's records/s in both runs (the ratio is the cost
  * of serving), the client's lookups/s, and the median and p99 lookup latency.
  *
- *   node --import tsx bench/queryable.ts [--records 20000000] [--keys 100000] [--concurrency 8] [--rounds 3]
+ *   node -C eddy-source --import tsx bench/queryable.ts [--records 20000000] [--keys 100000] [--concurrency 8] [--rounds 3]
  *
  * Medians of `rounds`, the two settings alternating so load drifts hit both alike.
  */

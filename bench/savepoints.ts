@@ -8,7 +8,7 @@
  *   3. restore from that savepoint at parallelism 2 (as it was written), 1 and 4 (rescaled):
  *      time from the start of the job to its first record processed, state loaded.
  *
- *   node --import tsx bench/savepoints.ts [--keys 1000000] [--rounds 3]
+ *   node -C eddy-source --import tsx bench/savepoints.ts [--keys 1000000] [--rounds 3]
  *
  * Medians of `rounds`. Everything is written to a temporary directory, removed at the end.
  */

@@ -3,7 +3,7 @@
  * one thread (no job, no workers): the keyed counter of bench/jobs/checkpoints.ts with `keys`
  * keys in 64 of 128 key groups (one of two subtasks at the default max parallelism).
  *
- *   node --import tsx bench/snapshot-phases.ts [keys=500000] [rounds=5]
+ *   node -C eddy-source --import tsx bench/snapshot-phases.ts [keys=500000] [rounds=5]
  *
  * Phases: the synchronous snapshot; serializing the key groups; building the file (sections,
  * CRCs); the file's SHA-256; writing it durably. Then the cost copy-on-write adds to processing:

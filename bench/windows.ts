@@ -15,7 +15,7 @@
  * sides count their output records and fold an order-independent checksum; they must agree, so no
  * variant can skip work.
  *
- *   node --import tsx bench/windows.ts [events=2000000] [rounds=3] [sliding60Events=events/4] [sessionEvents=events/2]
+ *   node -C eddy-source --import tsx bench/windows.ts [events=2000000] [rounds=3] [sliding60Events=events/4] [sessionEvents=events/2]
  *
  * The sliding 60 s / 1 s and session cases run on fewer events by default, to keep the default
  * run under ~3 minutes on two cores: sliding 60/1 emits about one window per event (each key

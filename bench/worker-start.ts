@@ -5,7 +5,7 @@
  * TypeScript loader (EDDY_WORKER_LOADER=tsx), alternated in one process. The first bundled start
  * also builds the bundle; it is reported on its own.
  *
- *   node --import tsx bench/worker-start.ts [rounds=7] [query=q5]
+ *   node -C eddy-source --import tsx bench/worker-start.ts [rounds=7] [query=q5]
  *
  * Reports medians over `rounds` starts of each kind.
  */

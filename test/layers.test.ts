@@ -17,7 +17,7 @@ const SRC = resolve(import.meta.dirname, "../packages/eddy/src");
  * client, the CLI). Each folder is its own layer, so an import cycle across folders would need an
  * upward import, which this test refuses.
  */
-const LAYERS = ["core", "state", "checkpoint", "connector", "runtime", "graph", "api", "http", "queryable", "executor", "coordinator", "control", "savepoint", "query", "testing"];
+const LAYERS = ["core", "state", "checkpoint", "connector", "runtime", "graph", "api", "http", "queryable", "executor", "coordinator", "control", "init", "savepoint", "query", "testing"];
 
 function files(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>

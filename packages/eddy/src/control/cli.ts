@@ -2,7 +2,7 @@
  * The `eddy` command line. Output discipline: `print()` records go to stdout; logs, progress and
  * errors go to stderr; a failed job exits non-zero with the error's one-line message.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -16,6 +16,8 @@ import { runSummary } from "./run-summary.ts";
 import { StatusLine } from "./status-line.ts";
 import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
 import { DURATION_SYNTAX, parseDuration } from "../coordinator/config.ts";
+import { eddyVersion } from "../core/version.ts";
+import { commonJsJobProblem } from "./module-format.ts";
 
 const HELP = `eddy — a stateful stream processor for TypeScript
 
@@ -34,6 +36,9 @@ Usage:
                                 key is JSON if it parses as JSON (42, "42", ["a",1]), else a string
   eddy savepoint inspect <dir> [--json]
                                 What a savepoint (or checkpoint) holds: operators, states, sizes
+  eddy init [<dir>] [--name <n>]
+                                Start a new job project in <dir> (default: here): package.json,
+                                tsconfig, a sample job and its test (also: npm create eddy)
   eddy --help                   Show this help
   eddy --version                Show Eddy's version
 
@@ -206,7 +211,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  if (command !== "run") fail(`unknown command '${command}'${suggestion(command, ["run", "list", "savepoint", "stop", "cancel", "query", "help"], "")} (see eddy --help)`, 2);
+  if (command !== "run") fail(`unknown command '${command}'${suggestion(command, ["run", "init", "list", "savepoint", "stop", "cancel", "query", "help"], "")} (see eddy --help)`, 2);
   if (jobPath === undefined) fail("run needs a job file: eddy run <job.ts>", 2);
   if (rest.length > 0) fail(`unexpected arguments: ${rest.join(" ")}`, 2);
   const level = (values["log-level"] ?? "warn") as LogLevel;
@@ -220,6 +225,8 @@ async function main(argv: string[]): Promise<void> {
   let module: unknown;
   const file = resolve(process.cwd(), jobPath);
   if (!existsSync(file)) fail(`job file '${jobPath}' does not exist (looked for ${file})`, 2);
+  const commonJs = commonJsJobProblem(file);
+  if (commonJs !== undefined) fail(commonJs, 2);
   try {
     module = await import(pathToFileURL(file).href);
   } catch (e) {
@@ -398,12 +405,6 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
-}
-
-/** The version in Eddy's package.json. */
-function eddyVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version?: unknown };
-  return typeof pkg.version === "string" ? pkg.version : "unknown";
 }
 
 /** The first `file:line:column` of an error's stack outside Eddy and Node's internals: where the user's code failed. */

@@ -4,6 +4,7 @@
  * without parsing messages. The codes, and each one's domain and retry hint, are the closed set
  * in error-codes.ts.
  */
+import "./single-copy.ts";
 import { errorCodeSpec, type ErrorCode, type ErrorDomain } from "./error-codes.ts";
 
 export type { ErrorCode, ErrorDomain } from "./error-codes.ts";

@@ -46,8 +46,16 @@ export type WorkerCode = { readonly bundle: WorkerBundle } | { readonly bundle: 
 /** Set to "tsx" to make workers load through the TypeScript loader (e.g. to compare, or debug). */
 export const WORKER_LOADER_ENV = "EDDY_WORKER_LOADER";
 
-const WORKER_MAIN = fileURLToPath(new URL("./thread-worker.ts", import.meta.url));
-const PRELOAD = fileURLToPath(new URL("./preloaded-modules.ts", import.meta.url));
+/** ".ts" when Eddy runs from its sources (this repository), ".js" when from its build (dist/). */
+const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
+const WORKER_MAIN = fileURLToPath(new URL(`./thread-worker${OWN_EXTENSION}`, import.meta.url));
+const PRELOAD = fileURLToPath(new URL(`./preloaded-modules${OWN_EXTENSION}`, import.meta.url));
+/**
+ * The package.json condition under which `import "eddy"` resolves to Eddy's sources (its exports
+ * map): the bundle must resolve a job's `import "eddy"` to the copy this process runs, or the
+ * worker would hold two Eddys (one compiled into the bundle, one it starts from).
+ */
+export const SOURCE_CONDITION = "eddy-source";
 const TYPESCRIPT = /\.(?:ts|mts|cts|tsx)$/;
 /** Eddy's own sources: their computed imports are of modules the bundle preloads, or run only in the coordinator. */
 const EDDY_SOURCES = fileURLToPath(new URL("../", import.meta.url));
@@ -127,8 +135,9 @@ async function writeBundle(modules: readonly string[], seen: Map<string, [number
     format: "esm",
     platform: "node",
     target: "node20",
-    // Node's own resolution: no bundler-only "module" condition or field.
-    conditions: [],
+    // Node's own resolution: no bundler-only "module" condition or field; Eddy's sources when
+    // this process runs them.
+    conditions: OWN_EXTENSION === ".ts" ? [SOURCE_CONDITION] : [],
     mainFields: ["main"],
     write: false,
     outfile,

@@ -1,0 +1,62 @@
+/**
+ * How long a user's `tsc --noEmit` takes for a 9-line job in a fresh project (issue 32's
+ * measurement): the package as `npm pack` makes it now (compiled, with declarations) against,
+ * optionally, an older tarball (e.g. one that shipped TypeScript sources, which every `tsc` run
+ * then type-checked), and against the floor (the same project without Eddy: TypeScript's own lib
+ * and @types/node). Rounds alternate between the projects; medians are reported.
+ *
+ *   node -C eddy-source --import tsx bench/tsc-fresh-project.ts [--rounds 5] [--before old.tgz]
+ *
+ * An old tarball of this repository: `git worktree add --detach /tmp/old <commit> && cd
+ * /tmp/old/packages/eddy && npm pack` (its sources need `allowImportingTsExtensions`, set here
+ * for it). Installs offline, as test/package.test.ts does.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { installOffline, NINE_LINE_JOB as JOB, ok, packWorkspace, type Tarball } from "../test/npm-project.ts";
+import { median } from "./stats.ts";
+
+const { values } = parseArgs({ options: { rounds: { type: "string", default: "5" }, before: { type: "string" } } });
+const rounds = Number(values.rounds);
+
+
+const work = mkdtempSync(join(tmpdir(), "eddy-tsc-bench-"));
+try {
+  const manifestOf = (file: string): Tarball["manifest"] => JSON.parse(ok("tar", ["-xOzf", file, "package/package.json"], work).stdout) as Tarball["manifest"];
+  const now = packWorkspace("eddy", work);
+  const projects: { name: string; dir: string }[] = [];
+  const make = (name: string, eddy: Tarball | undefined, job: string, extra: Record<string, unknown> = {}): void => {
+    const dir = join(work, name);
+    const tarballs = new Map(eddy === undefined ? [] : [["eddy", eddy] as const]);
+    installOffline(dir, { name, private: true, type: "module", dependencies: eddy === undefined ? {} : { eddy: "*" }, devDependencies: { typescript: "~5.9.3", "@types/node": "^20.19.0" } }, tarballs);
+    ok(join(dir, "node_modules/.bin/tsc"), ["--init"], dir);
+    if (Object.keys(extra).length > 0) {
+      // tsc --init writes comments; keep its settings and add ours.
+      const text = readFileSync(join(dir, "tsconfig.json"), "utf8");
+      writeFileSync(join(dir, "tsconfig.json"), text.replace('"compilerOptions": {', `"compilerOptions": {\n${Object.entries(extra).map(([k, v]) => `    ${JSON.stringify(k)}: ${JSON.stringify(v)},`).join("\n")}`));
+    }
+    writeFileSync(join(dir, "job.ts"), job);
+    ok(join(dir, "node_modules/.bin/tsc"), ["--noEmit"], dir); // fails here if the project does not type-check
+    projects.push({ name, dir });
+  };
+  make("floor (no Eddy)", undefined, `/// <reference types="node" />\nexport const x: number = 1;\n`);
+  make(`eddy ${now.manifest.version} (this checkout)`, now, JOB);
+  if (values.before !== undefined) {
+    const before = { file: values.before, manifest: manifestOf(values.before) };
+    make(`before (${values.before})`, before, JOB, { allowImportingTsExtensions: true, noEmit: true, types: ["node"] });
+  }
+  const times = new Map<string, number[]>(projects.map((p) => [p.name, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const p of round % 2 === 0 ? projects : [...projects].reverse()) {
+      const started = performance.now();
+      ok(join(p.dir, "node_modules/.bin/tsc"), ["--noEmit"], p.dir);
+      times.get(p.name)!.push(performance.now() - started);
+    }
+  }
+  console.log(`tsc --noEmit of a 9-line job in a fresh project (tsc --init settings), ${rounds} alternated rounds, wall ms:`);
+  for (const [name, ms] of times) console.log(`  ${name.padEnd(48)} median ${Math.round(median(ms))}  (${ms.map((m) => Math.round(m)).join(", ")})`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
