@@ -95,12 +95,14 @@ test("worker threads, parallelism 2: a worker exit or an exception at a random p
 test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committed files equal the failure-free run's", async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-file-sink-kill-"));
   try {
-    // Long enough (a few seconds) to be killed after some checkpoints completed.
+    // Held back (EDDY_FS_RELEASE, ~5 s) until killed after some checkpoints completed: a busy
+    // machine once let the whole input reach the final commit before the poll saw checkpoint 3.
     const events = 1_000_000;
     const want = await expected(dir, events);
     const out = join(dir, "out");
     const checkpoints = join(dir, "checkpoints");
-    const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "" };
+    const release = join(dir, "release");
+    const env = { ...process.env, EDDY_FS_OUT_DIR: out, EDDY_FS_EVENTS: String(events), EDDY_FS_FAULT: "", EDDY_FS_RELEASE: release };
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
     const { killed, stderr } = await killWhenReady(args, env, () => {
       const latest = latestCheckpoint(join(checkpoints, "kill"));
@@ -112,6 +114,7 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the committe
     assert.ok(allFiles(out).some((f) => f.split("/").pop()!.startsWith(".")), "the kill left in-progress files");
 
     const from = latestCheckpoint(join(checkpoints, "kill"))!;
+    writeFileSync(release, "");
     const resumed = spawnSync(process.execPath, [eddyBin, ...args, "--from-checkpoint", from], { encoding: "utf8", env });
     assert.equal(resumed.status, 0, resumed.stderr);
     assertOnlyCommittedVisible(out, "after the resume");

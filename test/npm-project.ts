@@ -35,10 +35,16 @@ export interface ProjectManifest {
   readonly [field: string]: unknown;
 }
 
-/** The environment of a user's shell: no source condition, no variables of the npm or test runner running this. */
+/** npm's settings that say where packages come from: the user's npm has them too. */
+const NPM_SETTINGS_KEPT = new Set(["npm_config_cache", "npm_config_userconfig", "npm_config_registry"]);
+
+/**
+ * The environment of a user's shell: no source condition, none of the variables of the npm or
+ * test runner running this (but the same npm cache and registry).
+ */
 export const USER_ENV: NodeJS.ProcessEnv = Object.fromEntries(
   Object.entries(process.env)
-    .filter(([k]) => !k.startsWith("npm_") && k !== "EDDY_HOME" && k !== "NODE_TEST_CONTEXT")
+    .filter(([k]) => (!k.startsWith("npm_") || NPM_SETTINGS_KEPT.has(k)) && k !== "EDDY_HOME" && k !== "NODE_TEST_CONTEXT")
     .map(([k, v]) => [k, k === "NODE_OPTIONS" ? (v ?? "").replace(/(?:--conditions[= ]|-C ?)eddy-source/g, "").trim() : v]),
 );
 
