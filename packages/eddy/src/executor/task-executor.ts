@@ -564,7 +564,7 @@ export class TaskExecutor {
           }
           const sourceOutput = outputs.get(headNode)!;
           const errors = recordErrorPolicy(
-            { operatorName: headNode.name, subtaskIndex: subtask, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.name, name) },
+            { operatorName: headNode.name, subtaskIndex: subtask, parallelism: headNode.parallelism, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.name, name) },
             sourceOutput,
           );
           // fromSource chains its Timestamps/Watermarks operator to the source: it takes the
