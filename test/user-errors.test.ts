@@ -48,7 +48,7 @@ function onlyLineNaming(stderr: string, lines: readonly FailureLine[], at: strin
   return line;
 }
 
-// `r.missing.field` is on line 6, at column 28 (the `.field` read of undefined).
+// `r.missing.field` is on line 6 (at column 23, the `.field` read of undefined).
 const MAP_JOB = `import { defineJob } from "eddy";
 interface Reading { n: number; missing?: { field: number } }
 export default defineJob("readings", (env) => {
