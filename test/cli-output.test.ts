@@ -62,3 +62,23 @@ test("eddy run keeps stdout to the records and ends with records per sink, late 
   assert.match(run.stderr, /^\[eddy\] {3}late records dropped: 3$/m);
   assert.match(run.stderr, /^\[eddy\] {3}checkpoints: 0 completed, 0 failed; restarts: 0$/m);
 });
+
+test("two sinks of the same name (two unnamed print()) get a summary line each, the second as 'Sink: Print (2)'", () => {
+  const dir = userProject();
+  const job = join(dir, "same-names.ts");
+  writeFileSync(
+    job,
+    `import { defineJob } from "eddy";
+export default defineJob("same-names", (env) => {
+  const numbers = env.fromSequence(1, 10);
+  numbers.filter((n) => n <= 3).print();
+  numbers.filter((n) => n > 3).map((n) => -n).print();
+});
+`,
+  );
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "-p", "2", "--no-control", "--no-progress"], { encoding: "utf8", cwd: dir, timeout: 60_000 });
+  assert.equal(run.status, 0, run.stderr);
+  assert.equal(run.stdout.split("\n").filter((l) => l !== "").length, 10);
+  const sinks = run.stderr.split("\n").filter((l) => l.includes("records into sink"));
+  assert.deepEqual(sinks, ["[eddy]   records into sink 'Sink: Print': 3", "[eddy]   records into sink 'Sink: Print (2)': 7"], run.stderr);
+});

@@ -215,8 +215,8 @@ export default defineJob("failing", (env) => {
   );
   const run = spawnSync(process.execPath, [eddyBin, "run", job], { encoding: "utf8", cwd: dir });
   assert.equal(run.status, 1);
-  assert.match(run.stderr, /eddy: job 'failing' failed: user function failed in operator 'Check' \(subtask 0\): Error: two is bad/);
-  assert.doesNotMatch(run.stderr, /    at /, "no stack trace");
+  assert.match(run.stderr, /\neddy: job 'failing' failed: user function failed in operator 'Check' \(subtask 0 of 1\): Error: two is bad\n$/);
+  assert.doesNotMatch(run.stderr, /at .*packages\/eddy\//, "no stack trace of Eddy's (the user's frames: test/user-errors.test.ts)");
   assert.equal(run.stdout, "1\n", "records before the failure were printed");
 });
 
@@ -316,8 +316,8 @@ export default defineJob("parallel", (env) => {
     env: { ...process.env, FAIL: "1" },
   });
   assert.equal(failed.status, 1);
-  assert.match(failed.stderr, /eddy: job 'parallel' failed: .*'Parse'.*nine hundred/);
-  assert.doesNotMatch(failed.stderr, /    at /, "no stack trace");
+  assert.match(failed.stderr, /eddy: job 'parallel' failed: .*'Parse'.*nine hundred\n$/);
+  assert.doesNotMatch(failed.stderr, /at .*packages\/eddy\//, "no stack trace of Eddy's");
 });
 
 /** Writes `source` as a job file in a user project; returns its path. */
@@ -522,10 +522,15 @@ export default defineJob("fails-once", (env) => {
   const args = [eddyBin, "run", job, "-p", "2", "--no-control", "--no-progress", "--checkpoint-interval", "20ms", "--checkpoint-dir", join(dir, "checkpoints"), "--restart-strategy", "fixed-delay:1:10"];
   const recovered = spawnSync(process.execPath, args, { encoding: "utf8", cwd: tmpdir() });
   assert.equal(recovered.status, 0, recovered.stderr);
-  const logs = recovered.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; msg: string; error?: string });
+  const logs = recovered.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; msg: string; error?: string; operator?: string; subtask?: number; location?: string });
   assert.equal(logs.length, 1, recovered.stderr);
   assert.match(`${logs[0]!.level}: ${logs[0]!.msg}`, /^warn: a task failed; restarting from (checkpoint \d+|the beginning \(no checkpoint completed yet\))$/);
-  assert.match(logs[0]!.error!, /user function failed in operator 'Lookup' \(subtask \d\): Error: flaky lookup/);
+  assert.match(logs[0]!.error!, /user function failed in operator 'Lookup' \(subtask \d of 2\): Error: flaky lookup/);
+  // Where the user's code threw (the map's line, 5), in that line only.
+  assert.equal(logs[0]!.operator, "Lookup");
+  assert.equal(typeof logs[0]!.subtask, "number");
+  assert.equal(logs[0]!.location, `${job}:5:${logs[0]!.location!.split(":").at(-1)}`);
+  assert.equal(recovered.stderr.split("\n").filter((l) => l.includes("fails-once.ts:5:")).length, 1, recovered.stderr);
   assert.match(recovered.stderr, /restarts: 1/);
 
   rmSync(marker);

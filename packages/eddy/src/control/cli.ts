@@ -4,10 +4,11 @@
  */
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { jsonLogger, truncateText, type LogLevel } from "../core/logger.ts";
+import { stackWithCauses, userLocation, userStacksOnly } from "../core/user-frames.ts";
 import { getHeapStatistics } from "node:v8";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { controlCommand, isControlCommand } from "./control-cli.ts";
@@ -50,6 +51,8 @@ Options for run:
                                 (by default even -p 1 runs on one worker, where a function that
                                 never returns, exits or runs out of memory is caught and named)
       --log-level <level>       debug | info | warn | error | silent (default warn)
+      --verbose                 A failure's log line carries its whole stack, Eddy's frames too
+                                (by default only the frames of the job's own code)
       --no-progress             Do not report progress on stderr
       --no-control              Do not start the job's control API (used by list/savepoint/stop/cancel)
 
@@ -165,6 +168,7 @@ const RUN_OPTIONS = {
     workers: { type: "string" },
     inline: { type: "boolean" },
     "log-level": { type: "string" },
+    verbose: { type: "boolean" },
     "no-progress": { type: "boolean" },
     "no-control": { type: "boolean" },
     "checkpoint-interval": { type: "string" },
@@ -218,7 +222,10 @@ async function main(argv: string[]): Promise<void> {
   if (!["debug", "info", "warn", "error", "silent"].includes(level)) fail(`unknown log level '${level}'`, 2);
   // Records, logs and the progress line share the terminal through one StatusLine (status-line.ts).
   const status = new StatusLine(process.stderr, process.stdout, values["no-progress"] !== true);
-  const logger = jsonLogger((line) => status.writeError(line), level);
+  // A failure's line names the user's file:line:column; its stack shows the user's frames only,
+  // unless --verbose (user-frames.ts).
+  const lines = jsonLogger((line) => status.writeError(line), level);
+  const logger = values.verbose === true ? lines : userStacksOnly(lines);
 
   // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
   const { startJob, latestCheckpointOf } = await import("../coordinator/local-job.ts");
@@ -230,7 +237,8 @@ async function main(argv: string[]): Promise<void> {
   try {
     module = await import(pathToFileURL(file).href);
   } catch (e) {
-    const at = userFrame(e);
+    const stack = e instanceof Error ? stackWithCauses(e) : undefined;
+    const at = stack === undefined ? undefined : userLocation(stack);
     fail(`cannot load job module '${jobPath}': ${describeCause(e)}${at === undefined ? "" : ` (at ${at})`}`);
   }
 
@@ -405,21 +413,6 @@ function editDistance(a: string, b: string): number {
     previous = current;
   }
   return previous[b.length]!;
-}
-
-/** The first `file:line:column` of an error's stack outside Eddy and Node's internals: where the user's code failed. */
-function userFrame(e: unknown): string | undefined {
-  const stack = e instanceof Error ? e.stack : undefined;
-  if (stack === undefined) return undefined;
-  const eddySource = fileURLToPath(new URL("../", import.meta.url));
-  for (const line of stack.split("\n").slice(1)) {
-    const m = /\(?((?:file:\/\/)?\/[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line.trim());
-    if (m === null) continue;
-    const path = m[1]!.startsWith("file://") ? fileURLToPath(m[1]!) : m[1]!;
-    if (path.startsWith(eddySource) || path.includes("/node_modules/")) continue;
-    return `${path}:${m[2]}:${m[3]}`;
-  }
-  return undefined;
 }
 
 /** The share of V8's heap limit at which inline mode warns (see watchInlineUserCode). */

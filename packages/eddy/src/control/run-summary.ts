@@ -1,6 +1,7 @@
 /**
  * The lines `eddy run` writes to stderr when a job finishes: duration, records read by the
- * sources, records into each sink (by sink name; sinks of the same name are added up), late
+ * sources, records into each sink (by its metric name: sinks of the same name are told apart as
+ * "Sink: Print" and "Sink: Print (2)", graph/plan.ts), late
  * records dropped by windows and interval joins, checkpoints and restarts. A pure function of
  * what the job reported, so it is tested without running one.
  *
@@ -21,7 +22,7 @@ export interface RunSummaryInput {
 
 const count = (n: number): string => n.toLocaleString("en");
 
-/** Records per sink name, in first-seen order, and the late records dropped, summed over subtasks. */
+/** Records per sink (metric name), in order of names (not of which task reported first), and the late records dropped, summed over subtasks. */
 export function sinkAndLateCounts(result: JobResult): { sinks: Map<string, number>; lateDropped: number } {
   const sinks = new Map<string, number>();
   let lateDropped = 0;
@@ -38,7 +39,7 @@ export function sinkAndLateCounts(result: JobResult): { sinks: Map<string, numbe
       }
     }
   }
-  return { sinks, lateDropped };
+  return { sinks: new Map([...sinks].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))), lateDropped };
 }
 
 export function runSummary({ result, checkpoints, restoredFrom }: RunSummaryInput): string {

@@ -18,6 +18,7 @@
 import { basename, resolve as resolvePath } from "node:path";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
+import { failureFields } from "../core/user-frames.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
@@ -122,15 +123,16 @@ export class AttemptSupervisor {
           // A damaged file of a named snapshot fails its loading, which names the file (issue 33).
           restoringNamedSnapshot: restore?.dir !== undefined,
         });
-        const error = e instanceof Error ? e.message : String(e);
-        const code = e instanceof EddyError ? e.code : undefined;
+        // The message, the operator and subtask, the user's file:line:column and the stack, in
+        // the one line that reports this failure (issue 32).
+        const failure = failureFields(e);
         if (!worth.restartable) {
-          if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName, error, code });
+          if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName, ...failure });
           throw e;
         }
         const decision = strategy.onFailure(Date.now());
         if (!decision.restart) {
-          logger.error("job failed; not restarting", { job: plan.jobName, reason: decision.reason, error, code });
+          logger.error("job failed; not restarting", { job: plan.jobName, reason: decision.reason, ...failure });
           throw e;
         }
         logger.debug("restarting after a delay", { job: plan.jobName, delayMs: decision.delayMs });
@@ -142,7 +144,7 @@ export class AttemptSupervisor {
           restore === undefined ? "the beginning (no checkpoint completed yet)"
           : restore.dir === undefined ? `checkpoint ${restore.manifest.checkpointId}`
           : `the ${restore.manifest.isSavepoint ? "savepoint" : "checkpoint"} it started from (${restore.dir})`;
-        logger.warn(`a task failed; restarting from ${from}`, { job: plan.jobName, error, code, restart: this.restoredFrom.length, delayMs: decision.delayMs });
+        logger.warn(`a task failed; restarting from ${from}`, { job: plan.jobName, restart: this.restoredFrom.length, delayMs: decision.delayMs, ...failure });
       }
     }
   }

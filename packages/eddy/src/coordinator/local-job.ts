@@ -11,6 +11,7 @@ import { availableParallelism } from "node:os";
 import { SystemClock, type Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import { silentLogger, type Logger, type LogLevel } from "../core/logger.ts";
+import { failureFields } from "../core/user-frames.ts";
 import { resolveJob, type JobDefinition } from "../api/define-job.ts";
 import type { Plan } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
@@ -262,7 +263,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const restoreOnly = restore !== undefined && checkpointConfig === undefined;
   if (restoreOnly) logger.info("restoring into a job without checkpointing: no periodic checkpoints", { job: job.name });
   const supervisedConfig = restoreOnly ? RESTORE_WITHOUT_CHECKPOINTING : checkpointConfig;
-  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results });
+  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger });
   if (supervisedConfig !== undefined) {
     const location = checkpointLocationOf(job, options, configured);
     handle.supervise(
@@ -308,6 +309,7 @@ class LocalJobExecution implements JobExecution {
   mode!: Promise<ExecutionMode>;
   readonly #savepointRoot: string;
   readonly #results: ReadonlyMap<string, unknown[]>;
+  readonly #logger: Logger;
   #attempt: ExecutionAttempt | undefined;
   #supervisor: AttemptSupervisor | undefined;
   #cancelled = false;
@@ -315,20 +317,26 @@ class LocalJobExecution implements JobExecution {
   /** The stop in progress (undefined: none, or it failed and the job went on). */
   #stopping: Promise<SavepointResult | undefined> | undefined;
 
-  constructor(o: { jobId: string; plan: Plan; token: string; savepointRoot: string; results: ReadonlyMap<string, unknown[]> }) {
+  constructor(o: { jobId: string; plan: Plan; token: string; savepointRoot: string; results: ReadonlyMap<string, unknown[]>; logger: Logger }) {
     this.id = o.jobId;
     this.name = this.jobName = o.plan.jobName;
     this.plan = o.plan;
     this.token = o.token;
     this.#savepointRoot = o.savepointRoot;
     this.#results = o.results;
+    this.#logger = o.logger;
   }
 
   /** Runs the job as one attempt (no checkpointing, so no restarts). */
   runOnce(attempt: Promise<ExecutionAttempt>): void {
     this.mode = attempt.then((a) => a.mode);
     this.mode.catch(() => undefined);
-    this.#track(attempt.then((a) => a.done));
+    const done = attempt.then((a) => a.done);
+    // Said once, at error level, with where it happened, as a supervisor says it when it gives up.
+    done.catch((e: unknown) => {
+      if (!(e instanceof EddyError && e.code === "JOB_CANCELLED")) this.#logger.error("job failed", { job: this.jobName, ...failureFields(e) });
+    });
+    this.#track(done);
   }
 
   /** Runs the job as the supervisor's attempts (checkpointing, restarts, savepoints). */

@@ -18,6 +18,8 @@ export interface EddyErrorOptions {
   readonly operator?: string;
   /** Subtask index the failure happened in, when known. */
   readonly subtask?: number;
+  /** The parallelism of that operator (how many subtasks it has), when known. */
+  readonly parallelism?: number;
   readonly cause?: unknown;
 }
 
@@ -27,6 +29,7 @@ export class EddyError extends Error {
   readonly retryable: boolean;
   readonly operator: string | undefined;
   readonly subtask: number | undefined;
+  readonly parallelism: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: EddyErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -37,6 +40,7 @@ export class EddyError extends Error {
     this.retryable = options.retryable ?? spec.retryable;
     this.operator = options.operator;
     this.subtask = options.subtask;
+    this.parallelism = options.parallelism;
   }
 }
 
@@ -46,18 +50,37 @@ export function describeCause(cause: unknown): string {
   return String(cause);
 }
 
+/** Where in a job a user function runs: an operator context has these fields. */
+export interface SubtaskOfOperator {
+  readonly operatorName: string;
+  /** 0-based. */
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+}
+
+/** "subtask 1 of 4": indices are 0-based everywhere in Eddy, so the parallelism says how many there are. */
+export function describeSubtask(subtask: number, parallelism: number | undefined): string {
+  return parallelism === undefined ? `subtask ${subtask}` : `subtask ${subtask} of ${parallelism}`;
+}
+
 /**
  * Wraps a failure of user code once, naming the operator and subtask. An error that is already
  * an EddyError with an operator is returned as is, so nesting never produces "in X: in X: ...".
+ * Where the user's code failed (file:line:column) is in the cause's stack (user-frames.ts).
  */
-export function userFunctionError(operator: string, subtask: number, cause: unknown): EddyError {
+export function userFunctionError(where: SubtaskOfOperator, cause: unknown): EddyError {
   if (cause instanceof EddyError && cause.operator !== undefined) return cause;
+  const operator = where.operatorName;
+  const subtask = where.subtaskIndex;
+  const parallelism = where.parallelism;
+  const at = `operator '${operator}', ${describeSubtask(subtask, parallelism)}`;
   if (cause instanceof EddyError) {
-    return new EddyError(cause.code, `${cause.message} (operator '${operator}', subtask ${subtask})`, {
+    return new EddyError(cause.code, `${cause.message} (${at})`, {
       domain: cause.domain,
       retryable: cause.retryable,
       operator,
       subtask,
+      parallelism,
       cause: cause.cause ?? cause,
     });
   }
@@ -69,7 +92,7 @@ export function userFunctionError(operator: string, subtask: number, cause: unkn
       : "";
   return new EddyError(
     "USER_FUNCTION_FAILED",
-    `user function failed in operator '${operator}' (subtask ${subtask}): ${describeCause(cause)}${hint}`,
-    { operator, subtask, cause },
+    `user function failed in operator '${operator}' (${describeSubtask(subtask, parallelism)}): ${describeCause(cause)}${hint}`,
+    { operator, subtask, parallelism, cause },
   );
 }

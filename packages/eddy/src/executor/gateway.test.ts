@@ -86,7 +86,7 @@ test("coordinator → task manager: every call arrives as the same call, with it
 test("task manager → coordinator: every call arrives as the same call, with its arguments, in order", async () => {
   const { gateway, calls } = recorder<JobMasterGateway>(JOB_MASTER_METHODS);
   const ack = { state: { taskId: "t", chain: 0, subtask: 0, file: null, operators: [] }, syncMs: 1, asyncMs: 2, alignmentMs: 0, bytes: 0 };
-  const error: SerializedError = { code: "TASK_STUCK", message: "stuck", domain: "user", retryable: false, operator: "map", subtask: 0, stack: undefined };
+  const error: SerializedError = { code: "TASK_STUCK", message: "stuck", domain: "user", retryable: false, operator: "map", subtask: 0, parallelism: 1, stack: undefined };
   const registration: QueryableRegistration = { name: "counts", operatorId: "op", operatorName: "count", subtask: 1, parallelism: 2, maxParallelism: 128, url: "http://127.0.0.1:4000" };
   await carry<JobMasterGateway>(
     JOB_MASTER_METHODS,
@@ -165,13 +165,14 @@ const reported: SerializedError = {
   retryable: false,
   operator: "Counter",
   subtask: 2,
+  parallelism: 4,
   stack: "EddyError: cannot take a savepoint",
 };
 
-test("a worker's error arrives with its code, domain, retry hint, operator and subtask as raised", () => {
+test("a worker's error arrives with its code, domain, retry hint, operator, subtask and parallelism as raised", () => {
   const e = deserializeError(reported, 1);
   assert.ok(e instanceof EddyError);
-  assert.deepEqual([e.code, e.message, e.domain, e.retryable, e.operator, e.subtask], ["SAVEPOINT_FAILED", reported.message, "user", false, "Counter", 2]);
+  assert.deepEqual([e.code, e.message, e.domain, e.retryable, e.operator, e.subtask, e.parallelism], ["SAVEPOINT_FAILED", reported.message, "user", false, "Counter", 2, 4]);
   assert.equal(e.stack, `${reported.stack}\n    (reported by worker 1)`);
 });
 

@@ -174,6 +174,8 @@ export interface SerializedError {
   readonly retryable: boolean;
   readonly operator: string | undefined;
   readonly subtask: number | undefined;
+  readonly parallelism: number | undefined;
+  /** With its causes' (user-frames.ts, stackWithCauses), frames mapped to the original files. */
   readonly stack: string | undefined;
 }
 
@@ -182,6 +184,7 @@ export function deserializeError(e: SerializedError, worker: number): EddyError 
   const where = {
     ...(e.operator === undefined ? {} : { operator: e.operator }),
     ...(e.subtask === undefined ? {} : { subtask: e.subtask }),
+    ...(e.parallelism === undefined ? {} : { parallelism: e.parallelism }),
   };
   const error = isErrorCode(e.code)
     ? new EddyError(e.code, e.message, { domain: e.domain, retryable: e.retryable, ...where })

@@ -536,7 +536,7 @@ export class TaskExecutor {
             postMail: (action) => mailbox.post(action),
             job: services,
             autoWatermarkIntervalMs,
-            counter: (name) => counters.counter(node.name, name),
+            counter: (name) => counters.counter(node.metricName, name),
             errorPolicy: t.errorPolicy,
             checkpointing: checkpointings.get(node),
             queryable: this.queryable,
@@ -564,7 +564,7 @@ export class TaskExecutor {
           }
           const sourceOutput = outputs.get(headNode)!;
           const errors = recordErrorPolicy(
-            { operatorName: headNode.name, subtaskIndex: subtask, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.name, name) },
+            { operatorName: headNode.name, subtaskIndex: subtask, parallelism: headNode.parallelism, errorPolicy: headT.errorPolicy, clock, counter: (name) => counters.counter(headNode.metricName, name) },
             sourceOutput,
           );
           // fromSource chains its Timestamps/Watermarks operator to the source: it takes the

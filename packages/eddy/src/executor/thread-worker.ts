@@ -11,6 +11,7 @@ import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { BatchCodec } from "../core/codec/codec.ts";
 import { SystemClock } from "../core/clock.ts";
 import { EddyError, type ErrorCode } from "../core/errors.ts";
+import { stackWithCauses } from "../core/user-frames.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { Plan, PlanChain, PlanEdge, PlanNode } from "../graph/plan.ts";
 import { FrameRingReader, FrameRingWriter } from "../runtime/channels/frame-ring.ts";
@@ -42,20 +43,16 @@ const stackMapper = init.bundle === undefined ? undefined : new StackMapper(init
 
 function serializeError(e: unknown): SerializedError {
   if (e instanceof EddyError) {
-    return { code: e.code, message: e.message, domain: e.domain, retryable: e.retryable, operator: e.operator, subtask: e.subtask, stack: stackOf(e) };
+    return { code: e.code, message: e.message, domain: e.domain, retryable: e.retryable, operator: e.operator, subtask: e.subtask, parallelism: e.parallelism, stack: stackOf(e) };
   }
   const err = e instanceof Error ? e : new Error(String(e));
   const code: ErrorCode = "WORKER_FAILED";
-  return { code, message: `${err.name}: ${err.message}`, domain: "internal", retryable: false, operator: undefined, subtask: undefined, stack: stackOf(err) };
+  return { code, message: `${err.name}: ${err.message}`, domain: "internal", retryable: false, operator: undefined, subtask: undefined, parallelism: undefined, stack: stackOf(err) };
 }
 
 /** The error's stack followed by its causes' (where a user function failed), frames in original files. */
 function stackOf(e: Error): string | undefined {
-  let stack = e.stack;
-  let cause = e.cause;
-  for (let depth = 0; depth < 4 && cause instanceof Error && cause.stack !== undefined; depth++, cause = cause.cause) {
-    stack = `${stack ?? ""}\nCaused by: ${cause.stack}`;
-  }
+  const stack = stackWithCauses(e);
   return stack === undefined || stackMapper === undefined ? stack : stackMapper.map(stack);
 }
 

@@ -27,6 +27,12 @@ export interface PlanEdge {
 export interface PlanNode {
   readonly transformation: PhysicalTransformation;
   readonly name: string;
+  /**
+   * What its counters are registered under (and the run summary says): the name, or for the
+   * second, third, … operator of the plan with that name, "name (2)", "name (3)", …, so that
+   * same-named operators (two unnamed print() sinks) are not counted as one. Unique in the plan.
+   */
+  readonly metricName: string;
   /** Stable id: the uid, or one derived from the position in the graph. */
   readonly operatorId: string;
   readonly parallelism: number;
@@ -125,6 +131,8 @@ export function compilePlan(transformations: readonly Transformation[], options:
   const physical = transformations.filter(isPhysical).sort((a, b) => a.id - b.id);
   const nodes = new Map<PhysicalTransformation, PlanNode>();
   const uids = new Set<string>();
+  /** Operators so far per name (metricName). */
+  const named = new Map<string, number>();
 
   for (const t of physical) {
     let parallelism = t.parallelism ?? options.parallelism;
@@ -163,9 +171,12 @@ export function compilePlan(transformations: readonly Transformation[], options:
     }
     const keySelectors =
       t.kind === "one-input" ? (t.keySelector === undefined ? undefined : [t.keySelector]) : t.kind === "two-input" ? t.keySelectors : undefined;
+    const sameName = (named.get(t.name) ?? 0) + 1;
+    named.set(t.name, sameName);
     nodes.set(t, {
       transformation: t,
       name: t.name,
+      metricName: sameName === 1 ? t.name : `${t.name} (${sameName})`,
       operatorId,
       parallelism,
       maxParallelism,

@@ -19,7 +19,7 @@ function harness(policy: ErrorPolicy, options?: ErrorPolicyOptions) {
     emitWatermarkStatus: () => {},
   };
   const errors = recordErrorPolicy(
-    { operatorName: "parse", subtaskIndex: 1, errorPolicy: errorPolicySpec(policy, options), clock, counter: (name) => counters.counter("parse", name) },
+    { operatorName: "parse", subtaskIndex: 1, parallelism: 2, errorPolicy: errorPolicySpec(policy, options), clock, counter: (name) => counters.counter("parse", name) },
     output,
   );
   return { clock, counters, side, errors };
@@ -27,7 +27,7 @@ function harness(policy: ErrorPolicy, options?: ErrorPolicyOptions) {
 
 test("fail throws what the operator threw before policies: USER_FUNCTION_FAILED, BAD_RECORD", () => {
   const { errors, counters } = harness("fail");
-  assert.throws(() => errors.onRecordError(new Error("boom"), 1, 5), (e: unknown) => e instanceof EddyError && e.code === "USER_FUNCTION_FAILED" && /operator 'parse' \(subtask 1\): Error: boom/.test(e.message));
+  assert.throws(() => errors.onRecordError(new Error("boom"), 1, 5), (e: unknown) => e instanceof EddyError && e.code === "USER_FUNCTION_FAILED" && /operator 'parse' \(subtask 1 of 2\): Error: boom/.test(e.message));
   assert.throws(() => errors.onBadRecord({ raw: "x", error: new Error("nope"), position: { line: 3 } }), (e: unknown) => e instanceof EddyError && e.code === "BAD_RECORD");
   assert.deepEqual(counters.snapshot(), {}, "fail has no counters");
 });
@@ -53,7 +53,7 @@ test("dead-letter sends the record, the error, the operator and the position to 
   assert.deepEqual(letters[0], {
     operator: "parse",
     subtask: 1,
-    error: { code: "USER_FUNCTION_FAILED", message: "user function failed in operator 'parse' (subtask 1): Error: boom" },
+    error: { code: "USER_FUNCTION_FAILED", message: "user function failed in operator 'parse' (subtask 1 of 2): Error: boom" },
     value: { n: 1 },
     timestamp: 5,
   });

@@ -13,7 +13,7 @@ import {
   type DeadLetter,
   type ErrorPolicySpec,
 } from "../core/error-policy.ts";
-import { EddyError, userFunctionError } from "../core/errors.ts";
+import { EddyError, userFunctionError, type SubtaskOfOperator } from "../core/errors.ts";
 import { hasTimestamp, NO_TIMESTAMP } from "../core/time.ts";
 import type { Counter, Output } from "./operator.ts";
 
@@ -33,9 +33,7 @@ export interface RecordErrorPolicy {
   onBadRecord(bad: BadRecord): void;
 }
 
-export interface RecordErrorPolicyContext {
-  readonly operatorName: string;
-  readonly subtaskIndex: number;
+export interface RecordErrorPolicyContext extends SubtaskOfOperator {
   /** Undefined: `fail`. */
   readonly errorPolicy?: ErrorPolicySpec | undefined;
   readonly clock: Clock;
@@ -50,7 +48,7 @@ export function recordErrorPolicy(ctx: RecordErrorPolicyContext, output: Output<
   if (spec.policy === "fail") {
     return {
       onRecordError(cause) {
-        throw userFunctionError(operator, subtask, cause);
+        throw userFunctionError(ctx, cause);
       },
       onBadRecord(bad) {
         throw badRecordError(operator, subtask, bad);
@@ -74,7 +72,7 @@ export function recordErrorPolicy(ctx: RecordErrorPolicyContext, output: Output<
   };
   return {
     onRecordError(cause, value, timestamp) {
-      const error = userFunctionError(operator, subtask, cause);
+      const error = userFunctionError(ctx, cause);
       admit(error);
       if (!deadLetter) return;
       const letter: DeadLetter = hasTimestamp(timestamp)

@@ -132,7 +132,7 @@ export interface SubtaskMetrics {
   readonly backpressuredMs: number;
   /** The watermark the head operator has seen (sources: the minimum watermark). */
   readonly watermark: number;
-  /** Operator counters, by "<operator>.<name>" (e.g. "Window(...).numLateRecordsDropped"). */
+  /** Operator counters, by "<operator's metricName (graph/plan.ts)>.<name>" (e.g. "Window(...).numLateRecordsDropped"). */
   readonly counters: Readonly<Record<string, number>>;
 }
 

@@ -228,7 +228,7 @@ export function asyncWaitOperator<IN, OUT>(userFn: AsyncFunctionLike<IN, OUT>, s
       try {
         return predicate(x);
       } catch (e) {
-        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        throw userFunctionError(ctx, e);
       }
     };
 

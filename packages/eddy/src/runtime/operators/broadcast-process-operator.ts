@@ -126,7 +126,7 @@ function broadcastInput<K, IN2, OUT>(
     try {
       fn.processBroadcastElement(value, context, collector);
     } catch (e) {
-      throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+      throw userFunctionError(ctx, e);
     }
   };
 }
@@ -156,7 +156,7 @@ export function keyedBroadcastProcessOperator<K extends Key, IN1, IN2, OUT>(
         try {
           fn.processElement(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processElement2: broadcastInput(ctx, fn, broadcastContext, collector),
@@ -191,7 +191,7 @@ export function broadcastProcessOperator<IN1, IN2, OUT>(
         try {
           fn.processElement(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processElement2: broadcastInput(ctx, fn, broadcastContext, collector),

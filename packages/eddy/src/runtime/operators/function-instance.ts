@@ -91,7 +91,7 @@ export function perSubtaskInstance<F extends object>(fn: F | FunctionFactory<F>,
   try {
     instance = (fn as FunctionFactory<F>)[FACTORY]();
   } catch (e) {
-    throw ctx === undefined ? e : userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+    throw ctx === undefined ? e : userFunctionError(ctx, e);
   }
   const missing = missingMethod(instance, methods);
   if (missing !== undefined) {

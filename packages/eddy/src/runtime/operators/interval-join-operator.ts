@@ -231,7 +231,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
         for (let i = 0; i < bucket.length; i++) this.#fn.processElement(value, bucket[i]!, context, this.#collector);
       }
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     const cleanupAt = this.#upper > 0 ? timestamp + this.#upper : timestamp;
     this.#registerCleanup(CLEANUP_LEFT, cleanupAt);
@@ -257,7 +257,7 @@ class IntervalJoin<IN1, IN2, OUT> implements IntervalJoinOperator<IN1, IN2> {
         for (let i = 0; i < bucket.length; i++) this.#fn.processElement(bucket[i]!, value, context, this.#collector);
       }
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     const cleanupAt = this.#lower < 0 ? timestamp - this.#lower : timestamp;
     this.#registerCleanup(CLEANUP_RIGHT, cleanupAt);

@@ -85,7 +85,7 @@ export function keyedParts<K, OUT, C extends KeyedContext<K>>(
     try {
       fn.onTimer(timestamp, c, collector);
     } catch (e) {
-      throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+      throw userFunctionError(ctx, e);
     }
   });
   context = makeContext(keyed, output as Output<unknown>);
@@ -160,7 +160,7 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(
         try {
           fn.processElement1(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processElement2(value, timestamp, keyGroup) {
@@ -169,7 +169,7 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(
         try {
           fn.processElement2(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processWatermark(watermark) {

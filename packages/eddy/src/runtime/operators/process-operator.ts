@@ -53,7 +53,7 @@ export function callUser(ctx: OperatorContext, hook: () => void): void {
   try {
     hook();
   } catch (e) {
-    throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+    throw userFunctionError(ctx, e);
   }
 }
 
@@ -105,7 +105,7 @@ export function coProcessOperator<IN1, IN2, OUT>(userFn: CoProcessFunction<IN1, 
         try {
           fn.processElement1(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processElement2(value, timestamp) {
@@ -114,7 +114,7 @@ export function coProcessOperator<IN1, IN2, OUT>(userFn: CoProcessFunction<IN1, 
         try {
           fn.processElement2(value, context, collector);
         } catch (e) {
-          throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+          throw userFunctionError(ctx, e);
         }
       },
       processWatermark(watermark) {

@@ -31,7 +31,7 @@ export function rollingReduceOperator<T>(fn: ReduceFunction<T>) {
         // e.g. VALUE_NOT_COPYABLE for class instances: named after the operator too.
         stored = copyValue(result);
       } catch (e) {
-        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        throw userFunctionError(ctx, e);
       }
       state.set(stored);
       output.collect(result, timestamp);

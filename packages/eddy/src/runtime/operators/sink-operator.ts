@@ -55,7 +55,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
     const waiting: { value: T; timestamp: number | undefined }[] = [];
     /** Settles once `waiting` is written and no write's promise is pending; undefined: none is. */
     let writing: Promise<void> | undefined;
-    const failure = (e: unknown): EddyError => userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+    const failure = (e: unknown): EddyError => userFunctionError(ctx, e);
     const written = ctx.counter(SINK_RECORDS_WRITTEN);
     const call = <R>(f: () => R): R => {
       try {

@@ -95,7 +95,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
           });
         }
       } catch (e) {
-        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        throw userFunctionError(ctx, e);
       }
       if (idleTimeoutMs !== undefined && now - lastRecordAtMs >= idleTimeoutMs) wmOutput.markIdle();
       arm();
@@ -144,7 +144,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         if (split === undefined) generator.onEvent(value, ts, wmOutput);
         else split.generator.onEvent(value, ts, split.output);
       } catch (e) {
-        throw userFunctionError(ctx.operatorName, ctx.subtaskIndex, e);
+        throw userFunctionError(ctx, e);
       }
     };
 

@@ -121,7 +121,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       const acc = panes.value();
       panes.update(acc === undefined ? fns.create(value) : fns.add(acc, value));
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     const key = this.#backend.getCurrentKey();
     const kg = this.#backend.getCurrentKeyGroup();
@@ -201,7 +201,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       if (!has) return false;
       merged = fns.result(merged);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     this.#function.evaluate(new TimeWindow(start, start + this.#size), merged, false);
     return true;

@@ -133,7 +133,7 @@ export class WindowFunctionRunner<W extends Window> {
         }
       }
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
   }
 
@@ -145,7 +145,7 @@ export class WindowFunctionRunner<W extends Window> {
     try {
       fn.clear(this.#context);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
   }
 }

@@ -118,7 +118,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     try {
       windows = this.#assigner.assignWindows(value, timestamp, this.#assignerContext);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     let skipped = true;
     if (this.#mergingState !== undefined) {
@@ -199,7 +199,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
           ? this.#trigger.onEventTime(timestamp, window, this.#triggerContext)
           : this.#trigger.onProcessingTime(timestamp, window, this.#triggerContext);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     if (isFire(result)) this.#emit(window, this.#contents.get());
     if (isPurge(result)) this.#contents.clear();
@@ -212,7 +212,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     try {
       return this.#trigger.onElement(value, timestamp, window, this.#triggerContext);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
   }
 
@@ -232,7 +232,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
         this.#deleteCleanupTimer(m);
       }
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     } finally {
       tc.mergedWindows = undefined;
     }
@@ -265,7 +265,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     try {
       if (evictor.evictBefore !== undefined) kept = evictor.evictBefore(kept, window, ctx);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     if (kept.length > 0) {
       const contents = this.#spec.contents;
@@ -283,14 +283,14 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
           input = contents.aggregate.getResult(acc);
         }
       } catch (e) {
-        throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+        throw userFunctionError(this.#ctx, e);
       }
       this.#evaluate(window, input);
     }
     try {
       if (evictor.evictAfter !== undefined) kept = evictor.evictAfter(kept, window, ctx);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     if (kept.length !== elements.length || kept.some((e, i) => e !== elements[i])) {
       (this.#contents as unknown as { update(values: unknown[]): void }).update(kept);
@@ -308,7 +308,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     try {
       this.#trigger.clear(window, tc);
     } catch (e) {
-      throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
+      throw userFunctionError(this.#ctx, e);
     }
     this.#function.clear(window);
     set?.retireWindow(window);
