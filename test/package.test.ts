@@ -82,6 +82,22 @@ test("a fresh ESM project: a 9-line job type-checks with tsc --init's settings a
   assert.equal(ok(join(dir, "node_modules/.bin/eddy"), ["--version"], dir, home()).stdout.trim(), `eddy ${tarballs.get("eddy")!.manifest.version}`);
 });
 
+test("from the installed package, a user function's failure names the user's .ts line, without Eddy's frames", () => {
+  const dir = join(work, "fresh");
+  const failing = JOB.replace('.sum("count")', '.map((r) => {\n      if (r.word === "not") throw new TypeError(`no ${r.word}`);\n      return r;\n    })');
+  writeFileSync(join(dir, "failing.ts"), failing);
+  const line = failing.split("\n").findIndex((l) => l.includes("throw new TypeError")) + 1;
+  for (const parallelism of ["1", "2"]) {
+    const ran = run(join(dir, "node_modules/.bin/eddy"), ["run", "failing.ts", "-p", parallelism, "--no-progress", "--no-control", "--restart-strategy", "none"], dir, home());
+    assert.equal(ran.status, 1, ran.stderr);
+    const failure = ran.stderr.split("\n").find((l) => l.startsWith("{") && l.includes("TypeError: no not"));
+    assert.ok(failure !== undefined, `-p ${parallelism}: no failure line:\n${ran.stderr}`);
+    const fields = JSON.parse(failure) as { location?: string; stack?: string };
+    assert.equal(fields.location?.replace(/:\d+$/, ""), `${join(dir, "failing.ts")}:${line}`, `-p ${parallelism}`);
+    assert.doesNotMatch(fields.stack ?? "", /node_modules[/\\]eddy[/\\]/, `-p ${parallelism}: Eddy's frames in the stack`);
+  }
+});
+
 test("a CommonJS project gets one message saying what to change", () => {
   const dir = join(work, "commonjs");
   install(dir, { name: "commonjs", version: "1.0.0", type: "commonjs", dependencies: { eddy: "^0.1.0" } });
