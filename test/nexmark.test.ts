@@ -16,6 +16,8 @@
  *
  * - q14, q21, q22: stateless like q0.
  * - q20: an unbounded inner join like q3 (bid ⋈ auction); each match is emitted once.
+ * - q9: the SQL's Top-1 per auction (winning bid) is final once the auction expires; the job emits
+ *   each auction's row once, then (event-time timer at expiry, the final watermark closes the rest).
  *
  * Updating queries (q4, q15, q16, q17, q18, q19) answer with a changelog: the SQL's unbounded
  * GROUP BY, deduplication and top-N change their rows as input arrives, and the jobs emit a
@@ -144,6 +146,7 @@ const CASES: readonly Case[] = [
   { query: "q5", job: jobs.q5Job, settings: WINDOWED, minRows: 30 },
   { query: "q7", job: jobs.q7Job, settings: WINDOWED, minRows: 6 },
   { query: "q8", job: jobs.q8Job, settings: WINDOWED, minRows: 10 },
+  { query: "q9", job: jobs.q9Job, settings: WINDOWED, minRows: 100 },
   { query: "q11", job: jobs.q11Job, settings: WINDOWED, minRows: 200 },
   { query: "q14", job: jobs.q14Job, settings: HOURS, minRows: 200, covers: { column: "bidTimeType", values: ["dayTime", "nightTime", "otherTime"] } },
   { query: "q15", job: jobs.q15Job, settings: DAYS, minRows: 4, finalPer: ["day"] },

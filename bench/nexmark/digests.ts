@@ -26,6 +26,7 @@ import type { Q17Result } from "../../examples/nexmark/q17.ts";
 import type { Q18Result } from "../../examples/nexmark/q18.ts";
 import type { Q19Result } from "../../examples/nexmark/q19.ts";
 import type { Q20Result } from "../../examples/nexmark/q20.ts";
+import type { Q9Result } from "../../examples/nexmark/q9.ts";
 import type { BiddingStatistics } from "../../examples/nexmark/bidding-statistics.ts";
 import type { Bid } from "eddy";
 import { mixNumber, mixString } from "../output-fold.ts";
@@ -205,6 +206,24 @@ export function digestQ18(r: Q18Result): number {
 
 export function digestQ19(r: Q19Result): number {
   return mixNumber(mixBid(SEED, r), r.rankNumber);
+}
+
+export function digestQ9(r: Q9Result): number {
+  let h = mixNumber(SEED, r.id);
+  h = mixString(h, r.itemName);
+  h = mixNumber(h, r.description.length);
+  h = mixNumber(h, r.initialBid);
+  h = mixNumber(h, r.reserve);
+  h = mixNumber(h, r.dateTime);
+  h = mixNumber(h, r.expires);
+  h = mixNumber(h, r.seller);
+  h = mixNumber(h, r.category);
+  h = mixNumber(h, r.extra.length);
+  h = mixNumber(h, r.auction);
+  h = mixNumber(h, r.bidder);
+  h = mixNumber(h, r.price);
+  h = mixNumber(h, r.bidDateTime);
+  return mixNumber(h, r.bidExtra.length);
 }
 
 export function digestQ20(r: Q20Result): number {

@@ -4,12 +4,12 @@
  * Source: ../shared/BENCHMARKS.md, "Flink's published per-core figures", copied from the
  * nexmark/nexmark guide: Flink SQL, 8 TaskManagers × 1 slot, exactly-once checkpoints, generator
  * in the source, blackhole sink; events / (cores used × seconds). V1: Flink 1.13–2.0 on RocksDB,
- * checkpoint every 180 s. V2: Flink 2.x on ForSt, checkpoint every 30 s. q6, q9, q10, q13 and q16
- * have no figure there.
+ * checkpoint every 180 s. V2: Flink 2.x on ForSt, checkpoint every 30 s. q9, q10 and q13 have no
+ * V1 figure there; q6 has none.
  */
 export interface FlinkPerCore {
-  /** Events per second per core, Flink 1.13–2.0 (RocksDB). */
-  readonly v1: number;
+  /** Events per second per core, Flink 1.13–2.0 (RocksDB); not published for q9, q10, q13. */
+  readonly v1?: number;
   /** Events per second per core, Flink 2.x (ForSt): the figure issue 5 sets targets against. */
   readonly v2: number;
 }
@@ -23,10 +23,14 @@ export const FLINK_PER_CORE: Readonly<Record<string, FlinkPerCore>> = {
   q5: { v1: 22_000, v2: 75_000 },
   q7: { v1: 12_000, v2: 23_000 },
   q8: { v1: 146_000, v2: 162_000 },
+  q9: { v2: 14_000 },
+  q10: { v2: 133_000 },
   q11: { v1: 40_000, v2: 46_000 },
   q12: { v1: 76_000, v2: 194_000 },
+  q13: { v2: 188_000 },
   q14: { v1: 161_000, v2: 259_000 },
   q15: { v1: 72_000, v2: 168_000 },
+  q16: { v1: 19_000, v2: 45_000 },
   q17: { v1: 117_000, v2: 161_000 },
   q18: { v1: 54_000, v2: 65_000 },
   q19: { v1: 44_000, v2: 43_000 },

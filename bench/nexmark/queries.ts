@@ -28,13 +28,14 @@ import { q17 } from "../../examples/nexmark/q17.ts";
 import { q18 } from "../../examples/nexmark/q18.ts";
 import { q19 } from "../../examples/nexmark/q19.ts";
 import { q20 } from "../../examples/nexmark/q20.ts";
+import { q9 } from "../../examples/nexmark/q9.ts";
 import * as digests from "./digests.ts";
 import type { EventRange } from "./event-range.ts";
 import { foldingSink } from "../folding-sink.ts";
 import type { OutputFold } from "../output-fold.ts";
 import { q0Loop, q10Loop, q14Loop, q1Loop, q21Loop, q22Loop, q2Loop } from "./stateless-loops.ts";
 import { q11Loop, q20Loop, q3Loop, q5Loop, q7Loop, q8Loop } from "./stateful-loops.ts";
-import { q12Loop, q15Loop, q16Loop, q17Loop, q18Loop, q19Loop, q4Loop } from "./updating-loops.ts";
+import { q12Loop, q15Loop, q16Loop, q17Loop, q18Loop, q19Loop, q4Loop, q9Loop } from "./updating-loops.ts";
 
 /** What the bench compares of a query's output between the job and the loop (and between rounds). */
 export interface OutputComparison {
@@ -136,6 +137,7 @@ export const BENCH_QUERIES: Readonly<Record<string, BenchQuery>> = {
   q5: benchQuery({ stateless: false, build: q5, digest: digests.digestQ5, handLoop: q5Loop }),
   q7: benchQuery({ stateless: false, build: q7, digest: digests.digestQ7, handLoop: q7Loop }),
   q8: benchQuery({ stateless: false, build: q8, digest: digests.digestQ8, handLoop: q8Loop }),
+  q9: benchQuery({ stateless: false, build: q9, digest: digests.digestQ9, handLoop: q9Loop }),
   q10: benchQuery({ stateless: true, build: q10WithFiles, digest: digests.digestQ10, handLoop: q10Loop }),
   q11: benchQuery({ stateless: false, build: q11, digest: digests.digestQ11, handLoop: q11Loop }),
   q12: benchQuery({

@@ -1,5 +1,5 @@
 /**
- * Hand-written loops for the updating queries (q4, q12, q15-q19): the same contract as
+ * Hand-written loops for the updating queries (q4, q12, q15-q19) and q9 (which shares q4's winning bids): the same contract as
  * stateless-loops.ts (the job's events in id order on one thread, the query's result records),
  * except that the digest is a parameter: at parallelism > 1 the bench compares only the part of
  * these rows that does not depend on how the job's parallel inputs interleave (queries.ts).
@@ -8,9 +8,11 @@
  * query's pure functions (bidding statistics, q17's rows, q18's and q19's orderings) are reused,
  * the keyed state is plain Maps that are mutated in place.
  */
-import { nexmarkEvent, type Bid } from "eddy";
+import { nexmarkEvent, type Auction, type Bid } from "eddy";
 import { addBid, dayOf, formatDay, formatMinute, NO_BIDS, priceRank, type BiddingStatistics } from "../../examples/nexmark/bidding-statistics.ts";
 import type { Q4Result } from "../../examples/nexmark/q4.ts";
+import { q9Row, type Q9Result } from "../../examples/nexmark/q9.ts";
+import { inLifetime, outbids } from "../../examples/nexmark/winning-bids.ts";
 import type { Q12Result } from "../../examples/nexmark/q12.ts";
 import type { Q15Result } from "../../examples/nexmark/q15.ts";
 import type { Q16Result } from "../../examples/nexmark/q16.ts";
@@ -25,10 +27,10 @@ type Digest<T> = (record: T) => number;
 /** An auction between its arrival and the first event past its expiry. */
 interface OpenAuction {
   readonly id: number;
-  readonly category: number;
-  readonly dateTime: number;
   readonly expires: number;
-  maxPrice: number;
+  readonly auction: Auction;
+  /** Its winning bid so far (winning-bids.ts's order). */
+  best: Bid | undefined;
 }
 
 /**
@@ -79,27 +81,19 @@ class ClosingQueue {
 }
 
 /**
- * q4: each auction's highest bid within its lifetime, final once an event is stamped after its
- * expiry (event time never decreases with the id); auctions close in the order of the job's
- * timers, and each closing with a bid updates its category's running average.
+ * Each auction's winning bid (examples/nexmark/winning-bids.ts: its best bid within its lifetime),
+ * final once an event is stamped after its expiry (event time never decreases with the id);
+ * auctions close in the order of the job's timers, calling `won` for each that had a bid.
  */
-export function q4Loop({ firstEventId, events, config }: EventRange, digest: Digest<Q4Result>): OutputFold {
-  const fold = emptyFold();
+export function forEachWinningBid({ firstEventId, events, config }: EventRange, won: (auction: Auction, bid: Bid) => void): void {
   const open = new Map<number, OpenAuction>();
   const closing = new ClosingQueue();
   /** Bids on auctions that have not arrived yet (the generator bids a few auction ids ahead). */
   const early = new Map<number, Bid[]>();
   let lastAuctionId = Number.NEGATIVE_INFINITY;
-  const sums = new Map<number, { sum: number; count: number }>();
   const close = (a: OpenAuction): void => {
     open.delete(a.id);
-    if (a.maxPrice < 0) return;
-    let total = sums.get(a.category);
-    if (total === undefined) sums.set(a.category, (total = { sum: 0, count: 0 }));
-    total.sum += a.maxPrice;
-    total.count++;
-    const r: Q4Result = { category: a.category, final: Math.trunc(total.sum / total.count) };
-    foldDigest(fold, digest(r));
+    if (a.best !== undefined) won(a.auction, a.best);
   };
   for (let id = firstEventId, end = firstEventId + events; id < end; id++) {
     const e = nexmarkEvent(id, config);
@@ -107,20 +101,20 @@ export function q4Loop({ firstEventId, events, config }: EventRange, digest: Dig
     const dateTime = e.bid !== undefined ? e.bid.dateTime : e.auction.dateTime;
     for (let a = closing.peek(); a !== undefined && a.expires < dateTime; a = closing.peek()) close(closing.pop()!);
     if (e.auction !== undefined) {
-      const { id: auctionId, category, dateTime: opened, expires } = e.auction;
-      lastAuctionId = auctionId;
-      let maxPrice = -1;
-      for (const b of early.get(auctionId) ?? []) if (b.price > maxPrice && b.dateTime >= opened && b.dateTime <= expires) maxPrice = b.price;
-      early.delete(auctionId);
-      const a: OpenAuction = { id: auctionId, category, dateTime: opened, expires, maxPrice };
-      open.set(auctionId, a);
+      const auction = e.auction;
+      lastAuctionId = auction.id;
+      let best: Bid | undefined;
+      for (const b of early.get(auction.id) ?? []) if (inLifetime(auction, b) && outbids(b, best)) best = b;
+      early.delete(auction.id);
+      const a: OpenAuction = { id: auction.id, expires: auction.expires, auction, best };
+      open.set(auction.id, a);
       closing.push(a);
       continue;
     }
     const b = e.bid;
     const a = open.get(b.auction);
     if (a !== undefined) {
-      if (b.price > a.maxPrice && b.dateTime >= a.dateTime && b.dateTime <= a.expires) a.maxPrice = b.price;
+      if (inLifetime(a.auction, b) && outbids(b, a.best)) a.best = b;
     } else if (b.auction > lastAuctionId) {
       const waiting = early.get(b.auction);
       if (waiting === undefined) early.set(b.auction, [b]);
@@ -129,6 +123,27 @@ export function q4Loop({ firstEventId, events, config }: EventRange, digest: Dig
     // Otherwise the auction has closed: the bid is past its lifetime.
   }
   for (let a = closing.pop(); a !== undefined; a = closing.pop()) close(a);
+}
+
+/** q4: each auction closing with a winning bid updates its category's running average. */
+export function q4Loop(range: EventRange, digest: Digest<Q4Result>): OutputFold {
+  const fold = emptyFold();
+  const sums = new Map<number, { sum: number; count: number }>();
+  forEachWinningBid(range, (auction, bid) => {
+    let total = sums.get(auction.category);
+    if (total === undefined) sums.set(auction.category, (total = { sum: 0, count: 0 }));
+    total.sum += bid.price;
+    total.count++;
+    const r: Q4Result = { category: auction.category, final: Math.trunc(total.sum / total.count) };
+    foldDigest(fold, digest(r));
+  });
+  return fold;
+}
+
+/** q9: each auction's row with its winning bid, when it closes. */
+export function q9Loop(range: EventRange, digest: Digest<Q9Result>): OutputFold {
+  const fold = emptyFold();
+  forEachWinningBid(range, (auction, bid) => foldDigest(fold, digest(q9Row({ auction, bid }))));
   return fold;
 }
 

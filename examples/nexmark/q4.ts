@@ -10,14 +10,8 @@
  *   GROUP BY Q.category;
  *
  * DataStream, in two keyed steps:
- * 1. auctions and bids `connect`ed and keyed by auction id; a KeyedCoProcessFunction keeps the
- *    auction and the highest price of its bids stamped in [dateTime, expires], and emits that
- *    winning price once, when event time passes `expires` (an event-time timer). The watermark
- *    says every bid stamped up to `expires` has arrived by then, so the price is final and the
- *    auction's state is dropped. Bids that arrive before their auction (the generator bids on
- *    auctions a few ids ahead; at parallelism 2 the auction may come from the other subtask) wait
- *    for it, but only until event time passes their own dateTime: an auction still missing then
- *    opens after the bid, which therefore is outside its lifetime.
+ * 1. the winning bid of each auction (winning-bids.ts, shared with q9), emitted once, when event
+ *    time passes the auction's expiry, and reduced to its category and price;
  * 2. the winning prices keyed by category, and a running average (sum and count in keyed state)
  *    emitted after each auction closes.
  *
@@ -30,18 +24,9 @@
  *
  *   NEXMARK_EVENTS=100000 npx eddy run examples/nexmark/q4.ts -p 2
  */
-import {
-  defineJob,
-  ListStateDescriptor,
-  ValueStateDescriptor,
-  type Auction,
-  type Bid,
-  type DataStream,
-  type KeyedCoProcessFunction,
-  type KeyedProcessFunction,
-  type StreamExecutionEnvironment,
-} from "eddy";
+import { defineJob, ValueStateDescriptor, type DataStream, type KeyedProcessFunction, type StreamExecutionEnvironment } from "eddy";
 import { auctionsWithBids, nexmarkEvents } from "./nexmark-streams.ts";
+import { winningBids, type WinningBid } from "./winning-bids.ts";
 
 export interface Q4Result {
   readonly category: number;
@@ -49,62 +34,10 @@ export interface Q4Result {
   readonly final: number;
 }
 
-/** The highest bid of one auction in its lifetime. */
-export interface WinningBid {
-  readonly auction: number;
+/** A closed auction's category and winning price: all of it the second step needs (and all that crosses the keyBy). */
+export interface WinningPrice {
   readonly category: number;
   readonly price: number;
-}
-
-/** An open auction and its highest price so far (-1: no bid in its lifetime yet). */
-interface OpenAuction {
-  readonly category: number;
-  readonly dateTime: number;
-  readonly expires: number;
-  readonly maxPrice: number;
-}
-
-/** Emits each auction's winning price when event time passes its expiry. */
-export function winningBids(): KeyedCoProcessFunction<number, Auction, Bid, WinningBid> {
-  // Values are replaced, never mutated, so state need not copy them.
-  const open = new ValueStateDescriptor<OpenAuction>("open-auction", { copy: "none" });
-  const early = new ListStateDescriptor<Bid>("bids-before-auction", { copy: "none" });
-  const inLifetime = (a: OpenAuction | Auction, b: Bid) => b.dateTime >= a.dateTime && b.dateTime <= a.expires;
-  return {
-    processElement1(auction, ctx) {
-      let maxPrice = -1;
-      const waiting = ctx.getListState(early);
-      for (const bid of waiting.get()) {
-        if (bid.price > maxPrice && inLifetime(auction, bid)) maxPrice = bid.price;
-      }
-      waiting.clear();
-      ctx.getState(open).update({ category: auction.category, dateTime: auction.dateTime, expires: auction.expires, maxPrice });
-      ctx.timerService().registerEventTimeTimer(auction.expires);
-    },
-    processElement2(bid, ctx) {
-      const state = ctx.getState(open);
-      const auction = state.value();
-      if (auction === undefined) {
-        ctx.getListState(early).add(bid);
-        ctx.timerService().registerEventTimeTimer(bid.dateTime);
-      } else if (bid.price > auction.maxPrice && inLifetime(auction, bid)) {
-        state.update({ ...auction, maxPrice: bid.price });
-      }
-    },
-    onTimer(timestamp, ctx, out) {
-      const state = ctx.getState(open);
-      const auction = state.value();
-      if (auction !== undefined) {
-        if (timestamp !== auction.expires) return;
-        if (auction.maxPrice >= 0) out.collect({ auction: ctx.getCurrentKey(), category: auction.category, price: auction.maxPrice });
-        state.clear();
-        return;
-      }
-      // No auction yet: bids stamped up to now can no longer fall into its lifetime.
-      const waiting = ctx.getListState(early);
-      waiting.update(waiting.get().filter((b) => b.dateTime > timestamp));
-    },
-  };
 }
 
 interface PriceSum {
@@ -113,7 +46,7 @@ interface PriceSum {
 }
 
 /** The running average of the winning prices of a category. */
-export function averagePrice(): KeyedProcessFunction<number, WinningBid, Q4Result> {
+export function averagePrice(): KeyedProcessFunction<number, WinningPrice, Q4Result> {
   const total = new ValueStateDescriptor<PriceSum>("winning-price-sum", { copy: "none" });
   return {
     processElement(win, ctx, out) {
@@ -130,6 +63,7 @@ export function q4(env: StreamExecutionEnvironment): DataStream<Q4Result> {
   return auctionsWithBids(nexmarkEvents(env))
     .process(winningBids())
     .uid("q4-winning-bids")
+    .map((w: WinningBid): WinningPrice => ({ category: w.auction.category, price: w.bid.price }))
     .keyBy((w) => w.category)
     .process(averagePrice())
     .uid("q4-average");

@@ -193,6 +193,21 @@ export const ORACLE_SQL = {
     ) Q
     GROUP BY Q.category`,
 
+  // The reference orders by price DESC, dateTime ASC only; ties are broken as the job does (see
+  // examples/nexmark/winning-bids.ts): by bidder, channel, url, extra.
+  q9: `
+    SELECT id, "itemName", description, "initialBid", reserve, "dateTime", expires, seller, category, extra,
+      auction, bidder, price, "bidDateTime", "bidExtra"
+    FROM (
+      SELECT A.*, B.auction, B.bidder, B.price, B."dateTime" AS "bidDateTime", B.extra AS "bidExtra",
+        row_number() OVER (
+          PARTITION BY A.id ORDER BY B.price DESC, B."dateTime" ASC, B.bidder, B.channel, B.url, B.extra
+        ) AS rownum
+      FROM auction A, bid B
+      WHERE A.id = B.auction AND B."dateTime" BETWEEN A."dateTime" AND A.expires
+    )
+    WHERE rownum <= 1`,
+
   // HOP(2 s slide, 10 s size): each bid is in the 5 windows starting at the multiples of 2 s in (dateTime - 10 s, dateTime].
   q5: `
     WITH hop AS (

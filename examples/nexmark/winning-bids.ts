@@ -1,0 +1,82 @@
+/**
+ * The winning bid of each auction: its highest bid within the auction's lifetime
+ * (`B.dateTime BETWEEN A.dateTime AND A.expires`), what q4 averages and q9 returns.
+ *
+ * Auctions and bids `connect`ed and keyed by auction id; the function keeps the auction and its
+ * best bid so far, and emits them once, when event time passes `expires` (an event-time timer):
+ * the watermark says every bid stamped up to `expires` has arrived by then, so the winner is final
+ * and the auction's state is dropped. Bids that arrive before their auction (the generator bids on
+ * auctions a few ids ahead; at parallelism 2 the auction may come from the other subtask) wait for
+ * it, but only until event time passes their own dateTime: an auction still missing then opens
+ * after the bid, which therefore is outside its lifetime. An auction without a bid in its lifetime
+ * emits nothing (an inner join).
+ *
+ * Ties: q9's SQL orders by price DESC, dateTime ASC; bids equal in both are ordered here by
+ * bidder, channel, url and extra (`outbids`), so the winner does not depend on arrival order.
+ */
+import { ListStateDescriptor, ValueStateDescriptor, type Auction, type Bid, type KeyedCoProcessFunction } from "eddy";
+
+export interface WinningBid {
+  readonly auction: Auction;
+  readonly bid: Bid;
+}
+
+/** An open auction and its best bid so far. */
+interface OpenAuction {
+  readonly auction: Auction;
+  readonly best: Bid | undefined;
+}
+
+/** Whether `b` beats `best`: higher price, then earlier, then the smaller bidder, channel, url, extra. */
+export function outbids(b: Bid, best: Bid | undefined): boolean {
+  if (best === undefined || b.price !== best.price) return best === undefined || b.price > best.price;
+  if (b.dateTime !== best.dateTime) return b.dateTime < best.dateTime;
+  if (b.bidder !== best.bidder) return b.bidder < best.bidder;
+  if (b.channel !== best.channel) return b.channel < best.channel;
+  if (b.url !== best.url) return b.url < best.url;
+  return b.extra < best.extra;
+}
+
+export function inLifetime(a: Auction, b: Bid): boolean {
+  return b.dateTime >= a.dateTime && b.dateTime <= a.expires;
+}
+
+/** Emits each auction with its winning bid when event time passes its expiry. */
+export function winningBids(): KeyedCoProcessFunction<number, Auction, Bid, WinningBid> {
+  // Values are replaced, never mutated, so state need not copy them.
+  const open = new ValueStateDescriptor<OpenAuction>("open-auction", { copy: "none" });
+  const early = new ListStateDescriptor<Bid>("bids-before-auction", { copy: "none" });
+  return {
+    processElement1(auction, ctx) {
+      let best: Bid | undefined;
+      const waiting = ctx.getListState(early);
+      for (const bid of waiting.get()) if (inLifetime(auction, bid) && outbids(bid, best)) best = bid;
+      waiting.clear();
+      ctx.getState(open).update({ auction, best });
+      ctx.timerService().registerEventTimeTimer(auction.expires);
+    },
+    processElement2(bid, ctx) {
+      const state = ctx.getState(open);
+      const current = state.value();
+      if (current === undefined) {
+        ctx.getListState(early).add(bid);
+        ctx.timerService().registerEventTimeTimer(bid.dateTime);
+      } else if (inLifetime(current.auction, bid) && outbids(bid, current.best)) {
+        state.update({ auction: current.auction, best: bid });
+      }
+    },
+    onTimer(timestamp, ctx, out) {
+      const state = ctx.getState(open);
+      const current = state.value();
+      if (current !== undefined) {
+        if (timestamp !== current.auction.expires) return;
+        if (current.best !== undefined) out.collect({ auction: current.auction, bid: current.best });
+        state.clear();
+        return;
+      }
+      // No auction yet: bids stamped up to now can no longer fall into its lifetime.
+      const waiting = ctx.getListState(early);
+      waiting.update(waiting.get().filter((b) => b.dateTime > timestamp));
+    },
+  };
+}
