@@ -14,7 +14,8 @@
  *   and each window fires exactly once, when the watermark passes its end, or at the end of input
  *   (which emits the maximum watermark); its result is then the batch result for that window.
  *
- * - q14, q21, q22: stateless like q0.
+ * - q14, q21, q22: stateless like q0; q13 too: a lookup in a table that never changes (the
+ *   processing-time join's answer is the plain join's).
  * - q20: an unbounded inner join like q3 (bid ⋈ auction); each match is emitted once.
  * - q9: the SQL's Top-1 per auction (winning bid) is final once the auction expires; the job emits
  *   each auction's row once, then (event-time timer at expiry, the final watermark closes the rest).
@@ -148,6 +149,7 @@ const CASES: readonly Case[] = [
   { query: "q8", job: jobs.q8Job, settings: WINDOWED, minRows: 10 },
   { query: "q9", job: jobs.q9Job, settings: WINDOWED, minRows: 100 },
   { query: "q11", job: jobs.q11Job, settings: WINDOWED, minRows: 200 },
+  { query: "q13", job: jobs.q13Job, settings: WINDOWED, minRows: 20_000 },
   { query: "q14", job: jobs.q14Job, settings: HOURS, minRows: 200, covers: { column: "bidTimeType", values: ["dayTime", "nightTime", "otherTime"] } },
   { query: "q15", job: jobs.q15Job, settings: DAYS, minRows: 4, finalPer: ["day"] },
   { query: "q16", job: jobs.q16Job, settings: DAYS, minRows: 100, finalPer: ["channel", "day"] },

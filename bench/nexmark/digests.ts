@@ -27,6 +27,7 @@ import type { Q18Result } from "../../examples/nexmark/q18.ts";
 import type { Q19Result } from "../../examples/nexmark/q19.ts";
 import type { Q20Result } from "../../examples/nexmark/q20.ts";
 import type { Q9Result } from "../../examples/nexmark/q9.ts";
+import type { Q13Result } from "../../examples/nexmark/q13.ts";
 import type { BiddingStatistics } from "../../examples/nexmark/bidding-statistics.ts";
 import type { Bid } from "eddy";
 import { mixNumber, mixString } from "../output-fold.ts";
@@ -49,6 +50,14 @@ export function digestQ10(r: Q10Row): number {
   h = mixNumber(h, r.price);
   h = mixString(h, r.dateTime);
   return mixNumber(h, r.extra.length);
+}
+
+export function digestQ13(r: Q13Result): number {
+  let h = mixNumber(SEED, r.auction);
+  h = mixNumber(h, r.bidder);
+  h = mixNumber(h, r.price);
+  h = mixNumber(h, r.dateTime);
+  return mixString(h, r.value);
 }
 
 export function digestQ2(r: Q2Result): number {

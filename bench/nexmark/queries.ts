@@ -29,11 +29,12 @@ import { q18 } from "../../examples/nexmark/q18.ts";
 import { q19 } from "../../examples/nexmark/q19.ts";
 import { q20 } from "../../examples/nexmark/q20.ts";
 import { q9 } from "../../examples/nexmark/q9.ts";
+import { q13 } from "../../examples/nexmark/q13.ts";
 import * as digests from "./digests.ts";
 import type { EventRange } from "./event-range.ts";
 import { foldingSink } from "../folding-sink.ts";
 import type { OutputFold } from "../output-fold.ts";
-import { q0Loop, q10Loop, q14Loop, q1Loop, q21Loop, q22Loop, q2Loop } from "./stateless-loops.ts";
+import { q0Loop, q10Loop, q13Loop, q14Loop, q1Loop, q21Loop, q22Loop, q2Loop } from "./stateless-loops.ts";
 import { q11Loop, q20Loop, q3Loop, q5Loop, q7Loop, q8Loop } from "./stateful-loops.ts";
 import { q12Loop, q15Loop, q16Loop, q17Loop, q18Loop, q19Loop, q4Loop, q9Loop } from "./updating-loops.ts";
 
@@ -140,6 +141,7 @@ export const BENCH_QUERIES: Readonly<Record<string, BenchQuery>> = {
   q9: benchQuery({ stateless: false, build: q9, digest: digests.digestQ9, handLoop: q9Loop }),
   q10: benchQuery({ stateless: true, build: q10WithFiles, digest: digests.digestQ10, handLoop: q10Loop }),
   q11: benchQuery({ stateless: false, build: q11, digest: digests.digestQ11, handLoop: q11Loop }),
+  q13: benchQuery({ stateless: true, build: (env) => q13(env), digest: digests.digestQ13, handLoop: q13Loop }),
   q12: benchQuery({
     stateless: false,
     build: q12,

@@ -4,10 +4,11 @@
  * run, in id order, one thread), computes the query's result records with the query's own user
  * functions, and folds them with the query's digest. No framework, no batching, no exchange.
  */
-import { closeSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { nexmarkEvent } from "eddy";
+import { parseSideInput, SIDE_INPUT_ROWS, sideInputFile, type Q13Result } from "../../examples/nexmark/q13.ts";
 import { timestamp3, type Q10Row } from "../../examples/nexmark/q10.ts";
 import { dollarsToEuros, type Q1Result } from "../../examples/nexmark/q1.ts";
 import type { Q0Result } from "../../examples/nexmark/q0.ts";
@@ -15,7 +16,7 @@ import type { Q2Result } from "../../examples/nexmark/q2.ts";
 import { q14Keeps, q14Row } from "../../examples/nexmark/q14.ts";
 import { channelId, type Q21Result } from "../../examples/nexmark/q21.ts";
 import type { Q22Result } from "../../examples/nexmark/q22.ts";
-import { digestBidProjection, digestQ10, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
+import { digestBidProjection, digestQ10, digestQ13, digestQ14, digestQ2, digestQ21, digestQ22 } from "./digests.ts";
 import { emptyFold, foldDigest, type OutputFold } from "../output-fold.ts";
 import type { EventRange } from "./event-range.ts";
 
@@ -100,6 +101,22 @@ export function q22Loop({ firstEventId, events, config }: EventRange): OutputFol
  * directory and written with one writeSync per full buffer (no checkpoints, no commit protocol):
  * the floor of writing the same partitioned files. The directory is removed afterwards.
  */
+/** q13: each bid with its key's value in the side input (loaded once, as each of the job's subtasks does). */
+export function q13Loop({ firstEventId, events, config }: EventRange): OutputFold {
+  const fold = emptyFold();
+  const file = sideInputFile();
+  const table = parseSideInput(readFileSync(file, "utf8"), file);
+  for (let id = firstEventId, end = firstEventId + events; id < end; id++) {
+    const b = nexmarkEvent(id, config).bid;
+    if (b === undefined) continue;
+    const value = table.get(b.auction % SIDE_INPUT_ROWS);
+    if (value === undefined) continue;
+    const r: Q13Result = { auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime, value };
+    foldDigest(fold, digestQ13(r));
+  }
+  return fold;
+}
+
 export function q10Loop({ firstEventId, events, config }: EventRange): OutputFold {
   const fold = emptyFold();
   const root = mkdtempSync(join(tmpdir(), "eddy-q10-loop-"));

@@ -208,6 +208,12 @@ export const ORACLE_SQL = {
     )
     WHERE rownum <= 1`,
 
+  // The suite's side input, generated here by DuckDB (the job reads it from a CSV file it writes).
+  q13: `
+    SELECT B.auction, B.bidder, B.price, B."dateTime", S.value
+    FROM bid B JOIN (SELECT i AS key, CAST(i AS VARCHAR) AS value FROM range(10000) t(i)) S
+      ON B.auction % 10000 = S.key`,
+
   // HOP(2 s slide, 10 s size): each bid is in the 5 windows starting at the multiples of 2 s in (dateTime - 10 s, dateTime].
   q5: `
     WITH hop AS (
