@@ -8,7 +8,10 @@
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
-import { runJob, type JobResult } from "eddy/testing";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { runJob, type JobResult, type RunOptions } from "eddy/testing";
 import { parseBenchArgs } from "./nexmark/args.ts";
 import { eventRangeFromSettings } from "./nexmark/event-range.ts";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
@@ -22,14 +25,24 @@ const query = benchQueryNamed(args.query);
 // Read by the job when it is built, here and on every worker thread.
 process.env[QUERY_ENV] = args.query;
 
+/** With --checkpoint-interval: exactly-once checkpoints into a directory removed at exit. */
+function checkpointOptions(): RunOptions {
+  if (args.checkpointInterval === undefined) return {};
+  const checkpointDir = mkdtempSync(join(tmpdir(), "eddy-nexmark-bench-chk-"));
+  process.once("exit", () => rmSync(checkpointDir, { recursive: true, force: true }));
+  return { checkpointDir, config: { "execution.checkpointing.interval": args.checkpointInterval, "execution.checkpointing.mode": "exactly-once" } };
+}
+const checkpointing = checkpointOptions();
+
 /** Runs the job over `events` events; CPU of the whole process (every thread) while it ran. */
-async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold }> {
+async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
-  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode });
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, ...checkpointing, jobId: `${args.query}-${events}` });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
-  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold: mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME)) };
+  const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
+  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold, checkpoints: handle.checkpoints().length };
 }
 
 // The same job over no events first: what starting it costs (building the workers' bundle of the
@@ -57,6 +70,7 @@ const measurement: Measurement = {
   cpuMs: job.cpuMs,
   startupCpuMs: empty.cpuMs,
   peakRssMb,
+  checkpoints: job.checkpoints,
   eddy: job.fold,
   comparison: query.comparison(args.parallelism),
   loop,

@@ -10,7 +10,8 @@
  *
  * Flags: --query all | qN | qN,qM (default all); --events N (default 1,000,000); --parallelism P
  * (default 1); --mode inline | threads (default: inline at parallelism 1, threads above);
- * --rounds R (default 1: figures are medians over R runs); --json (one JSON object per line per
+ * --rounds R (default 1: figures are medians over R runs); --checkpoint-interval D (exactly-once
+ * checkpoints every D during each job, e.g. 10s; default off); --json (one JSON object per line per
  * query, fields in bench/nexmark/report.ts); --no-loop.
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
@@ -32,6 +33,7 @@ import type { Measurement } from "./nexmark/measurement.ts";
 import { BENCH_QUERIES, benchQueryNamed } from "./nexmark/queries.ts";
 import { reportQuery, type QueryReport } from "./nexmark/report.ts";
 import { TABLE_HEADER, tableRow } from "./nexmark/table.ts";
+import { median } from "./stats.ts";
 
 const args = parseBenchArgs(process.argv.slice(2));
 const queries = args.query === "all" ? Object.keys(BENCH_QUERIES) : args.query.split(",").map((q) => q.trim());
@@ -44,6 +46,7 @@ const run = promisify(execFile);
 async function measure(query: string): Promise<Measurement> {
   const childArgs = ["--query", query, "--events", String(args.events), "--parallelism", String(args.parallelism), "--mode", args.mode];
   if (args.noLoop) childArgs.push("--no-loop");
+  if (args.checkpointInterval !== undefined) childArgs.push("--checkpoint-interval", args.checkpointInterval);
   const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
   if (stderr.length > 0) process.stderr.write(stderr);
   const line = stdout.trim().split("\n").at(-1);
@@ -55,20 +58,24 @@ if (!args.json) {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(
     `Nexmark on Eddy: ${args.events.toLocaleString("en")} events, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
-      `median of ${args.rounds}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      `median of ${args.rounds}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
   );
   console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
   console.log(TABLE_HEADER);
 }
 
 let mismatches = 0;
+/** Checkpoints completed per query, the median over its rounds (with --checkpoint-interval). */
+const checkpointsCompleted: string[] = [];
 for (const query of queries) {
   const rounds: Measurement[] = [];
   for (let r = 0; r < args.rounds; r++) rounds.push(await measure(query));
+  checkpointsCompleted.push(`${query} ${median(rounds.map((m) => m.checkpoints))}`);
   const report: QueryReport = reportQuery(rounds, benchQueryNamed(query).stateless);
   if (report.outputCheck.startsWith("MISMATCH")) mismatches++;
   console.log(args.json ? JSON.stringify(report) : tableRow(report));
 }
+if (args.checkpointInterval !== undefined && !args.json) console.log(`\nCheckpoints completed during the job (median): ${checkpointsCompleted.join(", ")}`);
 if (mismatches > 0) {
   console.error(`${mismatches} quer${mismatches === 1 ? "y" : "ies"} produced other output than the hand-written loop`);
   process.exitCode = 1;

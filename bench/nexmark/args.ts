@@ -12,6 +12,11 @@ export interface BenchArgs {
   readonly json: boolean;
   /** Skip the hand-written loop (e.g. when profiling the job alone). */
   readonly noLoop: boolean;
+  /**
+   * Checkpoint every this long during the job (exactly-once, into a temporary directory), as
+   * Flink's published runs do (every 30 s, V2); Eddy's duration syntax (10s, 500ms). Undefined: off.
+   */
+  readonly checkpointInterval: string | undefined;
 }
 
 const FLAGS = new Set(["json", "no-loop"]);
@@ -29,7 +34,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -48,5 +53,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     rounds: count("rounds", 1),
     json: values.has("json"),
     noLoop: values.has("no-loop"),
+    checkpointInterval: values.get("checkpoint-interval"),
   };
 }

@@ -17,6 +17,8 @@ export interface Measurement {
   readonly startupCpuMs: number;
   /** Peak resident set of this process after the job (before the loop runs): the job's peak. */
   readonly peakRssMb: number;
+  /** Checkpoints the job completed (with --checkpoint-interval; 0 without). */
+  readonly checkpoints: number;
   readonly eddy: OutputFold;
   /** What of `eddy` and `loop.fold` is to be compared at this parallelism. */
   readonly comparison: OutputComparison;
