@@ -8,8 +8,8 @@
  *   node -C eddy-source --import tsx bench/tsc-fresh-project.ts [--rounds 5] [--before old.tgz]
  *
  * An old tarball of this repository: `git worktree add --detach /tmp/old <commit> && cd
- * /tmp/old/packages/eddy && npm pack` (its sources need `allowImportingTsExtensions`, set here
- * for it). Installs offline, as test/package.test.ts does.
+ * /tmp/old/packages/eddy && npm pack` (its sources need `allowImportingTsExtensions` and more,
+ * set here for it). Installs offline, as test/package.test.ts does.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -27,15 +27,20 @@ try {
   const manifestOf = (file: string): Tarball["manifest"] => JSON.parse(ok("tar", ["-xOzf", file, "package/package.json"], work).stdout) as Tarball["manifest"];
   const now = packWorkspace("eddy", work);
   const projects: { name: string; dir: string }[] = [];
-  const make = (name: string, eddy: Tarball | undefined, job: string, extra: Record<string, unknown> = {}): void => {
-    const dir = join(work, name);
+  const make = (name: string, eddy: Tarball | undefined, job: string, extra: Record<string, unknown> = {}, devDependencies: Record<string, string> = {}): void => {
+    const dir = join(work, name.replace(/\W+/g, "-"));
     const tarballs = new Map(eddy === undefined ? [] : [["eddy", eddy] as const]);
-    installOffline(dir, { name, private: true, type: "module", dependencies: eddy === undefined ? {} : { eddy: "*" }, devDependencies: { typescript: "~5.9.3", "@types/node": "^20.19.0" } }, tarballs);
+    installOffline(dir, { name: "fresh", private: true, type: "module", dependencies: eddy === undefined ? {} : { eddy: "*" }, devDependencies: { typescript: "~5.9.3", "@types/node": "^20.19.0", ...devDependencies } }, tarballs);
     ok(join(dir, "node_modules/.bin/tsc"), ["--init"], dir);
     if (Object.keys(extra).length > 0) {
-      // tsc --init writes comments; keep its settings and add ours.
-      const text = readFileSync(join(dir, "tsconfig.json"), "utf8");
-      writeFileSync(join(dir, "tsconfig.json"), text.replace('"compilerOptions": {', `"compilerOptions": {\n${Object.entries(extra).map(([k, v]) => `    ${JSON.stringify(k)}: ${JSON.stringify(v)},`).join("\n")}`));
+      // tsc --init writes comments: keep its text, set ours (replacing a setting it has).
+      let text = readFileSync(join(dir, "tsconfig.json"), "utf8");
+      for (const [k, v] of Object.entries(extra)) {
+        const setting = new RegExp(`^(\\s*)(?://\\s*)?"${k}":.*$`, "m");
+        const line = `"${k}": ${JSON.stringify(v)},`;
+        text = setting.test(text) ? text.replace(setting, `$1${line}`) : text.replace('"compilerOptions": {', `"compilerOptions": {\n    ${line}`);
+      }
+      writeFileSync(join(dir, "tsconfig.json"), text);
     }
     writeFileSync(join(dir, "job.ts"), job);
     ok(join(dir, "node_modules/.bin/tsc"), ["--noEmit"], dir); // fails here if the project does not type-check
@@ -45,7 +50,9 @@ try {
   make(`eddy ${now.manifest.version} (this checkout)`, now, JOB);
   if (values.before !== undefined) {
     const before = { file: values.before, manifest: manifestOf(values.before) };
-    make(`before (${values.before})`, before, JOB, { allowImportingTsExtensions: true, noEmit: true, types: ["node"] });
+    // What a user had to add before: TypeScript sources need allowImportingTsExtensions, Node's
+    // types, Eddy's own laxer exactOptionalPropertyTypes, and the types of its dependencies.
+    make(`before (${values.before})`, before, JOB, { allowImportingTsExtensions: true, noEmit: true, types: ["node"], exactOptionalPropertyTypes: false }, { "@types/picomatch": "^4.0.3" });
   }
   const times = new Map<string, number[]>(projects.map((p) => [p.name, []]));
   for (let round = 0; round < rounds; round++) {
