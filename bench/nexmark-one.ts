@@ -4,7 +4,7 @@
  * Prints one JSON line (bench/nexmark/measurement.ts). Started by bench/nexmark.ts per query and
  * round; by hand:
  *
- *   node --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2
+ *   node --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -26,7 +26,7 @@ process.env[QUERY_ENV] = args.query;
 async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
-  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode });
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
   return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold: mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME)) };

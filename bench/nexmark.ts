@@ -11,7 +11,8 @@
  * Flags: --query all | qN | qN,qM (default all); --events N (default 1,000,000); --parallelism P
  * (default 1); --mode inline | threads (default: inline at parallelism 1, threads above);
  * --rounds R (default 1: figures are medians over R runs); --json (one JSON object per line per
- * query, fields in bench/nexmark/report.ts); --no-loop.
+ * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
+ * metrics, the `metrics.enabled` key).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
@@ -44,6 +45,7 @@ const run = promisify(execFile);
 async function measure(query: string): Promise<Measurement> {
   const childArgs = ["--query", query, "--events", String(args.events), "--parallelism", String(args.parallelism), "--mode", args.mode];
   if (args.noLoop) childArgs.push("--no-loop");
+  if (!args.metrics) childArgs.push("--metrics", "off");
   const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
   if (stderr.length > 0) process.stderr.write(stderr);
   const line = stdout.trim().split("\n").at(-1);

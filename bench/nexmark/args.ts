@@ -12,6 +12,8 @@ export interface BenchArgs {
   readonly json: boolean;
   /** Skip the hand-written loop (e.g. when profiling the job alone). */
   readonly noLoop: boolean;
+  /** Per-record metrics (`--metrics on|off`, default on: the `metrics.enabled` key, docs/metrics.md). */
+  readonly metrics: boolean;
 }
 
 const FLAGS = new Set(["json", "no-loop"]);
@@ -29,7 +31,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "metrics", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -40,6 +42,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const parallelism = count("parallelism", 1);
   const mode = values.get("mode") ?? (parallelism > 1 ? "threads" : "inline");
   if (mode !== "inline" && mode !== "threads") throw new RangeError(`--mode must be inline or threads, got '${mode}'`);
+  const metrics = values.get("metrics") ?? "on";
+  if (metrics !== "on" && metrics !== "off") throw new RangeError(`--metrics must be on or off, got '${metrics}'`);
   return {
     query: values.get("query") ?? "all",
     events: count("events", 1_000_000),
@@ -48,5 +52,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     rounds: count("rounds", 1),
     json: values.has("json"),
     noLoop: values.has("no-loop"),
+    metrics: metrics === "on",
   };
 }
