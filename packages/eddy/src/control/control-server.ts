@@ -72,6 +72,8 @@ export interface ControlServerOptions {
   readonly logger: Logger;
   /** Interface to listen on (default 127.0.0.1; anything else exposes the API beyond this machine). */
   readonly host?: string;
+  /** Port to listen on (default 0: any free one); a fixed one gives Prometheus a stable target (`-D rest.port=9249`). */
+  readonly port?: number | undefined;
   /** Connection and deadline bounds (default CONTROL_API_BOUNDS); tests shorten the deadlines. */
   readonly bounds?: HttpBounds;
 }
@@ -149,7 +151,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 
   let url: string;
   try {
-    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }));
+    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }), options.port);
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();

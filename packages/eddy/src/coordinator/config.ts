@@ -16,6 +16,8 @@ export interface ConfiguredOptions {
   watchdogTimeoutMs?: number;
   maxWorkerHeapMb?: number;
   metricsEnabled?: boolean;
+  /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
+  restPort?: number;
 }
 
 interface KeySpec {
@@ -119,6 +121,14 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   "metrics.enabled": {
     description: "per-record metrics: records in/out per operator, busy time (default true; false saves their cost, docs/metrics.md)",
     apply: (v, d) => void (d.metricsEnabled = bool("metrics.enabled", v)),
+  },
+  "rest.port": {
+    description: "port of the job's control API (GET /metrics, savepoints...): a fixed one for Prometheus to scrape (default 0: any free port)",
+    apply: (v, d) => {
+      const port = int("rest.port", v);
+      if (port > 65_535) throw invalid("rest.port", v, "a port number, 0-65535");
+      d.restPort = port;
+    },
   },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },

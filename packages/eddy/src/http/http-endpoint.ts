@@ -110,10 +110,11 @@ export function createRequestLimit(maxInFlight: number): RequestLimit {
  * listening, `onError` hears what the server reports later (an accept that failed, e.g. EMFILE):
  * the server goes on, and an 'error' event without a listener would end the process.
  */
-export async function listen(server: Server, host: string, onError: (error: Error) => void): Promise<string> {
+/** Listens on `host`:`port` (0: any free port); resolves with the server's URL. */
+export async function listen(server: Server, host: string, onError: (error: Error) => void, port = 0): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, host, () => {
+    server.listen(port, host, () => {
       server.off("error", reject);
       server.on("error", onError);
       resolve();
