@@ -4,7 +4,7 @@
  * Prints one JSON line (bench/nexmark/measurement.ts). Started by bench/nexmark.ts per query and
  * round; by hand:
  *
- *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2
+ *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -38,7 +38,7 @@ const checkpointing = checkpointOptions();
 async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
-  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, ...checkpointing, jobId: `${args.query}-${events}` });
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, ...checkpointing, jobId: `${args.query}-${events}` });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
   const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));

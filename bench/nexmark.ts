@@ -12,7 +12,8 @@
  * (default 1); --mode inline | threads (default: inline at parallelism 1, threads above);
  * --rounds R (default 1: figures are medians over R runs); --checkpoint-interval D (exactly-once
  * checkpoints every D during each job, e.g. 10s; default off); --json (one JSON object per line per
- * query, fields in bench/nexmark/report.ts); --no-loop.
+ * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
+ * metrics, the `metrics.enabled` key).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
@@ -47,6 +48,7 @@ async function measure(query: string): Promise<Measurement> {
   const childArgs = ["--query", query, "--events", String(args.events), "--parallelism", String(args.parallelism), "--mode", args.mode];
   if (args.noLoop) childArgs.push("--no-loop");
   if (args.checkpointInterval !== undefined) childArgs.push("--checkpoint-interval", args.checkpointInterval);
+  if (!args.metrics) childArgs.push("--metrics", "off");
   const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
   if (stderr.length > 0) process.stderr.write(stderr);
   const line = stdout.trim().split("\n").at(-1);

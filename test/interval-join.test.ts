@@ -20,6 +20,7 @@ import {
   NO_TIMESTAMP,
   heapStateBackend,
   CounterRegistry,
+  OperatorMetricGroup,
   type OperatorContext,
   type Output,
   intervalJoinOperator,
@@ -316,6 +317,7 @@ function driver(
     job: { jobName: "driver", collect() {}, commitOnce() {}, writeStdout() {} },
     autoWatermarkIntervalMs: 200,
     counter: (name) => counters.counter("IntervalJoin", name),
+    metrics: new OperatorMetricGroup("IntervalJoin", 0),
     stateBackend: heapStateBackend,
     awaitWork: () => assert.fail("an interval join starts no asynchronous work"),
   };

@@ -17,6 +17,8 @@ export interface BenchArgs {
    * Flink's published runs do (every 30 s, V2); Eddy's duration syntax (10s, 500ms). Undefined: off.
    */
   readonly checkpointInterval: string | undefined;
+  /** Per-record metrics (`--metrics on|off`, default on: the `metrics.enabled` key, docs/metrics.md). */
+  readonly metrics: boolean;
 }
 
 const FLAGS = new Set(["json", "no-loop"]);
@@ -34,7 +36,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -45,6 +47,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const parallelism = count("parallelism", 1);
   const mode = values.get("mode") ?? (parallelism > 1 ? "threads" : "inline");
   if (mode !== "inline" && mode !== "threads") throw new RangeError(`--mode must be inline or threads, got '${mode}'`);
+  const metrics = values.get("metrics") ?? "on";
+  if (metrics !== "on" && metrics !== "off") throw new RangeError(`--metrics must be on or off, got '${metrics}'`);
   return {
     query: values.get("query") ?? "all",
     events: count("events", 1_000_000),
@@ -54,5 +58,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     json: values.has("json"),
     noLoop: values.has("no-loop"),
     checkpointInterval: values.get("checkpoint-interval"),
+    metrics: metrics === "on",
   };
 }

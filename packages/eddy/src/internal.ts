@@ -22,6 +22,7 @@ export { SOURCE_SPLITS_STATE } from "./executor/task-executor.ts";
 export { startStateServer } from "./queryable/state-server.ts";
 export { decodeOperatorStates, operatorStateSection } from "./checkpoint/format/task-snapshot.ts";
 export { CounterRegistry, type OneInputOperator, type OperatorContext, type Output } from "./runtime/operator.ts";
+export { OperatorMetricGroup } from "./runtime/metrics/metric-group.ts";
 export { intervalJoinOperator, inclusiveIntervalJoinBounds, type IntervalJoinBounds, type IntervalJoinLateData, type IntervalJoinOperator } from "./runtime/operators/interval-join-operator.ts";
 export { keyedProcessOperator } from "./runtime/operators/keyed-process-operator.ts";
 export { slidingPaneOperator } from "./runtime/windows/sliding-pane-operator.ts";

@@ -62,7 +62,7 @@
  */
 import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfig } from "./checkpoint-config.ts";
-import { CheckpointCoordinator, type CheckpointStats, type CoordinatorCommand, type TaskAck } from "./coordinator.ts";
+import { CheckpointCoordinator, type CheckpointCounts, type CheckpointStats, type CoordinatorCommand, type TaskAck } from "./coordinator.ts";
 
 /** How long a savepoint request waits for a free slot before it is rejected. */
 export const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
@@ -164,6 +164,11 @@ export class CheckpointLifecycle<R> {
   /** The highest checkpoint id issued so far (a trigger, a savepoint or the final one). */
   get lastCheckpointId(): number {
     return this.#lastId;
+  }
+
+  /** The coordinator's counts of ended checkpoints (the final checkpoint is not among them). */
+  counts(): CheckpointCounts {
+    return this.#coordinator.counts();
   }
 
   /** The coordinator's statistics (the final checkpoint is not among them). */

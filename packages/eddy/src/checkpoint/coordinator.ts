@@ -93,6 +93,12 @@ export interface CheckpointStats {
   readonly failureReason: string | undefined;
 }
 
+/** Checkpoints (savepoints included) that ended so far, however many `stats()` still lists. */
+export interface CheckpointCounts {
+  readonly completed: number;
+  readonly failed: number;
+}
+
 export type TriggerOutcome =
   | { readonly ok: true; readonly checkpointId: number; readonly commands: CoordinatorCommand[] }
   | { readonly ok: false; readonly reason: string };
@@ -138,6 +144,7 @@ export class CheckpointCoordinator {
   readonly #finishedTasks = new Set<string>();
   #stopped = false;
   #ignored = 0;
+  readonly #counts = { completed: 0, failed: 0 };
   /** Stats by id in trigger order: every one in progress and the last STATS_HISTORY ended ones. */
   readonly #history = new Map<number, MutableStats>();
 
@@ -272,6 +279,11 @@ export class CheckpointCoordinator {
     return [];
   }
 
+  /** Completed and failed checkpoints so far (subsumed ones are neither). */
+  counts(): CheckpointCounts {
+    return { ...this.#counts };
+  }
+
   /** Every checkpoint in progress and the last STATS_HISTORY ended ones, in trigger order. */
   stats(): CheckpointStats[] {
     return [...this.#history.values()].map((s) => Object.freeze({ ...s }));
@@ -346,6 +358,8 @@ export class CheckpointCoordinator {
     p.stats.durationMs = now - p.triggerTimeMs;
     p.stats.failureReason = reason;
     if (status !== "subsumed") this.#lastEndMs = now;
+    if (status === "completed") this.#counts.completed++;
+    else if (status === "failed") this.#counts.failed++;
     let ended = this.#history.size - this.#pending.size;
     for (const [id, s] of this.#history) {
       if (ended <= STATS_HISTORY) break;

@@ -16,7 +16,7 @@ import { startControlServer, type ControlServer } from "./control-server.ts";
 import { runSummary } from "./run-summary.ts";
 import { StatusLine } from "./status-line.ts";
 import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
-import { DURATION_SYNTAX, parseDuration } from "../coordinator/config.ts";
+import { DURATION_SYNTAX, optionsFromConfig, parseDuration } from "../coordinator/config.ts";
 import { eddyVersion } from "../core/version.ts";
 import { commonJsJobProblem } from "./module-format.ts";
 
@@ -296,7 +296,7 @@ async function main(argv: string[]): Promise<void> {
   if (values["no-control"] !== true) {
     const id = execution.id;
     try {
-      control = await startControlServer(execution, { logger });
+      control = await startControlServer(execution, { logger, port: optionsFromConfig(config).restPort });
     } catch (e) {
       execution.cancel();
       await execution.done.catch(() => undefined);

@@ -2,7 +2,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, statSync, existsSync, writeFileSync, mkdirSync } from "node:fs";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
@@ -134,6 +135,25 @@ test("serves the job's info, keeps the registry entry and token in 0600 files, a
     assert.equal(existsSync(server.registryFile), false);
     assert.equal(existsSync(server.tokenFile), false);
     await assert.rejects(fetch(server.url + "/v1/job"));
+  });
+});
+
+test("listens on the port it is given (rest.port), and /metrics is 404 for a job that offers no metrics", async () => {
+  // A port free a moment ago (another process could take it in between: then this test fails loudly).
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  await withHome(async (home) => {
+    const server = await startControlServer(fakeJob().job, { home, logger: silentLogger, port });
+    try {
+      assert.equal(server.url, `http://127.0.0.1:${port}`);
+      const answer = await call(server, "GET", "/metrics");
+      assert.equal(answer.status, 404);
+      assert.equal(answer.body.error.code, "NOT_FOUND");
+    } finally {
+      await server.close();
+    }
   });
 });
 

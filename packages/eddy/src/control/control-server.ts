@@ -17,6 +17,8 @@
  *   POST /v1/job/savepoint  {}                                 → 200 SavepointResult
  *   POST /v1/job/stop       { savepoint: boolean, drain?: boolean } → 200 { savepoint: SavepointResult | null }
  *   POST /v1/job/cancel     {}                                 → 202 {}
+ *   GET  /metrics           → 200 the job's metrics in Prometheus's text format (prometheus-exposition.ts;
+ *                             when the job offers metricsSnapshot, as every job started by startJob does)
  * and, when the job also implements QueryableJob (has `token` and `queryableStates`), the
  * queryable-state endpoints of control-query.ts. Such a job brings its own token, which its state
  * servers check too, so one token file grants both; otherwise the server makes a random one.
@@ -42,6 +44,7 @@ import {
   type RegistryEntry,
 } from "./control-registry.ts";
 import { queryRoutes, type PatternRoute } from "./control-query.ts";
+import { PROMETHEUS_CONTENT_TYPE, prometheusExposition } from "./prometheus-exposition.ts";
 import { CONTROL_API_BOUNDS, createBoundedServer, type HttpBounds } from "../http/bounded-server.ts";
 import {
   bearerAuthorized,
@@ -69,6 +72,8 @@ export interface ControlServerOptions {
   readonly logger: Logger;
   /** Interface to listen on (default 127.0.0.1; anything else exposes the API beyond this machine). */
   readonly host?: string;
+  /** Port to listen on (default 0: any free one); a fixed one gives Prometheus a stable target (`-D rest.port=9249`). */
+  readonly port?: number | undefined;
   /** Connection and deadline bounds (default CONTROL_API_BOUNDS); tests shorten the deadlines. */
   readonly bounds?: HttpBounds;
 }
@@ -146,7 +151,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 
   let url: string;
   try {
-    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }));
+    url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }), options.port);
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
   } catch (e) {
     server.close();
@@ -247,7 +252,19 @@ function ignoreMissing(e: unknown): void {
 }
 
 function controlRoutes(job: ControlledJob): ReadonlyMap<string, Route> {
+  const metrics = job.metricsSnapshot?.bind(job);
   return new Map<string, Route>([
+    ...(metrics === undefined
+      ? []
+      : [
+          [
+            "/metrics",
+            {
+              method: "GET",
+              handle: async () => ({ status: 200, text: prometheusExposition(metrics()), contentType: PROMETHEUS_CONTENT_TYPE }),
+            },
+          ] as const,
+        ]),
     [
       "/v1/job",
       {

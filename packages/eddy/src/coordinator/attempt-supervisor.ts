@@ -20,7 +20,7 @@ import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { failureFields } from "../core/user-frames.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
-import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
+import type { CheckpointCounts, CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
@@ -74,6 +74,9 @@ export class AttemptSupervisor {
   readonly #o: AttemptSupervisorOptions;
   #storage!: CheckpointStorage;
   #runner: CheckpointRunner | undefined;
+  /** Counts and the last completed checkpoint of the attempts before the current one. */
+  #earlierCounts: CheckpointCounts = { completed: 0, failed: 0 };
+  #earlierLastCompleted: CheckpointStats | undefined;
   /** Whether an attempt has deployed its tasks and not ended (savepoints can be taken). */
   #running = false;
   /** The highest checkpoint id any attempt issued: a later attempt never reuses one (see #attempt). */
@@ -92,6 +95,19 @@ export class AttemptSupervisor {
   /** Statistics of the checkpoints of the current attempt. */
   stats(): CheckpointStats[] {
     return this.#runner?.stats() ?? [];
+  }
+
+  /** Completed and failed checkpoints of every attempt so far (numberOfCompletedCheckpoints, …). */
+  counts(): CheckpointCounts {
+    const current = this.#runner?.counts() ?? { completed: 0, failed: 0 };
+    return { completed: this.#earlierCounts.completed + current.completed, failed: this.#earlierCounts.failed + current.failed };
+  }
+
+  /** The newest completed checkpoint of any attempt (lastCheckpointDuration, lastCheckpointSize). */
+  lastCompleted(): CheckpointStats | undefined {
+    const stats = this.#runner?.stats() ?? [];
+    for (let i = stats.length - 1; i >= 0; i--) if (stats[i]!.status === "completed") return stats[i];
+    return this.#earlierLastCompleted;
   }
 
   /** A savepoint of the current attempt (see CheckpointRunner.triggerSavepoint). */
@@ -185,6 +201,12 @@ export class AttemptSupervisor {
       },
       onFailJob: (e) => fail(e),
     });
+    const earlier = this.#runner;
+    if (earlier !== undefined) {
+      this.#earlierLastCompleted = this.lastCompleted();
+      const c = earlier.counts();
+      this.#earlierCounts = { completed: this.#earlierCounts.completed + c.completed, failed: this.#earlierCounts.failed + c.failed };
+    }
     this.#runner = runner;
     const enumeratorState = restore === undefined ? undefined : (operatorId: string) => restore.manifest.enumerators[operatorId];
     // What tasks report about checkpoints (that part of the gateway), wherever they run.

@@ -9,7 +9,7 @@
 import type { CheckpointBarrier } from "../core/elements.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
-import type { CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
+import type { CheckpointCounts, CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
 import { CheckpointLifecycle, type LifecycleCommand } from "../checkpoint/checkpoint-lifecycle.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { randomBytes } from "node:crypto";
@@ -145,6 +145,10 @@ export class CheckpointRunner {
 
   taskFinished(taskId: string): void {
     this.#run(this.#lifecycle.taskFinished(taskId, Date.now()));
+  }
+
+  counts(): CheckpointCounts {
+    return this.#lifecycle.counts();
   }
 
   stats(): CheckpointStats[] {

@@ -15,6 +15,9 @@ export interface ConfiguredOptions {
   restartStrategy?: RestartStrategyConfig;
   watchdogTimeoutMs?: number;
   maxWorkerHeapMb?: number;
+  metricsEnabled?: boolean;
+  /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
+  restPort?: number;
 }
 
 interface KeySpec {
@@ -51,6 +54,12 @@ const int = (key: string, value: string): number => {
   return Number(value);
 };
 
+const bool = (key: string, value: string): boolean => {
+  const v = value.trim().toLowerCase();
+  if (v !== "true" && v !== "false") throw invalid(key, value, "true or false");
+  return v === "true";
+};
+
 /** The documented keys (README), with what each sets. */
 export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   "execution.checkpointing.interval": {
@@ -83,11 +92,7 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   },
   "execution.checkpointing.recovery.allow-behind-committed": {
     description: "let recovery restore a checkpoint older than committed output (two-phase sinks then duplicate it)",
-    apply: (v, d) => {
-      const value = v.trim().toLowerCase();
-      if (value !== "true" && value !== "false") throw invalid("execution.checkpointing.recovery.allow-behind-committed", v, "true or false");
-      d.checkpoint.allowRecoveryBehindCommitted = value === "true";
-    },
+    apply: (v, d) => void (d.checkpoint.allowRecoveryBehindCommitted = bool("execution.checkpointing.recovery.allow-behind-committed", v)),
   },
   "state.checkpoints.num-retained": {
     description: "completed checkpoints kept",
@@ -111,6 +116,18 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       const m = /^(\d+)\s*(m|mb|g|gb)$/i.exec(v.trim());
       if (m === null || Number(m[1]) === 0) throw invalid("taskmanager.memory.task.heap.size", v, "a size such as 512m or 2g");
       d.maxWorkerHeapMb = Number(m[1]) * (m[2]!.toLowerCase().startsWith("g") ? 1_024 : 1);
+    },
+  },
+  "metrics.enabled": {
+    description: "per-record metrics: records in/out per operator, busy time (default true; false saves their cost, docs/metrics.md)",
+    apply: (v, d) => void (d.metricsEnabled = bool("metrics.enabled", v)),
+  },
+  "rest.port": {
+    description: "port of the job's control API (GET /metrics, savepoints...): a fixed one for Prometheus to scrape (default 0: any free port)",
+    apply: (v, d) => {
+      const port = int("rest.port", v);
+      if (port > 65_535) throw invalid("rest.port", v, "a port number, 0-65535");
+      d.restPort = port;
     },
   },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },

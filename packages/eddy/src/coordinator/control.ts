@@ -3,6 +3,8 @@
  * control API that `eddy list / savepoint / stop / cancel` talk to (control-server.ts).
  */
 
+import type { JobMetricsSnapshot } from "./job-metrics.ts";
+
 /** Where a job's tasks run: on the calling thread, or on worker threads. */
 export type ExecutionMode = "inline" | "threads";
 
@@ -47,4 +49,6 @@ export interface ControlledJob {
   stop(options: StopOptions): Promise<SavepointResult | undefined>;
   /** Ends the job at once, without a savepoint. */
   cancel(): void;
+  /** The job's metrics (coordinator/job-metrics.ts), for `GET /metrics`; absent: that endpoint answers 404. */
+  metricsSnapshot?(): JobMetricsSnapshot;
 }

@@ -20,7 +20,8 @@ import { InlineAttempt, type InlineOptions } from "./inline-attempt.ts";
 import type { ExecutionAttempt, JobResult } from "./execution-attempt.ts";
 import { join, resolve as resolvePath } from "node:path";
 import { resolveCheckpointConfig, RESTORE_WITHOUT_CHECKPOINTING, type CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
-import type { CheckpointStats } from "../checkpoint/coordinator.ts";
+import type { CheckpointCounts, CheckpointStats } from "../checkpoint/coordinator.ts";
+import { JobMetricsRegistry, type JobMetricsSnapshot } from "./job-metrics.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR, LocalCheckpointStorage } from "../checkpoint/storage.ts";
 import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
@@ -88,6 +89,8 @@ export interface RunOptions {
   readonly flushTimeoutMs?: number;
   /** How often workers report metrics, in ms (default 500). */
   readonly metricsIntervalMs?: number;
+  /** Per-record metrics (default true; the `metrics.enabled` key). docs/metrics.md. */
+  readonly metricsEnabled?: boolean;
   /** Heap limit per worker thread in MB (default: Node's). */
   readonly maxWorkerHeapMb?: number;
   /** Checkpointing for this run; overrides the job's `env.enableCheckpointing` (false: off). */
@@ -139,6 +142,8 @@ export interface JobExecution extends ControlledJob, QueryableJob {
   readonly restarts: number;
   /** Per restart, the checkpoint id it restored from (null: none was complete; started over). */
   readonly restoredFrom: readonly (number | null)[];
+  /** Every metric of the job, scoped job → task → operator → subtask, rates included (docs/metrics.md). */
+  metricsSnapshot(): JobMetricsSnapshot;
 }
 
 export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExecution {
@@ -175,6 +180,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   // Precedence: explicit options, then configuration keys, then what the job itself sets.
   const configured = optionsFromConfig(options.config ?? {});
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
+  const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
   const checkpointConfig =
     checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
 
@@ -191,6 +197,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       yieldIntervalMs: 10,
+      metricsEnabled,
       token,
     });
   };
@@ -228,6 +235,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
+      metricsEnabled,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
       token,
@@ -316,6 +324,7 @@ class LocalJobExecution implements JobExecution {
   #status: JobStatus = "running";
   /** The stop in progress (undefined: none, or it failed and the job went on). */
   #stopping: Promise<SavepointResult | undefined> | undefined;
+  readonly #metrics: JobMetricsRegistry;
 
   constructor(o: { jobId: string; plan: Plan; token: string; savepointRoot: string; results: ReadonlyMap<string, unknown[]>; logger: Logger }) {
     this.id = o.jobId;
@@ -325,6 +334,7 @@ class LocalJobExecution implements JobExecution {
     this.#savepointRoot = o.savepointRoot;
     this.#results = o.results;
     this.#logger = o.logger;
+    this.#metrics = new JobMetricsRegistry(this, Date.now);
   }
 
   /** Runs the job as one attempt (no checkpointing, so no restarts). */
@@ -359,6 +369,10 @@ class LocalJobExecution implements JobExecution {
 
   #track(done: Promise<JobResult>): void {
     this.done = done;
+    // Meters need samples between scrapes (rates over up to a minute, meter-view.ts).
+    const sampler = setInterval(() => this.#metrics.sample(), METRICS_SAMPLE_MS);
+    sampler.unref();
+    done.finally(() => clearInterval(sampler)).catch(() => undefined);
     done.then(
       () => void (this.#status = this.#stopping !== undefined ? "stopped" : "finished"),
       (e: unknown) => void (this.#status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
@@ -443,7 +457,22 @@ class LocalJobExecution implements JobExecution {
   get restoredFrom(): readonly (number | null)[] {
     return this.#supervisor?.restoredFrom ?? [];
   }
+
+  checkpointCounts(): CheckpointCounts | undefined {
+    return this.#supervisor?.counts();
+  }
+
+  lastCompletedCheckpoint(): CheckpointStats | undefined {
+    return this.#supervisor?.lastCompleted();
+  }
+
+  metricsSnapshot(): JobMetricsSnapshot {
+    return this.#metrics.snapshot();
+  }
 }
+
+/** How often the job's meters take a sample between scrapes. */
+const METRICS_SAMPLE_MS = 1_000;
 
 /** A job name as a directory name: letters, digits, '.', '_' and '-' only. */
 /** The job's id: its checkpoint directory's name. */

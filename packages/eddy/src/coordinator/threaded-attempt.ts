@@ -59,6 +59,8 @@ export interface ThreadedOptions {
   readonly flushTimeoutMs: number;
   readonly maxRecordsPerSlice: number;
   readonly metricsIntervalMs: number;
+  /** Per-record metrics (`metrics.enabled`). */
+  readonly metricsEnabled: boolean;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
   readonly maxWorkerHeapMb: number | undefined;
   /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
@@ -211,6 +213,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         flushTimeoutMs: this.#options.flushTimeoutMs,
         maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
         metricsIntervalMs: this.#options.metricsIntervalMs,
+        metricsEnabled: this.#options.metricsEnabled,
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,
         bundle: this.#options.bundle,

@@ -26,7 +26,9 @@ import { Mailbox } from "../runtime/mailbox.ts";
 import { PendingWork } from "../runtime/pending-work.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type SplitAwareOperator, type TwoInputOperator } from "../runtime/operator.ts";
-import { chainedTarget, createOutput, NetworkTarget, type OutputTarget } from "../runtime/outputs.ts";
+import { chainedTarget, createEdgeMeter, createOutput, NetworkTarget, type EdgeMeter, type OutputTarget } from "../runtime/outputs.ts";
+import { OperatorMetricGroup } from "../runtime/metrics/metric-group.ts";
+import type { OperatorMetrics } from "../runtime/metrics/operator-metrics.ts";
 import { recordErrorPolicy } from "../runtime/record-error-policy.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 import type { BusyTaskBoard } from "./task-watchdog.ts";
@@ -53,6 +55,12 @@ export interface ExecutorOptions {
   readonly busyBoard?: BusyTaskBoard | undefined;
   /** The keyed state backend of keyed operators (default: the heap backend). */
   readonly stateBackend?: KeyedStateBackendFactory | undefined;
+  /**
+   * Per-record metrics (`metrics.enabled`, default true): chained edges count records and the
+   * loop measures busy time. Off, operators fed by chained edges report no record counts; task
+   * counts (kept per batch) and user metrics remain. docs/metrics.md.
+   */
+  readonly metricsEnabled?: boolean | undefined;
 }
 
 /** Where a network edge's channel ends come from; see the file comment. */
@@ -306,6 +314,7 @@ export class TaskExecutor {
     const doorbell = this.#deployment.doorbell;
     const board = this.#options.busyBoard;
     const chains = this.#taskChains;
+    const measureBusy = this.#options.metricsEnabled !== false;
     let armed = false;
     let lastYield = performance.now();
     while (this.#failure === undefined) {
@@ -322,12 +331,15 @@ export class TaskExecutor {
         if (task.checkRunnable()) {
           progressed = true;
           board?.enter(chains[i]!, task.subtaskIndex);
+          // Once per slice, not per record: busyTimeMsPerSecond.
+          const started = measureBusy ? performance.now() : 0;
           try {
             task.runSlice();
           } catch (e) {
             this.#fail(e, task);
             return;
           } finally {
+            if (measureBusy) task.addBusyTime(performance.now() - started);
             board?.leave();
           }
         }
@@ -466,6 +478,7 @@ export class TaskExecutor {
   #deploy(): void {
     const { clock, logger, services, autoWatermarkIntervalMs } = this.#options;
     const deployment = this.#deployment;
+    const metricsOn = this.#options.metricsEnabled !== false;
 
     for (const chain of this.#plan.chains) {
       for (let subtask = 0; subtask < chain.parallelism; subtask++) {
@@ -491,16 +504,25 @@ export class TaskExecutor {
           }
         }
         const outputs = new Map<PlanNode, Output<unknown>>();
+        /** Per node: the meters of the chained edges into it, its first main output, its user metrics. */
+        const metersInto = new Map<PlanNode, EdgeMeter[]>();
+        const firstOutputs = new Map<PlanNode, OutputProbe>();
+        const groups = new Map<PlanNode, OperatorMetricGroup>();
 
         // Build tail first so each operator is created with its downstream already in place.
         for (let n = chain.nodes.length - 1; n >= 0; n--) {
           const node = chain.nodes[n]!;
           const main: OutputTarget[] = [];
           const side = new Map<string, OutputTarget[]>();
+          let firstOutput: OutputProbe | undefined;
           for (const edge of node.outputs) {
             let target: OutputTarget;
+            let probe: OutputProbe;
             if (edge.chained) {
-              target = chainedTarget(operators.get(edge.target) as OneInputOperator<unknown>);
+              const meter = metricsOn ? createEdgeMeter() : undefined;
+              if (meter !== undefined) metersInto.set(edge.target, [...(metersInto.get(edge.target) ?? []), meter]);
+              target = chainedTarget(operators.get(edge.target) as OneInputOperator<unknown>, meter);
+              probe = meter === undefined ? NOT_COUNTED : { records: () => meter[0]!, watermark: () => meter[1]! };
             } else {
               const selector = createChannelSelector(edge.partitioner, {
                 senderIndex: subtask,
@@ -514,13 +536,20 @@ export class TaskExecutor {
               for (let r = 0; r < edge.target.parallelism; r++) channels.push(deployment.outputChannel(edge, subtask, r));
               const writer = new RecordWriter(channels, selector, this.#options.batchRecords);
               writers.push(writer);
-              target = new NetworkTarget(writer);
+              const network = new NetworkTarget(writer);
+              target = network;
+              probe = { records: () => network.recordsOut, watermark: () => network.watermark };
             }
-            if (edge.sideTag === undefined) main.push(target);
-            else side.set(edge.sideTag, [...(side.get(edge.sideTag) ?? []), target]);
+            if (edge.sideTag === undefined) {
+              main.push(target);
+              firstOutput ??= probe;
+            } else side.set(edge.sideTag, [...(side.get(edge.sideTag) ?? []), target]);
           }
           const output = createOutput(main, side);
           outputs.set(node, output);
+          if (firstOutput !== undefined) firstOutputs.set(node, firstOutput);
+          const group = new OperatorMetricGroup(node.metricName, subtask);
+          groups.set(node, group);
           const t = node.transformation;
           if (t.kind === "source") continue;
           const ctx: OperatorContext = {
@@ -537,6 +566,7 @@ export class TaskExecutor {
             job: services,
             autoWatermarkIntervalMs,
             counter: (name) => counters.counter(node.metricName, name),
+            metrics: group,
             errorPolicy: t.errorPolicy,
             checkpointing: checkpointings.get(node),
             queryable: this.queryable,
@@ -550,6 +580,8 @@ export class TaskExecutor {
         const headT = headNode.transformation;
         const taskId = taskIdOf(chain, subtask);
         let head: TaskHead;
+        /** The operator a source head feeds directly (its records bypass the chained edge when taken per split). */
+        let sourceFed: PlanNode | undefined;
         if (headT.kind === "source") {
           const reader: SourceReader<unknown, unknown> = headT.source.createReader({
             subtaskIndex: subtask,
@@ -569,7 +601,8 @@ export class TaskExecutor {
           );
           // fromSource chains its Timestamps/Watermarks operator to the source: it takes the
           // records of each split with the split's own watermark generator.
-          const next = headNode.outputs.length === 1 && headNode.outputs[0]!.chained ? operators.get(headNode.outputs[0]!.target) : undefined;
+          sourceFed = headNode.outputs.length === 1 && headNode.outputs[0]!.chained ? headNode.outputs[0]!.target : undefined;
+          const next = sourceFed === undefined ? undefined : operators.get(sourceFed);
           const splits = next !== undefined && "openSplit" in next ? (next as SplitAwareOperator<unknown>) : undefined;
           head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad), splits };
           deployment.splits.registerReader(headNode, subtask, {
@@ -604,6 +637,33 @@ export class TaskExecutor {
           mailbox,
           pendingWork,
           counters,
+          measuresBusyTime: metricsOn,
+          // Read when the task reports (every metrics interval), never per record.
+          operatorMetrics: () =>
+            chain.nodes.map((node, i): OperatorMetrics => {
+              const isSource = node.transformation.kind === "source";
+              let recordsIn: number;
+              let inputWatermark: number;
+              if (isSource) [recordsIn, inputWatermark] = [0, Number.NaN];
+              else if (i === 0) [recordsIn, inputWatermark] = [task.recordsIn, task.inputWatermark];
+              else {
+                const meters = metersInto.get(node);
+                recordsIn = node === sourceFed ? task.recordsIn : meters === undefined ? Number.NaN : meters.reduce((n, m) => n + m[0]!, 0);
+                inputWatermark = meters === undefined ? Number.NaN : Math.max(...meters.map((m) => m[1]!));
+              }
+              const out = firstOutputs.get(node);
+              return {
+                name: node.name,
+                operatorId: node.operatorId,
+                recordsIn,
+                // Every record a source's reader emits goes to its output, per split or not.
+                recordsOut: isSource ? task.recordsIn : out === undefined ? 0 : out.records(),
+                inputWatermark,
+                outputWatermark: out === undefined ? Number.NaN : out.watermark(),
+                counters: counters.of(node.name),
+                user: groups.get(node)!.samples(),
+              };
+            }),
           maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
           wake: () => this.wake(),
           checkpointing:
@@ -628,6 +688,15 @@ export class TaskExecutor {
     }
   }
 }
+
+/** Reads what an operator's first main output edge passed (records, last watermark). */
+interface OutputProbe {
+  records(): number;
+  watermark(): number;
+}
+
+/** A chained edge with per-record metrics off: nothing is counted. */
+const NOT_COUNTED: OutputProbe = { records: () => Number.NaN, watermark: () => Number.NaN };
 
 /**
  * Whether `node` is a keyed operator whose error policy takes records whose key cannot be

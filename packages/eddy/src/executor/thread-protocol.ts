@@ -40,6 +40,8 @@ export interface WorkerInit {
   readonly flushTimeoutMs: number;
   readonly maxRecordsPerSlice: number;
   readonly metricsIntervalMs: number;
+  /** Per-record metrics (ExecutorOptions.metricsEnabled). */
+  readonly metricsEnabled: boolean;
   readonly logLevel: LogLevel;
   /** Checkpointing: where tasks write, and the checkpoint they restore from (if any). */
   readonly checkpointing: WorkerCheckpointing | undefined;

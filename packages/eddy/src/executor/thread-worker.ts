@@ -227,6 +227,7 @@ async function run(): Promise<void> {
     flushTimeoutMs: init.flushTimeoutMs,
     maxRecordsPerSlice: init.maxRecordsPerSlice,
     yieldIntervalMs: 0,
+    metricsEnabled: init.metricsEnabled,
     busyBoard: new BusyTaskBoard(init.busyBoard),
   });
 

@@ -12,7 +12,11 @@ import { EddyError, type ErrorCode, type ErrorDomain } from "../core/errors.ts";
 import { isErrorCode } from "../core/error-codes.ts";
 
 /** An answer to a request: status and a body to encode as JSON, or JSON text to send as it is. */
-export type Reply = { readonly status: number; readonly body: unknown } | { readonly status: number; readonly json: string };
+/** A JSON answer (`body` to serialize, or `json` already serialized), or text of another type (Prometheus metrics). */
+export type Reply =
+  | { readonly status: number; readonly body: unknown }
+  | { readonly status: number; readonly json: string }
+  | { readonly status: number; readonly text: string; readonly contentType: string };
 
 export function errorBody(code: ErrorCode, message: string): { error: { code: ErrorCode; message: string } } {
   return { error: { code, message } };
@@ -54,9 +58,9 @@ export const UNAUTHORIZED: Reply = errorReply(401, "UNAUTHORIZED", "missing or w
 
 /** Writes the reply; with `closeConnection` the socket is closed after it (unread body, bad client). */
 export function sendReply(res: ServerResponse, reply: Reply, closeConnection: boolean): void {
-  const text = "json" in reply ? reply.json : JSON.stringify(reply.body);
+  const text = "json" in reply ? reply.json : "text" in reply ? reply.text : JSON.stringify(reply.body);
   res.writeHead(reply.status, {
-    "Content-Type": "application/json; charset=utf-8",
+    "Content-Type": "contentType" in reply ? reply.contentType : "application/json; charset=utf-8",
     "Content-Length": Buffer.byteLength(text),
     "Cache-Control": "no-store",
     ...(closeConnection ? { Connection: "close" } : {}),
@@ -106,10 +110,11 @@ export function createRequestLimit(maxInFlight: number): RequestLimit {
  * listening, `onError` hears what the server reports later (an accept that failed, e.g. EMFILE):
  * the server goes on, and an 'error' event without a listener would end the process.
  */
-export async function listen(server: Server, host: string, onError: (error: Error) => void): Promise<string> {
+/** Listens on `host`:`port` (0: any free port); resolves with the server's URL. */
+export async function listen(server: Server, host: string, onError: (error: Error) => void, port = 0): Promise<string> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, host, () => {
+    server.listen(port, host, () => {
       server.off("error", reject);
       server.on("error", onError);
       resolve();

@@ -13,6 +13,7 @@ import type {
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "../state/state.ts";
 import type { OperatorListState } from "./operator-state.ts";
 import type { BroadcastState, ReadOnlyBroadcastState } from "./broadcast-state.ts";
+import type { MetricGroup } from "./metrics/metric-group.ts";
 
 /** Receives what a function emits. */
 export interface Collector<T> {
@@ -52,6 +53,11 @@ export interface RuntimeContext {
   readonly operatorName: string;
   readonly subtaskIndex: number;
   readonly parallelism: number;
+  /**
+   * Metrics of this operator subtask (Flink's getMetricGroup()): register counters, gauges,
+   * meters and histograms here, in `open`, and keep the handles. docs/metrics.md.
+   */
+  readonly metrics: MetricGroup;
   /**
    * Operator list state of this subtask, checkpointed with the job. On a restore at another
    * parallelism its elements are divided among the subtasks (each to exactly one).

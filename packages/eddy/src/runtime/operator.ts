@@ -15,6 +15,7 @@ import type { JobServices } from "../core/job-services.ts";
 import type { ErrorPolicySpec } from "../core/error-policy.ts";
 import type { OperatorCheckpointing } from "./checkpointing.ts";
 import type { QueryableRegistry } from "./queryable-registry.ts";
+import type { MetricGroup } from "./metrics/metric-group.ts";
 
 export type { JobServices };
 /** A key selector as the runtime stores it; its result is validated per record. */
@@ -102,6 +103,8 @@ export interface OperatorContext {
   readonly autoWatermarkIntervalMs: number;
   /** A counter of this operator instance, reported in the subtask's metrics as "<operator>.<name>". */
   counter(name: string): Counter;
+  /** The user's metrics of this operator subtask (RuntimeContext.metrics; runtime/metrics/metric-group.ts). */
+  readonly metrics: MetricGroup;
   /** Checkpoint participation of this operator subtask (undefined: checkpointing is off). */
   readonly checkpointing?: OperatorCheckpointing | undefined;
   /** Where queryable states of this executor's subtasks are registered (undefined: not served). */
@@ -147,6 +150,14 @@ export class CounterRegistry {
         return cell.count;
       },
     };
+  }
+
+  /** The counters of `operator`, by their own names. */
+  of(operator: string): Record<string, number> {
+    const prefix = `${operator}.`;
+    const out: Record<string, number> = {};
+    for (const [id, c] of this.#counters) if (id.startsWith(prefix)) out[id.slice(prefix.length)] = c.count;
+    return out;
   }
 
   snapshot(): Record<string, number> {

@@ -6,6 +6,7 @@
 import { compileFunction } from "../core/codegen.ts";
 import { STATUS_ACTIVE, STATUS_IDLE } from "../core/elements.ts";
 import type { OutputTag } from "../core/output-tag.ts";
+import { MIN_WATERMARK } from "../core/time.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { OneInputOperator, Output } from "./operator.ts";
 
@@ -32,31 +33,51 @@ let chainedEdges = 0;
  * compiled sources levels off (~0.8 MB more than with a shared class after 3,000 jobs, no more
  * after 15,000). The source holds only a counter; nothing from the job reaches it. Where the process forbids compiling code, edges share one class.
  */
-export function chainedTarget(operator: OneInputOperator<unknown>): OutputTarget {
-  const make = compileFunction<(operator: OneInputOperator<unknown>) => OutputTarget>(
-    ["operator"],
+export function chainedTarget(operator: OneInputOperator<unknown>, meter?: EdgeMeter): OutputTarget {
+  // With a meter, one Float64Array increment per record (see EdgeMeter); without, not even that.
+  // Measured: ~1 % of the chained path (bench/chained-path.ts, docs/benchmarks.md "Metrics cost").
+  const count = meter === undefined ? "" : "meter[0]++;";
+  const mark = meter === undefined ? "" : "meter[1] = watermark;";
+  const make = compileFunction<(operator: OneInputOperator<unknown>, meter: EdgeMeter | undefined) => OutputTarget>(
+    ["operator", "meter"],
     `"use strict";
     return {
-      collect(value, timestamp) { /* chained edge ${++chainedEdges} */ operator.processElement(value, timestamp); },
+      collect(value, timestamp) { /* chained edge ${++chainedEdges} */ ${count} operator.processElement(value, timestamp); },
       collectSide() {},
-      emitWatermark(watermark) { operator.processWatermark(watermark); },
+      emitWatermark(watermark) { ${mark} operator.processWatermark(watermark); },
       emitWatermarkStatus(idle) { if (operator.processWatermarkStatus !== undefined) operator.processWatermarkStatus(idle); },
     };`,
   );
-  return make !== undefined ? make(operator) : new SharedChainedTarget(operator);
+  return make !== undefined ? make(operator, meter) : new SharedChainedTarget(operator, meter);
+}
+
+/**
+ * What a chained edge counts when per-record metrics are on (`metrics.enabled`): [0] records
+ * passed, [1] the last watermark passed (MIN_WATERMARK before any). A Float64Array so the count
+ * keeps one representation past 2^30 (see StreamTask's #times), and the increment stays a plain
+ * store the task reads only when it reports.
+ */
+export type EdgeMeter = Float64Array;
+
+export function createEdgeMeter(): EdgeMeter {
+  return new Float64Array([0, MIN_WATERMARK]);
 }
 
 /** The same calls in code every chained edge shares: where the process forbids compiling code (core/codegen.ts). */
 class SharedChainedTarget implements OutputTarget {
   readonly #operator: OneInputOperator<unknown>;
-  constructor(operator: OneInputOperator<unknown>) {
+  readonly #meter: EdgeMeter | undefined;
+  constructor(operator: OneInputOperator<unknown>, meter: EdgeMeter | undefined) {
     this.#operator = operator;
+    this.#meter = meter;
   }
   collect(value: unknown, timestamp: number): void {
+    if (this.#meter !== undefined) this.#meter[0]!++;
     this.#operator.processElement(value, timestamp);
   }
   collectSide(): void {}
   emitWatermark(watermark: number): void {
+    if (this.#meter !== undefined) this.#meter[1] = watermark;
     this.#operator.processWatermark(watermark);
   }
   emitWatermarkStatus(idle: boolean): void {
@@ -67,14 +88,21 @@ class SharedChainedTarget implements OutputTarget {
 /** Into a record writer (a network edge). */
 export class NetworkTarget implements OutputTarget {
   readonly #writer: RecordWriter;
+  /** The last watermark sent (MIN_WATERMARK before any): the sender's currentOutputWatermark. */
+  watermark = MIN_WATERMARK;
   constructor(writer: RecordWriter) {
     this.#writer = writer;
+  }
+  /** Records sent on this edge so far (a broadcast edge counts each copy). */
+  get recordsOut(): number {
+    return this.#writer.recordsOut;
   }
   collect(value: unknown, timestamp: number): void {
     this.#writer.write(value, timestamp);
   }
   collectSide(): void {}
   emitWatermark(watermark: number): void {
+    this.watermark = watermark;
     this.#writer.broadcastElement({ kind: "watermark", timestamp: watermark });
   }
   emitWatermarkStatus(idle: boolean): void {

@@ -20,6 +20,7 @@ import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
 import type { CounterRegistry, OneInputOperator, Output, SplitAwareOperator, TwoInputOperator } from "./operator.ts";
 import { StatusWatermarkValve } from "./watermark-valve.ts";
+import type { OperatorMetrics } from "./metrics/operator-metrics.ts";
 
 export type TaskHead =
   /**
@@ -75,6 +76,10 @@ export interface StreamTaskOptions {
   readonly mailbox: Mailbox;
   /** Operator counters of this task (e.g. late records dropped by a window). */
   readonly counters?: CounterRegistry;
+  /** Reads the metrics of each operator of the chain when the task reports (undefined: none). */
+  readonly operatorMetrics?: () => OperatorMetrics[];
+  /** Whether the executor measures busy time (addBusyTime); with per-record metrics off, it does not. */
+  readonly measuresBusyTime?: boolean;
   /** Records processed per slice before the task yields (a slice also ends after MAX_SLICE_MS). */
   readonly maxRecordsPerSlice: number;
   /** Called once when the source reader says data may be available again. */
@@ -134,6 +139,15 @@ export interface SubtaskMetrics {
   readonly watermark: number;
   /** Operator counters, by "<operator's metricName (graph/plan.ts)>.<name>" (e.g. "Window(...).numLateRecordsDropped"). */
   readonly counters: Readonly<Record<string, number>>;
+  /**
+   * Milliseconds the task ran (its slices: records, mail, timers), since it was created; NaN when
+   * per-record metrics are off. Busy, backpressured and the rest (idle) split `elapsedMs`.
+   */
+  readonly busyMs: number;
+  /** Milliseconds since the task was created. */
+  readonly elapsedMs: number;
+  /** Each operator of the chain, head first (docs/metrics.md). */
+  readonly operators: readonly OperatorMetrics[];
 }
 
 /** StreamTask's #times: performance.now() when the task last found an output without credit (-1: none). */
@@ -142,6 +156,10 @@ const BACKPRESSURED_SINCE = 0;
 const BACKPRESSURED_MS = 1;
 /** performance.now() when the first barrier of the checkpoint being aligned arrived. */
 const ALIGNMENT_START = 2;
+/** Milliseconds spent in runSlice, as the executor measured them (addBusyTime). */
+const BUSY_MS = 3;
+/** performance.now() when the task was created. */
+const CREATED_AT = 4;
 
 export class StreamTask {
   readonly name: string;
@@ -174,7 +192,7 @@ export class StreamTask {
    * re-entering stale optimized code for the loop) in about a third of the runs of
    * bench/parallel.ts (b), from the first time a source waited for credit.
    */
-  readonly #times = new Float64Array([-1, 0, 0]);
+  readonly #times = new Float64Array([-1, 0, 0, 0, performance.now()]);
   readonly #aligner: BarrierAligner | undefined;
   /** Whether the aligner may hold back input channels now (false: skip the per-channel check). */
   #aligning = false;
@@ -343,7 +361,20 @@ export class StreamTask {
       backpressuredMs: this.#times[BACKPRESSURED_MS]! + pending,
       watermark: this.#combinedWatermark,
       counters: this.#o.counters?.snapshot() ?? {},
+      busyMs: this.#o.measuresBusyTime === true ? this.#times[BUSY_MS]! : Number.NaN,
+      elapsedMs: performance.now() - this.#times[CREATED_AT]!,
+      operators: this.#o.operatorMetrics?.() ?? [],
     };
+  }
+
+  /** The executor ran a slice of this task for `ms` (busyTimeMsPerSecond). Not per record. */
+  addBusyTime(ms: number): void {
+    this.#times[BUSY_MS]! += ms;
+  }
+
+  /** The watermark the head has seen: the minimum over its inputs (MIN_WATERMARK for a source head). */
+  get inputWatermark(): number {
+    return this.#combinedWatermark;
   }
 
   #writable(): boolean {

@@ -11,3 +11,4 @@ export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";
 export type { ExecutionMode, RunOptions } from "../coordinator/local-job.ts";
 export type { JobResult } from "../coordinator/inline-attempt.ts";
+export type { JobMetricsSnapshot, OperatorMetricsSnapshot, TaskMetricsSnapshot } from "../coordinator/job-metrics.ts";

@@ -24,6 +24,7 @@ import type {
   ProcessFunction,
 } from "../runtime/functions.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
+import { OperatorMetricGroup } from "../runtime/metrics/metric-group.ts";
 import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
 import {
   broadcastProcessOperator,
@@ -79,6 +80,8 @@ abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
   #closed = false;
 
   readonly #counters = new CounterRegistry();
+  /** The user metrics the function registered (RuntimeContext.metrics); `metrics.samples()` reads them. */
+  readonly metrics: OperatorMetricGroup;
   readonly #checkpointing: OperatorCheckpointing;
   /** Asynchronous work the operator started (awaitWork), until `settled()` sees it settled. */
   readonly #work: { settled: boolean; failed: boolean; error: unknown }[] = [];
@@ -144,6 +147,7 @@ abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
         });
       },
       counter: (name) => this.#counters.counter(options.operatorName ?? "operator-under-test", name),
+      metrics: (this.metrics = new OperatorMetricGroup(options.operatorName ?? "operator-under-test", subtaskIndex)),
       checkpointing: (this.#checkpointing = new OperatorCheckpointing(
         "operator-under-test",
         options.operatorName ?? "operator-under-test",

@@ -43,6 +43,7 @@ export function runtimeContextOf(ctx: OperatorContext): RuntimeContext {
     operatorName: ctx.operatorName,
     subtaskIndex: ctx.subtaskIndex,
     parallelism: ctx.parallelism,
+    metrics: ctx.metrics,
     getOperatorListState: <T>(name: string) => store(name, "split") as OperatorListState<T>,
     getUnionListState: <T>(name: string) => store(name, "union") as OperatorListState<T>,
   };
