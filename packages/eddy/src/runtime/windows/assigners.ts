@@ -6,6 +6,7 @@
 import { EddyError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import type { Namespace } from "../../state/namespace.ts";
+import type { IntersectionMerging } from "./merging-window-set.ts";
 import { EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, type Trigger } from "./triggers.ts";
 import { GlobalWindow, TimeWindow, windowStart, type Window } from "./windows.ts";
 
@@ -184,9 +185,11 @@ class Sliding<T> extends FixedSizeAssigner<T> {
   }
 }
 
-class Sessions<T> implements WindowAssigner<T, TimeWindow> {
+class Sessions<T> implements WindowAssigner<T, TimeWindow>, IntersectionMerging {
   readonly description: string;
   readonly isEventTime: boolean;
+  /** `mergeWindows` merges exactly the windows that intersect, so MergingWindowSet may merge by one scan. */
+  readonly mergesIntersecting = true as const;
   readonly #gap: (element: T) => number;
 
   constructor(gap: (element: T) => number, eventTime: boolean, description: string) {

@@ -32,11 +32,10 @@ import {
 import { stateFor, type KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import type { InternalKvState } from "../../state/internal-state.ts";
-import type { ValueState } from "../../state/state.ts";
 import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../operators/keyed-state-and-timers.ts";
 import type { WindowAssigner } from "./assigners.ts";
-import { MergingWindowSet, type MergingEntry } from "./merging-window-set.ts";
+import { MergingWindowSet, type MergeFunction, type MergingEntry } from "./merging-window-set.ts";
 import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
@@ -77,7 +76,10 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #assigner: WindowAssigner<IN, W>;
   readonly #trigger: Trigger<IN, W>;
   readonly #contents: ContentsState;
-  readonly #mergingState: ValueState<MergingEntry<W>[]> | undefined;
+  /** Merging assigners only: the current key's windows (loaded per element and timer). */
+  readonly #mergingSet: MergingWindowSet<W> | undefined;
+  readonly #mergeFunction: MergeFunction<W> = (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
+    this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows);
   readonly #triggerContext: WindowTriggerContext<W>;
   readonly #function: WindowFunctionRunner<W>;
   readonly #lateDropped;
@@ -98,10 +100,13 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#backend = this.#keyed.backend;
     this.#evictor = spec.evictor;
     this.#contents = contentsState(this.#backend, spec.evictor === undefined ? spec.contents : { kind: "list" });
-    this.#mergingState =
+    this.#mergingSet =
       spec.assigner.mergeWindows === undefined
         ? undefined
-        : this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" }));
+        : new MergingWindowSet<W>(
+            this.#assigner as WindowAssigner<unknown, W>,
+            this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" })),
+          );
     this.#triggerContext = new WindowTriggerContext<W>(this.#keyed, this.#backend, spec.assigner);
     this.#function = new WindowFunctionRunner<W>(ctx, this.#keyed, output, spec.windowFunction, (w) => spec.assigner.namespaceOf(w));
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
@@ -121,12 +126,11 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
     }
     let skipped = true;
-    if (this.#mergingState !== undefined) {
-      const set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
+    const set = this.#mergingSet;
+    if (set !== undefined) {
+      set.load();
       for (const window of windows) {
-        const actual = set.addWindow(window, (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
-          this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows),
-        );
+        const actual = set.addWindow(window, this.#mergeFunction);
         if (this.#isWindowLate(actual)) {
           set.retireWindow(actual);
           continue;
@@ -182,10 +186,10 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
 
   #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
     const window = this.#assigner.windowOf(namespace);
-    let set: MergingWindowSet<W> | undefined;
+    const set = this.#mergingSet;
     let stateWindow: W | undefined = window;
-    if (this.#mergingState !== undefined) {
-      set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
+    if (set !== undefined) {
+      set.load();
       stateWindow = set.getStateWindow(window);
       // The window was merged into another one (its timers moved there) or is gone.
       if (stateWindow === undefined) return;
