@@ -36,7 +36,7 @@ import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../operators/keyed-state-and-timers.ts";
 import type { WindowAssigner } from "./assigners.ts";
 import { MergingWindowSet, type MergeFunction, type MergingEntry } from "./merging-window-set.ts";
-import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
+import { EventTimeTrigger, isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
@@ -81,6 +81,12 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #mergeFunction: MergeFunction<W> = (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
     this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows);
   readonly #triggerContext: WindowTriggerContext<W>;
+  /**
+   * The trigger is the built-in EventTimeTrigger (not a subclass): its onElement registers the
+   * end timer, or fires once the watermark passed the end, so for a window with contents and an
+   * end ahead of the watermark it does nothing new and is not called.
+   */
+  readonly #eventTimeTrigger: boolean;
   readonly #function: WindowFunctionRunner<W>;
   readonly #lateDropped;
   readonly #evictor: Evictor<IN, W> | undefined;
@@ -92,6 +98,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#output = output;
     this.#assigner = spec.assigner.forSubtask?.() ?? spec.assigner;
     this.#trigger = spec.trigger;
+    this.#eventTimeTrigger = Object.getPrototypeOf(spec.trigger) === EventTimeTrigger.prototype;
     if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
       throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
     }
@@ -147,15 +154,22 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       }
       set.persist();
     } else {
-      for (const window of windows) {
+      // hot path. A window whose contents exist already has its cleanup timer (registered with
+      // the element that created them; only the cleanup, which clears the contents, removes it),
+      // and under the built-in EventTimeTrigger its end timer, unless the watermark passed its end.
+      const contents = this.#contents;
+      for (let i = 0; i < windows.length; i++) {
+        const window = windows[i]!;
         if (this.#isWindowLate(window)) continue;
         skipped = false;
-        this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
+        contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
+        const existed = contents.holdsValue();
         this.#add(value, timestamp);
+        if (existed && this.#eventTimeTrigger && window.maxTimestamp() > this.#keyed.currentWatermark) continue;
         const result = this.#triggerOnElement(value, timestamp, window);
-        if (isFire(result)) this.#emit(window, this.#contents.get());
-        if (isPurge(result)) this.#contents.clear();
-        this.#registerCleanupTimer(window);
+        if (isFire(result)) this.#emit(window, contents.get());
+        if (isPurge(result)) contents.clear();
+        if (!existed) this.#registerCleanupTimer(window);
       }
     }
     if (skipped && this.#isElementLate(timestamp)) {
