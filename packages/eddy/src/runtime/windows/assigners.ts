@@ -8,7 +8,7 @@ import { hasTimestamp } from "../../core/time.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import type { IntersectionMerging } from "./merging-window-set.ts";
 import { EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, type Trigger } from "./triggers.ts";
-import { GlobalWindow, TimeWindow, windowStart, type Window } from "./windows.ts";
+import { GlobalWindow, TimeWindow, timeWindowNamespace, windowStart, type Window } from "./windows.ts";
 
 export interface WindowAssignerContext {
   currentProcessingTime(): number;
@@ -240,7 +240,7 @@ class Sessions<T> implements WindowAssigner<T, TimeWindow>, IntersectionMerging 
 
   namespaceOf(window: TimeWindow): Namespace {
     // Number-to-string conversion of epoch milliseconds is costly; do it once per window object.
-    return (window.namespace ??= `${window.start}|${window.end}`);
+    return (window.namespace ??= timeWindowNamespace(window.start, window.end));
   }
 
   windowOf(namespace: Namespace): TimeWindow {
