@@ -221,7 +221,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     }
     if (isFire(result)) this.#emit(window, this.#contents.get());
     if (isPurge(result)) this.#contents.clear();
-    if (this.#isCleanupTime(window, timestamp, domain)) this.#clearAllState(window, set);
+    if (this.#isCleanupTime(window, timestamp, domain)) this.#clearAllState(window, set, timestamp);
     set?.persist();
   }
 
@@ -319,12 +319,16 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#function.evaluate(window, contents, this.#spec.contents.kind === "list");
   }
 
-  #clearAllState(window: W, set: MergingWindowSet<W> | undefined): void {
+  /** At the cleanup time `time` (an event or processing time, as the assigner's). */
+  #clearAllState(window: W, set: MergingWindowSet<W> | undefined, time: number): void {
     this.#contents.clear();
     const tc = this.#triggerContext;
     tc.window = window;
+    // The built-in EventTimeTrigger's clear deletes its end timer: without allowed lateness, the
+    // cleanup timer that is firing now (already gone), so it is not called.
+    const triggerTimerGone = this.#eventTimeTrigger && this.#assigner.isEventTime && time === window.maxTimestamp();
     try {
-      this.#trigger.clear(window, tc);
+      if (!triggerTimerGone) this.#trigger.clear(window, tc);
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
     }
