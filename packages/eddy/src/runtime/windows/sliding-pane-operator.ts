@@ -12,10 +12,10 @@
  *
  * Timers (all keyed, per key group):
  * - fire timers (namespace "fire") at window ends. An element in pane p registers the end of the
- *   first window containing p that the watermark has not passed; when a window fires it
- *   registers the next window's end if that window holds any pane. One registration per element
- *   (deduplicated). So once a pane has a fire timer, every later window containing it fires in
- *   turn, the last of them (the one starting at p) included.
+ *   first window containing p that the watermark has not passed, when the element creates p;
+ *   when a window fires it registers the next window's end if that window holds any pane. So
+ *   once a pane has a fire timer, every later window containing it fires in turn, the last of
+ *   them (the one starting at p) included, and later elements of p register nothing.
  * - with allowed lateness, cleanup timers (namespace = pane start) one past p + size - 1 +
  *   allowedLateness, the cleanup time of the last window that contains the pane; they delete the
  *   pane. Without allowed lateness no window fires again, so the final firing of the window
@@ -122,24 +122,30 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     const panes = this.#panes;
     panes.setCurrentNamespace(pane);
     const fns = this.#spec.panes;
+    let created: boolean;
     try {
       const acc = panes.value();
-      panes.update(acc === undefined ? fns.create(value) : fns.add(acc, value));
+      created = acc === undefined;
+      panes.update(created ? fns.create(value) : fns.add(acc, value));
     } catch (e) {
       throw userFunctionError(this.#ctx.operatorName, this.#ctx.subtaskIndex, e);
     }
+    // Windows containing the pane end at pane + slide - 1, ..., lastEnd. Those the watermark has
+    // passed (but not cleaned up) fire again now.
+    let end = pane + this.#slide - 1;
+    for (; end <= lastEnd && end <= watermark; end += this.#slide) {
+      if (end + lateness > watermark) this.#fire(end);
+    }
+    // hot path: a pane that existed already has its timers: its cleanup timer (only its cleanup
+    // deletes the pane), and a fire timer at the first window containing it that the watermark
+    // has not passed (registered with the pane, then passed along the chain of firings).
+    if (!created) return;
     const key = this.#backend.getCurrentKey();
     const kg = this.#backend.getCurrentKeyGroup();
     const timers = this.#keyed.timers;
     // One past the last window's cleanup time, so that window's final firing (a timer at the
     // same time) still sees the pane. Without lateness, that firing deletes the pane.
     if (lateness !== 0) timers.registerEventTimeTimer(key, kg, pane, lastEnd + lateness + 1);
-    // Windows containing the pane end at pane + slide - 1, ..., lastEnd. Those the watermark has
-    // passed (but not cleaned up) fire again now; the first one still open gets a fire timer.
-    let end = pane + this.#slide - 1;
-    for (; end <= lastEnd && end <= watermark; end += this.#slide) {
-      if (end + lateness > watermark) this.#fire(end);
-    }
     if (end <= lastEnd) timers.registerEventTimeTimer(key, kg, FIRE, end);
   }
 
