@@ -6,7 +6,6 @@
 import { EddyError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import type { Namespace } from "../../state/namespace.ts";
-import type { IntersectionMerging } from "./merging-window-set.ts";
 import { EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, type Trigger } from "./triggers.ts";
 import { GlobalWindow, TimeWindow, timeWindowNamespace, windowStart, type Window } from "./windows.ts";
 
@@ -22,6 +21,11 @@ export interface WindowAssigner<T, W extends Window> {
   defaultTrigger(): Trigger<T, W>;
   /** Merging assigners only: calls `merge(windows, result)` for each group of windows that merge. */
   mergeWindows?(windows: readonly W[], merge: (toMerge: W[], result: W) => void): void;
+  /**
+   * @internal Merging time-window assigners whose `mergeWindows` merges exactly the windows that
+   * intersect, into their cover (sessions): MergingWindowSet then merges by one scan.
+   */
+  readonly mergesIntersecting?: true;
   /** Sliding event-time assigners: what pane evaluation needs (see sliding-pane-operator.ts). */
   paneSpec?(): { readonly size: number; readonly slide: number; readonly offset: number } | undefined;
   /** The state/timer namespace of a window, and back. */
@@ -185,10 +189,9 @@ class Sliding<T> extends FixedSizeAssigner<T> {
   }
 }
 
-class Sessions<T> implements WindowAssigner<T, TimeWindow>, IntersectionMerging {
+class Sessions<T> implements WindowAssigner<T, TimeWindow> {
   readonly description: string;
   readonly isEventTime: boolean;
-  /** `mergeWindows` merges exactly the windows that intersect, so MergingWindowSet may merge by one scan. */
   readonly mergesIntersecting = true as const;
   readonly #gap: (element: T) => number;
 

@@ -14,7 +14,7 @@
  * by `persist()` only when it changed: an element inside an existing session costs no state write
  * and no copy. (Flink rebuilds the set from list state for every element.)
  *
- * Session assigners (`mergesIntersecting`) merge a new window with exactly the existing windows
+ * Session assigners (`WindowAssigner.mergesIntersecting`) merge a new window with exactly the existing windows
  * it intersects, into their cover: the existing windows never intersect each other (every add
  * merges what it touches), so one scan finds the same merge as Flink's sort-and-sweep over all
  * windows, without sorting or callbacks. Other merging assigners go through `mergeWindows`.
@@ -39,11 +39,6 @@ function entry<W>(ns: Namespace, stateNs: Namespace, window: W, stateWindow: W):
 
 export type MergeFunction<W> = (mergeResult: W, mergedWindows: W[], stateWindowResult: W, mergedStateWindows: W[]) => void;
 
-/** Assigners whose windows merge exactly when they intersect, into their cover (sessions). */
-export interface IntersectionMerging {
-  readonly mergesIntersecting?: true;
-}
-
 export class MergingWindowSet<W extends Window> {
   readonly #assigner: WindowAssigner<unknown, W>;
   readonly #state: ValueState<MergingEntry<W>[]>;
@@ -56,7 +51,7 @@ export class MergingWindowSet<W extends Window> {
   constructor(assigner: WindowAssigner<unknown, W>, state: ValueState<MergingEntry<W>[]>) {
     this.#assigner = assigner;
     this.#state = state;
-    this.#intersecting = (assigner as IntersectionMerging).mergesIntersecting === true;
+    this.#intersecting = assigner.mergesIntersecting === true;
   }
 
   /** Binds the set to the current key's windows; call after every change of the current key. */
