@@ -11,8 +11,8 @@
  *   a new key allocates only the timer;
  * - an array of 2..`SMALL_KEY_TIMERS` timers, scanned linearly (a key's open windows, or the
  *   events it buffers until the watermark passes them);
- * - above that, Map namespace → Map timestamp → timer (a key with many pending timers, e.g. one
- *   per event), O(1) per operation; back to an array when it falls to half the threshold.
+ * - above that, one Map timestamp → timer(s) (a key with many pending timers, e.g. one per
+ *   event or window), O(1) per operation; back to an array when it falls to half the threshold.
  * A key without timers has no entry, so a key never holds an empty array or map.
  * Before any of this, a registration equal to the previous one of the queue (same key object,
  * namespace and timestamp, still pending) is answered without a lookup: a window operator and
@@ -48,32 +48,49 @@ export class Timer {
   ) {}
 }
 
-/** The timers of a key with many: namespace → timestamp → timer; no empty inner maps. */
+/**
+ * The timers of a key with many: timestamp → its timer at that time, or its timers there (2 or
+ * more, of different namespaces: rare). One Map per key, whose entries come and go with the
+ * timers, not a Map per namespace: a key's windows each have their own namespace, so a map per
+ * namespace was created and dropped with every window.
+ */
 class ManyTimers {
-  readonly byNs = new Map<TimerNamespace, Map<number, Timer>>();
-  /** Number of timers in `byNs`; always > `SMALL_KEY_TIMERS / 2` (below, the key uses an array). */
+  readonly byTs = new Map<number, Timer | Timer[]>();
+  /** Number of timers in `byTs`; always > `SMALL_KEY_TIMERS / 2` (below, the key uses an array). */
   size = 0;
 
   get(ns: TimerNamespace, timestamp: number): Timer | undefined {
-    return this.byNs.get(ns)?.get(timestamp);
+    const at = this.byTs.get(timestamp);
+    if (at === undefined) return undefined;
+    if (at instanceof Timer) return same(at.namespace, ns) ? at : undefined;
+    return findIn(at, ns, timestamp);
   }
 
   add(timer: Timer): void {
-    let byTs = this.byNs.get(timer.namespace);
-    if (byTs === undefined) this.byNs.set(timer.namespace, (byTs = new Map()));
-    byTs.set(timer.timestamp, timer);
+    const at = this.byTs.get(timer.timestamp);
+    if (at === undefined) this.byTs.set(timer.timestamp, timer);
+    else if (at instanceof Timer) this.byTs.set(timer.timestamp, [at, timer]);
+    else at.push(timer);
     this.size++;
   }
 
   delete(timer: Timer): void {
-    const byTs = this.byNs.get(timer.namespace)!;
-    byTs.delete(timer.timestamp);
-    if (byTs.size === 0) this.byNs.delete(timer.namespace);
+    const at = this.byTs.get(timer.timestamp)!;
+    if (at === timer) {
+      this.byTs.delete(timer.timestamp);
+    } else {
+      const list = at as Timer[];
+      list.splice(list.indexOf(timer), 1);
+      if (list.length === 1) this.byTs.set(timer.timestamp, list[0]!);
+    }
     this.size--;
   }
 
   *values(): Generator<Timer, void, undefined> {
-    for (const byTs of this.byNs.values()) yield* byTs.values();
+    for (const at of this.byTs.values()) {
+      if (at instanceof Timer) yield at;
+      else yield* at;
+    }
   }
 }
 

@@ -112,6 +112,11 @@ export abstract class HeapKvState implements InternalKvState {
     throw new EddyError("STATE_NOT_MERGEABLE", `${this.kind} state '${this.name}' cannot be merged (merging windows need reducing, aggregating or list state)`);
   }
 
+  holdsValue(): boolean {
+    // hot path (the window operator, per element)
+    return this.rawCell() !== undefined;
+  }
+
   /** The user-facing value of any cell (queryable state): no TTL refresh, no cleanup. */
   abstract queryValue(cell: Cell, now: number): unknown;
 

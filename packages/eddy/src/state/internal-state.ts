@@ -19,6 +19,11 @@ export interface InternalKvState {
    * merge, e.g. sessions). Reducing, aggregating (needs AggregateFunction.merge) and list state.
    */
   mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void;
+  /**
+   * Whether the current (key, namespace) holds anything, expired or not (no TTL cleanup, no
+   * copy): for the window operator, which knows a window's timers exist while its contents do.
+   */
+  holdsValue(): boolean;
 }
 
 export type InternalValueState<T> = ValueState<T> & InternalKvState;

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { SlidingEventTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows, WindowStagger, type WindowAssigner } from "./assigners.ts";
-import { Time, type TimeWindow } from "./windows.ts";
+import { Time, timeWindowNamespace, type TimeWindow } from "./windows.ts";
 
 const noClock = { currentProcessingTime: (): number => assert.fail("event time reads no clock") };
 
@@ -74,4 +74,13 @@ test("sliding windows whose slide exceeds their size leave gaps: elements there 
   assert.deepEqual(windows(350), [[300, 400]]);
   assert.deepEqual(windows(-250), [[-300, -200]]);
   assert.equal(assigner.paneSpec?.(), undefined, "evaluated by the general window operator");
+});
+
+test("a session window's namespace is `${start}|${end}` for every kind of number (the persisted form)", () => {
+  const values = [0, -0, 1, -5, 2 ** 30 - 1, 2 ** 30, 99_999_999, 100_000_000, 100_000_005, 1_699_999_200_000, 1_699_999_200_123.5, -1_699_999_200_000, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 1e21, Infinity, -Infinity];
+  for (const a of values) for (const b of values) assert.equal(timeWindowNamespace(a, b), `${a}|${b}`);
+  for (let i = 0; i < 10_000; i++) {
+    const n = Math.floor(Math.random() * Number.MAX_SAFE_INTEGER);
+    assert.equal(timeWindowNamespace(n, n + 1), `${n}|${n + 1}`);
+  }
 });

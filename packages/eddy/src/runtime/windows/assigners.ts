@@ -7,7 +7,7 @@ import { EddyError } from "../../core/errors.ts";
 import { hasTimestamp } from "../../core/time.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import { EventTimeTrigger, NeverTrigger, ProcessingTimeTrigger, type Trigger } from "./triggers.ts";
-import { GlobalWindow, TimeWindow, windowStart, type Window } from "./windows.ts";
+import { GlobalWindow, TimeWindow, timeWindowNamespace, windowStart, type Window } from "./windows.ts";
 
 export interface WindowAssignerContext {
   currentProcessingTime(): number;
@@ -21,6 +21,11 @@ export interface WindowAssigner<T, W extends Window> {
   defaultTrigger(): Trigger<T, W>;
   /** Merging assigners only: calls `merge(windows, result)` for each group of windows that merge. */
   mergeWindows?(windows: readonly W[], merge: (toMerge: W[], result: W) => void): void;
+  /**
+   * @internal Merging time-window assigners whose `mergeWindows` merges exactly the windows that
+   * intersect, into their cover (sessions): MergingWindowSet then merges by one scan.
+   */
+  readonly mergesIntersecting?: true;
   /** Sliding event-time assigners: what pane evaluation needs (see sliding-pane-operator.ts). */
   paneSpec?(): { readonly size: number; readonly slide: number; readonly offset: number } | undefined;
   /** The state/timer namespace of a window, and back. */
@@ -187,6 +192,7 @@ class Sliding<T> extends FixedSizeAssigner<T> {
 class Sessions<T> implements WindowAssigner<T, TimeWindow> {
   readonly description: string;
   readonly isEventTime: boolean;
+  readonly mergesIntersecting = true as const;
   readonly #gap: (element: T) => number;
 
   constructor(gap: (element: T) => number, eventTime: boolean, description: string) {
@@ -237,7 +243,7 @@ class Sessions<T> implements WindowAssigner<T, TimeWindow> {
 
   namespaceOf(window: TimeWindow): Namespace {
     // Number-to-string conversion of epoch milliseconds is costly; do it once per window object.
-    return (window.namespace ??= `${window.start}|${window.end}`);
+    return (window.namespace ??= timeWindowNamespace(window.start, window.end));
   }
 
   windowOf(namespace: Namespace): TimeWindow {

@@ -7,7 +7,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
-import { EventTimeSessionWindows } from "./assigners.ts";
+import type { SerializedOperatorSnapshot } from "../../testing/index.ts";
+import { EventTimeSessionWindows, type WindowAssigner } from "./assigners.ts";
 import { EventTimeTrigger, type OnMergeContext, type Trigger, type TriggerContext, type TriggerResult } from "./triggers.ts";
 import { windowOperator } from "./window-operator.ts";
 import type { TimeWindow } from "./windows.ts";
@@ -40,18 +41,7 @@ function loggingTrigger(log: string[]): Trigger<Ev, TimeWindow> {
 }
 
 function sessionHarness(log: string[]) {
-  const harness = new OperatorTestHarness<Ev, unknown>(
-    windowOperator<Ev, TimeWindow>({
-      assigner: EventTimeSessionWindows.withGap<Ev>(10),
-      trigger: loggingTrigger(log),
-      allowedLateness: 0,
-      lateDataTag: undefined,
-      contents: { kind: "list" },
-      windowFunction: undefined,
-    }),
-    (e) => e.key,
-  );
-  return harness.open();
+  return harnessWith(EventTimeSessionWindows.withGap<Ev>(10), log, 0);
 }
 
 test("a session window identical to or inside an existing one makes no merge and no trigger calls but onElement (as Flink)", () => {
@@ -82,4 +72,85 @@ test("a session window identical to or inside an existing one makes no merge and
   assert.deepEqual(log, ["clear TimeWindow[0, 32)"]);
   const op = harness.operator as unknown as { stateSize(): { keys: number; timers: number } };
   assert.deepEqual(op.stateSize(), { keys: 0, timers: 0 });
+});
+
+/** The session assigner without its `mergesIntersecting` mark: the set merges through `mergeWindows` (Flink's sort-and-sweep). */
+function bySweep(gap: number): WindowAssigner<Ev, TimeWindow> {
+  const sessions = EventTimeSessionWindows.withGap<Ev>(gap);
+  return {
+    description: sessions.description,
+    isEventTime: true,
+    assignWindows: (e, t, c) => sessions.assignWindows(e, t, c),
+    defaultTrigger: () => sessions.defaultTrigger(),
+    mergeWindows: (windows, merge) => sessions.mergeWindows!(windows, merge),
+    namespaceOf: (w) => sessions.namespaceOf(w),
+    windowOf: (ns) => sessions.windowOf(ns),
+  };
+}
+
+function harnessWith(assigner: WindowAssigner<Ev, TimeWindow>, log: string[], allowedLateness = 15, restore?: SerializedOperatorSnapshot) {
+  return new OperatorTestHarness<Ev, unknown>(
+    windowOperator<Ev, TimeWindow>({
+      assigner,
+      trigger: loggingTrigger(log),
+      allowedLateness,
+      lateDataTag: undefined,
+      contents: { kind: "list" },
+      windowFunction: undefined,
+    }),
+    (e) => e.key,
+    restore === undefined ? {} : { restore },
+  ).open();
+}
+
+/** Random session traffic for 3 keys: bursts, gaps, elements that bridge sessions, late ones; a watermark every 8 elements. */
+function sessionSteps(seed: number, n: number): ({ ev: Ev } | { watermark: number })[] {
+  let s = seed;
+  const rnd = (): number => ((s = (Math.imul(s, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  const out: ({ ev: Ev } | { watermark: number })[] = [];
+  let t = 0;
+  for (let i = 0; i < n; i++) {
+    t += rnd() < 0.15 ? 25 : Math.floor(rnd() * 6);
+    out.push({ ev: { key: `k${Math.floor(rnd() * 3)}`, ts: Math.max(0, t - Math.floor(rnd() * 30)) } });
+    if (i % 8 === 7) out.push({ watermark: t - 20 });
+  }
+  out.push({ watermark: t + 1_000 });
+  return out;
+}
+
+function run(h: OperatorTestHarness<Ev, unknown>, steps: readonly ({ ev: Ev } | { watermark: number })[]): void {
+  for (const st of steps) {
+    if ("ev" in st) h.processElement(st.ev, st.ev.ts);
+    else h.processWatermark(st.watermark);
+  }
+}
+
+test("sessions merged by one scan (mergesIntersecting) make the same windows and trigger calls as Flink's sort-and-sweep", () => {
+  for (const seed of [1, 2, 3, 4, 5]) {
+    const steps = sessionSteps(seed, 400);
+    const fastLog: string[] = [];
+    const sweepLog: string[] = [];
+    const fast = harnessWith(EventTimeSessionWindows.withGap<Ev>(10), fastLog);
+    const sweep = harnessWith(bySweep(10), sweepLog);
+    run(fast, steps);
+    run(sweep, steps);
+    assert.ok(fastLog.filter((l) => l.startsWith("onMerge")).length > 20, `seed ${seed}: the traffic merges sessions`);
+    assert.deepEqual(fastLog, sweepLog, `seed ${seed}: trigger calls`);
+    assert.deepEqual(fast.output(), sweep.output(), `seed ${seed}: output`);
+  }
+});
+
+test("a snapshot taken mid-session while the operator goes on (the set changes in place) restores the sessions as they were at the snapshot", async () => {
+  for (const seed of [7, 8, 9]) {
+    const steps = sessionSteps(seed, 300);
+    const cut = 120 + seed * 10;
+    const original = harnessWith(EventTimeSessionWindows.withGap<Ev>(10), []);
+    run(original, steps.slice(0, cut));
+    const pending = original.snapshot(); // captured now, written while the original goes on
+    original.clearOutput();
+    run(original, steps.slice(cut));
+    const restored = harnessWith(EventTimeSessionWindows.withGap<Ev>(10), [], 15, await pending);
+    run(restored, steps.slice(cut));
+    assert.deepEqual(restored.output(), original.output(), `seed ${seed}`);
+  }
 });

@@ -12,10 +12,15 @@
  *
  * Timers (all keyed, per key group):
  * - fire timers (namespace "fire") at window ends. An element in pane p registers the end of the
- *   first window containing p (p + slide - 1); when a window fires it registers the next window's
- *   end if that window holds any pane. One registration per element (deduplicated).
- * - cleanup timers (namespace = pane start) one past p + size - 1 + allowedLateness, the cleanup
- *   time of the last window that contains the pane; they delete the pane.
+ *   first window containing p that the watermark has not passed, when the element creates p;
+ *   when a window fires it registers the next window's end if that window holds any pane. So
+ *   once a pane has a fire timer, every later window containing it fires in turn, the last of
+ *   them (the one starting at p) included, and later elements of p register nothing.
+ * - with allowed lateness, cleanup timers (namespace = pane start) one past p + size - 1 +
+ *   allowedLateness, the cleanup time of the last window that contains the pane; they delete the
+ *   pane. Without allowed lateness no window fires again, so the final firing of the window
+ *   starting at p deletes p instead: one timer per pane less. (Snapshots taken before this
+ *   change may hold cleanup timers of such panes: they still delete the pane, or find it gone.)
  *
  * Pane accumulators are stored without copies (the operator owns them); a firing starts from a
  * copy of the first pane's accumulator before merging the others into it, so user merge/reduce
@@ -117,24 +122,30 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     const panes = this.#panes;
     panes.setCurrentNamespace(pane);
     const fns = this.#spec.panes;
+    let created: boolean;
     try {
       const acc = panes.value();
-      panes.update(acc === undefined ? fns.create(value) : fns.add(acc, value));
+      created = acc === undefined;
+      panes.update(created ? fns.create(value) : fns.add(acc, value));
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
     }
-    const key = this.#backend.getCurrentKey();
-    const kg = this.#backend.getCurrentKeyGroup();
-    const timers = this.#keyed.timers;
-    // One past the last window's cleanup time, so that window's final firing (a timer at the
-    // same time) still sees the pane.
-    timers.registerEventTimeTimer(key, kg, pane, lastEnd + lateness + 1);
     // Windows containing the pane end at pane + slide - 1, ..., lastEnd. Those the watermark has
-    // passed (but not cleaned up) fire again now; the first one still open gets a fire timer.
+    // passed (but not cleaned up) fire again now.
     let end = pane + this.#slide - 1;
     for (; end <= lastEnd && end <= watermark; end += this.#slide) {
       if (end + lateness > watermark) this.#fire(end);
     }
+    // hot path: a pane that existed already has its timers: its cleanup timer (only its cleanup
+    // deletes the pane), and a fire timer at the first window containing it that the watermark
+    // has not passed (registered with the pane, then passed along the chain of firings).
+    if (!created) return;
+    const key = this.#backend.getCurrentKey();
+    const kg = this.#backend.getCurrentKeyGroup();
+    const timers = this.#keyed.timers;
+    // One past the last window's cleanup time, so that window's final firing (a timer at the
+    // same time) still sees the pane. Without lateness, that firing deletes the pane.
+    if (lateness !== 0) timers.registerEventTimeTimer(key, kg, pane, lastEnd + lateness + 1);
     if (end <= lastEnd) timers.registerEventTimeTimer(key, kg, FIRE, end);
   }
 
@@ -160,10 +171,17 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
     if (domain !== "event") return;
     if (namespace === FIRE) {
-      this.#fire(timestamp);
-      // Chain to the next window if it holds any pane.
+      const fired = this.#fire(timestamp);
+      const first = timestamp - this.#size + 1;
+      if (this.#spec.allowedLateness === 0 && (fired & FIRST_PANE) !== 0) {
+        // No later window contains the window's first pane, and this one never fires again.
+        this.#panes.setCurrentNamespace(first);
+        this.#panes.clear();
+      }
+      // Chain to the next window if it holds any pane: one of this window's but its first, or the
+      // pane only the next window has.
       const next = timestamp + this.#slide;
-      if (this.#hasPanes(next)) {
+      if ((fired & LATER_PANES) !== 0 || this.#hasPane(timestamp + 1)) {
         this.#keyed.timers.registerEventTimeTimer(this.#backend.getCurrentKey(), this.#backend.getCurrentKeyGroup(), FIRE, next);
       }
       return;
@@ -173,37 +191,40 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#panes.clear();
   }
 
-  /** Whether the window ending at `end` holds any pane of the current key. */
-  #hasPanes(end: number): boolean {
-    const panes = this.#panes;
-    for (let p = end - this.#size + 1; p <= end; p += this.#slide) {
-      panes.setCurrentNamespace(p);
-      if (panes.value() !== undefined) return true;
-    }
-    return false;
+  /** Whether the current key has pane `start`. */
+  #hasPane(start: number): boolean {
+    this.#panes.setCurrentNamespace(start);
+    return this.#panes.holdsValue();
   }
 
-  /** Evaluates the window ending at `end` (inclusive) from its panes; returns whether it had any. */
-  #fire(end: number): boolean {
+  /**
+   * Evaluates the window ending at `end` (inclusive) from its panes, if it has any. Returns which
+   * panes it found: FIRST_PANE (its first), LATER_PANES (any other), both or none (0).
+   */
+  #fire(end: number): number {
     const start = end - this.#size + 1;
     const panes = this.#panes;
     const fns = this.#spec.panes;
     let merged: unknown;
-    let has = false;
+    let found = 0;
     try {
       for (let p = start; p <= end; p += this.#slide) {
         panes.setCurrentNamespace(p);
         const acc = panes.value();
         if (acc === undefined) continue;
-        merged = has ? fns.merge(merged, acc) : copyValue(acc);
-        has = true;
+        merged = found !== 0 ? fns.merge(merged, acc) : copyValue(acc);
+        found |= p === start ? FIRST_PANE : LATER_PANES;
       }
-      if (!has) return false;
+      if (found === 0) return 0;
       merged = fns.result(merged);
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
     }
     this.#function.evaluate(new TimeWindow(start, start + this.#size), merged, false);
-    return true;
+    return found;
   }
 }
+
+/** What `#fire` found: the window's first pane, and any of its other panes. */
+const FIRST_PANE = 1;
+const LATER_PANES = 2;

@@ -32,12 +32,11 @@ import {
 import { stateFor, type KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
 import type { InternalKvState } from "../../state/internal-state.ts";
-import type { ValueState } from "../../state/state.ts";
 import { LATE_RECORDS_DROPPED, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
 import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../operators/keyed-state-and-timers.ts";
 import type { WindowAssigner } from "./assigners.ts";
-import { MergingWindowSet, type MergingEntry } from "./merging-window-set.ts";
-import { isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
+import { MergingWindowSet, type MergeFunction, type MergingEntry } from "./merging-window-set.ts";
+import { EventTimeTrigger, isFire, isPurge, type OnMergeContext, type Trigger, type TriggerResult } from "./triggers.ts";
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
@@ -77,8 +76,17 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #assigner: WindowAssigner<IN, W>;
   readonly #trigger: Trigger<IN, W>;
   readonly #contents: ContentsState;
-  readonly #mergingState: ValueState<MergingEntry<W>[]> | undefined;
+  /** Merging assigners only: the current key's windows (loaded per element and timer). */
+  readonly #mergingSet: MergingWindowSet<W> | undefined;
+  readonly #mergeFunction: MergeFunction<W> = (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
+    this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows);
   readonly #triggerContext: WindowTriggerContext<W>;
+  /**
+   * The trigger is the built-in EventTimeTrigger (not a subclass): its onElement registers the
+   * end timer, or fires once the watermark passed the end, so for a window with contents and an
+   * end ahead of the watermark it does nothing new and is not called.
+   */
+  readonly #eventTimeTrigger: boolean;
   readonly #function: WindowFunctionRunner<W>;
   readonly #lateDropped;
   readonly #evictor: Evictor<IN, W> | undefined;
@@ -90,6 +98,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#output = output;
     this.#assigner = spec.assigner.forSubtask?.() ?? spec.assigner;
     this.#trigger = spec.trigger;
+    this.#eventTimeTrigger = Object.getPrototypeOf(spec.trigger) === EventTimeTrigger.prototype;
     if (spec.assigner.mergeWindows !== undefined && spec.trigger.canMerge?.() !== true) {
       throw new EddyError("TRIGGER_CANNOT_MERGE", `${spec.assigner.description} merges windows, but its trigger does not support merging (canMerge/onMerge)`);
     }
@@ -98,10 +107,13 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#backend = this.#keyed.backend;
     this.#evictor = spec.evictor;
     this.#contents = contentsState(this.#backend, spec.evictor === undefined ? spec.contents : { kind: "list" });
-    this.#mergingState =
+    this.#mergingSet =
       spec.assigner.mergeWindows === undefined
         ? undefined
-        : this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" }));
+        : new MergingWindowSet<W>(
+            this.#assigner as WindowAssigner<unknown, W>,
+            this.#backend.getState(new ValueStateDescriptor<MergingEntry<W>[]>("window-merging-set", { copy: "none" })),
+          );
     this.#triggerContext = new WindowTriggerContext<W>(this.#keyed, this.#backend, spec.assigner);
     this.#function = new WindowFunctionRunner<W>(ctx, this.#keyed, output, spec.windowFunction, (w) => spec.assigner.namespaceOf(w));
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
@@ -121,12 +133,11 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       throw userFunctionError(this.#ctx, e);
     }
     let skipped = true;
-    if (this.#mergingState !== undefined) {
-      const set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
+    const set = this.#mergingSet;
+    if (set !== undefined) {
+      set.load();
       for (const window of windows) {
-        const actual = set.addWindow(window, (mergeResult, mergedWindows, stateWindowResult, mergedStateWindows) =>
-          this.#merge(mergeResult, mergedWindows, stateWindowResult, mergedStateWindows),
-        );
+        const actual = set.addWindow(window, this.#mergeFunction);
         if (this.#isWindowLate(actual)) {
           set.retireWindow(actual);
           continue;
@@ -143,15 +154,22 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       }
       set.persist();
     } else {
-      for (const window of windows) {
+      // hot path. A window whose contents exist already has its cleanup timer (registered with
+      // the element that created them; only the cleanup, which clears the contents, removes it),
+      // and under the built-in EventTimeTrigger its end timer, unless the watermark passed its end.
+      const contents = this.#contents;
+      for (let i = 0; i < windows.length; i++) {
+        const window = windows[i]!;
         if (this.#isWindowLate(window)) continue;
         skipped = false;
-        this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
+        contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
+        const existed = contents.holdsValue();
         this.#add(value, timestamp);
+        if (existed && this.#eventTimeTrigger && window.maxTimestamp() > this.#keyed.currentWatermark) continue;
         const result = this.#triggerOnElement(value, timestamp, window);
-        if (isFire(result)) this.#emit(window, this.#contents.get());
-        if (isPurge(result)) this.#contents.clear();
-        this.#registerCleanupTimer(window);
+        if (isFire(result)) this.#emit(window, contents.get());
+        if (isPurge(result)) contents.clear();
+        if (!existed) this.#registerCleanupTimer(window);
       }
     }
     if (skipped && this.#isElementLate(timestamp)) {
@@ -182,10 +200,10 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
 
   #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
     const window = this.#assigner.windowOf(namespace);
-    let set: MergingWindowSet<W> | undefined;
+    const set = this.#mergingSet;
     let stateWindow: W | undefined = window;
-    if (this.#mergingState !== undefined) {
-      set = new MergingWindowSet<W>(this.#assigner as WindowAssigner<unknown, W>, this.#mergingState);
+    if (set !== undefined) {
+      set.load();
       stateWindow = set.getStateWindow(window);
       // The window was merged into another one (its timers moved there) or is gone.
       if (stateWindow === undefined) return;
@@ -203,7 +221,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     }
     if (isFire(result)) this.#emit(window, this.#contents.get());
     if (isPurge(result)) this.#contents.clear();
-    if (this.#isCleanupTime(window, timestamp, domain)) this.#clearAllState(window, set);
+    if (this.#isCleanupTime(window, timestamp, domain)) this.#clearAllState(window, set, timestamp);
     set?.persist();
   }
 
@@ -301,12 +319,16 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#function.evaluate(window, contents, this.#spec.contents.kind === "list");
   }
 
-  #clearAllState(window: W, set: MergingWindowSet<W> | undefined): void {
+  /** At the cleanup time `time` (an event or processing time, as the assigner's). */
+  #clearAllState(window: W, set: MergingWindowSet<W> | undefined, time: number): void {
     this.#contents.clear();
     const tc = this.#triggerContext;
     tc.window = window;
+    // The built-in EventTimeTrigger's clear deletes its end timer: without allowed lateness, the
+    // cleanup timer that is firing now (already gone), so it is not called.
+    const triggerTimerGone = this.#eventTimeTrigger && this.#assigner.isEventTime && time === window.maxTimestamp();
     try {
-      this.#trigger.clear(window, tc);
+      if (!triggerTimerGone) this.#trigger.clear(window, tc);
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
     }
