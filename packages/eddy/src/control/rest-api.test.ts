@@ -19,6 +19,7 @@ import { silentLogger } from "../core/logger.ts";
 import { MAX_WATERMARK, MIN_WATERMARK } from "../core/time.ts";
 import { planJob } from "../executor/job-ref.ts";
 import { startControlServer } from "./control-server.ts";
+import { vertexDetailView } from "./rest-views.ts";
 
 const job = defineJob("rest-fake", (env) => {
   env.fromElements(1, 2, 3).name("Numbers").rebalance().map((n) => n).name("Copy").setParallelism(4);
@@ -184,4 +185,29 @@ test("watermarks: a number, 'none' before the first, 'end' after the input ended
     const source = (await get("/v1/job/vertices/0")).body;
     assert.deepEqual(source.subtasks.map((s: any) => [s.reported, s.busyTimeMsPerSecond, s.operators[0].numRecordsOut]), [[false, null, null]]);
   });
+});
+
+test("two tasks of one name (two unnamed maps) each get their own subtasks' metrics: matched by their heads' unique metric names", () => {
+  const twins = defineJob("twins", (env) => {
+    env.fromElements(1).name("A").rebalance().map((n) => n).setParallelism(2);
+    env.fromElements(2).name("B").rebalance().map((n) => n).setParallelism(2);
+  });
+  const twinPlan = planJob(twins, { parallelism: 1 }, silentLogger).plan;
+  const maps = twinPlan.chains.filter((c) => c.parallelism === 2);
+  assert.equal(maps.length, 2);
+  assert.equal(maps[0]!.name, maps[1]!.name, "one name");
+  const task = (chainIndex: number, subtask: number, records: number): TaskMetricsSnapshot => ({
+    ...metrics().tasks[0]!,
+    task: maps[chainIndex]!.name,
+    subtask,
+    operators: [{ ...metrics().tasks[0]!.operators[0]!, operator: maps[chainIndex]!.nodes[0]!.metricName, numRecordsIn: records }],
+  });
+  const snapshot: JobMetricsSnapshot = { ...metrics(), tasks: [task(0, 0, 10), task(0, 1, 11), task(1, 0, 20), task(1, 1, 21)] };
+  assert.deepEqual(
+    maps.map((chain) => vertexDetailView(chain, snapshot).subtasks.map((s) => s.operators[0]!.numRecordsIn)),
+    [
+      [10, 11],
+      [20, 21],
+    ],
+  );
 });

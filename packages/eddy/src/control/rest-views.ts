@@ -85,10 +85,17 @@ export function jobGraphView(plan: Plan) {
   };
 }
 
-/** The metrics of `chain`'s subtasks, by subtask (a subtask not reported yet is missing). */
+/**
+ * The metrics of `chain`'s subtasks, by subtask (a subtask not reported yet is missing). Matched
+ * by the chain's name and its head's metric name: two chains may have one name (two unnamed
+ * print sinks), never one head (metric names are unique in the plan).
+ */
 function subtaskMetrics(chain: PlanChain, metrics: JobMetricsSnapshot): Map<number, TaskMetricsSnapshot> {
   const out = new Map<number, TaskMetricsSnapshot>();
-  for (const t of metrics.tasks) if (t.task === chain.name && t.subtask < chain.parallelism) out.set(t.subtask, t);
+  const head = chain.nodes[0]!.metricName;
+  for (const t of metrics.tasks) {
+    if (t.task === chain.name && t.operators[0]?.operator === head && t.subtask < chain.parallelism) out.set(t.subtask, t);
+  }
   return out;
 }
 
