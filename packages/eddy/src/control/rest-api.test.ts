@@ -104,9 +104,10 @@ const observed: ObservedJob = {
   configuration: () => ({ "metrics.enabled": "true" }),
 };
 
-async function withServer(fn: (get: (path: string) => Promise<{ status: number; text: string; body: any }>) => Promise<void>): Promise<void> {
+/** Serves `job`'s control API while `fn` runs, with a `get` that sends the token. */
+async function withServer(fn: (get: (path: string) => Promise<{ status: number; text: string; body: any }>) => Promise<void>, job: ObservedJob = observed): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), "eddy-rest-fake-"));
-  const server = await startControlServer(observed, { home, logger: silentLogger });
+  const server = await startControlServer(job, { home, logger: silentLogger });
   try {
     const token = readFileSync(server.tokenFile, "utf8");
     await fn(async (path) => {
@@ -210,4 +211,19 @@ test("two tasks of one name (two unnamed maps) each get their own subtasks' metr
       [20, 21],
     ],
   );
+});
+
+test("a job without checkpointing: checkpoints disabled, zero counts, an empty history; every checkpoint id unknown", async () => {
+  const plain: ObservedJob = { ...observed, id: "rest-plain", checkpointCounts: () => undefined, checkpointHistory: () => [] };
+  await withServer(async (get) => {
+    assert.deepEqual((await get("/v1/job/checkpoints")).body, {
+      enabled: false,
+      counts: { completed: 0, failed: 0, inProgress: 0 },
+      latest: { completed: null, savepoint: null, failed: null },
+      kept: 0,
+      history: [],
+    });
+    assert.equal((await get("/v1/job")).body.checkpoints, null);
+    assert.equal((await get("/v1/job/checkpoints/1")).status, 404);
+  }, plain);
 });
