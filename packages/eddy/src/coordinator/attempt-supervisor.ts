@@ -104,11 +104,12 @@ export class AttemptSupervisor {
   }
 
   /**
-   * Statistics of the newest STATS_HISTORY checkpoints of every attempt so far, oldest first. A
-   * checkpoint still in progress when its attempt ended is listed as failed.
+   * Statistics of the newest STATS_HISTORY checkpoints of every attempt so far, the final
+   * checkpoint included, oldest first. A checkpoint still in progress when its attempt ended is
+   * listed as failed.
    */
   history(): CheckpointStats[] {
-    const all = [...this.#earlierStats, ...this.stats()];
+    const all = [...this.#earlierStats, ...(this.#runner?.allStats() ?? [])];
     return all.length > STATS_HISTORY ? all.slice(-STATS_HISTORY) : all;
   }
 
@@ -235,7 +236,7 @@ export class AttemptSupervisor {
     if (earlier !== undefined) {
       this.#earlierLastCompleted = this.lastCompleted();
       const c = earlier.counts();
-      const archived = earlier.stats().map((st) => (st.status === "in-progress" ? { ...st, status: "failed" as const, failureReason: "its attempt ended" } : st));
+      const archived = earlier.allStats().map((st) => (st.status === "in-progress" ? { ...st, status: "failed" as const, failureReason: "its attempt ended" } : st));
       this.#earlierStats = [...this.#earlierStats, ...archived].slice(-STATS_HISTORY);
       this.#earlierCounts = { completed: this.#earlierCounts.completed + c.completed, failed: this.#earlierCounts.failed + c.failed };
     }
