@@ -346,7 +346,8 @@ class LocalJobExecution implements JobExecution {
   readonly #metrics: JobMetricsRegistry;
   readonly #exceptions = new ExceptionHistory();
   readonly #configuration: Readonly<Record<string, string>>;
-  endedAtMs: number | undefined;
+  /** Set once, when `done` settles. */
+  #endedAtMs: number | undefined;
 
   constructor(o: {
     jobId: string;
@@ -409,12 +410,16 @@ class LocalJobExecution implements JobExecution {
     done.then(
       () => void (this.#status = this.#stopping !== undefined ? "stopped" : "finished"),
       (e: unknown) => void (this.#status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
-    ).finally(() => void (this.endedAtMs = Date.now()));
+    ).finally(() => void (this.#endedAtMs = Date.now()));
   }
 
   /** An attempt failed with `e`; the job restarts after it or not. */
   failed(e: unknown, restarting: boolean): void {
     this.#exceptions.record(e, Date.now(), this.restarts, restarting);
+  }
+
+  get endedAtMs(): number | undefined {
+    return this.#endedAtMs;
   }
 
   state(): JobState {
