@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { type CheckpointConfigInput, resolveCheckpointConfig } from "./checkpoint-config.ts";
 import { CheckpointLifecycle, type LifecycleCommand, SAVEPOINT_QUEUE_TIMEOUT_MS, type SavepointStop } from "./checkpoint-lifecycle.ts";
-import type { TaskAck } from "./coordinator.ts";
+import type { CheckpointStats, TaskAck } from "./coordinator.ts";
 
 interface Written {
   readonly path: string;
@@ -166,6 +166,27 @@ test("the final checkpoint: once every task finished and none is in progress, wi
   manifest.taskFinished("a", 0);
   manifest.acknowledge(1, "a", ACK, 1);
   assert.equal(errorOf(manifest.manifestFailed(1, "ENOSPC", 2), "fail-job").code, "CHECKPOINT_FAILED");
+});
+
+test("the final checkpoint's statistics are in allStats (not in stats or counts, which metrics read): in progress, then completed or failed, per subtask", () => {
+  const l = lifecycle({}, ["a", "b"]);
+  l.taskFinished("a", 0);
+  l.taskFinished("b", 10);
+  const at = (stats: readonly CheckpointStats[]) => stats.map((s) => [s.checkpointId, s.status, s.durationMs, s.acknowledgedTasks, s.bytes, s.failureReason]);
+  assert.deepEqual(at(l.allStats()), [[1, "in-progress", undefined, 0, 0, undefined]]);
+  l.acknowledge(1, "a", { ...ACK, bytes: 5, asyncMs: 7 }, 15);
+  l.acknowledge(1, "a", ACK, 16);
+  l.acknowledge(1, "b", ACK, 20);
+  l.manifestCommitted(1, 30);
+  assert.deepEqual(at(l.allStats()), [[1, "completed", 20, 2, 6, undefined]]);
+  assert.deepEqual(l.allStats()[0]!.subtasks.map((s) => [s.taskId, s.ackTimeMs, s.bytes]), [["a", 15, 5], ["b", 20, 1]], "a second ack of a task is ignored");
+  assert.equal(l.allStats()[0]!.asyncMs, 7, "the maximum");
+  assert.deepEqual([l.stats(), l.counts()], [[], { completed: 0, failed: 0 }]);
+
+  const declined = lifecycle({}, ["a"]);
+  declined.taskFinished("a", 0);
+  declined.decline(1, "a", "disk full", 4);
+  assert.deepEqual(at(declined.allStats()), [[1, "failed", 4, 0, 0, "disk full"]]);
 });
 
 test("too many failed checkpoints fail the job (CHECKPOINT_FAILURES), rejecting every request; nothing follows", () => {

@@ -62,7 +62,7 @@
  */
 import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfig } from "./checkpoint-config.ts";
-import { CheckpointCoordinator, type CheckpointCounts, type CheckpointStats, type CoordinatorCommand, type TaskAck } from "./coordinator.ts";
+import { CheckpointCoordinator, type CheckpointCounts, type CheckpointStats, type CoordinatorCommand, type SubtaskCheckpointStats, type TaskAck } from "./coordinator.ts";
 
 /** How long a savepoint request waits for a free slot before it is rejected. */
 export const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
@@ -127,8 +127,13 @@ interface SavepointRequest<R> {
 
 interface FinalCheckpoint {
   readonly id: number;
+  readonly triggerTimeMs: number;
   readonly acks: Map<string, TaskAck>;
-  status: "acking" | "committing" | "completed";
+  /** For its statistics (allStats): what each task reported, when. */
+  readonly subtasks: SubtaskCheckpointStats[];
+  status: "acking" | "committing" | "completed" | "failed";
+  endMs: number | undefined;
+  failureReason: string | undefined;
 }
 
 export class CheckpointLifecycle<R> {
@@ -176,6 +181,31 @@ export class CheckpointLifecycle<R> {
     return this.#coordinator.stats();
   }
 
+  /** The coordinator's statistics and, once triggered, the final checkpoint's (last: its id is the highest), for the REST API's history. */
+  allStats(): CheckpointStats[] {
+    const stats = this.#coordinator.stats();
+    const f = this.#final;
+    if (f === undefined) return stats;
+    // As the coordinator's: maxima of the times, the sum of the bytes.
+    const max = (pick: (s: SubtaskCheckpointStats) => number) => f.subtasks.reduce((n, s) => Math.max(n, pick(s)), 0);
+    stats.push({
+      checkpointId: f.id,
+      isSavepoint: false,
+      triggerTimeMs: f.triggerTimeMs,
+      status: f.status === "completed" || f.status === "failed" ? f.status : "in-progress",
+      durationMs: f.endMs === undefined ? undefined : f.endMs - f.triggerTimeMs,
+      acknowledgedTasks: f.acks.size,
+      totalTasks: this.#taskSet.size,
+      syncMs: max((s) => s.syncMs),
+      asyncMs: max((s) => s.asyncMs),
+      alignmentMs: max((s) => s.alignmentMs),
+      bytes: f.subtasks.reduce((n, s) => n + s.bytes, 0),
+      failureReason: f.failureReason,
+      subtasks: [...f.subtasks],
+    });
+    return stats;
+  }
+
   /** Triggers queued savepoints, expires overdue ones, then lets the coordinator time out and trigger. */
   tick(now: number): LifecycleCommand<R>[] {
     if (this.#phase !== "running") return [];
@@ -216,8 +246,9 @@ export class CheckpointLifecycle<R> {
     now = this.#advance(now);
     const final = this.#final;
     if (final !== undefined && checkpointId === final.id) {
-      if (final.status !== "acking" || !this.#taskSet.has(taskId)) return [];
+      if (final.status !== "acking" || !this.#taskSet.has(taskId) || final.acks.has(taskId)) return [];
       final.acks.set(taskId, ack);
+      final.subtasks.push({ taskId, ackTimeMs: now, syncMs: ack.syncMs, asyncMs: ack.asyncMs, alignmentMs: ack.alignmentMs, bytes: ack.bytes });
       if (final.acks.size < this.#taskSet.size) return [];
       final.status = "committing";
       return [{ type: "commit-manifest", checkpointId, isFinal: true, acks: final.acks }];
@@ -232,7 +263,7 @@ export class CheckpointLifecycle<R> {
     now = this.#advance(now);
     if (this.#final !== undefined && checkpointId === this.#final.id) {
       if (this.#final.status !== "acking" || !this.#taskSet.has(taskId)) return [];
-      return this.#failFinal(reason);
+      return this.#failFinal(reason, now);
     }
     const out: LifecycleCommand<R>[] = [];
     this.#translate(this.#coordinator.decline(checkpointId, taskId, reason, now), out);
@@ -257,6 +288,7 @@ export class CheckpointLifecycle<R> {
     if (final !== undefined && checkpointId === final.id) {
       if (final.status !== "committing") return [];
       final.status = "completed";
+      final.endMs = now;
       return [
         { type: "notify-complete", checkpointId },
         { type: "retain", checkpointId },
@@ -271,7 +303,7 @@ export class CheckpointLifecycle<R> {
     if (this.#phase !== "running") return [];
     now = this.#advance(now);
     if (this.#final !== undefined && checkpointId === this.#final.id) {
-      return this.#final.status === "completed" ? [] : this.#failFinal(reason);
+      return this.#final.status === "completed" ? [] : this.#failFinal(reason, now);
     }
     const out: LifecycleCommand<R>[] = [];
     this.#translate(this.#coordinator.manifestFailed(checkpointId, reason, now), out);
@@ -303,7 +335,7 @@ export class CheckpointLifecycle<R> {
       case "trigger":
         return this.decline(command.checkpointId, this.#tasks[0]!, `its barrier could not be sent: ${reason}`, now);
       case "trigger-final":
-        return this.#phase === "running" && this.#final?.status === "acking" ? this.#failFinal(reason) : [];
+        return this.#phase === "running" && this.#final?.status === "acking" ? this.#failFinal(reason, now) : [];
       case "commit-manifest":
         return this.manifestFailed(command.checkpointId, reason, now);
       case "write-savepoint":
@@ -434,13 +466,17 @@ export class CheckpointLifecycle<R> {
     if (this.#phase !== "running" || this.#final !== undefined) return out;
     if (this.#finished.size < this.#taskSet.size || this.#coordinator.inProgress > 0) return out;
     const id = ++this.#lastId;
-    this.#final = { id, acks: new Map(), status: "acking" };
+    this.#final = { id, triggerTimeMs: now, acks: new Map(), subtasks: [], status: "acking", endMs: undefined, failureReason: undefined };
     out.push({ type: "trigger-final", checkpointId: id, timestampMs: now });
     return out;
   }
 
   /** Without its final checkpoint the job cannot commit its last output: fail, so the restart strategy replays from the latest checkpoint. */
-  #failFinal(reason: string): LifecycleCommand<R>[] {
+  #failFinal(reason: string, now: number): LifecycleCommand<R>[] {
+    const final = this.#final!;
+    final.status = "failed";
+    final.endMs = now;
+    final.failureReason = reason;
     const out: LifecycleCommand<R>[] = [];
     this.#fail(new EddyError("CHECKPOINT_FAILED", `the final checkpoint of job '${this.#jobName}' failed: ${reason}`), out);
     return out;

@@ -88,7 +88,7 @@ test("triggers periodically every intervalMs, measured trigger to trigger, first
   assert.deepEqual(c.tick(2000), []);
 });
 
-test("a completed checkpoint: all acks → commit-manifest; committed → notify-complete; stats filled in", () => {
+test("a completed checkpoint: all acks → commit-manifest; committed → notify-complete; stats filled in, per subtask too", () => {
   const c = coordinator({}, 0);
   c.tick(100);
   assert.deepEqual(c.acknowledge(1, "source-0", ackOf({ syncMs: 5, asyncMs: 1, alignmentMs: 0, bytes: 100 }), 110), []);
@@ -116,6 +116,11 @@ test("a completed checkpoint: all acks → commit-manifest; committed → notify
       alignmentMs: 7,
       bytes: 151,
       failureReason: undefined,
+      subtasks: [
+        { taskId: "source-0", ackTimeMs: 110, syncMs: 5, asyncMs: 1, alignmentMs: 0, bytes: 100 },
+        { taskId: "map-0", ackTimeMs: 120, syncMs: 2, asyncMs: 9, alignmentMs: 4, bytes: 50 },
+        { taskId: "sink-0", ackTimeMs: 130, syncMs: 1, asyncMs: 1, alignmentMs: 7, bytes: 1 },
+      ],
     },
   ]);
 });

@@ -36,7 +36,8 @@
  * Commands are returned in the order they must be performed. `now` must not decrease; a smaller
  * value is treated as the largest seen (a clock step back does not re-open a timeout).
  *
- * Cost: O(in-progress checkpoints) per input; stats keep the last STATS_HISTORY checkpoints.
+ * Cost: O(in-progress checkpoints) per input; stats keep the last STATS_HISTORY checkpoints, each
+ * with one entry per acknowledging subtask.
  */
 import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfig } from "./checkpoint-config.ts";
@@ -91,6 +92,20 @@ export interface CheckpointStats {
   /** Sum over the acknowledgements so far. */
   readonly bytes: number;
   readonly failureReason: string | undefined;
+  /** One per acknowledgement so far, in the order they came: what each subtask reported. */
+  readonly subtasks: readonly SubtaskCheckpointStats[];
+}
+
+/** What one subtask reported for a checkpoint (Flink's SubtaskCheckpointStatistics). */
+export interface SubtaskCheckpointStats {
+  /** `<chain index>.<subtask>` (taskIdOf). */
+  readonly taskId: string;
+  /** When the coordinator took the acknowledgement. */
+  readonly ackTimeMs: number;
+  readonly syncMs: number;
+  readonly asyncMs: number;
+  readonly alignmentMs: number;
+  readonly bytes: number;
 }
 
 /** Checkpoints (savepoints included) that ended so far, however many `stats()` still lists. */
@@ -114,7 +129,7 @@ export interface CoordinatorOptions {
 /** How many ended checkpoints `stats()` remembers. */
 export const STATS_HISTORY = 100;
 
-type MutableStats = { -readonly [K in keyof CheckpointStats]: CheckpointStats[K] };
+type MutableStats = { -readonly [K in keyof CheckpointStats]: CheckpointStats[K] } & { readonly subtasks: SubtaskCheckpointStats[] };
 
 interface PendingCheckpoint {
   readonly id: number;
@@ -221,6 +236,7 @@ export class CheckpointCoordinator {
     s.asyncMs = Math.max(s.asyncMs, ack.asyncMs);
     s.alignmentMs = Math.max(s.alignmentMs, ack.alignmentMs);
     s.bytes += ack.bytes;
+    s.subtasks.push({ taskId, ackTimeMs: now, syncMs: ack.syncMs, asyncMs: ack.asyncMs, alignmentMs: ack.alignmentMs, bytes: ack.bytes });
     if (p.acks.size < this.#tasks.size) return [];
     p.committing = true;
     return [{ type: "commit-manifest", checkpointId, isSavepoint: p.isSavepoint, acks: p.acks }];
@@ -286,7 +302,7 @@ export class CheckpointCoordinator {
 
   /** Every checkpoint in progress and the last STATS_HISTORY ended ones, in trigger order. */
   stats(): CheckpointStats[] {
-    return [...this.#history.values()].map((s) => Object.freeze({ ...s }));
+    return [...this.#history.values()].map((s) => Object.freeze({ ...s, subtasks: Object.freeze([...s.subtasks]) }));
   }
 
   #advance(now: number): number {
@@ -327,6 +343,7 @@ export class CheckpointCoordinator {
       alignmentMs: 0,
       bytes: 0,
       failureReason: undefined,
+      subtasks: [],
     };
     this.#pending.set(id, { id, isSavepoint, triggerTimeMs: now, acks: new Map(), committing: false, stats });
     this.#history.set(id, stats);

@@ -20,10 +20,10 @@ import { encodeCheckedKey, fetchFromStateServer, locateKey, parseKeyArgument } f
 /** How long a proxied read waits for the state server (below the control client's default timeout, so it answers 504 first). */
 export const PROXY_TIMEOUT_MS = 4_000;
 
-/** A GET endpoint whose path matches `pattern`; `handle` gets the URI-decoded capture groups. */
+/** A GET endpoint whose path matches `pattern`; `handle` gets the URI-decoded capture groups and the query. */
 export interface PatternRoute {
   readonly pattern: RegExp;
-  readonly handle: (params: readonly string[]) => Promise<Reply>;
+  readonly handle: (params: readonly string[], query: URLSearchParams) => Promise<Reply>;
 }
 
 export function queryRoutes(job: QueryableJob & { readonly id: string }, agent: Agent): PatternRoute[] {

@@ -19,6 +19,9 @@
  *   POST /v1/job/cancel     {}                                 → 202 {}
  *   GET  /metrics           → 200 the job's metrics in Prometheus's text format (prometheus-exposition.ts;
  *                             when the job offers metricsSnapshot, as every job started by startJob does)
+ * and, when the job is an ObservedJob (every job startJob returns is), the read endpoints of the
+ * REST API (rest-api.ts: the graph, metrics per vertex, watermarks, backpressure, checkpoints,
+ * exceptions, configuration), with `GET /v1/job` then answering the fuller overview;
  * and, when the job also implements QueryableJob (has `token` and `queryableStates`), the
  * queryable-state endpoints of control-query.ts. Such a job brings its own token, which its state
  * servers check too, so one token file grants both; otherwise the server makes a random one.
@@ -56,6 +59,8 @@ import {
   type Reply,
 } from "../http/http-endpoint.ts";
 import { isQueryableJob } from "../queryable/state-lookup.ts";
+import { isObservedJob } from "../coordinator/control.ts";
+import { jobOverview, restRoutes } from "./rest-api.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {
@@ -96,7 +101,7 @@ const CLOSE_GRACE_MS = 5_000;
 /** Registry files of servers open in this process: a second server for the same job id is refused. */
 const openHere = new Set<string>();
 
-type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>) => Promise<Reply> };
+type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>, query: URLSearchParams) => Promise<Reply> };
 
 /** The endpoints: by exact path, then GET endpoints by pattern. */
 interface Routes {
@@ -136,7 +141,11 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
 
   // Keep-alive connections to the job's state servers, for proxied reads.
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
-  const routes: Routes = { exact: controlRoutes(job), patterns: isQueryableJob(job) ? queryRoutes(job, agent) : [] };
+  const rest = isObservedJob(job) ? restRoutes(job) : undefined;
+  const routes: Routes = {
+    exact: new Map([...controlRoutes(job), ...[...(rest?.exact ?? [])].map(([path, handle]): [string, Route] => [path, { method: "GET", handle: (_body, query) => handle(query) }])]),
+    patterns: [...(rest?.patterns ?? []), ...(isQueryableJob(job) ? queryRoutes(job, agent) : [])],
+  };
   const limit = createRequestLimit(MAX_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? CONTROL_API_BOUNDS, (req, res) => {
     limit.run(res, () =>
@@ -269,7 +278,12 @@ function controlRoutes(job: ControlledJob): ReadonlyMap<string, Route> {
       "/v1/job",
       {
         method: "GET",
-        handle: async () => ({ status: 200, body: { id: job.id, name: job.name, status: job.status(), pid: process.pid, startedAtMs: job.startedAtMs } satisfies JobInfo }),
+        handle: async () => ({
+          status: 200,
+          body: isObservedJob(job)
+            ? (jobOverview(job, process.pid, Date.now()) satisfies JobInfo)
+            : ({ id: job.id, name: job.name, status: job.status(), pid: process.pid, startedAtMs: job.startedAtMs } satisfies JobInfo),
+        }),
       },
     ],
     [
@@ -335,8 +349,9 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
     sendReply(res, UNAUTHORIZED, true);
     return;
   }
-  const path = new URL(req.url ?? "/", "http://localhost").pathname;
-  const route = routes.exact.get(path) ?? patternRoute(routes.patterns, path);
+  const url = new URL(req.url ?? "/", "http://localhost");
+  const path = url.pathname;
+  const route = routes.exact.get(path) ?? patternRoute(routes.patterns, path, url.searchParams);
   if (route === undefined) {
     sendReply(res, errorReply(404, "NOT_FOUND", `no endpoint ${path}`), true);
     return;
@@ -366,7 +381,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
   }
   let reply: Reply;
   try {
-    reply = await route.handle(body);
+    reply = await route.handle(body, url.searchParams);
   } catch (e) {
     reply = failureReply(e, path, logger);
   }
@@ -374,7 +389,7 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
 }
 
 /** The route of the first pattern `path` matches, with its URI-decoded segments; a message when one is malformed. */
-function patternRoute(patterns: readonly PatternRoute[], path: string): Route | string | undefined {
+function patternRoute(patterns: readonly PatternRoute[], path: string, query: URLSearchParams): Route | string | undefined {
   for (const { pattern, handle } of patterns) {
     const match = pattern.exec(path);
     if (match === null) continue;
@@ -384,7 +399,7 @@ function patternRoute(patterns: readonly PatternRoute[], path: string): Route | 
     } catch {
       return `a path segment of ${path} is not valid URI encoding`;
     }
-    return { method: "GET", handle: () => handle(params) };
+    return { method: "GET", handle: () => handle(params, query) };
   }
   return undefined;
 }

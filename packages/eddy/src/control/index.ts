@@ -1,6 +1,6 @@
 /**
  * control/ — controlling running jobs from outside: the control API a job serves
- * (control-server.ts), the registry of running jobs (control-registry.ts), the client and the
+ * (control-server.ts) with its REST read endpoints (rest-api.ts, rest-views.ts), the registry of running jobs (control-registry.ts), the client and the
  * `eddy` commands that use them (control-client.ts, control-cli.ts, cli.ts).
  *
  * May import: every layer below, coordinator/ included.

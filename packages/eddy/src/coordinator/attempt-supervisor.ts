@@ -20,7 +20,7 @@ import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { failureFields } from "../core/user-frames.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
-import type { CheckpointCounts, CheckpointStats, TaskAck } from "../checkpoint/coordinator.ts";
+import { STATS_HISTORY, type CheckpointCounts, type CheckpointStats, type TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
@@ -64,6 +64,8 @@ export interface AttemptSupervisorOptions {
   readonly runInline: (checkpoints: InlineOptions["checkpoints"]) => ExecutionAttempt;
   readonly runThreaded: (ref: JobRef, checkpointing: ThreadedCheckpointing) => ExecutionAttempt;
   readonly isCancelled: () => boolean;
+  /** Hears every failure that ended an attempt, and whether the job restarts after it. */
+  readonly onFailure?: (e: unknown, restarting: boolean) => void;
 }
 
 export class AttemptSupervisor {
@@ -77,6 +79,10 @@ export class AttemptSupervisor {
   /** Counts and the last completed checkpoint of the attempts before the current one. */
   #earlierCounts: CheckpointCounts = { completed: 0, failed: 0 };
   #earlierLastCompleted: CheckpointStats | undefined;
+  /** Statistics of the attempts before the current one, oldest first; at most STATS_HISTORY. */
+  #earlierStats: CheckpointStats[] = [];
+  /** Between a failure the job restarts after and the start of the next attempt. */
+  #restarting = false;
   /** Whether an attempt has deployed its tasks and not ended (savepoints can be taken). */
   #running = false;
   /** The highest checkpoint id any attempt issued: a later attempt never reuses one (see #attempt). */
@@ -95,6 +101,21 @@ export class AttemptSupervisor {
   /** Statistics of the checkpoints of the current attempt. */
   stats(): CheckpointStats[] {
     return this.#runner?.stats() ?? [];
+  }
+
+  /**
+   * Statistics of the newest STATS_HISTORY checkpoints of every attempt so far, the final
+   * checkpoint included, oldest first. A checkpoint still in progress when its attempt ended is
+   * listed as failed.
+   */
+  history(): CheckpointStats[] {
+    const all = [...this.#earlierStats, ...(this.#runner?.allStats() ?? [])];
+    return all.length > STATS_HISTORY ? all.slice(-STATS_HISTORY) : all;
+  }
+
+  /** Whether the job is between a failure and the attempt that restarts it. */
+  get restarting(): boolean {
+    return this.#restarting;
   }
 
   /** Completed and failed checkpoints of every attempt so far (numberOfCompletedCheckpoints, …). */
@@ -143,17 +164,27 @@ export class AttemptSupervisor {
         // the one line that reports this failure (issue 32).
         const failure = failureFields(e);
         if (!worth.restartable) {
+          // A cancellation is no failure to list.
+          if (!(this.#o.isCancelled() || (e instanceof EddyError && e.code === "JOB_CANCELLED"))) this.#o.onFailure?.(e, false);
           if (worth.report) logger.error(`job failed; not restarting: ${worth.reason}`, { job: plan.jobName, ...failure });
           throw e;
         }
         const decision = strategy.onFailure(Date.now());
+        this.#o.onFailure?.(e, decision.restart);
         if (!decision.restart) {
           logger.error("job failed; not restarting", { job: plan.jobName, reason: decision.reason, ...failure });
           throw e;
         }
         logger.debug("restarting after a delay", { job: plan.jobName, delayMs: decision.delayMs });
+        this.#restarting = true;
         await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
-        restore = await this.#recoveryPoint(initial);
+        try {
+          restore = await this.#recoveryPoint(initial);
+        } catch (noRecovery) {
+          this.#restarting = false;
+          this.#o.onFailure?.(noRecovery, false);
+          throw noRecovery;
+        }
         this.restoredFrom.push(restore?.manifest.checkpointId ?? null);
         // Once, as a warning with its cause: the job goes on (issue 32).
         const from =
@@ -205,9 +236,12 @@ export class AttemptSupervisor {
     if (earlier !== undefined) {
       this.#earlierLastCompleted = this.lastCompleted();
       const c = earlier.counts();
+      const archived = earlier.allStats().map((st) => (st.status === "in-progress" ? { ...st, status: "failed" as const, failureReason: "its attempt ended" } : st));
+      this.#earlierStats = [...this.#earlierStats, ...archived].slice(-STATS_HISTORY);
       this.#earlierCounts = { completed: this.#earlierCounts.completed + c.completed, failed: this.#earlierCounts.failed + c.failed };
     }
     this.#runner = runner;
+    this.#restarting = false;
     const enumeratorState = restore === undefined ? undefined : (operatorId: string) => restore.manifest.enumerators[operatorId];
     // What tasks report about checkpoints (that part of the gateway), wherever they run.
     const reports: Pick<JobMasterGateway, "acknowledgeCheckpoint" | "declineCheckpoint" | "taskFinished"> = {

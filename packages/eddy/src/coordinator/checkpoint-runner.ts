@@ -155,6 +155,11 @@ export class CheckpointRunner {
     return this.#lifecycle.stats();
   }
 
+  /** stats() and the final checkpoint's (CheckpointLifecycle.allStats). */
+  allStats(): CheckpointStats[] {
+    return this.#lifecycle.allStats();
+  }
+
   /** The highest checkpoint id this runner issued (a trigger, a savepoint or the final one). */
   get lastCheckpointId(): number {
     return this.#lifecycle.lastCheckpointId;

@@ -3,6 +3,9 @@
  * control API that `eddy list / savepoint / stop / cancel` talk to (control-server.ts).
  */
 
+import type { CheckpointCounts, CheckpointStats } from "../checkpoint/coordinator.ts";
+import type { Plan } from "../graph/plan.ts";
+import type { JobException } from "./exception-history.ts";
 import type { JobMetricsSnapshot } from "./job-metrics.ts";
 
 /** Where a job's tasks run: on the calling thread, or on worker threads. */
@@ -51,4 +54,34 @@ export interface ControlledJob {
   cancel(): void;
   /** The job's metrics (coordinator/job-metrics.ts), for `GET /metrics`; absent: that endpoint answers 404. */
   metricsSnapshot?(): JobMetricsSnapshot;
+}
+
+/** Where a job is in its life, as the REST API says it: a running job between attempts is "restarting". */
+export type JobState = JobStatus | "restarting";
+
+/**
+ * What a job shows to the read endpoints of the REST API (control/rest-api.ts), beyond
+ * ControlledJob: its plan, metrics, checkpoint history, failures and configuration. Every method
+ * answers from memory the coordinator keeps anyway (bounded), never by asking the tasks.
+ */
+export interface ObservedJob extends ControlledJob {
+  readonly plan: Plan;
+  state(): JobState;
+  readonly restarts: number;
+  metricsSnapshot(): JobMetricsSnapshot;
+  /** Undefined without checkpointing. */
+  checkpointCounts(): CheckpointCounts | undefined;
+  /** The newest checkpoints of every attempt (at most STATS_HISTORY), oldest first. */
+  checkpointHistory(): CheckpointStats[];
+  /** Failures that ended an attempt, newest first (at most MAX_EXCEPTIONS), and how many there were. */
+  exceptions(): { readonly total: number; readonly newestFirst: readonly JobException[] };
+  /** The effective configuration keys and values (effective-config.ts). */
+  configuration(): Readonly<Record<string, string>>;
+  /** When the job ended (wall-clock ms); undefined while it runs. */
+  readonly endedAtMs: number | undefined;
+}
+
+export function isObservedJob(job: ControlledJob): job is ObservedJob {
+  const o = job as Partial<ObservedJob>;
+  return o.plan !== undefined && typeof o.state === "function" && typeof o.checkpointHistory === "function" && typeof o.exceptions === "function";
 }

@@ -24,7 +24,9 @@ import type { CheckpointCounts, CheckpointStats } from "../checkpoint/coordinato
 import { JobMetricsRegistry, type JobMetricsSnapshot } from "./job-metrics.ts";
 import { createRestartStrategy, type RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { DEFAULT_CHECKPOINT_ROOT_DIR, DEFAULT_SAVEPOINT_DIR, LocalCheckpointStorage } from "../checkpoint/storage.ts";
-import type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
+import type { JobState, JobStatus, ObservedJob, SavepointOptions, SavepointResult, StopOptions } from "./control.ts";
+import { ExceptionHistory, type JobException } from "./exception-history.ts";
+import { effectiveConfiguration } from "./effective-config.ts";
 import type { QueryableJob, QueryLocation } from "../queryable/queryable.ts";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RESTART_STRATEGY, AttemptSupervisor, restorePointOf } from "./attempt-supervisor.ts";
@@ -121,7 +123,7 @@ export interface RunOptions {
   readonly config?: Readonly<Record<string, string>>;
 }
 
-export interface JobExecution extends ControlledJob, QueryableJob {
+export interface JobExecution extends ObservedJob, QueryableJob {
   readonly jobName: string;
   readonly plan: Plan;
   /** Settles when a bounded job has finished (or the job failed / was cancelled). */
@@ -271,9 +273,25 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const restoreOnly = restore !== undefined && checkpointConfig === undefined;
   if (restoreOnly) logger.info("restoring into a job without checkpointing: no periodic checkpoints", { job: job.name });
   const supervisedConfig = restoreOnly ? RESTORE_WITHOUT_CHECKPOINTING : checkpointConfig;
-  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger });
-  if (supervisedConfig !== undefined) {
-    const location = checkpointLocationOf(job, options, configured);
+  const restartStrategy =
+    supervisedConfig === undefined
+      ? undefined
+      : (options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? (restoreOnly ? { type: "none" } : DEFAULT_RESTART_STRATEGY));
+  const location = checkpointLocationOf(job, options, configured);
+  const configuration = effectiveConfiguration({
+    given: options.config ?? {},
+    parallelism: options.parallelism,
+    maxParallelism: options.maxParallelism,
+    checkpointing: supervisedConfig,
+    checkpointDir: supervisedConfig === undefined ? undefined : join(location.rootDir, location.jobId),
+    savepointDir: savepointRoot,
+    restartStrategy,
+    watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
+    maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
+    metricsEnabled,
+  });
+  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration });
+  if (supervisedConfig !== undefined && restartStrategy !== undefined) {
     handle.supervise(
       new AttemptSupervisor({
         plan,
@@ -281,7 +299,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
         location,
         savepointDir: savepointRoot,
         storageRef: options.checkpointStorage,
-        strategy: createRestartStrategy(options.restartStrategy ?? configured.restartStrategy ?? env.getRestartStrategy() ?? (restoreOnly ? { type: "none" } : DEFAULT_RESTART_STRATEGY)),
+        strategy: createRestartStrategy(restartStrategy),
         restore,
         allowNonRestoredState: options.allowNonRestoredState === true,
         logger,
@@ -289,6 +307,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
         runInline: (checkpoints) => handle.attempting(runInline(checkpoints)),
         runThreaded: (ref, checkpointing) => handle.attempting(runThreaded(ref, checkpointing)),
         isCancelled: () => handle.cancelled,
+        onFailure: (e, restarting) => handle.failed(e, restarting),
       }),
     );
   } else if (wantsInline) {
@@ -325,8 +344,20 @@ class LocalJobExecution implements JobExecution {
   /** The stop in progress (undefined: none, or it failed and the job went on). */
   #stopping: Promise<SavepointResult | undefined> | undefined;
   readonly #metrics: JobMetricsRegistry;
+  readonly #exceptions = new ExceptionHistory();
+  readonly #configuration: Readonly<Record<string, string>>;
+  /** Set once, when `done` settles. */
+  #endedAtMs: number | undefined;
 
-  constructor(o: { jobId: string; plan: Plan; token: string; savepointRoot: string; results: ReadonlyMap<string, unknown[]>; logger: Logger }) {
+  constructor(o: {
+    jobId: string;
+    plan: Plan;
+    token: string;
+    savepointRoot: string;
+    results: ReadonlyMap<string, unknown[]>;
+    logger: Logger;
+    configuration: Readonly<Record<string, string>>;
+  }) {
     this.id = o.jobId;
     this.name = this.jobName = o.plan.jobName;
     this.plan = o.plan;
@@ -334,6 +365,7 @@ class LocalJobExecution implements JobExecution {
     this.#savepointRoot = o.savepointRoot;
     this.#results = o.results;
     this.#logger = o.logger;
+    this.#configuration = o.configuration;
     this.#metrics = new JobMetricsRegistry(this, Date.now);
   }
 
@@ -344,7 +376,9 @@ class LocalJobExecution implements JobExecution {
     const done = attempt.then((a) => a.done);
     // Said once, at error level, with where it happened, as a supervisor says it when it gives up.
     done.catch((e: unknown) => {
-      if (!(e instanceof EddyError && e.code === "JOB_CANCELLED")) this.#logger.error("job failed", { job: this.jobName, ...failureFields(e) });
+      if (e instanceof EddyError && e.code === "JOB_CANCELLED") return;
+      this.#logger.error("job failed", { job: this.jobName, ...failureFields(e) });
+      this.failed(e, false);
     });
     this.#track(done);
   }
@@ -376,7 +410,32 @@ class LocalJobExecution implements JobExecution {
     done.then(
       () => void (this.#status = this.#stopping !== undefined ? "stopped" : "finished"),
       (e: unknown) => void (this.#status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
-    );
+    ).finally(() => void (this.#endedAtMs = Date.now()));
+  }
+
+  /** An attempt failed with `e`; the job restarts after it or not. */
+  failed(e: unknown, restarting: boolean): void {
+    this.#exceptions.record(e, Date.now(), this.restarts, restarting);
+  }
+
+  get endedAtMs(): number | undefined {
+    return this.#endedAtMs;
+  }
+
+  state(): JobState {
+    return this.#status === "running" && this.#supervisor?.restarting === true ? "restarting" : this.#status;
+  }
+
+  checkpointHistory(): CheckpointStats[] {
+    return this.#supervisor?.history() ?? [];
+  }
+
+  exceptions(): { total: number; newestFirst: JobException[] } {
+    return { total: this.#exceptions.total, newestFirst: this.#exceptions.newestFirst() };
+  }
+
+  configuration(): Readonly<Record<string, string>> {
+    return this.#configuration;
   }
 
   status(): JobStatus {

@@ -242,6 +242,8 @@ export const ERROR_CODES = {
   UNAUTHORIZED: { domain: "user", retryable: false, meaning: "HTTP 401: the bearer token is missing or wrong.", action: "Send the token from the job's token file." },
   BAD_REQUEST: { domain: "user", retryable: false, meaning: "HTTP 400: the request is malformed (parameters, body, URL).", action: "Fix the request as the message says." },
   NOT_FOUND: { domain: "user", retryable: false, meaning: "HTTP 404: no such endpoint.", action: "Check the path." },
+  UNKNOWN_VERTEX: { domain: "user", retryable: false, meaning: "HTTP 404 from the REST API: the job has no vertex (task) with that id.", action: "Use an id from GET /v1/job/vertices (the message lists them)." },
+  UNKNOWN_CHECKPOINT: { domain: "user", retryable: false, meaning: "HTTP 404 from the REST API: the job keeps no statistics of a checkpoint with that id (never taken, or older than the kept history).", action: "Use an id from GET /v1/job/checkpoints." },
   METHOD_NOT_ALLOWED: { domain: "user", retryable: false, meaning: "HTTP 405: the endpoint takes another method.", action: "Use the method the message names." },
   BODY_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 413: the request body is over the limit.", action: "Send a smaller body." },
   HEADERS_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 431: the request line and headers are over the limit.", action: "Send a shorter URL and fewer headers." },

@@ -20,7 +20,7 @@ export const EDDY_PACKAGE_ROOT = fileURLToPath(new URL("../../", import.meta.url
 
 /** How many causes of an error its stack text follows (a cycle of causes must end). */
 const MAX_CAUSES = 4;
-const CAUSED_BY = "Caused by: ";
+export const CAUSED_BY = "Caused by: ";
 /** A frame's `file:line:column`: `at fn (file:l:c)` or `at file:l:c` (an eval frame's ends in `<anonymous>:l:c`, never a user's). */
 const IN_PARENS = /\(([^()]+):(\d+):(\d+)\)$/;
 const BARE = /^at ([^()]+):(\d+):(\d+)$/;

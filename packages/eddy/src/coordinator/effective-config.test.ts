@@ -1,0 +1,52 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { resolveCheckpointConfig } from "../checkpoint/checkpoint-config.ts";
+import { CONFIG_KEYS } from "./config.ts";
+import { effectiveConfiguration, type ResolvedSettings } from "./effective-config.ts";
+
+const base: ResolvedSettings = {
+  given: { "rest.port": "9249", "metrics.enabled": "true" },
+  parallelism: undefined,
+  maxParallelism: undefined,
+  checkpointing: undefined,
+  checkpointDir: undefined,
+  savepointDir: "/sp",
+  restartStrategy: undefined,
+  watchdogTimeoutMs: 60_000,
+  maxWorkerHeapMb: undefined,
+  metricsEnabled: false,
+};
+
+test("without checkpointing: no checkpoint keys, no restarts; keys given that startJob does not resolve are listed as given, sorted", () => {
+  const c = effectiveConfiguration(base);
+  assert.deepEqual(c, {
+    "execution.watchdog.timeout": "60000ms",
+    "metrics.enabled": "false",
+    "rest.port": "9249",
+    "restart-strategy.type": "none",
+    "state.savepoints.dir": "/sp",
+  });
+  assert.deepEqual(Object.keys(c), Object.keys(c).sort());
+});
+
+test("with checkpointing and a restart strategy: the resolved values, under keys config.ts accepts (or Flink's for parallelism)", () => {
+  const c = effectiveConfiguration({
+    ...base,
+    parallelism: 4,
+    maxParallelism: 256,
+    checkpointing: resolveCheckpointConfig({ intervalMs: 10_000, mode: "at-least-once" }),
+    checkpointDir: "/chk/job",
+    restartStrategy: { type: "failure-rate", maxFailures: 3, intervalMs: 60_000, delayMs: 1_000 },
+    maxWorkerHeapMb: 512,
+  });
+  assert.equal(c["execution.checkpointing.interval"], "10000ms");
+  assert.equal(c["execution.checkpointing.mode"], "AT_LEAST_ONCE");
+  assert.equal(c["state.checkpoints.num-retained"], "3");
+  assert.equal(c["state.checkpoints.dir"], "/chk/job");
+  assert.equal(c["restart-strategy.failure-rate.max-failures-per-interval"], "3");
+  assert.equal(c["taskmanager.memory.task.heap.size"], "512m");
+  for (const key of Object.keys(c)) {
+    if (key === "parallelism.default" || key === "pipeline.max-parallelism") continue;
+    assert.ok(key in CONFIG_KEYS, `${key} is a configuration key`);
+  }
+});
