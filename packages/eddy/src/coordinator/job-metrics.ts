@@ -101,15 +101,20 @@ export class JobMetricsRegistry {
     const tasks = subtasks.map((m): TaskMetricsSnapshot => {
       const at = `${m.task}\0${m.subtask}`;
       const wall = rate(`${at}\0elapsed`, m.elapsedMs, m.elapsedMs);
-      const busy = rate(`${at}\0busy`, m.busyMs, m.elapsedMs);
-      const backPressured = rate(`${at}\0backpressured`, m.backpressuredMs, m.elapsedMs);
+      // Shares of the task's own elapsed time over the same window (a task reports the three
+      // counters together), scaled to ms per second: they add up to 1000 even when reports reach
+      // the coordinator late or the task has ended (the counters' rates alone did not: a finished
+      // job showed 1,208 ms of idle time per second). NaN stays NaN (metrics off: busy unmeasured).
+      const share = (msPerSecond: number): number => (wall > 0 ? Math.min(1_000, (1_000 * msPerSecond) / wall) : 0 * msPerSecond);
+      const busy = share(rate(`${at}\0busy`, m.busyMs, m.elapsedMs));
+      const backPressured = share(rate(`${at}\0backpressured`, m.backpressuredMs, m.elapsedMs));
       return {
         task: m.task,
         subtask: m.subtask,
         busyTimeMsPerSecond: busy,
         backPressuredTimeMsPerSecond: backPressured,
-        // The rest of the wall-clock time: no input, no credit wait, or another task of the thread ran.
-        idleTimeMsPerSecond: Math.max(0, (wall > 0 ? wall : 1_000) - busy - backPressured),
+        // The rest: no input, no credit wait, or another task of the thread ran.
+        idleTimeMsPerSecond: Math.max(0, 1_000 - busy - backPressured),
         numBytesIn: m.bytesIn,
         numBytesOut: m.bytesOut,
         operators: m.operators.map((o, i): OperatorMetricsSnapshot => {
