@@ -14,6 +14,9 @@ const context: SinkContext = {
   subtaskIndex: 0,
   parallelism: 1,
   operatorName: "store",
+  reportBadRecord: (_value, cause) => {
+    throw cause;
+  },
   job: { jobName: "test", collect() {}, commitOnce() {}, writeStdout() {} },
 };
 
