@@ -45,19 +45,26 @@ async function createTable(mode: "upsert" | "append", table: string): Promise<vo
   );
 }
 
-/** The table as text rows, and what SQL computes from the input 1..events, in the same shape. */
-async function tableAndOracle(mode: "upsert" | "append", table: string, events: number): Promise<{ actual: unknown[]; expected: unknown[] }> {
-  if (mode === "upsert") {
-    const actual = await server.query(`SELECT key::text, "count"::text, "sum"::text FROM ${table} ORDER BY ${table}.key`);
-    const expected = await server.query(
-      `SELECT n % ${KEYS} AS key, count(*)::text AS "count", sum(n)::text AS "sum" FROM generate_series(1, $1::int) n GROUP BY n % ${KEYS} HAVING NOT (n % ${KEYS} % 10 = 0 AND count(*) % 2 = 0) ORDER BY 1`,
-      [events],
-    );
-    return { actual, expected: expected.map((r) => ({ ...r, key: String(r.key) })) };
-  }
-  const actual = await server.query(`SELECT id::text, k::text, v::text FROM ${table} ORDER BY ${table}.id`);
-  const expected = await server.query(`SELECT n::text AS id, (n % ${KEYS})::text AS k, (n * 2)::text AS v FROM generate_series(1, $1::int) n ORDER BY n`, [events]);
-  return { actual, expected };
+/** What SQL computes from the input 1..events, in the table's shape (as a query over generate_series). */
+function oracleQuery(mode: "upsert" | "append", events: number): string {
+  return mode === "upsert"
+    ? `SELECT n % ${KEYS} AS key, count(*) AS "count", sum(n) AS "sum" FROM generate_series(1, ${events}) n GROUP BY n % ${KEYS} HAVING NOT (n % ${KEYS} % 10 = 0 AND count(*) % 2 = 0)`
+    : `SELECT n AS id, n % ${KEYS} AS k, n * 2 AS v FROM generate_series(1, ${events}) n`;
+}
+
+/** The table's rows against the oracle's, as multisets (EXCEPT ALL: a row written twice is one too many). */
+async function compareWithOracle(mode: "upsert" | "append", table: string, events: number): Promise<{ rows: number; expected: number; extra: unknown[]; missing: unknown[] }> {
+  const columns = mode === "upsert" ? `key, "count", "sum"` : "id, k, v";
+  const oracle = oracleQuery(mode, events);
+  const [counts] = await server.query<{ rows: string; expected: string }>(`SELECT (SELECT count(*) FROM ${table}) AS rows, (SELECT count(*) FROM (${oracle}) o) AS expected`);
+  const extra = await server.query(`SELECT ${columns} FROM ${table} EXCEPT ALL SELECT * FROM (${oracle}) o LIMIT 5`);
+  const missing = await server.query(`SELECT * FROM (${oracle}) o EXCEPT ALL SELECT ${columns} FROM ${table} LIMIT 5`);
+  return { rows: Number(counts!.rows), expected: Number(counts!.expected), extra, missing };
+}
+
+async function assertTableEqualsOracle(mode: "upsert" | "append", table: string, events: number, label: string): Promise<void> {
+  const { rows, expected, extra, missing } = await compareWithOracle(mode, table, events);
+  assert.deepEqual({ rows, extra, missing }, { rows: expected, extra: [], missing: [] }, `${label}: the table equals SQL's result over the input`);
 }
 
 async function preparedLeft(): Promise<string[]> {
@@ -91,9 +98,7 @@ for (const mode of ["upsert", "append"] as const) {
           return h;
         });
         assert.ok(handle.checkpoints().length > 0, `${label}: checkpoints completed`);
-        const { actual, expected } = await tableAndOracle(mode, table, EVENTS);
-        assert.equal(actual.length, expected.length, `${label}: rows`);
-        assert.deepEqual(actual, expected, `${label}: the table`);
+        await assertTableEqualsOracle(mode, table, EVENTS, label);
         assert.deepEqual(await preparedLeft(), [], `${label}: no prepared transaction left`);
       }
     } finally {
@@ -104,19 +109,25 @@ for (const mode of ["upsert", "append"] as const) {
   test(`${mode}: eddy run killed with SIGKILL, resumed with --from-checkpoint; the table equals SQL's result over the input`, async () => {
     const dir = mkdtempSync(join(tmpdir(), `eddy-pg-kill-${mode}-`));
     try {
-      const events = 200_025;
+      const events = 1_000_025;
       const table = `${mode}_kill`;
       await createTable(mode, table);
       const checkpoints = join(dir, "checkpoints");
       const release = join(dir, "release");
       const env = { ...process.env, EDDY_PG_URL: server.url, EDDY_PG_MODE: mode, EDDY_PG_TABLE: table, EDDY_PG_EVENTS: String(events), EDDY_PG_FAULT: "", EDDY_PG_RELEASE: release };
       const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", `kill-${mode}`, "--no-progress"];
+      // Killed once some rows are in the table and (append mode) while a checkpoint's
+      // transactions are prepared, not yet committed: the resumed job must commit the ones its
+      // checkpoint holds and roll back the newer ones.
       let rows = 0;
+      let prepared = 0;
       const { killed, stderr } = await killWhenReady(args, env, () => {
         const latest = latestCheckpoint(join(checkpoints, `kill-${mode}`));
-        // Polled synchronously: the row count is refreshed in the background.
-        void server.query<{ n: string }>(`SELECT count(*) AS n FROM ${table}`).then((r) => (rows = Number(r[0]!.n)), () => {});
-        return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && rows > 0;
+        // Polled synchronously: the counts are refreshed in the background.
+        void server
+          .query<{ n: string; p: string }>(`SELECT (SELECT count(*) FROM ${table}) AS n, (SELECT count(*) FROM pg_prepared_xacts) AS p`)
+          .then((r) => ((rows = Number(r[0]!.n)), (prepared = Number(r[0]!.p))), () => {});
+        return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && rows > 0 && (mode === "upsert" || prepared > 0);
       });
       assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
       if (mode === "append") assert.ok(rows < events, `partial output before the kill: ${rows}`);
@@ -124,9 +135,7 @@ for (const mode of ["upsert", "append"] as const) {
       writeFileSync(release, "");
       const resumed = spawnSync(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", from], { encoding: "utf8", env });
       assert.equal(resumed.status, 0, resumed.stderr);
-      const { actual, expected } = await tableAndOracle(mode, table, events);
-      assert.equal(actual.length, expected.length, "rows over both runs");
-      assert.deepEqual(actual, expected, "the table over both runs");
+      await assertTableEqualsOracle(mode, table, events, "over both runs");
       assert.deepEqual(await preparedLeft(), [], "no prepared transaction left");
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -234,3 +243,57 @@ for (const mode of ["upsert", "append"] as const) {
     }
   });
 }
+
+test("append, restore: the restored writer rolls back what was prepared after its checkpoint's barrier, the committer commits what the checkpoint holds (again: harmless), and a fresh start rolls back an abandoned run's", async () => {
+  const table = "append_restore";
+  await server.query(`CREATE TABLE ${table} (id bigint NOT NULL)`);
+  const sink = PostgresSink.append<{ id: number }>({ connection: server.url, table, columns: ["id"], flushIntervalMs: 0 });
+  const context = (restoredState?: readonly unknown[]) => ({
+    subtaskIndex: 0,
+    parallelism: 1,
+    operatorName: "ids",
+    job: { jobName: "restore-test", collect() {}, commitOnce() {}, writeStdout() {} },
+    restoredState,
+    reportBadRecord: (_value: unknown, cause: unknown) => {
+      throw cause;
+    },
+  });
+  const ids = async (): Promise<number[]> => (await server.query<{ id: string }>(`SELECT id FROM ${table} ORDER BY id`)).map((r) => Number(r.id));
+  const prepared = async (): Promise<string[]> => (await preparedLeft()).filter((g) => g.startsWith("eddy:restore-test:"));
+
+  // The first attempt: barrier 0 holds rows 1-3, barrier 1 rows 4-5; it crashes before barrier 1 completes.
+  const first = sink.createWriter(context());
+  for (const id of [1, 2, 3]) await first.write({ id }, undefined);
+  const held = await first.prepareCommit!();
+  const checkpoint = await first.snapshotState!(1);
+  for (const id of [4, 5]) await first.write({ id }, undefined);
+  const newer = await first.prepareCommit!();
+  for (const id of [6]) await first.write({ id }, undefined);
+  await first.flush!(false);
+  await first.close!();
+  assert.equal(held.length, 1);
+  assert.equal(newer.length, 1);
+  assert.equal((await prepared()).length, 2, "both barriers' transactions are prepared; row 6's, not prepared, is gone with the connection");
+  assert.deepEqual(await ids(), []);
+
+  // Restored from the checkpoint of barrier 0: barrier 1's transaction is rolled back, barrier 0's committed.
+  const restored = sink.createWriter(context(checkpoint));
+  await restored.flush!(false);
+  assert.deepEqual(await prepared(), [(held[0] as { gid: string }).gid]);
+  const committer = sink.createCommitter!(context());
+  await committer.commit(held);
+  await committer.commit(held);
+  assert.deepEqual(await ids(), [1, 2, 3]);
+  assert.deepEqual(await prepared(), []);
+
+  // The restored writer goes on; then the job is abandoned with a transaction prepared, and started afresh.
+  await restored.write({ id: 7 }, undefined);
+  await restored.prepareCommit!();
+  await restored.close!();
+  assert.equal((await prepared()).length, 1);
+  const fresh = sink.createWriter(context());
+  await fresh.flush!(false);
+  await fresh.close!();
+  assert.deepEqual(await prepared(), [], "a fresh start rolls back its subtask's transactions left by an earlier run");
+  assert.deepEqual(await ids(), [1, 2, 3]);
+});

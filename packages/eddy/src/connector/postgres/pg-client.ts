@@ -131,7 +131,8 @@ export function describePgError(e: unknown): string {
   if (!(e instanceof Error)) return String(e);
   const x = e as Error & { code?: string; detail?: string; constraint?: string; column?: string };
   const parts = [x.message];
-  if (x.code !== undefined) parts.push(`SQLSTATE ${x.code}`);
+  // A Node error's code (ECONNREFUSED) is in its message already; a server's is a SQLSTATE.
+  if (x.code !== undefined && /^[0-9A-Z]{5}$/.test(x.code)) parts.push(`SQLSTATE ${x.code}`);
   if (x.detail) parts.push(x.detail);
   if (x.constraint) parts.push(`constraint ${x.constraint}`);
   if (x.column) parts.push(`column ${x.column}`);
