@@ -22,6 +22,7 @@ import { latestCheckpoint } from "./jobs/checkpointed.ts";
 import { KEYS, postgresSinkJob } from "./jobs/postgres-sink.ts";
 import { EDDY_BIN, killWhenReady, prng, withEnv } from "./fixtures.ts";
 import { startPostgres, type PostgresServer } from "./postgres-server.ts";
+import { orders, postgresUpsertJob, TABLE_DDL } from "../examples/postgres-upsert.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/postgres-sink.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -296,4 +297,17 @@ test("append, restore: the restored writer rolls back what was prepared after it
   await fresh.close!();
   assert.deepEqual(await prepared(), [], "a fresh start rolls back its subtask's transactions left by an earlier run");
   assert.deepEqual(await ids(), [1, 2, 3]);
+});
+
+test("examples/postgres-upsert.ts leaves each customer's order count and amount, and no row for the customer whose orders were all refunded", async () => {
+  await server.query(TABLE_DDL);
+  await runJob(postgresUpsertJob(server.url), { parallelism: 2, checkpointing: { intervalMs: 20 }, logger: silent }).done;
+  const expected = new Map<string, { customer: string; orders: number; amount: number }>();
+  for (const o of orders()) {
+    const t = expected.get(o.customer) ?? { customer: o.customer, orders: 0, amount: 0 };
+    expected.set(o.customer, { customer: o.customer, orders: t.orders + 1, amount: t.amount + o.amount });
+  }
+  const want = [...expected.values()].filter((t) => t.amount !== 0).sort((a, b) => a.customer.localeCompare(b.customer));
+  assert.equal(want.length, 19);
+  assert.deepEqual(await server.query("SELECT customer, orders, amount FROM customer_totals ORDER BY customer COLLATE \"C\""), want);
 });
