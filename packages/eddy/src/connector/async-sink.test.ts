@@ -48,6 +48,15 @@ test("entries go out in batches of maxBatchSize, the rest with the final flush, 
   w.close();
 });
 
+test("the final flush sends the partial batch the in-flight bound held back, once the requests before it settle", async () => {
+  const s = service(() => sleep(5));
+  const w = writer({ submit: s.submit, maxBatchSize: 2, maxInFlightRequests: 1 });
+  for (let i = 1; i <= 5; i++) assert.equal(w.write(i, undefined), undefined);
+  await w.flush(true);
+  assert.deepEqual(s.batches, [[1, 2], [3, 4], [5]]);
+  w.close();
+});
+
 test("a partial batch goes out once its oldest entry has waited maxTimeInBufferMs", async () => {
   const s = service();
   const w = writer({ submit: s.submit, maxBatchSize: 100, maxTimeInBufferMs: 10 });
