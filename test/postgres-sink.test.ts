@@ -160,7 +160,8 @@ const items: Item[] = [
 
 function itemsJob(mode: "upsert" | "append", table: string, policy: "fail" | "dead-letter") {
   return defineJob(`postgres-bad-rows-${mode}`, (env) => {
-    const options = { connection: server.url, table, columns: ["id", "name", "qty"], flushIntervalMs: 0 };
+    // Two rows per statement: a later statement with a bad row sends the earlier ones again in a new transaction (append).
+    const options = { connection: server.url, table, columns: ["id", "name", "qty"], flushIntervalMs: 0, rowsPerStatement: 2 };
     const sink = env
       .fromCollection(items)
       .sinkTo(mode === "upsert" ? PostgresSink.upsert<Item>({ ...options, keyColumns: ["id"] }) : PostgresSink.append<Item>(options), "items")

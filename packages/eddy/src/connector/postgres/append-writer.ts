@@ -19,7 +19,7 @@ import { randomUUID } from "node:crypto";
 import { EddyError } from "../../core/errors.ts";
 import type { SinkContext, SinkWriter } from "../sink.ts";
 import { checkout, createPool, type PgClient, type PgPool } from "./pg-client.ts";
-import { rowValues, type SinkConfig } from "./postgres-sink-options.ts";
+import { rowObject, rowValues, type SinkConfig } from "./postgres-sink-options.ts";
 import { insertStatement } from "./postgres-sql.ts";
 import {
   finishPrepared,
@@ -32,7 +32,7 @@ import {
   type PreparedTransaction,
 } from "./prepared-transactions.ts";
 import { withRetries } from "./retries.ts";
-import { writeRows, type Row, type StatementText } from "./row-statements.ts";
+import { BadRowAbortedTransaction, writeRows, type Row, type StatementText } from "./row-statements.ts";
 import { badRowError, cachedText } from "./upsert-writer.ts";
 
 /** The rows of one checkpoint and the server transaction they are being written in. */
@@ -47,6 +47,9 @@ interface Txn {
   client: PgClient | undefined;
   /** Rows the server refused (handed to the error policy): never sent again. */
   readonly bad: Set<Row>;
+  /** rows[checkFrom, checkUpTo) go row by row, each under a savepoint: a statement of them had a bad row. */
+  checkFrom: number;
+  checkUpTo: number;
 }
 
 /** Send steps queued before `write` makes the task wait. */
@@ -169,26 +172,41 @@ export class PostgresAppendWriter<T> implements SinkWriter<T> {
   #send(txn: Txn, upTo: number): Promise<void> {
     return withRetries(this.#config, this.#context, `write ${upTo - txn.sent} rows in the transaction of barrier ${txn.seq}`, async () => {
       try {
-        if (txn.client === undefined) {
-          const client = await checkout(this.#pool);
-          txn.client = client;
-          txn.sent = 0;
-          await client.query("BEGIN");
-        }
-        while (txn.sent < upTo) {
-          const end = Math.min(txn.sent + this.#config.rowsPerStatement, upTo);
-          const chunk = txn.rows.slice(txn.sent, end).filter((r) => !txn.bad.has(r));
-          await writeRows(txn.client, chunk, this.#insertText, (r) => r, true, (row, e) => {
-            txn.bad.add(row);
-            this.#context.reportBadRecord(Object.fromEntries(this.#config.columns.map((c, i) => [c, row[i]])), badRowError(this.#config, row, e));
-          });
-          txn.sent = end;
+        for (;;) {
+          try {
+            await this.#sendInTransaction(txn, upTo);
+            return;
+          } catch (e) {
+            if (!(e instanceof BadRowAbortedTransaction)) throw e;
+            // The statement of rows[sent, end) had a bad row: again, in a new transaction, those row by row.
+            txn.checkFrom = txn.sent;
+            txn.checkUpTo = Math.min(txn.sent + this.#config.rowsPerStatement, upTo);
+            dropConnection(txn);
+          }
         }
       } catch (e) {
         dropConnection(txn, e);
         throw e;
       }
     });
+  }
+
+  async #sendInTransaction(txn: Txn, upTo: number): Promise<void> {
+    if (txn.client === undefined) {
+      const client = await checkout(this.#pool);
+      txn.client = client;
+      txn.sent = 0;
+      await client.query("BEGIN");
+    }
+    while (txn.sent < upTo) {
+      const end = Math.min(txn.sent + this.#config.rowsPerStatement, upTo);
+      const chunk = txn.rows.slice(txn.sent, end).filter((r) => !txn.bad.has(r));
+      await writeRows(txn.client, chunk, this.#insertText, (r) => r, txn.sent < txn.checkUpTo && end > txn.checkFrom ? "row-by-row" : "transaction", (row, e) => {
+        txn.bad.add(row);
+        this.#context.reportBadRecord(rowObject(this.#config.columns, row), badRowError(this.#config, row, e));
+      });
+      txn.sent = end;
+    }
   }
 
   async #prepare(txn: Txn): Promise<readonly PreparedTransaction[]> {
@@ -223,7 +241,7 @@ export class PostgresAppendWriter<T> implements SinkWriter<T> {
 }
 
 function newTxn(seq: number): Txn {
-  return { seq, rows: [], scheduled: 0, sent: 0, client: undefined, bad: new Set() };
+  return { seq, rows: [], scheduled: 0, sent: 0, client: undefined, bad: new Set(), checkFrom: 0, checkUpTo: 0 };
 }
 
 /** Gives up the transaction's connection (closed, so the server rolls back whatever it held). */

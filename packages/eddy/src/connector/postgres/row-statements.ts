@@ -2,8 +2,11 @@
  * Runs one multi-row statement and, when the server refuses it for the values of a row (a
  * constraint violation, a value of the wrong type: `isBadRow`), finds the bad rows by running each
  * row alone and hands them to `onBadRow` (the sink's error policy); the good rows are written.
- * Inside a transaction each attempt runs under a savepoint, so a refused row does not abort the
- * transaction. Any other error rejects (the caller retries transient ones).
+ *
+ * In a transaction a refused statement aborts the whole transaction, and a savepoint around every
+ * statement would cost two more round trips each. So there the multi-row statement runs bare, and
+ * a refusal rejects with `BadRowAbortedTransaction`: the caller opens a new transaction, sends the
+ * rows before again and then this statement's rows `"row-by-row"`, each under a savepoint.
  */
 import { isBadRow, type PgClient } from "./pg-client.ts";
 
@@ -12,7 +15,21 @@ export type Row = readonly unknown[];
 /** The statement text for `n` rows (cached for the full batch size by the caller's builder). */
 export type StatementText = (rows: number) => string;
 
-const SAVEPOINT = "eddy_rows";
+/**
+ * - `autocommit`: outside a transaction; a refused statement is retried row by row at once;
+ * - `transaction`: inside one; a refused statement rejects with BadRowAbortedTransaction;
+ * - `row-by-row`: inside one, each row under a savepoint (after a BadRowAbortedTransaction).
+ */
+export type WriteMode = "autocommit" | "transaction" | "row-by-row";
+
+/** A row of a statement run in a transaction was refused, and the transaction is aborted. */
+export class BadRowAbortedTransaction extends Error {
+  constructor(cause: unknown) {
+    super("a row was refused and the transaction is aborted", { cause });
+  }
+}
+
+const SAVEPOINT = "eddy_row";
 
 /**
  * Writes `rows` with `text(rows.length)`; resolves with the rows written (all but the bad ones).
@@ -23,36 +40,35 @@ export async function writeRows(
   rows: readonly Row[],
   text: StatementText,
   params: (row: Row) => readonly unknown[],
-  inTransaction: boolean,
+  mode: WriteMode,
   onBadRow: (row: Row, error: unknown) => void,
 ): Promise<readonly Row[]> {
   if (rows.length === 0) return rows;
-  const values: unknown[] = [];
-  for (let i = 0; i < rows.length; i++) values.push(...params(rows[i]!));
-  const error = await attempt(client, text(rows.length), values, inTransaction);
-  if (error === undefined) return rows;
-  if (!isBadRow(error)) throw error;
+  if (mode !== "row-by-row") {
+    const values: unknown[] = [];
+    for (let i = 0; i < rows.length; i++) values.push(...params(rows[i]!));
+    try {
+      await client.query(text(rows.length), values);
+      return rows;
+    } catch (e) {
+      if (!isBadRow(e)) throw e;
+      if (mode === "transaction") throw new BadRowAbortedTransaction(e);
+    }
+  }
   // One of them is bad: each alone finds which (rare, so its cost does not matter).
   const written: Row[] = [];
   for (const row of rows) {
-    const e = rows.length === 1 ? error : await attempt(client, text(1), params(row), inTransaction);
-    if (e === undefined) written.push(row);
-    else if (isBadRow(e)) onBadRow(row, e);
-    else throw e;
+    if (mode === "row-by-row") await client.query(`SAVEPOINT ${SAVEPOINT}`);
+    try {
+      await client.query(text(1), params(row));
+    } catch (e) {
+      if (!isBadRow(e)) throw e;
+      if (mode === "row-by-row") await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
+      onBadRow(row, e);
+      continue;
+    }
+    if (mode === "row-by-row") await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
+    written.push(row);
   }
   return written;
-}
-
-/** Runs the statement; resolves with the error a bad row caused (undone), or undefined; rejects on any other. */
-async function attempt(client: PgClient, text: string, values: readonly unknown[], inTransaction: boolean): Promise<unknown> {
-  if (inTransaction) await client.query(`SAVEPOINT ${SAVEPOINT}`);
-  try {
-    await client.query(text, values);
-  } catch (e) {
-    if (!isBadRow(e)) throw e;
-    if (inTransaction) await client.query(`ROLLBACK TO SAVEPOINT ${SAVEPOINT}`);
-    return e;
-  }
-  if (inTransaction) await client.query(`RELEASE SAVEPOINT ${SAVEPOINT}`);
-  return undefined;
 }

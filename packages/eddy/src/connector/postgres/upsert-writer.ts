@@ -118,8 +118,8 @@ export class PostgresUpsertWriter<T> implements SinkWriter<T> {
     let failure: unknown;
     try {
       const keys = this.#keyIndexes;
-      await writeRows(client, deletes, this.#deleteText, (row) => keys.map((i) => row[i]), false, onBadRow);
-      await writeRows(client, upserts, this.#upsertText, (row) => row, false, onBadRow);
+      await writeRows(client, deletes, this.#deleteText, (row) => keys.map((i) => row[i]), "autocommit", onBadRow);
+      await writeRows(client, upserts, this.#upsertText, (row) => row, "autocommit", onBadRow);
     } catch (e) {
       failure = e;
       throw e;
