@@ -273,6 +273,7 @@ test("append, restore: the restored writer rolls back what was prepared after it
   for (const id of [6]) await first.write({ id }, undefined);
   await first.flush!(false);
   await first.close!();
+  await first.close!(); // twice: harmless
   assert.equal(held.length, 1);
   assert.equal(newer.length, 1);
   assert.equal((await prepared()).length, 2, "both barriers' transactions are prepared; row 6's, not prepared, is gone with the connection");

@@ -70,6 +70,7 @@ export class PostgresAppendWriter<T> implements SinkWriter<T> {
   #queuedSends = 0;
   #failure: unknown;
   #timer: ReturnType<typeof setTimeout> | undefined;
+  #closed: Promise<void> | undefined;
 
   constructor(config: SinkConfig<T>, context: SinkContext) {
     this.#config = config;
@@ -124,16 +125,18 @@ export class PostgresAppendWriter<T> implements SinkWriter<T> {
     return [{ v: 1, subtask: this.#context.subtaskIndex, seq: this.#lastSeq }];
   }
 
-  /** Ends the open transaction (the server rolls back what was not prepared) and the pool. */
+  /** Ends the open transaction (the server rolls back what was not prepared) and the pool. May be called twice. */
   close(): Promise<void> {
+    if (this.#closed !== undefined) return this.#closed;
     if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#failure ??= new EddyError("SINK_CLOSED", `sink '${this.#context.operatorName}' (subtask ${this.#context.subtaskIndex}) is closed`);
     const txn = this.#current;
-    return this.#chain.then(() => {
+    this.#closed = this.#chain.then(() => {
       dropConnection(txn);
       return this.#pool.end();
     });
+    return this.#closed;
   }
 
   /** Runs `step` after every step queued before it; its failure ends the writer. */

@@ -43,6 +43,7 @@ export class PostgresUpsertWriter<T> implements SinkWriter<T> {
   readonly #upsertText: StatementText;
   readonly #deleteText: StatementText;
   readonly #context: SinkContext;
+  #closed: Promise<void> | undefined;
   /** A bad row the `fail` policy failed on: every later call rejects with it (not the async sink's wrapper). */
   #badRow: unknown;
 
@@ -94,9 +95,10 @@ export class PostgresUpsertWriter<T> implements SinkWriter<T> {
     return this.#inner.snapshotState();
   }
 
+  /** May be called twice: the pool is ended once. */
   close(): Promise<void> {
     this.#inner.close();
-    return this.#pool.end();
+    return (this.#closed ??= this.#pool.end());
   }
 
   async #submit(batch: readonly UpsertEntry[]): Promise<void> {
