@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defineJob, EddyError, staticSplitEnumerator, WatermarkStrategy, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions, type Source } from "eddy";
+import { defineJob, EddyError, staticSplitEnumerator, WatermarkStrategy, type DeadLetter, type ErrorPolicy, type ErrorPolicyOptions, type Sink, type Source } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
 
 /** Lines of one split; a line that is not an integer is reported as a bad record, with its line number. */
@@ -103,4 +103,54 @@ test("the bound: more bad records within a minute than maxPerMinute fails the jo
     assert.match(e.message, /would skip more than 2 records within a minute.*line 3/);
     return true;
   });
+});
+
+/** A sink whose "service" refuses odd numbers (reportBadRecord) and collects the rest, later, as a database's answer comes. */
+function evenOnlySink(): Sink<number> {
+  return {
+    createWriter: (context) => ({
+      write(value) {
+        return new Promise<void>((resolve, reject) =>
+          setTimeout(() => {
+            try {
+              if (value % 2 === 1) context.reportBadRecord({ n: value }, new RangeError(`${value} is odd`));
+              else context.job.collect("even", value);
+              resolve();
+            } catch (e) {
+              reject(e);
+            }
+          }, 1),
+        );
+      },
+    }),
+  };
+}
+
+function sinkJob(policy: ErrorPolicy) {
+  return defineJob("bad-records-sink", (env) => {
+    const sink = env.fromCollection([2, 3, 4, 5, 6]).sinkTo(evenOnlySink(), "evens").onError(policy);
+    if (policy === "dead-letter") sink.deadLetters().sinkTo(collectSink("dead"));
+  });
+}
+
+test("a sink's refused records: the default policy fails the job naming the sink, skip counts them, dead-letter sends them to the sink's deadLetters()", async () => {
+  const failing = runJob(sinkJob("fail"), { mode: "inline" });
+  await assert.rejects(failing.done, (e: unknown) => {
+    assert.ok(e instanceof EddyError);
+    assert.equal(e.operator, "evens");
+    assert.match(e.message, /3 is odd/);
+    return true;
+  });
+  const skipping = runJob(sinkJob("skip"), { mode: "inline" });
+  await skipping.done;
+  assert.deepEqual(skipping.collected("even"), [2, 4, 6]);
+  assert.equal((Object.assign({}, ...skipping.metrics().map((m) => m.counters)) as Record<string, number>)["evens.numRecordsSkipped"], 2);
+  const lettering = runJob(sinkJob("dead-letter"), { mode: "inline" });
+  await lettering.done;
+  assert.deepEqual(
+    lettering.collected<DeadLetter>("dead").map((d) => [d.operator, d.value, d.error.message]),
+    [3, 5].map((n) => ["evens", { n }, `user function failed in operator 'evens' (subtask 0 of 1): RangeError: ${n} is odd`]),
+  );
+  const noPolicy = defineJob("bad-records-sink-no-policy", (env) => void env.fromCollection([1]).sinkTo(evenOnlySink()).deadLetters());
+  await assert.rejects(async () => runJob(noPolicy, { mode: "inline" }).done, /deadLetters\(\) needs a sink whose error policy is "dead-letter"/);
 });

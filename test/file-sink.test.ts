@@ -16,27 +16,13 @@ import { defineJob, FileSink, FileSource, WatermarkStrategy } from "eddy";
 import { runJob } from "eddy/testing";
 import { allFiles, committedParts, committedRecords, fileSinkJob } from "./jobs/file-sink.ts";
 import { latestCheckpoint } from "./jobs/checkpointed.ts";
-import { EDDY_BIN, killWhenReady } from "./fixtures.ts";
+import { EDDY_BIN, killWhenReady, withEnv } from "./fixtures.ts";
 
 const eddyBin = EDDY_BIN;
 const jobFile = resolve(import.meta.dirname, "jobs/file-sink.ts");
 const EVENTS = 100_000;
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const PART = /^min=\d\d\/part-\d+-\d+\.ndjson$/;
-
-/** Sets the job's environment (read when each thread builds the job) for one run. */
-async function withEnv<R>(vars: Record<string, string>, fn: () => Promise<R>): Promise<R> {
-  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, vars);
-  try {
-    return await fn();
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
-}
 
 /** The failure-free run's committed records, of `events` events. */
 async function expected(dir: string, events = EVENTS): Promise<string[]> {

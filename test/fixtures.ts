@@ -31,6 +31,20 @@ export async function killWhenReady(args: readonly string[], env: NodeJS.Process
   return { killed, stderr };
 }
 
+/** Sets the job's environment (read when each thread builds the job) for one run. */
+export async function withEnv<R>(vars: Record<string, string>, fn: () => Promise<R>): Promise<R> {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await fn();
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 /** A small seeded PRNG (mulberry32): the same seed gives the same sequence on every machine. */
 export function prng(seed: number): () => number {
   let a = seed >>> 0;

@@ -98,6 +98,27 @@ test("from the installed package, a user function's failure names the user's .ts
   }
 });
 
+test("eddy/postgres without the optional peer pg: the job type-checks, and building the sink fails saying `npm i pg` (the 9-line job above ran without pg)", () => {
+  const dir = join(work, "fresh");
+  writeFileSync(
+    join(dir, "to-postgres.ts"),
+    `import { defineJob } from "eddy";
+import { PostgresSink } from "eddy/postgres";
+
+export default defineJob("to-postgres", (env) => {
+  env.fromElements({ id: 1 }).sinkTo(PostgresSink.append<{ id: number }>({ connection: "postgres://localhost/none", table: "t", columns: ["id"] }));
+});
+`,
+  );
+  const checked = run(join(dir, "node_modules/.bin/tsc"), ["--noEmit"], dir);
+  assert.equal(checked.status, 0, `tsc failed:\n${checked.stdout}${checked.stderr}`);
+  const ran = run(join(dir, "node_modules/.bin/eddy"), ["run", "to-postgres.ts", "--no-progress", "--no-control", "--restart-strategy", "none"], dir, home());
+  assert.notEqual(ran.status, 0);
+  assert.match(ran.stderr, /POSTGRES_CLIENT_MISSING|needs the PostgreSQL client package 'pg'/);
+  assert.match(ran.stderr, /npm i pg/);
+  rmSync(join(dir, "to-postgres.ts"));
+});
+
 test("a CommonJS project gets one message saying what to change", () => {
   const dir = join(work, "commonjs");
   install(dir, { name: "commonjs", version: "1.0.0", type: "commonjs", dependencies: { eddy: "^0.1.0" } });

@@ -6,9 +6,10 @@
  * (read when the job is built). With EDDY_FS_RELEASE set, the job runs slowly until that file
  * exists (the disk-full test fills the disk first).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { defineJob, FileSink, TumblingEventTimeWindows, WatermarkStrategy } from "eddy";
+import { faultyIdentity, recordFaultFrom } from "./fault-markers.ts";
 
 const KEYS = 20;
 
@@ -19,34 +20,16 @@ export interface WindowSum {
   readonly sum: number;
 }
 
-interface Fault {
-  readonly kind: "process" | "exit";
-  readonly atRecord: number;
-  readonly marker: string;
-}
-
 export const fileSinkJob = defineJob("file-sink-windows", (env) => {
-  const raw = process.env.EDDY_FS_FAULT;
-  const fault = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as Fault);
+  const fault = recordFaultFrom(process.env.EDDY_FS_FAULT);
   const events = Number(process.env.EDDY_FS_EVENTS ?? 100_000);
   const out = process.env.EDDY_FS_OUT_DIR ?? "out/file-sink-windows";
   const hold = process.env.EDDY_FS_RELEASE || undefined;
-  let released = false;
   env
     .fromSequence(1, events)
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
-    .map((n: number) => {
-      // Held back (1 ms per 100 records) until the file EDDY_FS_RELEASE names exists.
-      if (hold !== undefined && n % 100 === 0 && !released) {
-        released = existsSync(hold);
-        if (!released) Atomics.wait(sleeper, 0, 0, 1);
-      }
-      if (fault !== undefined && n === fault.atRecord && fire(fault.marker)) {
-        if (fault.kind === "exit") process.exit(3);
-        throw new Error(`injected fault at record ${n}`);
-      }
-      return n;
-    })
+    // Held back (1 ms per 100 records) until the file EDDY_FS_RELEASE names exists.
+    .map(faultyIdentity(fault, hold, 100))
     .keyBy((n) => n % KEYS)
     .window(TumblingEventTimeWindows.of(500))
     .process<WindowSum>({
@@ -65,18 +48,6 @@ export const fileSinkJob = defineJob("file-sink-windows", (env) => {
 });
 
 export default fileSinkJob;
-
-/** For short sleeps of the map (Atomics.wait on a value that never changes). */
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-
-function fire(marker: string): boolean {
-  try {
-    writeFileSync(marker, "fired", { flag: "wx" });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Every file under `dir` (relative paths). */
 export function allFiles(dir: string): string[] {

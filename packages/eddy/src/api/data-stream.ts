@@ -471,9 +471,33 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
 /** The names of number-valued fields of T (any string when T is not a record type). */
 export type NumericField<T> = T extends object ? { [P in keyof T]: T[P] extends number ? P : never }[keyof T] & string : string;
 
-/** The handle of a sink: sets uid, name and parallelism. */
+/** The handle of a sink: sets uid, name, parallelism and the error policy of records the sink's service refuses. */
 export class DataStreamSink<T> extends OperatorHandle {
   declare readonly __type?: T;
+
+  /**
+   * What the sink does with a record its service refuses for its own values (a constraint
+   * violation, a value of the wrong type: sinks that report them through
+   * `SinkContext.reportBadRecord`, such as PostgresSink): `"fail"` (the default) fails the job,
+   * `"skip"` drops and counts it, `"dead-letter"` sends it to `deadLetters()`. `maxPerMinute`
+   * bounds the latter two as for other operators (docs/error-policy.md).
+   */
+  onError(policy: ErrorPolicy, options?: ErrorPolicyOptions): this {
+    const spec = errorPolicySpec(policy, options);
+    const t = this._transformation;
+    if (t.kind === "one-input") t.errorPolicy = spec;
+    return this;
+  }
+
+  /** The records this sink dead-lettered (its policy must be `onError("dead-letter")`, set before). */
+  deadLetters(): DataStream<DeadLetter> {
+    const t = this._transformation;
+    if (t.kind !== "one-input" || t.errorPolicy?.policy !== "dead-letter") {
+      throw new EddyError("INVALID_ERROR_POLICY", `deadLetters() needs a sink whose error policy is "dead-letter": call .onError("dead-letter") on it first`);
+    }
+    const side = this.builder.add({ kind: "side-output", id: this.builder.nextId(), input: t, tag: DEAD_LETTERS as OutputTag<unknown> });
+    return new DataStream<DeadLetter>(this.builder, side);
+  }
 }
 
 export function requireFunction(fn: unknown, what: string): void {

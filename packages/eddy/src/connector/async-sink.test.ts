@@ -14,6 +14,9 @@ const context: SinkContext = {
   subtaskIndex: 0,
   parallelism: 1,
   operatorName: "store",
+  reportBadRecord: (_value, cause) => {
+    throw cause;
+  },
   job: { jobName: "test", collect() {}, commitOnce() {}, writeStdout() {} },
 };
 
@@ -42,6 +45,15 @@ test("entries go out in batches of maxBatchSize, the rest with the final flush, 
   await w.flush(true);
   assert.deepEqual(s.batches, [[1, 2, 3], [4, 5, 6], [7]]);
   assert.deepEqual(s.accepted, [1, 2, 3, 4, 5, 6, 7]);
+  w.close();
+});
+
+test("the final flush sends the partial batch the in-flight bound held back, once the requests before it settle", async () => {
+  const s = service(() => sleep(5));
+  const w = writer({ submit: s.submit, maxBatchSize: 2, maxInFlightRequests: 1 });
+  for (let i = 1; i <= 5; i++) assert.equal(w.write(i, undefined), undefined);
+  await w.flush(true);
+  assert.deepEqual(s.batches, [[1, 2], [3, 4], [5]]);
   w.close();
 });
 

@@ -66,6 +66,8 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
   #timer: ReturnType<typeof setTimeout> | undefined;
   /** The failure that ends the writer (a fatal error, or retries exhausted); every later call rejects with it. */
   #failure: EddyError | undefined;
+  /** A flush asked for everything to be sent: what the in-flight bound held back goes once requests settle. */
+  #flushing = false;
   /** Called whenever the buffer shrinks, a request settles or the writer fails. */
   #waiters: (() => void)[] = [];
 
@@ -107,6 +109,7 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
   /** Sends everything; with `endOfInput`, resolves once every entry is accepted. */
   flush(endOfInput: boolean): void | Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
+    this.#flushing = true;
     this.#sendAll();
     if (!endOfInput) return;
     return this.#until(() => this.#buffer.length === 0 && this.#inFlight.size === 0);
@@ -170,6 +173,7 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
 
   /** Sends what the in-flight bound allows, full batches first, then the rest as a smaller one. */
   #sendAll(): void {
+    if (this.#buffer.length === 0) this.#flushing = false;
     this.#sendFullBatches();
     if (this.#buffer.length > 0 && this.#inFlight.size < this.#o.maxInFlightRequests) this.#send(this.#buffer.splice(0));
     if (this.#buffer.length > 0) this.#armTimer();
@@ -196,7 +200,12 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
           this.#buffer.unshift(...refused);
           this.#armTimer();
         }
-        this.#sendFullBatches();
+        if (this.#flushing) {
+          this.#sendAll();
+          if (this.#buffer.length === 0) this.#flushing = false;
+        } else {
+          this.#sendFullBatches();
+        }
         this.#notify();
       },
       (e: unknown) => {

@@ -27,6 +27,16 @@ export interface SinkContext {
    * a fresh start.
    */
   readonly restoredState?: readonly unknown[] | undefined;
+  /**
+   * A record the sink's service refused for its own values (a constraint violation, a value of
+   * the wrong type), which no retry can fix: handed to the sink's error policy (`.onError` on
+   * what `sinkTo` returns; docs/error-policy.md). Under `fail` (the default) it throws the error
+   * that fails the task, and the writer rejects with it; under `skip` and `dead-letter` it
+   * returns, the record is counted (and dead-lettered) on the task thread, and the writer goes on
+   * without it. `value` is what to show of the record (e.g. the row as the sink would have
+   * written it). May be called from any callback of the writer.
+   */
+  reportBadRecord(value: unknown, cause: unknown): void;
 }
 
 /**

@@ -26,8 +26,9 @@ interface PhysicalBase {
   codec: BatchCodec | undefined;
   /**
    * The operator's error policy (`.onError(...)`; core/error-policy.ts). Undefined: the operator
-   * has no per-record user call a policy applies to (a sink, a window, a join), and onError
-   * refuses it; operators that apply one start with FAIL_POLICY.
+   * has no per-record user call a policy applies to (a window, a join), and onError refuses it;
+   * operators that apply one start with FAIL_POLICY. A sink's applies to the records its service
+   * refuses (SinkContext.reportBadRecord); undefined there means `fail`.
    */
   errorPolicy?: ErrorPolicySpec;
   /** Whether the operator keeps state (it then should have a uid for savepoints). */

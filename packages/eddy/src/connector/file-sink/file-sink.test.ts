@@ -232,7 +232,7 @@ const divide = (states: unknown[][], n: number): unknown[][] => {
 test("part counters stay unique across rescaling 2 → 3 → 1 → 3 (the state is divided round-robin)", withDir(async (dir) => {
   const sink = FileSink.ndjson<Rec>(dir, { buckets: () => "" });
   const ctx = (subtaskIndex: number, parallelism: number, restoredState?: unknown[]): SinkContext =>
-    ({ subtaskIndex, parallelism, operatorName: "files", job: undefined as never, restoredState });
+    ({ subtaskIndex, parallelism, operatorName: "files", job: undefined as never, restoredState, reportBadRecord: () => {} });
   const run = async (parallelism: number, restored: unknown[][] | undefined): Promise<unknown[][]> => {
     const writers = Array.from({ length: parallelism }, (_, i) => sink.createWriter(ctx(i, parallelism, restored?.[i])));
     for (let r = 0; r < 3; r++) for (const w of writers) { await w.write({ id: r }, undefined); }

@@ -21,9 +21,10 @@
  * final flush — runs after them: records read before a barrier belong to its checkpoint.
  */
 import { describeCause, EddyError, userFunctionError } from "../../core/errors.ts";
-import { hasTimestamp } from "../../core/time.ts";
+import { hasTimestamp, NO_TIMESTAMP } from "../../core/time.ts";
 import { DEFAULT_COMMIT_RETRY, type Committer, type Sink, type SinkContext, type SinkWriter } from "../../connector/sink.ts";
-import { SINK_RECORDS_WRITTEN, type OneInputOperator, type OperatorContext } from "../operator.ts";
+import { SINK_RECORDS_WRITTEN, type OneInputOperator, type OperatorContext, type Output } from "../operator.ts";
+import { recordErrorPolicy } from "../record-error-policy.ts";
 import { isThenable } from "../pending-work.ts";
 
 /** Operator state name of a two-phase sink's pending committables. */
@@ -44,7 +45,7 @@ interface PendingEntry {
 }
 
 export function sinkOperator<T>(sink: Sink<T>) {
-  return (ctx: OperatorContext): OneInputOperator<T> => {
+  return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<T> => {
     let writer: SinkWriter<T> | undefined;
     let committer: Committer<unknown> | undefined;
     /** Pre-committed, not committed yet; ascending checkpoint ids. */
@@ -91,11 +92,20 @@ export function sinkOperator<T>(sink: Sink<T>) {
         kind,
       );
     };
+    const errors = recordErrorPolicy(ctx, output);
+    const skipsBadRecords = ctx.errorPolicy !== undefined && ctx.errorPolicy.policy !== "fail";
     const sinkContext: SinkContext = {
       subtaskIndex: ctx.subtaskIndex,
       parallelism: ctx.parallelism,
       operatorName: ctx.operatorName,
       job: ctx.job,
+      reportBadRecord(value, cause) {
+        // `fail`: thrown here, so the writer's promise rejects with it. Otherwise counted (and
+        // dead-lettered) on the task thread: the writer may call from any callback, the
+        // output may be used only between records.
+        if (!skipsBadRecords) errors.onRecordError(cause, value, NO_TIMESTAMP);
+        else ctx.postMail(() => errors.onRecordError(cause, value, NO_TIMESTAMP));
+      },
     };
     const retry = sink.commitRetry ?? DEFAULT_COMMIT_RETRY;
     const commitWithRetry = async (committables: readonly unknown[]): Promise<void> => {
