@@ -5,6 +5,15 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { WatermarkStrategy } from "eddy";
 
+// Child processes (`eddy run` of the CLI tests, scripts they start) must run this checkout's
+// sources as this process does. `npm test` passes the condition in NODE_OPTIONS, which children
+// inherit; a test file run by hand with `node -C eddy-source` has it only in its own argv, so
+// without this its children would load the build in dist/ (stale after an edit) and pass or
+// fail for the wrong code.
+if (!/(?:--conditions[= ]|-C ?)eddy-source\b/.test(process.env.NODE_OPTIONS ?? "")) {
+  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --conditions=eddy-source`.trim();
+}
+
 /** The `eddy` command of this checkout. */
 export const EDDY_BIN = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 
