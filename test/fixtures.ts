@@ -4,14 +4,15 @@ import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { WatermarkStrategy } from "eddy";
+import { SOURCE_CONDITION_IN_OPTIONS, SOURCE_CONDITION_OPTION } from "./source-condition.ts";
 
 // Child processes (`eddy run` of the CLI tests, scripts they start) must run this checkout's
 // sources as this process does. `npm test` passes the condition in NODE_OPTIONS, which children
 // inherit; a test file run by hand with `node -C eddy-source` has it only in its own argv, so
 // without this its children would load the build in dist/ (stale after an edit) and pass or
 // fail for the wrong code.
-if (!/(?:--conditions[= ]|-C ?)eddy-source\b/.test(process.env.NODE_OPTIONS ?? "")) {
-  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --conditions=eddy-source`.trim();
+if (!(process.env.NODE_OPTIONS ?? "").match(SOURCE_CONDITION_IN_OPTIONS)) {
+  process.env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} ${SOURCE_CONDITION_OPTION}`.trim();
 }
 
 /** The `eddy` command of this checkout. */

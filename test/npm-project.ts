@@ -8,6 +8,7 @@ import { spawnSync, type SpawnSyncReturns } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { SOURCE_CONDITION_IN_OPTIONS } from "./source-condition.ts";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const ROOT_LOCK = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as { packages: Record<string, LockEntry> };
@@ -45,7 +46,7 @@ const NPM_SETTINGS_KEPT = new Set(["npm_config_cache", "npm_config_userconfig", 
 export const USER_ENV: NodeJS.ProcessEnv = Object.fromEntries(
   Object.entries(process.env)
     .filter(([k]) => (!k.startsWith("npm_") || NPM_SETTINGS_KEPT.has(k)) && k !== "EDDY_HOME" && k !== "NODE_TEST_CONTEXT")
-    .map(([k, v]) => [k, k === "NODE_OPTIONS" ? (v ?? "").replace(/(?:--conditions[= ]|-C ?)eddy-source/g, "").trim() : v]),
+    .map(([k, v]) => [k, k === "NODE_OPTIONS" ? (v ?? "").replace(SOURCE_CONDITION_IN_OPTIONS, "").trim() : v]),
 );
 
 /** Runs a command as a user would (USER_ENV plus `env`); throws only if it could not start. */
