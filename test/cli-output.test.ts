@@ -1,8 +1,9 @@
 /**
  * What `eddy run` writes: records alone on stdout, and a final summary on stderr with records in
  * and out per sink, late records dropped, checkpoints and restarts. The terminal behaviour of the
- * progress line is tested as a unit (packages/eddy/src/control/status-line.test.ts): CI has no
- * terminal, so here stdout and stderr are pipes.
+ * status line is drawn on a terminal only: its erasing is tested as a unit
+ * (packages/eddy/src/control/status-line.test.ts), its text too (progress.test.ts), and here once
+ * on a real pseudo-terminal (script(1)); the other tests have stdout and stderr on pipes.
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -10,6 +11,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { eddyBin, userProject } from "./fixtures.ts";
+import { PROGRESS_RECORDS } from "./jobs/progress.ts";
 
 
 // Six readings; the watermark follows each one, so the readings stamped 100 and 200 (after 1500)
@@ -81,4 +83,37 @@ export default defineJob("same-names", (env) => {
   assert.equal(run.stdout.split("\n").filter((l) => l !== "").length, 10);
   const sinks = run.stderr.split("\n").filter((l) => l.includes("records into sink"));
   assert.deepEqual(sinks, ["[eddy]   records into sink 'Sink: Print': 3", "[eddy]   records into sink 'Sink: Print (2)': 7"], run.stderr);
+});
+
+/** What the status line writes before each redraw (status-line.ts): carriage return, erase the line. */
+const ERASE_LINE = "\r\x1b[2K";
+
+test("on a terminal, eddy run draws one live status line about once a second: rates, watermark lag, backpressure, the last checkpoint, restarts", () => {
+  // A real pseudo-terminal: script(1) from util-linux runs eddy run with its stdout and stderr on one.
+  const job = join(import.meta.dirname, "jobs", "progress.ts");
+  const command = [process.execPath, eddyBin, "run", job, "-p", "2", "--no-control", "--checkpoint-interval", "300ms", "--checkpoint-dir", join(userProject(), "checkpoints")]
+    .map((a) => `'${a}'`)
+    .join(" ");
+  // 400 columns: the whole line fits (the line is cut to the terminal's width, tested as a unit).
+  const run = spawnSync("script", ["-qfec", `stty cols 400; ${command}`, "/dev/null"], { encoding: "utf8", timeout: 120_000 });
+  assert.equal(run.error, undefined, "script(1) from util-linux is needed for this test (apt-get install util-linux)");
+  assert.equal(run.status, 0, run.stdout + run.stderr);
+  // Each redraw starts with the erase sequence; what follows it up to the next control character is the line.
+  const drawn = run.stdout
+    .split(ERASE_LINE)
+    .slice(1)
+    .map((s) => s.split(/[\r\n\x1b]/)[0]!)
+    .filter((s) => s.startsWith("[eddy] progress "));
+  assert.ok(drawn.length >= 2, `at least two status lines over the job's ~4 s:\n${JSON.stringify(run.stdout.slice(0, 2_000))}`);
+  for (const line of drawn) assert.match(line, /^\[eddy\] progress (running|restarting|stopping|finished) \S+( \S+)? \| in \S+( \S+)? \| out \S+( \S+)? \| watermark lag \S+( \S+)? \| backpressure (–|ok|low|high)/, line);
+  const last = drawn.at(-1)!;
+  assert.match(last, /\| in [\d.,]+( [KM])?\/s \| out [\d.,]+( [KM])?\/s \|/, `rates once two samples exist: ${last}`);
+  // (The job's event time is its numbers as ms since 1970: the lag to the wall clock is decades.)
+  assert.match(last, /\| watermark lag ([\d.]+ (ms|s)|\d+m\d\ds|\d+h\d\dm) \|/, `a sink saw a watermark: ${last}`);
+  assert.match(last, /\| checkpoint \d+ \S+ (ms|s) ago \([\d.]+ (ms|s), [\d.]+ (B|KiB|MiB)\) \| restarts 0$/, last);
+  // The summary comes after the line was erased for good, and the records are all there.
+  assert.match(run.stdout, /job 'progress' finished in \d+ ms/);
+  // A record follows an erased status line on the same terminal line: the erase ends a line here.
+  const counts = run.stdout.replaceAll(ERASE_LINE, "\n").split(/[\r\n]+/).filter((l) => /^\d+$/.test(l));
+  assert.equal(counts.reduce((sum, c) => sum + Number(c), 0), PROGRESS_RECORDS, "every window's count printed on a line of its own");
 });

@@ -519,7 +519,7 @@ export default defineJob("fails-once", (env) => {
 });
 `,
   );
-  const args = [eddyBin, "run", job, "-p", "2", "--no-control", "--no-progress", "--checkpoint-interval", "20ms", "--checkpoint-dir", join(dir, "checkpoints"), "--restart-strategy", "fixed-delay:1:10"];
+  const args = [eddyBin, "run", job, "-p", "2", "--no-control", "--no-progress", "--log-format", "json", "--checkpoint-interval", "20ms", "--checkpoint-dir", join(dir, "checkpoints"), "--restart-strategy", "fixed-delay:1:10"];
   const recovered = spawnSync(process.execPath, args, { encoding: "utf8", cwd: tmpdir() });
   assert.equal(recovered.status, 0, recovered.stderr);
   const logs = recovered.stderr.split("\n").filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { level: string; msg: string; error?: string; operator?: string; subtask?: number; location?: string });

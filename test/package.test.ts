@@ -88,7 +88,7 @@ test("from the installed package, a user function's failure names the user's .ts
   writeFileSync(join(dir, "failing.ts"), failing);
   const line = failing.split("\n").findIndex((l) => l.includes("throw new TypeError")) + 1;
   for (const parallelism of ["1", "2"]) {
-    const ran = run(join(dir, "node_modules/.bin/eddy"), ["run", "failing.ts", "-p", parallelism, "--no-progress", "--no-control", "--restart-strategy", "none"], dir, home());
+    const ran = run(join(dir, "node_modules/.bin/eddy"), ["run", "failing.ts", "-p", parallelism, "--no-progress", "--no-control", "--log-format", "json", "--restart-strategy", "none"], dir, home());
     assert.equal(ran.status, 1, ran.stderr);
     const failure = ran.stderr.split("\n").find((l) => l.startsWith("{") && l.includes("TypeError: no not"));
     assert.ok(failure !== undefined, `-p ${parallelism}: no failure line:\n${ran.stderr}`);

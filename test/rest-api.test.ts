@@ -13,6 +13,9 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { runJob } from "eddy/testing";
 import { silentLogger, startControlServer } from "../packages/eddy/src/internal.ts";
+import { eddyBin } from "./fixtures.ts";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { REST_FAIL_AT, REST_RECORDS, restJob } from "./jobs/rest-observed.ts";
 
 type Json = any; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -86,6 +89,13 @@ test("the REST API of a job that failed once and recovered (threads, parallelism
       assert.equal(overview.durationMs, overview.endedAtMs - overview.startedAtMs);
       assert.equal(overview.checkpoints.completed, handle.checkpointCounts()!.completed);
       assert.ok(overview.checkpoints.completed >= 1);
+      // Throughput: the sources' and sinks' one-minute meters, summed over subtasks.
+      assert.ok(overview.throughput.recordsInPerSecond > 0 && overview.throughput.recordsOutPerSecond > 0, JSON.stringify(overview.throughput));
+
+      // eddy list (a process of its own, through the registry): the state, rates, restarts and last checkpoint.
+      const listed = await promisify(execFile)(process.execPath, [eddyBin, "list"], { env: { ...process.env, EDDY_HOME: home }, encoding: "utf8" });
+      const row = listed.stdout.split("\n").find((l) => l.startsWith(`${jobId} `));
+      assert.match(row ?? "", /^rest-observed +rest-observed +finished +[\d.,]+( [KM])? +[\d.,]+( [KM])? +1 +[\d.]+ (ms|s) ago +\d+ +\d{4}-/, listed.stdout);
 
       // GET /v1/job/vertices: the known graph.
       const graph = (await get(server.url, "/v1/job/vertices", token)).body;

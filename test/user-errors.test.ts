@@ -30,7 +30,7 @@ function failingRun(name: string, source: string, args: readonly string[]): { st
   const dir = userProject();
   const job = join(dir, name);
   writeFileSync(job, source);
-  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", "--no-progress", ...args], { encoding: "utf8", cwd: dir, timeout: 120_000 });
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", "--no-progress", "--log-format", "json", ...args], { encoding: "utf8", cwd: dir, timeout: 120_000 });
   assert.equal(run.status, 1, `${args.join(" ")}: ${run.stderr}`);
   const lines = run.stderr
     .split("\n")
@@ -138,4 +138,35 @@ export default defineJob("windows", (env) => {
   assert.match(at.error, /operator 'Largest' \(subtask \d of 2\): RangeError: too many in one window/);
   assert.match(at.stack!, /at largest \(.*window-job\.ts:3:\d+\)\n {4}at .*window-job\.ts:11:\d+/, "the user's frames, the calling one too");
   assert.doesNotMatch(window.stderr, EDDY_FRAME);
+});
+
+test("by default (--log-format text) the failure is one line for people: level, message, the fields as key=value, the user's frames indented below", () => {
+  const dir = userProject();
+  const job = join(dir, "map-job.ts");
+  writeFileSync(job, MAP_JOB);
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", "--no-progress", "-p", "2"], { encoding: "utf8", cwd: dir, timeout: 120_000 });
+  assert.equal(run.status, 1, run.stderr);
+  const lines = run.stderr.split("\n");
+  assert.equal(lines.filter((l) => l.startsWith("{")).length, 0, `no JSON lines:\n${run.stderr}`);
+  const at = lines.findIndex((l) => / ERROR job failed/.test(l));
+  assert.ok(at >= 0, run.stderr);
+  const line = lines[at]!;
+  assert.match(line, /^\d\d:\d\d:\d\d\.\d{3}Z ERROR job failed job=readings /);
+  assert.match(line, / operator=Fields /);
+  assert.match(line, / parallelism=2( |$)/);
+  assert.match(line, / location=\/\S*map-job\.ts:6:\d+( |$)/);
+  assert.match(line, / error="user function failed in operator 'Fields' \(subtask \d of 2\): TypeError: Cannot read properties of undefined \(reading 'field'\)"/);
+  // The stack on the lines below, indented, the user's frame only.
+  assert.equal(lines[at + 1], "    TypeError: Cannot read properties of undefined (reading 'field')");
+  assert.match(lines[at + 2]!, /^ {4}at .*map-job\.ts:6:\d+\)?$/);
+  assert.doesNotMatch(run.stderr, EDDY_FRAME);
+});
+
+test("--log-format refuses a format it does not know", () => {
+  const dir = userProject();
+  const job = join(dir, "map-job.ts");
+  writeFileSync(job, MAP_JOB);
+  const run = spawnSync(process.execPath, [eddyBin, "run", job, "--no-control", "--log-format", "yaml"], { encoding: "utf8", cwd: dir, timeout: 60_000 });
+  assert.equal(run.status, 2, run.stderr);
+  assert.match(run.stderr, /unknown log format 'yaml' \(text, json\)/);
 });

@@ -7,7 +7,7 @@ import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { describeCause, EddyError } from "../core/errors.ts";
-import { jsonLogger, truncateText, type LogLevel } from "../core/logger.ts";
+import { formattedLogger, truncateText, type Logger, type LogFormat, type LogLevel } from "../core/logger.ts";
 import { stackWithCauses, userLocation, userStacksOnly } from "../core/user-frames.ts";
 import { getHeapStatistics } from "node:v8";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
@@ -15,6 +15,7 @@ import { controlCommand, isControlCommand } from "./control-cli.ts";
 import { startControlServer, type ControlServer } from "./control-server.ts";
 import { runSummary } from "./run-summary.ts";
 import { StatusLine } from "./status-line.ts";
+import { progressLine, progressOf, ProgressRates } from "./progress.ts";
 import type { JobExecution, RunOptions } from "../coordinator/local-job.ts";
 import { DURATION_SYNTAX, optionsFromConfig, parseDuration } from "../coordinator/config.ts";
 import { eddyVersion } from "../core/version.ts";
@@ -51,9 +52,13 @@ Options for run:
                                 (by default even -p 1 runs on one worker, where a function that
                                 never returns, exits or runs out of memory is caught and named)
       --log-level <level>       debug | info | warn | error | silent (default warn)
+      --log-format <format>     text (default: one line per entry for people) | json (one JSON
+                                object per line: level, time, msg and the entry's fields)
       --verbose                 A failure's log line carries its whole stack, Eddy's frames too
                                 (by default only the frames of the job's own code)
-      --no-progress             Do not report progress on stderr
+      --no-progress             No live status line on stderr (it is drawn only on a terminal:
+                                records in/out per second, watermark lag, backpressure, the
+                                last checkpoint, restarts)
       --no-control              Do not start the job's control API (used by list/savepoint/stop/cancel)
 
 Checkpoints (see the README):
@@ -78,7 +83,8 @@ entry and token file (mode 0600) are in $EDDY_HOME/jobs (default ~/.eddy/jobs). 
 CLI moves the savepoint directory there itself. Queryable state is read with the same token,
 from state servers on loopback (eddy query, GET /v1/jobs/<id>/state/<name>/<key>, eddy/query).
 
-Records written by print() go to stdout as JSON lines; logs and progress go to stderr.
+Records written by print() go to stdout as JSON lines; logs, the status line and the final
+summary go to stderr.
 `;
 
 function fail(message: string, code = 1): never {
@@ -168,6 +174,7 @@ const RUN_OPTIONS = {
     workers: { type: "string" },
     inline: { type: "boolean" },
     "log-level": { type: "string" },
+    "log-format": { type: "string" },
     verbose: { type: "boolean" },
     "no-progress": { type: "boolean" },
     "no-control": { type: "boolean" },
@@ -224,7 +231,9 @@ async function main(argv: string[]): Promise<void> {
   const status = new StatusLine(process.stderr, process.stdout, values["no-progress"] !== true);
   // A failure's line names the user's file:line:column; its stack shows the user's frames only,
   // unless --verbose (user-frames.ts).
-  const lines = jsonLogger((line) => status.writeError(line), level);
+  const format = (values["log-format"] ?? "text") as LogFormat;
+  if (format !== "text" && format !== "json") fail(`unknown log format '${format}' (text, json)`, 2);
+  const lines = formattedLogger(format, (line) => status.writeError(line), level);
   const logger = values.verbose === true ? lines : userStacksOnly(lines);
 
   // Loaded here, not at the top: the control commands (eddy list, …) start faster without the runtime.
@@ -291,7 +300,6 @@ async function main(argv: string[]): Promise<void> {
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
-  const startedAt = execution.startedAtMs;
   let control: ControlServer | undefined;
   if (values["no-control"] !== true) {
     const id = execution.id;
@@ -304,12 +312,14 @@ async function main(argv: string[]): Promise<void> {
     }
     process.stderr.write(`[eddy] job '${execution.jobName}' (id ${id}) control API on ${control.url}, token in ${control.tokenFile}\n`);
   }
+  // The live status line, about once a second (progress.ts): rates over the last 5 s, watermark
+  // lag, backpressure, the last checkpoint, restarts.
+  const rates = new ProgressRates();
   const timer = status.enabled
     ? setInterval(() => {
-        const n = execution!.sourceRecords;
-        const s = (Date.now() - startedAt) / 1000;
-        status.show(`[eddy] ${execution!.jobName}: ${n.toLocaleString("en")} records read in ${s.toFixed(1)} s`);
-      }, 500)
+        const p = progressOf(execution!, execution!.sourceRecords, Date.now());
+        status.show(progressLine(p, rates.update(p), process.stderr.columns));
+      }, STATUS_INTERVAL_MS)
     : undefined;
   const outcome = await execution.done.then(
     (result) => ({ result }),
@@ -348,7 +358,7 @@ async function main(argv: string[]): Promise<void> {
  * run ends through the same path as any failure (control API closed, one line); and the heap is
  * watched, so that nearing V8's limit (which aborts the process) is said before it happens.
  */
-function watchInlineUserCode(execution: () => JobExecution | undefined, logger: ReturnType<typeof jsonLogger>): { error(): string | undefined } {
+function watchInlineUserCode(execution: () => JobExecution | undefined, logger: Logger): { error(): string | undefined } {
   let first: string | undefined;
   const uncaught = (kind: string) => (e: unknown) => {
     if (first !== undefined) return;
@@ -414,6 +424,9 @@ function editDistance(a: string, b: string): number {
   }
   return previous[b.length]!;
 }
+
+/** How often `eddy run` redraws its status line. */
+const STATUS_INTERVAL_MS = 1_000;
 
 /** The share of V8's heap limit at which inline mode warns (see watchInlineUserCode). */
 const HEAP_WARNING_FRACTION = 0.85;

@@ -11,6 +11,7 @@ import { EddyError } from "../core/errors.ts";
 import type { SavepointResult } from "../coordinator/control.ts";
 import { connectJob, listJobs, type JobListing } from "./control-client.ts";
 import { moveSavepoint } from "./move-savepoint.ts";
+import { compactCount, compactDuration } from "./progress.ts";
 
 export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel", "query"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
@@ -86,8 +87,35 @@ function usage(message: string): EddyError {
   return new EddyError("USAGE", message);
 }
 
-function jobTable(jobs: readonly JobListing[]): string {
-  const rows = [["ID", "NAME", "STATUS", "PID", "STARTED"], ...jobs.map((j) => [j.id, j.name, j.status, String(j.pid), new Date(j.startedAtMs).toISOString()])];
+/**
+ * The job table of `eddy list`: STATUS is the job's state ("restarting" between a failure and its
+ * recovery); IN/S and OUT/S are records the sources emitted and the sinks took per second over
+ * the last minute (Flink's meters); LAST CHECKPOINT is how long ago the newest one completed.
+ */
+export function jobTable(jobs: readonly JobListing[], nowMs = Date.now()): string {
+  const rate = (n: number | null | undefined): string => (n === null || n === undefined ? "-" : compactCount(n));
+  const lastCheckpoint = (j: JobListing): string => {
+    const c = j.info?.checkpoints;
+    if (c === undefined) return "-";
+    if (c === null) return "off";
+    const last = c.lastCompleted;
+    if (last === null || last.durationMs === null) return "none yet";
+    return `${compactDuration(Math.max(0, nowMs - last.triggerTimeMs - last.durationMs))} ago`;
+  };
+  const rows = [
+    ["ID", "NAME", "STATUS", "IN/S", "OUT/S", "RESTARTS", "LAST CHECKPOINT", "PID", "STARTED"],
+    ...jobs.map((j) => [
+      j.id,
+      j.name,
+      j.info?.state ?? j.status,
+      rate(j.info?.throughput?.recordsInPerSecond),
+      rate(j.info?.throughput?.recordsOutPerSecond),
+      j.info?.restarts === undefined ? "-" : String(j.info.restarts),
+      lastCheckpoint(j),
+      String(j.pid),
+      new Date(j.startedAtMs).toISOString(),
+    ]),
+  ];
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => (c === r.length - 1 ? cell : cell.padEnd(widths[c]!))).join("  ") + "\n").join("");
 }

@@ -26,6 +26,8 @@ export interface JobListing {
   readonly alive: boolean;
   /** What the job says; "gone" when its process is not running, "unreachable" when it does not answer. */
   readonly status: JobStatus | "gone" | "unreachable";
+  /** What the job answered (GET /v1/job) when it runs and answered: its state, throughput, restarts and last checkpoint. */
+  readonly info?: JobInfo;
 }
 
 export interface ControlClientOptions {
@@ -68,15 +70,15 @@ export async function listJobs(home?: string): Promise<JobListing[]> {
     entries.map(async (entry): Promise<JobListing> => {
       const alive = isPidAlive(entry.pid);
       let status: JobListing["status"] = "gone";
+      let info: JobInfo | undefined;
       if (alive) {
-        status = await clientFor(root, entry, { timeoutMs: LIST_TIMEOUT_MS })
+        info = await clientFor(root, entry, { timeoutMs: LIST_TIMEOUT_MS })
           .then((client) => client.info())
-          .then(
-            (info) => info.status,
-            () => "unreachable" as const,
-          );
+          .catch(() => undefined);
+        status = info?.status ?? "unreachable";
       }
-      return { id: entry.id, name: entry.name, pid: entry.pid, url: entry.url, startedAtMs: entry.startedAtMs, alive, status };
+      const listing = { id: entry.id, name: entry.name, pid: entry.pid, url: entry.url, startedAtMs: entry.startedAtMs, alive, status };
+      return info === undefined ? listing : { ...listing, info };
     }),
   );
   return listings.sort((a, b) => a.startedAtMs - b.startedAtMs || a.id.localeCompare(b.id));

@@ -35,7 +35,7 @@ import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
-import type { ControlledJob, JobStatus } from "../coordinator/control.ts";
+import type { ControlledJob, JobState, JobStatus } from "../coordinator/control.ts";
 import {
   checkJobId,
   controlHome,
@@ -69,6 +69,11 @@ export interface JobInfo {
   readonly status: JobStatus;
   readonly pid: number;
   readonly startedAtMs: number;
+  /** The fields below: only for jobs the REST API observes (rest-api.ts, jobOverview). */
+  readonly state?: JobState;
+  readonly restarts?: number;
+  readonly throughput?: { readonly recordsInPerSecond: number | null; readonly recordsOutPerSecond: number | null };
+  readonly checkpoints?: { readonly completed: number; readonly failed: number; readonly lastCompleted: { readonly id: number; readonly triggerTimeMs: number; readonly durationMs: number | null } | null } | null;
 }
 
 export interface ControlServerOptions {

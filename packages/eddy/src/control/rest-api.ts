@@ -34,6 +34,7 @@ import {
   checkpointSummary,
   exceptionsView,
   jobGraphView,
+  throughputView,
   vertexDetailView,
   vertexId,
   watermarksView,
@@ -69,6 +70,7 @@ export function jobOverview(job: ObservedJob, pid: number, nowMs: number) {
     operators: plan.nodes.length,
     subtasks: plan.chains.reduce((n, c) => n + c.parallelism, 0),
     restarts: job.restarts,
+    throughput: throughputView(plan, job.metricsSnapshot()),
     checkpoints:
       counts === undefined
         ? null

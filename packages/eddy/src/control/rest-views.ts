@@ -135,6 +135,27 @@ export function vertexDetailView(chain: PlanChain, metrics: JobMetricsSnapshot) 
   };
 }
 
+/**
+ * The job's throughput for the overview (and `eddy list`): records the sources emitted and the
+ * sinks took per second, Flink's one-minute meters summed over subtasks; null until measured (or
+ * with per-record metrics off).
+ */
+export function throughputView(plan: Plan, metrics: JobMetricsSnapshot): { recordsInPerSecond: number | null; recordsOutPerSecond: number | null } {
+  const sources = new Set(plan.nodes.filter((n) => n.transformation.kind === "source").map((n) => n.metricName));
+  const sinks = new Set(plan.nodes.filter((n) => n.outputs.length === 0).map((n) => n.metricName));
+  let recordsIn = 0;
+  let recordsOut = 0;
+  let seenIn = false;
+  let seenOut = false;
+  for (const t of metrics.tasks) {
+    for (const o of t.operators) {
+      if (sources.has(o.operator) && !Number.isNaN(o.numRecordsOutPerSecond)) [recordsIn, seenIn] = [recordsIn + o.numRecordsOutPerSecond, true];
+      if (sinks.has(o.operator) && !Number.isNaN(o.numRecordsInPerSecond)) [recordsOut, seenOut] = [recordsOut + o.numRecordsInPerSecond, true];
+    }
+  }
+  return { recordsInPerSecond: seenIn ? recordsIn : null, recordsOutPerSecond: seenOut ? recordsOut : null };
+}
+
 /** `GET /v1/job/watermarks`: per vertex and subtask, the head's input and the tail's output watermark. */
 export function watermarksView(plan: Plan, metrics: JobMetricsSnapshot) {
   return {

@@ -3,7 +3,7 @@
  * stderr, and only when stderr is a terminal (`\r` and the erase sequence mean nothing in a file
  * or pipe). When stdout is a terminal too, the two usually are the same screen: a record written
  * while the line is drawn would be glued onto it, so the line is erased first and redrawn at the
- * next `show` (the CLI's 500 ms tick) rather than after every record, which would triple what a
+ * next `show` (the CLI redraws once a second) rather than after every record, which would triple what a
  * busy `print()` writes to the terminal. When stdout is not a terminal, records pass untouched.
  * Other stderr output (logs, messages) goes through `writeError`, which erases the line first too.
  *

@@ -42,6 +42,56 @@ export function jsonLogger(write: (line: string) => void, level: LogLevel = "inf
   };
 }
 
+/** How a CLI writes its logs: "text" for a person (the default), "json" for a log pipeline. */
+export type LogFormat = "text" | "json";
+
+/**
+ * Writes one line per entry for a person to read: `12:34:56.789Z WARN  message key=value …`
+ * (UTC time of day), fields as `key=value` with strings quoted when they hold spaces or quotes,
+ * and a `stack` field on the lines below, indented. Long texts are truncated as in jsonLogger.
+ */
+export function textLogger(write: (line: string) => void, level: LogLevel = "info"): Logger {
+  const min = LEVEL_ORDER[level];
+  const log = (lvl: Exclude<LogLevel, "silent">, message: string, fields?: LogFields): void => {
+    if (LEVEL_ORDER[lvl] < min) return;
+    let line = `${new Date().toISOString().slice(11)} ${lvl.toUpperCase().padEnd(5)} ${truncateText(message)}`;
+    let stack: string | undefined;
+    if (fields !== undefined) {
+      for (const [k, v] of Object.entries(fields)) {
+        if (v === undefined) continue;
+        if (k === "stack" && typeof v === "string") stack = truncateText(v);
+        else line += ` ${k}=${textValue(v)}`;
+      }
+    }
+    if (stack !== undefined) line += "\n" + stack.split("\n").map((l) => `    ${l.trimStart()}`).join("\n");
+    write(line + "\n");
+  };
+  return {
+    debug: (m, f) => log("debug", m, f),
+    info: (m, f) => log("info", m, f),
+    warn: (m, f) => log("warn", m, f),
+    error: (m, f) => log("error", m, f),
+  };
+}
+
+function textValue(v: unknown): string {
+  if (typeof v === "string") {
+    const t = truncateText(v);
+    return /^[^\s"=]+$/.test(t) ? t : JSON.stringify(t);
+  }
+  if (typeof v === "number" || typeof v === "boolean" || typeof v === "bigint" || v === null) return String(v);
+  try {
+    return truncateText(JSON.stringify(v) ?? String(v));
+  } catch {
+    return String(v);
+  }
+}
+
+/** The logger of `format`. */
+export function formattedLogger(format: LogFormat, write: (line: string) => void, level: LogLevel = "info"): Logger {
+  return format === "json" ? jsonLogger(write, level) : textLogger(write, level);
+}
+
 export const silentLogger: Logger = {
   debug() {},
   info() {},
