@@ -138,6 +138,9 @@ test("the REST API of a job that failed once and recovered (threads, parallelism
       assert.equal(total(every, "every", "numRecordsIn"), 2 * emitted, "broadcast: each record to both subtasks");
       const oddIn = total(failOnce, "odd-sink-9", "numRecordsIn");
       assert.ok(Math.abs(oddIn - emitted / 2) <= 1, `odd half to the side output: ${oddIn} of ${emitted}`);
+      // The metric stateSize: bytes in the newest completed checkpoint, the source's only.
+      for (const s of source.subtasks) assert.ok(s.operators.find((o: Json) => o.id === "numbers").stateSizeBytes > 0, JSON.stringify(s.operators));
+      for (const s of copy.subtasks) assert.equal(s.operators[0].stateSizeBytes, 0, "Copy holds no state");
       assert.equal(copy.subtasks.length, 2);
       for (const s of copy.subtasks) {
         for (const f of ["busyTimeMsPerSecond", "idleTimeMsPerSecond", "backPressuredTimeMsPerSecond", "numBytesIn", "numBytesOut"]) assert.equal(typeof s[f], "number", f);
@@ -197,6 +200,13 @@ test("the REST API of a job that failed once and recovered (threads, parallelism
       assert.deepEqual(detail.subtasks.map((s: Json) => `${s.vertex}.${s.subtask}`).sort(), ["0.0", "0.1", "1.0", "1.1", "2.0", "2.1", "3.0", "3.1"]);
       assert.equal(detail.subtasks.reduce((n: number, s: Json) => n + s.sizeBytes, 0), detail.sizeBytes);
       assert.ok(detail.sizeBytes > 0, "the source's split state has bytes");
+      // State size per operator: the source's splits are its only state; the file adds its framing.
+      for (const s of detail.subtasks) {
+        const sizes = Object.entries(s.operatorSizeBytes as Record<string, number>);
+        if (s.vertex === "0") assert.ok((s.operatorSizeBytes.numbers as number) > 0, JSON.stringify(s));
+        assert.ok(sizes.every(([id, n]) => n >= 0 && (n === 0 || id === "numbers")), `only the source holds state: ${JSON.stringify(s)}`);
+        assert.ok(sizes.reduce((n, [, b]) => n + b, 0) <= s.sizeBytes, JSON.stringify(s));
+      }
       for (const s of detail.subtasks) {
         assert.ok(s.endToEndMs >= 0 && s.endToEndMs <= detail.durationMs, "acknowledged between trigger and completion");
         assert.ok(s.syncMs <= detail.syncMs && s.asyncMs <= detail.asyncMs && s.alignmentMs <= detail.alignmentMs, "the summary holds the maxima");

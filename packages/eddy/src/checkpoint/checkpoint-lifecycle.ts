@@ -62,7 +62,7 @@
  */
 import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfig } from "./checkpoint-config.ts";
-import { CheckpointCoordinator, type CheckpointCounts, type CheckpointStats, type CoordinatorCommand, type SubtaskCheckpointStats, type TaskAck } from "./coordinator.ts";
+import { CheckpointCoordinator, subtaskStats, type CheckpointCounts, type CheckpointStats, type CoordinatorCommand, type SubtaskCheckpointStats, type TaskAck } from "./coordinator.ts";
 
 /** How long a savepoint request waits for a free slot before it is rejected. */
 export const SAVEPOINT_QUEUE_TIMEOUT_MS = 60_000;
@@ -248,7 +248,7 @@ export class CheckpointLifecycle<R> {
     if (final !== undefined && checkpointId === final.id) {
       if (final.status !== "acking" || !this.#taskSet.has(taskId) || final.acks.has(taskId)) return [];
       final.acks.set(taskId, ack);
-      final.subtasks.push({ taskId, ackTimeMs: now, syncMs: ack.syncMs, asyncMs: ack.asyncMs, alignmentMs: ack.alignmentMs, bytes: ack.bytes });
+      final.subtasks.push(subtaskStats(taskId, ack, now));
       if (final.acks.size < this.#taskSet.size) return [];
       final.status = "committing";
       return [{ type: "commit-manifest", checkpointId, isFinal: true, acks: final.acks }];

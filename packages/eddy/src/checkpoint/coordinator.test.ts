@@ -92,7 +92,7 @@ test("a completed checkpoint: all acks → commit-manifest; committed → notify
   const c = coordinator({}, 0);
   c.tick(100);
   assert.deepEqual(c.acknowledge(1, "source-0", ackOf({ syncMs: 5, asyncMs: 1, alignmentMs: 0, bytes: 100 }), 110), []);
-  assert.deepEqual(c.acknowledge(1, "map-0", ackOf({ syncMs: 2, asyncMs: 9, alignmentMs: 4, bytes: 50 }), 120), []);
+  assert.deepEqual(c.acknowledge(1, "map-0", ackOf({ syncMs: 2, asyncMs: 9, alignmentMs: 4, bytes: 50, operatorBytes: { map: 30, "map-2": 12 } }), 120), []);
   const commit = c.acknowledge(1, "sink-0", ackOf({ syncMs: 1, asyncMs: 1, alignmentMs: 7, bytes: 1 }), 130);
   assert.equal(commit.length, 1);
   const cmd = commit[0]!;
@@ -117,9 +117,9 @@ test("a completed checkpoint: all acks → commit-manifest; committed → notify
       bytes: 151,
       failureReason: undefined,
       subtasks: [
-        { taskId: "source-0", ackTimeMs: 110, syncMs: 5, asyncMs: 1, alignmentMs: 0, bytes: 100 },
-        { taskId: "map-0", ackTimeMs: 120, syncMs: 2, asyncMs: 9, alignmentMs: 4, bytes: 50 },
-        { taskId: "sink-0", ackTimeMs: 130, syncMs: 1, asyncMs: 1, alignmentMs: 7, bytes: 1 },
+        { taskId: "source-0", ackTimeMs: 110, syncMs: 5, asyncMs: 1, alignmentMs: 0, bytes: 100, operatorBytes: {} },
+        { taskId: "map-0", ackTimeMs: 120, syncMs: 2, asyncMs: 9, alignmentMs: 4, bytes: 50, operatorBytes: { map: 30, "map-2": 12 } },
+        { taskId: "sink-0", ackTimeMs: 130, syncMs: 1, asyncMs: 1, alignmentMs: 7, bytes: 1, operatorBytes: {} },
       ],
     },
   ]);

@@ -50,6 +50,8 @@ export interface TaskAck {
   readonly asyncMs: number;
   readonly alignmentMs: number;
   readonly bytes: number;
+  /** Bytes of each operator's state in the snapshot (by operator id; what `bytes` is made of, before the file's framing). */
+  readonly operatorBytes?: Readonly<Record<string, number>>;
 }
 
 export type CoordinatorCommand =
@@ -96,6 +98,11 @@ export interface CheckpointStats {
   readonly subtasks: readonly SubtaskCheckpointStats[];
 }
 
+/** The statistics of `ack`, taken from `taskId` at `now`. */
+export function subtaskStats(taskId: string, ack: TaskAck, now: number): SubtaskCheckpointStats {
+  return { taskId, ackTimeMs: now, syncMs: ack.syncMs, asyncMs: ack.asyncMs, alignmentMs: ack.alignmentMs, bytes: ack.bytes, operatorBytes: ack.operatorBytes ?? {} };
+}
+
 /** What one subtask reported for a checkpoint (Flink's SubtaskCheckpointStatistics). */
 export interface SubtaskCheckpointStats {
   /** `<chain index>.<subtask>` (taskIdOf). */
@@ -106,6 +113,8 @@ export interface SubtaskCheckpointStats {
   readonly asyncMs: number;
   readonly alignmentMs: number;
   readonly bytes: number;
+  /** Bytes of each operator's state (by operator id); empty when the task reported none. */
+  readonly operatorBytes: Readonly<Record<string, number>>;
 }
 
 /** Checkpoints (savepoints included) that ended so far, however many `stats()` still lists. */
@@ -236,7 +245,7 @@ export class CheckpointCoordinator {
     s.asyncMs = Math.max(s.asyncMs, ack.asyncMs);
     s.alignmentMs = Math.max(s.alignmentMs, ack.alignmentMs);
     s.bytes += ack.bytes;
-    s.subtasks.push({ taskId, ackTimeMs: now, syncMs: ack.syncMs, asyncMs: ack.asyncMs, alignmentMs: ack.alignmentMs, bytes: ack.bytes });
+    s.subtasks.push(subtaskStats(taskId, ack, now));
     if (p.acks.size < this.#tasks.size) return [];
     p.committing = true;
     return [{ type: "commit-manifest", checkpointId, isSavepoint: p.isSavepoint, acks: p.acks }];

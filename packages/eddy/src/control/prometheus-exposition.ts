@@ -73,6 +73,7 @@ const OPERATOR_METRICS = [
   ["currentInputWatermark", "gauge", "The last watermark the operator received, in ms since the epoch."],
   ["currentOutputWatermark", "gauge", "The last watermark the operator emitted, in ms since the epoch."],
   ["watermarkLag", "gauge", "Wall-clock time minus the output watermark, in ms."],
+  ["stateSize", "gauge", "Bytes of the operator subtask's state in the newest completed checkpoint."],
 ] as const;
 
 const TASK_METRICS = [

@@ -27,7 +27,7 @@ const job = defineJob("rest-fake", (env) => {
 const { plan } = planJob(job, { parallelism: 1 }, silentLogger);
 
 function checkpoint(id: number): CheckpointStats {
-  const subtasks = Array.from({ length: 5 }, (_, s) => ({ taskId: `${s === 0 ? 0 : 1}.${s === 0 ? 0 : s - 1}`, ackTimeMs: 1_000 * id + s, syncMs: 1, asyncMs: 2, alignmentMs: 3, bytes: 10 }));
+  const subtasks = Array.from({ length: 5 }, (_, s) => ({ taskId: `${s === 0 ? 0 : 1}.${s === 0 ? 0 : s - 1}`, ackTimeMs: 1_000 * id + s, syncMs: 1, asyncMs: 2, alignmentMs: 3, bytes: 10, operatorBytes: { copy: 10 } }));
   return {
     checkpointId: id,
     isSavepoint: id % 10 === 0,
@@ -64,6 +64,7 @@ function metrics(): JobMetricsSnapshot {
         numRecordsOutPerSecond: 1,
         currentInputWatermark: watermark,
         currentOutputWatermark: watermark,
+        stateSize: Number.NaN,
         watermarkLag: Number.NaN,
         counters: {},
         user: [],

@@ -110,6 +110,8 @@ function operatorMetricsView(node: PlanNode, o: OperatorMetricsSnapshot | undefi
     currentInputWatermark: o === undefined ? null : watermarkValue(o.currentInputWatermark),
     currentOutputWatermark: o === undefined ? null : watermarkValue(o.currentOutputWatermark),
     watermarkLagMs: o === undefined ? null : measured(o.watermarkLag),
+    /** Bytes of its state in the newest completed checkpoint; null before one. */
+    stateSizeBytes: o === undefined ? null : measured(o.stateSize),
     counters: o?.counters ?? {},
   };
 }
@@ -254,6 +256,8 @@ export function checkpointDetailView(c: CheckpointStats) {
         asyncMs: s.asyncMs,
         alignmentMs: s.alignmentMs,
         sizeBytes: s.bytes,
+        /** Bytes of each operator's state in the subtask's snapshot, by operator id (before the file's framing). */
+        operatorSizeBytes: s.operatorBytes,
       };
     }),
   };

@@ -79,3 +79,25 @@ test("with per-record metrics off (busy time not measured) busy and idle time ar
   assert.ok(Number.isNaN(t!.busyTimeMsPerSecond));
   assert.ok(Number.isNaN(t!.idleTimeMsPerSecond));
 });
+
+test("stateSize: each operator subtask's bytes in the newest completed checkpoint; 0 for an operator without state; NaN before a checkpoint", () => {
+  const operator = (name: string, operatorId: string) => ({ name, operatorId, recordsIn: 0, recordsOut: 0, inputWatermark: 0, outputWatermark: 0, counters: {}, user: [] });
+  const reports: SubtaskMetrics[] = [0, 1].map(
+    (subtask) =>
+      ({ task: "Window -> Sink", subtask, state: "running", recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, backpressuredMs: 0, watermark: 0, counters: {}, busyMs: 0, elapsedMs: 1, operators: [operator("Window", "win"), operator("Sink", "sink")] }) as SubtaskMetrics,
+  );
+  let last: ReturnType<JobMetricsSource["lastCompletedCheckpoint"]>;
+  const registry = new JobMetricsRegistry(
+    { jobName: "j", metrics: () => reports, restarts: 0, checkpointCounts: () => ({ completed: 1, failed: 0, inProgress: 0 }), lastCompletedCheckpoint: () => last },
+    () => 0,
+  );
+  const sizes = () => registry.snapshot().tasks.map((t) => t.operators.map((o) => o.stateSize));
+  assert.deepEqual(sizes(), [[Number.NaN, Number.NaN], [Number.NaN, Number.NaN]]);
+  const ack = (taskId: string, operatorBytes: Record<string, number>) => ({ taskId, ackTimeMs: 0, syncMs: 0, asyncMs: 0, alignmentMs: 0, bytes: 0, operatorBytes });
+  // Two chains: the window's task ("1.<subtask>") and a source's ("0.<subtask>") that also acknowledged.
+  last = {
+    checkpointId: 3, isSavepoint: false, triggerTimeMs: 0, status: "completed", durationMs: 1, acknowledgedTasks: 4, totalTasks: 4, syncMs: 0, asyncMs: 0, alignmentMs: 0, bytes: 0, failureReason: undefined,
+    subtasks: [ack("0.0", { src: 5 }), ack("1.0", { win: 1_200 }), ack("0.1", { src: 6 }), ack("1.1", { win: 800 })],
+  };
+  assert.deepEqual(sizes(), [[1_200, 0], [800, 0]]);
+});

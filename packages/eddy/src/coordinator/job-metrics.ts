@@ -63,6 +63,11 @@ export interface OperatorMetricsSnapshot {
   readonly currentOutputWatermark: number;
   /** Wall-clock time minus the output watermark, in ms; NaN while the watermark is not finite. */
   readonly watermarkLag: number;
+  /**
+   * Bytes of the operator subtask's state (keyed and operator state) in the newest completed
+   * checkpoint; NaN before one completed, or without checkpointing.
+   */
+  readonly stateSize: number;
   /** The runtime's counters (numLateRecordsDropped, numRecordsWritten, …). */
   readonly counters: Readonly<Record<string, number>>;
   /** The user's metrics; a meter's `rate` is per second. */
@@ -98,6 +103,8 @@ export class JobMetricsRegistry {
       view.update(now, count);
       return view.rate(now, count);
     };
+    const last = this.#source.lastCompletedCheckpoint();
+    const stateSize = checkpointedStateSizes(last);
     const tasks = subtasks.map((m): TaskMetricsSnapshot => {
       const at = `${m.task}\0${m.subtask}`;
       const wall = rate(`${at}\0elapsed`, m.elapsedMs, m.elapsedMs);
@@ -129,6 +136,7 @@ export class JobMetricsRegistry {
             currentInputWatermark: o.inputWatermark,
             currentOutputWatermark: o.outputWatermark,
             watermarkLag: finite ? now - o.outputWatermark : Number.NaN,
+            stateSize: stateSize(o.operatorId, m.subtask),
             counters: o.counters,
             user: o.user.map((u) => (u.kind === "meter" ? { ...u, rate: rate(`${op}\0user\0${u.name}`, u.count, m.elapsedMs) } : u)),
           };
@@ -137,7 +145,6 @@ export class JobMetricsRegistry {
     });
     for (const key of this.#views.keys()) if (!used.has(key)) this.#views.delete(key);
     const counts = this.#source.checkpointCounts();
-    const last = this.#source.lastCompletedCheckpoint();
     return {
       job: this.#source.jobName,
       numRestarts: this.#source.restarts,
@@ -153,4 +160,29 @@ export class JobMetricsRegistry {
       tasks,
     };
   }
+}
+
+/**
+ * Bytes per operator subtask in `checkpoint`: what the subtask's acknowledgement said of the
+ * operator (0 for an operator of an acknowledging task that holds no state); NaN for a subtask
+ * that is not in it (no checkpoint yet, or one of a task deployed since).
+ */
+function checkpointedStateSizes(checkpoint: CheckpointStats | undefined): (operatorId: string, subtask: number) => number {
+  const acked = new Map<number, Map<string, number>[]>();
+  for (const s of checkpoint?.subtasks ?? []) {
+    // taskId is "<chain index>.<subtask>" (taskIdOf); an operator id belongs to one chain.
+    const subtask = Number(s.taskId.slice(s.taskId.lastIndexOf(".") + 1));
+    let maps = acked.get(subtask);
+    if (maps === undefined) acked.set(subtask, (maps = []));
+    maps.push(new Map(Object.entries(s.operatorBytes)));
+  }
+  return (operatorId, subtask) => {
+    const maps = acked.get(subtask);
+    if (maps === undefined) return Number.NaN;
+    for (const m of maps) {
+      const bytes = m.get(operatorId);
+      if (bytes !== undefined) return bytes;
+    }
+    return 0;
+  };
 }

@@ -401,7 +401,7 @@ export class TaskExecutor {
     const id = barrier.checkpointId;
     const start = performance.now();
     const run = async (): Promise<void> => {
-      const { sections, operators } = await serializeTaskSnapshot(snapshots);
+      const { sections, operators, operatorBytes } = await serializeTaskSnapshot(snapshots);
       let file: FileRef | null = null;
       try {
         if (sections.length > 0) {
@@ -418,6 +418,7 @@ export class TaskExecutor {
         asyncMs: performance.now() - start,
         alignmentMs: timing.alignmentMs,
         bytes: file?.size ?? 0,
+        operatorBytes,
       });
     };
     this.expedite(run()).catch((e: unknown) => {

@@ -188,14 +188,16 @@ const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
  */
 export async function serializeTaskSnapshot(
   snapshots: readonly OperatorSnapshot[],
-): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[] }> {
+): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[]; operatorBytes: Record<string, number> }> {
   const sections: TaskSnapshotSection[] = [];
   const operators: OperatorSnapshotMeta[] = [];
+  const operatorBytes: Record<string, number> = {};
   try {
     let sliceStart = performance.now();
     // Sections are views of a few large buffers (`take`), written to the file as they are.
     const out = new ByteWriter(SECTION_BUFFER_BYTES, sectionBuffers);
     for (const s of snapshots) {
+      const firstSection = sections.length;
       const keyed = s.keyed;
       if (keyed !== undefined) {
         for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
@@ -216,6 +218,7 @@ export async function serializeTaskSnapshot(
         encodeValue(operatorValues, out);
         sections.push({ name: operatorStateSection(s.operatorId), bytes: out.take() });
       }
+      operatorBytes[s.operatorId] = sections.slice(firstSection).reduce((n, section) => n + section.bytes.byteLength, 0);
       operators.push({
         operatorId: s.operatorId,
         operatorName: s.operatorName,
@@ -228,7 +231,7 @@ export async function serializeTaskSnapshot(
   } finally {
     for (const s of snapshots) s.keyed?.release();
   }
-  return { sections, operators };
+  return { sections, operators, operatorBytes };
 }
 
 /**
