@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { defineJob, FileSource, nexmarkConfig, nexmarkEvent, WatermarkStrategy, type Bid, type Sink } from "eddy";
-import { readerOutputOf, runJob } from "eddy/testing";
+import { readerOutputOf, runJob, sourceReaderContext } from "eddy/testing";
 import { median, timeVariants } from "./stats.ts";
 
 const N = Number(process.argv[2] ?? 1_000_000);
@@ -83,7 +83,7 @@ async function readerAlone(): Promise<number> {
       throw e;
     },
   });
-  const reader = source.createReader({ subtaskIndex: 0, parallelism: 1, sendSplitRequest: () => queueMicrotask(() => enumerator.handleSplitRequest!(0)) });
+  const reader = source.createReader(sourceReaderContext({ subtaskIndex: 0, parallelism: 1, sendSplitRequest: () => queueMicrotask(() => enumerator.handleSplitRequest!(0)) }));
   enumerator.start!();
   reader.start!();
   const output = readerOutputOf<Bid>({ collect: (b) => void (checksum = fold(checksum, b)), reportBadRecord: () => {} });

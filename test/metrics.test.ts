@@ -158,6 +158,11 @@ for (const mode of ["inline", "threads"] as const) {
     assert.equal(valueOf(samples, "eddy_operator_numRecordsIn", op("Numbers", 0)), 0);
     assert.equal(valueOf(samples, "eddy_operator_numRecordsOut", op("Numbers", 0)), RECORDS);
     assert.equal(valueOf(samples, "eddy_operator_numRecordsIn", op("Numbers: Timestamps/Watermarks", 0)), RECORDS);
+    // The source's standard gauges (FLIP-33): its reader's backlog, read off at the end, and the
+    // time since it last emitted (the input ended: some time ago, to the report interval).
+    assert.equal(valueOf(samples, "eddy_operator_pendingRecords", op("Numbers", 0)), 0);
+    assert.ok(valueOf(samples, "eddy_operator_sourceIdleTime", op("Numbers", 0)) >= 0);
+    assert.equal(samples.filter((s) => s.name === "eddy_operator_sourceIdleTime").length, 1, "sources only");
     assert.equal(valueOf(samples, "eddy_operator_numRecordsIn", op("Tag", 0)), RECORDS);
     assert.equal(valueOf(samples, "eddy_operator_numRecordsOut", op("Tag", 0)), RECORDS);
     assert.equal(valueOf(samples, "eddy_operator_numRecordsIn", op("Evens", 0)), RECORDS);

@@ -67,17 +67,24 @@ test("the REST API of a job that failed once and recovered (threads, parallelism
       const token = readFileSync(server.tokenFile, "utf8");
       // While it runs: the overview, polled, sees it running, then restarting for the restart's delay.
       const states = new Set<string>();
+      let maxPending = -1;
       let running: Json;
       while (handle.status() === "running") {
         const answer = await get(server.url, "/v1/job", token);
         assert.equal(answer.status, 200);
         states.add(answer.body.state);
         if (answer.body.state === "running") running = answer.body;
+        // The source's backlog gauge (its reader's pendingRecords), while it runs.
+        for (const s of (await get(server.url, "/v1/job/vertices/0", token)).body.subtasks ?? []) {
+          const pending = s.operators?.find((o: Json) => o.id === "numbers")?.gauges?.pendingRecords;
+          if (typeof pending === "number") maxPending = Math.max(maxPending, pending);
+        }
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       await handle.done;
       assert.ok(states.has("running") && states.has("restarting"), `states seen while it ran: ${[...states].join(", ")}`);
       assert.equal(running.endedAtMs, null, "no end while running");
+      assert.ok(maxPending > 0 && maxPending <= REST_RECORDS, `the source's pendingRecords while it ran: ${maxPending}`);
 
       // GET /v1/job
       const overview = (await get(server.url, "/v1/job", token)).body;

@@ -49,8 +49,10 @@ export function pacedNumbers(o: PacedOptions): Source<number, PacedSplit> {
           last: Math.floor((o.records * (i + 1)) / o.splits),
         })),
       ),
-    createReader: () => {
+    createReader: (context) => {
       const splits: PacedSplit[] = [];
+      // FLIP-33's backlog gauge: the numbers left in the splits held (test/metrics.test.ts reads it).
+      context.metrics.setPendingRecordsGauge(() => splits.reduce((n, s) => n + Math.max(0, s.last - s.next + 1), 0));
       let noMore = false;
       let resumeAt = 0;
       const reader: SourceReader<number, PacedSplit> = {

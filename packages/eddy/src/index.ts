@@ -49,7 +49,7 @@ export { DEAD_LETTERS, type DeadLetter, type ErrorPolicy, type ErrorPolicyOption
 export { EddyError, type ErrorCode, type ErrorDomain } from "./core/errors.ts";
 export type { Key } from "./core/key.ts";
 export type { OperatorListState } from "./runtime/operator-state.ts";
-export type { MetricCounter, MetricGroup, MetricHistogram, MetricMeter } from "./runtime/metrics/metric-group.ts";
+export type { MetricCounter, MetricGroup, MetricHistogram, MetricMeter, SourceReaderMetricGroup } from "./core/metrics.ts";
 export type { ControlledJob, JobStatus, SavepointOptions, SavepointResult, StopOptions } from "./coordinator/control.ts";
 export type { Clock } from "./core/clock.ts";
 export { SystemClock } from "./core/clock.ts";

@@ -6,6 +6,7 @@
  */
 
 import { describeCause, EddyError } from "../core/errors.ts";
+import type { SourceReaderMetricGroup } from "../core/metrics.ts";
 
 export type Boundedness = "bounded" | "continuous";
 
@@ -86,6 +87,8 @@ export interface SourceReaderContext {
   readonly parallelism: number;
   /** Asks the enumerator for another split (pull-based assignment). */
   sendSplitRequest(): void;
+  /** The source operator subtask's metrics, with the standard backlog gauges (FLIP-33). */
+  readonly metrics: SourceReaderMetricGroup;
 }
 
 /**
@@ -208,3 +211,4 @@ export function badRecordError(operator: string, subtask: number, bad: BadRecord
     cause: bad.error,
   });
 }
+

@@ -76,6 +76,13 @@ const OPERATOR_METRICS = [
   ["stateSize", "gauge", "Bytes of the operator subtask's state in the newest completed checkpoint."],
 ] as const;
 
+/** The standard gauges of sources (FLIP-33), runtime/metrics/operator-metrics.ts. */
+const STANDARD_GAUGE_HELP: Readonly<Record<string, string>> = {
+  sourceIdleTime: "Milliseconds since the source last emitted a record (to the report interval).",
+  pendingRecords: "Records the source has not emitted yet, as its reader tells.",
+  pendingBytes: "Bytes the source has not read yet, as its reader tells.",
+};
+
 const TASK_METRICS = [
   ["busyTimeMsPerSecond", "gauge", "Milliseconds per second the subtask ran, over the last minute."],
   ["idleTimeMsPerSecond", "gauge", "Milliseconds per second the subtask had nothing to do, over the last minute."],
@@ -103,6 +110,7 @@ export function prometheusExposition(m: JobMetricsSnapshot): string {
     for (const o of t.operators) {
       const labels = { job: m.job, task: t.task, operator: o.operator, subtask: String(t.subtask) };
       for (const [name, type, help] of OPERATOR_METRICS) e.add(`eddy_operator_${name}`, type, help, labels, o[name]);
+      for (const [name, value] of Object.entries(o.gauges)) e.add(`eddy_operator_${metricName(name)}`, "gauge", STANDARD_GAUGE_HELP[name] ?? `The operator's ${name}.`, labels, value);
       for (const [name, value] of Object.entries(o.counters)) e.add(`eddy_operator_${metricName(name)}`, "counter", `The runtime's ${name} counter.`, labels, value);
       for (const u of o.user) {
         const name = `eddy_user_${u.name}`;

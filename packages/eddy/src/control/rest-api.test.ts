@@ -65,6 +65,7 @@ function metrics(): JobMetricsSnapshot {
         currentInputWatermark: watermark,
         currentOutputWatermark: watermark,
         stateSize: Number.NaN,
+        gauges: {},
         watermarkLag: Number.NaN,
         counters: {},
         user: [],

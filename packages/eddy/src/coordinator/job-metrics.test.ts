@@ -81,7 +81,7 @@ test("with per-record metrics off (busy time not measured) busy and idle time ar
 });
 
 test("stateSize: each operator subtask's bytes in the newest completed checkpoint; 0 for an operator without state; NaN before a checkpoint", () => {
-  const operator = (name: string, operatorId: string) => ({ name, operatorId, recordsIn: 0, recordsOut: 0, inputWatermark: 0, outputWatermark: 0, counters: {}, user: [] });
+  const operator = (name: string, operatorId: string) => ({ name, operatorId, recordsIn: 0, recordsOut: 0, inputWatermark: 0, outputWatermark: 0, gauges: {}, counters: {}, user: [] });
   const reports: SubtaskMetrics[] = [0, 1].map(
     (subtask) =>
       ({ task: "Window -> Sink", subtask, state: "running", recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, backpressuredMs: 0, watermark: 0, counters: {}, busyMs: 0, elapsedMs: 1, operators: [operator("Window", "win"), operator("Sink", "sink")] }) as SubtaskMetrics,

@@ -68,6 +68,8 @@ export interface OperatorMetricsSnapshot {
    * checkpoint; NaN before one completed, or without checkpointing.
    */
   readonly stateSize: number;
+  /** Standard gauges: a source's sourceIdleTime, pendingRecords, pendingBytes (runtime/metrics/operator-metrics.ts). */
+  readonly gauges: Readonly<Record<string, number>>;
   /** The runtime's counters (numLateRecordsDropped, numRecordsWritten, …). */
   readonly counters: Readonly<Record<string, number>>;
   /** The user's metrics; a meter's `rate` is per second. */
@@ -137,6 +139,7 @@ export class JobMetricsRegistry {
             currentOutputWatermark: o.outputWatermark,
             watermarkLag: finite ? now - o.outputWatermark : Number.NaN,
             stateSize: stateSize(o.operatorId, m.subtask),
+            gauges: o.gauges,
             counters: o.counters,
             user: o.user.map((u) => (u.kind === "meter" ? { ...u, rate: rate(`${op}\0user\0${u.name}`, u.count, m.elapsedMs) } : u)),
           };

@@ -28,7 +28,7 @@ import { QueryableRegistry } from "../runtime/queryable-registry.ts";
 import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type SplitAwareOperator, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createEdgeMeter, createOutput, NetworkTarget, type EdgeMeter, type OutputTarget } from "../runtime/outputs.ts";
 import { OperatorMetricGroup } from "../runtime/metrics/metric-group.ts";
-import type { OperatorMetrics } from "../runtime/metrics/operator-metrics.ts";
+import { SourceIdleTime, type OperatorMetrics } from "../runtime/metrics/operator-metrics.ts";
 import { recordErrorPolicy } from "../runtime/record-error-policy.ts";
 import { StreamTask, type SourceStop, type SubtaskMetrics, type TaskHead, type TaskInput } from "../runtime/stream-task.ts";
 import type { BusyTaskBoard } from "./task-watchdog.ts";
@@ -588,6 +588,7 @@ export class TaskExecutor {
             subtaskIndex: subtask,
             parallelism: headNode.parallelism,
             sendSplitRequest: () => deployment.splits.requestSplit(headNode, subtask),
+            metrics: groups.get(headNode)!,
           });
           const sourceCheckpointing = checkpointings.get(headNode);
           if (sourceCheckpointing !== undefined) {
@@ -628,6 +629,7 @@ export class TaskExecutor {
           }
         }
 
+        const sourceIdle = new SourceIdleTime(performance.now());
         const task = new StreamTask({
           name: chain.name,
           subtaskIndex: subtask,
@@ -640,8 +642,9 @@ export class TaskExecutor {
           counters,
           measuresBusyTime: metricsOn,
           // Read when the task reports (every metrics interval), never per record.
-          operatorMetrics: () =>
-            chain.nodes.map((node, i): OperatorMetrics => {
+          operatorMetrics: () => {
+            const sourceIdleTime = sourceIdle.at(task.recordsIn, performance.now());
+            return chain.nodes.map((node, i): OperatorMetrics => {
               const isSource = node.transformation.kind === "source";
               let recordsIn: number;
               let inputWatermark: number;
@@ -661,10 +664,12 @@ export class TaskExecutor {
                 recordsOut: isSource ? task.recordsIn : out === undefined ? 0 : out.records(),
                 inputWatermark,
                 outputWatermark: out === undefined ? Number.NaN : out.watermark(),
+                gauges: isSource ? { ...groups.get(node)!.standardGauges(), sourceIdleTime } : groups.get(node)!.standardGauges(),
                 counters: counters.of(node.name),
                 user: groups.get(node)!.samples(),
               };
-            }),
+            });
+          },
           maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
           wake: () => this.wake(),
           checkpointing:

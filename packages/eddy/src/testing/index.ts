@@ -7,6 +7,7 @@ export { committingCollectSink, twoPhaseTestSink, type StagedTransaction } from 
 export { runJob, type JobHandle } from "./run-job.ts";
 export { OperatorTestHarness, TwoInputOperatorTestHarness, type HarnessEvent, type HarnessOptions } from "./operator-harness.ts";
 export { readerOutputOf } from "../connector/source.ts";
+export { sourceReaderContext } from "./source-reader-context.ts";
 export type { SerializedOperatorSnapshot } from "../runtime/checkpointing.ts";
 export { ManualClock } from "../core/clock.ts";
 export type { ExecutionMode, RunOptions } from "../coordinator/local-job.ts";

@@ -9,6 +9,7 @@ import fc from "fast-check";
 import { ManualClock } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import { readerOutputOf, type BadRecord, type Source, type SourceReader, type SplitEnumerator, type SplitEnumeratorContext } from "../source.ts";
+import { sourceReaderContext } from "../../testing/source-reader-context.ts";
 import { FileSource } from "./file-source.ts";
 import type { FileSplit } from "./file-split.ts";
 
@@ -56,7 +57,7 @@ class Driver<T> {
     };
     this.enumerator = restored === undefined ? source.createEnumerator(context) : source.restoreEnumerator!(context, restored.enumerator);
     for (let i = 0; i < parallelism; i++) {
-      this.readers.push(source.createReader({ subtaskIndex: i, parallelism, sendSplitRequest: () => queueMicrotask(() => this.enumerator.handleSplitRequest!(i)) }));
+      this.readers.push(source.createReader(sourceReaderContext({ subtaskIndex: i, parallelism, sendSplitRequest: () => queueMicrotask(() => this.enumerator.handleSplitRequest!(i)) })));
     }
     this.enumerator.start?.();
     for (let i = 0; i < parallelism; i++) this.enumerator.addReader(i);

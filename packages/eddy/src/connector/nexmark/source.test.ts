@@ -3,6 +3,7 @@ import { test } from "node:test";
 import { defineJob, WatermarkStrategy } from "eddy";
 import { collectSink, ManualClock, runJob } from "eddy/testing";
 import { readerOutputOf, type ReaderOutput, type SourceReader } from "../source.ts";
+import { sourceReaderContext } from "../../testing/source-reader-context.ts";
 import { eventTimestamp, nexmarkConfig, nexmarkEvent } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
 import { nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
@@ -53,7 +54,7 @@ function recorder(): Emitted {
 }
 
 function reader(options: NexmarkSourceOptions, splits: readonly NexmarkSplit[], parallelism = 1): SourceReader<NexmarkEvent, NexmarkSplit> {
-  const r = nexmarkSource(options).createReader({ subtaskIndex: 0, parallelism, sendSplitRequest: () => {} });
+  const r = nexmarkSource(options).createReader(sourceReaderContext({ subtaskIndex: 0, parallelism }));
   r.start?.();
   r.addSplits(splits);
   r.notifyNoMoreSplits();
@@ -200,4 +201,24 @@ test("a rate-limited job takes about events / rate of wall time", async () => {
   const elapsedMs = performance.now() - started;
   assert.equal(handle.collected("events").length, 2_000);
   assert.ok(elapsedMs >= 150, `2,000 events at 10,000/s took ${elapsedMs.toFixed(0)} ms`);
+});
+
+test("the reader's pendingRecords gauge (FLIP-33) counts the ids left in its splits, to 0 at the end; unbounded is +Infinity", () => {
+  const context = sourceReaderContext({ subtaskIndex: 1, parallelism: 3 });
+  const r = nexmarkSource({ events: 1_000 }).createReader(context);
+  const pending = (): number | undefined => context.metrics.standardGauges().pendingRecords;
+  assert.equal(pending(), 0, "no split yet");
+  r.addSplits(assignedSplits({ events: 1_000 }, 3)[1]!);
+  assert.equal(pending(), 333, "ids 1, 4, …, 997");
+  const into = recorder();
+  r.pollNext(into.output);
+  assert.equal(pending(), 333 - into.events.length);
+  drain(r, into);
+  assert.equal(into.events.length, 333);
+  assert.equal(pending(), 0);
+
+  const endless = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 });
+  const u = nexmarkSource({}).createReader(endless);
+  u.addSplits(assignedSplits({}, 1)[0]!);
+  assert.equal(endless.metrics.standardGauges().pendingRecords, Number.POSITIVE_INFINITY);
 });

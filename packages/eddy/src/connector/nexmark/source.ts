@@ -58,8 +58,12 @@ export function nexmarkSource(options: NexmarkSourceOptions = {}): Source<Nexmar
   return {
     boundedness: events === undefined ? "continuous" : "bounded",
     createEnumerator: (context) => staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism)),
-    createReader: (context) =>
-      nexmarkReader(config, ratePerSecond === undefined ? undefined : ratePerSecond / context.parallelism, clock),
+    createReader: (context) => {
+      const reader = nexmarkReader(config, ratePerSecond === undefined ? undefined : ratePerSecond / context.parallelism, clock);
+      // The backlog is known exactly: the ids left in the reader's splits (FLIP-33 pendingRecords).
+      context.metrics.setPendingRecordsGauge(() => reader.pendingRecords());
+      return reader;
+    },
   };
 }
 
@@ -95,7 +99,7 @@ function nexmarkReader(
   config: NexmarkConfig,
   ratePerSecond: number | undefined,
   clock: Clock,
-): SourceReader<NexmarkEvent, NexmarkSplit> {
+): SourceReader<NexmarkEvent, NexmarkSplit> & { pendingRecords(): number } {
   const splits: OpenSplit[] = [];
   let noMoreSplits = false;
   /** Processing time of the first rate-limited poll; -1 before it. */
@@ -127,6 +131,8 @@ function nexmarkReader(
   };
 
   return {
+    /** Events left in the splits held (+Infinity for an unbounded run). */
+    pendingRecords: () => splits.reduce((n, s) => n + Math.max(0, Math.ceil((s.end - s.position) / s.stride)), 0),
     pollNext(output) {
       if (splits.length === 0) return noMoreSplits ? "end" : park();
       let budget = MAX_RECORDS_PER_POLL;

@@ -12,37 +12,9 @@
  */
 import { EddyError } from "../../core/errors.ts";
 
-export interface MetricCounter {
-  inc(n?: number): void;
-  readonly count: number;
-}
-
-export interface MetricMeter {
-  /** Marks `n` events (default 1). */
-  markEvent(n?: number): void;
-  readonly count: number;
-}
-
-export interface MetricHistogram {
-  update(value: number): void;
-  readonly count: number;
-}
-
-/**
- * Registers metrics of this operator subtask; call in `open`. Names are Prometheus-safe
- * (`[a-zA-Z_][a-zA-Z0-9_]*`, at most 100 characters, not ending in `_total`, `_count`, `_sum` or
- * `_bucket`) and unique within the operator subtask; a bad name throws INVALID_METRIC_NAME, a
- * second metric of the same name DUPLICATE_METRIC_NAME, more than MAX_USER_METRICS
- * TOO_MANY_METRICS. They appear at the job's `/metrics` as `eddy_user_<name>` with the labels
- * job, operator and subtask.
- */
-export interface MetricGroup {
-  counter(name: string): MetricCounter;
-  /** `value` runs on the task's thread when the task reports; it returns a number. */
-  gauge(name: string, value: () => number): void;
-  meter(name: string): MetricMeter;
-  histogram(name: string): MetricHistogram;
-}
+// The interfaces user code and connectors see are in core/metrics.ts (connectors are below runtime/).
+export type { MetricCounter, MetricGroup, MetricHistogram, MetricMeter, SourceReaderMetricGroup } from "../../core/metrics.ts";
+import type { MetricCounter, MetricHistogram, MetricMeter, SourceReaderMetricGroup } from "../../core/metrics.ts";
 
 /** What a user metric looked like when the task reported: plain data, sent between threads. */
 export type UserMetricSample =
@@ -82,10 +54,12 @@ type Registered =
   | { readonly kind: "gauge"; readonly name: string; readonly value: () => number }
   | { readonly kind: "histogram"; readonly name: string; readonly histogram: WindowHistogram };
 
-export class OperatorMetricGroup implements MetricGroup {
+export class OperatorMetricGroup implements SourceReaderMetricGroup {
   /** Who registers, for messages: "operator 'Map' (subtask 1)". */
   readonly #what: string;
   readonly #metrics = new Map<string, Registered>();
+  /** The standard gauges (pendingRecords, pendingBytes), by name. */
+  readonly #standard = new Map<string, () => number>();
 
   constructor(operatorName: string, subtaskIndex: number) {
     this.#what = `operator '${operatorName}' (subtask ${subtaskIndex})`;
@@ -124,8 +98,28 @@ export class OperatorMetricGroup implements MetricGroup {
     return histogram;
   }
 
+  setPendingRecordsGauge(value: () => number): void {
+    this.#setStandard("pendingRecords", value);
+  }
+
+  setPendingBytesGauge(value: () => number): void {
+    this.#setStandard("pendingBytes", value);
+  }
+
+  #setStandard(name: string, value: () => number): void {
+    if (typeof value !== "function") throw new EddyError("INVALID_METRIC_NAME", `${this.#what}: the gauge ${name} needs a function that returns its value`);
+    this.#standard.set(name, value);
+  }
+
   get size(): number {
     return this.#metrics.size;
+  }
+
+  /** The standard gauges' values (NaN for one that throws or answers no number, as for user gauges). */
+  standardGauges(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, value] of this.#standard) out[name] = gaugeValue(value);
+    return out;
   }
 
   /**
@@ -140,17 +134,9 @@ export class OperatorMetricGroup implements MetricGroup {
         case "meter":
           out.push({ kind: m.kind, name: m.name, count: m.cell.count });
           break;
-        case "gauge": {
-          let value = Number.NaN;
-          try {
-            const v: unknown = m.value();
-            if (typeof v === "number") value = v;
-          } catch {
-            // NaN, see above.
-          }
-          out.push({ kind: "gauge", name: m.name, value });
+        case "gauge":
+          out.push({ kind: "gauge", name: m.name, value: gaugeValue(m.value) });
           break;
-        }
         case "histogram":
           out.push({ kind: "histogram", name: m.name, ...m.histogram.summary() });
           break;
@@ -168,6 +154,16 @@ export class OperatorMetricGroup implements MetricGroup {
       throw new EddyError("TOO_MANY_METRICS", `${this.#what} registered more than ${MAX_USER_METRICS} metrics`);
     }
     this.#metrics.set(metric.name, metric);
+  }
+}
+
+/** A gauge's value; NaN when its function throws or answers something else than a number (reporting must not fail the job). */
+function gaugeValue(value: () => unknown): number {
+  try {
+    const v = value();
+    return typeof v === "number" ? v : Number.NaN;
+  } catch {
+    return Number.NaN;
   }
 }
 
