@@ -234,7 +234,9 @@ export function compilePlan(transformations: readonly Transformation[], options:
       index: chains.length,
       nodes: members,
       parallelism: node.parallelism,
-      name: members.map((m) => m.name).join(" -> "),
+      // Metric names (unique in the plan), so that two chains of same-named operators are two
+      // tasks in the metrics and the REST API: "Sink: Print" and "Sink: Print (2)".
+      name: members.map((m) => m.metricName).join(" -> "),
     });
   }
   return { jobName: options.jobName, nodes: ordered, chains };
