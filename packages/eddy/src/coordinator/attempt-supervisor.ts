@@ -41,6 +41,23 @@ import type { SourceStop } from "../runtime/stream-task.ts";
 import type { ThreadedCheckpointing } from "./threaded-attempt.ts";
 import { RecoveryTracker, resolveRecovery, restartability } from "../checkpoint/recovery.ts";
 
+/**
+ * What an ended attempt's checkpoints add to the job's history and counts. A checkpoint still in
+ * progress when its attempt ended is failed in both: Flink aborts the pending checkpoints at a
+ * failover and counts them in numberOfFailedCheckpoints. `all`: the attempt's statistics with
+ * its final checkpoint (the history lists it); `counted`: those the counts cover (not the final
+ * checkpoint, which is never counted); `counts`: the attempt's own counts.
+ */
+export function endedAttemptCheckpoints(
+  all: readonly CheckpointStats[],
+  counted: readonly CheckpointStats[],
+  counts: CheckpointCounts,
+): { history: CheckpointStats[]; counts: CheckpointCounts } {
+  const history = all.map((st) => (st.status === "in-progress" ? { ...st, status: "failed" as const, failureReason: "its attempt ended" } : st));
+  const cutShort = counted.filter((st) => st.status === "in-progress").length;
+  return { history, counts: { completed: counts.completed, failed: counts.failed + cutShort } };
+}
+
 export const DEFAULT_RESTART_STRATEGY: RestartStrategyConfig = { type: "fixed-delay", attempts: 3, delayMs: 1_000 };
 
 
@@ -235,10 +252,9 @@ export class AttemptSupervisor {
     const earlier = this.#runner;
     if (earlier !== undefined) {
       this.#earlierLastCompleted = this.lastCompleted();
-      const c = earlier.counts();
-      const archived = earlier.allStats().map((st) => (st.status === "in-progress" ? { ...st, status: "failed" as const, failureReason: "its attempt ended" } : st));
-      this.#earlierStats = [...this.#earlierStats, ...archived].slice(-STATS_HISTORY);
-      this.#earlierCounts = { completed: this.#earlierCounts.completed + c.completed, failed: this.#earlierCounts.failed + c.failed };
+      const ended = endedAttemptCheckpoints(earlier.allStats(), earlier.stats(), earlier.counts());
+      this.#earlierStats = [...this.#earlierStats, ...ended.history].slice(-STATS_HISTORY);
+      this.#earlierCounts = { completed: this.#earlierCounts.completed + ended.counts.completed, failed: this.#earlierCounts.failed + ended.counts.failed };
     }
     this.#runner = runner;
     this.#restarting = false;
