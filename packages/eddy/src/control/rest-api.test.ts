@@ -190,7 +190,7 @@ test("watermarks: a number, 'none' before the first, 'end' after the input ended
   });
 });
 
-test("two tasks of same-named operators (two unnamed maps) each get their own subtasks' metrics", () => {
+test("two tasks of one name (two unnamed maps) each get their own subtasks' metrics: matched by their heads' unique metric names", () => {
   const twins = defineJob("twins", (env) => {
     env.fromElements(1).name("A").rebalance().map((n) => n).setParallelism(2);
     env.fromElements(2).name("B").rebalance().map((n) => n).setParallelism(2);
@@ -198,7 +198,7 @@ test("two tasks of same-named operators (two unnamed maps) each get their own su
   const twinPlan = planJob(twins, { parallelism: 1 }, silentLogger).plan;
   const maps = twinPlan.chains.filter((c) => c.parallelism === 2);
   assert.equal(maps.length, 2);
-  assert.deepEqual(maps.map((c) => c.name), ["Map", "Map (2)"], "task names are made of unique metric names: two tasks never share one");
+  assert.equal(maps[0]!.name, maps[1]!.name, "one name");
   const task = (chainIndex: number, subtask: number, records: number): TaskMetricsSnapshot => ({
     ...metrics().tasks[0]!,
     task: maps[chainIndex]!.name,
