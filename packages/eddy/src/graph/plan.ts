@@ -234,9 +234,7 @@ export function compilePlan(transformations: readonly Transformation[], options:
       index: chains.length,
       nodes: members,
       parallelism: node.parallelism,
-      // Metric names (unique in the plan), so that two chains of same-named operators are two
-      // tasks in the metrics and the REST API: "Sink: Print" and "Sink: Print (2)".
-      name: members.map((m) => m.metricName).join(" -> "),
+      name: members.map((m) => m.name).join(" -> "),
     });
   }
   return { jobName: options.jobName, nodes: ordered, chains };
