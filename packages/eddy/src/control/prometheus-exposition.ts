@@ -103,12 +103,12 @@ export function prometheusExposition(m: JobMetricsSnapshot): string {
     e.add("eddy_job_lastCheckpointSize", "gauge", "Bytes of the newest completed checkpoint's task snapshots.", job, c.lastCheckpointSize ?? Number.NaN);
   }
   for (const t of m.tasks) {
-    const labels = { job: m.job, task: t.task, subtask: String(t.subtask) };
+    const labels = { job: m.job, task: t.task, task_id: t.vertex, subtask: String(t.subtask) };
     for (const [name, type, help] of TASK_METRICS) e.add(`eddy_task_${name}`, type, help, labels, t[name]);
   }
   for (const t of m.tasks) {
     for (const o of t.operators) {
-      const labels = { job: m.job, task: t.task, operator: o.operator, subtask: String(t.subtask) };
+      const labels = { job: m.job, task: t.task, task_id: t.vertex, operator: o.operator, subtask: String(t.subtask) };
       for (const [name, type, help] of OPERATOR_METRICS) e.add(`eddy_operator_${name}`, type, help, labels, o[name]);
       for (const [name, value] of Object.entries(o.gauges)) e.add(`eddy_operator_${metricName(name)}`, "gauge", STANDARD_GAUGE_HELP[name] ?? `The operator's ${name}.`, labels, value);
       for (const [name, value] of Object.entries(o.counters)) e.add(`eddy_operator_${metricName(name)}`, "counter", `The runtime's ${name} counter.`, labels, value);

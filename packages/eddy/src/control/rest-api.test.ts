@@ -49,6 +49,7 @@ function checkpoint(id: number): CheckpointStats {
 function metrics(): JobMetricsSnapshot {
   const task = (subtask: number, backPressured: number, watermark: number): TaskMetricsSnapshot => ({
     task: "Copy",
+    vertex: "1",
     subtask,
     busyTimeMsPerSecond: 10,
     idleTimeMsPerSecond: 1_000 - 10 - backPressured,
@@ -190,7 +191,7 @@ test("watermarks: a number, 'none' before the first, 'end' after the input ended
   });
 });
 
-test("two tasks of one name (two unnamed maps) each get their own subtasks' metrics: matched by their heads' unique metric names", () => {
+test("two tasks of one name (two unnamed maps) each get their own subtasks' metrics: matched by their vertex ids", () => {
   const twins = defineJob("twins", (env) => {
     env.fromElements(1).name("A").rebalance().map((n) => n).setParallelism(2);
     env.fromElements(2).name("B").rebalance().map((n) => n).setParallelism(2);
@@ -202,6 +203,7 @@ test("two tasks of one name (two unnamed maps) each get their own subtasks' metr
   const task = (chainIndex: number, subtask: number, records: number): TaskMetricsSnapshot => ({
     ...metrics().tasks[0]!,
     task: maps[chainIndex]!.name,
+    vertex: String(maps[chainIndex]!.index),
     subtask,
     operators: [{ ...metrics().tasks[0]!.operators[0]!, operator: maps[chainIndex]!.nodes[0]!.metricName, numRecordsIn: records }],
   });

@@ -92,9 +92,9 @@ export function jobGraphView(plan: Plan) {
  */
 function subtaskMetrics(chain: PlanChain, metrics: JobMetricsSnapshot): Map<number, TaskMetricsSnapshot> {
   const out = new Map<number, TaskMetricsSnapshot>();
-  const head = chain.nodes[0]!.metricName;
+  const vertex = vertexId(chain);
   for (const t of metrics.tasks) {
-    if (t.task === chain.name && t.operators[0]?.operator === head && t.subtask < chain.parallelism) out.set(t.subtask, t);
+    if (t.vertex === vertex && t.subtask < chain.parallelism) out.set(t.subtask, t);
   }
   return out;
 }

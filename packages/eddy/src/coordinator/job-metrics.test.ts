@@ -7,6 +7,7 @@ import { JobMetricsRegistry, type JobMetricsSource } from "./job-metrics.ts";
 function job(): { source: JobMetricsSource; report: (r: Partial<SubtaskMetrics>) => void; registry: JobMetricsRegistry; at: (ms: number) => void } {
   let current: SubtaskMetrics = {
     task: "Source -> Map",
+    vertex: "0",
     subtask: 0,
     state: "running",
     recordsIn: 0,
@@ -84,7 +85,7 @@ test("stateSize: each operator subtask's bytes in the newest completed checkpoin
   const operator = (name: string, operatorId: string) => ({ name, operatorId, recordsIn: 0, recordsOut: 0, inputWatermark: 0, outputWatermark: 0, gauges: {}, counters: {}, user: [] });
   const reports: SubtaskMetrics[] = [0, 1].map(
     (subtask) =>
-      ({ task: "Window -> Sink", subtask, state: "running", recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, backpressuredMs: 0, watermark: 0, counters: {}, busyMs: 0, elapsedMs: 1, operators: [operator("Window", "win"), operator("Sink", "sink")] }) as SubtaskMetrics,
+      ({ task: "Window -> Sink", vertex: "1", subtask, state: "running", recordsIn: 0, recordsOut: 0, bytesIn: 0, bytesOut: 0, backpressuredMs: 0, watermark: 0, counters: {}, busyMs: 0, elapsedMs: 1, operators: [operator("Window", "win"), operator("Sink", "sink")] }) as SubtaskMetrics,
   );
   let last: ReturnType<JobMetricsSource["lastCompletedCheckpoint"]>;
   const registry = new JobMetricsRegistry(

@@ -43,6 +43,8 @@ export interface JobMetricsSnapshot {
 
 export interface TaskMetricsSnapshot {
   readonly task: string;
+  /** The vertex id (the chain's index in the plan): two tasks may share a name, never a vertex id. */
+  readonly vertex: string;
   readonly subtask: number;
   /** NaN when not measured (per-record metrics off). */
   readonly busyTimeMsPerSecond: number;
@@ -119,6 +121,7 @@ export class JobMetricsRegistry {
       const backPressured = share(rate(`${at}\0backpressured`, m.backpressuredMs, m.elapsedMs));
       return {
         task: m.task,
+        vertex: m.vertex,
         subtask: m.subtask,
         busyTimeMsPerSecond: busy,
         backPressuredTimeMsPerSecond: backPressured,

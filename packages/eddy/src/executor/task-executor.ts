@@ -632,6 +632,7 @@ export class TaskExecutor {
         const sourceIdle = new SourceIdleTime(performance.now());
         const task = new StreamTask({
           name: chain.name,
+          vertex: String(chain.index),
           subtaskIndex: subtask,
           head,
           inputs,

@@ -67,6 +67,8 @@ export interface TaskInput {
 
 export interface StreamTaskOptions {
   readonly name: string;
+  /** The task's vertex id in the plan (its chain's index, as the REST API names vertices): unique where names may repeat. */
+  readonly vertex?: string;
   readonly subtaskIndex: number;
   readonly head: TaskHead;
   readonly inputs: readonly TaskInput[];
@@ -126,6 +128,8 @@ export interface SourceStop {
 /** What the runtime counts per subtask; readable from the job handle. */
 export interface SubtaskMetrics {
   readonly task: string;
+  /** The vertex id (StreamTaskOptions.vertex); "" when the task was built without one. */
+  readonly vertex: string;
   readonly subtask: number;
   readonly state: TaskState;
   readonly recordsIn: number;
@@ -352,6 +356,7 @@ export class StreamTask {
     const pending = since < 0 ? 0 : performance.now() - since;
     return {
       task: this.name,
+      vertex: this.#o.vertex ?? "",
       subtask: this.subtaskIndex,
       state: this.#state,
       recordsIn: this.recordsIn,
