@@ -61,6 +61,7 @@ import {
 import { isQueryableJob } from "../queryable/state-lookup.ts";
 import { isObservedJob } from "../coordinator/control.ts";
 import { jobOverview, restRoutes } from "./rest-api.ts";
+import { createWebUi, setSecurityHeaders, type Caller, type WebUi } from "./web-ui.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {
@@ -101,7 +102,12 @@ const CLOSE_GRACE_MS = 5_000;
 /** Registry files of servers open in this process: a second server for the same job id is refused. */
 const openHere = new Set<string>();
 
-type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>, query: URLSearchParams) => Promise<Reply> };
+type Route = {
+  readonly method: "GET" | "POST";
+  readonly handle: (body: Record<string, unknown>, query: URLSearchParams) => Promise<Reply>;
+  /** Only for the bearer token's holder, not a browser session (making login links). */
+  readonly bearerOnly?: boolean;
+};
 
 /** The endpoints: by exact path, then GET endpoints by pattern. */
 interface Routes {
@@ -142,14 +148,41 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   // Keep-alive connections to the job's state servers, for proxied reads.
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const rest = isObservedJob(job) ? restRoutes(job) : undefined;
+  let url = "";
+  const ui = isObservedJob(job) ? createWebUi(job, { logger, port: () => Number(new URL(url).port) }) : undefined;
+  const uiRoutes: [string, Route][] =
+    ui === undefined
+      ? []
+      : [
+          [
+            "/v1/ui/login-link",
+            {
+              method: "POST",
+              bearerOnly: true,
+              handle: async (body) => {
+                onlyFields(body, {});
+                return { status: 200, body: ui.loginLink(url) };
+              },
+            },
+          ],
+        ];
   const routes: Routes = {
-    exact: new Map([...controlRoutes(job), ...[...(rest?.exact ?? [])].map(([path, handle]): [string, Route] => [path, { method: "GET", handle: (_body, query) => handle(query) }])]),
+    exact: new Map([
+      ...controlRoutes(job),
+      ...[...(rest?.exact ?? [])].map(([path, handle]): [string, Route] => [path, { method: "GET", handle: (_body, query) => handle(query) }]),
+      ...uiRoutes,
+    ]),
     patterns: [...(rest?.patterns ?? []), ...(isQueryableJob(job) ? queryRoutes(job, agent) : [])],
   };
   const limit = createRequestLimit(MAX_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? CONTROL_API_BOUNDS, (req, res) => {
+    setSecurityHeaders(res);
+    const requestUrl = new URL(req.url ?? "/", "http://localhost");
+    const caller = callerOf(req, token, ui);
+    // The page, its files, the login and the live streams: cheap, or long-lived (a stream must not hold one of the MAX_IN_FLIGHT slots).
+    if (ui !== undefined && ui.serve(req, res, requestUrl, caller)) return;
     limit.run(res, () =>
-      serve(req, res, token, routes, logger).catch((e: unknown) => {
+      serve(req, res, requestUrl, caller, ui, routes, logger).catch((e: unknown) => {
         logger.error("control request failed", { job: job.id, cause: describeCause(e) });
         if (!res.headersSent) sendReply(res, errorReply(500, "INTERNAL", describeCause(e)), true);
       }),
@@ -158,7 +191,6 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   // The job keeps the process alive, not its control API.
   server.unref();
 
-  let url: string;
   try {
     url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }), options.port);
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
@@ -174,6 +206,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   const close = async (): Promise<void> => {
     server.close();
     server.closeIdleConnections();
+    ui?.close();
     const grace = new AbortController();
     await Promise.race([limit.settled(), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
     grace.abort();
@@ -344,12 +377,26 @@ function onlyFields(body: Record<string, unknown>, fields: Readonly<Record<strin
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, token: string, routes: Routes, logger: Logger): Promise<void> {
-  if (!bearerAuthorized(req.headers.authorization, token)) {
+/** The bearer token's holder, else a browser with a live UI session, else nobody. */
+function callerOf(req: IncomingMessage, token: string, ui: WebUi | undefined): Caller | undefined {
+  if (bearerAuthorized(req.headers.authorization, token)) return { kind: "bearer" };
+  const session = ui?.session(req);
+  return session === undefined ? undefined : { kind: "session", session };
+}
+
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  caller: Caller | undefined,
+  ui: WebUi | undefined,
+  routes: Routes,
+  logger: Logger,
+): Promise<void> {
+  if (caller === undefined) {
     sendReply(res, UNAUTHORIZED, true);
     return;
   }
-  const url = new URL(req.url ?? "/", "http://localhost");
   const path = url.pathname;
   const route = routes.exact.get(path) ?? patternRoute(routes.patterns, path, url.searchParams);
   if (route === undefined) {
@@ -364,6 +411,13 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
     res.setHeader("Allow", route.method);
     sendReply(res, errorReply(405, "METHOD_NOT_ALLOWED", `${path} takes ${route.method}, not ${req.method}`), true);
     return;
+  }
+  if (caller.kind === "session" && route.method === "POST") {
+    const refused = route.bearerOnly === true ? errorReply(403, "UNAUTHORIZED", `${path} needs the bearer token, not a UI session`) : ui?.refusePost(req, caller);
+    if (refused !== undefined) {
+      sendReply(res, refused, true);
+      return;
+    }
   }
   let body: Record<string, unknown> = {};
   if (route.method === "POST") {

@@ -253,6 +253,10 @@ export const ERROR_CODES = {
   HEADERS_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 431: the request line and headers are over the limit.", action: "Send a shorter URL and fewer headers." },
   REQUEST_TIMEOUT: { domain: "user", retryable: false, meaning: "HTTP 408: the request did not arrive in time.", action: "Send the whole request promptly." },
   BUSY: { domain: "external", retryable: true, meaning: "HTTP 503: too many requests are in flight.", action: "Retry later." },
+  CSRF_REJECTED: { domain: "user", retryable: false, meaning: "HTTP 403 from the web UI: a POST made with the UI's session cookie lacks the session's CSRF token (X-Eddy-CSRF), or comes from another origin.", action: "Use the web UI's own buttons, or call the API with the bearer token instead of the cookie." },
+  LOGIN_LINK_INVALID: { domain: "user", retryable: false, meaning: "HTTP 403 from the web UI: the one-time login link is unknown, used already or expired.", action: "Run 'eddy ui <jobId>' for a new link (each works once, within a minute)." },
+  TOO_MANY_EVENT_STREAMS: { domain: "external", retryable: true, meaning: "HTTP 503 from the web UI: the job serves as many live event streams (open UI pages) as it allows.", action: "Close another page of the job's UI, then reload." },
+  UI_NOT_BUILT: { domain: "config", retryable: false, meaning: "HTTP 503 from the web UI: the UI's bundle is not in the installed package (dist/ui).", action: "Rebuild the package (npm run build, which npm ci runs); else report it as a bug." },
 
   // --- Queryable state ---
   BAD_KEY: { domain: "user", retryable: false, meaning: "A query key is missing, not valid JSON of a key, or too long.", action: "Pass the key as keyBy returns it, as JSON." },
