@@ -118,9 +118,9 @@ export function parseCookies(header: string | undefined): Map<string, string> {
   if (header === undefined) return out;
   for (const part of header.split(";")) {
     const i = part.indexOf("=");
-    if (i <= 0) continue;
+    if (i < 0) continue;
     const name = part.slice(0, i).trim();
-    if (!out.has(name)) out.set(name, part.slice(i + 1).trim());
+    if (name !== "" && !out.has(name)) out.set(name, part.slice(i + 1).trim());
   }
   return out;
 }
