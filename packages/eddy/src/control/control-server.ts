@@ -4,7 +4,9 @@
  *
  * Security: it listens on loopback (127.0.0.1) unless told otherwise; every request carries
  * `Authorization: Bearer <token>`, a random token kept in a 0600 file next to the job's registry
- * entry (control-registry.ts); it never takes a path from the client: a savepoint goes to the
+ * entry (control-registry.ts), or the web UI's session cookie (web-ui.ts, web-ui-auth.ts: set by
+ * a one-time login link; a POST with it also needs the session's CSRF token); every answer
+ * carries a strict Content-Security-Policy and the other headers of SECURITY_HEADERS; it never takes a path from the client: a savepoint goes to the
  * job's own savepoint directory, and a client that wants it elsewhere moves it itself.
  *
  * Bounds: those of CONTROL_API_BOUNDS (bounded-server.ts: connections, header size, header and
@@ -22,6 +24,8 @@
  * and, when the job is an ObservedJob (every job startJob returns is), the read endpoints of the
  * REST API (rest-api.ts: the graph, metrics per vertex, watermarks, backpressure, checkpoints,
  * exceptions, configuration), with `GET /v1/job` then answering the fuller overview;
+ * and, for an ObservedJob, the web UI (web-ui.ts): `GET /` (the page), `/ui/app.js`, `/ui/app.css`,
+ * `/ui/login?nonce=…`, the live stream `GET /v1/job/events`, and `POST /v1/ui/login-link` (bearer only);
  * and, when the job also implements QueryableJob (has `token` and `queryableStates`), the
  * queryable-state endpoints of control-query.ts. Such a job brings its own token, which its state
  * servers check too, so one token file grants both; otherwise the server makes a random one.
