@@ -48,7 +48,7 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 }
 
-test("the web UI of a running job, in Chromium: login once, graph, live counts, a vertex, a savepoint, a state lookup, cancel; refused without cookie or CSRF token", async () => {
+test("the web UI of a running job, in Chromium: login once, graph, live counts, a vertex, a savepoint, a state lookup, a CPU profile, cancel; refused without cookie or CSRF token", async () => {
   const home = mkdtempSync(join(tmpdir(), "eddy-web-ui-"));
   const jobId = "web-ui";
   // Paced so the job runs for the whole test (about 2,000 records a second), and holds at the end anyway.
@@ -150,6 +150,17 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     assert.ok(Number.isInteger(value) && value % KEYS === 5, `latest of key 5: ${value}`);
     await shot(page, "4-state");
 
+    // A CPU profile of worker thread 0 for a second, as a flame graph.
+    await page.click('nav [data-tab="profile"]');
+    await page.fill("#profile-seconds", "1");
+    await page.click("#profile-start");
+    await page.waitForSelector("#profile-summary", { timeout: WAIT_MS });
+    assert.match((await page.textContent("#profile-summary")) ?? "", /^Worker thread 0: [\d,]+ samples in \d/);
+    const frames = await page.$$eval("svg.flame .frame title", (els) => els.map((e) => e.textContent ?? ""));
+    assert.ok(frames.length > 3, `flame frames: ${frames.length}`);
+    assert.ok(frames[0]!.startsWith("(root)"), frames[0]);
+    await shot(page, "5-profile");
+
     // Refusals, with plain HTTP.
     const sessionCookie = `${cookie!.name}=${cookie!.value}`;
     const call = (path: string, init: RequestInit = {}) => fetch(`${server.url}${path}`, { redirect: "manual", ...init });
@@ -186,6 +197,15 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     assert.match(redeemed.headers.get("set-cookie") ?? "", /^eddy-ui-\d+=[A-Za-z0-9_-]{43}; HttpOnly; SameSite=Strict; Path=\/; Max-Age=\d+$/);
     assert.equal((await call(fresh.pathname + fresh.search)).status, 403);
 
+    const bearer = { authorization: `Bearer ${client.token}`, "content-type": "application/json" };
+    for (const body of [{ thread: 0, seconds: 0 }, { thread: 0, seconds: 31 }, { thread: -1, seconds: 1 }, { thread: 0 }, { thread: 0, seconds: 1, path: "/tmp" }]) {
+      const bad = await call("/v1/job/profile", { method: "POST", headers: bearer, body: JSON.stringify(body) });
+      assert.equal(bad.status, 400, JSON.stringify(body));
+    }
+    const noSuchThread = await call("/v1/job/profile", { method: "POST", headers: bearer, body: JSON.stringify({ thread: 9, seconds: 1 }) });
+    assert.equal(noSuchThread.status, 409);
+    assert.equal(((await noSuchThread.json()) as Json).error.code, "PROFILE_NOT_AVAILABLE");
+
     // The live streams are bounded: the page holds one; the rest up to the bound, then 503.
     const streams: AbortController[] = [];
     try {
@@ -212,7 +232,7 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     await page.click("#confirm-yes");
     await assert.rejects(job.done, (e: Error & { code?: string }) => e.code === "JOB_CANCELLED");
     await until("the page to show the job cancelled", async () => ((await page.textContent("#job-state")) === "cancelled" ? true : undefined));
-    await shot(page, "5-cancelled");
+    await shot(page, "6-cancelled");
     assert.deepEqual(consoleErrors, [], "no errors in the page (a CSP violation would be one)");
   } finally {
     await browser.close();

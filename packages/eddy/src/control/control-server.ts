@@ -66,6 +66,7 @@ import { isQueryableJob } from "../queryable/state-lookup.ts";
 import { isObservedJob } from "../coordinator/control.ts";
 import { jobOverview, restRoutes } from "./rest-api.ts";
 import { createWebUi, setSecurityHeaders, type Caller, type WebUi } from "./web-ui.ts";
+import { MAX_PROFILE_SECONDS } from "../coordinator/thread-profile.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {
@@ -154,10 +155,25 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   const rest = isObservedJob(job) ? restRoutes(job) : undefined;
   let url = "";
   const ui = isObservedJob(job) ? createWebUi(job, { logger, port: () => Number(new URL(url).port) }) : undefined;
+  const profileCpu = isObservedJob(job) ? job.profileCpu?.bind(job) : undefined;
   const uiRoutes: [string, Route][] =
     ui === undefined
       ? []
       : [
+          ...(profileCpu === undefined
+            ? []
+            : [
+                [
+                  "/v1/job/profile",
+                  {
+                    method: "POST",
+                    handle: async (body: Record<string, unknown>) => {
+                      const { thread, seconds } = profileRequest(body);
+                      return { status: 200, body: await profileCpu(thread, seconds) };
+                    },
+                  },
+                ] as [string, Route],
+              ]),
           [
             "/v1/ui/login-link",
             {
@@ -363,6 +379,17 @@ function controlRoutes(job: ControlledJob): ReadonlyMap<string, Route> {
 
 /** A 400 answer, thrown by request validation. */
 class BadRequest extends Error {}
+
+/** `{ thread, seconds }` of POST /v1/job/profile: a thread index, and 1..MAX_PROFILE_SECONDS whole seconds. */
+function profileRequest(body: Record<string, unknown>): { thread: number; seconds: number } {
+  for (const name of Object.keys(body)) if (name !== "thread" && name !== "seconds") throw new BadRequest(`unknown field '${name}' (allowed: thread, seconds)`);
+  const { thread, seconds } = body;
+  if (typeof thread !== "number" || !Number.isInteger(thread) || thread < 0 || thread > 1_024) throw new BadRequest(`field 'thread' must be a worker thread's index (an integer from 0), got ${JSON.stringify(thread)}`);
+  if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_PROFILE_SECONDS) {
+    throw new BadRequest(`field 'seconds' must be an integer from 1 to ${MAX_PROFILE_SECONDS}, got ${JSON.stringify(seconds)}`);
+  }
+  return { thread, seconds };
+}
 
 /**
  * Checks that `body` has only boolean fields named in `fields` (value: whether required). A field

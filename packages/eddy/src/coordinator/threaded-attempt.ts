@@ -37,6 +37,7 @@ import { QueryableLocations } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "../executor/worker-bundle.ts";
 import { StackMapper } from "../executor/source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
+import { profileThread, type ThreadProfile } from "./thread-profile.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "../executor/task-watchdog.ts";
 
 export interface ThreadedOptions {
@@ -321,6 +322,14 @@ export class ThreadedAttempt implements ExecutionAttempt {
       Math.max(10, Math.min(1_000, timeoutMs / 10)),
     );
     this.#watchdogTimer.unref();
+  }
+
+  profileThread(thread: number, seconds: number): Promise<ThreadProfile> {
+    const worker = this.#workers[thread];
+    if (worker === undefined || this.#settled) {
+      return Promise.reject(new EddyError("PROFILE_NOT_AVAILABLE", this.#settled ? "the job's worker threads have ended" : `the job has worker threads 0 to ${this.#workers.length - 1}, not ${thread}`));
+    }
+    return profileThread(worker.worker, thread, seconds);
   }
 
   /** Fails the job naming the stuck task, and where its thread is (read before it is terminated). */

@@ -9,6 +9,7 @@
 import "./app.css";
 import { ApiError, get, jobId, post } from "./api.ts";
 import { drawGraph, type GraphView } from "./graph.ts";
+import { flameGraph, type ThreadProfile } from "./flame.ts";
 import { formatBytes, formatCount, formatDuration, formatRate, formatTime, formatWatermark, percent } from "./format.ts";
 import type { CheckpointSummary, Checkpoints, Exceptions, JobGraph, LiveUpdate, QueryLocation, VertexDetail } from "./types.ts";
 
@@ -30,9 +31,9 @@ function table(headers: readonly string[], rows: readonly (readonly Child[])[], 
   );
 }
 
-const TABS = ["overview", "checkpoints", "exceptions", "configuration", "state"] as const;
+const TABS = ["overview", "checkpoints", "exceptions", "configuration", "state", "profile"] as const;
 type Tab = (typeof TABS)[number];
-const TAB_TITLES: Record<Tab, string> = { overview: "Overview", checkpoints: "Checkpoints", exceptions: "Exceptions", configuration: "Configuration", state: "Queryable state" };
+const TAB_TITLES: Record<Tab, string> = { overview: "Overview", checkpoints: "Checkpoints", exceptions: "Exceptions", configuration: "Configuration", state: "Queryable state", profile: "CPU profile" };
 
 const app = document.getElementById("app")!;
 const title = h("h1", {}, "Eddy");
@@ -281,6 +282,34 @@ stateForm.addEventListener("submit", (event) => {
       stateResult.textContent = describe(e);
     },
   );
+});
+
+// --- CPU profile of a worker thread ---------------------------------------------------------------
+
+const threadInput = h("input", { id: "profile-thread", type: "number", min: "0", value: "0" });
+const secondsInput = h("input", { id: "profile-seconds", type: "number", min: "1", max: "30", value: "5" });
+const profileButton = h("button", { type: "submit", id: "profile-start" }, "Profile");
+const profileForm = h("form", { class: "lookup" }, h("label", {}, "Worker thread ", threadInput), h("label", {}, "Seconds (1–30) ", secondsInput), profileButton);
+const profileResult = h("div", { id: "profile-result" }, h("p", { class: "hint" }, "Samples the JavaScript of one worker thread (V8's profiler, 1 ms interval) while the job runs on."));
+panels.get("profile")!.append(profileForm, profileResult);
+
+profileForm.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const thread = Number(threadInput.value);
+  const seconds = Number(secondsInput.value);
+  profileButton.disabled = true;
+  profileResult.replaceChildren(h("p", {}, `Profiling worker thread ${thread} for ${seconds} s…`));
+  post<ThreadProfile>("/v1/job/profile", { thread, seconds }).then(
+    (profile) => {
+      profileResult.replaceChildren(
+        h("p", { id: "profile-summary" }, `Worker thread ${profile.thread}: ${profile.samples.toLocaleString("en")} samples in ${formatDuration(profile.durationMs)} (one every ${profile.samplingIntervalUs / 1000} ms; idle time shows as "(idle)")`),
+        h("div", { class: "flame-box" }, flameGraph(profile)),
+      );
+    },
+    (e: unknown) => profileResult.replaceChildren(h("p", { class: "error" }, describe(e))),
+  ).finally(() => {
+    profileButton.disabled = false;
+  });
 });
 
 // --- Actions -----------------------------------------------------------------------------------------
