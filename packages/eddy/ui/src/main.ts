@@ -7,29 +7,14 @@
  * nodes: no innerHTML, no inline script or style (the server's Content-Security-Policy forbids both).
  */
 import "./app.css";
-import { ApiError, get, jobId, post } from "./api.ts";
+import { get, post } from "./api.ts";
+import { describe, h, table, type Child } from "./dom.ts";
+import { exceptionsPanel } from "./exceptions-panel.ts";
 import { drawGraph, type GraphView } from "./graph.ts";
-import { flameGraph, type ThreadProfile } from "./flame.ts";
 import { formatBytes, formatCount, formatDuration, formatRate, formatTime, formatWatermark, percent } from "./format.ts";
-import type { CheckpointSummary, Checkpoints, Exceptions, JobGraph, LiveUpdate, QueryLocation, VertexDetail } from "./types.ts";
-
-type Child = Node | string | null | undefined | false;
-
-function h<K extends keyof HTMLElementTagNameMap>(tag: K, attributes: Record<string, string> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
-  const element = document.createElement(tag);
-  for (const [k, v] of Object.entries(attributes)) element.setAttribute(k, v);
-  for (const c of children) if (c !== null && c !== undefined && c !== false) element.append(c);
-  return element;
-}
-
-function table(headers: readonly string[], rows: readonly (readonly Child[])[], className = ""): HTMLTableElement {
-  return h(
-    "table",
-    { class: className },
-    h("thead", {}, h("tr", {}, ...headers.map((t) => h("th", {}, t)))),
-    h("tbody", {}, ...rows.map((r) => h("tr", {}, ...r.map((c) => h("td", {}, c))))),
-  );
-}
+import { profilePanel } from "./profile-panel.ts";
+import { statePanel } from "./state-panel.ts";
+import type { CheckpointSummary, Checkpoints, JobGraph, LiveUpdate, VertexDetail } from "./types.ts";
 
 const TABS = ["overview", "checkpoints", "exceptions", "configuration", "state", "profile"] as const;
 type Tab = (typeof TABS)[number];
@@ -54,24 +39,24 @@ app.append(
   ...panels.values(),
 );
 
+const exceptions = exceptionsPanel(panels.get("exceptions")!);
+const states = statePanel(panels.get("state")!);
+profilePanel(panels.get("profile")!);
+
 let current: Tab = "overview";
 function show(tab: Tab): void {
   current = tab;
   for (const [t, panel] of panels) panel.hidden = t !== tab;
   for (const [t, button] of tabButtons) button.classList.toggle("active", t === tab);
-  if (tab === "exceptions") void loadExceptions();
+  if (tab === "exceptions") void exceptions.load();
   if (tab === "configuration") void loadConfiguration();
-  if (tab === "state") void loadStates();
+  if (tab === "state") void states.load();
 }
 for (const [t, button] of tabButtons) button.addEventListener("click", () => show(t));
 
 function say(message: string, kind: "ok" | "error" | "info" = "info"): void {
   notice.className = `notice ${kind}`;
   notice.textContent = message;
-}
-
-function describe(e: unknown): string {
-  return e instanceof ApiError ? `${e.code}: ${e.message}` : e instanceof Error ? e.message : String(e);
 }
 
 // --- Overview: the graph and the selected vertex -----------------------------------------------
@@ -191,43 +176,6 @@ function renderCheckpoints(c: Checkpoints): void {
   );
 }
 
-// --- Exceptions: a timeline --------------------------------------------------------------------
-
-const exceptionBox = h("div", { id: "exceptions" });
-panels.get("exceptions")!.append(exceptionBox);
-let exceptionsSeen = -1;
-
-async function loadExceptions(): Promise<void> {
-  try {
-    const e = await get<Exceptions>("/v1/job/exceptions");
-    exceptionsSeen = e.total;
-    if (e.history.length === 0) {
-      exceptionBox.replaceChildren(h("p", {}, "No failures: the job has not restarted."));
-      return;
-    }
-    exceptionBox.replaceChildren(
-      h("p", {}, `${e.total} failure${e.total === 1 ? "" : "s"}${e.truncated ? " (the oldest are not kept)" : ""}, newest first.`),
-      h(
-        "ol",
-        { class: "timeline" },
-        ...e.history.map((x) =>
-          h(
-            "li",
-            { class: x.restarted ? "restarted" : "final" },
-            h("div", { class: "when" }, `${formatTime(x.timeMs)} · attempt ${x.attempt} · ${x.restarted ? "restarted" : "not restarted"}`),
-            h("div", { class: "what" }, `${x.code === null ? "" : `${x.code}: `}${x.message}`),
-            x.operator === null ? null : h("div", { class: "where" }, `in ${x.operator}${x.subtask === null ? "" : ` (subtask ${x.subtask})`}${x.location === null ? "" : ` at ${x.location}`}`),
-            x.rootCause === null ? null : h("div", { class: "cause" }, `root cause: ${x.rootCause}`),
-            x.stack === null ? null : h("details", {}, h("summary", {}, "stack trace"), h("pre", {}, x.stack)),
-          ),
-        ),
-      ),
-    );
-  } catch (e) {
-    exceptionBox.replaceChildren(h("p", { class: "error" }, describe(e)));
-  }
-}
-
 // --- Configuration ---------------------------------------------------------------------------------
 
 const configBox = h("div", { id: "configuration" });
@@ -241,76 +189,6 @@ async function loadConfiguration(): Promise<void> {
     configBox.replaceChildren(h("p", { class: "error" }, describe(e)));
   }
 }
-
-// --- Queryable state ---------------------------------------------------------------------------------
-
-const stateSelect = h("select", { id: "state-name" });
-const keyInput = h("input", { id: "state-key", type: "text", placeholder: "key (JSON if it parses: 7, \"a\", [1,2]; else a string)", autocomplete: "off" });
-const lookupButton = h("button", { type: "submit", id: "state-lookup" }, "Look up");
-const stateResult = h("pre", { id: "state-result", class: "result" });
-const stateForm = h("form", { class: "lookup" }, h("label", {}, "State ", stateSelect), h("label", {}, "Key ", keyInput), lookupButton);
-panels.get("state")!.append(stateForm, stateResult);
-
-async function loadStates(): Promise<void> {
-  try {
-    const { states } = await get<{ states: QueryLocation[] }>("/v1/job/state");
-    const chosen = stateSelect.value;
-    stateSelect.replaceChildren(...states.map((s) => h("option", { value: s.name }, `${s.name} (${s.operatorName})`)));
-    if (states.some((s) => s.name === chosen)) stateSelect.value = chosen;
-    if (states.length === 0) stateResult.textContent = "This job has no queryable state (yet).";
-  } catch (e) {
-    stateResult.textContent = describe(e);
-  }
-}
-
-stateForm.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const name = stateSelect.value;
-  const key = keyInput.value;
-  if (name === "" || key === "") {
-    stateResult.textContent = "Choose a state and type a key.";
-    return;
-  }
-  stateResult.textContent = "…";
-  get<{ found: boolean; value?: unknown }>(`/v1/jobs/${encodeURIComponent(jobId())}/state/${encodeURIComponent(name)}/${encodeURIComponent(key)}`).then(
-    (answer) => {
-      stateResult.dataset.found = String(answer.found);
-      stateResult.textContent = answer.found ? JSON.stringify(answer.value, null, 2) : `absent: ${name} has no value for key ${key}`;
-    },
-    (e: unknown) => {
-      stateResult.dataset.found = "error";
-      stateResult.textContent = describe(e);
-    },
-  );
-});
-
-// --- CPU profile of a worker thread ---------------------------------------------------------------
-
-const threadInput = h("input", { id: "profile-thread", type: "number", min: "0", value: "0" });
-const secondsInput = h("input", { id: "profile-seconds", type: "number", min: "1", max: "30", value: "5" });
-const profileButton = h("button", { type: "submit", id: "profile-start" }, "Profile");
-const profileForm = h("form", { class: "lookup" }, h("label", {}, "Worker thread ", threadInput), h("label", {}, "Seconds (1–30) ", secondsInput), profileButton);
-const profileResult = h("div", { id: "profile-result" }, h("p", { class: "hint" }, "Samples the JavaScript of one worker thread (V8's profiler, 1 ms interval) while the job runs on."));
-panels.get("profile")!.append(profileForm, profileResult);
-
-profileForm.addEventListener("submit", (event) => {
-  event.preventDefault();
-  const thread = Number(threadInput.value);
-  const seconds = Number(secondsInput.value);
-  profileButton.disabled = true;
-  profileResult.replaceChildren(h("p", {}, `Profiling worker thread ${thread} for ${seconds} s…`));
-  post<ThreadProfile>("/v1/job/profile", { thread, seconds }).then(
-    (profile) => {
-      profileResult.replaceChildren(
-        h("p", { id: "profile-summary" }, `Worker thread ${profile.thread}: ${profile.samples.toLocaleString("en")} samples in ${formatDuration(profile.durationMs)} (one every ${profile.samplingIntervalUs / 1000} ms; idle time shows as "(idle)")`),
-        h("div", { class: "flame-box" }, flameGraph(profile)),
-      );
-    },
-    (e: unknown) => profileResult.replaceChildren(h("p", { class: "error" }, describe(e))),
-  ).finally(() => {
-    profileButton.disabled = false;
-  });
-});
 
 // --- Actions -----------------------------------------------------------------------------------------
 
@@ -391,7 +269,7 @@ function apply(update: LiveUpdate): void {
   graph?.update(update.vertices);
   renderCheckpoints(update.checkpoints);
   tabButtons.get("exceptions")!.textContent = update.exceptions === 0 ? "Exceptions" : `Exceptions (${update.exceptions})`;
-  if (current === "exceptions" && update.exceptions !== exceptionsSeen) void loadExceptions();
+  if (current === "exceptions" && update.exceptions !== exceptions.seen()) void exceptions.load();
   if (current === "overview" && selected !== undefined) void loadVertex();
 }
 
