@@ -32,12 +32,12 @@ export function ensureChromium(): void {
     execFileSync("apt-get", args, { stdio: ["ignore", "ignore", "pipe"], env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" }, timeout: 10 * 60_000 });
   };
   try {
-    apt(["install", "-y", "--no-install-recommends", "chromium"]);
+    apt(["install", "-y", "chromium"]);
   } catch {
     // The package lists may be missing (a fresh container): fetch them once, then install.
     try {
       apt(["update"]);
-      apt(["install", "-y", "--no-install-recommends", "chromium"]);
+      apt(["install", "-y", "chromium"]);
     } catch (e) {
       throw new Error(`${CHROMIUM} is missing and 'apt-get install -y chromium' failed: ${(e as Error).message}`);
     }
