@@ -155,7 +155,7 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     await page.fill("#profile-seconds", "1");
     await page.click("#profile-start");
     await page.waitForSelector("#profile-summary", { timeout: WAIT_MS });
-    assert.match((await page.textContent("#profile-summary")) ?? "", /^Worker thread 0: [\d,]+ samples in \d/);
+    assert.match((await page.textContent("#profile-summary")) ?? "", /^Worker thread 0 \(tasks 0\.0, 1\.0, 2\.0\): [\d,]+ samples in \d/);
     const frames = await page.$$eval("svg.flame .frame title", (els) => els.map((e) => e.textContent ?? ""));
     assert.ok(frames.length > 3, `flame frames: ${frames.length}`);
     assert.ok(frames[0]!.startsWith("(root)"), frames[0]);

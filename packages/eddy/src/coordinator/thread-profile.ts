@@ -38,6 +38,8 @@ export interface FlameNode {
 
 export interface ThreadProfile {
   readonly thread: number;
+  /** The tasks the thread runs, `<vertex>.<subtask>` as the REST API names them. */
+  readonly tasks: readonly string[];
   readonly durationMs: number;
   readonly samplingIntervalUs: number;
   readonly samples: number;
@@ -45,7 +47,7 @@ export interface ThreadProfile {
 }
 
 /** Profiles `worker` (thread index `thread`) for `seconds`. */
-export async function profileThread(worker: Worker, thread: number, seconds: number): Promise<ThreadProfile> {
+export async function profileThread(worker: Worker, thread: number, seconds: number, tasks: readonly string[]): Promise<ThreadProfile> {
   const session = new Session();
   session.connect();
   const post = (method: string, params: object = {}): Promise<unknown> =>
@@ -86,7 +88,7 @@ export async function profileThread(worker: Worker, thread: number, seconds: num
     const durationMs = performance.now() - started;
     await send("Profiler.disable").catch(() => undefined);
     const root = flameTree(profile.nodes);
-    return { thread, durationMs, samplingIntervalUs: SAMPLING_INTERVAL_US, samples: root.total, root };
+    return { thread, tasks, durationMs, samplingIntervalUs: SAMPLING_INTERVAL_US, samples: root.total, root };
   } catch (e) {
     if (e instanceof EddyError) throw e;
     throw new EddyError("PROFILE_FAILED", `cannot profile worker thread ${thread}: ${(e as Error).message}`, { cause: e });

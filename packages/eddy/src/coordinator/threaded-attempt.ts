@@ -14,7 +14,7 @@ import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
-import type { Plan } from "../graph/plan.ts";
+import type { Plan, PlanNode } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { broadcastCheckpointTargets, type ExecutionAttempt, type JobResult } from "./execution-attempt.ts";
@@ -114,11 +114,14 @@ export class ThreadedAttempt implements ExecutionAttempt {
   readonly running = new Promise<void>((resolve) => (this.#running = resolve));
   /** Samples the workers' busy boards while the job runs (undefined: watchdog off). */
   #watchdogTimer: NodeJS.Timeout | undefined;
+  /** Which worker runs subtask `subtask` of `node`'s chain. */
+  readonly #place: (node: PlanNode, subtask: number) => number;
 
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
     this.#options = options;
     const place = placeSubtasks(plan, options.workers, options.placement);
+    this.#place = place;
     this.#sources = new SourceCoordinators(plan, (node, subtask) => this.#workers[place(node, subtask)]!.gateway, options.checkpointing?.enumeratorState, options.logger, (cause) => {
       if (!this.#settled) this.#fail(cause instanceof EddyError ? cause : new EddyError("COORDINATOR_FAILED", describeCause(cause), { cause }));
     });
@@ -329,7 +332,13 @@ export class ThreadedAttempt implements ExecutionAttempt {
     if (worker === undefined || this.#settled) {
       return Promise.reject(new EddyError("PROFILE_NOT_AVAILABLE", this.#settled ? "the job's worker threads have ended" : `the job has worker threads 0 to ${this.#workers.length - 1}, not ${thread}`));
     }
-    return profileThread(worker.worker, thread, seconds);
+    // The tasks the thread runs, as the REST API names them (<vertex>.<subtask>).
+    const tasks = this.#plan.chains.flatMap((chain) =>
+      Array.from({ length: chain.parallelism }, (_, subtask) => subtask)
+        .filter((subtask) => this.#place(chain.nodes[0]!, subtask) === thread)
+        .map((subtask) => `${chain.index}.${subtask}`),
+    );
+    return profileThread(worker.worker, thread, seconds, tasks);
   }
 
   /** Fails the job naming the stuck task, and where its thread is (read before it is terminated). */

@@ -17,6 +17,8 @@ export interface FlameNode {
 
 export interface ThreadProfile {
   thread: number;
+  /** `<vertex>.<subtask>` of the tasks the thread runs. */
+  tasks: string[];
   durationMs: number;
   samplingIntervalUs: number;
   samples: number;

@@ -21,7 +21,7 @@ export function profilePanel(panel: HTMLElement): void {
     post<ThreadProfile>("/v1/job/profile", { thread, seconds }).then(
       (profile) => {
         profileResult.replaceChildren(
-          h("p", { id: "profile-summary" }, `Worker thread ${profile.thread}: ${profile.samples.toLocaleString("en")} samples in ${formatDuration(profile.durationMs)} (one every ${profile.samplingIntervalUs / 1000} ms; idle time shows as "(idle)")`),
+          h("p", { id: "profile-summary" }, `Worker thread ${profile.thread} (tasks ${profile.tasks.join(", ")}): ${profile.samples.toLocaleString("en")} samples in ${formatDuration(profile.durationMs)} (one every ${profile.samplingIntervalUs / 1000} ms; idle time shows as "(idle)")`),
           h("div", { class: "flame-box" }, flameGraph(profile)),
         );
       },
