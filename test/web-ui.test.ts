@@ -191,6 +191,7 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     assert.equal(reused.status, 403);
     assert.equal(reused.headers.get("set-cookie"), null);
     const fresh = new URL((await client.loginLink()).url);
+    assert.equal((await call(fresh.pathname + fresh.search, { method: "HEAD" })).status, 405, "a HEAD does not spend the nonce");
     const redeemed = await call(fresh.pathname + fresh.search);
     assert.equal(redeemed.status, 303);
     assert.equal(redeemed.headers.get("location"), "/");

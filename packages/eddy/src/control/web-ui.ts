@@ -120,7 +120,8 @@ export function createWebUi(job: ObservedJob, options: WebUiOptions): WebUi {
     serve(req, res, url, caller) {
       const path = url.pathname;
       if (path === "/ui/login") {
-        if (!onlyGet(req, res, path)) return true;
+        // GET only: a HEAD (a link preview, a checker) must not spend the nonce.
+        if (!onlyGet(req, res, path, false)) return true;
         const nonce = url.searchParams.get("nonce");
         const session = nonce === null ? undefined : sessions.redeem(nonce);
         if (session === undefined) {
@@ -173,8 +174,8 @@ export function createWebUi(job: ObservedJob, options: WebUiOptions): WebUi {
   };
 }
 
-function onlyGet(req: IncomingMessage, res: ServerResponse, path: string): boolean {
-  if (req.method === "GET" || req.method === "HEAD") return true;
+function onlyGet(req: IncomingMessage, res: ServerResponse, path: string, head = true): boolean {
+  if (req.method === "GET" || (head && req.method === "HEAD")) return true;
   res.setHeader("Allow", "GET");
   sendReply(res, errorReply(405, "METHOD_NOT_ALLOWED", `${path} takes GET, not ${req.method}`), true);
   return false;
