@@ -133,7 +133,7 @@ test("eddy run serves the control API until the job ends: registered while runni
     const started = new Promise<void>((resolve, reject) => {
       child.stderr.on("data", (d: Buffer) => {
         stderr += d.toString();
-        if (/control API on http:\/\/127\.0\.0\.1:\d+, token in /.test(stderr)) resolve();
+        if (/web UI on http:\/\/127\.0\.0\.1:\d+\/ /.test(stderr)) resolve();
       });
       child.on("exit", () => reject(new Error(`eddy run ended before serving its control API:\n${stderr}`)));
     });
@@ -146,6 +146,23 @@ test("eddy run serves the control API until the job ends: registered while runni
       listed.map((j) => [j.id, j.name, j.status, j.pid]),
       [["endless", "endless", "running", child.pid]],
     );
+    // The UI's address, and `eddy ui` (the only running job, or named): a one-time login link.
+    const ui = /\[eddy\] web UI on (http:\/\/127\.0\.0\.1:\d+)\/ \(log in with: eddy ui endless\)\n/.exec(stderr);
+    assert.ok(ui !== null, stderr);
+    const [byDefault, named, unknown] = await Promise.all([eddy(home, "ui"), eddy(home, "ui", "endless"), eddy(home, "ui", "nope")]);
+    for (const run of [byDefault, named]) {
+      assert.equal(run.status, 0, run.stderr);
+      assert.match(run.stdout, new RegExp(`^${ui[1]}/ui/login\\?nonce=[A-Za-z0-9_-]{43}\n$`));
+      assert.match(run.stderr, /works? once|logs in once/);
+    }
+    assert.notEqual(byDefault.stdout, named.stdout, "a new nonce each time");
+    const login = await fetch(named.stdout.trim(), { redirect: "manual" });
+    assert.equal(login.status, 303);
+    assert.match(login.headers.get("set-cookie") ?? "", /HttpOnly; SameSite=Strict/);
+    assert.equal((await fetch(named.stdout.trim(), { redirect: "manual" })).status, 403, "once only");
+    assert.equal(unknown.status, 1);
+    assert.match(unknown.stderr, /no running job with id 'nope'; running: endless/);
+    assert.equal((await eddy(home, "ui", "a", "b")).status, 2);
     const cancelled = await eddy(home, "cancel", "endless");
     assert.equal(cancelled.status, 0, cancelled.stderr);
     assert.equal(await exited, 0, "cancelled on purpose: not a failure");

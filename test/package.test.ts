@@ -11,11 +11,12 @@
  * variables: the installed package must stand on its own.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { installOffline, NINE_LINE_JOB as JOB, ok, packWorkspace, run, type ProjectManifest, type Tarball } from "./npm-project.ts";
+import { installOffline, NINE_LINE_JOB as JOB, ok, packWorkspace, run, USER_ENV, type ProjectManifest, type Tarball } from "./npm-project.ts";
 
 let work: string;
 const tarballs = new Map<string, Tarball>();
@@ -45,10 +46,12 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test("the packed tarball holds the build, its declarations and no tests", () => {
   const files = ok("tar", ["-tzf", tarballs.get("eddy")!.file], work).stdout.split("\n");
-  for (const f of ["dist/index.js", "dist/index.d.ts", "dist/testing/index.d.ts", "dist/cli.js", "bin/eddy.js", "template/src/job.ts", "template/_gitignore", "esm-only.cjs"]) {
+  for (const f of ["dist/index.js", "dist/index.d.ts", "dist/testing/index.d.ts", "dist/cli.js", "bin/eddy.js", "template/src/job.ts", "template/_gitignore", "esm-only.cjs", "dist/ui/app.js", "dist/ui/app.css"]) {
     assert.ok(files.includes(`package/${f}`), `${f} is missing from the tarball`);
   }
   assert.deepEqual(files.filter((f) => f.endsWith(".test.ts") && !f.startsWith("package/template/")), []);
+  // The web UI's bundle is built (dist/ui), not shipped as its sources or build script.
+  assert.deepEqual(files.filter((f) => f.startsWith("package/ui/")), []);
 });
 
 test("a fresh ESM project: a 9-line job type-checks with tsc --init's settings and runs", (t) => {
@@ -80,6 +83,39 @@ test("a fresh ESM project: a 9-line job type-checks with tsc --init's settings a
   const finals = new Map(counts.map((c) => [c.word, c.count]));
   assert.deepEqual(Object.fromEntries(finals), { to: 2, be: 2, or: 1, not: 1 });
   assert.equal(ok(join(dir, "node_modules/.bin/eddy"), ["--version"], dir, home()).stdout.trim(), `eddy ${tarballs.get("eddy")!.manifest.version}`);
+});
+
+test("from the installed package, eddy run serves the web UI's built bundle; eddy ui logs a browser in", { timeout: 120_000 }, async () => {
+  const dir = join(work, "ui");
+  install(dir, { name: "ui", private: true, type: "module", dependencies: { eddy: "^0.1.0" } });
+  copyFileSync(join(import.meta.dirname, "jobs/endless.ts"), join(dir, "endless.ts"));
+  const child = spawn(join(dir, "node_modules/.bin/eddy"), ["run", "endless.ts", "--no-progress"], { cwd: dir, env: { ...USER_ENV, ...home() }, stdio: ["ignore", "ignore", "pipe"] });
+  try {
+    let stderr = "";
+    const address = await new Promise<string>((resolve, reject) => {
+      child.stderr.on("data", (d: Buffer) => {
+        stderr += d.toString();
+        const found = /\[eddy\] web UI on (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr);
+        if (found !== null) resolve(found[1]!);
+      });
+      child.on("exit", () => reject(new Error(`eddy run ended before serving its UI:\n${stderr}`)));
+    });
+    const link = ok(join(dir, "node_modules/.bin/eddy"), ["ui", "endless"], dir, home()).stdout.trim();
+    const login = await fetch(link, { redirect: "manual" });
+    assert.equal(login.status, 303);
+    const cookie = login.headers.get("set-cookie")!.split(";")[0]!;
+    const page = await fetch(`${address}/`, { headers: { cookie } });
+    assert.equal(page.status, 200);
+    assert.match(await page.text(), /<meta name="eddy-csrf" content="[A-Za-z0-9_-]{43}"><meta name="eddy-job" content="endless"><script type="module" src="\/ui\/app.js">/);
+    for (const [path, type, atLeast] of [["/ui/app.js", "text/javascript", 100_000], ["/ui/app.css", "text/css", 1_000]] as const) {
+      const asset = await fetch(`${address}${path}`);
+      assert.equal(asset.status, 200, `${path}: ${await asset.clone().text()}`);
+      assert.match(asset.headers.get("content-type") ?? "", new RegExp(`^${type}`));
+      assert.ok((await asset.arrayBuffer()).byteLength >= atLeast, `${path} is the built bundle`);
+    }
+  } finally {
+    child.kill("SIGKILL");
+  }
 });
 
 test("from the installed package, a user function's failure names the user's .ts line, without Eddy's frames", () => {

@@ -7,7 +7,9 @@
 export { type CheckpointStats } from "./checkpoint/coordinator.ts";
 export { SnapshotFile, encodeSnapshotFile } from "./checkpoint/format/container.ts";
 export { LocalCheckpointStorage, fileChecksum } from "./checkpoint/storage.ts";
-export { listJobs } from "./control/control-client.ts";
+export { connectJob, listJobs } from "./control/control-client.ts";
+export { MAX_EVENT_STREAMS } from "./control/web-ui.ts";
+export { WebSessions, LOGIN_NONCE_TTL_MS, SESSION_TTL_MS, MAX_LOGIN_NONCES, MAX_SESSIONS, parseCookies, sessionCookie, sessionCookieName, clearedCookie } from "./control/web-ui-auth.ts";
 export { startControlServer } from "./control/control-server.ts";
 export { type ControlledJob, type SavepointResult, type StopOptions } from "./coordinator/control.ts";
 export { ManualClock } from "./core/clock.ts";

@@ -36,6 +36,8 @@ Usage:
                                 Read a key of a queryable state of a running job: prints the
                                 value as JSON, or 'absent' (--json: {"found":…,"value":…}); the
                                 key is JSON if it parses as JSON (42, "42", ["a",1]), else a string
+  eddy ui [<jobId>]             Print a one-time login link to a running job's web UI (works
+                                once, within a minute; the job id may be left out when one runs)
   eddy savepoint inspect <dir> [--json]
                                 What a savepoint (or checkpoint) holds: operators, states, sizes
   eddy init [<dir>] [--name <n>]
@@ -222,7 +224,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(HELP);
     return;
   }
-  if (command !== "run") fail(`unknown command '${command}'${suggestion(command, ["run", "init", "list", "savepoint", "stop", "cancel", "query", "help"], "")} (see eddy --help)`, 2);
+  if (command !== "run") fail(`unknown command '${command}'${suggestion(command, ["run", "init", "list", "savepoint", "stop", "cancel", "query", "ui", "help"], "")} (see eddy --help)`, 2);
   if (jobPath === undefined) fail("run needs a job file: eddy run <job.ts>", 2);
   if (rest.length > 0) fail(`unexpected arguments: ${rest.join(" ")}`, 2);
   const level = (values["log-level"] ?? "warn") as LogLevel;
@@ -311,6 +313,7 @@ async function main(argv: string[]): Promise<void> {
       fail(`${e instanceof EddyError ? e.message : describeCause(e)} (or run with --no-control)`);
     }
     process.stderr.write(`[eddy] job '${execution.jobName}' (id ${id}) control API on ${control.url}, token in ${control.tokenFile}\n`);
+    process.stderr.write(`[eddy] web UI on ${control.url}/ (log in with: eddy ui ${id})\n`);
   }
   // The live status line, about once a second (progress.ts): rates over the last 5 s, watermark
   // lag, backpressure, the last checkpoint, restarts.

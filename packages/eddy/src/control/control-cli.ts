@@ -1,5 +1,5 @@
 /**
- * `eddy list / savepoint / stop / cancel / query`: the commands that control (or read from) a
+ * `eddy list / savepoint / stop / cancel / query / ui`: the commands that control (or read from) a
  * running job through its control API (control-client.ts). `eddy query` reads through the control
  * API's read endpoint, so its key is parsed exactly as in the HTTP path (JSON if it parses, else a
  * string). Results go to stdout (a savepoint's path, the job table, a value);
@@ -13,7 +13,7 @@ import { connectJob, listJobs, type JobListing } from "./control-client.ts";
 import { moveSavepoint } from "./move-savepoint.ts";
 import { compactCount, compactDuration } from "./progress.ts";
 
-export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel", "query"] as const;
+export const CONTROL_COMMANDS = ["list", "savepoint", "stop", "cancel", "query", "ui"] as const;
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 
 export function isControlCommand(command: string): command is ControlCommand {
@@ -52,6 +52,15 @@ export async function controlCommand(command: ControlCommand, argv: readonly str
       await (await connectJob(positionals[0]!)).cancel();
       return;
     }
+    case "ui": {
+      // The job id may be left out when exactly one job runs.
+      const { positionals } = parse(argv, {}, argv.length === 0 ? 0 : 1);
+      const id = positionals[0] ?? (await onlyRunningJob());
+      const link = await (await connectJob(id)).loginLink();
+      process.stdout.write(`${link.url}\n`);
+      process.stderr.write(`[eddy] open this link in a browser within ${Math.round((link.expiresAtMs - Date.now()) / 1000)} s; it logs in once (run eddy ui again for another)\n`);
+      return;
+    }
     case "query": {
       const { values, positionals } = parse(argv, { json: { type: "boolean" } }, 3);
       const [jobId, name, key] = positionals as [string, string, string];
@@ -62,6 +71,13 @@ export async function controlCommand(command: ControlCommand, argv: readonly str
       return;
     }
   }
+}
+
+/** The id of the one running job; a usage error naming them when there are none or several. */
+async function onlyRunningJob(): Promise<string> {
+  const running = (await listJobs()).filter((j) => j.alive);
+  if (running.length === 1) return running[0]!.id;
+  throw usage(running.length === 0 ? "no jobs are running" : `several jobs are running, name one: eddy ui <jobId> (${running.map((j) => j.id).join(", ")})`);
 }
 
 /** Prints the savepoint's path; with `dir`, moves it there first and prints the new path. */

@@ -55,6 +55,8 @@ export interface JobClient {
    * (encodeQueryValue), not decoded.
    */
   readState(name: string, keyArgument: string): Promise<{ readonly found: boolean; readonly value?: unknown }>;
+  /** A one-time login link to the job's web UI (POST /v1/ui/login-link): works once, within a minute. */
+  loginLink(): Promise<{ readonly url: string; readonly expiresAtMs: number }>;
 }
 
 const DEFAULT_TIMEOUT_MS = 5_000;
@@ -145,6 +147,7 @@ async function clientFor(home: string, entry: RegistryEntry, options: ControlCli
     stateLocation: (name) => call<QueryLocation>("GET", `/v1/job/state/${encodeURIComponent(name)}/location`, undefined, timeoutMs),
     readState: (name, keyArgument) =>
       call("GET", `/v1/jobs/${encodeURIComponent(entry.id)}/state/${encodeURIComponent(name)}/${encodeURIComponent(keyArgument)}`, undefined, timeoutMs),
+    loginLink: () => call("POST", "/v1/ui/login-link", {}, timeoutMs),
   };
 }
 

@@ -4,7 +4,9 @@
  *
  * Security: it listens on loopback (127.0.0.1) unless told otherwise; every request carries
  * `Authorization: Bearer <token>`, a random token kept in a 0600 file next to the job's registry
- * entry (control-registry.ts); it never takes a path from the client: a savepoint goes to the
+ * entry (control-registry.ts), or the web UI's session cookie (web-ui.ts, web-ui-auth.ts: set by
+ * a one-time login link; a POST with it also needs the session's CSRF token); every answer
+ * carries a strict Content-Security-Policy and the other headers of SECURITY_HEADERS; it never takes a path from the client: a savepoint goes to the
  * job's own savepoint directory, and a client that wants it elsewhere moves it itself.
  *
  * Bounds: those of CONTROL_API_BOUNDS (bounded-server.ts: connections, header size, header and
@@ -22,6 +24,8 @@
  * and, when the job is an ObservedJob (every job startJob returns is), the read endpoints of the
  * REST API (rest-api.ts: the graph, metrics per vertex, watermarks, backpressure, checkpoints,
  * exceptions, configuration), with `GET /v1/job` then answering the fuller overview;
+ * and, for an ObservedJob, the web UI (web-ui.ts): `GET /` (the page), `/ui/app.js`, `/ui/app.css`,
+ * `/ui/login?nonce=…`, the live stream `GET /v1/job/events`, and `POST /v1/ui/login-link` (bearer only);
  * and, when the job also implements QueryableJob (has `token` and `queryableStates`), the
  * queryable-state endpoints of control-query.ts. Such a job brings its own token, which its state
  * servers check too, so one token file grants both; otherwise the server makes a random one.
@@ -61,6 +65,8 @@ import {
 import { isQueryableJob } from "../queryable/state-lookup.ts";
 import { isObservedJob } from "../coordinator/control.ts";
 import { jobOverview, restRoutes } from "./rest-api.ts";
+import { createWebUi, setSecurityHeaders, type Caller, type WebUi } from "./web-ui.ts";
+import { MAX_PROFILE_SECONDS } from "../coordinator/thread-profile.ts";
 
 /** What `GET /v1/job` answers. */
 export interface JobInfo {
@@ -106,7 +112,12 @@ const CLOSE_GRACE_MS = 5_000;
 /** Registry files of servers open in this process: a second server for the same job id is refused. */
 const openHere = new Set<string>();
 
-type Route = { readonly method: "GET" | "POST"; readonly handle: (body: Record<string, unknown>, query: URLSearchParams) => Promise<Reply> };
+type Route = {
+  readonly method: "GET" | "POST";
+  readonly handle: (body: Record<string, unknown>, query: URLSearchParams) => Promise<Reply>;
+  /** Only for the bearer token's holder, not a browser session (making login links). */
+  readonly bearerOnly?: boolean;
+};
 
 /** The endpoints: by exact path, then GET endpoints by pattern. */
 interface Routes {
@@ -147,14 +158,56 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   // Keep-alive connections to the job's state servers, for proxied reads.
   const agent = new Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const rest = isObservedJob(job) ? restRoutes(job) : undefined;
+  let url = "";
+  const ui = isObservedJob(job) ? createWebUi(job, { logger, port: () => Number(new URL(url).port) }) : undefined;
+  const profileCpu = isObservedJob(job) ? job.profileCpu?.bind(job) : undefined;
+  const uiRoutes: [string, Route][] =
+    ui === undefined
+      ? []
+      : [
+          ...(profileCpu === undefined
+            ? []
+            : [
+                [
+                  "/v1/job/profile",
+                  {
+                    method: "POST",
+                    handle: async (body: Record<string, unknown>) => {
+                      const { thread, seconds } = profileRequest(body);
+                      return { status: 200, body: await profileCpu(thread, seconds) };
+                    },
+                  },
+                ] as [string, Route],
+              ]),
+          [
+            "/v1/ui/login-link",
+            {
+              method: "POST",
+              bearerOnly: true,
+              handle: async (body) => {
+                onlyFields(body, {});
+                return { status: 200, body: ui.loginLink(url) };
+              },
+            },
+          ],
+        ];
   const routes: Routes = {
-    exact: new Map([...controlRoutes(job), ...[...(rest?.exact ?? [])].map(([path, handle]): [string, Route] => [path, { method: "GET", handle: (_body, query) => handle(query) }])]),
+    exact: new Map([
+      ...controlRoutes(job),
+      ...[...(rest?.exact ?? [])].map(([path, handle]): [string, Route] => [path, { method: "GET", handle: (_body, query) => handle(query) }]),
+      ...uiRoutes,
+    ]),
     patterns: [...(rest?.patterns ?? []), ...(isQueryableJob(job) ? queryRoutes(job, agent) : [])],
   };
   const limit = createRequestLimit(MAX_IN_FLIGHT);
   const server = createBoundedServer(options.bounds ?? CONTROL_API_BOUNDS, (req, res) => {
+    setSecurityHeaders(res);
+    const requestUrl = new URL(req.url ?? "/", "http://localhost");
+    const caller = callerOf(req, token, ui);
+    // The page, its files, the login and the live streams: cheap, or long-lived (a stream must not hold one of the MAX_IN_FLIGHT slots).
+    if (ui !== undefined && ui.serve(req, res, requestUrl, caller)) return;
     limit.run(res, () =>
-      serve(req, res, token, routes, logger).catch((e: unknown) => {
+      serve(req, res, requestUrl, caller, ui, routes, logger).catch((e: unknown) => {
         logger.error("control request failed", { job: job.id, cause: describeCause(e) });
         if (!res.headersSent) sendReply(res, errorReply(500, "INTERNAL", describeCause(e)), true);
       }),
@@ -163,7 +216,6 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   // The job keeps the process alive, not its control API.
   server.unref();
 
-  let url: string;
   try {
     url = await listen(server, options.host ?? "127.0.0.1", (e) => logger.warn("control API: the server reported an error; it goes on", { job: job.id, error: describeCause(e) }), options.port);
     await publish(regFile, { version: REGISTRY_VERSION, id: job.id, name: job.name, pid: process.pid, url, tokenFile, startedAtMs: job.startedAtMs });
@@ -179,6 +231,7 @@ async function openControlServer(job: ControlledJob, options: ControlServerOptio
   const close = async (): Promise<void> => {
     server.close();
     server.closeIdleConnections();
+    ui?.close();
     const grace = new AbortController();
     await Promise.race([limit.settled(), delay(CLOSE_GRACE_MS, undefined, { signal: grace.signal, ref: false }).catch(() => undefined)]);
     grace.abort();
@@ -332,6 +385,17 @@ function controlRoutes(job: ControlledJob): ReadonlyMap<string, Route> {
 /** A 400 answer, thrown by request validation. */
 class BadRequest extends Error {}
 
+/** `{ thread, seconds }` of POST /v1/job/profile: a thread index, and 1..MAX_PROFILE_SECONDS whole seconds. */
+function profileRequest(body: Record<string, unknown>): { thread: number; seconds: number } {
+  for (const name of Object.keys(body)) if (name !== "thread" && name !== "seconds") throw new BadRequest(`unknown field '${name}' (allowed: thread, seconds)`);
+  const { thread, seconds } = body;
+  if (typeof thread !== "number" || !Number.isInteger(thread) || thread < 0 || thread > 1_024) throw new BadRequest(`field 'thread' must be a worker thread's index (an integer from 0), got ${JSON.stringify(thread)}`);
+  if (typeof seconds !== "number" || !Number.isInteger(seconds) || seconds < 1 || seconds > MAX_PROFILE_SECONDS) {
+    throw new BadRequest(`field 'seconds' must be an integer from 1 to ${MAX_PROFILE_SECONDS}, got ${JSON.stringify(seconds)}`);
+  }
+  return { thread, seconds };
+}
+
 /**
  * Checks that `body` has only boolean fields named in `fields` (value: whether required). A field
  * such as `dir` or `path` is refused, so a client cannot choose where the job writes.
@@ -349,12 +413,26 @@ function onlyFields(body: Record<string, unknown>, fields: Readonly<Record<strin
   }
 }
 
-async function serve(req: IncomingMessage, res: ServerResponse, token: string, routes: Routes, logger: Logger): Promise<void> {
-  if (!bearerAuthorized(req.headers.authorization, token)) {
+/** The bearer token's holder, else a browser with a live UI session, else nobody. */
+function callerOf(req: IncomingMessage, token: string, ui: WebUi | undefined): Caller | undefined {
+  if (bearerAuthorized(req.headers.authorization, token)) return { kind: "bearer" };
+  const session = ui?.session(req);
+  return session === undefined ? undefined : { kind: "session", session };
+}
+
+async function serve(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  caller: Caller | undefined,
+  ui: WebUi | undefined,
+  routes: Routes,
+  logger: Logger,
+): Promise<void> {
+  if (caller === undefined) {
     sendReply(res, UNAUTHORIZED, true);
     return;
   }
-  const url = new URL(req.url ?? "/", "http://localhost");
   const path = url.pathname;
   const route = routes.exact.get(path) ?? patternRoute(routes.patterns, path, url.searchParams);
   if (route === undefined) {
@@ -369,6 +447,13 @@ async function serve(req: IncomingMessage, res: ServerResponse, token: string, r
     res.setHeader("Allow", route.method);
     sendReply(res, errorReply(405, "METHOD_NOT_ALLOWED", `${path} takes ${route.method}, not ${req.method}`), true);
     return;
+  }
+  if (caller.kind === "session" && route.method === "POST") {
+    const refused = route.bearerOnly === true ? errorReply(403, "UNAUTHORIZED", `${path} needs the bearer token, not a UI session`) : ui?.refusePost(req, caller);
+    if (refused !== undefined) {
+      sendReply(res, refused, true);
+      return;
+    }
   }
   let body: Record<string, unknown> = {};
   if (route.method === "POST") {

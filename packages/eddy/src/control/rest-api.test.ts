@@ -19,7 +19,7 @@ import { silentLogger } from "../core/logger.ts";
 import { MAX_WATERMARK, MIN_WATERMARK } from "../core/time.ts";
 import { planJob } from "../executor/job-ref.ts";
 import { startControlServer } from "./control-server.ts";
-import { vertexDetailView } from "./rest-views.ts";
+import { liveVerticesView, vertexDetailView } from "./rest-views.ts";
 
 const job = defineJob("rest-fake", (env) => {
   env.fromElements(1, 2, 3).name("Numbers").rebalance().map((n) => n).name("Copy").setParallelism(4);
@@ -230,4 +230,42 @@ test("a job without checkpointing: checkpoints disabled, zero counts, an empty h
     assert.equal((await get("/v1/job")).body.checkpoints, null);
     assert.equal((await get("/v1/job/checkpoints/1")).status, 404);
   }, plain);
+});
+
+test("the web UI's live stream (GET /v1/job/events): an update at once, with each vertex's sums over its subtasks, its worst shares and lowest watermarks", async () => {
+  assert.deepEqual(liveVerticesView(plan, metrics()), [
+    {
+      id: "0", name: "Numbers", parallelism: 1, numRecordsIn: null, numRecordsOut: null, numRecordsInPerSecond: null, numRecordsOutPerSecond: null,
+      busyRatio: null, backPressuredRatio: null, idleRatio: null, backpressureLevel: "unknown", inputWatermark: null, outputWatermark: null,
+    },
+    {
+      // In and out: 0 + 1 + 2 + 3; in per second not measured (NaN) anywhere; out 1 per subtask.
+      id: "1", name: "Copy", parallelism: 4, numRecordsIn: 6, numRecordsOut: 6, numRecordsInPerSecond: null, numRecordsOutPerSecond: 4,
+      busyRatio: 0.01, backPressuredRatio: 0.501, idleRatio: 0.89, backpressureLevel: "high", inputWatermark: "none", outputWatermark: "none",
+    },
+  ]);
+  const home = mkdtempSync(join(tmpdir(), "eddy-rest-events-"));
+  const server = await startControlServer(observed, { home, logger: silentLogger });
+  const abort = new AbortController();
+  try {
+    const token = readFileSync(server.tokenFile, "utf8");
+    const res = await fetch(`${server.url}/v1/job/events`, { headers: { authorization: `Bearer ${token}` }, signal: abort.signal });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get("content-type"), "text/event-stream; charset=utf-8");
+    assert.match(res.headers.get("content-security-policy") ?? "", /^default-src 'self'/);
+    const reader = res.body!.getReader();
+    let text = "";
+    while (!/\n\nevent: update\ndata: [^\n]*\n\n/.test(text)) text += new TextDecoder().decode((await reader.read()).value);
+    const update = JSON.parse(/event: update\ndata: ([^\n]*)\n\n/.exec(text)![1]!);
+    assert.ok(text.startsWith("retry: 2000\n\n"));
+    assert.deepEqual(update.vertices, liveVerticesView(plan, metrics()));
+    assert.equal(update.overview.id, "rest-fake");
+    assert.equal(update.checkpoints.history.length, 10);
+    assert.equal(update.checkpoints.counts.completed, 5_000);
+    assert.equal(update.exceptions, MAX_EXCEPTIONS * 2);
+  } finally {
+    abort.abort();
+    await server.close();
+    rmSync(home, { recursive: true, force: true });
+  }
 });

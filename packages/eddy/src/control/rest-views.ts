@@ -323,3 +323,45 @@ export function exceptionsView(exceptions: { readonly total: number; readonly ne
     history: exceptions.newestFirst.slice(0, limit).map(exceptionView),
   };
 }
+
+/** The sum of the numbers, or null when there are none (no subtask reported). */
+function sumOrNull(values: readonly (number | null)[]): number | null {
+  const numbers = values.filter((v): v is number => v !== null);
+  return numbers.length === 0 ? null : numbers.reduce((a, b) => a + b, 0);
+}
+
+/**
+ * What the web UI's live stream (`GET /v1/job/events`) sends about each vertex about once a
+ * second: records into its head operator and out of its tail operator (totals and per second,
+ * summed over its subtasks), its busy / backpressured / idle share (its worst subtask's, as Flink
+ * colours a vertex) with the backpressure level, and its lowest input and output watermarks.
+ */
+export function liveVerticesView(plan: Plan, metrics: JobMetricsSnapshot) {
+  const backpressure = backpressureView(plan, metrics).vertices;
+  const watermarks = watermarksView(plan, metrics).vertices;
+  return plan.chains.map((chain, i) => {
+    const detail = vertexDetailView(chain, metrics);
+    const head = detail.subtasks.map((s) => s.operators[0]!);
+    const tail = detail.subtasks.map((s) => s.operators.at(-1)!);
+    const bp = backpressure[i]!;
+    const worst = (f: (s: (typeof bp.subtasks)[number]) => number | null): number | null => {
+      const values = bp.subtasks.map(f).filter((v): v is number => v !== null);
+      return values.length === 0 ? null : Math.max(...values);
+    };
+    return {
+      id: detail.id,
+      name: detail.name,
+      parallelism: detail.parallelism,
+      numRecordsIn: sumOrNull(head.map((o) => o.numRecordsIn)),
+      numRecordsOut: sumOrNull(tail.map((o) => o.numRecordsOut)),
+      numRecordsInPerSecond: sumOrNull(head.map((o) => o.numRecordsInPerSecond)),
+      numRecordsOutPerSecond: sumOrNull(tail.map((o) => o.numRecordsOutPerSecond)),
+      busyRatio: worst((s) => s.busyRatio),
+      backPressuredRatio: worst((s) => s.backPressuredRatio),
+      idleRatio: worst((s) => s.idleRatio),
+      backpressureLevel: bp.level,
+      inputWatermark: watermarks[i]!.lowInputWatermark,
+      outputWatermark: lowest(watermarks[i]!.subtasks.map((s) => s.outputWatermark)),
+    };
+  });
+}

@@ -7,6 +7,7 @@ import type { CheckpointCounts, CheckpointStats } from "../checkpoint/coordinato
 import type { Plan } from "../graph/plan.ts";
 import type { JobException } from "./exception-history.ts";
 import type { JobMetricsSnapshot } from "./job-metrics.ts";
+import type { ThreadProfile } from "./thread-profile.ts";
 
 /** Where a job's tasks run: on the calling thread, or on worker threads. */
 export type ExecutionMode = "inline" | "threads";
@@ -79,6 +80,8 @@ export interface ObservedJob extends ControlledJob {
   configuration(): Readonly<Record<string, string>>;
   /** When the job ended (wall-clock ms); undefined while it runs. */
   readonly endedAtMs: number | undefined;
+  /** A CPU profile of worker thread `thread` for `seconds` (1..MAX_PROFILE_SECONDS), one at a time; PROFILE_NOT_AVAILABLE inline. */
+  profileCpu?(thread: number, seconds: number): Promise<ThreadProfile>;
 }
 
 export function isObservedJob(job: ControlledJob): job is ObservedJob {

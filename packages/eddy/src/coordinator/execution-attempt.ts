@@ -4,6 +4,7 @@
  * supervisor that restarts failed attempts (attempt-supervisor.ts) use this interface only; which
  * kind runs is decided once, in startJob. Names: docs/design/architecture.md, "Names".
  */
+import type { ThreadProfile } from "./thread-profile.ts";
 import type { EddyError } from "../core/errors.ts";
 import type { QueryableLocations } from "../queryable/queryable-serving.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
@@ -48,6 +49,8 @@ export interface ExecutionAttempt {
   fail(error: EddyError): void;
   /** Where the checkpoint runner's commands go. */
   checkpointTargets(): CheckpointTargets;
+  /** Threads only: a CPU profile of worker thread `thread` (0-based) for `seconds` (thread-profile.ts). */
+  profileThread?(thread: number, seconds: number): Promise<ThreadProfile>;
   /** Inline only: resolves the next time every task waits for time or data (tests with a manual clock). */
   whenIdle?(): Promise<void>;
 }

@@ -40,6 +40,7 @@ import { workerCode, type WorkerBundle } from "../executor/worker-bundle.ts";
 
 export type { ExecutionMode } from "./control.ts";
 import type { ExecutionMode } from "./control.ts";
+import type { ThreadProfile } from "./thread-profile.ts";
 
 /** How long a call into user code may run before the watchdog fails the job (RunOptions.watchdogTimeoutMs). */
 export const DEFAULT_WATCHDOG_TIMEOUT_MS = 60_000;
@@ -527,6 +528,22 @@ class LocalJobExecution implements JobExecution {
 
   metricsSnapshot(): JobMetricsSnapshot {
     return this.#metrics.snapshot();
+  }
+
+  #profiling = false;
+
+  async profileCpu(thread: number, seconds: number): Promise<ThreadProfile> {
+    const attempt = this.#attempt;
+    if (attempt?.profileThread === undefined) {
+      throw new EddyError("PROFILE_NOT_AVAILABLE", attempt === undefined ? "the job is not running" : "the job runs inline, on the main thread: there is no worker thread to profile");
+    }
+    if (this.#profiling) throw new EddyError("PROFILE_NOT_AVAILABLE", "another CPU profile of this job is being taken; one at a time");
+    this.#profiling = true;
+    try {
+      return await attempt.profileThread(thread, seconds);
+    } finally {
+      this.#profiling = false;
+    }
   }
 }
 

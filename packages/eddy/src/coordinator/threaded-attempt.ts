@@ -14,7 +14,7 @@ import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
 import type { CheckpointTargets } from "./checkpoint-runner.ts";
-import type { Plan } from "../graph/plan.ts";
+import type { Plan, PlanNode } from "../graph/plan.ts";
 import type { JobServices } from "../runtime/operator.ts";
 import type { SubtaskMetrics } from "../runtime/stream-task.ts";
 import { broadcastCheckpointTargets, type ExecutionAttempt, type JobResult } from "./execution-attempt.ts";
@@ -37,6 +37,7 @@ import { QueryableLocations } from "../queryable/queryable-serving.ts";
 import type { WorkerBundle } from "../executor/worker-bundle.ts";
 import { StackMapper } from "../executor/source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
+import { profileThread, type ThreadProfile } from "./thread-profile.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "../executor/task-watchdog.ts";
 
 export interface ThreadedOptions {
@@ -113,11 +114,14 @@ export class ThreadedAttempt implements ExecutionAttempt {
   readonly running = new Promise<void>((resolve) => (this.#running = resolve));
   /** Samples the workers' busy boards while the job runs (undefined: watchdog off). */
   #watchdogTimer: NodeJS.Timeout | undefined;
+  /** Which worker runs subtask `subtask` of `node`'s chain. */
+  readonly #place: (node: PlanNode, subtask: number) => number;
 
   constructor(plan: Plan, job: JobRef, options: ThreadedOptions) {
     this.#plan = plan;
     this.#options = options;
     const place = placeSubtasks(plan, options.workers, options.placement);
+    this.#place = place;
     this.#sources = new SourceCoordinators(plan, (node, subtask) => this.#workers[place(node, subtask)]!.gateway, options.checkpointing?.enumeratorState, options.logger, (cause) => {
       if (!this.#settled) this.#fail(cause instanceof EddyError ? cause : new EddyError("COORDINATOR_FAILED", describeCause(cause), { cause }));
     });
@@ -321,6 +325,20 @@ export class ThreadedAttempt implements ExecutionAttempt {
       Math.max(10, Math.min(1_000, timeoutMs / 10)),
     );
     this.#watchdogTimer.unref();
+  }
+
+  profileThread(thread: number, seconds: number): Promise<ThreadProfile> {
+    const worker = this.#workers[thread];
+    if (worker === undefined || this.#settled) {
+      return Promise.reject(new EddyError("PROFILE_NOT_AVAILABLE", this.#settled ? "the job's worker threads have ended" : `the job has worker threads 0 to ${this.#workers.length - 1}, not ${thread}`));
+    }
+    // The tasks the thread runs, as the REST API names them (<vertex>.<subtask>).
+    const tasks = this.#plan.chains.flatMap((chain) =>
+      Array.from({ length: chain.parallelism }, (_, subtask) => subtask)
+        .filter((subtask) => this.#place(chain.nodes[0]!, subtask) === thread)
+        .map((subtask) => `${chain.index}.${subtask}`),
+    );
+    return profileThread(worker.worker, thread, seconds, tasks);
   }
 
   /** Fails the job naming the stuck task, and where its thread is (read before it is terminated). */

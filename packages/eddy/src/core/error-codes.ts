@@ -253,6 +253,12 @@ export const ERROR_CODES = {
   HEADERS_TOO_LARGE: { domain: "user", retryable: false, meaning: "HTTP 431: the request line and headers are over the limit.", action: "Send a shorter URL and fewer headers." },
   REQUEST_TIMEOUT: { domain: "user", retryable: false, meaning: "HTTP 408: the request did not arrive in time.", action: "Send the whole request promptly." },
   BUSY: { domain: "external", retryable: true, meaning: "HTTP 503: too many requests are in flight.", action: "Retry later." },
+  CSRF_REJECTED: { domain: "user", retryable: false, meaning: "HTTP 403 from the web UI: a POST made with the UI's session cookie lacks the session's CSRF token (X-Eddy-CSRF), or comes from another origin.", action: "Use the web UI's own buttons, or call the API with the bearer token instead of the cookie." },
+  LOGIN_LINK_INVALID: { domain: "user", retryable: false, meaning: "HTTP 403 from the web UI: the one-time login link is unknown, used already or expired.", action: "Run 'eddy ui <jobId>' for a new link (each works once, within a minute)." },
+  TOO_MANY_EVENT_STREAMS: { domain: "external", retryable: true, meaning: "HTTP 503 from the web UI: the job serves as many live event streams (open UI pages) as it allows.", action: "Close another page of the job's UI, then reload." },
+  PROFILE_FAILED: { domain: "external", retryable: true, meaning: "A CPU profile of a worker thread could not be taken (the inspector refused, or the thread ended meanwhile).", action: "Retry; the message says what failed." },
+  PROFILE_NOT_AVAILABLE: { domain: "config", retryable: false, meaning: "A CPU profile was asked of a job that has no worker threads to profile (inline mode, not running yet or any more), or of a thread it does not have, or while another profile is being taken.", action: "Profile a job running on worker threads (the default of eddy run), one profile at a time, a thread from 0 to its number of workers - 1." },
+  UI_NOT_BUILT: { domain: "config", retryable: false, meaning: "HTTP 503 from the web UI: the UI's bundle is not in the installed package (dist/ui).", action: "Rebuild the package (npm run build, which npm ci runs); else report it as a bug." },
 
   // --- Queryable state ---
   BAD_KEY: { domain: "user", retryable: false, meaning: "A query key is missing, not valid JSON of a key, or too long.", action: "Pass the key as keyBy returns it, as JSON." },

@@ -1,0 +1,2 @@
+/** The stylesheet main.ts imports: esbuild bundles it into app.css. */
+declare module "*.css";
