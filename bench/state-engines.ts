@@ -113,9 +113,10 @@ async function lmdbEngine(dir: string): Promise<Engine> {
 async function levelEngine(db: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: boolean): Promise<Engine> {
   await db.open();
   let round = 0;
-  const scan = async (start: Buffer, end: Buffer, options: object = {}): Promise<number> => {
+  const scan = (start: Buffer, end: Buffer, options: object = {}): Promise<number> =>
+    drain(db.iterator({ gte: start, lt: end, keyEncoding: "buffer", valueEncoding: "buffer", ...options }));
+  const drain = async (it: { nextv(n: number): Promise<unknown[]>; close(): Promise<void> }): Promise<number> => {
     let n = 0;
-    const it = db.iterator({ gte: start, lt: end, keyEncoding: "buffer", valueEncoding: "buffer", ...options });
     for (;;) {
       const rows = await it.nextv(1000);
       if (rows.length === 0) break;
@@ -168,14 +169,7 @@ async function levelEngine(db: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: 
       const [gte, lt] = groupBounds(0);
       const it = db.iterator({ gte, lt, keyEncoding: "buffer", valueEncoding: "buffer" });
       await write();
-      let n = 0;
-      for (;;) {
-        const rows = await it.nextv(1000);
-        if (rows.length === 0) break;
-        n += rows.length;
-      }
-      await it.close();
-      return n;
+      return drain(it);
     },
     async close() {
       await db.close();
