@@ -110,7 +110,16 @@ async function lmdbEngine(dir: string): Promise<Engine> {
 }
 
 /** classic-level and @nxtedition/rocksdb share the abstract-level API. */
-async function levelEngine(db: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: boolean): Promise<Engine> {
+/** What the bench uses of an abstract-level store (both packages' typings differ in versions). */
+interface LevelLike {
+  open(): Promise<void>;
+  close(): Promise<void>;
+  batch(): { put(key: Buffer, value: Buffer, options: object): void; write(): Promise<void> };
+  iterator(options: object): { nextv(n: number): Promise<unknown[]>; close(): Promise<void> };
+}
+
+async function levelEngine(store: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: boolean): Promise<Engine> {
+  const db = store as unknown as LevelLike;
   await db.open();
   let round = 0;
   const scan = (start: Buffer, end: Buffer, options: object = {}): Promise<number> =>
@@ -137,11 +146,11 @@ async function levelEngine(db: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: 
       if (!sync) throw new Error("no synchronous get");
       let n = 0;
       const opts = { keyEncoding: "buffer", valueEncoding: "buffer" } as const;
-      if (db instanceof ClassicLevel) {
-        for (const k of probes) n += db.getSync(k, opts)!.length;
+      if (store instanceof ClassicLevel) {
+        for (const k of probes) n += (store.getSync as (key: Buffer, o: object) => Buffer | undefined)(k, opts)!.length;
       } else {
         // The binding has no getSync; its one synchronous read is getMany.
-        const rocks = db as unknown as { _getManySync(keys: Buffer[], options: object): (Buffer | undefined)[] };
+        const rocks = store as unknown as { _getManySync(keys: Buffer[], options: object): (Buffer | undefined)[] };
         for (const k of probes) n += rocks._getManySync([k], {})[0]!.length;
       }
       return n;
@@ -158,8 +167,8 @@ async function levelEngine(db: ClassicLevel<Buffer, Buffer> | RocksLevel, sync: 
         for (const k of extra) batch.put(k, value, { keyEncoding: "buffer", valueEncoding: "buffer" });
         await batch.write();
       };
-      if (db instanceof ClassicLevel) {
-        const snapshot = db.snapshot();
+      if (store instanceof ClassicLevel) {
+        const snapshot = store.snapshot();
         await write();
         const n = await scan(...groupBounds(0), { snapshot });
         await snapshot.close();
