@@ -31,6 +31,7 @@ import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
 import { EddyError } from "../core/errors.ts";
+import { isPidAlive } from "../core/pid.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
@@ -606,7 +607,7 @@ export function lockJobDir(jobDir: string): void {
       continue; // removed meanwhile: try again
     }
     if (owner === process.pid) return;
-    if (Number.isInteger(owner) && owner > 0 && isAlive(owner)) {
+    if (isPidAlive(owner)) {
       throw new EddyError(
         "STATE_DIR_LOCKED",
         `the disk state directory ${jobDir} is in use by process ${owner}: give each process its own state.backend.disk.dir, or stop that process`,
@@ -617,14 +618,6 @@ export function lockJobDir(jobDir: string): void {
   throw new EddyError("STATE_DIR_LOCKED", `could not take the lock of the disk state directory ${jobDir}`);
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 let unscoped = 0;
 
