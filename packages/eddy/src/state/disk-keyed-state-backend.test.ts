@@ -44,20 +44,20 @@ function writeAll(b: KeyedStateBackend): Map<number, ArrayBuffer> {
   return groups;
 }
 
-test("disk backend: the cache holds at most cache-size keys; every value survives eviction", () => {
+test("disk backend: the cache holds at most cache-size keys; every value survives eviction (through several write batches)", () => {
   const b = make(50);
-  for (let i = 0; i < 2_000; i++) {
+  for (let i = 0; i < 6_000; i++) {
     b.setCurrentKey(i, kgOf(i));
     b.getState(count).update(i * 2);
     b.getListState(items).add(`item-${i}`);
     assert.ok(b.cachedKeys <= 50, `cached ${b.cachedKeys} keys`);
   }
-  for (let i = 0; i < 2_000; i++) {
+  for (let i = 0; i < 6_000; i++) {
     b.setCurrentKey(i, kgOf(i));
     assert.equal(b.getState(count).value(), i * 2);
     assert.deepEqual(b.getListState(items).get(), [`item-${i}`]);
   }
-  assert.equal(b.numKeys("count"), 2_000);
+  assert.equal(b.numKeys("count"), 6_000);
   b.dispose();
   assert.equal(existsSync(b.storeDir), false, "dispose removes the store");
 });
@@ -126,6 +126,7 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
     b.setCurrentKey(i, kgOf(i));
     b.getState(count).update(i);
   }
+  assert.equal(b.numKeys("count"), 4); // writes the pending batch to the store
   // Damage every stored record from outside (LMDB allows a second handle in this process).
   const db = openLmdb<Buffer, Buffer>({ path: join(b.storeDir, "store.mdb"), keyEncoding: "binary", encoding: "binary" });
   const keys = [...db.getKeys()];
@@ -133,6 +134,8 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   db.transactionSync(() => {
     for (const key of keys) db.putSync(key, Buffer.from([0xff, 0xff, 0xff]));
   });
+  // A write of this backend's renews its read transaction (which would not see the damage yet).
+  assert.equal(b.numKeys("count"), 4);
   b.setCurrentKey(0, kgOf(0));
   assert.throws(() => b.getState(count).value(), (e: unknown) => e instanceof EddyError && e.code === "STATE_STORE_CORRUPT" && e.message.includes(b.storeDir));
   void db.close();

@@ -7,17 +7,19 @@
  *   is loaded from the store on first access (a synchronous LMDB read) and stays cached until
  *   evicted.
  * - The cache holds at most `cacheSize` keys (over all states of the subtask), least recently used
- *   evicted first, a quarter at a time: every evicted entry is written back, and entries removed
- *   since the last flush are deleted, in one LMDB transaction of puts sorted by store key.
+ *   evicted first, a quarter at a time. Evicted entries are encoded into a write batch (with the
+ *   deletions of keys whose state was removed), written as one LMDB transaction sorted by store
+ *   key once it holds WRITE_BATCH writes, and before every snapshot; reads look in it first.
  * - Store layout: one record per (key group, state, key), all namespaces of the key in it.
  *   Store key = u16 key group (big-endian) · u16 state id · key tag · key bytes, so a key-group
  *   range of a state is one contiguous scan. Record = the key, then its VOID cell and namespace
  *   cells (value in value-codec, expiry times).
- * - Snapshot (the synchronous part of a checkpoint): an LMDB read transaction (MVCC: later writes
- *   do not show in it), the heap tables' copy-on-write capture of the cached entries, and a copy
- *   of the keys removed since the last flush. O(key groups + removed keys). Writing a key group
- *   merges both views (cached wins; removed keys are left out) into the canonical format of
- *   heap-snapshot.ts, so snapshots of either backend restore into the other.
+ * - Snapshot (the synchronous part of a checkpoint): the pending write batch is written (at most
+ *   WRITE_BATCH records), then an LMDB read transaction is opened (MVCC: later writes do not show
+ *   in it) and the heap tables take their copy-on-write capture of the cached entries: O(key
+ *   groups + WRITE_BATCH). Writing a key group merges both views (a cached key wins over its
+ *   stored record) into the canonical format of heap-snapshot.ts, so snapshots of either backend
+ *   restore into the other.
  * - The store is a cache of the last checkpoint, never trusted across runs: opening a backend
  *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
@@ -43,6 +45,9 @@ import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import { Cell, KeyEntry, keyGroupOutOfRange, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
 import type { Namespace } from "./namespace.ts";
 
+/** Evicted entries (and removals) gathered before one write transaction (each LMDB commit costs ~0.1-0.4 ms). */
+const WRITE_BATCH = 4_096;
+
 /** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
 export const DEFAULT_DISK_CACHE_SIZE = 100_000;
 
@@ -64,10 +69,9 @@ const TAG_NUMBER = 1;
 const TAG_STRING = 2;
 const TAG_BIGINT = 3;
 
-/** A read view for one snapshot: the store as of then, and the keys removed but not yet deleted from it. */
+/** A read view for one snapshot: the store as of then. */
 interface StoreView {
   readonly txn: Transaction;
-  readonly removed: ReadonlySet<string>;
   /** Table captures not released yet: the transaction ends with the last. */
   open: number;
 }
@@ -87,8 +91,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #clock: Clock;
   /** Cached keys, least recently used first (a key's entries in every table count once). */
   readonly #lru = new Map<MapKey, number>();
-  /** Store keys (latin1) of entries removed from the cache since the last flush: deleted from the store then. */
-  readonly #removed = new Map<string, Buffer>();
+  /**
+   * Writes not in the store yet, by store key (latin1): an evicted entry's record, or undefined
+   * for a key whose state was removed. Written in one sorted transaction once WRITE_BATCH are
+   * pending, and before a snapshot. Reads look here before the store.
+   */
+  readonly #pending = new Map<string, [Buffer, Buffer | undefined]>();
   readonly #tables: TableInfo[] = [];
   readonly #tablesByName = new Map<string, TableInfo>();
   /** The view `snapshot()` is taking (read by captureTable during super.snapshot()). */
@@ -143,7 +151,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const lru = this.#lru;
     lru.delete(mapKey);
     lru.set(mapKey, keyGroup - this.keyGroupRange.start);
-    if (lru.size + this.#removed.size > this.#cacheSize) this.#evict(mapKey);
+    if (lru.size > this.#cacheSize) this.#evict(mapKey);
   }
 
   protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
@@ -160,12 +168,15 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     return {
       load: (mapKey, kgIndex, version, insert) => {
         const storeKey = this.#storeKey(kgIndex, id, mapKey);
-        if (this.#removed.size > 0 && this.#removed.has(storeKey.toString("latin1"))) return undefined;
         let bytes: Buffer | undefined;
-        try {
-          bytes = this.#db.getBinary(storeKey);
-        } catch (e) {
-          throw storeFailed(this.#dir, "read", e);
+        const pending = this.#pending.size > 0 ? this.#pending.get(storeKey.toString("latin1")) : undefined;
+        if (pending !== undefined) bytes = pending[1];
+        else {
+          try {
+            bytes = this.#db.getBinary(storeKey);
+          } catch (e) {
+            throw storeFailed(this.#dir, "read", e);
+          }
         }
         if (bytes === undefined) return undefined;
         const entry = decodeEntry(bytes, mapKey, version, this.#dir);
@@ -173,13 +184,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         return entry;
       },
       created: (mapKey, kgIndex) => {
-        if (this.#removed.size > 0) this.#removed.delete(this.#storeKey(kgIndex, id, mapKey).toString("latin1"));
         if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
       },
-      removed: (mapKey, kgIndex) => {
-        const storeKey = this.#storeKey(kgIndex, id, mapKey);
-        this.#removed.set(storeKey.toString("latin1"), storeKey);
-      },
+      // A pending delete; should the key come back, its eviction replaces it by a put.
+      removed: (mapKey, kgIndex) => this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined),
       migrate: (step) => this.#migrateStored(id, step),
     };
   }
@@ -219,8 +227,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   /**
-   * Evicts the least recently used keys (never `keep`, the key being moved to): writes their
-   * entries back and deletes removed ones, in one transaction of sorted puts.
+   * Evicts the least recently used keys (never `keep`, the key being moved to) into the write
+   * batch, and writes the batch once full.
    */
   #evict(keep: MapKey | undefined): void {
     const victims: [MapKey, number][] = [];
@@ -228,33 +236,40 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       if (victims.length >= this.#evictBatch) break;
       if (mapKey !== keep) victims.push([mapKey, kgIndex]);
     }
-    const puts: [Buffer, Buffer][] = [];
     for (const [mapKey, kgIndex] of victims) {
       this.#lru.delete(mapKey);
       for (const { table, id } of this.#tables) {
         const entry = table.evict(mapKey, kgIndex);
-        if (entry !== undefined) puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(entry)]);
+        if (entry !== undefined) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
       }
     }
-    this.#write(puts);
+    if (this.#pending.size >= WRITE_BATCH) this.#write([]);
   }
 
-  /** Writes `puts` (sorted here) and deletes the removed keys, in one transaction. */
+  /** A write for the next batch (undefined: delete the key). */
+  #stage(storeKey: Buffer, value: Buffer | undefined): void {
+    this.#pending.set(storeKey.toString("latin1"), [storeKey, value]);
+  }
+
+  /** Writes the pending writes and `puts` (which win), sorted by key, in one transaction. */
   #write(puts: [Buffer, Buffer][]): void {
-    puts.sort((a, b) => Buffer.compare(a[0], b[0]));
-    const removed = [...this.#removed.values()];
-    this.#removed.clear();
+    for (const [key, value] of puts) this.#stage(key, value);
+    if (this.#pending.size === 0) return;
+    const writes = [...this.#pending.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
+    this.#pending.clear();
     try {
       this.#db.transactionSync(() => {
-        for (const key of removed) this.#db.removeSync(key);
-        for (const [key, value] of puts) this.#db.putSync(key, value);
+        for (const [key, value] of writes) {
+          if (value === undefined) this.#db.removeSync(key);
+          else this.#db.putSync(key, value);
+        }
       });
     } catch (e) {
       throw storeFailed(this.#dir, "write", e);
     }
   }
 
-  /** Writes every cached entry back (they stay cached) and deletes removed keys: the store alone is then complete. */
+  /** Writes every cached entry back (they stay cached) and the write batch: the store alone is then complete. */
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
     for (const { table, id } of this.#tables) {
@@ -273,6 +288,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /** Applies `step` to every cell of state `id` stored for keys the cache does not hold, in batches. */
   #migrateStored(id: number, step: (cell: Cell) => void): void {
+    this.#write([]); // the store alone then holds every evicted entry
     const info = this.#tables[id]!;
     const { start, end } = this.keyGroupRange;
     for (let kg = start; kg <= end; kg++) {
@@ -302,18 +318,20 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   /**
-   * The synchronous part of a checkpoint: an LMDB read transaction, the removed keys, and the heap
-   * tables' captures (see the file comment). The transaction ends when every table's capture is
+   * The synchronous part of a checkpoint: the write batch written, an LMDB read transaction, and
+   * the heap tables' captures (see the file comment). The transaction ends when every table's capture is
    * released (the snapshot's release()).
    */
   override snapshot(): HeapKeyedStateSnapshot {
+    // At most WRITE_BATCH pending writes: bounded work.
+    this.#write([]);
     let txn: Transaction;
     try {
       txn = this.#db.useReadTransaction();
     } catch (e) {
       throw storeFailed(this.#dir, "read", e);
     }
-    const view: StoreView = { txn, removed: new Set(this.#removed.keys()), open: this.#tables.length };
+    const view: StoreView = { txn, open: this.#tables.length };
     if (view.open === 0) txn.done();
     this.#view = view;
     try {
@@ -351,7 +369,6 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         });
         for (const entry of storedOf(index)) {
           if (seen.has(entry.mapKey)) continue;
-          if (view.removed.size > 0 && view.removed.has(this.#storeKey(index, info.id, entry.mapKey).toString("latin1"))) continue;
           visitStored(entry, visit);
         }
       },
@@ -370,7 +387,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   override restoreKeyGroup(keyGroup: number, input: Reader, states: readonly KeyedStateMeta[]): void {
     super.restoreKeyGroup(keyGroup, input, states);
-    while (this.#lru.size + this.#removed.size > this.#cacheSize) this.#evict(undefined);
+    while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
   }
 
   override numKeys(stateName: string): number {
@@ -435,6 +452,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #cleanupCursor = new Map<number, Buffer>();
 
   #cleanupStored({ table, id }: TableInfo, maxEntries: number, now: number): number {
+    this.#write([]); // a pending write is newer than what the store holds
     const { start, end } = this.keyGroupRange;
     const from = this.#cleanupCursor.get(id) ?? this.#range(start, id).start;
     let examined = 0;
@@ -466,7 +484,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           }
         }
         removed += dropped;
-        if (entry.isEmpty()) this.#removed.set(last.toString("latin1"), last);
+        if (entry.isEmpty()) this.#stage(last, undefined);
         else puts.push([last, this.#encode(entry)]);
       }
     }
