@@ -3,8 +3,12 @@
  * n % KEYS, so every key is revisited all through the run and, with a small cache, goes to the
  * store and back many times. Its output does not depend on how source splits interleave: each
  * key's total (value state) and list of window sums (list state) emitted by an end-of-input timer,
- * and per-key tumbling event-time window sums (reducing state in window namespaces). A fault
- * from EDDY_DK_FAULT (JSON { kind: "process" | "exit", atRecord, marker }) fires once per marker.
+ * and per-key tumbling event-time window sums (aggregating state in window namespaces). A fault
+ * from EDDY_DK_FAULT (JSON { kind: "process" | "exit", atRecord, marker, checkpoints }) fires
+ * once per marker, at the first record from `atRecord` on that comes after a checkpoint completed
+ * (a `chk-<n>/_manifest` exists in the job's checkpoint directory `checkpoints`), so the restart
+ * restores a checkpoint; the map sleeps 1 ms every 10 records until then, so checkpoints
+ * complete on a busy machine too.
  */
 import {
   defineJob,
@@ -16,6 +20,8 @@ import {
   type KeyedProcessFunction,
   type OnTimerContext,
 } from "eddy";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
 import { committingCollectSink } from "eddy/testing";
 import { fireOnce } from "./fault-markers.ts";
 
@@ -34,6 +40,9 @@ export interface WindowSum {
   readonly sum: number;
   readonly last: number;
 }
+
+/** For short sleeps (Atomics.wait on a value that never changes). */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 const TOTAL = new ValueStateDescriptor<{ total: number; count: number }>("total");
 const SUMS = new ListStateDescriptor<number>("window-sums");
@@ -59,18 +68,29 @@ interface Fault {
   readonly kind: "process" | "exit";
   readonly atRecord: number;
   readonly marker: string;
+  /** The job's checkpoint directory (`<checkpointDir>/<jobId>`). */
+  readonly checkpoints: string;
 }
 
 export const diskKeyedJob = defineJob("disk-keyed", (env) => {
   const raw = process.env.EDDY_DK_FAULT;
   const f = raw === undefined || raw === "" ? undefined : (JSON.parse(raw) as Fault);
+  let committed = false;
+  let fired = false;
   const numbers = env
     .fromSequence(1, RECORDS)
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
     .map((n: number) => {
-      if (f !== undefined && n === f.atRecord && fireOnce(f.marker)) {
-        if (f.kind === "exit") process.exit(3);
-        throw new Error(`injected fault at record ${n}`);
+      if (f !== undefined && !fired) {
+        if (!committed && n % 10 === 0) {
+          committed = existsSync(f.checkpoints) && readdirSync(f.checkpoints).some((d) => existsSync(join(f.checkpoints, d, "_manifest")));
+          if (!committed) Atomics.wait(sleeper, 0, 0, 1);
+        }
+        if (committed && n >= f.atRecord && fireOnce(f.marker)) {
+          if (f.kind === "exit") process.exit(3);
+          throw new Error(`injected fault at record ${n}`);
+        }
+        fired = existsSync(f.marker);
       }
       return n;
     });
