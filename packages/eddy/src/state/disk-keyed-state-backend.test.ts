@@ -185,6 +185,32 @@ test("disk backend: a job directory in use by another live process is refused wi
   b.dispose?.();
 });
 
+test("disk backend: background TTL cleanup walks the store too, a bounded number of entries per call", () => {
+  const clock = new ManualClock(0);
+  const b = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, `b${n++}`), cacheSize: 4 });
+  const ttl = new ValueStateDescriptor<number>("ttl", { ttl: { ttlMs: 100, cleanup: { incremental: false, background: true } } });
+  for (let i = 0; i < 200; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(ttl).update(i);
+  }
+  clock.advance(50);
+  for (let i = 0; i < 100; i += 10) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(ttl).update(i); // written again: expires 50 ms later than the others
+  }
+  clock.advance(60);
+  assert.equal(b.numKeys("ttl"), 200, "expired entries are still stored");
+  let removed = 0;
+  for (let step = 0; step < 100 && removed < 190; step++) {
+    const now = b.cleanupExpired(30);
+    assert.ok(now <= 30 + 4, `one call examines at most 30 stored entries and the cached ones (${now})`);
+    removed += now;
+  }
+  assert.equal(removed, 190);
+  assert.equal(b.numKeys("ttl"), 10);
+  b.dispose();
+});
+
 test("disk backend: bad options are refused by name", () => {
   assert.throws(() => diskStateBackend({ dir: root, cacheSize: 0 }), /state\.backend\.disk\.cache-size must be a positive integer/);
   assert.throws(() => diskStateBackend({ dir: "" }), /needs a directory \(state\.backend\.disk\.dir\)/);
