@@ -14,12 +14,12 @@
  *   Store key = u16 key group (big-endian) · u16 state id · key tag · key bytes, so a key-group
  *   range of a state is one contiguous scan. Record = the key, then its VOID cell and namespace
  *   cells (value in value-codec, expiry times).
- * - Snapshot (the synchronous part of a checkpoint): the pending write batch is written (at most
- *   WRITE_BATCH records), then an LMDB read transaction is opened (MVCC: later writes do not show
- *   in it) and the heap tables take their copy-on-write capture of the cached entries: O(key
- *   groups + WRITE_BATCH). Writing a key group merges both views (a cached key wins over its
- *   stored record) into the canonical format of heap-snapshot.ts, so snapshots of either backend
- *   restore into the other.
+ * - Snapshot (the synchronous part of a checkpoint): an LMDB read transaction is opened (MVCC:
+ *   later writes do not show in it), the write batch is copied (at most WRITE_BATCH references,
+ *   grouped by key group and state), and the heap tables take their copy-on-write capture of the
+ *   cached entries: O(key groups + WRITE_BATCH), no write. Writing a key group merges the three
+ *   (a cached key wins over the batch, the batch over the store) into the canonical format of
+ *   heap-snapshot.ts, so snapshots of either backend restore into the other.
  * - The store is a cache of the last checkpoint, never trusted across runs: opening a backend
  *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
@@ -72,6 +72,11 @@ const TAG_BIGINT = 3;
 /** A read view for one snapshot: the store as of then. */
 interface StoreView {
   readonly txn: Transaction;
+  /**
+   * The write batch when the snapshot was taken (newer than the store), by the 4-byte prefix
+   * (key group, state id) of its store keys, in latin1: the record, or undefined for a delete.
+   */
+  readonly pending: ReadonlyMap<string, ReadonlyMap<string, Buffer | undefined>>;
   /** Table captures not released yet: the transaction ends with the last. */
   open: number;
 }
@@ -307,6 +312,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /** Store records of state `id` in key group `kg` (in `txn`, or the store as it is now), decoded. */
   *#stored(kg: number, id: number, txn?: Transaction): Generator<KeyEntry> {
+    for (const { entry } of this.#storedWithKeys(kg, id, txn)) yield entry;
+  }
+
+  /** As #stored, with each record's store key. */
+  *#storedWithKeys(kg: number, id: number, txn?: Transaction): Generator<{ key: Buffer; entry: KeyEntry }> {
     const range = this.#range(kg, id);
     let it: Iterable<{ key: Buffer; value: Buffer }>;
     try {
@@ -314,24 +324,30 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     } catch (e) {
       throw storeFailed(this.#dir, "read", e);
     }
-    for (const { value } of it) yield decodeEntry(Buffer.from(value), undefined, 0, this.#dir);
+    for (const { key, value } of it) yield { key, entry: decodeEntry(Buffer.from(value), undefined, 0, this.#dir) };
   }
 
   /**
-   * The synchronous part of a checkpoint: the write batch written, an LMDB read transaction, and
-   * the heap tables' captures (see the file comment). The transaction ends when every table's capture is
-   * released (the snapshot's release()).
+   * The synchronous part of a checkpoint: an LMDB read transaction, the write batch (at most
+   * WRITE_BATCH writes, grouped by key group and state), and the heap tables' captures (see the
+   * file comment). The transaction ends when every table's capture is released (the snapshot's
+   * release()).
    */
   override snapshot(): HeapKeyedStateSnapshot {
-    // At most WRITE_BATCH pending writes: bounded work.
-    this.#write([]);
+    const pending = new Map<string, Map<string, Buffer | undefined>>();
+    for (const [name, [, value]] of this.#pending) {
+      const prefix = name.slice(0, 4);
+      let group = pending.get(prefix);
+      if (group === undefined) pending.set(prefix, (group = new Map()));
+      group.set(name, value);
+    }
     let txn: Transaction;
     try {
       txn = this.#db.useReadTransaction();
     } catch (e) {
       throw storeFailed(this.#dir, "read", e);
     }
-    const view: StoreView = { txn, open: this.#tables.length };
+    const view: StoreView = { txn, pending, open: this.#tables.length };
     if (view.open === 0) txn.done();
     this.#view = view;
     try {
@@ -351,24 +367,37 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const start = this.keyGroupRange.start;
     const given = new Set<number>();
     let released = false;
-    const storedOf = (index: number): Generator<KeyEntry> => this.#stored(index + start, info.id, view.txn);
+    const storedOf = (index: number): Generator<{ key: Buffer; entry: KeyEntry }> => this.#storedWithKeys(index + start, info.id, view.txn);
+    const pendingOf = (index: number): ReadonlyMap<string, Buffer | undefined> | undefined =>
+      view.pending.size === 0 ? undefined : view.pending.get(this.#range(index + start, info.id).start.toString("latin1"));
     return {
       size: (index) => {
         if (given.has(index)) return 0;
         const n = cached.size(index);
         if (n > 0) return n;
+        const pending = pendingOf(index);
+        if (pending !== undefined) for (const value of pending.values()) if (value !== undefined) return 1;
         for (const _ of storedOf(index)) return 1;
         return 0;
       },
       forEachCell: (index, visit) => {
         if (given.has(index)) return;
+        // Newest first: the cached entries, then the write batch, then the store.
         const seen = new Set<MapKey>();
         cached.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
           seen.add(mapKeyOf(key));
           visit(key, ns, value, expiresAt, expiry);
         });
-        for (const entry of storedOf(index)) {
-          if (seen.has(entry.mapKey)) continue;
+        const pending = pendingOf(index);
+        if (pending !== undefined) {
+          for (const value of pending.values()) {
+            if (value === undefined) continue;
+            const entry = decodeEntry(value, undefined, 0, this.#dir);
+            if (!seen.has(entry.mapKey)) visitStored(entry, visit);
+          }
+        }
+        for (const { key, entry } of storedOf(index)) {
+          if (seen.has(entry.mapKey) || pending?.has(key.toString("latin1")) === true) continue;
           visitStored(entry, visit);
         }
       },
