@@ -18,7 +18,8 @@ import assert from "node:assert/strict";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runJob, type RunOptions } from "eddy/testing";
+import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
+import { collectSink, runJob, type RunOptions } from "eddy/testing";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
 import * as diskKeyed from "./jobs/disk-keyed.ts";
@@ -146,6 +147,43 @@ test("a savepoint of the heap backend resumes on the disk backend at another par
     await runInto(out, { ...common, mode: "inline", parallelism: 1, jobId: "heap-3", fromSavepoint: second.savepoint! });
     assert.deepEqual(committedFiles(out, "counted"), expected.counted, "committed counts over the three runs");
     assert.deepEqual(committedFiles(out, "windows"), expected.windows, "committed windows over the three runs");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("env.setStateBackend chooses the backend in the job; -D state.backend wins over it; a bad choice is refused by name", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-env-"));
+  try {
+    const job = (name: string, dir: string) =>
+      defineJob(name, (env) => {
+        env.setStateBackend("disk", { dir, cacheSize: 3 });
+        const sums: KeyedProcessFunction<number, number, [number, number]> = {
+          processElement(n, ctx, out) {
+            const state = ctx.getState(new ValueStateDescriptor<number>("sum"));
+            const sum = (state.value() ?? 0) + n;
+            state.update(sum);
+            if (n > 990) out.collect([n % 10, sum]);
+          },
+        };
+        env.fromSequence(1, 1_000).keyBy((n) => n % 10).process(sums).sinkTo(collectSink("sums"));
+      });
+    const expected = Array.from({ length: 10 }, (_, k) => {
+      let sum = 0;
+      for (let n = 1; n <= 1_000; n++) if (n % 10 === k) sum += n;
+      return [k, sum];
+    }).sort((a, b) => a[0]! - b[0]!);
+    const onDisk = runJob(job("env-disk", join(root, "a")), { mode: "inline" });
+    await onDisk.done;
+    assert.deepEqual(onDisk.collected<[number, number]>("sums").sort((a, b) => a[0] - b[0]), expected);
+    assert.ok(existsSync(join(root, "a", "env-disk", "LOCK")), "the job's own choice, the disk backend, ran");
+    assert.equal(onDisk.configuration()["state.backend"], "disk");
+    const overridden = runJob(job("env-heap", join(root, "b")), { mode: "inline", config: { "state.backend": "heap" } });
+    await overridden.done;
+    assert.deepEqual(overridden.collected<[number, number]>("sums").sort((a, b) => a[0] - b[0]), expected);
+    assert.equal(existsSync(join(root, "b")), false, "-D state.backend=heap won");
+    const bad = defineJob("bad-backend", (env) => void env.setStateBackend("rocksdb" as "heap"));
+    await assert.rejects(async () => runJob(bad, { mode: "inline" }).done, /INVALID_STATE_BACKEND|unknown state backend "rocksdb"/);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
