@@ -221,6 +221,37 @@ export function keyedStateBackendContract(name: string, create: KeyedStateBacken
     }
   });
 
+  test(`${name} backend: queryable reads see any key's value of every kind, without moving the current key`, () => {
+    const b = backend();
+    const keys = Array.from({ length: 20 }, (_, i) => `q-${i}`);
+    for (const [i, key] of keys.entries()) {
+      at(b, key);
+      b.getState(count).update({ n: i });
+      b.getListState(seen).addAll([key, "y"]);
+      b.getMapState(tags).put(key, i);
+      b.getReducingState(sum).add(i);
+      b.getAggregatingState(average).add(i * 2);
+      const windowed = b.getReducingState(sum);
+      windowed.setCurrentNamespace(5);
+      windowed.add(100 + i);
+      windowed.setCurrentNamespace(VOID_NAMESPACE);
+    }
+    at(b, "elsewhere");
+    for (const [i, key] of keys.entries()) {
+      const kg = assignToKeyGroup(key, MAX_PARALLELISM);
+      assert.deepEqual(b.getValueForKey("count", key, kg), { n: i }, key);
+      assert.deepEqual(b.getValueForKey("seen", key, kg), [key, "y"]);
+      assert.deepEqual(b.getValueForKey("tags", key, kg), new Map([[key, i]]));
+      assert.equal(b.getValueForKey("sum", key, kg), i);
+      assert.equal(b.getValueForKey("average", key, kg), i * 2);
+      assert.equal(b.getValueForKey("sum", key, kg, 5), 100 + i);
+      assert.equal(b.getValueForKey("sum", key, kg, 6), undefined);
+    }
+    assert.equal(b.getValueForKey("count", "absent", assignToKeyGroup("absent", MAX_PARALLELISM)), undefined);
+    assert.equal(b.getCurrentKey(), "elsewhere");
+    assert.equal(b.getState(count).value(), undefined);
+  });
+
   test(`${name} backend: a key group outside the range is refused`, () => {
     const b = backend({ start: 0, end: 7 });
     const outside = [...Array(100).keys()].map(String).find((k) => assignToKeyGroup(k, MAX_PARALLELISM) > 7)!;
