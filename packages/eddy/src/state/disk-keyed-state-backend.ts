@@ -85,6 +85,12 @@ interface TableInfo {
   readonly table: StateTable;
   readonly id: number;
   readonly descriptor: StateDescriptorBase;
+  /**
+   * Cached keys created in this run of the cache and never written to the store or the write
+   * batch: removing their state needs no delete (a value cleared and set again on every record
+   * costs no store write).
+   */
+  readonly fresh: Set<MapKey>;
 }
 
 export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
@@ -162,14 +168,15 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
     const id = this.#tables.length;
     if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
-    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id));
-    const info = { table, id, descriptor };
+    const fresh = new Set<MapKey>();
+    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id, fresh));
+    const info = { table, id, descriptor, fresh };
     this.#tables.push(info);
     this.#tablesByName.set(descriptor.name, info);
     return table;
   }
 
-  #sourceFor(id: number): TableSource {
+  #sourceFor(id: number, fresh: Set<MapKey>): TableSource {
     return {
       load: (mapKey, kgIndex, version, insert) => {
         const storeKey = this.#storeKey(kgIndex, id, mapKey);
@@ -189,10 +196,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         return entry;
       },
       created: (mapKey, kgIndex) => {
+        fresh.add(mapKey);
         if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
       },
-      // A pending delete; should the key come back, its eviction replaces it by a put.
-      removed: (mapKey, kgIndex) => this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined),
+      // A pending delete (unless nothing was ever written for the key); should the key come back,
+      // its eviction replaces it by a put.
+      removed: (mapKey, kgIndex) => {
+        if (!fresh.delete(mapKey)) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
+      },
       migrate: (step) => this.#migrateStored(id, step),
     };
   }
@@ -243,9 +254,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     }
     for (const [mapKey, kgIndex] of victims) {
       this.#lru.delete(mapKey);
-      for (const { table, id } of this.#tables) {
+      for (const { table, id, fresh } of this.#tables) {
         const entry = table.evict(mapKey, kgIndex);
-        if (entry !== undefined) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+        if (entry === undefined) continue;
+        fresh.delete(mapKey);
+        this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
       }
     }
     if (this.#pending.size >= WRITE_BATCH) this.#write([]);
@@ -277,8 +290,9 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** Writes every cached entry back (they stay cached) and the write batch: the store alone is then complete. */
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
-    for (const { table, id } of this.#tables) {
+    for (const { table, id, fresh } of this.#tables) {
       for (const [mapKey, kgIndex] of table.heldKeys()) puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(table.peekHeld(mapKey, kgIndex)!)]);
+      fresh.clear(); // all written now
     }
     this.#write(puts);
   }
