@@ -2,11 +2,12 @@
  * The disk state backend in running jobs (issue 29), with `-D state.backend=disk` and a cache of 8
  * keys per subtask, so most state accesses go to the LMDB store and back.
  *
- * - Kill-and-compare on worker threads, with the job of test/jobs/disk-keyed.ts (1,000 keys
- *   revisited all through the run; value, list and window state): a fault at a random point (a
- *   worker thread ended as a kill would, or an exception while processing), recovery from the
- *   latest checkpoint, committed output equal to the failure-free run (heap, inline, no
- *   checkpoints). EDDY_DISK_ROUNDS sets the rounds (default 4), EDDY_TEST_SEED the seed.
+ * - Kill-and-compare on worker threads and inline, with the job of test/jobs/disk-keyed.ts (1,000
+ *   keys revisited all through the run; value, list and window state): a fault at a random point
+ *   after a checkpoint completed (a worker thread ended as a kill would, or an exception while
+ *   processing), recovery from the latest checkpoint, committed output equal to the failure-free
+ *   run (heap, inline, no checkpoints). EDDY_DISK_ROUNDS sets the rounds (default 3),
+ *   EDDY_TEST_SEED the seed.
  * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
  *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
  *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
@@ -91,24 +92,33 @@ async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "ex
   }
 }
 
-test("disk backend on worker threads (1,000 keys, a cache of 8): a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
+test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
   const root = mkdtempSync(join(tmpdir(), "eddy-disk-kill-"));
   try {
     const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
     assert.equal(expected.totals.length, diskKeyed.KEYS);
     const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
     const random = prng(seed);
-    const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 4);
+    const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
     for (let round = 0; round < rounds; round++) {
       const dir = join(root, `round-${round}`);
       // Anywhere in the first 90 %, after a checkpoint completed (the job waits for one).
       const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
-      const fault = { kind: round % 2 === 0 ? "exit" : "process", atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill") } as const;
-      const at = `seed ${seed}, round ${round}, fault '${fault.kind}' at record ${atRecord}`;
+      // Worker threads: a thread ended as a kill would, or an exception; inline (the restarted
+      // subtask's predecessor is never torn down by a thread exit): an exception.
+      const [mode, kind] = (
+        [
+          ["threads", "exit"],
+          ["threads", "process"],
+          ["inline", "process"],
+        ] as const
+      )[round % 3]!;
+      const fault = { kind, atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill") };
+      const at = `seed ${seed}, round ${round}, ${mode}, fault '${fault.kind}' at record ${atRecord}`;
       const stateDir = join(dir, "state");
       const result = await runDiskKeyed(
         {
-          mode: "threads",
+          mode,
           parallelism: 2,
           checkpointing: { intervalMs: 10 },
           checkpointDir: join(dir, "checkpoints"),

@@ -128,7 +128,7 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   }
   assert.equal(b.numKeys("count"), 4); // writes the pending batch to the store
   // Damage every stored record from outside (LMDB allows a second handle in this process).
-  const db = openLmdb<Buffer, Buffer>({ path: join(b.storeDir, "store.mdb"), keyEncoding: "binary", encoding: "binary" });
+  const db = openLmdb<Buffer, Buffer>({ path: b.storePath, keyEncoding: "binary", encoding: "binary" });
   const keys = [...db.getKeys()];
   assert.ok(keys.length >= 3);
   db.transactionSync(() => {

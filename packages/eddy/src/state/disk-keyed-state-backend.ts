@@ -27,6 +27,7 @@
  * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
  */
 import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { open as openLmdb, type Database, type RootDatabase, type Transaction } from "lmdb";
 import type { Clock } from "../core/clock.ts";
@@ -96,6 +97,7 @@ interface TableInfo {
 export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #db: RootDatabase<Buffer, Buffer>;
   readonly #dir: string;
+  readonly #path: string;
   readonly #cacheSize: number;
   /** How many keys one eviction takes out (a quarter of the cache, at least one). */
   readonly #evictBatch: number;
@@ -129,7 +131,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       // Never trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
       rmSync(storeDir, { recursive: true, force: true });
       mkdirSync(storeDir, { recursive: true });
-      this.#db = openLmdb<Buffer, Buffer>({ path: join(storeDir, "store.mdb"), keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
+      // A file name of its own: lmdb shares an environment among every opener of one path in the
+      // process (worker threads included), and a restarted subtask must not get its failed
+      // predecessor's, which may still be open.
+      this.#path = join(storeDir, `store-${randomUUID()}.mdb`);
+      this.#db = openLmdb<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
     } catch (e) {
       throw storeFailed(storeDir, "open", e);
     }
@@ -138,6 +144,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** The store's directory (tests). */
   get storeDir(): string {
     return this.#dir;
+  }
+
+  /** The store's file (tests). */
+  get storePath(): string {
+    return this.#path;
   }
 
   /** Keys on the heap now (tests, metrics). */
