@@ -107,7 +107,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /**
    * Writes not in the store yet, by store key (latin1): an evicted entry's record, or undefined
    * for a key whose state was removed. Written in one sorted transaction once WRITE_BATCH are
-   * pending, and before a snapshot. Reads look here before the store.
+   * pending, and whenever the store alone must be complete (numKeys, keysOf, entries, migration,
+   * background cleanup); a snapshot copies it. Reads look here before the store.
    */
   readonly #pending = new Map<string, [Buffer, Buffer | undefined]>();
   readonly #tables: TableInfo[] = [];
@@ -131,9 +132,9 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       // Never trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
       rmSync(storeDir, { recursive: true, force: true });
       mkdirSync(storeDir, { recursive: true });
-      // A file name of its own: lmdb shares an environment among every opener of one path in the
-      // process (worker threads included), and a restarted subtask must not get its failed
-      // predecessor's, which may still be open.
+      // A file name of its own, as a precaution: lmdb shares an environment among every opener of
+      // one path in the process (worker threads included), and a restarted subtask must never get
+      // its failed predecessor's, should it still be open.
       this.#path = join(storeDir, `store-${randomUUID()}.mdb`);
       this.#db = openLmdb<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
     } catch (e) {
