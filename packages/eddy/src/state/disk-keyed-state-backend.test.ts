@@ -18,6 +18,7 @@ import { ListStateDescriptor, ValueStateDescriptor } from "./descriptors.ts";
 import { DiskKeyedStateBackend, diskStateBackend, lockJobDir } from "./disk-keyed-state-backend.ts";
 import { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackend } from "./keyed-state-backend.ts";
+import { writeKeyGroups } from "../testing/keyed-state-backend-contract.ts";
 
 const root = mkdtempSync(join(tmpdir(), "eddy-disk-test-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -30,19 +31,7 @@ const make = (cacheSize: number, storeDir = join(root, `b${n++}`)): DiskKeyedSta
 const count = new ValueStateDescriptor<number>("count");
 const items = new ListStateDescriptor<string>("items");
 
-function writeAll(b: KeyedStateBackend): Map<number, ArrayBuffer> {
-  const snapshot = b.snapshot();
-  const groups = new Map<number, ArrayBuffer>();
-  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
-    if (!snapshot.hasKeyGroup(kg)) continue;
-    const out = new ByteWriter();
-    snapshot.writeKeyGroup(kg, out);
-    groups.set(kg, out.finish());
-    snapshot.releaseKeyGroup(kg);
-  }
-  snapshot.release();
-  return groups;
-}
+const writeAll = (b: KeyedStateBackend): Map<number, ArrayBuffer> => writeKeyGroups(b.snapshot(), RANGE);
 
 test("disk backend: the cache holds at most cache-size keys; every value survives eviction (through several write batches)", () => {
   const b = make(50);

@@ -21,7 +21,7 @@ import {
   ReducingStateDescriptor,
   ValueStateDescriptor,
 } from "../state/descriptors.ts";
-import type { KeyedStateBackend, KeyedStateBackendFactory } from "../state/keyed-state-backend.ts";
+import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot } from "../state/keyed-state-backend.ts";
 import type { KeyGroupRangeLike } from "../state/namespace.ts";
 import { VOID_NAMESPACE } from "../state/namespace.ts";
 
@@ -38,6 +38,20 @@ const average = new AggregatingStateDescriptor<number, { total: number; n: numbe
   getResult: (acc) => acc.total / acc.n,
   merge: (a, b) => ({ total: a.total + b.total, n: a.n + b.n }),
 });
+
+/** Writes every key group of `range` a snapshot holds (canonical format), giving each back once written; then releases it. */
+export function writeKeyGroups(snapshot: KeyedStateSnapshot, range: KeyGroupRangeLike): Map<number, ArrayBuffer> {
+  const groups = new Map<number, ArrayBuffer>();
+  for (let kg = range.start; kg <= range.end; kg++) {
+    if (!snapshot.hasKeyGroup(kg)) continue;
+    const out = new ByteWriter();
+    snapshot.writeKeyGroup(kg, out);
+    groups.set(kg, out.finish());
+    snapshot.releaseKeyGroup(kg);
+  }
+  snapshot.release();
+  return groups;
+}
 
 /** Registers the contract's tests for the backends `create` makes (`other`: a second factory to restore into). */
 export function keyedStateBackendContract(name: string, create: KeyedStateBackendFactory, other: KeyedStateBackendFactory = create): void {
@@ -282,15 +296,7 @@ export function keyedStateBackendContract(name: string, create: KeyedStateBacken
       if (i % 2 === 0) b.getListState(seen).clear();
       else b.getMapState(tags).put("later", 2);
     }
-    const groups = new Map<number, ArrayBuffer>();
-    for (let kg = ALL.start; kg <= ALL.end; kg++) {
-      if (!snapshot.hasKeyGroup(kg)) continue;
-      const out = new ByteWriter();
-      snapshot.writeKeyGroup(kg, out);
-      groups.set(kg, out.finish());
-      snapshot.releaseKeyGroup(kg);
-    }
-    snapshot.release();
+    const groups = writeKeyGroups(snapshot, ALL);
     snapshot.release();
     // Rescaled: two backends of half the key groups each, made by `other`.
     const halves = [
