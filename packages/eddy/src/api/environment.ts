@@ -8,6 +8,7 @@ import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
 import type { SourceTransformation } from "../graph/transformation.ts";
 import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
+import { stateBackendSpec, type DiskStateBackendInput, type StateBackendKind, type StateBackendSpec } from "../state/state-backend-spec.ts";
 import { DataStream } from "./data-stream.ts";
 import { JobBuilder } from "./job-builder.ts";
 
@@ -20,6 +21,7 @@ export class StreamExecutionEnvironment {
   #autoWatermarkIntervalMs = DEFAULT_AUTO_WATERMARK_INTERVAL_MS;
   #checkpointing: CheckpointConfig | undefined;
   #restartStrategy: RestartStrategyConfig | undefined;
+  #stateBackend: StateBackendSpec | undefined;
 
   /** Elements of a finite list, in order (one non-parallel source). */
   fromElements<T>(...values: T[]): DataStream<T> {
@@ -107,6 +109,23 @@ export class StreamExecutionEnvironment {
 
   getRestartStrategy(): RestartStrategyConfig | undefined {
     return this.#restartStrategy;
+  }
+
+  /**
+   * The keyed state backend of the job's keyed operators: "heap" (default: state on the V8 heap) or
+   * "disk" (an embedded LMDB store per operator subtask with a cache of hot keys on the heap, for
+   * state larger than memory; options dir, cacheSize). A run's `-D state.backend…` keys win.
+   * docs/state-backends.md.
+   */
+  setStateBackend(kind: "heap"): this;
+  setStateBackend(kind: "disk", options?: DiskStateBackendInput): this;
+  setStateBackend(kind: StateBackendKind, options?: DiskStateBackendInput): this {
+    this.#stateBackend = stateBackendSpec(kind, options);
+    return this;
+  }
+
+  getStateBackend(): StateBackendSpec | undefined {
+    return this.#stateBackend;
   }
 
   /** @internal read by the executor after the job function has run. */

@@ -53,19 +53,7 @@ export function registryFile(home: string, id: string): string {
   return join(jobsDir(home), `${id}.json`);
 }
 
-/**
- * Whether process `pid` exists. EPERM means it exists but belongs to someone else. A pid that is
- * not a positive integer is "not alive": `process.kill(0 or -n, 0)` would address a process group.
- */
-export function isPidAlive(pid: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+export { isPidAlive } from "../core/pid.ts";
 
 /** The entry in `file`, or undefined when the file is missing, unreadable as an entry, or of another version. */
 export async function readRegistryEntry(file: string): Promise<RegistryEntry | undefined> {

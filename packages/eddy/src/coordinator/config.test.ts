@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EddyError } from "../core/errors.ts";
-import { optionsFromConfig } from "./config.ts";
+import { optionsFromConfig, resolveStateBackend } from "./config.ts";
 
 test("configuration keys map onto run options, with units", () => {
   assert.deepEqual(
@@ -54,4 +54,21 @@ test("unknown keys and bad values are refused, naming the key", () => {
     () => optionsFromConfig({ "execution.checkpointing.interval": "1s", "execution.checkpointing.recovery.allow-behind-committed": "yes" }),
     code("INVALID_CONFIG", /allow-behind-committed/),
   );
+});
+
+test("state backend keys: heap or disk, the disk backend's directory and cache size; bad values and disk keys without the disk backend are refused by name", () => {
+  const keys = optionsFromConfig({ "state.backend": "disk", "state.backend.disk.dir": "/var/eddy/state", "state.backend.disk.cache-size": "5000" }).stateBackend;
+  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000 });
+  // The keys refine what the job chose; state.backend=heap overrides it.
+  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10 } as const;
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20 });
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend": "heap" }).stateBackend, fromJob), { kind: "heap" });
+  assert.equal(resolveStateBackend(undefined, undefined), undefined);
+  const refused = (entries: Record<string, string>, message: RegExp): void =>
+    assert.throws(() => resolveStateBackend(optionsFromConfig(entries).stateBackend, undefined), (e: unknown) => e instanceof EddyError && message.test(e.message));
+  refused({ "state.backend": "rocksdb" }, /'state\.backend' has the value 'rocksdb'; expected heap or disk/);
+  refused({ "state.backend": "disk", "state.backend.disk.cache-size": "0" }, /'state\.backend\.disk\.cache-size' has the value '0'; expected a positive integer/);
+  refused({ "state.backend": "disk", "state.backend.disk.cache-size": "many" }, /'state\.backend\.disk\.cache-size' has the value 'many'/);
+  refused({ "state.backend.disk.dir": "/x" }, /state\.backend\.disk\.\* keys need the disk backend/);
+  refused({ "state.backend": "disk", "state.backend.disk.dir": " " }, /'state\.backend\.disk\.dir'/);
 });

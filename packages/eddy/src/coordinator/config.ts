@@ -6,6 +6,7 @@
 import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
+import { stateBackendSpec, type StateBackendSpec } from "../state/state-backend-spec.ts";
 
 /** What the keys configure (a subset of RunOptions). */
 export interface ConfiguredOptions {
@@ -18,6 +19,8 @@ export interface ConfiguredOptions {
   metricsEnabled?: boolean;
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
+  /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
+  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number };
 }
 
 interface KeySpec {
@@ -29,6 +32,7 @@ interface KeySpec {
 interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   restart: Record<string, string>;
+  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number };
 }
 
 /** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
@@ -130,6 +134,29 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       d.restPort = port;
     },
   },
+  "state.backend": {
+    description: "heap (default) or disk: where keyed state lives (docs/state-backends.md)",
+    apply: (v, d) => {
+      const kind = v.trim().toLowerCase();
+      if (kind !== "heap" && kind !== "disk") throw invalid("state.backend", v, "heap or disk");
+      d.backend.kind = kind as "heap" | "disk";
+    },
+  },
+  "state.backend.disk.dir": {
+    description: "root directory of the disk backend's local stores (default ./.eddy/state)",
+    apply: (v, d) => {
+      if (v.trim() === "") throw invalid("state.backend.disk.dir", v, "a directory path");
+      d.backend.dir = v;
+    },
+  },
+  "state.backend.disk.cache-size": {
+    description: "keys the disk backend keeps on the heap per operator subtask (default 100000)",
+    apply: (v, d) => {
+      const n = int("state.backend.disk.cache-size", v);
+      if (n < 1) throw invalid("state.backend.disk.cache-size", v, "a positive integer");
+      d.backend.cacheSize = n;
+    },
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -142,7 +169,7 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
 
 /** Run options from configuration entries; throws naming the first unknown key or bad value. */
 export function optionsFromConfig(entries: Readonly<Record<string, string>>): ConfiguredOptions {
-  const draft: Draft = { checkpoint: {}, restart: {} };
+  const draft: Draft = { checkpoint: {}, restart: {}, backend: {} };
   for (const [key, value] of Object.entries(entries)) {
     const spec = CONFIG_KEYS[key];
     if (spec === undefined) {
@@ -150,8 +177,9 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
     }
     spec.apply(value, draft);
   }
-  const { checkpoint, restart, ...plain } = draft;
+  const { checkpoint, restart, backend, ...plain } = draft;
   const out: ConfiguredOptions = { ...plain };
+  if (Object.keys(backend).length > 0) out.stateBackend = backend;
   if (Object.keys(checkpoint).length > 0) {
     if (checkpoint.intervalMs === undefined) {
       throw new EddyError("INVALID_CONFIG", "execution.checkpointing.* keys need execution.checkpointing.interval");
@@ -160,6 +188,23 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
   }
   if (Object.keys(restart).length > 0) out.restartStrategy = restartStrategy(restart);
   return out;
+}
+
+/**
+ * The state backend of a run: the `state.backend*` keys over what the job set
+ * (`env.setStateBackend`); undefined: the heap backend. `state.backend.disk.*` keys refine a
+ * disk backend chosen either way, and are refused when the backend is not the disk backend.
+ */
+export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fromJob: StateBackendSpec | undefined): StateBackendSpec | undefined {
+  if (keys === undefined) return fromJob;
+  const kind = keys.kind ?? fromJob?.kind ?? "heap";
+  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined;
+  if (kind === "heap") {
+    if (diskKeys) throw new EddyError("INVALID_CONFIG", "state.backend.disk.* keys need the disk backend: add -D state.backend=disk (or env.setStateBackend(\"disk\"))");
+    return { kind: "heap" };
+  }
+  const base = fromJob?.kind === "disk" ? fromJob : undefined;
+  return stateBackendSpec("disk", { dir: keys.dir ?? base?.dir, cacheSize: keys.cacheSize ?? base?.cacheSize });
 }
 
 function restartStrategy(r: Record<string, string>): RestartStrategyConfig {

@@ -24,9 +24,17 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
     "metrics.enabled": "false",
     "rest.port": "9249",
     "restart-strategy.type": "none",
+    "state.backend": "heap",
     "state.savepoints.dir": "/sp",
   });
   assert.deepEqual(Object.keys(c), Object.keys(c).sort());
+});
+
+test("the disk state backend shows with its directory and cache size", () => {
+  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "disk", dir: "/state", cacheSize: 5_000 } });
+  assert.equal(c["state.backend"], "disk");
+  assert.equal(c["state.backend.disk.dir"], "/state");
+  assert.equal(c["state.backend.disk.cache-size"], "5000");
 });
 
 test("with checkpointing and a restart strategy: the resolved values, under keys config.ts accepts (or Flink's for parallelism)", () => {

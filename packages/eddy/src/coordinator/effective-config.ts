@@ -4,6 +4,7 @@
  * not only what was given. Keys given that configure nothing startJob resolves (`rest.port`, read
  * by the CLI) are listed as given. Nothing secret is a configuration key: the job's token is not.
  */
+import type { StateBackendSpec } from "../state/state-backend-spec.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 
@@ -23,6 +24,7 @@ export interface ResolvedSettings {
   readonly watchdogTimeoutMs: number;
   readonly maxWorkerHeapMb: number | undefined;
   readonly metricsEnabled: boolean;
+  readonly stateBackend?: StateBackendSpec | undefined;
 }
 
 /** The effective keys and values, sorted by key. */
@@ -50,6 +52,12 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("execution.watchdog.timeout", ms(s.watchdogTimeoutMs));
   set("taskmanager.memory.task.heap.size", s.maxWorkerHeapMb === undefined ? undefined : `${s.maxWorkerHeapMb}m`);
   set("metrics.enabled", s.metricsEnabled);
+  const backend = s.stateBackend ?? { kind: "heap" };
+  set("state.backend", backend.kind);
+  if (backend.kind === "disk") {
+    set("state.backend.disk.dir", backend.dir);
+    set("state.backend.disk.cache-size", backend.cacheSize);
+  }
   const r = s.restartStrategy ?? { type: "none" };
   set("restart-strategy.type", r.type);
   switch (r.type) {

@@ -7,6 +7,7 @@
  * one subtask and the job can be rebuilt on a worker (its module exports this definition; see
  * job-ref.ts), else inline. A manual clock means inline: it cannot be shared across threads.
  */
+import { stateBackendFactory } from "../state/state-backend-spec.ts";
 import { availableParallelism } from "node:os";
 import { SystemClock, type Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
@@ -31,7 +32,7 @@ import type { QueryableJob, QueryLocation } from "../queryable/queryable.ts";
 import { randomBytes } from "node:crypto";
 import { DEFAULT_RESTART_STRATEGY, AttemptSupervisor, restorePointOf } from "./attempt-supervisor.ts";
 import { normalizeStorageRef, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
-import { optionsFromConfig } from "./config.ts";
+import { optionsFromConfig, resolveStateBackend } from "./config.ts";
 import type { CheckpointLocation } from "../executor/thread-protocol.ts";
 import { locateJob, planJob, type JobRef } from "../executor/job-ref.ts";
 import type { Placement } from "../executor/thread-protocol.ts";
@@ -184,6 +185,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const configured = optionsFromConfig(options.config ?? {});
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
+  const stateBackend = resolveStateBackend(configured.stateBackend, env.getStateBackend());
   const checkpointConfig =
     checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
 
@@ -201,6 +203,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       yieldIntervalMs: 10,
       metricsEnabled,
+      stateBackend: stateBackendFactory(stateBackend),
       token,
     });
   };
@@ -239,6 +242,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       metricsEnabled,
+      stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
       token,
@@ -290,6 +294,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
     maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
     metricsEnabled,
+    stateBackend,
   });
   const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration });
   if (supervisedConfig !== undefined && restartStrategy !== undefined) {

@@ -10,6 +10,7 @@
  * exits on its own (e.g. `process.exit` in user code) or runs out of memory. On failure or
  * cancellation every worker is terminated, so no thread outlives the job.
  */
+import type { StateBackendSpec } from "../state/state-backend-spec.ts";
 import { MessageChannel, Worker, type MessagePort } from "node:worker_threads";
 import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger, LogLevel } from "../core/logger.ts";
@@ -62,6 +63,8 @@ export interface ThreadedOptions {
   readonly metricsIntervalMs: number;
   /** Per-record metrics (`metrics.enabled`). */
   readonly metricsEnabled: boolean;
+  /** The keyed state backend (undefined: heap), built by each worker. */
+  readonly stateBackend: StateBackendSpec | undefined;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
   readonly maxWorkerHeapMb: number | undefined;
   /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
@@ -218,6 +221,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
         metricsIntervalMs: this.#options.metricsIntervalMs,
         metricsEnabled: this.#options.metricsEnabled,
+        stateBackend: this.#options.stateBackend,
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,
         bundle: this.#options.bundle,

@@ -7,6 +7,7 @@
  * allocates and both workers map; one MessagePort per pair of workers carries only doorbells
  * (doorbells.ts), which wake a sleeping worker.
  */
+import type { StateBackendSpec } from "../state/state-backend-spec.ts";
 import type { MessagePort } from "node:worker_threads";
 import { EddyError } from "../core/errors.ts";
 import type { LogLevel } from "../core/logger.ts";
@@ -42,6 +43,8 @@ export interface WorkerInit {
   readonly metricsIntervalMs: number;
   /** Per-record metrics (ExecutorOptions.metricsEnabled). */
   readonly metricsEnabled: boolean;
+  /** The keyed state backend (ExecutorOptions.stateBackend, as data; undefined: heap). */
+  readonly stateBackend: StateBackendSpec | undefined;
   readonly logLevel: LogLevel;
   /** Checkpointing: where tasks write, and the checkpoint they restore from (if any). */
   readonly checkpointing: WorkerCheckpointing | undefined;

@@ -6,6 +6,7 @@
  * messages (gateway.ts) for this worker's TaskManager; reports go back the same way. Failures are
  * reported to the coordinator, which ends the job.
  */
+import { stateBackendFactory } from "../state/state-backend-spec.ts";
 import { parentPort, workerData } from "node:worker_threads";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { BatchCodec } from "../core/codec/codec.ts";
@@ -228,6 +229,7 @@ async function run(): Promise<void> {
     maxRecordsPerSlice: init.maxRecordsPerSlice,
     yieldIntervalMs: 0,
     metricsEnabled: init.metricsEnabled,
+    stateBackend: stateBackendFactory(init.stateBackend),
     busyBoard: new BusyTaskBoard(init.busyBoard),
   });
 

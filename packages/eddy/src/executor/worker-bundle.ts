@@ -24,6 +24,7 @@
  * source map is written beside it and read only when a worker reports an error (source-map-stack.ts),
  * so stack traces name the original files without parsing the map at every start.
  */
+import { isPidAlive } from "../core/pid.ts";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
@@ -180,7 +181,7 @@ export function removeStaleDirs(): void {
     const ours = new RegExp(`^${DIR_PREFIX}(\\d+)-`);
     for (const name of readdirSync(tmpdir())) {
       const match = ours.exec(name);
-      if (match === null || isAlive(Number(match[1]))) continue;
+      if (match === null || isPidAlive(Number(match[1]))) continue;
       const dir = join(tmpdir(), name);
       // Only our own: another user's directory is theirs to remove.
       if (statSync(dir).uid === process.getuid?.()) rmSync(dir, { recursive: true, force: true });
@@ -190,14 +191,6 @@ export function removeStaleDirs(): void {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 function inNodeModules(path: string): boolean {
   return path.split(sep).includes("node_modules");

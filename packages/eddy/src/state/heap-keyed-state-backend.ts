@@ -33,7 +33,7 @@ import type {
 import type { ByteReader } from "../core/codec/bytes.ts";
 import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
-import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE } from "./state-table.ts";
+import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
@@ -181,7 +181,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   snapshot(): HeapKeyedStateSnapshot {
     const captured = [...this.#states.values()].map(({ table, descriptor }) => ({
       meta: metaOf(descriptor),
-      capture: table.capture(),
+      capture: this.captureTable(table),
       dropExpired: table.ttl?.cleanupFullSnapshot === true,
     }));
     const hasTtl = captured.some((c) => c.dropExpired);
@@ -202,6 +202,16 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       const { table } = this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.name, meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true);
       table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
     });
+  }
+
+  /** What a snapshot reads of one table (a subclass adds what lives outside the table's maps). */
+  protected captureTable(table: StateTable): TableCapture {
+    return table.capture();
+  }
+
+  /** Makes the table of a newly registered (or restored) state (a subclass gives it a source). */
+  protected createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
+    return new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy);
   }
 
   /** Number of keys holding any value of the state (expired ones not cleaned yet included). */
@@ -361,15 +371,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       checkCompatible(existing.descriptor, descriptor, existing.restored);
       return existing;
     }
-    const table = new StateTable(
-      descriptor.name,
-      descriptor.kind,
-      descriptor.ttl,
-      this.keyGroupRange,
-      this.#ctx,
-      this.#clock,
-      descriptor.copy,
-    );
+    const table = this.createTable(descriptor, this.#ctx, this.#clock);
     const state: RegisteredState = { table, descriptor, handle: undefined, restored: restoring };
     this.#states.set(descriptor.name, state);
     this.#noteCleanup(table);

@@ -1,9 +1,13 @@
 /**
  * Oracle test: random operation sequences on random keys and namespaces, run against the heap
  * backend and against a from-scratch model (plain Maps of (key, namespace) → value with expiry),
- * with and without TTL.
+ * with and without TTL; and the same against the disk backend with a cache of 2 keys, so nearly
+ * every key switch evicts to the store and loads back.
  */
-import { test } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { ManualClock } from "../core/clock.ts";
@@ -16,6 +20,7 @@ import {
   ValueStateDescriptor,
 } from "./descriptors.ts";
 import type { StateDescriptorOptions } from "./descriptors.ts";
+import { DiskKeyedStateBackend } from "./disk-keyed-state-backend.ts";
 import { HeapKeyedStateBackend, VOID_NAMESPACE } from "./heap-keyed-state-backend.ts";
 import type { Namespace } from "./heap-keyed-state-backend.ts";
 
@@ -133,9 +138,12 @@ class Model {
 
 const idOf = (key: Key, ns: Namespace): string => `${String(mapKeyOf(key))}|${typeof ns}:${ns}`;
 
-function run(ttlMs: number | undefined, onRead: boolean, ops: Op[]): void {
+/** Makes the backend under test (the heap backend, or the disk backend: disk-state-model.test.ts). */
+type MakeBackend = (options: { keyGroupRange: { start: number; end: number }; clock: ManualClock }) => HeapKeyedStateBackend;
+
+function run(ttlMs: number | undefined, onRead: boolean, ops: Op[], make: MakeBackend = (o) => new HeapKeyedStateBackend(o)): void {
   const clock = new ManualClock(0);
-  const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
+  const b = make({ keyGroupRange: RANGE, clock });
   const opts: StateDescriptorOptions =
     ttlMs === undefined ? {} : { ttl: { ttlMs, updateType: onRead ? "onReadAndWrite" : "onCreateAndWrite" } };
   const vs = b.getState(new ValueStateDescriptor<number>("value", opts));
@@ -252,6 +260,7 @@ function run(ttlMs: number | undefined, onRead: boolean, ops: Op[]): void {
     }
   }
   checkSnapshot(b, model, clock.now());
+  (b as { dispose?(): void }).dispose?.();
 }
 
 /** entries() of every key group, and numKeys without TTL, agree with the model's visible data. */
@@ -299,5 +308,26 @@ test("random operations agree with a reference model (TTL, both update types)", 
       run(ttlMs, onRead, ops),
     ),
     { numRuns: 400 },
+  );
+});
+
+const diskRoot = mkdtempSync(join(tmpdir(), "eddy-disk-model-"));
+after(() => rmSync(diskRoot, { recursive: true, force: true }));
+let diskRuns = 0;
+const disk: MakeBackend = (o) => new DiskKeyedStateBackend({ ...o, storeDir: join(diskRoot, String(diskRuns++)), cacheSize: 2 });
+
+test("disk backend (cache of 2 keys): random operations agree with the same reference model (no TTL)", () => {
+  fc.assert(
+    fc.property(fc.array(opArb, { maxLength: 150, size: "max" }), (ops) => run(undefined, false, ops, disk)),
+    { numRuns: 100 },
+  );
+});
+
+test("disk backend (cache of 2 keys): random operations agree with the same reference model (TTL, both update types)", () => {
+  fc.assert(
+    fc.property(fc.constantFrom(10, 15, 20), fc.boolean(), fc.array(opArb, { maxLength: 150, size: "max" }), (ttlMs, onRead, ops) =>
+      run(ttlMs, onRead, ops, disk),
+    ),
+    { numRuns: 200 },
   );
 });

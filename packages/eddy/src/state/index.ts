@@ -1,6 +1,8 @@
 /**
  * state/ — keyed state: descriptors, user-facing handles, the keyed state backend contract
- * (keyed-state-backend.ts: what operators depend on) and the heap backend that implements it.
+ * (keyed-state-backend.ts: what operators depend on), the heap backend that implements it, and
+ * the disk backend (disk-keyed-state-backend.ts: the heap backend's tables as a cache in front
+ * of an LMDB store; chosen by state-backend-spec.ts).
  *
  * May import: core/ only.
  *
@@ -37,6 +39,10 @@ export { VOID_NAMESPACE } from "./namespace.ts";
 export type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
 export type { KeyedStateMeta } from "./keyed-state-meta.ts";
 export { HeapKeyedStateBackend, heapStateBackend } from "./heap-keyed-state-backend.ts";
+export { DiskKeyedStateBackend, diskStateBackend } from "./disk-keyed-state-backend.ts";
+export type { DiskKeyedStateBackendOptions, DiskStateBackendOptions } from "./disk-keyed-state-backend.ts";
+export { stateBackendFactory, stateBackendSpec } from "./state-backend-spec.ts";
+export type { DiskStateBackendInput, StateBackendKind, StateBackendSpec } from "./state-backend-spec.ts";
 export type { HeapKeyedStateBackendOptions, KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 export type {
   InternalAggregatingState,

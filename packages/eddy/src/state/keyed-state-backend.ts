@@ -68,6 +68,11 @@ export interface KeyedStateBackendOptions {
    * restored): from then on the caller calls `cleanupExpired` now and then, between records.
    */
   readonly onBackgroundCleanup?: () => void;
+  /**
+   * Which operator subtask the backend serves, for backends that keep files (the disk backend's
+   * directory per job and subtask). Undefined in unit tests.
+   */
+  readonly scope?: { readonly job: string; readonly operatorId: string; readonly subtaskIndex: number };
 }
 
 /** Makes the backend of one keyed operator subtask (chosen per job; the heap backend by default). */
@@ -139,6 +144,11 @@ export interface KeyedStateBackend {
    * the snapshot's states; one already registered must have the same kind and options.
    */
   restoreKeyGroup(keyGroup: number, input: ByteReader, states: readonly KeyedStateMeta[]): void;
+  /**
+   * The operator closed (also after a failure): release what lives outside the heap (files, the
+   * store). Optional: the heap backend holds nothing else. No other call follows.
+   */
+  dispose?(): void;
 }
 
 /** A backend's frozen view for one checkpoint. `release()` when done, also on failure; may be called twice. */

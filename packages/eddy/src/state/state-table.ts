@@ -118,6 +118,27 @@ export class KeyEntry extends Cell {
   }
 }
 
+/**
+ * Where a table's keys live when they are not in its maps (the disk backend: the maps are a cache
+ * in front of a store). Without one (the heap backend) the maps hold everything.
+ */
+export interface TableSource {
+  /**
+   * The stored entry of a key the maps do not hold (a cache miss), created at table version
+   * `version`, or undefined when nothing is stored. `insert`: the table will hold it from now on.
+   */
+  load(mapKey: MapKey, kgIndex: number, version: number, insert: boolean): KeyEntry | undefined;
+  /** A key without stored state got an entry in the maps. */
+  created(mapKey: MapKey, kgIndex: number): void;
+  /** An entry became empty and left the maps: what is stored of the key must go. */
+  removed(mapKey: MapKey, kgIndex: number): void;
+  /**
+   * `migrateValues`: applies `step` to every cell of stored keys the maps do not hold (those in
+   * the maps were migrated already).
+   */
+  migrate(step: (cell: Cell) => void): void;
+}
+
 /** Hops over empty key groups allowed per incremental cleanup step (bounds its cost). */
 const INCREMENTAL_GROUP_HOPS = 8;
 
@@ -170,6 +191,8 @@ export class StateTable {
   readonly #copyValues: boolean;
   /** Whether captures record VOID cells by value, so entries without namespace cells are never copied. */
   readonly #byValue: boolean;
+  /** Where keys not in the maps are (undefined: nowhere; the maps hold everything). */
+  readonly #source: TableSource | undefined;
 
   constructor(
     readonly name: string,
@@ -179,7 +202,9 @@ export class StateTable {
     ctx: KeyContext,
     clock: Clock,
     copy: "deep" | "none" = "deep",
+    source?: TableSource,
   ) {
+    this.#source = source;
     this.#ttl = ttl;
     this.#entriesPerAccess = ttl?.cleanupEntriesPerAccess ?? 0;
     this.#range = range;
@@ -248,7 +273,56 @@ export class StateTable {
         }
       }
     } else entry = this.#groups[kgIndex]?.get(mapKey);
-    return entry === undefined ? undefined : this.#unshared(entry, kgIndex);
+    if (entry === undefined) return this.#source === undefined ? undefined : this.#load(mapKey, kgIndex);
+    return this.#unshared(entry, kgIndex);
+  }
+
+  /** A cache miss: the source's entry of the key, put in the maps (fresh: no capture shares it). */
+  #load(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    const entry = this.#source!.load(mapKey, kgIndex, this.#version, true);
+    if (entry === undefined) return undefined;
+    let group = this.#groups[kgIndex];
+    if (group === undefined) this.#groups[kgIndex] = group = new Map();
+    group.set(mapKey, entry);
+    this.#numKeys++;
+    return entry;
+  }
+
+  /**
+   * Takes a key's entry out of the maps (the disk backend's cache evicts it; the caller stores
+   * it) and returns it, or undefined when the maps do not hold the key. Captures keep seeing it.
+   */
+  evict(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    const group = this.#groups[kgIndex];
+    const entry = group?.get(mapKey);
+    if (entry === undefined) return undefined;
+    if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
+    group!.delete(mapKey);
+    this.#numKeys--;
+    this.#replaceHot(entry, undefined);
+    if (this.#cacheEntry === entry) {
+      this.#cacheEntry = undefined;
+      this.#cacheEpoch = -1;
+    }
+    return entry;
+  }
+
+  /** Whether the maps hold `mapKey` (no source lookup). */
+  holds(mapKey: MapKey, kgIndex: number): boolean {
+    return this.#groups[kgIndex]?.has(mapKey) === true;
+  }
+
+  /** Every key the maps hold, with its group index (read-only; do not change the table meanwhile). */
+  *heldKeys(): Generator<[MapKey, number]> {
+    for (let i = 0; i < this.#groups.length; i++) {
+      const group = this.#groups[i];
+      if (group !== undefined) for (const mapKey of group.keys()) yield [mapKey, i];
+    }
+  }
+
+  /** The entry the maps hold for `mapKey`, read-only, without a source lookup. */
+  peekHeld(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    return this.#groups[kgIndex]?.get(mapKey);
   }
 
   #allocateHot(): (KeyEntry | undefined)[] {
@@ -263,6 +337,7 @@ export class StateTable {
     const entry = new KeyEntry(key, mapKey, this.#version);
     group.set(mapKey, entry);
     this.#numKeys++;
+    this.#source?.created(mapKey, kgIndex);
     // The cache may hold "no entry" for this very key.
     this.#cacheEpoch = -1;
     return entry;
@@ -301,6 +376,7 @@ export class StateTable {
     if (group !== undefined && group.get(entry.mapKey) === entry) {
       group.delete(entry.mapKey);
       this.#numKeys--;
+      this.#source?.removed(entry.mapKey, kgIndex);
     }
     this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
@@ -312,7 +388,7 @@ export class StateTable {
 
   /** The entry of any key (no current-key change), read-only; `kgIndex` must be in range. */
   lookup(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
-    return this.#groups[kgIndex]?.get(mapKey);
+    return this.#groups[kgIndex]?.get(mapKey) ?? this.#source?.load(mapKey, kgIndex, this.#version, false);
   }
 
   /** Every (key, namespace, cell) of one key group (index), expired cells included; read-only. */
@@ -488,6 +564,7 @@ export class StateTable {
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
     }
+    this.#source?.migrate(step);
     this.#cacheEpoch = -1;
   }
 

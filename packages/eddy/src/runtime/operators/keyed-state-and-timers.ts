@@ -54,6 +54,7 @@ export class KeyedStateAndTimers {
           read: (key, keyGroup) => this.backend.getValueForKey(stateName, key, keyGroup),
         }),
       onBackgroundCleanup: () => this.#scheduleBackgroundCleanup(),
+      scope: { job: ctx.job.jobName, operatorId: ctx.operatorId, subtaskIndex: ctx.subtaskIndex },
     });
     this.timers = new InternalTimerService({
       clock: ctx.clock,
@@ -210,6 +211,7 @@ export class KeyedStateAndTimers {
     this.#backgroundCleanup?.cancel();
     this.#backgroundCleanup = undefined;
     this.timers.close();
+    this.backend.dispose?.();
   }
 }
 

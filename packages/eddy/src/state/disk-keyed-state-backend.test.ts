@@ -1,0 +1,206 @@
+/**
+ * What the disk backend adds to the contract (disk-keyed-state-backend.contract.test.ts): the
+ * cache stays bounded, snapshots see removals that are not flushed yet, the LOCK refuses a second
+ * live process, a damaged store is reported by name and never read back after a restart, and
+ * codec migrations reach entries in the store.
+ */
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { open as openLmdb } from "lmdb";
+import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { ManualClock } from "../core/clock.ts";
+import { EddyError } from "../core/errors.ts";
+import { ListStateDescriptor, ValueStateDescriptor } from "./descriptors.ts";
+import { DiskKeyedStateBackend, diskStateBackend, lockJobDir } from "./disk-keyed-state-backend.ts";
+import { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
+import type { KeyedStateBackend } from "./keyed-state-backend.ts";
+import { writeKeyGroups } from "../testing/keyed-state-backend-contract.ts";
+
+const root = mkdtempSync(join(tmpdir(), "eddy-disk-test-"));
+after(() => rmSync(root, { recursive: true, force: true }));
+let n = 0;
+const RANGE = { start: 0, end: 3 };
+const kgOf = (i: number): number => i % 4;
+const make = (cacheSize: number, storeDir = join(root, `b${n++}`)): DiskKeyedStateBackend =>
+  new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir, cacheSize });
+
+const count = new ValueStateDescriptor<number>("count");
+const items = new ListStateDescriptor<string>("items");
+
+const writeAll = (b: KeyedStateBackend): Map<number, ArrayBuffer> => writeKeyGroups(b.snapshot(), RANGE);
+
+test("disk backend: the cache holds at most cache-size keys; every value survives eviction (through several write batches)", () => {
+  const b = make(50);
+  for (let i = 0; i < 6_000; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).update(i * 2);
+    b.getListState(items).add(`item-${i}`);
+    assert.ok(b.cachedKeys <= 50, `cached ${b.cachedKeys} keys`);
+  }
+  for (let i = 0; i < 6_000; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    assert.equal(b.getState(count).value(), i * 2);
+    assert.deepEqual(b.getListState(items).get(), [`item-${i}`]);
+  }
+  assert.equal(b.numKeys("count"), 6_000);
+  b.dispose();
+  assert.equal(existsSync(b.storeDir), false, "dispose removes the store");
+});
+
+test("disk backend: a snapshot leaves out keys removed before it whose deletion is not flushed yet, and keeps keys removed after it", () => {
+  const b = make(1_000);
+  for (let i = 0; i < 20; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).update(i);
+  }
+  // Flushed to the store (numKeys writes the cache back), then removed in the cache only.
+  assert.equal(b.numKeys("count"), 20);
+  for (let i = 0; i < 10; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).clear();
+  }
+  const snapshot = b.snapshot();
+  // After the snapshot: more removals, flushed to the store.
+  for (let i = 10; i < 15; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).clear();
+  }
+  assert.equal(b.numKeys("count"), 5);
+  const restored = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0) });
+  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
+    if (!snapshot.hasKeyGroup(kg)) continue;
+    const out = new ByteWriter();
+    snapshot.writeKeyGroup(kg, out);
+    restored.restoreKeyGroup(kg, new ByteReader(out.finish()), snapshot.states);
+  }
+  snapshot.release();
+  const got: number[] = [];
+  for (let i = 0; i < 20; i++) {
+    restored.setCurrentKey(i, kgOf(i));
+    const v = restored.getState(count).value();
+    if (v !== undefined) got.push(v);
+  }
+  assert.deepEqual(got, [10, 11, 12, 13, 14, 15, 16, 17, 18, 19]);
+  b.dispose();
+});
+
+test("disk backend: a restore larger than the cache goes to the store; a codec migration reaches stored entries", () => {
+  const v1 = new ValueStateDescriptor<number>("count", { codec: { id: "n", version: 1 } });
+  const src = make(10_000);
+  for (let i = 0; i < 300; i++) {
+    src.setCurrentKey(i, kgOf(i));
+    src.getState(v1).update(i);
+  }
+  const groups = writeAll(src);
+  const states = src.snapshot().states;
+  src.dispose();
+  const b = make(16);
+  for (const [kg, bytes] of groups) b.restoreKeyGroup(kg, new ByteReader(bytes), states);
+  assert.ok(b.cachedKeys <= 16);
+  const v2 = new ValueStateDescriptor<number>("count", { codec: { id: "n", version: 2, migrate: (v) => (v as number) + 1_000 } });
+  for (let i = 0; i < 300; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    assert.equal(b.getState(v2).value(), i + 1_000, `key ${i}`);
+  }
+  b.dispose();
+});
+
+test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRUPT", () => {
+  const b = make(1);
+  for (let i = 0; i < 4; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).update(i);
+  }
+  assert.equal(b.numKeys("count"), 4); // writes the pending batch to the store
+  // Damage every stored record from outside (LMDB allows a second handle in this process).
+  const db = openLmdb<Buffer, Buffer>({ path: b.storePath, keyEncoding: "binary", encoding: "binary" });
+  const keys = [...db.getKeys()];
+  assert.ok(keys.length >= 3);
+  db.transactionSync(() => {
+    for (const key of keys) db.putSync(key, Buffer.from([0xff, 0xff, 0xff]));
+  });
+  // A write of this backend's renews its read transaction (which would not see the damage yet).
+  assert.equal(b.numKeys("count"), 4);
+  b.setCurrentKey(0, kgOf(0));
+  assert.throws(() => b.getState(count).value(), (e: unknown) => e instanceof EddyError && e.code === "STATE_STORE_CORRUPT" && e.message.includes(b.storeDir));
+  void db.close();
+  b.dispose();
+});
+
+test("disk backend: a store left behind (damaged or not) is never read: a new backend on the directory starts empty", () => {
+  const dir = join(root, "left-behind");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "store.mdb"), Buffer.alloc(64 * 1024, 0xab));
+  const b = make(10, dir);
+  b.setCurrentKey(1, kgOf(1));
+  assert.equal(b.getState(count).value(), undefined);
+  b.getState(count).update(5);
+  assert.equal(b.numKeys("count"), 1);
+  b.dispose();
+});
+
+test("disk backend: a job directory in use by another live process is refused with STATE_DIR_LOCKED; a dead owner's lock is taken over", () => {
+  const jobDir = join(root, "locked-job");
+  lockJobDir(jobDir);
+  // A second process on the same directory.
+  const child = spawnSync(
+    process.execPath,
+    [
+      "-C",
+      "eddy-source",
+      "--import",
+      "tsx",
+      "-e",
+      `import("${new URL("./disk-keyed-state-backend.ts", import.meta.url).href}").then((m) => { try { m.lockJobDir(${JSON.stringify(jobDir)}); console.log("LOCKED-OK"); } catch (e) { console.log(e.code, e.message); } })`,
+    ],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  assert.match(child.stdout, /^STATE_DIR_LOCKED .*in use by process \d+/, `child said: ${child.stdout} ${child.stderr}`);
+  // This process again (another thread or a restart of the job in it): allowed.
+  lockJobDir(jobDir);
+  // A lock whose owner is gone is taken over.
+  const other = join(root, "stale-job");
+  mkdirSync(other, { recursive: true });
+  writeFileSync(join(other, "LOCK"), String(child.pid));
+  lockJobDir(other);
+  // Through the factory, as a job uses it.
+  const factory = diskStateBackend({ dir: root, cacheSize: 5 });
+  const b = factory({ keyGroupRange: RANGE, clock: new ManualClock(0), scope: { job: "locked-job", operatorId: "op", subtaskIndex: 0 } });
+  assert.ok((b as DiskKeyedStateBackend).storeDir.startsWith(jobDir));
+  b.dispose?.();
+});
+
+test("disk backend: background TTL cleanup walks the store too, a bounded number of entries per call", () => {
+  const clock = new ManualClock(0);
+  const b = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, `b${n++}`), cacheSize: 4 });
+  const ttl = new ValueStateDescriptor<number>("ttl", { ttl: { ttlMs: 100, cleanup: { incremental: false, background: true } } });
+  for (let i = 0; i < 200; i++) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(ttl).update(i);
+  }
+  clock.advance(50);
+  for (let i = 0; i < 100; i += 10) {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(ttl).update(i); // written again: expires 50 ms later than the others
+  }
+  clock.advance(60);
+  assert.equal(b.numKeys("ttl"), 200, "expired entries are still stored");
+  let removed = 0;
+  for (let step = 0; step < 100 && removed < 190; step++) {
+    const now = b.cleanupExpired(30);
+    assert.ok(now <= 30 + 4, `one call examines at most 30 stored entries and the cached ones (${now})`);
+    removed += now;
+  }
+  assert.equal(removed, 190);
+  assert.equal(b.numKeys("ttl"), 10);
+  b.dispose();
+});
+
+test("disk backend: bad options are refused by name", () => {
+  assert.throws(() => diskStateBackend({ dir: root, cacheSize: 0 }), /state\.backend\.disk\.cache-size must be a positive integer/);
+  assert.throws(() => diskStateBackend({ dir: "" }), /needs a directory \(state\.backend\.disk\.dir\)/);
+});

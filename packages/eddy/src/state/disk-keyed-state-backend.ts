@@ -1,0 +1,730 @@
+/**
+ * The disk keyed state backend: the heap backend's tables as a bounded write-behind cache in
+ * front of an embedded LMDB store (`lmdb`, chosen by bench/state-engines.ts; docs/design/disk-state.md).
+ *
+ * - Semantics are the heap backend's, by construction: the same handles, TTL and copy rules work
+ *   on the cached entries (HeapKeyedStateBackend with a TableSource per table). A key not cached
+ *   is loaded from the store on first access (a synchronous LMDB read) and stays cached until
+ *   evicted.
+ * - The cache holds at most `cacheSize` keys (over all states of the subtask), least recently used
+ *   evicted first, a quarter at a time. Evicted entries are encoded into a write batch (with the
+ *   deletions of keys whose state was removed), written as one LMDB transaction sorted by store
+ *   key once it holds WRITE_BATCH writes, and before every snapshot; reads look in it first.
+ * - Store layout: one record per (key group, state, key), all namespaces of the key in it.
+ *   Store key = u16 key group (big-endian) · u16 state id · key tag · key bytes, so a key-group
+ *   range of a state is one contiguous scan. Record = the key, then its VOID cell and namespace
+ *   cells (value in value-codec, expiry times).
+ * - Snapshot (the synchronous part of a checkpoint): an LMDB read transaction is opened (MVCC:
+ *   later writes do not show in it), the write batch is copied (at most WRITE_BATCH references,
+ *   grouped by key group and state), and the heap tables take their copy-on-write capture of the
+ *   cached entries: O(key groups + WRITE_BATCH), no write. Writing a key group merges the three
+ *   (a cached key wins over the batch, the batch over the store) into the canonical format of
+ *   heap-snapshot.ts, so snapshots of either backend restore into the other.
+ * - The store is a cache of the last checkpoint, never trusted across runs: opening a backend
+ *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
+ *   be read back after a restart). A job directory holds a LOCK file with the owning process's
+ *   pid: a second live process is refused (STATE_DIR_LOCKED).
+ * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
+ */
+import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import { join } from "node:path";
+import { open as openLmdb, type Database, type RootDatabase, type Transaction } from "lmdb";
+import type { Clock } from "../core/clock.ts";
+import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import { EddyError } from "../core/errors.ts";
+import { isPidAlive } from "../core/pid.ts";
+import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
+import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
+import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
+import type { HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
+import type { KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import { VoidValueCursor } from "./void-value-cursor.ts";
+import type { ByteReader as Reader } from "../core/codec/bytes.ts";
+import type { KeyedStateMeta } from "./keyed-state-meta.ts";
+import { Cell, KeyEntry, keyGroupOutOfRange, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
+import type { Namespace } from "./namespace.ts";
+
+/** Evicted entries (and removals) gathered before one write transaction (each LMDB commit costs ~0.1-0.4 ms). */
+const WRITE_BATCH = 4_096;
+
+/** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
+export const DEFAULT_DISK_CACHE_SIZE = 100_000;
+
+export interface DiskStateBackendOptions {
+  /** Root directory of the stores (`state.backend.disk.dir`); one directory per job and subtask below it. */
+  readonly dir: string;
+  /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 100,000). */
+  readonly cacheSize?: number;
+}
+
+export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
+  /** This subtask's own directory: emptied and owned by the backend. */
+  readonly storeDir: string;
+  readonly cacheSize: number;
+}
+
+/** Key tags in store keys (after key group and state id). */
+const TAG_NUMBER = 1;
+const TAG_STRING = 2;
+const TAG_BIGINT = 3;
+
+/** A read view for one snapshot: the store as of then. */
+interface StoreView {
+  readonly txn: Transaction;
+  /**
+   * The write batch when the snapshot was taken (newer than the store), by the 4-byte prefix
+   * (key group, state id) of its store keys, in latin1: the record, or undefined for a delete.
+   */
+  readonly pending: ReadonlyMap<string, ReadonlyMap<string, Buffer | undefined>>;
+  /** Table captures not released yet: the transaction ends with the last. */
+  open: number;
+}
+
+interface TableInfo {
+  readonly table: StateTable;
+  readonly id: number;
+  readonly descriptor: StateDescriptorBase;
+  /**
+   * Cached keys created in this run of the cache and never written to the store or the write
+   * batch: removing their state needs no delete (a value cleared and set again on every record
+   * costs no store write).
+   */
+  readonly fresh: Set<MapKey>;
+}
+
+export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
+  readonly #db: RootDatabase<Buffer, Buffer>;
+  readonly #dir: string;
+  readonly #path: string;
+  readonly #cacheSize: number;
+  /** How many keys one eviction takes out (a quarter of the cache, at least one). */
+  readonly #evictBatch: number;
+  readonly #clock: Clock;
+  /** Cached keys, least recently used first (a key's entries in every table count once). */
+  readonly #lru = new Map<MapKey, number>();
+  /**
+   * Writes not in the store yet, by store key (latin1): an evicted entry's record, or undefined
+   * for a key whose state was removed. Written in one sorted transaction once WRITE_BATCH are
+   * pending, and whenever the store alone must be complete (numKeys, keysOf, entries, migration,
+   * background cleanup); a snapshot copies it. Reads look here before the store.
+   */
+  readonly #pending = new Map<string, [Buffer, Buffer | undefined]>();
+  readonly #tables: TableInfo[] = [];
+  readonly #tablesByName = new Map<string, TableInfo>();
+  /** The view `snapshot()` is taking (read by captureTable during super.snapshot()). */
+  #view: StoreView | undefined = undefined;
+  readonly #writer = new ByteWriter(1024);
+  #disposed = false;
+
+  constructor(options: DiskKeyedStateBackendOptions) {
+    super(options);
+    const { cacheSize, storeDir } = options;
+    if (!Number.isInteger(cacheSize) || cacheSize < 1) {
+      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
+    }
+    this.#cacheSize = cacheSize;
+    this.#evictBatch = Math.max(1, cacheSize >> 2);
+    this.#clock = options.clock;
+    this.#dir = storeDir;
+    try {
+      // Never trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
+      rmSync(storeDir, { recursive: true, force: true });
+      mkdirSync(storeDir, { recursive: true });
+      // A file name of its own, as a precaution: lmdb shares an environment among every opener of
+      // one path in the process (worker threads included), and a restarted subtask must never get
+      // its failed predecessor's, should it still be open.
+      this.#path = join(storeDir, `store-${randomUUID()}.mdb`);
+      this.#db = openLmdb<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
+    } catch (e) {
+      throw storeFailed(storeDir, "open", e);
+    }
+  }
+
+  /** The store's directory (tests). */
+  get storeDir(): string {
+    return this.#dir;
+  }
+
+  /** The store's file (tests). */
+  get storePath(): string {
+    return this.#path;
+  }
+
+  /** Keys on the heap now (tests, metrics). */
+  get cachedKeys(): number {
+    return this.#lru.size;
+  }
+
+  override setCurrentKey(key: Key, keyGroup: number): void {
+    // hot path
+    super.setCurrentKey(key, keyGroup);
+    this.#touch(mapKeyOf(key), keyGroup);
+  }
+
+  override getVoidValueCursor<T>(descriptor: ValueStateDescriptor<T>): VoidValueCursor<T> {
+    super.getVoidValueCursor(descriptor); // checks and registers
+    return new CachingCursor<T>(this.#tablesByName.get(descriptor.name)!.table, this.keyGroupRange, (key, keyGroup) => this.#touch(mapKeyOf(key), keyGroup));
+  }
+
+  /** `mapKey` (of `keyGroup`) was used now: most recently used; evicts when the cache is full. */
+  #touch(mapKey: MapKey, keyGroup: number): void {
+    // hot path
+    const lru = this.#lru;
+    lru.delete(mapKey);
+    lru.set(mapKey, keyGroup - this.keyGroupRange.start);
+    if (lru.size > this.#cacheSize) this.#evict(mapKey);
+  }
+
+  protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
+    const id = this.#tables.length;
+    if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
+    const fresh = new Set<MapKey>();
+    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id, fresh));
+    const info = { table, id, descriptor, fresh };
+    this.#tables.push(info);
+    this.#tablesByName.set(descriptor.name, info);
+    return table;
+  }
+
+  #sourceFor(id: number, fresh: Set<MapKey>): TableSource {
+    return {
+      load: (mapKey, kgIndex, version, insert) => {
+        const storeKey = this.#storeKey(kgIndex, id, mapKey);
+        let bytes: Buffer | undefined;
+        const pending = this.#pending.size > 0 ? this.#pending.get(storeKey.toString("latin1")) : undefined;
+        if (pending !== undefined) bytes = pending[1];
+        else {
+          try {
+            bytes = this.#db.getBinary(storeKey);
+          } catch (e) {
+            throw storeFailed(this.#dir, "read", e);
+          }
+        }
+        if (bytes === undefined) return undefined;
+        const entry = decodeEntry(bytes, mapKey, version, this.#dir);
+        if (insert && !this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
+        return entry;
+      },
+      created: (mapKey, kgIndex) => {
+        fresh.add(mapKey);
+        if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
+      },
+      // A pending delete (unless nothing was ever written for the key); should the key come back,
+      // its eviction replaces it by a put.
+      removed: (mapKey, kgIndex) => {
+        if (!fresh.delete(mapKey)) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
+      },
+      migrate: (step) => this.#migrateStored(id, step),
+    };
+  }
+
+  /** u16 key group (big-endian) · u16 state id · tag · key bytes. */
+  #storeKey(kgIndex: number, id: number, mapKey: MapKey): Buffer {
+    const kg = kgIndex + this.keyGroupRange.start;
+    let out: Buffer;
+    if (typeof mapKey === "number") {
+      out = Buffer.allocUnsafe(13);
+      out.writeUInt8(TAG_NUMBER, 4);
+      out.writeDoubleBE(mapKey === 0 ? 0 : mapKey, 5);
+    } else {
+      const text = typeof mapKey === "string" ? mapKey : mapKey.toString();
+      const n = Buffer.byteLength(text, "utf8");
+      out = Buffer.allocUnsafe(5 + n);
+      out.writeUInt8(typeof mapKey === "string" ? TAG_STRING : TAG_BIGINT, 4);
+      out.write(text, 5, "utf8");
+    }
+    out.writeUInt16BE(kg, 0);
+    out.writeUInt16BE(id, 2);
+    return out;
+  }
+
+  /** Bounds of (key group, state) in the store: [start, end). */
+  #range(kg: number, id: number): { start: Buffer; end: Buffer } {
+    const start = Buffer.alloc(4);
+    start.writeUInt16BE(kg, 0);
+    start.writeUInt16BE(id, 2);
+    const end = Buffer.alloc(4);
+    if (id === 0xffff) end.writeUInt16BE(kg + 1, 0);
+    else {
+      end.writeUInt16BE(kg, 0);
+      end.writeUInt16BE(id + 1, 2);
+    }
+    return { start, end };
+  }
+
+  /**
+   * Evicts the least recently used keys (never `keep`, the key being moved to) into the write
+   * batch, and writes the batch once full.
+   */
+  #evict(keep: MapKey | undefined): void {
+    const victims: [MapKey, number][] = [];
+    for (const [mapKey, kgIndex] of this.#lru) {
+      if (victims.length >= this.#evictBatch) break;
+      if (mapKey !== keep) victims.push([mapKey, kgIndex]);
+    }
+    for (const [mapKey, kgIndex] of victims) {
+      this.#lru.delete(mapKey);
+      for (const { table, id, fresh } of this.#tables) {
+        const entry = table.evict(mapKey, kgIndex);
+        if (entry === undefined) continue;
+        fresh.delete(mapKey);
+        this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+      }
+    }
+    if (this.#pending.size >= WRITE_BATCH) this.#write([]);
+  }
+
+  /** A write for the next batch (undefined: delete the key). */
+  #stage(storeKey: Buffer, value: Buffer | undefined): void {
+    this.#pending.set(storeKey.toString("latin1"), [storeKey, value]);
+  }
+
+  /** Writes the pending writes and `puts` (which win), sorted by key, in one transaction. */
+  #write(puts: [Buffer, Buffer][]): void {
+    for (const [key, value] of puts) this.#stage(key, value);
+    if (this.#pending.size === 0) return;
+    const writes = [...this.#pending.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
+    this.#pending.clear();
+    try {
+      this.#db.transactionSync(() => {
+        for (const [key, value] of writes) {
+          if (value === undefined) this.#db.removeSync(key);
+          else this.#db.putSync(key, value);
+        }
+      });
+    } catch (e) {
+      throw storeFailed(this.#dir, "write", e);
+    }
+  }
+
+  /** Writes every cached entry back (they stay cached) and the write batch: the store alone is then complete. */
+  #flush(): void {
+    const puts: [Buffer, Buffer][] = [];
+    for (const { table, id, fresh } of this.#tables) {
+      for (const [mapKey, kgIndex] of table.heldKeys()) puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(table.peekHeld(mapKey, kgIndex)!)]);
+      fresh.clear(); // all written now
+    }
+    this.#write(puts);
+  }
+
+  #encode(entry: KeyEntry): Buffer {
+    const out = this.#writer;
+    out.reset();
+    encodeEntry(entry, out);
+    // A copy: the writer is reused, and a batch holds many records until it is written.
+    return Buffer.from(out.written());
+  }
+
+  /** Applies `step` to every cell of state `id` stored for keys the cache does not hold, in batches. */
+  #migrateStored(id: number, step: (cell: Cell) => void): void {
+    this.#write([]); // the store alone then holds every evicted entry
+    const info = this.#tables[id]!;
+    const { start, end } = this.keyGroupRange;
+    for (let kg = start; kg <= end; kg++) {
+      const range = this.#range(kg, id);
+      const puts: [Buffer, Buffer][] = [];
+      for (const { key, value } of this.#db.getRange({ start: range.start, end: range.end })) {
+        const entry = decodeEntry(Buffer.from(value), undefined, 0, this.#dir);
+        if (info.table.holds(entry.mapKey, kg - start)) continue;
+        if (entry.hasVoid) step(entry);
+        if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
+        puts.push([Buffer.from(key), this.#encode(entry)]);
+      }
+      this.#write(puts);
+    }
+  }
+
+  /** Store records of state `id` in key group `kg` (in `txn`, or the store as it is now), decoded. */
+  *#stored(kg: number, id: number, txn?: Transaction): Generator<KeyEntry> {
+    for (const { entry } of this.#storedWithKeys(kg, id, txn)) yield entry;
+  }
+
+  /** As #stored, with each record's store key. */
+  *#storedWithKeys(kg: number, id: number, txn?: Transaction): Generator<{ key: Buffer; entry: KeyEntry }> {
+    const range = this.#range(kg, id);
+    let it: Iterable<{ key: Buffer; value: Buffer }>;
+    try {
+      it = this.#db.getRange({ start: range.start, end: range.end, ...(txn === undefined ? {} : { transaction: txn }) });
+    } catch (e) {
+      throw storeFailed(this.#dir, "read", e);
+    }
+    for (const { key, value } of it) yield { key, entry: decodeEntry(Buffer.from(value), undefined, 0, this.#dir) };
+  }
+
+  /**
+   * The synchronous part of a checkpoint: an LMDB read transaction, the write batch (at most
+   * WRITE_BATCH writes, grouped by key group and state), and the heap tables' captures (see the
+   * file comment). The transaction ends when every table's capture is released (the snapshot's
+   * release()).
+   */
+  override snapshot(): HeapKeyedStateSnapshot {
+    const pending = new Map<string, Map<string, Buffer | undefined>>();
+    for (const [name, [, value]] of this.#pending) {
+      const prefix = name.slice(0, 4);
+      let group = pending.get(prefix);
+      if (group === undefined) pending.set(prefix, (group = new Map()));
+      group.set(name, value);
+    }
+    let txn: Transaction;
+    try {
+      txn = this.#db.useReadTransaction();
+    } catch (e) {
+      throw storeFailed(this.#dir, "read", e);
+    }
+    const view: StoreView = { txn, pending, open: this.#tables.length };
+    if (view.open === 0) txn.done();
+    this.#view = view;
+    try {
+      return super.snapshot();
+    } catch (e) {
+      if (view.open > 0) txn.done();
+      throw e;
+    } finally {
+      this.#view = undefined;
+    }
+  }
+
+  protected override captureTable(table: StateTable): TableCapture {
+    const cached = table.capture();
+    const view = this.#view!;
+    const info = this.#tables.find((t) => t.table === table)!;
+    const start = this.keyGroupRange.start;
+    const given = new Set<number>();
+    let released = false;
+    const storedOf = (index: number): Generator<{ key: Buffer; entry: KeyEntry }> => this.#storedWithKeys(index + start, info.id, view.txn);
+    const pendingOf = (index: number): ReadonlyMap<string, Buffer | undefined> | undefined =>
+      view.pending.size === 0 ? undefined : view.pending.get(this.#range(index + start, info.id).start.toString("latin1"));
+    return {
+      size: (index) => {
+        if (given.has(index)) return 0;
+        const n = cached.size(index);
+        if (n > 0) return n;
+        const pending = pendingOf(index);
+        if (pending !== undefined) for (const value of pending.values()) if (value !== undefined) return 1;
+        for (const _ of storedOf(index)) return 1;
+        return 0;
+      },
+      forEachCell: (index, visit) => {
+        if (given.has(index)) return;
+        // Newest first: the cached entries, then the write batch, then the store.
+        const seen = new Set<MapKey>();
+        cached.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
+          seen.add(mapKeyOf(key));
+          visit(key, ns, value, expiresAt, expiry);
+        });
+        const pending = pendingOf(index);
+        if (pending !== undefined) {
+          for (const value of pending.values()) {
+            if (value === undefined) continue;
+            const entry = decodeEntry(value, undefined, 0, this.#dir);
+            if (!seen.has(entry.mapKey)) visitStored(entry, visit);
+          }
+        }
+        for (const { key, entry } of storedOf(index)) {
+          if (seen.has(entry.mapKey) || pending?.has(key.toString("latin1")) === true) continue;
+          visitStored(entry, visit);
+        }
+      },
+      releaseGroup: (index) => {
+        given.add(index);
+        cached.releaseGroup(index);
+      },
+      release: () => {
+        if (released) return;
+        released = true;
+        cached.release();
+        if (--view.open === 0) view.txn.done();
+      },
+    };
+  }
+
+  override restoreKeyGroup(keyGroup: number, input: Reader, states: readonly KeyedStateMeta[]): void {
+    super.restoreKeyGroup(keyGroup, input, states);
+    while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
+  }
+
+  override numKeys(stateName: string): number {
+    super.numKeys(stateName); // unknown names are refused as by the heap backend
+    const { id } = this.#tablesByName.get(stateName)!;
+    this.#flush();
+    let n = 0;
+    for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
+      const range = this.#range(kg, id);
+      for (const _ of this.#db.getKeys({ start: range.start, end: range.end })) n++;
+    }
+    return n;
+  }
+
+  override keysOf(stateName: string, namespace: Namespace = VOID_NAMESPACE): { readonly key: Key; readonly keyGroup: number }[] {
+    super.numKeys(stateName);
+    const { id, table } = this.#tablesByName.get(stateName)!;
+    const descriptor = this.descriptorOf(stateName);
+    this.#flush();
+    const now = descriptor.ttl === undefined ? 0 : this.#clock.now();
+    const out: { key: Key; keyGroup: number }[] = [];
+    for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
+      for (const entry of this.#stored(kg, id)) {
+        const cell = namespace === VOID_NAMESPACE ? entry.voidCell : entry.nsCells?.get(namespace);
+        if (cell !== undefined && snapshotCellValue(table.kind, cell, now) !== undefined) out.push({ key: entry.key, keyGroup: kg });
+      }
+    }
+    return out;
+  }
+
+  /** Every visible (key, namespace, value) of a state in one key group (as the heap backend's), read from the flushed store. */
+  override *entries(stateName: string, keyGroup: number): Generator<KeyedStateEntry, void, undefined> {
+    super.numKeys(stateName);
+    if (!Number.isInteger(keyGroup) || keyGroup < this.keyGroupRange.start || keyGroup > this.keyGroupRange.end) throw keyGroupOutOfRange(keyGroup, this.keyGroupRange);
+    const { id, table } = this.#tablesByName.get(stateName)!;
+    this.#flush();
+    const now = table.ttl === undefined ? 0 : this.#clock.now();
+    for (const entry of [...this.#stored(keyGroup, id)]) {
+      for (const [namespace, cell] of entry.hasVoid ? [[VOID_NAMESPACE, entry] as const, ...(entry.nsCells ?? [])] : (entry.nsCells ?? [])) {
+        const value = snapshotCellValue(table.kind, cell, now);
+        if (value !== undefined) yield { key: entry.key, namespace, value };
+      }
+    }
+  }
+
+  /**
+   * Background TTL cleanup: the cached entries as the heap backend cleans them, then every stored
+   * entry of the states that ask for it is examined in turn, up to `maxEntries` per state and call
+   * (a cursor per state walks the store), and what expired is dropped.
+   */
+  override cleanupExpired(maxEntries: number): number {
+    let removed = super.cleanupExpired(maxEntries);
+    const now = this.#clock.now();
+    for (const info of this.#tables) {
+      const ttl = info.table.ttl;
+      if (ttl?.cleanupInBackground !== true) continue;
+      removed += this.#cleanupStored(info, maxEntries, now);
+    }
+    return removed;
+  }
+
+  readonly #cleanupCursor = new Map<number, Buffer>();
+
+  #cleanupStored({ table, id }: TableInfo, maxEntries: number, now: number): number {
+    this.#write([]); // a pending write is newer than what the store holds
+    const { start, end } = this.keyGroupRange;
+    const from = this.#cleanupCursor.get(id) ?? this.#range(start, id).start;
+    let examined = 0;
+    let removed = 0;
+    const puts: [Buffer, Buffer][] = [];
+    let last: Buffer | undefined;
+    const startKg = from.readUInt16BE(0);
+    outer: for (let kg = startKg; kg <= end; kg++) {
+      const range = this.#range(kg, id);
+      const lower = kg === startKg ? from : range.start;
+      for (const { key, value } of this.#db.getRange({ start: lower, end: range.end })) {
+        if (last !== undefined && Buffer.compare(key, last) === 0) continue;
+        if (examined >= maxEntries) break outer;
+        examined++;
+        last = Buffer.from(key);
+        const entry = decodeEntry(Buffer.from(value), undefined, 0, this.#dir);
+        if (table.holds(entry.mapKey, kg - start)) continue;
+        let dropped = 0;
+        if (entry.hasVoid && purgeCell(table.kind, entry, now)) {
+          entry.clearVoid();
+          dropped++;
+        }
+        if (entry.nsCells !== undefined) {
+          for (const [ns, cell] of entry.nsCells) {
+            if (purgeCell(table.kind, cell, now)) {
+              entry.nsCells.delete(ns);
+              dropped++;
+            }
+          }
+        }
+        removed += dropped;
+        if (entry.isEmpty()) this.#stage(last, undefined);
+        else puts.push([last, this.#encode(entry)]);
+      }
+    }
+    // Resume after the last key examined; past the end, start over next time.
+    if (examined < maxEntries || last === undefined) this.#cleanupCursor.delete(id);
+    else this.#cleanupCursor.set(id, Buffer.concat([last, Buffer.from([0])]));
+    this.#write(puts);
+    return removed;
+  }
+
+  dispose(): void {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    try {
+      this.#db.close() as unknown;
+    } finally {
+      rmSync(this.#dir, { recursive: true, force: true });
+    }
+  }
+}
+
+function encodeCell(cell: Cell, out: ByteWriter): void {
+  encodeValue(cell.value, out);
+  out.f64(cell.expiresAt);
+  const expiry = cell.expiry;
+  if (expiry === undefined) out.u8(0);
+  else if (Array.isArray(expiry)) {
+    out.u8(1);
+    out.varuint(expiry.length);
+    for (const e of expiry) out.f64(e);
+  } else {
+    out.u8(2);
+    out.varuint(expiry.size);
+    for (const [k, e] of expiry) {
+      encodeValue(k, out);
+      out.f64(e);
+    }
+  }
+}
+
+function decodeCell(input: ByteReader, into: Cell): void {
+  into.value = decodeValue(input);
+  into.expiresAt = input.f64();
+  const tag = input.u8();
+  if (tag === 0) into.expiry = undefined;
+  else if (tag === 1) {
+    const n = input.varuint();
+    const exps: number[] = [];
+    for (let i = 0; i < n; i++) exps.push(input.f64());
+    into.expiry = exps;
+  } else if (tag === 2) {
+    const n = input.varuint();
+    const exps = new Map<unknown, number>();
+    for (let i = 0; i < n; i++) exps.set(decodeValue(input), input.f64());
+    into.expiry = exps;
+  } else throw new Error(`unknown expiry tag ${tag}`);
+}
+
+/** A record: key, u8 hasVoid, [VOID cell], varuint n, (namespace, cell) × n. */
+function encodeEntry(entry: KeyEntry, out: ByteWriter): void {
+  encodeValue(entry.key, out);
+  out.u8(entry.hasVoid ? 1 : 0);
+  if (entry.hasVoid) encodeCell(entry, out);
+  const cells = entry.nsCells;
+  out.varuint(cells?.size ?? 0);
+  if (cells !== undefined) {
+    for (const [ns, cell] of cells) {
+      encodeValue(ns, out);
+      encodeCell(cell, out);
+    }
+  }
+}
+
+function decodeEntry(bytes: Buffer, mapKey: MapKey | undefined, version: number, dir: string): KeyEntry {
+  try {
+    const input = new ByteReader(bytes.buffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+    const key = decodeValue(input) as Key;
+    const entry = new KeyEntry(key, mapKey ?? mapKeyOf(key), version);
+    if (input.u8() === 1) {
+      entry.hasVoid = true;
+      decodeCell(input, entry);
+    }
+    const n = input.varuint();
+    if (n > 0) {
+      const cells = new Map<Namespace, Cell>();
+      for (let i = 0; i < n; i++) {
+        const ns = decodeValue(input) as Namespace;
+        const cell = new Cell(undefined, Number.POSITIVE_INFINITY, undefined);
+        decodeCell(input, cell);
+        cells.set(ns, cell);
+      }
+      entry.nsCells = cells;
+    }
+    return entry;
+  } catch (e) {
+    throw new EddyError("STATE_STORE_CORRUPT", `the disk state store in ${dir} holds an entry that cannot be decoded (${e instanceof Error ? e.message : String(e)}): the store is damaged`);
+  }
+}
+
+function visitStored(entry: KeyEntry, visit: CellVisitor): void {
+  if (entry.hasVoid) visit(entry.key, VOID_NAMESPACE, entry.value, entry.expiresAt, entry.expiry);
+  if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) visit(entry.key, ns, cell.value, cell.expiresAt, cell.expiry);
+}
+
+function storeFailed(dir: string, what: string, e: unknown): EddyError {
+  if (e instanceof EddyError) return e;
+  return new EddyError("STATE_STORE_FAILED", `the disk state store in ${dir} failed to ${what}: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/** A file-safe directory name. */
+function safeName(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) || "_";
+}
+
+/**
+ * Takes the job directory's LOCK for this process: created atomically (link of a complete temp
+ * file) holding the pid; held by a live other process → STATE_DIR_LOCKED; by a dead one → taken
+ * over. Every thread of one process shares it (the pid is the owner).
+ */
+export function lockJobDir(jobDir: string): void {
+  mkdirSync(jobDir, { recursive: true });
+  const lock = join(jobDir, "LOCK");
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const tmp = join(jobDir, `LOCK.${process.pid}.${Math.random().toString(36).slice(2)}`);
+    writeFileSync(tmp, String(process.pid));
+    try {
+      linkSync(tmp, lock);
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw storeFailed(jobDir, "lock", e);
+    } finally {
+      unlinkSync(tmp);
+    }
+    let owner: number;
+    try {
+      owner = Number(readFileSync(lock, "utf8"));
+    } catch {
+      continue; // removed meanwhile: try again
+    }
+    if (owner === process.pid) return;
+    if (isPidAlive(owner)) {
+      throw new EddyError(
+        "STATE_DIR_LOCKED",
+        `the disk state directory ${jobDir} is in use by process ${owner}: give each process its own state.backend.disk.dir, or stop that process`,
+      );
+    }
+    rmSync(lock, { force: true }); // a dead owner's: take it over
+  }
+  throw new EddyError("STATE_DIR_LOCKED", `could not take the lock of the disk state directory ${jobDir}`);
+}
+
+
+let unscoped = 0;
+
+/**
+ * The disk backend's factory (`env.setStateBackend("disk", options)`, `-D state.backend=disk`):
+ * each operator subtask gets `<dir>/<job>/<operator id>-<first key group>-<last key group>`, the
+ * job directory locked for this process.
+ */
+export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBackendFactory {
+  const cacheSize = options.cacheSize ?? DEFAULT_DISK_CACHE_SIZE;
+  if (typeof options.dir !== "string" || options.dir === "") throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend needs a directory (state.backend.disk.dir)");
+  if (!Number.isInteger(cacheSize) || cacheSize < 1) {
+    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
+  }
+  return (backendOptions) => {
+    const scope = backendOptions.scope;
+    const { start, end } = backendOptions.keyGroupRange;
+    const jobDir = join(options.dir, safeName(scope?.job ?? "unscoped"));
+    lockJobDir(jobDir);
+    const sub = scope === undefined ? `pid${process.pid}-${unscoped++}` : `${safeName(scope.operatorId)}-${start}-${end}`;
+    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize });
+  };
+}
+
+/** A value cursor whose every seek counts as a use of the key for the cache (and may evict others first). */
+class CachingCursor<T> extends VoidValueCursor<T> {
+  readonly #touch: (key: Key, keyGroup: number) => void;
+  constructor(table: StateTable, range: { start: number; end: number }, touch: (key: Key, keyGroup: number) => void) {
+    super(table, range);
+    this.#touch = touch;
+  }
+
+  override seek(key: Key, keyGroup: number): T | undefined {
+    this.#touch(key, keyGroup);
+    return super.seek(key, keyGroup);
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * The disk state backend in running jobs (issue 29), with `-D state.backend=disk` and a cache of 8
+ * keys per subtask, so most state accesses go to the LMDB store and back.
+ *
+ * - Kill-and-compare on worker threads and inline, with the job of test/jobs/disk-keyed.ts (1,000
+ *   keys revisited all through the run; value, list and window state): a fault at a random point
+ *   after a checkpoint completed (a worker thread ended as a kill would, or an exception while
+ *   processing), recovery from the latest checkpoint, committed output equal to the failure-free
+ *   run (heap, inline, no checkpoints). EDDY_DISK_ROUNDS sets the rounds (default 3),
+ *   EDDY_TEST_SEED the seed.
+ * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
+ *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
+ *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
+ *   the heap backend at parallelism 1 to the end: what the three runs committed equals the
+ *   failure-free run, record for record.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
+import { collectSink, runJob, type RunOptions } from "eddy/testing";
+import * as checkpointed from "./jobs/checkpointed.ts";
+import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
+import * as diskKeyed from "./jobs/disk-keyed.ts";
+import { prng } from "./fixtures.ts";
+
+const disk = (dir: string, cacheSize = 8): Record<string, string> => ({
+  "state.backend": "disk",
+  "state.backend.disk.dir": dir,
+  "state.backend.disk.cache-size": String(cacheSize),
+});
+
+/** Runs the job writing committed output into `outDir`; with `stopAt`, stops it with a savepoint once the source read that many records. */
+async function runInto(outDir: string, options: RunOptions, fault?: Fault, stopAt?: number): Promise<{ savepoint: string | undefined; restarts: number; warnings: string[] }> {
+  process.env.EDDY_CHK_OUT_DIR = outDir;
+  process.env.EDDY_CHK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
+  // Slow enough to stop part-way on any machine: 1 ms every 100 records.
+  process.env.EDDY_CHK_THROTTLE = stopAt === undefined ? "" : "100";
+  const warnings: string[] = [];
+  const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
+  try {
+    const job = runJob(checkpointed.countingJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, metricsIntervalMs: 10, ...options });
+    let savepoint: string | undefined;
+    if (stopAt !== undefined) {
+      const deadline = Date.now() + 120_000;
+      while (job.sourceRecords < stopAt) {
+        assert.equal(job.status(), "running", `the job ended before reading ${stopAt} records: ${warnings.join("\n")}`);
+        assert.ok(Date.now() < deadline, `the source read only ${job.sourceRecords} records in 120 s`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+      savepoint = (await job.stop({ savepoint: true }))!.path;
+    }
+    await job.done;
+    return { savepoint, restarts: job.restarts, warnings };
+  } finally {
+    delete process.env.EDDY_CHK_OUT_DIR;
+    delete process.env.EDDY_CHK_FAULT;
+    delete process.env.EDDY_CHK_THROTTLE;
+  }
+}
+
+let oracle: { counted: string[]; windows: string[] } | undefined;
+async function failureFree(root: string): Promise<{ counted: string[]; windows: string[] }> {
+  if (oracle === undefined) {
+    const out = join(root, "oracle");
+    await runInto(out, { mode: "inline", checkpointing: false });
+    oracle = { counted: committedFiles(out, "counted"), windows: committedFiles(out, "windows") };
+    assert.equal(oracle.counted.length, checkpointed.RECORDS);
+  }
+  return oracle;
+}
+
+/** The disk-keyed job's committed output, in a canonical order. */
+async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "exit"; atRecord: number; marker: string; checkpoints: string }) {
+  process.env.EDDY_DK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
+  const warnings: string[] = [];
+  const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
+  try {
+    const job = runJob(diskKeyed.diskKeyedJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options });
+    await job.done;
+    return {
+      totals: job.collected<diskKeyed.Total>("totals").map((t) => JSON.stringify(t)).sort(),
+      windows: job.collected<diskKeyed.WindowSum>("windows").map((w) => JSON.stringify(w)).sort(),
+      restarts: job.restarts,
+      restoredFrom: job.restoredFrom,
+      warnings,
+    };
+  } finally {
+    delete process.env.EDDY_DK_FAULT;
+  }
+}
+
+test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-kill-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    assert.equal(expected.totals.length, diskKeyed.KEYS);
+    const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
+    const random = prng(seed);
+    const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
+    for (let round = 0; round < rounds; round++) {
+      const dir = join(root, `round-${round}`);
+      // Anywhere in the first 90 %, after a checkpoint completed (the job waits for one).
+      const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
+      // Worker threads: a thread ended as a kill would, or an exception; inline (the restarted
+      // subtask's predecessor is never torn down by a thread exit): an exception.
+      const [mode, kind] = (
+        [
+          ["threads", "exit"],
+          ["threads", "process"],
+          ["inline", "process"],
+        ] as const
+      )[round % 3]!;
+      const fault = { kind, atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill") };
+      const at = `seed ${seed}, round ${round}, ${mode}, fault '${fault.kind}' at record ${atRecord}`;
+      const stateDir = join(dir, "state");
+      const result = await runDiskKeyed(
+        {
+          mode,
+          parallelism: 2,
+          checkpointing: { intervalMs: 10 },
+          checkpointDir: join(dir, "checkpoints"),
+          jobId: "disk-kill",
+          restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+          config: disk(stateDir),
+        },
+        fault,
+      );
+      assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
+      assert.equal(result.restarts, 1, `${at}: ${result.warnings.join("\n")}`);
+      assert.ok(existsSync(join(stateDir, "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
+      assert.deepEqual(result.totals, expected.totals, `${at}: committed totals differ from the failure-free run`);
+      assert.deepEqual(result.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
+      assert.ok(result.restoredFrom[0] != null, `${at}: restored from a checkpoint`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a savepoint of the heap backend resumes on the disk backend at another parallelism, and the disk backend's savepoint back on the heap backend: the failure-free output", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-savepoints-"));
+  try {
+    const expected = await failureFree(root);
+    const out = join(root, "out");
+    const common = { checkpointing: { intervalMs: 60_000 }, checkpointDir: join(root, "checkpoints"), savepointDir: join(root, "savepoints") } satisfies RunOptions;
+    const first = await runInto(out, { ...common, mode: "threads", parallelism: 2, jobId: "heap-1" }, undefined, checkpointed.RECORDS / 4);
+    const second = await runInto(
+      out,
+      { ...common, mode: "threads", parallelism: 4, jobId: "disk-2", config: disk(join(root, "state")), fromSavepoint: first.savepoint! },
+      undefined,
+      checkpointed.RECORDS / 2,
+    );
+    assert.ok(existsSync(join(root, "state", "checkpointed-counting", "LOCK")), "the second run ran on the disk backend");
+    await runInto(out, { ...common, mode: "inline", parallelism: 1, jobId: "heap-3", fromSavepoint: second.savepoint! });
+    assert.deepEqual(committedFiles(out, "counted"), expected.counted, "committed counts over the three runs");
+    assert.deepEqual(committedFiles(out, "windows"), expected.windows, "committed windows over the three runs");
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("env.setStateBackend chooses the backend in the job; -D state.backend wins over it; a bad choice is refused by name", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-env-"));
+  try {
+    const job = (name: string, dir: string) =>
+      defineJob(name, (env) => {
+        env.setStateBackend("disk", { dir, cacheSize: 3 });
+        const sums: KeyedProcessFunction<number, number, [number, number]> = {
+          processElement(n, ctx, out) {
+            const state = ctx.getState(new ValueStateDescriptor<number>("sum"));
+            const sum = (state.value() ?? 0) + n;
+            state.update(sum);
+            if (n > 990) out.collect([n % 10, sum]);
+          },
+        };
+        env.fromSequence(1, 1_000).keyBy((n) => n % 10).process(sums).sinkTo(collectSink("sums"));
+      });
+    const expected = Array.from({ length: 10 }, (_, k) => {
+      let sum = 0;
+      for (let n = 1; n <= 1_000; n++) if (n % 10 === k) sum += n;
+      return [k, sum];
+    }).sort((a, b) => a[0]! - b[0]!);
+    const onDisk = runJob(job("env-disk", join(root, "a")), { mode: "inline" });
+    await onDisk.done;
+    assert.deepEqual(onDisk.collected<[number, number]>("sums").sort((a, b) => a[0] - b[0]), expected);
+    assert.ok(existsSync(join(root, "a", "env-disk", "LOCK")), "the job's own choice, the disk backend, ran");
+    assert.equal(onDisk.configuration()["state.backend"], "disk");
+    const overridden = runJob(job("env-heap", join(root, "b")), { mode: "inline", config: { "state.backend": "heap" } });
+    await overridden.done;
+    assert.deepEqual(overridden.collected<[number, number]>("sums").sort((a, b) => a[0] - b[0]), expected);
+    assert.equal(existsSync(join(root, "b")), false, "-D state.backend=heap won");
+    const bad = defineJob("bad-backend", (env) => void env.setStateBackend("rocksdb" as "heap"));
+    await assert.rejects(async () => runJob(bad, { mode: "inline" }).done, /INVALID_STATE_BACKEND|unknown state backend "rocksdb"/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
