@@ -14,7 +14,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { defineJob, EddyError, WatermarkStrategy } from "eddy";
@@ -339,33 +339,57 @@ test(`kill-and-compare, ${ROUNDS} rounds: CDC → keyed aggregate → PostgresSi
   }
 });
 
-test("kill-and-compare: eddy run killed with SIGKILL (snapshot or stream), resumed with --from-checkpoint; the result equals SQL's aggregate", async () => {
+test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed with --from-checkpoint and killed again in the stream, resumed again; the result equals SQL's aggregate", async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-cdc-kill-"));
   const name = "kill";
-  const rows = 30_000;
+  const rows = 40_000;
   try {
     await createRound(name, rows);
     const checkpoints = join(dir, "checkpoints");
-    const env = { ...process.env, ...cdcEnv(name) };
+    const release = join(dir, "release");
+    // Slow until released: the first run is killed in the middle of the snapshot.
+    const env = { ...process.env, ...cdcEnv(name, { EDDY_CDC_FETCH_ROWS: "100", EDDY_CDC_SPLIT_ROWS: "5000", EDDY_CDC_HOLD: release }) };
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "cdc-kill", "--no-progress"];
+    const checkpointNumber = (): number => {
+      const latest = latestCheckpoint(join(checkpoints, "cdc-kill"));
+      return latest === undefined ? 0 : Number(/chk-(\d+)$/.exec(latest)![1]);
+    };
+    // Refreshed in the background: killWhenReady polls synchronously.
+    let phase: { results: number; streaming: boolean } = { results: 0, streaming: false };
+    const refresh = (): void =>
+      void server
+        .query<{ n: string; m: boolean | null }>(`SELECT (SELECT count(*) FROM totals_${name}) AS n, (SELECT active FROM pg_replication_slots WHERE slot_name = 'slot_${name}') AS m`)
+        .then((r) => (phase = { results: Number(r[0]!.n), streaming: r[0]!.m === true }), () => {});
     const writer = startWriter(`orders_${name}`, rows, 99);
     let resumed: ReturnType<typeof spawn> | undefined;
     try {
-      let resultRows = 0;
-      const { killed, stderr } = await killWhenReady(args, env, () => {
-        const latest = latestCheckpoint(join(checkpoints, "cdc-kill"));
-        void server.query<{ n: string }>(`SELECT count(*) AS n FROM totals_${name}`).then((r) => (resultRows = Number(r[0]!.n)), () => {});
-        return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && resultRows > 0;
+      // 1. Killed while snapshot splits are being read, after a checkpoint.
+      let checkpointWithRows: number | undefined;
+      const first = await killWhenReady(args, env, () => {
+        refresh();
+        // Two checkpoints after rows reached the result, the stream not started: the latest
+        // checkpoint holds splits read part of the way.
+        if (phase.results > 0) checkpointWithRows ??= checkpointNumber() + 2;
+        return checkpointWithRows !== undefined && checkpointNumber() >= checkpointWithRows && !phase.streaming;
       });
-      assert.ok(killed, `the job ended before it could be killed; stderr:\n${stderr}`);
-      const from = latestCheckpoint(join(checkpoints, "cdc-kill"))!;
+      assert.ok(first.killed, `the job ended before it could be killed; stderr:\n${first.stderr}`);
+      // 2. Resumed at full speed; killed again once it streams and has completed checkpoints of its own.
+      writeFileSync(release, "");
+      const from = checkpointNumber();
+      phase = { results: 0, streaming: false };
+      const second = await killWhenReady([...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], env, () => {
+        refresh();
+        return phase.streaming && checkpointNumber() >= from + 5;
+      });
+      assert.ok(second.killed, `the resumed job ended before it could be killed; stderr:\n${second.stderr}`);
+      // 3. Resumed again and left running; the writer stops, the result must converge.
       let resumedErr = "";
-      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", from], { env, stdio: ["ignore", "ignore", "pipe"] });
+      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], { env, stdio: ["ignore", "ignore", "pipe"] });
       resumed.stderr!.on("data", (d: Buffer) => (resumedErr += d.toString()));
       const r = resumed;
       await sleep(1_000);
       await writer.stop();
-      await eventually("the result table equals SQL's aggregate over both runs", 120_000, () => resultDiff(`orders_${name}`, `totals_${name}`), () =>
+      await eventually("the result table equals SQL's aggregate over the three runs", 120_000, () => resultDiff(`orders_${name}`, `totals_${name}`), () =>
         r.exitCode !== null ? new Error(`the resumed job exited (${r.exitCode}): ${resumedErr}`) : undefined,
       );
     } finally {

@@ -8,12 +8,16 @@
  *   group's row deleted when its count is 0);
  * - EDDY_CDC_FAULT: `{ kind: "exit" | "process", atRecord, marker }`: fires once per marker file,
  *   at the atRecord-th change a subtask of the fault's map sees;
- * - EDDY_CDC_SPLIT_ROWS / EDDY_CDC_FETCH_ROWS: the snapshot's split and fetch sizes.
+ * - EDDY_CDC_SPLIT_ROWS / EDDY_CDC_FETCH_ROWS: the snapshot's split and fetch sizes;
+ * - EDDY_CDC_HOLD: the job runs slowly (1 ms every 10 changes) until this file exists.
  */
 import { defineJob, WatermarkStrategy } from "eddy";
 import { PostgresCdcSource, PostgresSink, type ChangeRecord } from "eddy/postgres";
 import { collectSink } from "eddy/testing";
+import { existsSync } from "node:fs";
 import { fireOnce, recordFaultFrom } from "./fault-markers.ts";
+
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 export interface GroupTotal {
   readonly grp: number;
@@ -33,8 +37,14 @@ export const postgresCdcJob = defineJob("postgres-cdc", (env) => {
     statusIntervalMs: 200,
   });
   let seen = 0;
+  const hold = process.env.EDDY_CDC_HOLD || undefined;
+  let released = hold === undefined;
   const changes = env.fromSource(source, WatermarkStrategy.noWatermarks<ChangeRecord>(), "cdc").map((c) => {
     seen++;
+    if (!released && seen % 10 === 0) {
+      released = existsSync(hold!);
+      if (!released) Atomics.wait(sleeper, 0, 0, 1);
+    }
     if (fault !== undefined && seen === fault.atRecord && fireOnce(fault.marker)) {
       if (fault.kind === "exit") process.exit(3);
       throw new Error(`injected fault at change ${seen}`);
