@@ -24,6 +24,7 @@ import { latestCheckpoint } from "./jobs/checkpointed.ts";
 import { postgresCdcJob } from "./jobs/postgres-cdc.ts";
 import { EDDY_BIN, killWhenReady, prng } from "./fixtures.ts";
 import { startPostgres, type PostgresServer } from "./postgres-server.ts";
+import { postgresCdcJob as examplePostgresCdcJob, TABLES_DDL } from "../examples/postgres-cdc.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/postgres-cdc.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -398,5 +399,29 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("examples/postgres-cdc.ts keeps each customer's order count and amount as orders are inserted, updated and deleted", async () => {
+  for (const ddl of TABLES_DDL) await server.query(ddl);
+  await server.query("INSERT INTO orders SELECT n, 'c' || (n % 9), n % 50 FROM generate_series(1, 500) n");
+  const handle = runJob(examplePostgresCdcJob(server.url), { parallelism: 2, checkpointing: { intervalMs: 100 }, logger: silent });
+  const failed = failureOf(handle);
+  const diff = async (): Promise<string | undefined> => {
+    const oracle = "SELECT customer, count(*)::int AS orders, sum(amount)::int AS amount FROM orders GROUP BY customer";
+    const extra = await server.query(`SELECT * FROM customer_order_totals EXCEPT ${oracle}`);
+    const missing = await server.query(`${oracle} EXCEPT SELECT * FROM customer_order_totals`);
+    return extra.length === 0 && missing.length === 0 ? undefined : `extra ${JSON.stringify(extra.slice(0, 3))}, missing ${JSON.stringify(missing.slice(0, 3))}`;
+  };
+  try {
+    await eventually("the snapshot's totals", 60_000, diff, failed);
+    await server.query("UPDATE orders SET amount = amount + 1000 WHERE id % 7 = 0");
+    await server.query("DELETE FROM orders WHERE customer = 'c3'");
+    await server.query("INSERT INTO orders VALUES (1000, 'c10', 5)");
+    await eventually("the totals after the changes", 60_000, diff, failed);
+    assert.deepEqual(await server.query("SELECT * FROM customer_order_totals WHERE customer = 'c3'"), [], "the customer without orders is deleted");
+  } finally {
+    handle.cancel();
+    await handle.done.catch(() => {});
   }
 });
