@@ -425,3 +425,32 @@ test("examples/postgres-cdc.ts keeps each customer's order count and amount as o
     await handle.done.catch(() => {});
   }
 });
+
+test("heartbeats: with the source table quiet and writes elsewhere, the slot's confirmed position follows the log (heartbeatQuery with pg_logical_emit_message)", async () => {
+  await server.query("CREATE TABLE quiet (id int PRIMARY KEY)");
+  await server.query("CREATE TABLE busy (id int)");
+  const job = defineJob("cdc-heartbeat", (env) => {
+    env
+      .fromSource(
+        PostgresCdcSource.create({ connection: server.url, tables: ["quiet"], slot: "quiet", publication: "quiet", statusIntervalMs: 100, heartbeatQuery: "SELECT pg_logical_emit_message(false, 'eddy-heartbeat', '')", heartbeatIntervalMs: 100 }),
+        WatermarkStrategy.noWatermarks<ChangeRecord>(),
+        "cdc",
+      )
+      .sinkTo(collectSink("changes"));
+  });
+  const handle = runJob(job, { mode: "inline", checkpointing: { intervalMs: 100 }, logger: silent });
+  const failed = failureOf(handle);
+  try {
+    await eventually("the stream starts", 60_000, async () => ((await server.query("SELECT 1 FROM pg_replication_slots WHERE slot_name = 'quiet' AND active")).length > 0 ? undefined : "not yet"), failed);
+    await server.query("INSERT INTO busy SELECT generate_series(1, 10000)");
+    const [{ lsn }] = (await server.query<{ lsn: string }>("SELECT pg_current_wal_lsn()::text AS lsn")) as [{ lsn: string }];
+    await eventually("the confirmed position passes the writes to the other table", 60_000, async () => {
+      const [r] = await server.query<{ ok: boolean; confirmed: string }>("SELECT confirmed_flush_lsn >= $1::pg_lsn AS ok, confirmed_flush_lsn::text AS confirmed FROM pg_replication_slots WHERE slot_name = 'quiet'", [lsn]);
+      return r!.ok ? undefined : `confirmed ${r!.confirmed} < ${lsn}`;
+    }, failed);
+    assert.deepEqual(handle.collected("changes"), [], "no records from heartbeats or other tables");
+  } finally {
+    handle.cancel();
+    await handle.done.catch(() => {});
+  }
+});

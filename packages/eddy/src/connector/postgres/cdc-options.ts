@@ -58,7 +58,8 @@ export interface PostgresCdcSourceOptions {
    * A statement the stream reader runs every `heartbeatIntervalMs` on a connection of its own
    * (Debezium's heartbeat.action.query), e.g. an upsert into a heartbeat table: it writes to the
    * log, so the slot's position advances even when the source tables are quiet and the rest of
-   * the database is too. Default: none.
+   * the database is too. `SELECT pg_logical_emit_message(false, 'eddy-heartbeat', '')` needs no
+   * table (the source reads such messages). Default: none.
    */
   readonly heartbeatQuery?: string;
   /** Default 10,000 ms. */

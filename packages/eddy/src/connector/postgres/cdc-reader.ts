@@ -273,7 +273,7 @@ class StreamCursor implements Cursor {
       client.raw.connection.on("copyData", (msg) => this.#onData(msg.chunk));
       client.raw.on("end", () => this.#fail(streamError("the replication connection was closed by the server")));
       client.raw
-        .query(`START_REPLICATION SLOT ${ident(this.#config.slot)} LOGICAL ${formatLsn(this.#position)} (proto_version '1', publication_names ${publicationNames(this.#config.publication)})`)
+        .query(`START_REPLICATION SLOT ${ident(this.#config.slot)} LOGICAL ${formatLsn(this.#position)} (proto_version '1', publication_names ${publicationNames(this.#config.publication)}, messages 'true')`)
         .then(
           () => this.#fail(streamError("the server ended the replication stream")),
           (e: unknown) => this.#fail(streamError(`replication from slot ${this.#config.slot} failed`, e)),
@@ -409,7 +409,7 @@ class StreamCursor implements Cursor {
         message = decodeReplicationMessage(chunk);
         if (message.tag === "keepalive") {
           if (message.end > this.#received) this.#received = message.end;
-          if (this.#txn === undefined && message.end > this.#position) this.#position = message.end;
+          this.#txn === undefined && message.end > this.#position) this.#position = message.end;
           continue;
         }
         if (message.end > this.#received) this.#received = message.end;
@@ -441,6 +441,11 @@ class StreamCursor implements Cursor {
         case "update":
         case "delete":
           this.#change(data, output);
+          break;
+        case "message":
+          // A heartbeat (pg_logical_emit_message(false, ...)) between transactions: everything
+          // committed before it has been received, so the stream may resume there.
+          !data.transactional && this.#txn === undefined && data.lsn > this.#position) this.#position = data.lsn;
           break;
         case "truncate": {
           const names = data.oids.map((o) => this.#relations.get(o)).map((r) => (r === undefined ? "?" : `${r.relation.schema}.${r.relation.name}`));

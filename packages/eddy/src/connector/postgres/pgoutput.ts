@@ -57,6 +57,8 @@ export type PgOutputMessage =
   | { readonly tag: "update"; readonly oid: number; readonly old: TupleText | undefined; readonly oldIsKeyOnly: boolean; readonly row: TupleText }
   | { readonly tag: "delete"; readonly oid: number; readonly old: TupleText; readonly oldIsKeyOnly: boolean }
   | { readonly tag: "truncate"; readonly oids: readonly number[] }
+  /** A logical decoding message (pg_logical_emit_message), with `messages 'true'`. */
+  | { readonly tag: "message"; readonly transactional: boolean; readonly lsn: bigint; readonly prefix: string }
   | { readonly tag: "other"; readonly type: string };
 
 /** What a replication connection's CopyData carries. */
@@ -220,6 +222,11 @@ export function decodePgOutput(bytes: Uint8Array): PgOutputMessage {
       const oids: number[] = [];
       for (let i = 0; i < n; i++) oids.push(r.u32());
       return { tag: "truncate", oids };
+    }
+    case "M": {
+      const transactional = (r.u8() & 1) === 1;
+      const lsn = r.u64();
+      return { tag: "message", transactional, lsn, prefix: r.cstring() };
     }
     default:
       return { tag: "other", type };
