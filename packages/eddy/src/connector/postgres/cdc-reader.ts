@@ -409,7 +409,7 @@ class StreamCursor implements Cursor {
         message = decodeReplicationMessage(chunk);
         if (message.tag === "keepalive") {
           if (message.end > this.#received) this.#received = message.end;
-          this.#txn === undefined && message.end > this.#position) this.#position = message.end;
+          if (this.#txn === undefined && message.end > this.#position) this.#position = message.end;
           continue;
         }
         if (message.end > this.#received) this.#received = message.end;
@@ -445,7 +445,7 @@ class StreamCursor implements Cursor {
         case "message":
           // A heartbeat (pg_logical_emit_message(false, ...)) between transactions: everything
           // committed before it has been received, so the stream may resume there.
-          !data.transactional && this.#txn === undefined && data.lsn > this.#position) this.#position = data.lsn;
+          if (!data.transactional && this.#txn === undefined && data.lsn > this.#position) this.#position = data.lsn;
           break;
         case "truncate": {
           const names = data.oids.map((o) => this.#relations.get(o)).map((r) => (r === undefined ? "?" : `${r.relation.schema}.${r.relation.name}`));
