@@ -306,7 +306,8 @@ class StreamCursor implements Cursor {
       // their position is taken in order with the data, in pollNext.
       if (chunk[chunk.length - 1] === 1) this.#sendStatus(false);
     }
-    this.#queue.push(chunk);
+    // A copy: pg's parser reuses the buffer the chunk is a view of once the event returns.
+    this.#queue.push(Buffer.from(chunk));
     if (this.#queue.length >= MAX_QUEUED && !this.#paused) {
       this.#paused = true;
       this.#client?.raw.connection.stream.pause();
