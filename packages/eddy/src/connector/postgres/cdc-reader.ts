@@ -83,7 +83,10 @@ class SnapshotCursor implements Cursor {
   #lsn: string | undefined;
   #snapshotTime = 0;
   #client: CdcClient | undefined;
-  #batch: { rows: (string | null)[][]; names: string[]; parsers: ValueParser[]; keyIndex: number } | undefined;
+  /** Fetched and not emitted yet, oldest first: one is emitted while the next is on its way. */
+  readonly #batches: { rows: (string | null)[][]; names: string[]; parsers: ValueParser[]; keyIndex: number }[] = [];
+  /** The last key fetched (where the next query starts); `#cursor` is the last emitted. */
+  #fetched: string | null;
   #fetching = false;
   #exhausted = false;
   #failure: unknown;
@@ -94,6 +97,7 @@ class SnapshotCursor implements Cursor {
     this.#config = config;
     this.#cursor = split.cursor ?? split.after;
     this.#attemptAfter = this.#cursor;
+    this.#fetched = this.#cursor;
     void this.#open();
   }
 
@@ -135,7 +139,7 @@ class SnapshotCursor implements Cursor {
     const collate = t.keyType === "text" ? ' COLLATE "C"' : "";
     const conditions: string[] = [];
     const values: string[] = [];
-    const from = this.#cursor;
+    const from = this.#fetched;
     if (from !== null) conditions.push(`${key}${collate} > $${values.push(from)}`);
     if (this.#split.upTo !== null) conditions.push(`${key}${collate} <= $${values.push(this.#split.upTo)}`);
     const sql = `SELECT * FROM ${ident(t.schema)}.${ident(t.table)}${conditions.length > 0 ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${key}${collate} LIMIT ${this.#config.fetchRows}`;
@@ -143,8 +147,11 @@ class SnapshotCursor implements Cursor {
       (r) => {
         this.#fetching = false;
         const names = r.fields.map((f) => f.name);
-        this.#batch = { rows: r.rows, names, parsers: parsersOf(r.fields.map((f) => f.dataTypeID), this.#config), keyIndex: names.indexOf(t.key) };
+        const keyIndex = names.indexOf(t.key);
+        this.#batches.push({ rows: r.rows, names, parsers: parsersOf(r.fields.map((f) => f.dataTypeID), this.#config), keyIndex });
+        if (r.rows.length > 0) this.#fetched = r.rows[r.rows.length - 1]![keyIndex]!;
         if (r.rows.length < this.#config.fetchRows) this.#exhausted = true;
+        else if (this.#batches.length < 2) this.#fetch();
         this.#signal.fire();
       },
       (e: unknown) => this.#fail(streamError(`the snapshot query of ${this.#split.splitId} failed`, e)),
@@ -153,9 +160,8 @@ class SnapshotCursor implements Cursor {
 
   poll(output: ReaderOutput<ChangeRecord>): InputStatus | "done" {
     if (this.#failure !== undefined) throw this.#failure;
-    const batch = this.#batch;
+    const batch = this.#batches.shift();
     if (batch === undefined) return this.#exhausted && !this.#fetching ? "done" : "nothing";
-    this.#batch = undefined;
     const lsn = this.#lsn!;
     for (const values of batch.rows) {
       let row: Record<string, unknown>;
@@ -168,16 +174,16 @@ class SnapshotCursor implements Cursor {
       output.collect({ op: "insert", kind: "+I", table: this.#table.name, row, lsn, commitTime: this.#snapshotTime, snapshot: true }, this.#snapshotTime);
     }
     if (batch.rows.length > 0) this.#cursor = batch.rows[batch.rows.length - 1]![batch.keyIndex]!;
-    if (this.#exhausted) {
+    if (this.#exhausted && this.#batches.length === 0) {
       void this.#client?.query("COMMIT").catch(() => {});
       return "done";
     }
-    this.#fetch();
-    return "more";
+    if (!this.#fetching && !this.#exhausted) this.#fetch();
+    return this.#batches.length > 0 ? "more" : "nothing";
   }
 
   available(): Promise<void> {
-    return this.#failure !== undefined || this.#batch !== undefined ? alwaysAvailable() : this.#signal.wait();
+    return this.#failure !== undefined || this.#batches.length > 0 ? alwaysAvailable() : this.#signal.wait();
   }
 
   /** The parts read so far: the earlier attempts', and this attempt's (attemptAfter, upTo]. */
