@@ -31,6 +31,8 @@ export interface CdcEnumeratorState {
   readonly splitIds: readonly string[];
   readonly finished: Readonly<Record<string, { readonly table: string; readonly parts: readonly SnapshotPart[] }>>;
   readonly streamAssigned: boolean;
+  /** The stream split a failed reader gave back, not assigned again yet. */
+  readonly returned?: StreamSplit;
 }
 
 const KEY_TYPES = new Map<number, KeyType>([
@@ -146,6 +148,8 @@ export function cdcEnumerator(context: SplitEnumeratorContext<CdcSplit>, config:
     streamAssigned: restored?.streamAssigned ?? false,
   };
   const waiting: number[] = [];
+  /** The stream split as a failed reader gave it back: assigned again as it is (its position kept). */
+  let returned: StreamSplit | undefined = restored?.returned;
   let closed = false;
 
   const streamSplit = (): StreamSplit => {
@@ -160,6 +164,11 @@ export function cdcEnumerator(context: SplitEnumeratorContext<CdcSplit>, config:
       const split = state.pending.shift();
       if (split !== undefined) {
         context.assignSplits(waiting.shift()!, [split]);
+        continue;
+      }
+      if (returned !== undefined) {
+        context.assignSplits(waiting.shift()!, [returned]);
+        returned = undefined;
         continue;
       }
       if (!state.streamAssigned && state.splitIds.every((id) => state.finished[id] !== undefined)) {
@@ -203,11 +212,11 @@ export function cdcEnumerator(context: SplitEnumeratorContext<CdcSplit>, config:
       for (const s of splits) {
         const split = parseCdcSplit(s);
         if (split.kind === "snapshot") state.pending.unshift(split);
-        else if (split.kind === "stream") state.streamAssigned = false;
+        else if (split.kind === "stream") returned = split;
       }
       serve();
     },
-    snapshotState: (): CdcEnumeratorState => ({ v: 1, ...state, pending: [...state.pending], finished: { ...state.finished } }),
+    snapshotState: (): CdcEnumeratorState => ({ v: 1, ...state, pending: [...state.pending], finished: { ...state.finished }, ...(returned === undefined ? {} : { returned }) }),
     close() {
       closed = true;
     },
@@ -231,6 +240,7 @@ export function parseCdcEnumeratorState(value: unknown): CdcEnumeratorState {
   ) {
     throw new EddyError("CHECKPOINT_CORRUPT", `the PostgreSQL CDC source's enumerator state in the checkpoint is not one this version reads: ${JSON.stringify(value)?.slice(0, 200)}`);
   }
+  if (s.returned !== undefined && parseCdcSplit(s.returned).kind !== "stream") throw new EddyError("CHECKPOINT_CORRUPT", "the PostgreSQL CDC enumerator state holds a returned split that is not the stream split");
   for (const p of s.pending) if (parseCdcSplit(p).kind !== "snapshot") throw new EddyError("CHECKPOINT_CORRUPT", "the PostgreSQL CDC enumerator state holds a pending split that is not a snapshot split");
   return s as CdcEnumeratorState;
 }

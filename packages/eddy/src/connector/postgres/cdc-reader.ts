@@ -222,7 +222,9 @@ class StreamCursor implements Cursor {
   readonly #config: CdcConfig;
   readonly #split: StreamSplit;
   readonly #signal = new Signal();
-  readonly #queue: Buffer[] = [];
+  /** Received, not handled yet: `#queue[#head..]` (Array.shift is linear on large arrays). */
+  #queue: Buffer[] = [];
+  #head = 0;
   readonly #tables: Map<string, CdcTable>;
   readonly #parts: Map<string, SnapshotPart[]>;
   readonly #schemas: Record<string, readonly ColumnSchema[]>;
@@ -241,7 +243,7 @@ class StreamCursor implements Cursor {
   #received: bigint;
   #confirmed: bigint;
   #restoredTxn: { finalLsn: bigint; seen: number } | undefined;
-  #txn: { finalLsn: bigint; commitTimeMs: number; seen: number; skip: number } | undefined;
+  #txn: { finalLsn: bigint; lsnText: string; commitTimeMs: number; seen: number; skip: number } | undefined;
 
   constructor(split: StreamSplit, config: CdcConfig) {
     this.#config = config;
@@ -314,7 +316,7 @@ class StreamCursor implements Cursor {
     }
     // A copy: pg's parser reuses the buffer the chunk is a view of once the event returns.
     this.#queue.push(Buffer.from(chunk));
-    if (this.#queue.length >= MAX_QUEUED && !this.#paused) {
+    if (this.#queue.length - this.#head >= MAX_QUEUED && !this.#paused) {
       this.#paused = true;
       this.#client?.raw.connection.stream.pause();
     }
@@ -366,7 +368,7 @@ class StreamCursor implements Cursor {
     if (txn.seen <= txn.skip) return;
     const oid = (msg as { oid: number }).oid;
     const known = this.#relations.get(oid);
-    const lsn = formatLsn(txn.finalLsn);
+    const lsn = txn.lsnText;
     if (known === undefined) {
       output.reportBadRecord({ raw: JSON.stringify(msg, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)).slice(0, 65_536), error: new Error(`a change of relation ${oid} before its Relation message`), position: { lsn, change: txn.seen } });
       return;
@@ -407,8 +409,9 @@ class StreamCursor implements Cursor {
     if (this.#failure !== undefined) throw this.#failure;
     let handled = 0;
     while (handled < MAX_PER_POLL) {
-      const chunk = this.#queue.shift();
-      if (chunk === undefined) break;
+      if (this.#head === this.#queue.length) break;
+      const chunk = this.#queue[this.#head]!;
+      this.#queue[this.#head++] = undefined as unknown as Buffer;
       handled++;
       let message: ReturnType<typeof decodeReplicationMessage>;
       let data: ReturnType<typeof decodePgOutput>;
@@ -428,7 +431,7 @@ class StreamCursor implements Cursor {
         case "begin": {
           const restored = this.#restoredTxn;
           this.#restoredTxn = undefined;
-          this.#txn = { finalLsn: data.finalLsn, commitTimeMs: data.commitTimeMs, seen: 0, skip: restored !== undefined && restored.finalLsn === data.finalLsn ? restored.seen : 0 };
+          this.#txn = { finalLsn: data.finalLsn, lsnText: formatLsn(data.finalLsn), commitTimeMs: data.commitTimeMs, seen: 0, skip: restored !== undefined && restored.finalLsn === data.finalLsn ? restored.seen : 0 };
           // Parts whose snapshot this transaction is past are no longer needed.
           for (const [table, parts] of this.#parts) {
             const left = parts.filter((p) => parseLsn(p.lsn) > data.finalLsn);
@@ -463,15 +466,22 @@ class StreamCursor implements Cursor {
           break;
       }
     }
-    if (this.#paused && this.#queue.length < MAX_QUEUED / 2) {
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+    } else if (this.#head > 4_096 && this.#head * 2 > this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+    if (this.#paused && this.#queue.length - this.#head < MAX_QUEUED / 2) {
       this.#paused = false;
       this.#client?.raw.connection.stream.resume();
     }
-    return this.#queue.length > 0 ? "more" : "nothing";
+    return this.#queue.length > this.#head ? "more" : "nothing";
   }
 
   available(): Promise<void> {
-    return this.#failure !== undefined || this.#queue.length > 0 ? alwaysAvailable() : this.#signal.wait();
+    return this.#failure !== undefined || this.#queue.length > this.#head ? alwaysAvailable() : this.#signal.wait();
   }
 
   snapshot(checkpointId: number): StreamSplit {
