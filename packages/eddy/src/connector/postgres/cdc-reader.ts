@@ -113,7 +113,10 @@ class SnapshotCursor implements Cursor {
       const created = await replication.query(`CREATE_REPLICATION_SLOT ${ident(slot)} TEMPORARY LOGICAL pgoutput (SNAPSHOT 'export')`);
       const [, consistentPoint, snapshotName] = created.rows[0]!;
       this.#snapshotTime = Date.now();
-      this.#client = await openCdcClient(this.#config.connection, false);
+      const client = await openCdcClient(this.#config.connection, false);
+      // Closed meanwhile (a cancel, a restart): nothing to read.
+      if (this.#closed) return void (await client.end());
+      this.#client = client;
       await this.#client.query("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY");
       await this.#client.query(`SET TRANSACTION SNAPSHOT ${literal(snapshotName!)}`);
       this.#lsn = consistentPoint!;
