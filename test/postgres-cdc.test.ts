@@ -482,9 +482,11 @@ test("a text primary key: the snapshot reads in byte order (COLLATE \"C\") acros
   }
 });
 
-// TODO (open, see the branch report): passes in most runs, but one run in about four ended with
-// the 28 deletes after the cut missing from the changelog, and one with no restart within 60 s.
-// Not understood yet; kept visible as a todo (it runs, its failure does not fail the suite).
+// TODO (open, see the branch report): passes in most runs; in about one run in three the changelog
+// after the restart holds only +I records (no -U/+U/-D) whose values are the table's AFTER the
+// update: as if the restored attempt read a new snapshot instead of resuming the stream (the
+// source's enumerator and reader state both absent from the restored checkpoint?). Once, no
+// restart within 60 s. Kept visible as a todo (it runs; its failure does not fail the suite).
 test("the replication connection cut by the server: the job fails with POSTGRES_CDC_STREAM_FAILED, restarts from its checkpoint's LSN, and no change is lost (doubles are the kill-and-compare tests' part)", { todo: "flaky: deletes after the cut missing in about 1 run in 4; under investigation" }, async () => {
   const table = "cut";
   await server.query(`CREATE TABLE ${table} (id int PRIMARY KEY, v int NOT NULL)`);
@@ -502,7 +504,7 @@ test("the replication connection cut by the server: the job fails with POSTGRES_
     await server.query(`UPDATE ${table} SET v = v + 1 WHERE id % 2 = 0`);
     await server.query(`DELETE FROM ${table} WHERE id % 7 = 0`);
     await eventually("the job restarted and the changelog replays to the table", 60_000, async () => {
-      if (handle.restarts < 1) return "no restart yet";
+      if (handle.restarts < 1) return `no restart yet; log ${errors.join(" | ")}; slot ${JSON.stringify(await server.query("SELECT active, active_pid FROM pg_replication_slots WHERE slot_name = 'cut'"))}`;
       const collected = handle.collected<ChangeRecord>("changes");
       // What the attempt before the restart emitted after its last checkpoint is emitted again
       // (at-least-once into a collect sink, which has no transactions): replay what the restored
@@ -510,7 +512,7 @@ test("the replication connection cut by the server: the job fails with POSTGRES_
       const { rows } = replay(dedupeReplays(collected));
       const actual = await server.query<{ id: number; v: number }>(`SELECT id, v FROM ${table}`);
       const wrong = actual.filter((r) => rows.get(String(r.id))?.v !== r.v);
-      return wrong.length === 0 && rows.size === actual.length ? undefined : `${wrong.length} rows differ, ${rows.size} vs ${actual.length}`;
+      return wrong.length === 0 && rows.size === actual.length ? undefined : `${wrong.length} rows differ, ${rows.size} vs ${actual.length}; log ${errors.join(" | ")}; kinds ${JSON.stringify(collected.reduce((m: Record<string, number>, c) => ((m[c.kind] = (m[c.kind] ?? 0) + 1), m), {}))}; slot ${JSON.stringify(await server.query("SELECT active, confirmed_flush_lsn::text AS c, pg_current_wal_lsn()::text AS w FROM pg_replication_slots WHERE slot_name = 'cut'"))}`;
     }, failed);
     assert.ok(errors.some((e) => /POSTGRES_CDC_STREAM_FAILED/.test(e)), `the failure was logged with its code: ${errors.join("; ")}`);
   } finally {
