@@ -152,5 +152,3 @@ export function valueParser(typeOid: number, numeric: NumericMode): ValueParser 
   return (t) => t;
 }
 
-/** The statements every connection of the source runs first, so the text forms above are what the server prints. */
-export const SESSION_SETTINGS = "SET DateStyle = 'ISO, MDY'; SET TimeZone = 'UTC'; SET bytea_output = 'hex'; SET extra_float_digits = 3; SET IntervalStyle = 'postgres'";
