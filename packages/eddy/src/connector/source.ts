@@ -89,6 +89,13 @@ export interface SourceReaderContext {
   sendSplitRequest(): void;
   /** The source operator subtask's metrics, with the standard backlog gauges (FLIP-33). */
   readonly metrics: SourceReaderMetricGroup;
+  /**
+   * Sends plain data to the enumerator's `handleSourceEvent` (Flink's
+   * sendSourceEventToCoordinator), in order with split requests; e.g. a reader reporting a split
+   * it finished. Asynchronous; not recorded in checkpoints (a reader that must not lose a report
+   * keeps it in its own state and sends it again after a restore).
+   */
+  sendSourceEvent?(event: unknown): void;
 }
 
 /**
@@ -107,6 +114,12 @@ export interface SourceReader<T, SplitT> {
   notifyNoMoreSplits(): void;
   /** The positions of the splits this reader holds (checkpoints restore from them). */
   snapshotState(checkpointId: number): SplitT[];
+  /**
+   * Checkpoint `checkpointId`, to which this reader's `snapshotState(checkpointId)` contributed, is
+   * complete (durable): e.g. acknowledge the positions it holds to the external system. Called
+   * between `pollNext` calls, never concurrently.
+   */
+  notifyCheckpointComplete?(checkpointId: number): void;
   close?(): void;
 }
 
@@ -127,6 +140,8 @@ export interface SplitEnumerator<SplitT> {
   /** A reader (subtask) has been registered and can take splits. */
   addReader(subtaskIndex: number): void;
   handleSplitRequest?(subtaskIndex: number): void;
+  /** What reader `subtaskIndex` sent with `SourceReaderContext.sendSourceEvent`. */
+  handleSourceEvent?(subtaskIndex: number, event: unknown): void;
   /** Splits of a failed reader come back to be assigned again. */
   addSplitsBack?(splits: readonly SplitT[], subtaskIndex: number): void;
   snapshotState?(checkpointId: number): unknown;

@@ -90,7 +90,7 @@ export class InlineAttempt implements ExecutionAttempt {
           this.#sources.start();
         },
         // Asynchronous like a message to a coordinator: the request never re-enters the reader.
-        requestSplit: (node, subtask) => queueMicrotask(() => this.#sources.handleSplitRequest(node, subtask)),
+        requestSplit: (node, subtask, event) => queueMicrotask(() => this.#sources.handleSplitRequest(node, subtask, event)),
       },
       "the inline task manager",
     );

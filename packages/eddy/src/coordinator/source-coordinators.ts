@@ -26,7 +26,7 @@ export class SourceCoordinators {
    * Split requests that arrived before `start` (a reader on a worker that registered early asks
    * as soon as its task opens), handed to the enumerators once they exist; undefined once started.
    */
-  #early: [node: number, subtask: number][] | undefined = [];
+  #early: [node: number, subtask: number, event: unknown][] | undefined = [];
 
   constructor(
     plan: Plan,
@@ -60,12 +60,13 @@ export class SourceCoordinators {
     });
     const early = this.#early ?? [];
     this.#early = undefined;
-    for (const [node, subtask] of early) this.handleSplitRequest(node, subtask);
+    for (const [node, subtask, event] of early) this.handleSplitRequest(node, subtask, event);
   }
 
-  /** A reader asked for a split. */
-  handleSplitRequest(node: number, subtask: number): void {
-    if (this.#early !== undefined) this.#early.push([node, subtask]);
+  /** A reader asked for a split, or (with `event`) sent its enumerator a source event. */
+  handleSplitRequest(node: number, subtask: number, event?: unknown): void {
+    if (this.#early !== undefined) this.#early.push([node, subtask, event]);
+    else if (event !== undefined) this.#enumerators.get(node)?.handleSourceEvent?.(subtask, event);
     else this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
   }
 

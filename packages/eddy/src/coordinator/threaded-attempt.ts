@@ -289,7 +289,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
           this.#running();
         }
       }),
-      requestSplit: live((node, subtask) => this.#sources.handleSplitRequest(node, subtask)),
+      requestSplit: live((node, subtask, event) => this.#sources.handleSplitRequest(node, subtask, event)),
       reportOutput: live((collected, stdout) => {
         for (const [name, values] of collected) for (const v of values) this.#options.services.collect(name, v);
         for (const line of stdout) this.#options.services.writeStdout(line);

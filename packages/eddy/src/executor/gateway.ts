@@ -65,8 +65,8 @@ export interface TaskManagerGateway {
 export interface JobMasterGateway {
   /** The first message of a task manager: it runs every task placed on it, and speaks `protocolVersion`. */
   registerTaskManager(protocolVersion: number): void;
-  /** A source reader asks its enumerator for a split. */
-  requestSplit(node: number, subtask: number): void;
+  /** A source reader asks its enumerator for a split, or with `event` sends it a source event. */
+  requestSplit(node: number, subtask: number, event?: unknown): void;
   /** What collect sinks gathered (per sink name) and lines printed, since the last report. */
   reportOutput(collected: readonly (readonly [string, unknown[]])[], stdout: readonly string[]): void;
   /** A committing test sink's transaction, to apply once (JobServices.commitOnce). */

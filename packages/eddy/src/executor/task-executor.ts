@@ -127,7 +127,8 @@ export interface ReaderHandle {
 export interface SplitCoordination {
   /** A source subtask of this executor exists; split assignments for it go to `handle`. */
   registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void;
-  requestSplit(node: PlanNode, subtask: number): void;
+  /** With `event`: a source event of the reader for its enumerator, not a request. */
+  requestSplit(node: PlanNode, subtask: number, event?: unknown): void;
   /** Every reader of this executor is registered. */
   start(): void;
   close(): void;
@@ -589,12 +590,14 @@ export class TaskExecutor {
             parallelism: headNode.parallelism,
             sendSplitRequest: () => deployment.splits.requestSplit(headNode, subtask),
             metrics: groups.get(headNode)!,
+            sendSourceEvent: (event) => deployment.splits.requestSplit(headNode, subtask, event),
           });
           const sourceCheckpointing = checkpointings.get(headNode);
           if (sourceCheckpointing !== undefined) {
             // The reader's split positions are the source's state; restored splits go back to it.
             const restored = sourceCheckpointing.registerOperatorState(SOURCE_SPLITS_STATE, "split", (id) => reader.snapshotState(id));
             if (restored !== undefined && restored.length > 0) mailbox.post(() => reader.addSplits(restored));
+            if (reader.notifyCheckpointComplete !== undefined) sourceCheckpointing.addListener({ notifyCheckpointComplete: (id) => reader.notifyCheckpointComplete!(id) });
           }
           const sourceOutput = outputs.get(headNode)!;
           const errors = recordErrorPolicy(

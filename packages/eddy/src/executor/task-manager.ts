@@ -33,8 +33,9 @@ export class SourceReaders implements SplitCoordination {
     this.#handles.set(`${this.#indexOf.get(node)}/${subtask}`, handle);
   }
 
-  requestSplit(node: PlanNode, subtask: number): void {
-    this.#jobMaster.requestSplit(this.#indexOf.get(node)!, subtask);
+  requestSplit(node: PlanNode, subtask: number, event?: unknown): void {
+    if (event === undefined) this.#jobMaster.requestSplit(this.#indexOf.get(node)!, subtask);
+    else this.#jobMaster.requestSplit(this.#indexOf.get(node)!, subtask, event);
   }
 
   start(): void {

@@ -16,3 +16,5 @@
 export { PostgresSink } from "./postgres-sink.ts";
 export type { PostgresRowKind, PostgresSinkOptions, PostgresUpsertSinkOptions } from "./postgres-sink-options.ts";
 export type { PostgresClientConfig, PostgresConnection } from "./pg-client.ts";
+export { PostgresCdcSource } from "./cdc-source.ts";
+export type { ChangeKind, ChangeOp, ChangeRecord, PostgresCdcSourceOptions } from "./cdc-options.ts";
