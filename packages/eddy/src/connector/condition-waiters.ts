@@ -28,6 +28,7 @@ export class ConditionWaiters {
 
   /** Checks every waiting condition again. */
   notify(): void {
+    if (this.#waiters.length === 0) return;
     const waiters = this.#waiters;
     this.#waiters = [];
     for (const w of waiters) w();

@@ -19,7 +19,6 @@
  * (too large, an invalid subject) goes to the error policy; anything else fails the job.
  */
 import { randomUUID } from "node:crypto";
-import { setTimeout as sleep } from "node:timers/promises";
 import { describeCause, EddyError } from "../../core/errors.ts";
 import { ConditionWaiters } from "../condition-waiters.ts";
 import type { SinkContext, SinkWriter } from "../sink.ts";
@@ -122,46 +121,54 @@ export class NatsSinkWriter<T> implements SinkWriter<T> {
 
   #publishOrWait(value: T, subject: string, data: Uint8Array | string, headers: NatsHeaders | undefined, msgId: string): void | Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    this.#publish(value, subject, data, headers, msgId, this.#barrier);
+    this.#publish(value, subject, data, headers, msgId, this.#barrier, 1);
     if (this.#inFlightTotal < this.#config.maxInFlight) return;
-    return this.#until(() => this.#inFlightTotal < this.#config.maxInFlight);
+    // Full: the task waits until half the window is acknowledged (not one slot: a wake-up per
+    // message would cost more than the publish).
+    const resume = this.#config.maxInFlight >>> 1;
+    return this.#until(() => this.#inFlightTotal <= resume);
   }
 
-  #publish(value: T, subject: string, data: Uint8Array | string, headers: NatsHeaders | undefined, msgId: string, barrier: number): void {
-    this.#inFlight.set(barrier, (this.#inFlight.get(barrier) ?? 0) + 1);
-    this.#inFlightTotal++;
-    const done = (): void => {
-      const n = this.#inFlight.get(barrier)! - 1;
-      if (n === 0) this.#inFlight.delete(barrier);
-      else this.#inFlight.set(barrier, n);
-      this.#inFlightTotal--;
-      this.#notify();
-    };
-    const attempt = async (): Promise<void> => {
-      for (let n = 1; ; n++) {
-        try {
-          const ack = await this.#js!.publish(subject, data, headers === undefined ? { msgID: msgId, timeout: this.#config.publishTimeoutMs } : { msgID: msgId, timeout: this.#config.publishTimeoutMs, headers });
-          if (ack.duplicate) this.duplicates++;
-          return;
-        } catch (e) {
-          if (this.#closed) return;
-          if (isRefusedMessage(e)) {
-            this.#badRecordAsync(value, e, subject);
-            return;
-          }
-          const closed = isClosedConnection(e) || this.#nc?.isClosed() === true;
-          if (closed || !isTransient(e) || n >= this.#config.maxAttempts) {
-            const why = closed ? `the connection to ${String(this.#config.connection.servers)} is closed (the client gave up reconnecting)` : `publish to '${subject}'${n > 1 ? ` after ${n} attempts` : ""}`;
-            this.#fail(natsFailure("NATS_SINK_FAILED", `${this.#where()} could not publish to '${subject}': ${why}`, this.#context.operatorName, this.#context.subtaskIndex, e));
-            return;
-          }
-          // The same id again: if the first attempt was stored after all, the stream drops this one.
-          await sleep(backoffMs(this.#config.initialBackoffMs, this.#config.maxBackoffMs, n));
-          if (this.#closed || this.#failure !== undefined) return;
+  /** Sends one message; its PubAck (or its last failure) settles it. The same id on every attempt. */
+  #publish(value: T, subject: string, data: Uint8Array | string, headers: NatsHeaders | undefined, msgId: string, barrier: number, attempt: number): void {
+    if (attempt === 1) {
+      this.#inFlight.set(barrier, (this.#inFlight.get(barrier) ?? 0) + 1);
+      this.#inFlightTotal++;
+    }
+    const options = headers === undefined ? { msgID: msgId, timeout: this.#config.publishTimeoutMs } : { msgID: msgId, timeout: this.#config.publishTimeoutMs, headers };
+    this.#js!.publish(subject, data, options).then(
+      (ack) => {
+        if (ack.duplicate) this.duplicates++;
+        this.#settle(barrier);
+      },
+      (e: unknown) => {
+        if (this.#closed) return this.#settle(barrier);
+        if (isRefusedMessage(e)) {
+          this.#badRecordAsync(value, e, subject);
+          return this.#settle(barrier);
         }
-      }
-    };
-    void attempt().finally(done);
+        const closed = isClosedConnection(e) || this.#nc?.isClosed() === true;
+        if (closed || !isTransient(e) || attempt >= this.#config.maxAttempts) {
+          const why = closed ? `the connection to ${String(this.#config.connection.servers)} is closed (the client gave up reconnecting)` : attempt > 1 ? `failed after ${attempt} attempts` : "failed";
+          this.#fail(natsFailure("NATS_SINK_FAILED", `${this.#where()} could not publish to '${subject}': ${why}`, this.#context.operatorName, this.#context.subtaskIndex, e));
+          return this.#settle(barrier);
+        }
+        // Still in flight while it waits. The same id again: if the first attempt was stored
+        // after all, the stream drops this one.
+        setTimeout(() => {
+          if (this.#closed || this.#failure !== undefined) return this.#settle(barrier);
+          this.#publish(value, subject, data, headers, msgId, barrier, attempt + 1);
+        }, backoffMs(this.#config.initialBackoffMs, this.#config.maxBackoffMs, attempt));
+      },
+    );
+  }
+
+  #settle(barrier: number): void {
+    const n = this.#inFlight.get(barrier)! - 1;
+    if (n === 0) this.#inFlight.delete(barrier);
+    else this.#inFlight.set(barrier, n);
+    this.#inFlightTotal--;
+    this.#notify();
   }
 
   /** Everything written so far acknowledged; rejects if the writer failed. */
