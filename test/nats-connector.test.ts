@@ -7,7 +7,8 @@
  * - the sink awaits PubAcks at the barrier; a writer restored from a checkpoint publishes the
  *   replayed records under the same ids, and the stream drops them;
  * - a message the server refuses goes to the sink's error policy;
- * - a server that goes away is retried, then the job fails saying so.
+ * - a server that goes away is retried, then the job fails saying so;
+ * - examples/nats-totals.ts computes what it says.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -16,6 +17,7 @@ import { NatsSink, NatsSource, type NatsMessage } from "eddy/nats";
 import { collectSink, readerOutputOf, runJob } from "eddy/testing";
 import { startNats, type NatsServer } from "./nats-server.ts";
 import { natsAdmin, type NatsAdmin } from "./nats-client.ts";
+import { MINUTE_MS, natsTotalsJob, REGIONS, type MinuteTotal, type Order } from "../examples/nats-totals.ts";
 
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 let server: NatsServer;
@@ -76,20 +78,20 @@ function openReader<T, S>(source: Source<T, S>, splits: readonly S[]): SourceRea
 }
 
 test("source, bounded: each subject filter is a split; every message once with its subject, headers, sequence and timestamp; a reader restored from a snapshot emits exactly the rest", async () => {
-  await admin.addStream("ORDERS", ["orders.>"]);
+  await admin.addStream("SHOP", ["shop.>"]);
   const before = Date.now();
   const payloads = Array.from({ length: 3_000 }, (_, i) => `m${i + 1}`);
-  await admin.publishAll((i) => (i % 3 === 0 ? "orders.eu" : "orders.us"), payloads, (i) => ({ n: String(i + 1) }));
-  const source = NatsSource.create({ connection: { servers: server.url }, stream: "ORDERS", subjects: ["orders.eu", "orders.us"], bounded: true, fetchMessages: 100 }, asRead);
+  await admin.publishAll((i) => (i % 3 === 0 ? "shop.eu" : "shop.us"), payloads, (i) => ({ n: String(i + 1) }));
+  const source = NatsSource.create({ connection: { servers: server.url }, stream: "SHOP", subjects: ["shop.eu", "shop.us"], bounded: true, fetchMessages: 100 }, asRead);
   const splits = splitsOf(source);
-  assert.deepEqual(splits.map((s) => s.splitId), ["ORDERS/orders.eu", "ORDERS/orders.us"]);
+  assert.deepEqual(splits.map((s) => s.splitId), ["SHOP/shop.eu", "SHOP/shop.us"]);
 
   const reader = openReader(source, splits);
   const first = await drive(reader, 1_234);
   const snapshot = reader.snapshotState(1);
   reader.close?.();
   // Published after the source opened its splits: past the bounded end, never read.
-  await admin.publishAll("orders.eu", ["late"]);
+  await admin.publishAll("shop.eu", ["late"]);
   const restored = openReader(source, JSON.parse(JSON.stringify(snapshot)) as typeof snapshot);
   const rest = await drive(restored);
   restored.close?.();
@@ -100,12 +102,12 @@ test("source, bounded: each subject filter is a split; every message once with i
   for (const r of all) {
     const n = Number(r.text.slice(1));
     assert.equal(r.sequence, n, "the stream sequence");
-    assert.equal(r.subject, n % 3 === 1 ? "orders.eu" : "orders.us");
+    assert.equal(r.subject, n % 3 === 1 ? "shop.eu" : "shop.us");
     assert.deepEqual(r.headers, { n: [String(n)] });
     assert.ok(r.timestamp >= before - 1_000 && r.timestamp <= Date.now(), "the stored time, in ms");
   }
   // Within a split, stream order; the record's timestamp is the message's.
-  for (const subject of ["orders.eu", "orders.us"]) {
+  for (const subject of ["shop.eu", "shop.us"]) {
     const seqs = all.filter((r) => r.subject === subject).map((r) => r.sequence);
     assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
   }
@@ -259,4 +261,25 @@ test("the server going away: the client reconnects, publishes and fetches are re
   } finally {
     await own.stop();
   }
+});
+
+test("examples/nats-totals.ts: per-customer totals per minute from two regions' orders, one message each, equal to a direct computation", async () => {
+  await admin.addStream("ORDERS", ["orders.>"]);
+  await admin.addStream("TOTALS", ["totals.>"]);
+  const t0 = 1_700_000_000_000;
+  const orders: Order[] = Array.from({ length: 2_000 }, (_, i) => ({ customer: `c${(i * 7) % 13}`, amount: (i % 50) + 1, ts: t0 + i * 300 }));
+  await admin.publishAll((i) => `orders.${REGIONS[i % 2]}`, orders.map((o) => JSON.stringify(o)));
+  await admin.publishAll("orders.eu", ["not json"]);
+  await runJob(natsTotalsJob(server.url, true), { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 50 }, logger: silent }).done;
+  const expected = new Map<string, MinuteTotal>();
+  for (const o of orders) {
+    const minute = Math.floor(o.ts / MINUTE_MS) * MINUTE_MS;
+    const k = `${o.customer}@${minute}`;
+    const t = expected.get(k) ?? { customer: o.customer, minute, orders: 0, amount: 0 };
+    expected.set(k, { ...t, orders: t.orders + 1, amount: t.amount + o.amount });
+  }
+  const got = await admin.readAll("TOTALS");
+  const key = (t: MinuteTotal) => `${t.customer}@${t.minute}`;
+  assert.deepEqual(got.map((m) => JSON.parse(m.data) as MinuteTotal).sort((a, b) => key(a).localeCompare(key(b))), [...expected.values()].sort((a, b) => key(a).localeCompare(key(b))));
+  for (const m of got) assert.equal(m.subject, `totals.${(JSON.parse(m.data) as MinuteTotal).customer}`);
 });
