@@ -37,7 +37,10 @@ export function natsServerBinary(): string {
     throw new Error("the NATS tests need Debian's nats-server (2.9 or later, with JetStream) and it is not installed: run `sudo apt-get install -y nats-server` (or set EDDY_NATS_SERVER to the binary)");
   }
   // Another apt-get may hold the dpkg lock (a CI image installing something else): wait for it.
-  const installed = spawnSync("apt-get", ["-o", "DPkg::Lock::Timeout=300", "install", "-y", "nats-server"], { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  const apt = (...args: string[]) => spawnSync("apt-get", ["-o", "DPkg::Lock::Timeout=300", ...args], { encoding: "utf8", env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" } });
+  let installed = apt("install", "-y", "nats-server");
+  // A fresh image has no package lists yet.
+  if (installed.status !== 0) installed = (apt("update"), apt("install", "-y", "nats-server"));
   const after = findBinary();
   if (after === undefined) {
     throw new Error(`the NATS tests need nats-server, which is not installed, and \`apt-get install -y nats-server\` did not install it (status ${installed.status}):\n${(installed.stderr ?? "").slice(-2000)}`);
