@@ -207,6 +207,20 @@ test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoin
   assert.equal(await admin.count("SUNK"), 1_001);
 });
 
+test("sink: the barrier waits for the PubAcks: publishes to a subject no stream takes yet are retried, and prepareCommit resolves only once the stream exists and stored them", async () => {
+  const sink = NatsSink.json<{ n: number }>({ connection: { servers: server.url }, subject: "later.x", initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 50 });
+  const writer = sink.createWriter(sinkContext(0));
+  for (let n = 1; n <= 10; n++) await writer.write({ n }, undefined);
+  let prepared = false;
+  const barrier = Promise.resolve(writer.prepareCommit!()).then(() => (prepared = true));
+  await new Promise((r) => setTimeout(r, 400));
+  assert.equal(prepared, false, "no stream, no PubAck: the barrier is not passed");
+  await admin.addStream("LATER", ["later.>"]);
+  await barrier;
+  assert.equal(await admin.count("LATER"), 10);
+  await writer.close!();
+});
+
 test("sink: a message the stream refuses (larger than its max_msg_size, 256 bytes) and one that does not serialize go to the error policy; the default policy fails the job with NATS_BAD_MESSAGE", async () => {
   await admin.addStream("SMALL", ["small"], { max_msg_size: 256 });
   const records = [{ id: 1, text: "ok" }, { id: 2, text: "x".repeat(400) }, { id: 3, text: 10n as unknown as string }, { id: 4, text: "ok" }];
