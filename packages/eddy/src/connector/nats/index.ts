@@ -16,7 +16,8 @@
  *   before its barrier is acknowledged.
  */
 export { NatsSource } from "./nats-source.ts";
-export { NatsSink, type NatsSinkOptions } from "./nats-sink.ts";
+export { NatsSink } from "./nats-sink.ts";
+export type { NatsSinkOptions } from "./nats-sink-options.ts";
 export type { NatsSourceOptions, NatsStartPosition } from "./nats-source-options.ts";
 export type { NatsMessage } from "./nats-message.ts";
 export type { NatsSplit } from "./nats-split.ts";

@@ -22,8 +22,8 @@ import { randomUUID } from "node:crypto";
 import { describeCause, EddyError } from "../../core/errors.ts";
 import { ConditionWaiters } from "../condition-waiters.ts";
 import type { SinkContext, SinkWriter } from "../sink.ts";
-import { backoffMs, connectNats, isClosedConnection, isRefusedMessage, isTransient, loadNats, natsFailure, type JetStreamClient, type NatsConnection, type NatsHeaders } from "./nats-client.ts";
-import type { NatsSinkConfig } from "./nats-sink.ts";
+import { backoffMs, connectNats, isClosedConnection, isRefusedMessage, isTransient, loadNats, natsFailure, type JetStreamClient, type NatsConnection, type NatsHeaders, type PubAck } from "./nats-client.ts";
+import type { NatsSinkConfig } from "./nats-sink-options.ts";
 
 /** What a writer records in each checkpoint (persisted: versioned). */
 export interface NatsWriterState {
@@ -136,7 +136,14 @@ export class NatsSinkWriter<T> implements SinkWriter<T> {
       this.#inFlightTotal++;
     }
     const options = headers === undefined ? { msgID: msgId, timeout: this.#config.publishTimeoutMs } : { msgID: msgId, timeout: this.#config.publishTimeoutMs, headers };
-    this.#js!.publish(subject, data, options).then(
+    let sent: Promise<PubAck>;
+    try {
+      sent = this.#js!.publish(subject, data, options);
+    } catch (e) {
+      // The client checks some things (the payload's size) before it sends: the same path as a refusal.
+      sent = Promise.reject(e);
+    }
+    sent.then(
       (ack) => {
         if (ack.duplicate) this.duplicates++;
         this.#settle(barrier);
