@@ -12,7 +12,7 @@
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
-import { defineJob, EddyError, WatermarkStrategy, type DeadLetter, type SinkContext, type Source, type SourceReader } from "eddy";
+import { defineJob, EddyError, TumblingEventTimeWindows, WatermarkStrategy, type DeadLetter, type SinkContext, type Source, type SourceReader } from "eddy";
 import { NatsSink, NatsSource, type NatsMessage } from "eddy/nats";
 import { collectSink, readerOutputOf, runJob } from "eddy/testing";
 import { startNats, type NatsServer } from "./nats-server.ts";
@@ -161,6 +161,90 @@ test("source: a message that does not parse reaches the error policy with its st
     assert.match(e.message, /stream 'EVENTS', subject 'events', sequence 3: SyntaxError/);
     return true;
   });
+});
+
+test("source, continuous: each split has its own watermark, and a quiet split marked idle (withIdleness) does not hold back the windows of a busy one", async () => {
+  await admin.addStream("SENSORS", ["sensors.>"]);
+  const t0 = 1_700_000_000_000;
+  // Split b has one early reading, then stays quiet; split a keeps getting readings, 100 ms of
+  // event time apart (a split whose records stop goes idle too, and a source whose splits are all
+  // idle holds its watermark, as in Flink).
+  await admin.publishAll("sensors.b", [JSON.stringify({ ts: t0 })]);
+  let i = 0;
+  let publishing = true;
+  const trickle = (async () => {
+    while (publishing) {
+      await admin.publishAll("sensors.a", Array.from({ length: 5 }, () => JSON.stringify({ ts: t0 + i++ * 100 })));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  const job = defineJob("nats-idle", (env) => {
+    env
+      .fromSource(
+        NatsSource.json<{ ts: number }>({ connection: { servers: server.url }, stream: "SENSORS", subjects: ["sensors.a", "sensors.b"] }),
+        WatermarkStrategy.forBoundedOutOfOrderness<{ ts: number }>(0)
+          .withTimestampAssigner((r) => r.ts)
+          .withIdleness(300),
+        "sensors",
+      )
+      .map(() => 1)
+      .keyBy(() => "all")
+      .window(TumblingEventTimeWindows.of(1_000))
+      .reduce((a, b) => a + b)
+      .sinkTo(collectSink("windows"));
+  });
+  const run = runJob(job, { mode: "inline", logger: silent });
+  const ended = run.done.catch(() => {});
+  try {
+    const deadline = Date.now() + 30_000;
+    // Windows [t0, t0+1s) ... [t0+8s, t0+9s) close once split a's watermark passes them.
+    while (run.collected<number>("windows").length < 9) {
+      assert.ok(Date.now() < deadline, `windows fired within 30 s: ${JSON.stringify(run.collected("windows"))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(run.collected<number>("windows").slice(0, 9), [11, 10, 10, 10, 10, 10, 10, 10, 10]);
+  } finally {
+    publishing = false;
+    await trickle;
+    run.cancel();
+    await ended;
+  }
+});
+
+test("source, continuous: a split behind in event time is not late: the source's watermark is the minimum over its splits (per-split watermark generators)", async () => {
+  await admin.addStream("LAGGING", ["lagging.>"]);
+  const t0 = 1_700_000_000_000;
+  const job = defineJob("nats-lagging", (env) => {
+    env
+      .fromSource(
+        NatsSource.json<{ ts: number }>({ connection: { servers: server.url }, stream: "LAGGING", subjects: ["lagging.ahead", "lagging.behind"] }),
+        WatermarkStrategy.forBoundedOutOfOrderness<{ ts: number }>(0).withTimestampAssigner((r) => r.ts),
+        "lagging",
+      )
+      .map((r) => ({ count: 1, first: r.ts }))
+      .keyBy(() => "all")
+      .window(TumblingEventTimeWindows.of(1_000))
+      .reduce((a, b) => ({ count: a.count + b.count, first: Math.min(a.first, b.first) }))
+      .sinkTo(collectSink("windows"));
+  });
+  const run = runJob(job, { mode: "inline", logger: silent });
+  const ended = run.done.catch(() => {});
+  try {
+    // The split ahead (event time t0+10s...) is read first; a while later the split behind (t0...).
+    await admin.publishAll("lagging.ahead", Array.from({ length: 100 }, (_, i) => JSON.stringify({ ts: t0 + 10_000 + i * 100 })));
+    await new Promise((r) => setTimeout(r, 1_000));
+    await admin.publishAll("lagging.behind", Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: t0 + i * 100 })));
+    const deadline = Date.now() + 30_000;
+    // The behind split's windows [t0, t0+1s) ... [t0+3s, t0+4s) close; none of them was late.
+    while (run.collected("windows").length < 4) {
+      assert.ok(Date.now() < deadline, `windows fired within 30 s: ${JSON.stringify(run.collected("windows"))}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.deepEqual(run.collected("windows").slice(0, 4), [0, 1, 2, 3].map((w) => ({ count: 10, first: t0 + w * 1_000 })));
+  } finally {
+    run.cancel();
+    await ended;
+  }
 });
 
 function sinkContext(subtaskIndex: number, restoredState?: readonly unknown[], bad: unknown[] = []): SinkContext {

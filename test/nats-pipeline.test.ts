@@ -8,7 +8,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { runJob } from "eddy/testing";
@@ -20,7 +20,7 @@ import { natsAdmin, type NatsAdmin } from "./nats-client.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/nats-pipeline.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-const EVENTS = 20_000;
+const EVENTS = 10_000;
 
 let server: NatsServer;
 let admin: NatsAdmin;
@@ -95,6 +95,7 @@ test("worker threads, parallelism 2, a worker exit or an exception at a random r
         },
       );
       assert.ok(handle.checkpoints().length > 0, `${label}: checkpoints completed`);
+      assert.ok(existsSync(fault.marker), `${label}: the fault fired`);
       const out = await outputOf(stream);
       assert.equal(out.length, EVENTS, `${label}: one message per result`);
       assert.deepEqual(out, oracle, `${label}: the output equals the failure-free run's`);
