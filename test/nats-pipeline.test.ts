@@ -3,7 +3,8 @@
  * (test/nats-server.ts): worker exits and exceptions at random records on worker threads at
  * parallelism 2, and a `kill -9` of `eddy run` resumed with `--from-checkpoint`. Each time the
  * output stream holds every result exactly once: compared record for record with the output of
- * the failure-free run (and that with the totals computed here).
+ * the failure-free run (and that with the totals computed here). And connections dropped mid-run
+ * (through a proxy, down for half a second) leave the same output.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -17,6 +18,7 @@ import { KEYS, natsPipelineJob, type Total } from "./jobs/nats-pipeline.ts";
 import { EDDY_BIN, killWhenReady, prng, withEnv } from "./fixtures.ts";
 import { startNats, type NatsServer } from "./nats-server.ts";
 import { natsAdmin, type NatsAdmin } from "./nats-client.ts";
+import { tcpProxy } from "./tcp-proxy.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/nats-pipeline.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -131,6 +133,52 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the output s
     assert.equal(out.length, EVENTS, "one message per result over both runs");
     assert.deepEqual(out, oracle);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("the connections drop mid-run (the network path is down for half a second): the clients reconnect, fetches and publishes are retried with the same ids, and the output equals the failure-free run's", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-nats-outage-"));
+  // The job reaches the server through a proxy whose connections the test cuts.
+  const proxy = await tcpProxy(server.port);
+  try {
+    const subject = await outputStream("OUTAGE");
+    const release = join(dir, "release");
+    // The environment stays set while the job runs: worker threads read it when they (re)build the job.
+    await withEnv({ EDDY_NATS_URL: `nats://127.0.0.1:${proxy.port}`, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release }, async () => {
+      const run = runJob(natsPipelineJob, {
+        mode: "threads",
+        parallelism: 2,
+        checkpointing: { intervalMs: 50 },
+        checkpointDir: join(dir, "checkpoints"),
+        jobId: "outage",
+        restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 100 },
+        logger: silent,
+      });
+      const done = run.done.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      // Held back (1 ms per record) until some output is stored, then the outage, then full speed.
+      const deadline = Date.now() + 30_000;
+      while ((await admin.count("OUTAGE")) < 200) {
+        assert.ok(Date.now() < deadline, "no output within 30 s");
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await proxy.drop(500);
+      writeFileSync(release, "");
+      assert.equal(await done, undefined, "the job ends normally");
+    });
+    const out = await outputOf("OUTAGE");
+    if (out.length !== EVENTS) {
+      const have = new Set(out.map((l) => (JSON.parse(l) as Total).n));
+      const missing = oracle.map((l) => (JSON.parse(l) as Total).n).filter((n) => !have.has(n)).sort((a, b) => a - b);
+      const info = await admin.jsm.streams.info("OUTAGE");
+      assert.fail(`${out.length} messages, not ${EVENTS} (stream: ${JSON.stringify(info.state)}): missing n ${JSON.stringify(missing.slice(0, 50))}`);
+    }
+    assert.deepEqual(out, oracle);
+  } finally {
+    await proxy.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

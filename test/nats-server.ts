@@ -14,6 +14,8 @@ export interface NatsServer {
   /** nats://127.0.0.1:<port> */
   readonly url: string;
   readonly port: number;
+  /** Stops the server (SIGTERM, then SIGKILL) and starts it again on the same port and store: an outage. */
+  restart(downMs: number): Promise<void>;
   /** Stops the server (SIGTERM, then SIGKILL) and deletes its store; may be called twice. */
   stop(): Promise<void>;
 }
@@ -70,42 +72,64 @@ function accepts(port: number): Promise<boolean> {
   });
 }
 
-/** Starts `nats-server -js` on loopback; rejects with the server's output if it does not accept connections within 20 s. */
-export async function startNats(): Promise<NatsServer> {
-  const binary = natsServerBinary();
-  const store = mkdtempSync(join(tmpdir(), "eddy-nats-"));
-  const port = await freePort();
+interface Running {
+  readonly child: ChildProcess;
+  readonly exited: Promise<void>;
+}
+
+/** Runs the server on `port` with `store`; resolves once it accepts connections with JetStream ready, rejects with its output if not within 20 s. */
+async function launch(binary: string, port: number, store: string): Promise<Running> {
   const child: ChildProcess = spawn(binary, ["-js", "-a", "127.0.0.1", "-p", String(port), "-sd", store, "--http_port", "0"], { stdio: ["ignore", "ignore", "pipe"] });
   let log = "";
   child.stderr!.on("data", (d: Buffer) => (log = (log + d.toString()).slice(-4000)));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      rmSync(store, { recursive: true, force: true });
-      throw new Error(`nats-server (${binary}) exited at start (${child.exitCode ?? child.signalCode}):\n${log}`);
-    }
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`nats-server (${binary}) exited at start (${child.exitCode ?? child.signalCode}):\n${log}`);
     // JetStream is ready once the server logs it (the port may accept a moment earlier).
-    if ((await accepts(port)) && /Server is ready/.test(log)) break;
+    if ((await accepts(port)) && /Server is ready/.test(log)) return { child, exited };
     if (Date.now() > deadline) {
       child.kill("SIGKILL");
-      rmSync(store, { recursive: true, force: true });
       throw new Error(`nats-server (${binary}) did not accept connections on 127.0.0.1:${port} within 20 s:\n${log}`);
     }
     await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function terminate(running: Running): Promise<void> {
+  const { child, exited } = running;
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Starts `nats-server -js` on loopback; rejects with the server's output if it does not accept connections within 20 s. */
+export async function startNats(): Promise<NatsServer> {
+  const binary = natsServerBinary();
+  const store = mkdtempSync(join(tmpdir(), "eddy-nats-"));
+  const port = await freePort();
+  let running: Running;
+  try {
+    running = await launch(binary, port, store);
+  } catch (e) {
+    rmSync(store, { recursive: true, force: true });
+    throw e;
   }
   let stopped: Promise<void> | undefined;
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    async restart(downMs) {
+      await terminate(running);
+      await new Promise((r) => setTimeout(r, downMs));
+      running = await launch(binary, port, store);
+    },
     stop() {
       stopped ??= (async () => {
-        if (child.exitCode === null && child.signalCode === null) {
-          child.kill("SIGTERM");
-          const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
-          await exited;
-          clearTimeout(timer);
-        }
+        await terminate(running);
         rmSync(store, { recursive: true, force: true });
       })();
       return stopped;

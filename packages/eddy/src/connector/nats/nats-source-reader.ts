@@ -32,6 +32,8 @@ interface SplitReading {
   /** Bounded: the last sequence to read (-1: not resolved yet). */
   stopAt: number;
   consumer: OrderedConsumer | undefined;
+  /** The stream sequence of the last message queued (fetched), 0 before the first: where a new consumer starts after it. */
+  queuedUpTo: number;
   /** Fetched, not emitted: queue[head, length). */
   queue: (JsMsg | undefined)[];
   head: number;
@@ -105,14 +107,21 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
     }
     const options: Record<string, unknown> = {};
     if (split.subject !== null) options.filter_subjects = split.subject;
-    if (r.next > 0) Object.assign(options, { deliver_policy: "by_start_sequence", opt_start_seq: r.next });
+    const from = r.queuedUpTo > 0 ? r.queuedUpTo + 1 : r.next;
+    if (from > 0) Object.assign(options, { deliver_policy: "by_start_sequence", opt_start_seq: from });
     else if (split.startTimeMs !== null) Object.assign(options, { deliver_policy: "by_start_time", opt_start_time: new Date(split.startTimeMs).toISOString() });
     else options.deliver_policy = "all";
     r.consumer = await js!.consumers.get(split.stream, options);
   };
 
-  /** One fetch request of the split: its messages are queued as they arrive. */
+  /**
+   * One fetch request of the split: its messages are queued as they arrive. After a failed fetch
+   * the consumer is replaced by one starting after the last message the reader queued
+   * (`queuedUpTo`): the ordered consumer moves its own cursor when a message reaches the client,
+   * before the iterator hands it over, so the reader does not rely on it after an error.
+   */
   const fetch = async (r: SplitReading): Promise<void> => {
+    let failed = false;
     try {
       if (r.consumer === undefined) await open(r);
       if (r.fetchedAll || closed) return;
@@ -122,6 +131,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
         received++;
         r.queue.push(m);
         const seq = m.info.streamSequence;
+        r.queuedUpTo = seq;
         if (r.split.bounded && (seq >= r.stopAt || m.info.pending === 0)) {
           r.fetchedAll = true;
           messages.stop();
@@ -134,6 +144,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       r.failures = 0;
     } catch (e) {
       if (closed) return;
+      failed = true;
       r.failures++;
       // A lost connection: the client reconnects meanwhile; a fetch that still fails after
       // maxAttempts in a row (or any other error: no such stream) fails the job.
@@ -143,6 +154,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       }
       await sleep(backoffMs(config.initialBackoffMs, config.maxBackoffMs, r.failures));
     } finally {
+      if (failed) r.consumer = undefined;
       r.fetching = false;
       notify();
     }
@@ -212,7 +224,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       // Restored splits come from a checkpoint: checked like any persisted input.
       for (const s of splits) {
         const split = parseNatsSplit(s);
-        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0 });
+        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0 });
       }
       notify();
     },
