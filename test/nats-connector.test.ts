@@ -263,9 +263,8 @@ test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoin
   const sink = NatsSink.json<{ n: number }>({ connection: { servers: server.url }, subject: (r) => `sunk.${r.n % 2}` });
   const first = sink.createWriter(sinkContext(0));
   for (let n = 1; n <= 500; n++) await first.write({ n }, undefined);
-  assert.deepEqual(await first.prepareCommit!(), []);
-  assert.equal(await admin.count("SUNK"), 500, "every message written before the barrier is stored when prepareCommit resolves");
   const checkpoint = await first.snapshotState!(1);
+  assert.equal(await admin.count("SUNK"), 500, "every message written before the barrier is stored when snapshotState resolves");
   for (let n = 501; n <= 800; n++) await first.write({ n }, undefined);
   await first.flush!(false);
   await first.close!();
@@ -275,7 +274,7 @@ test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoin
   // Restored from the barrier after record 500: records 501-800 come again, then 801-1000.
   const restored = sink.createWriter(sinkContext(0, JSON.parse(JSON.stringify(checkpoint)) as unknown[]));
   for (let n = 501; n <= 1_000; n++) await restored.write({ n }, undefined);
-  await restored.prepareCommit!();
+  await restored.snapshotState!(2);
   await restored.close!();
   const stored = await admin.readAll("SUNK");
   assert.deepEqual(stored.map((m) => JSON.parse(m.data).n), Array.from({ length: 1_000 }, (_, i) => i + 1), "each record once, in order");
@@ -291,12 +290,12 @@ test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoin
   assert.equal(await admin.count("SUNK"), 1_001);
 });
 
-test("sink: the barrier waits for the PubAcks: publishes to a subject no stream takes yet are retried, and prepareCommit resolves only once the stream exists and stored them", async () => {
+test("sink: the barrier waits for the PubAcks: publishes to a subject no stream takes yet are retried, and the barrier's snapshotState resolves only once the stream exists and stored them", async () => {
   const sink = NatsSink.json<{ n: number }>({ connection: { servers: server.url }, subject: "later.x", initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 50 });
   const writer = sink.createWriter(sinkContext(0));
   for (let n = 1; n <= 10; n++) await writer.write({ n }, undefined);
   let prepared = false;
-  const barrier = Promise.resolve(writer.prepareCommit!()).then(() => (prepared = true));
+  const barrier = Promise.resolve(writer.snapshotState!(1)).then(() => (prepared = true));
   await new Promise((r) => setTimeout(r, 400));
   assert.equal(prepared, false, "no stream, no PubAck: the barrier is not passed");
   await admin.addStream("LATER", ["later.>"]);

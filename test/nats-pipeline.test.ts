@@ -4,7 +4,7 @@
  * parallelism 2, and a `kill -9` of `eddy run` resumed with `--from-checkpoint`. Each time the
  * output stream holds every result exactly once: compared record for record with the output of
  * the failure-free run (and that with the totals computed here). And connections dropped mid-run
- * (through a proxy, down for half a second) leave the same output.
+ * (through a proxy) or a server restart, each half a second down, leave the same output.
  */
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
@@ -137,12 +137,14 @@ test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the output s
   }
 });
 
-test("the connections drop mid-run (the network path is down for half a second): the clients reconnect, fetches and publishes are retried with the same ids, and the output equals the failure-free run's", async () => {
+for (const outage of ["the connections drop", "the server restarts"] as const) {
+test(`${outage} mid-run (down for half a second): the clients reconnect, fetches, consumers and publishes are retried, and the output equals the failure-free run's`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-nats-outage-"));
   // The job reaches the server through a proxy whose connections the test cuts.
   const proxy = await tcpProxy(server.port);
   try {
-    const subject = await outputStream("OUTAGE");
+    const stream = outage === "the connections drop" ? "DROPPED" : "RESTARTED";
+    const subject = await outputStream(stream);
     const release = join(dir, "release");
     // The environment stays set while the job runs: worker threads read it when they (re)build the job.
     await withEnv({ EDDY_NATS_URL: `nats://127.0.0.1:${proxy.port}`, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release }, async () => {
@@ -151,7 +153,7 @@ test("the connections drop mid-run (the network path is down for half a second):
         parallelism: 2,
         checkpointing: { intervalMs: 50 },
         checkpointDir: join(dir, "checkpoints"),
-        jobId: "outage",
+        jobId: stream,
         restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 100 },
         logger: silent,
       });
@@ -161,19 +163,20 @@ test("the connections drop mid-run (the network path is down for half a second):
       );
       // Held back (1 ms per record) until some output is stored, then the outage, then full speed.
       const deadline = Date.now() + 30_000;
-      while ((await admin.count("OUTAGE")) < 200) {
+      while ((await admin.count(stream)) < 200) {
         assert.ok(Date.now() < deadline, "no output within 30 s");
         await new Promise((r) => setTimeout(r, 20));
       }
-      await proxy.drop(500);
+      if (outage === "the connections drop") await proxy.drop(500);
+      else await server.restart(500);
       writeFileSync(release, "");
       assert.equal(await done, undefined, "the job ends normally");
     });
-    const out = await outputOf("OUTAGE");
+    const out = await outputOf(stream);
     if (out.length !== EVENTS) {
       const have = new Set(out.map((l) => (JSON.parse(l) as Total).n));
       const missing = oracle.map((l) => (JSON.parse(l) as Total).n).filter((n) => !have.has(n)).sort((a, b) => a - b);
-      const info = await admin.jsm.streams.info("OUTAGE");
+      const info = await admin.jsm.streams.info(stream);
       assert.fail(`${out.length} messages, not ${EVENTS} (stream: ${JSON.stringify(info.state)}): missing n ${JSON.stringify(missing.slice(0, 50))}`);
     }
     assert.deepEqual(out, oracle);
@@ -182,3 +185,4 @@ test("the connections drop mid-run (the network path is down for half a second):
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}

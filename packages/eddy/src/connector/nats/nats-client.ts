@@ -119,7 +119,9 @@ function chain(e: unknown): unknown[] {
   return out;
 }
 
-const TRANSIENT_NAMES = new Set(["TimeoutError", "ConnectionError", "NoRespondersError", "RequestError", "DrainingConnectionError"]);
+// ConsumerNotFoundError: the server lost a source's ephemeral consumer (a restart); the reader
+// creates a new one at its own position.
+const TRANSIENT_NAMES = new Set(["TimeoutError", "ConnectionError", "NoRespondersError", "RequestError", "DrainingConnectionError", "ConsumerNotFoundError"]);
 const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN"]);
 
 /** Whether a failed request may succeed when sent again (the connection is lost or reconnecting, JetStream is busy). */

@@ -3,7 +3,7 @@
  * `maxInFlight` publishes awaiting their PubAck), each with the message id
  * `<job>:<sink>:<subtask>:<epoch>:<n>`, where `n` counts the records this subtask has written since
  * the job's fresh start (it is in every checkpoint, and a restored writer counts on from there) and
- * `epoch` is random per fresh start (kept in the checkpoint too). At a barrier `prepareCommit`
+ * `epoch` is random per fresh start (kept in the checkpoint too). At a barrier `snapshotState`
  * resolves once every message written before it is acknowledged, so a completed checkpoint covers
  * only stored messages. After a restore the replayed records get the ids they had before the
  * failure, provided the sink subtask receives them in the same order (docs/connectors/nats.md), and
@@ -183,16 +183,19 @@ export class NatsSinkWriter<T> implements SinkWriter<T> {
     return this.#connecting.then(() => this.#until(() => this.#inFlightTotal === 0));
   }
 
-  /** At the barrier: resolves (with no committables) once every message written before it is acknowledged. */
-  prepareCommit(): Promise<readonly unknown[]> {
-    if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    const barrier = this.#barrier++;
-    return this.#connecting.then(() => this.#until(() => ![...this.#inFlight.keys()].some((b) => b <= barrier))).then(() => []);
-  }
-
-  snapshotState(): readonly NatsWriterState[] {
+  /**
+   * At the barrier: the writer's state (the count and epoch of the ids), given once every message
+   * written before the barrier is acknowledged. The checkpoint's asynchronous part waits for the
+   * promise, so a completed checkpoint never counts a message the stream has not stored. (Not in
+   * prepareCommit: the task calls that only for sinks with a committer, and this one has none.)
+   */
+  snapshotState(): readonly NatsWriterState[] | Promise<readonly NatsWriterState[]> {
     if (this.#failure !== undefined) throw this.#failure;
-    return [{ v: 1, subtask: this.#context.subtaskIndex, written: this.#written, epoch: this.#epoch }];
+    const state: readonly NatsWriterState[] = [{ v: 1, subtask: this.#context.subtaskIndex, written: this.#written, epoch: this.#epoch }];
+    const barrier = this.#barrier++;
+    const acknowledged = (): boolean => ![...this.#inFlight.keys()].some((b) => b <= barrier);
+    if (this.#js !== undefined && acknowledged()) return state;
+    return this.#connecting.then(() => this.#until(acknowledged)).then(() => state);
   }
 
   /** Closes the connection (what is not acknowledged is published again after a restore). May be called twice. */
