@@ -46,7 +46,7 @@ after(() => rmSync(work, { recursive: true, force: true }));
 
 test("the packed tarball holds the build, its declarations and no tests", () => {
   const files = ok("tar", ["-tzf", tarballs.get("eddy")!.file], work).stdout.split("\n");
-  for (const f of ["dist/index.js", "dist/index.d.ts", "dist/testing/index.d.ts", "dist/cli.js", "bin/eddy.js", "template/src/job.ts", "template/_gitignore", "esm-only.cjs", "dist/ui/app.js", "dist/ui/app.css"]) {
+  for (const f of ["dist/index.js", "dist/index.d.ts", "dist/testing/index.d.ts", "dist/connector/nats/index.d.ts", "dist/cli.js", "bin/eddy.js", "template/src/job.ts", "template/_gitignore", "esm-only.cjs", "dist/ui/app.js", "dist/ui/app.css"]) {
     assert.ok(files.includes(`package/${f}`), `${f} is missing from the tarball`);
   }
   assert.deepEqual(files.filter((f) => f.endsWith(".test.ts") && !f.startsWith("package/template/")), []);
@@ -153,6 +153,29 @@ export default defineJob("to-postgres", (env) => {
   assert.match(ran.stderr, /POSTGRES_CLIENT_MISSING|needs the PostgreSQL client package 'pg'/);
   assert.match(ran.stderr, /npm i pg/);
   rmSync(join(dir, "to-postgres.ts"));
+});
+
+test("eddy/nats without the optional peers @nats-io/jetstream and @nats-io/transport-node: the job type-checks, and building the source fails saying which packages to install", () => {
+  const dir = join(work, "fresh");
+  writeFileSync(
+    join(dir, "from-nats.ts"),
+    `import { defineJob, WatermarkStrategy } from "eddy";
+import { NatsSink, NatsSource } from "eddy/nats";
+
+export default defineJob("from-nats", (env) => {
+  const connection = { servers: "nats://127.0.0.1:1" };
+  env.fromSource(NatsSource.json<{ id: number }>({ connection, stream: "IN", bounded: true }), WatermarkStrategy.noWatermarks(), "in")
+    .sinkTo(NatsSink.json<{ id: number }>({ connection, subject: "out" }));
+});
+`,
+  );
+  const checked = run(join(dir, "node_modules/.bin/tsc"), ["--noEmit"], dir);
+  assert.equal(checked.status, 0, `tsc failed:\n${checked.stdout}${checked.stderr}`);
+  const ran = run(join(dir, "node_modules/.bin/eddy"), ["run", "from-nats.ts", "--no-progress", "--no-control", "--restart-strategy", "none"], dir, home());
+  assert.notEqual(ran.status, 0);
+  assert.match(ran.stderr, /NATS_CLIENT_MISSING|needs the official client packages/);
+  assert.match(ran.stderr, /npm i @nats-io\/jetstream @nats-io\/transport-node/);
+  rmSync(join(dir, "from-nats.ts"));
 });
 
 test("a CommonJS project gets one message saying what to change", () => {

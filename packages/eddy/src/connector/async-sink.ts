@@ -24,6 +24,7 @@
  * Entries must be plain data (they are stored in checkpoints with the value codec).
  */
 import { describeCause, EddyError } from "../core/errors.ts";
+import { ConditionWaiters } from "./condition-waiters.ts";
 import type { Sink, SinkContext, SinkWriter } from "./sink.ts";
 
 export interface AsyncSinkOptions<T, E> {
@@ -68,8 +69,8 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
   #failure: EddyError | undefined;
   /** A flush asked for everything to be sent: what the in-flight bound held back goes once requests settle. */
   #flushing = false;
-  /** Called whenever the buffer shrinks, a request settles or the writer fails. */
-  #waiters: (() => void)[] = [];
+  /** Notified whenever the buffer shrinks, a request settles or the writer fails. */
+  readonly #waiters = new ConditionWaiters(() => this.#failure);
 
   constructor(options: AsyncSinkOptions<T, E>, context: SinkContext) {
     const maxBatchSize = options.maxBatchSize ?? 500;
@@ -139,22 +140,12 @@ export class AsyncSinkWriter<T, E> implements SinkWriter<T> {
     return this.#buffer.length < this.#o.maxBufferedRequests;
   }
 
-  /** Resolves when `ready()` holds, rejects when the writer fails first. */
   #until(ready: () => boolean): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const check = (): void => {
-        if (this.#failure !== undefined) reject(this.#failure);
-        else if (ready()) resolve();
-        else this.#waiters.push(check);
-      };
-      check();
-    });
+    return this.#waiters.until(ready);
   }
 
   #notify(): void {
-    const waiters = this.#waiters;
-    this.#waiters = [];
-    for (const w of waiters) w();
+    this.#waiters.notify();
   }
 
   #armTimer(): void {

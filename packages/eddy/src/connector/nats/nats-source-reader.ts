@@ -1,0 +1,244 @@
+/**
+ * The NATS source's reader: one connection per reader, one ordered consumer per split (an
+ * ephemeral pull consumer that the client recreates at the right sequence when it sees a gap),
+ * started at the split's position. Messages are pulled in bounded fetches (at most `fetchMessages`
+ * per request, one request in flight per split, the next only once the split's queue runs low), so
+ * a slow job holds back the server instead of filling memory. `pollNext` never blocks: it emits
+ * what the fetches have queued, each split through its own output (per-split watermarks and
+ * idleness), and records the stream sequence of the next unread message as the split's position.
+ *
+ * Bounded splits stop at the stream's last sequence when they were first opened (`stopAt`): the
+ * fetch stops at a message with that sequence, at one that says nothing more is pending for the
+ * filter, or when the consumer reports nothing pending; a message past `stopAt` is not emitted.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { EddyError } from "../../core/errors.ts";
+import type { InputStatus, ReaderOutput, SourceReader, SourceReaderContext } from "../source.ts";
+import { backoffMs, connectNats, isTransient, loadNats, natsFailure, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type OrderedConsumer } from "./nats-client.ts";
+import { DeliveredMessage, type NatsMessage } from "./nats-message.ts";
+import { parseNatsSplit, type NatsSplit } from "./nats-split.ts";
+import type { NatsSourceConfig } from "./nats-source-options.ts";
+
+/** Records emitted per `pollNext` call at most: bounds the work of one call. */
+const MAX_RECORDS_PER_POLL = 1024;
+/** A bad record's raw bytes, bounded (BadRecord.raw); copied, as the client's buffer is not the record's to keep. */
+const MAX_RAW_BYTES = 65_536;
+
+/** One split being read: its position and the messages fetched and not yet emitted. */
+interface SplitReading {
+  readonly split: NatsSplit;
+  /** The stream sequence of the next message to emit (0: not resolved yet, see NatsSplit.next). */
+  next: number;
+  /** Bounded: the last sequence to read (-1: not resolved yet). */
+  stopAt: number;
+  consumer: OrderedConsumer | undefined;
+  /** The stream sequence of the last message queued (fetched), 0 before the first: where a new consumer starts after it. */
+  queuedUpTo: number;
+  /** Fetched, not emitted: queue[head, length). */
+  queue: (JsMsg | undefined)[];
+  head: number;
+  /** A fetch (or the consumer's creation, or a backoff) is under way. */
+  fetching: boolean;
+  /** Bounded: every message up to stopAt has been fetched; the split ends once its queue is emitted. */
+  fetchedAll: boolean;
+  /** Failed fetches in a row. */
+  failures: number;
+}
+
+export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: SourceReaderContext): SourceReader<T, NatsSplit> {
+  const readings: SplitReading[] = [];
+  let noMoreSplits = false;
+  let nc: NatsConnection | undefined;
+  let js: JetStreamClient | undefined;
+  let jsm: JetStreamManager | undefined;
+  let connecting: Promise<void> | undefined;
+  let failure: EddyError | undefined;
+  let closed = false;
+  let wake: (() => void) | undefined;
+  let available: Promise<void> | undefined;
+
+  const operator = `NatsSource(${config.stream})`;
+  const where = (): string => `NatsSource of stream ${config.stream} (subtask ${context.subtaskIndex})`;
+  const notify = (): void => {
+    const w = wake;
+    wake = undefined;
+    available = undefined;
+    w?.();
+  };
+  const fail = (e: unknown, what: string): void => {
+    if (closed) return;
+    failure ??= natsFailure("NATS_SOURCE_FAILED", `${where()} could not ${what}`, operator, context.subtaskIndex, e);
+    notify();
+  };
+
+  const connect = (): void => {
+    if (connecting !== undefined) return;
+    connecting = (async () => {
+      try {
+        const conn = await connectNats(config.connection);
+        if (closed) {
+          await conn.close();
+          return;
+        }
+        nc = conn;
+        js = loadNats().jetstream.jetstream(conn);
+        jsm = await loadNats().jetstream.jetstreamManager(conn);
+        void conn.closed().then((err) => {
+          if (!closed) fail(err ?? new Error("the connection was closed"), `go on reading: the connection to ${String(config.connection.servers)} is closed (the client gave up reconnecting)`);
+        });
+      } catch (e) {
+        fail(e, `connect to ${String(config.connection.servers)}`);
+      }
+      notify();
+    })();
+  };
+
+  /** Creates the split's ordered consumer at its position, resolving the start (and for bounded splits the stop) first. */
+  const open = async (r: SplitReading): Promise<void> => {
+    const { split } = r;
+    if ((r.next === 0 && split.startNew) || (split.bounded && r.stopAt === -1)) {
+      const info = await jsm!.streams.info(split.stream);
+      if (r.next === 0 && split.startNew) r.next = info.state.last_seq + 1;
+      if (split.bounded && r.stopAt === -1) r.stopAt = info.state.last_seq;
+    }
+    if (split.bounded && (r.stopAt === 0 || (r.next > 0 && r.next > r.stopAt))) {
+      r.fetchedAll = true;
+      return;
+    }
+    const options: Record<string, unknown> = {};
+    if (split.subject !== null) options.filter_subjects = split.subject;
+    const from = r.queuedUpTo > 0 ? r.queuedUpTo + 1 : r.next;
+    if (from > 0) Object.assign(options, { deliver_policy: "by_start_sequence", opt_start_seq: from });
+    else if (split.startTimeMs !== null) Object.assign(options, { deliver_policy: "by_start_time", opt_start_time: new Date(split.startTimeMs).toISOString() });
+    else options.deliver_policy = "all";
+    r.consumer = await js!.consumers.get(split.stream, options);
+  };
+
+  /**
+   * One fetch request of the split: its messages are queued as they arrive. After a failed fetch
+   * the consumer is replaced by one starting after the last message the reader queued
+   * (`queuedUpTo`): the ordered consumer moves its own cursor when a message reaches the client,
+   * before the iterator hands it over, so the reader does not rely on it after an error.
+   */
+  const fetch = async (r: SplitReading): Promise<void> => {
+    let failed = false;
+    try {
+      if (r.consumer === undefined) await open(r);
+      if (r.fetchedAll || closed) return;
+      const messages = await r.consumer!.fetch({ max_messages: config.fetchMessages, expires: config.fetchExpiresMs });
+      let received = 0;
+      for await (const m of messages) {
+        received++;
+        r.queue.push(m);
+        const seq = m.info.streamSequence;
+        r.queuedUpTo = seq;
+        if (r.split.bounded && (seq >= r.stopAt || m.info.pending === 0)) {
+          r.fetchedAll = true;
+          messages.stop();
+          break;
+        }
+        // The task waits for input (it emitted everything queued): wake it.
+        if (wake !== undefined) notify();
+      }
+      if (received === 0 && r.split.bounded && !closed && (await r.consumer!.info()).num_pending === 0) r.fetchedAll = true;
+      r.failures = 0;
+    } catch (e) {
+      if (closed) return;
+      failed = true;
+      r.failures++;
+      // A lost connection: the client reconnects meanwhile; a fetch that still fails after
+      // maxAttempts in a row (or any other error: no such stream) fails the job.
+      if (!isTransient(e) || r.failures >= config.maxAttempts || nc?.isClosed() === true) {
+        fail(e, `read split ${r.split.splitId} at sequence ${r.next}${r.failures > 1 ? ` after ${r.failures} attempts` : ""}`);
+        return;
+      }
+      await sleep(backoffMs(config.initialBackoffMs, config.maxBackoffMs, r.failures));
+    } finally {
+      if (failed) r.consumer = undefined;
+      r.fetching = false;
+      notify();
+    }
+  };
+
+  const emit = (r: SplitReading, output: ReaderOutput<T>, budget: number): number => {
+    const out = output.createOutputForSplit(r.split.splitId);
+    let emitted = 0;
+    // hot path
+    while (r.head < r.queue.length && emitted < budget) {
+      const m = r.queue[r.head]!;
+      r.queue[r.head++] = undefined;
+      const seq = m.info.streamSequence;
+      if (r.split.bounded && seq > r.stopAt) {
+        r.fetchedAll = true;
+        r.queue.length = r.head;
+        break;
+      }
+      r.next = seq + 1;
+      emitted++;
+      const message: NatsMessage = new DeliveredMessage(r.split.stream, m);
+      let value: T;
+      try {
+        value = config.deserialize(message);
+      } catch (error) {
+        out.reportBadRecord({ raw: m.data.slice(0, MAX_RAW_BYTES), error, position: { stream: r.split.stream, subject: m.subject, sequence: seq } });
+        continue;
+      }
+      out.collect(value, message.timestamp);
+    }
+    if (r.head === r.queue.length) {
+      r.queue.length = 0;
+      r.head = 0;
+    }
+    return emitted;
+  };
+
+  return {
+    start: connect,
+    pollNext(output: ReaderOutput<T>): InputStatus {
+      if (failure !== undefined) throw failure;
+      let emitted = 0;
+      for (let i = 0; i < readings.length; i++) {
+        const r = readings[i]!;
+        if (emitted < MAX_RECORDS_PER_POLL) emitted += emit(r, output, MAX_RECORDS_PER_POLL - emitted);
+        const queued = r.queue.length - r.head;
+        if (queued === 0 && r.fetchedAll && !r.fetching) {
+          output.releaseOutputForSplit(r.split.splitId);
+          readings.splice(i--, 1);
+          continue;
+        }
+        if (js !== undefined && !r.fetching && !r.fetchedAll && queued < config.fetchMessages / 2) {
+          r.fetching = true;
+          void fetch(r);
+        }
+      }
+      if (readings.length === 0 && noMoreSplits) return "end";
+      if (emitted > 0) return "more";
+      return "nothing";
+    },
+    isAvailable() {
+      if (failure !== undefined || readings.some((r) => r.queue.length > r.head || (js !== undefined && !r.fetching)) || (readings.length === 0 && noMoreSplits)) return Promise.resolve();
+      available ??= new Promise<void>((resolve) => (wake = resolve));
+      return available;
+    },
+    addSplits(splits) {
+      // Restored splits come from a checkpoint: checked like any persisted input.
+      for (const s of splits) {
+        const split = parseNatsSplit(s);
+        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0 });
+      }
+      notify();
+    },
+    notifyNoMoreSplits() {
+      noMoreSplits = true;
+      notify();
+    },
+    snapshotState: () => readings.map((r): NatsSplit => ({ ...r.split, next: r.next, stopAt: r.stopAt })),
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const r of readings) r.consumer = undefined;
+      void nc?.close().catch(() => {});
+      notify();
+    },
+  };
+}
