@@ -80,9 +80,16 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
           await conn.close();
           return;
         }
+        // All three at once, after the last await: `js` set means ready to fetch (pollNext and
+        // isAvailable look at it), and a split opening then needs `jsm` too.
+        const manager = await loadNats().jetstream.jetstreamManager(conn);
+        if (closed) {
+          await conn.close();
+          return;
+        }
         nc = conn;
         js = loadNats().jetstream.jetstream(conn);
-        jsm = await loadNats().jetstream.jetstreamManager(conn);
+        jsm = manager;
         void conn.closed().then((err) => {
           if (!closed) fail(err ?? new Error("the connection was closed"), `go on reading: the connection to ${String(config.connection.servers)} is closed (the client gave up reconnecting)`);
         });
