@@ -29,11 +29,12 @@
 import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { open as openLmdb, type Database, type RootDatabase, type Transaction } from "lmdb";
+import { createRequire } from "node:module";
+import type { Database, RootDatabase, Transaction } from "lmdb";
 import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
-import { EddyError } from "../core/errors.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
 import { isPidAlive } from "../core/pid.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
@@ -63,6 +64,26 @@ export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
   /** This subtask's own directory: emptied and owned by the backend. */
   readonly storeDir: string;
   readonly cacheSize: number;
+}
+
+let loadedLmdb: typeof import("lmdb") | undefined;
+
+/**
+ * lmdb, loaded when the first disk store opens, never by a job on the heap backend: lmdb's key
+ * encoder compiles code from strings when it loads, which a process may forbid
+ * (`--disallow-code-generation-from-strings`), and Eddy runs there (test/no-codegen.test.ts).
+ * Loaded with require, synchronously: the backend is built where operators open. (In a bundled
+ * worker `import.meta.url` names this source file, so lmdb resolves from Eddy's package.)
+ */
+function lmdb(): typeof import("lmdb") {
+  if (loadedLmdb !== undefined) return loadedLmdb;
+  try {
+    loadedLmdb = createRequire(import.meta.url)("lmdb") as typeof import("lmdb");
+  } catch (e) {
+    const codegen = e instanceof EvalError ? " (lmdb compiles code from strings as it loads: run without --disallow-code-generation-from-strings, or use the heap state backend)" : "";
+    throw new EddyError("STATE_STORE_FAILED", `the disk state backend could not load its store, lmdb: ${describeCause(e)}${codegen}`);
+  }
+  return loadedLmdb;
 }
 
 /** Key tags in store keys (after key group and state id). */
@@ -136,7 +157,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       // one path in the process (worker threads included), and a restarted subtask must never get
       // its failed predecessor's, should it still be open.
       this.#path = join(storeDir, `store-${randomUUID()}.mdb`);
-      this.#db = openLmdb<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
+      this.#db = lmdb().open<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
     } catch (e) {
       throw storeFailed(storeDir, "open", e);
     }
