@@ -4,9 +4,10 @@
  * and the tests run as root, it is installed first (`apt-get install -y nats-server`); otherwise
  * `startNats` rejects saying exactly what is missing: the tests fail, never skip.
  */
+import { freePort } from "./free-port.ts";
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
-import { createConnection, createServer } from "node:net";
+import { createConnection } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 
@@ -48,17 +49,6 @@ export function natsServerBinary(): string {
     throw new Error(`the NATS tests need nats-server, which is not installed, and \`apt-get install -y nats-server\` did not install it (status ${installed.status}):\n${(installed.stderr ?? "").slice(-2000)}`);
   }
   return after;
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
 }
 
 function accepts(port: number): Promise<boolean> {

@@ -9,7 +9,7 @@
  * For speed on slow machines the server runs with fsync off: the tests kill Eddy, not the server.
  */
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "./free-port.ts";
 import { execFileSync } from "node:child_process";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
@@ -23,17 +23,6 @@ export interface PostgresServer {
   query<R extends Record<string, unknown> = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>;
   /** Stops the server (a fast shutdown: connections are cut) and deletes its data; may be called twice. */
   stop(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
 }
 
 export interface StartPostgresOptions {
