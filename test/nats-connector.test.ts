@@ -69,8 +69,8 @@ async function drive<T, S>(reader: SourceReader<T, S>, limit = Infinity): Promis
   return { values, timestamps };
 }
 
-function openReader<T, S>(source: Source<T, S>, splits: readonly S[]): SourceReader<T, S> {
-  const reader = source.createReader(sourceReaderContext({ subtaskIndex: 0, parallelism: 1 }));
+function openReader<T, S>(source: Source<T, S>, splits: readonly S[], context = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 })): SourceReader<T, S> {
+  const reader = source.createReader(context);
   reader.start?.();
   reader.addSplits(splits);
   reader.notifyNoMoreSplits();
@@ -86,14 +86,20 @@ test("source, bounded: each subject filter is a split; every message once with i
   const splits = splitsOf(source);
   assert.deepEqual(splits.map((s) => s.splitId), ["SHOP/shop.eu", "SHOP/shop.us"]);
 
-  const reader = openReader(source, splits);
+  const context = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 });
+  const reader = openReader(source, splits, context);
   const first = await drive(reader, 1_234);
+  // The reader's lag (pendingRecords): what the server holds past its fetches plus what it fetched
+  // and has not emitted: the rest of the bounded input, exactly.
+  assert.equal(context.metrics.standardGauges().pendingRecords, 3_000 - first.values.length);
   const snapshot = reader.snapshotState(1);
   reader.close?.();
   // Published after the source opened its splits: past the bounded end, never read.
   await admin.publishAll("shop.eu", ["late"]);
-  const restored = openReader(source, JSON.parse(JSON.stringify(snapshot)) as typeof snapshot);
+  const restoredContext = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 });
+  const restored = openReader(source, JSON.parse(JSON.stringify(snapshot)) as typeof snapshot, restoredContext);
   const rest = await drive(restored);
+  assert.equal(restoredContext.metrics.standardGauges().pendingRecords, 0, "nothing left once the bounded input is read");
   restored.close?.();
 
   const all = [...first.values, ...rest.values];

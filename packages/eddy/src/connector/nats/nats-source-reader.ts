@@ -43,11 +43,23 @@ interface SplitReading {
   fetchedAll: boolean;
   /** Failed fetches in a row. */
   failures: number;
+  /** Messages of the split's subjects in the stream after the last one fetched, as the server said with it (the consumer's num_pending); 0 before the first. */
+  serverPending: number;
 }
 
 export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: SourceReaderContext): SourceReader<T, NatsSplit> {
   const readings: SplitReading[] = [];
   let noMoreSplits = false;
+  // The reader's lag (FLIP-33 pendingRecords, what Kafka's consumer lag is): messages the server
+  // holds past the last fetch, plus those fetched and not emitted yet; a bounded split counts up
+  // to its stop sequence only.
+  context.metrics.setPendingRecordsGauge(() =>
+    readings.reduce((n, r) => {
+      const queued = r.queue.length - r.head;
+      const beyond = r.split.bounded && r.stopAt >= 0 ? Math.min(r.serverPending, Math.max(0, r.stopAt - r.queuedUpTo)) : r.serverPending;
+      return n + queued + (r.fetchedAll ? 0 : beyond);
+    }, 0),
+  );
   let nc: NatsConnection | undefined;
   let js: JetStreamClient | undefined;
   let jsm: JetStreamManager | undefined;
@@ -139,6 +151,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
         r.queue.push(m);
         const seq = m.info.streamSequence;
         r.queuedUpTo = seq;
+        r.serverPending = m.info.pending;
         if (r.split.bounded && (seq >= r.stopAt || m.info.pending === 0)) {
           r.fetchedAll = true;
           messages.stop();
@@ -231,7 +244,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       // Restored splits come from a checkpoint: checked like any persisted input.
       for (const s of splits) {
         const split = parseNatsSplit(s);
-        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0 });
+        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0, serverPending: 0 });
       }
       notify();
     },
