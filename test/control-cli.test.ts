@@ -22,8 +22,9 @@ import {
   fakeQueryableJob,
   mapStateBackend,
 } from "../packages/eddy/src/internal.ts";
+// eddyBin from the fixtures, which also give its children the eddy-source condition (else they load a stale dist/).
+import { eddyBin } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const QUERY_TOKEN = "c".repeat(64);
 
 interface Run {

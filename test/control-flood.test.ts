@@ -14,8 +14,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { latestCheckpoint } from "./jobs/checkpointed.ts";
+// eddyBin from the fixtures, which also give its children the eddy-source condition (else they load a stale dist/).
+import { eddyBin } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const jobFile = resolve(import.meta.dirname, "jobs/endless.ts");
 /** The job's RLIMIT_NOFILE (soft and hard: Node raises its soft limit to the hard one). */
 const FD_LIMIT = 256;

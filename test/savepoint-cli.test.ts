@@ -12,8 +12,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { committedFiles } from "./jobs/checkpointed.ts";
+// eddyBin from the fixtures, which also give its children the eddy-source condition (else they load a stale dist/).
+import { eddyBin } from "./fixtures.ts";
 
-const eddyBin = resolve(import.meta.dirname, "../packages/eddy/bin/eddy.js");
 const jobFile = resolve(import.meta.dirname, "jobs/checkpointed.ts");
 const RECORDS = 1_600_000;
 
