@@ -18,7 +18,7 @@ import type { ObservedJob, JobState } from "../coordinator/control.ts";
 import type { JobMetricsSnapshot } from "../coordinator/job-metrics.ts";
 import type { Plan } from "../graph/plan.ts";
 import { SINK_RECORDS_WRITTEN } from "../runtime/operator.ts";
-import { backpressureView, watermarksView, type BackpressureLevel } from "./rest-views.ts";
+import { backpressureView, watermarksView, worseLevel, type BackpressureLevel } from "./rest-views.ts";
 
 /** The running counts and the states of one look at a job. */
 export interface Progress {
@@ -82,12 +82,10 @@ function watermarkLag(plan: Plan, metrics: JobMetricsSnapshot, nowMs: number): P
   return Math.max(0, nowMs - Math.min(...numbers));
 }
 
-const LEVELS: readonly BackpressureLevel[] = ["unknown", "ok", "low", "high"];
-
 function worstBackpressure(plan: Plan, metrics: JobMetricsSnapshot): Progress["backpressure"] {
   let worst: Progress["backpressure"] = { level: "unknown", vertex: null };
   for (const v of backpressureView(plan, metrics).vertices) {
-    if (LEVELS.indexOf(v.level) > LEVELS.indexOf(worst.level)) worst = { level: v.level, vertex: v.name };
+    if (worseLevel(worst.level, v.level) !== worst.level) worst = { level: v.level, vertex: v.name };
   }
   return worst;
 }

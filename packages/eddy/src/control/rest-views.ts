@@ -203,6 +203,11 @@ export function backpressureLevel(ratio: number | null): BackpressureLevel {
 
 const LEVEL_ORDER: readonly BackpressureLevel[] = ["unknown", "ok", "low", "high"];
 
+/** The worse of two levels ("unknown" is the mildest: any measured level wins over it). */
+export function worseLevel(a: BackpressureLevel, b: BackpressureLevel): BackpressureLevel {
+  return LEVEL_ORDER.indexOf(b) > LEVEL_ORDER.indexOf(a) ? b : a;
+}
+
 /** `GET /v1/job/backpressure`: per vertex and subtask, the share of time backpressured, busy and idle, and the level. */
 export function backpressureView(plan: Plan, metrics: JobMetricsSnapshot) {
   const ratio = (msPerSecond: number | undefined): number | null =>
@@ -217,7 +222,7 @@ export function backpressureView(plan: Plan, metrics: JobMetricsSnapshot) {
         const backPressuredRatio = ratio(t?.backPressuredTimeMsPerSecond);
         return { subtask, level: backpressureLevel(backPressuredRatio), backPressuredRatio, busyRatio: ratio(t?.busyTimeMsPerSecond), idleRatio: ratio(t?.idleTimeMsPerSecond) };
       });
-      const level = subtasks.reduce<BackpressureLevel>((worst, s) => (LEVEL_ORDER.indexOf(s.level) > LEVEL_ORDER.indexOf(worst) ? s.level : worst), "unknown");
+      const level = subtasks.reduce<BackpressureLevel>((worst, s) => worseLevel(worst, s.level), "unknown");
       return { id: vertexId(chain), name: chain.name, level, subtasks };
     }),
   };
