@@ -18,7 +18,7 @@
  * (test/postgres-cdc.test.ts runs it against a real server and checks the totals.)
  */
 import { defineJob, WatermarkStrategy } from "eddy";
-import { PostgresCdcSource, PostgresSink, type ChangeRecord } from "eddy/postgres";
+import { isAccumulate, PostgresCdcSource, PostgresSink, type ChangeRecord } from "eddy/postgres";
 
 export interface CustomerTotal {
   readonly customer: string;
@@ -39,7 +39,7 @@ export function postgresCdcJob(connection: string | undefined) {
       .fromSource(PostgresCdcSource.create({ connection, tables: ["orders"], slot: "eddy_orders", publication: "eddy_orders" }), WatermarkStrategy.noWatermarks<ChangeRecord>(), "orders-cdc")
       // An insert or the row after an update adds; a delete or the row before an update subtracts.
       .map((c): CustomerTotal => {
-        const sign = c.kind === "+I" || c.kind === "+U" ? 1 : -1;
+        const sign = isAccumulate(c) ? 1 : -1;
         return { customer: c.row.customer as string, orders: sign, amount: sign * (c.row.amount as number) };
       })
       .keyBy((t) => t.customer)

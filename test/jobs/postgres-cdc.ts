@@ -12,7 +12,7 @@
  * - EDDY_CDC_HOLD: the job runs slowly (1 ms every 10 changes) until this file exists.
  */
 import { defineJob, WatermarkStrategy } from "eddy";
-import { PostgresCdcSource, PostgresSink, type ChangeRecord } from "eddy/postgres";
+import { isAccumulate, PostgresCdcSource, PostgresSink, type ChangeRecord } from "eddy/postgres";
 import { collectSink } from "eddy/testing";
 import { existsSync } from "node:fs";
 import { fireOnce, recordFaultFrom } from "./fault-markers.ts";
@@ -57,7 +57,7 @@ export const postgresCdcJob = defineJob("postgres-cdc", (env) => {
   }
   changes
     .map((c): GroupTotal => {
-      const sign = c.kind === "+I" || c.kind === "+U" ? 1 : -1;
+      const sign = isAccumulate(c) ? 1 : -1;
       return { grp: c.row.grp as number, cnt: sign, total: sign * (c.row.amount as number) };
     })
     .keyBy((t) => t.grp)

@@ -10,6 +10,15 @@ import type { PostgresConnection } from "./pg-client.ts";
 export type ChangeOp = "insert" | "update_before" | "update_after" | "delete";
 export type ChangeKind = "+I" | "-U" | "+U" | "-D";
 
+/**
+ * Whether a change adds its row to an aggregate (`+I`, `+U`) rather than retracting it (`-U`,
+ * `-D`): Flink's RowDataUtil.isAccumulateMsg. A running sum over a changelog adds the row's value
+ * times `isAccumulate(c) ? 1 : -1`.
+ */
+export function isAccumulate(change: { readonly kind: ChangeKind }): boolean {
+  return change.kind === "+I" || change.kind === "+U";
+}
+
 export const KIND_OF: Readonly<Record<ChangeOp, ChangeKind>> = { insert: "+I", update_before: "-U", update_after: "+U", delete: "-D" };
 
 /** One change of one row: what the source emits. */

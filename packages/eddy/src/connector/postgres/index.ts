@@ -18,3 +18,4 @@ export type { PostgresRowKind, PostgresSinkOptions, PostgresUpsertSinkOptions } 
 export type { PostgresClientConfig, PostgresConnection } from "./pg-client.ts";
 export { PostgresCdcSource } from "./cdc-source.ts";
 export type { ChangeKind, ChangeOp, ChangeRecord, PostgresCdcSourceOptions } from "./cdc-options.ts";
+export { isAccumulate } from "./cdc-options.ts";
