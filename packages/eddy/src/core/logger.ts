@@ -25,14 +25,14 @@ export function truncateText(text: string, max = MAX_LOGGED_TEXT_CHARS): string 
   return `${text.slice(0, max)}… (${(text.length - max).toLocaleString("en")} more characters)`;
 }
 
-/** Writes one JSON object per line to a sink (stderr by default in the CLI). Long texts are truncated. */
-export function jsonLogger(write: (line: string) => void, level: LogLevel = "info"): Logger {
+/** A level `lvl` entry, made into its line (with its newline). */
+type LineFormat = (lvl: Exclude<LogLevel, "silent">, message: string, fields: LogFields | undefined) => string;
+
+/** A logger writing each entry of at least `level` as the line `format` makes of it. */
+function lineLogger(format: LineFormat, write: (line: string) => void, level: LogLevel): Logger {
   const min = LEVEL_ORDER[level];
   const log = (lvl: Exclude<LogLevel, "silent">, message: string, fields?: LogFields): void => {
-    if (LEVEL_ORDER[lvl] < min) return;
-    const line: Record<string, unknown> = { level: lvl, time: new Date().toISOString(), msg: truncateText(message) };
-    if (fields !== undefined) for (const [k, v] of Object.entries(fields)) line[k] = typeof v === "string" ? truncateText(v) : v;
-    write(JSON.stringify(line) + "\n");
+    if (LEVEL_ORDER[lvl] >= min) write(format(lvl, message, fields));
   };
   return {
     debug: (m, f) => log("debug", m, f),
@@ -42,36 +42,43 @@ export function jsonLogger(write: (line: string) => void, level: LogLevel = "inf
   };
 }
 
+/** One JSON object per line: level, time, msg and the fields. Long texts are truncated. */
+const jsonLine: LineFormat = (lvl, message, fields) => {
+  const line: Record<string, unknown> = { level: lvl, time: new Date().toISOString(), msg: truncateText(message) };
+  if (fields !== undefined) for (const [k, v] of Object.entries(fields)) line[k] = typeof v === "string" ? truncateText(v) : v;
+  return JSON.stringify(line) + "\n";
+};
+
+/**
+ * One line for a person to read: `12:34:56.789Z WARN  message key=value …` (UTC time of day),
+ * fields as `key=value` with strings quoted when they hold spaces or quotes, and a `stack` field
+ * on the lines below, indented. Long texts are truncated as in the JSON lines.
+ */
+const textLine: LineFormat = (lvl, message, fields) => {
+  let line = `${new Date().toISOString().slice(11)} ${lvl.toUpperCase().padEnd(5)} ${truncateText(message)}`;
+  let stack: string | undefined;
+  if (fields !== undefined) {
+    for (const [k, v] of Object.entries(fields)) {
+      if (v === undefined) continue;
+      if (k === "stack" && typeof v === "string") stack = truncateText(v);
+      else line += ` ${k}=${textValue(v)}`;
+    }
+  }
+  if (stack !== undefined) line += "\n" + stack.split("\n").map((l) => `    ${l.trimStart()}`).join("\n");
+  return line + "\n";
+};
+
+/** Writes one JSON object per line to a sink (stderr by default in the CLI). Long texts are truncated. */
+export function jsonLogger(write: (line: string) => void, level: LogLevel = "info"): Logger {
+  return lineLogger(jsonLine, write, level);
+}
+
 /** How a CLI writes its logs: "text" for a person (the default), "json" for a log pipeline. */
 export type LogFormat = "text" | "json";
 
-/**
- * Writes one line per entry for a person to read: `12:34:56.789Z WARN  message key=value …`
- * (UTC time of day), fields as `key=value` with strings quoted when they hold spaces or quotes,
- * and a `stack` field on the lines below, indented. Long texts are truncated as in jsonLogger.
- */
+/** Writes one line per entry for a person to read (textLine). */
 export function textLogger(write: (line: string) => void, level: LogLevel = "info"): Logger {
-  const min = LEVEL_ORDER[level];
-  const log = (lvl: Exclude<LogLevel, "silent">, message: string, fields?: LogFields): void => {
-    if (LEVEL_ORDER[lvl] < min) return;
-    let line = `${new Date().toISOString().slice(11)} ${lvl.toUpperCase().padEnd(5)} ${truncateText(message)}`;
-    let stack: string | undefined;
-    if (fields !== undefined) {
-      for (const [k, v] of Object.entries(fields)) {
-        if (v === undefined) continue;
-        if (k === "stack" && typeof v === "string") stack = truncateText(v);
-        else line += ` ${k}=${textValue(v)}`;
-      }
-    }
-    if (stack !== undefined) line += "\n" + stack.split("\n").map((l) => `    ${l.trimStart()}`).join("\n");
-    write(line + "\n");
-  };
-  return {
-    debug: (m, f) => log("debug", m, f),
-    info: (m, f) => log("info", m, f),
-    warn: (m, f) => log("warn", m, f),
-    error: (m, f) => log("error", m, f),
-  };
+  return lineLogger(textLine, write, level);
 }
 
 function textValue(v: unknown): string {
