@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import type { Key } from "../core/key.ts";
 import { mapKeyOf } from "../core/key.ts";
-import { SMALL_KEY_TIMERS, TimerQueue, type Timer, type TimerNamespace } from "./timer-queue.ts";
+import { BUCKET_SCAN, TimerQueue, type Timer, type TimerNamespace } from "./timer-queue.ts";
 
 const drain = (queue: TimerQueue): string[] => {
   const out: string[] = [];
@@ -14,10 +14,10 @@ const drain = (queue: TimerQueue): string[] => {
 const listed = (queue: TimerQueue, kgIndex: number): string[] =>
   [...queue.ofGroup(kgIndex)].map((t: Timer) => `${String(t.namespace)}@${t.timestamp}`).sort();
 
-test("one key's timers stay deduplicated while the key's index grows past the array size and shrinks back", () => {
+test("one key's timers stay deduplicated over many timestamps, removed down to a few and registered again", () => {
   const queue = new TimerQueue(4);
   const key = "k";
-  const n = 3 * SMALL_KEY_TIMERS;
+  const n = 3 * BUCKET_SCAN;
   const all: [TimerNamespace, number][] = [];
   for (let i = 0; i < n; i++) all.push([i % 2 === 0 ? "w" : 7, 100 - i]);
   for (const [ns, ts] of all) assert.notEqual(queue.add(key, 1, 1, ns, ts), undefined);
@@ -39,8 +39,8 @@ test("one key's timers stay deduplicated while the key's index grows past the ar
   assert.equal(queue.add(key, 1, 1, "w", 100) !== undefined, true, "a removed timer can be registered again");
 });
 
-test("timers of one key with equal timestamps fire in registration order, whatever the index shape", () => {
-  for (const count of [1, 2, SMALL_KEY_TIMERS, SMALL_KEY_TIMERS + 1, 4 * SMALL_KEY_TIMERS]) {
+test("timers of one key with equal timestamps fire in registration order, whether the bucket is scanned or indexed", () => {
+  for (const count of [1, 2, BUCKET_SCAN, BUCKET_SCAN + 1, 4 * BUCKET_SCAN]) {
     const queue = new TimerQueue(1);
     const expected: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -79,7 +79,8 @@ test("the last-registration shortcut compares key, key group, namespace and time
   assert.equal(queue.size, 7);
 });
 
-test("any interleaving of registrations, deletions and firings matches a sorted list of the live timers", () => {
+for (const [minTs, maxTs] of [[-5, 60], [0, 3]] as const) {
+test(`any interleaving of registrations, deletions and firings matches a sorted list of the live timers (timestamps ${minTs}..${maxTs})`, () => {
   interface Live {
     readonly key: string;
     readonly kg: number;
@@ -88,13 +89,13 @@ test("any interleaving of registrations, deletions and firings matches a sorted 
     readonly order: number;
   }
   const op = fc.oneof(
-    { weight: 5, arbitrary: fc.record({ kind: fc.constant("add" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: -5, max: 60 }) }) },
-    { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: -5, max: 60 }) }) },
+    { weight: 5, arbitrary: fc.record({ kind: fc.constant("add" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: minTs, max: maxTs }) }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("remove" as const), key: fc.integer({ min: 0, max: 12 }), kg: fc.integer({ min: 0, max: 3 }), ns: fc.constantFrom<TimerNamespace>("w", "x", 1), ts: fc.integer({ min: minTs, max: maxTs }) }) },
     { weight: 3, arbitrary: fc.record({ kind: fc.constant("removeLive" as const), pick: fc.nat() }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("poll" as const) }) },
   );
   fc.assert(
-    fc.property(fc.array(op, { maxLength: 600 }), (ops) => {
+    fc.property(fc.array(op, { maxLength: 600, size: "large" }), (ops) => {
       const queue = new TimerQueue(4);
       let live: Live[] = [];
       let order = 0;
@@ -137,6 +138,7 @@ test("any interleaving of registrations, deletions and firings matches a sorted 
     { numRuns: 300 },
   );
 });
+}
 
 test("a deleted timer's slot refilled with a timer earlier than that slot's parent moves it up", () => {
   // Registered in this order, the timers sit in heap slots 0..21 in order (each is later than its
@@ -150,4 +152,42 @@ test("a deleted timer's slot refilled with a timer earlier than that slot's pare
     drain(queue).map((s) => Number(s.slice(2))),
     order.filter((ts) => ts !== 21).sort((a, b) => a - b),
   );
+});
+
+test("a bucket of many keys deduplicates, deletes and fires in registration order while it grows past the scan size and shrinks", () => {
+  for (const count of [BUCKET_SCAN, BUCKET_SCAN + 1, 50 * BUCKET_SCAN]) {
+    const queue = new TimerQueue(4);
+    // Keys k0..k(count-1) at one timestamp, two namespaces each, interleaved with another time.
+    for (let i = 0; i < count; i++) {
+      assert.notEqual(queue.add(`k${i}`, i % 4, i % 4, "w", 1000), undefined);
+      assert.notEqual(queue.add(i, i % 4, i % 4, "w", 1000), undefined, "a number key is another key than its string");
+      queue.add(`k${i}`, i % 4, i % 4, "w", 2000);
+    }
+    for (let i = 0; i < count; i++) {
+      assert.equal(queue.add(`k${i}`, i % 4, i % 4, "w", 1000), undefined, `k${i} is a duplicate`);
+      assert.notEqual(queue.add(`k${i}`, i % 4, i % 4, "v", 1000), undefined, "another namespace");
+    }
+    assert.equal(queue.size, 4 * count);
+    // The same key in another key group index is another timer (and is deleted on its own).
+    assert.notEqual(queue.add("k1", 3, 3, "w", 1000), undefined);
+    assert.notEqual(queue.add("k1", 2, 2, "v", 1000), undefined);
+    assert.equal(queue.add("k1", 3, 3, "w", 1000), undefined);
+    assert.equal(queue.remove(mapKeyOf("k1"), 3, "w", 1000), false);
+    assert.equal(queue.remove(mapKeyOf("k1"), 2, "v", 1000), false);
+    assert.equal(queue.remove(mapKeyOf("k1"), 3, "w", 1000), false, "already gone");
+    // Delete every second key's "w" timer at 1000, then register a few again: they go last.
+    for (let i = 0; i < count; i += 2) assert.equal(queue.remove(mapKeyOf(`k${i}`), i % 4, "w", 1000), i === 0);
+    queue.add("k0", 0, 0, "w", 1000);
+    const fired: string[] = [];
+    for (let t = queue.poll(); t !== undefined && t.timestamp === 1000; t = queue.poll()) fired.push(`${String(t.key)}/${String(t.namespace)}`);
+    const expected: string[] = [];
+    for (let i = 0; i < count; i++) {
+      if (i % 2 === 1) expected.push(`k${i}/w`);
+      expected.push(`${i}/w`);
+    }
+    for (let i = 0; i < count; i++) expected.push(`k${i}/v`);
+    expected.push("k0/w");
+    assert.deepEqual(fired, expected, `${count} keys`);
+    assert.equal(queue.size, count - 1, "the 2000 timers but the one polled to end the loop");
+  }
 });

@@ -16,9 +16,10 @@
  * - Registering an existing timer keeps its original registration order; deleting an absent one
  *   is a no-op.
  *
- * Cost per domain (runtime/timer-queue.ts): a 4-ary min-heap of timers ordered by (timestamp,
- * registration sequence), O(log n) register, delete and fire; plus per key group an index for
- * O(1) deduplication. A duplicate registration allocates nothing, and one equal to the previous
+ * Cost per domain (runtime/timer-queue.ts): timers grouped by timestamp, a min-heap of the
+ * distinct timestamps and per timestamp its timers in registration order; registering at a
+ * timestamp that has timers (every key's window end) and firing are O(1), creating or emptying a
+ * timestamp O(log n). A duplicate registration allocates nothing, and one equal to the previous
  * registration of its domain is answered without a lookup.
  *
  * Never called concurrently: every method runs on the task thread; the clock callback only

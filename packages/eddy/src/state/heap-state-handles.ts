@@ -198,7 +198,8 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     return cell === undefined ? undefined : this.copyIn(cell.value as T);
   }
 
-  add(value: T): void {
+  /** Returns true when this created the current (key, namespace)'s cell (the internal states' CreatingAdd). */
+  add(value: T): boolean {
     const current = this.visibleCell(false);
     const next =
       current === undefined ? this.copyIn(value) : this.#reduce(this.copyIn(current.value as T), this.copyIn(value));
@@ -207,6 +208,7 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+    return current === undefined;
   }
 
   queryValue(cell: Cell, now: number): unknown {
@@ -234,7 +236,8 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     return cell === undefined ? undefined : this.#fn.getResult(this.copyIn(cell.value as ACC));
   }
 
-  add(value: IN): void {
+  /** Returns true when this created the current (key, namespace)'s cell (the internal states' CreatingAdd). */
+  add(value: IN): boolean {
     // hot path
     const current = this.visibleCell(false);
     const acc = current === undefined ? this.#fn.createAccumulator() : this.copyIn(current.value as ACC);
@@ -248,6 +251,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+    return current === undefined;
   }
 
   queryValue(cell: Cell, now: number): unknown {
@@ -275,8 +279,9 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
     return out;
   }
 
-  add(value: T): void {
-    this.#append([this.copyIn(value)]);
+  /** Returns true when this created the current (key, namespace)'s cell (the internal states' CreatingAdd). */
+  add(value: T): boolean {
+    return this.#append([this.copyIn(value)]);
   }
 
   addAll(values: Iterable<T>): void {
@@ -304,11 +309,13 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
     return out;
   }
 
-  #append(copies: T[]): void {
-    if (copies.length === 0) return;
+  /** Appends; returns whether the cell was created (held no visible element before). */
+  #append(copies: T[]): boolean {
+    if (copies.length === 0) return false;
     if (this.ttlMs !== 0) this.visibleCell(false); // drops expired elements first
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
-    if (cell.value === undefined) {
+    const created = cell.value === undefined;
+    if (created) {
       cell.value = copies;
       if (this.ttlMs !== 0) cell.expiry = [];
     } else {
@@ -321,6 +328,7 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
       for (let i = 0; i < copies.length; i++) exps.push(exp);
       cell.expiresAt = exp;
     }
+    return created;
   }
 }
 

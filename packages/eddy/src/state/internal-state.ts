@@ -27,7 +27,17 @@ export interface InternalKvState {
 }
 
 export type InternalValueState<T> = ValueState<T> & InternalKvState;
-export type InternalListState<T> = ListState<T> & InternalKvState;
+/**
+ * `add` of the appending states (list, reducing, aggregating) also returns whether it created the
+ * current (key, namespace)'s cell, i.e. whether nothing visible was there before: the window
+ * operator learns "is this window new" and updates it in one lookup. Listed first so it is the
+ * signature a call resolves to.
+ */
+interface CreatingAdd<IN> {
+  add(value: IN): boolean;
+}
+
+export type InternalListState<T> = CreatingAdd<T> & ListState<T> & InternalKvState;
 export type InternalMapState<UK, UV> = MapState<UK, UV> & InternalKvState;
-export type InternalReducingState<T> = ReducingState<T> & InternalKvState;
-export type InternalAggregatingState<IN, OUT> = AggregatingState<IN, OUT> & InternalKvState;
+export type InternalReducingState<T> = CreatingAdd<T> & ReducingState<T> & InternalKvState;
+export type InternalAggregatingState<IN, OUT> = CreatingAdd<IN> & AggregatingState<IN, OUT> & InternalKvState;

@@ -64,7 +64,8 @@ export function windowOperator<IN, W extends Window>(spec: WindowOperatorSpec<IN
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new WindowOperator(spec, ctx, output);
 }
 
-type ContentsState = InternalKvState & { get(): unknown; add(value: unknown): void; clear(): void };
+/** `add` returns whether it created the window's contents (the internal states' CreatingAdd). */
+type ContentsState = InternalKvState & { get(): unknown; add(value: unknown): boolean; clear(): void };
 
 class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #spec: WindowOperatorSpec<IN, W>;
@@ -163,8 +164,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
         if (this.#isWindowLate(window)) continue;
         skipped = false;
         contents.setCurrentNamespace(this.#assigner.namespaceOf(window));
-        const existed = contents.holdsValue();
-        this.#add(value, timestamp);
+        const existed = !this.#add(value, timestamp);
         if (existed && this.#eventTimeTrigger && window.maxTimestamp() > this.#keyed.currentWatermark) continue;
         const result = this.#triggerOnElement(value, timestamp, window);
         if (isFire(result)) this.#emit(window, contents.get());
@@ -260,8 +260,9 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     );
   }
 
-  #add(value: IN, timestamp: number): void {
-    this.#contents.add(this.#evictor === undefined ? value : ({ value, timestamp } satisfies TimestampedValue<IN>));
+  /** Adds the element to the current window's contents; true when that created them. */
+  #add(value: IN, timestamp: number): boolean {
+    return this.#contents.add(this.#evictor === undefined ? value : ({ value, timestamp } satisfies TimestampedValue<IN>));
   }
 
   /** Evaluates the window's contents (nothing for an empty window). */
