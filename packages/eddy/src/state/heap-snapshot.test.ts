@@ -218,6 +218,39 @@ test("a snapshot is immune to in-place mutation of copy-none accumulators and to
   assert.equal(b.getAggregatingState(descriptors.aggregatingNoCopy).get(), 3);
 });
 
+test("accumulate folds into the current (key, namespace) in place, says when it created the cell, and snapshots do not see later folds", () => {
+  const clock = new ManualClock(0);
+  const b = newBackend(clock);
+  const sums = new ValueStateDescriptor<{ n: number }>("sums", { copy: "none" });
+  const fold = { create: (v: number) => ({ n: v }), add: (acc: { n: number }, v: number) => ((acc.n += v), acc) };
+  const state = b.getState(sums);
+  at(b, "a");
+  state.setCurrentNamespace(10);
+  assert.equal(state.accumulate(1, fold), true, "created");
+  assert.equal(state.accumulate(2, fold), false, "folded");
+  state.setCurrentNamespace(20);
+  assert.equal(state.accumulate(5, fold), true, "another namespace is another cell");
+  assert.equal(state.accumulate(0, { create: () => undefined as unknown as { n: number }, add: fold.add }), false, "exists: add");
+  at(b, "b");
+  assert.equal(state.accumulate(0, { create: () => undefined as unknown as { n: number }, add: fold.add }), false, "create gave nothing: nothing stored");
+  assert.equal(state.holdsValue(), false);
+  const snapshot = b.snapshot();
+  at(b, "a");
+  state.setCurrentNamespace(10);
+  state.accumulate(100, fold); // mutates the accumulator in place, after the snapshot
+  assert.deepEqual(state.value(), { n: 103 });
+  const restored = roundTrip(snapshot, clock);
+  snapshot.release();
+  at(restored, "a");
+  const r = restored.getState(sums);
+  r.setCurrentNamespace(10);
+  assert.deepEqual(r.value(), { n: 3 });
+  r.setCurrentNamespace(20);
+  assert.deepEqual(r.value(), { n: 5 });
+  at(b, "x");
+  assert.throws(() => b.getState(new ValueStateDescriptor<{ n: number }>("deep")).accumulate(1, fold), /copy: "none"/);
+});
+
 test("overlapping snapshots each hold the state of their own moment, whatever the order of releases of groups and snapshots", () => {
   // Steps: an operation, taking a snapshot, writing one key group of a live snapshot and giving
   // it back (as a checkpoint does, group by group), or releasing one of the live snapshots.

@@ -35,6 +35,7 @@ import type {
   InternalMapState,
   InternalReducingState,
   InternalValueState,
+  Accumulation,
 } from "./internal-state.ts";
 
 
@@ -178,6 +179,22 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     cell.value = stored;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
+  }
+
+  accumulate<IN>(value: IN, fns: Accumulation<IN, T>): boolean {
+    // hot path (the sliding pane operator, per element)
+    if (this.ttlMs !== 0 || this.deep) {
+      throw new EddyError("INTERNAL", `accumulate needs state '${this.name}' without TTL and declared copy: "none"`);
+    }
+    const current = this.rawCell();
+    if (current !== undefined) {
+      current.value = fns.add(current.value as T, value);
+      return false;
+    }
+    const created = fns.create(value);
+    if (created === undefined) return false;
+    this.table.cellForWrite(this.ns, this.isVoid, undefined).value = created;
+    return true;
   }
 
   queryValue(cell: Cell, now: number): unknown {

@@ -26,7 +26,23 @@ export interface InternalKvState {
   holdsValue(): boolean;
 }
 
-export type InternalValueState<T> = ValueState<T> & InternalKvState;
+/** How `InternalValueState.accumulate` folds an input into the stored value. */
+export interface Accumulation<IN, T> {
+  /** The value of a cell that held nothing, from its first input. */
+  create(value: IN): T;
+  /** The next value from the stored one (which the state does not copy for this call). */
+  add(stored: T, value: IN): T;
+}
+
+export type InternalValueState<T> = ValueState<T> &
+  InternalKvState & {
+    /**
+     * `update(current === undefined ? fns.create(value) : fns.add(current, value))` in one lookup
+     * of the current (key, namespace), returning whether it created the cell. For operators that
+     * own their values (state declared `copy: "none"`: nothing is copied either way); no TTL.
+     */
+    accumulate<IN>(value: IN, fns: Accumulation<IN, T>): boolean;
+  };
 /**
  * `add` of the appending states (list, reducing, aggregating) also returns whether it created the
  * current (key, namespace)'s cell, i.e. whether nothing visible was there before: the window

@@ -47,6 +47,8 @@ export class MergingWindowSet<W extends Window> {
   #entries: MergingEntry<W>[] = [];
   /** Whether `#entries` changed since `load()` (persist writes it back). */
   #changed = false;
+  /** The state window of the window the last `addWindow` returned (saves the operator a lookup). */
+  lastStateWindow: W | undefined = undefined;
 
   constructor(assigner: WindowAssigner<unknown, W>, state: ValueState<MergingEntry<W>[]>) {
     this.#assigner = assigner;
@@ -95,7 +97,10 @@ export class MergingWindowSet<W extends Window> {
    * or inside an existing one makes no call at all.
    */
   addWindow(newWindow: W, merge: MergeFunction<W>): W {
-    return this.#intersecting ? this.#addIntersecting(newWindow, merge) : this.#addByAssigner(newWindow, merge);
+    if (this.#intersecting) return this.#addIntersecting(newWindow, merge);
+    const result = this.#addByAssigner(newWindow, merge);
+    this.lastStateWindow = this.getStateWindow(result);
+    return result;
   }
 
   /** hot path (sessions): see the file comment. */
@@ -114,11 +119,13 @@ export class MergingWindowSet<W extends Window> {
       const ns = this.#assigner.namespaceOf(newWindow);
       entries.push(entry(ns, ns, newWindow, newWindow));
       this.#changed = true;
+      this.lastStateWindow = newWindow;
       return newWindow;
     }
     if (count === 1) {
       const e = entries[first]!;
       const { window, stateWindow } = this.#decoded(e);
+      this.lastStateWindow = stateWindow;
       const w = window as unknown as TimeWindow;
       if (w.start <= added.start && w.end >= added.end) return window; // inside an existing session
       const result = w.cover(added) as unknown as W;
@@ -149,7 +156,8 @@ export class MergingWindowSet<W extends Window> {
     }
     const kept = absorbed[0]!;
     const result = cover as unknown as W;
-    entries.push(entry(this.#assigner.namespaceOf(result), kept.stateNs, result, this.#decoded(kept).stateWindow));
+    this.lastStateWindow = this.#decoded(kept).stateWindow;
+    entries.push(entry(this.#assigner.namespaceOf(result), kept.stateNs, result, this.lastStateWindow));
     this.#changed = true;
     merge(result, mergedWindows, this.#decoded(kept).stateWindow, mergedStateWindows);
     return result;

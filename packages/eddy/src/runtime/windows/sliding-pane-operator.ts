@@ -121,12 +121,9 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     }
     const panes = this.#panes;
     panes.setCurrentNamespace(pane);
-    const fns = this.#spec.panes;
     let created: boolean;
     try {
-      const acc = panes.value();
-      created = acc === undefined;
-      panes.update(created ? fns.create(value) : fns.add(acc, value));
+      created = panes.accumulate(value, this.#spec.panes);
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
     }

@@ -144,7 +144,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
           continue;
         }
         skipped = false;
-        const stateWindow = set.getStateWindow(actual);
+        const stateWindow = set.lastStateWindow;
         if (stateWindow === undefined) throw new EddyError("WINDOW_STATE_MISSING", `no state window for ${String(actual)}`);
         this.#contents.setCurrentNamespace(this.#assigner.namespaceOf(stateWindow));
         this.#add(value, timestamp);
@@ -247,7 +247,9 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       for (const m of mergedWindows) {
         tc.window = m;
         this.#trigger.clear(m, tc);
-        this.#deleteCleanupTimer(m);
+        // The built-in EventTimeTrigger's clear just deleted the timer at the window's end,
+        // which is also its cleanup timer when there is no allowed lateness.
+        if (!(this.#eventTimeTrigger && this.#assigner.isEventTime && this.#cleanupTime(m) === m.maxTimestamp())) this.#deleteCleanupTimer(m);
       }
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
