@@ -6,6 +6,7 @@
  */
 import { resolve } from "node:path";
 import { stringify, type Options as CsvOptions } from "csv-stringify/sync";
+import { defaultCsvEncoder } from "./csv-encoder.ts";
 import { SystemClock, type Clock } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import type { CommitRetry, Committer, Sink, SinkContext, SinkWriter } from "../sink.ts";
@@ -149,10 +150,12 @@ function csv<T>(dir: string, options?: CsvFileSinkOptions<T>): Sink<T> {
   } catch (e) {
     throw invalid(`invalid CSV options: ${(e as Error).message}`);
   }
+  // One record at a time keeps part sizes exact; with default options the records are written
+  // by an encoder of Eddy's own that writes what csv-stringify would (csv-encoder.ts).
+  const fast = defaultCsvEncoder(options?.columns, options?.csv);
   const encoder: RowEncoder<T> = {
     header: headerLine,
-    // csv-stringify quotes and escapes each field; one record at a time keeps part sizes exact.
-    encode: (value) => stringify([value as unknown as Record<string, unknown>], base),
+    encode: (value) => fast?.(value) ?? stringify([value as unknown as Record<string, unknown>], base),
   };
   return build(dir, options, rowFormat(".csv", encoder));
 }
