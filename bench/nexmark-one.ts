@@ -5,6 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
+ *     [--state-backend disk [--disk-cache-size N]]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -34,11 +35,24 @@ function checkpointOptions(): RunOptions {
 }
 const checkpointing = checkpointOptions();
 
+/** With --state-backend disk: the disk backend, its store in a directory removed at exit. */
+function stateBackendConfig(): Record<string, string> {
+  if (args.stateBackend === "heap") return {};
+  const dir = mkdtempSync(join(tmpdir(), "eddy-nexmark-bench-state-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return {
+    "state.backend": "disk",
+    "state.backend.disk.dir": dir,
+    ...(args.diskCacheSize === undefined ? {} : { "state.backend.disk.cache-size": String(args.diskCacheSize) }),
+  };
+}
+const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig() } };
+
 /** Runs the job over `events` events; CPU of the whole process (every thread) while it ran. */
 async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
-  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, ...checkpointing, jobId: `${args.query}-${events}` });
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, ...runOptions, jobId: `${args.query}-${events}` });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
   const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));

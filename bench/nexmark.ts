@@ -13,7 +13,8 @@
  * --rounds R (default 1: figures are medians over R runs); --checkpoint-interval D (exactly-once
  * checkpoints every D during each job, e.g. 10s; default off); --json (one JSON object per line per
  * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
- * metrics, the `metrics.enabled` key).
+ * metrics, the `metrics.enabled` key); --state-backend heap | disk (default heap) and
+ * --disk-cache-size N (keys the disk backend caches per state; its default when absent).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
@@ -25,12 +26,10 @@
  * processing-time windows, q4's running averages, q15-q19's updates at parallelism > 1), only the
  * part that does not is compared, and the row says so (bench/nexmark/queries.ts).
  */
-import { execFile } from "node:child_process";
 import { availableParallelism, cpus } from "node:os";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { parseBenchArgs } from "./nexmark/args.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
+import { measureInChild } from "./nexmark/measure-child.ts";
 import { BENCH_QUERIES, benchQueryNamed } from "./nexmark/queries.ts";
 import { reportQuery, type QueryReport } from "./nexmark/report.ts";
 import { TABLE_HEADER, tableRow } from "./nexmark/table.ts";
@@ -40,27 +39,14 @@ const args = parseBenchArgs(process.argv.slice(2));
 const queries = args.query === "all" ? Object.keys(BENCH_QUERIES) : args.query.split(",").map((q) => q.trim());
 for (const q of queries) benchQueryNamed(q); // fail on a typo before running anything
 
-const ONE = fileURLToPath(new URL("./nexmark-one.ts", import.meta.url));
-const run = promisify(execFile);
-
-/** One round of `query` in a fresh process (this process's node flags, so the TypeScript loader too). */
-async function measure(query: string): Promise<Measurement> {
-  const childArgs = ["--query", query, "--events", String(args.events), "--parallelism", String(args.parallelism), "--mode", args.mode];
-  if (args.noLoop) childArgs.push("--no-loop");
-  if (args.checkpointInterval !== undefined) childArgs.push("--checkpoint-interval", args.checkpointInterval);
-  if (!args.metrics) childArgs.push("--metrics", "off");
-  const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
-  if (stderr.length > 0) process.stderr.write(stderr);
-  const line = stdout.trim().split("\n").at(-1);
-  if (line === undefined) throw new Error(`${query}: the measuring process printed nothing`);
-  return JSON.parse(line) as Measurement;
-}
+/** One round of `query` in a fresh process. */
+const measure = (query: string): Promise<Measurement> => measureInChild(query, args);
 
 if (!args.json) {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(
     `Nexmark on Eddy: ${args.events.toLocaleString("en")} events, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
-      `median of ${args.rounds}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
   );
   console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
   console.log(TABLE_HEADER);

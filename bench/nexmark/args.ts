@@ -19,6 +19,10 @@ export interface BenchArgs {
   readonly checkpointInterval: string | undefined;
   /** Per-record metrics (`--metrics on|off`, default on: the `metrics.enabled` key, docs/metrics.md). */
   readonly metrics: boolean;
+  /** `--state-backend heap|disk` (default heap): the keyed state backend (docs/state-backends.md). */
+  readonly stateBackend: "heap" | "disk";
+  /** `--disk-cache-size N`: keys the disk backend caches per state table (its default when absent). */
+  readonly diskCacheSize: number | undefined;
 }
 
 const FLAGS = new Set(["json", "no-loop"]);
@@ -36,7 +40,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -49,6 +53,9 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (mode !== "inline" && mode !== "threads") throw new RangeError(`--mode must be inline or threads, got '${mode}'`);
   const metrics = values.get("metrics") ?? "on";
   if (metrics !== "on" && metrics !== "off") throw new RangeError(`--metrics must be on or off, got '${metrics}'`);
+  const stateBackend = values.get("state-backend") ?? "heap";
+  if (stateBackend !== "heap" && stateBackend !== "disk") throw new RangeError(`--state-backend must be heap or disk, got '${stateBackend}'`);
+  if (values.has("disk-cache-size") && stateBackend !== "disk") throw new RangeError("--disk-cache-size needs --state-backend disk");
   return {
     query: values.get("query") ?? "all",
     events: count("events", 1_000_000),
@@ -59,5 +66,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     noLoop: values.has("no-loop"),
     checkpointInterval: values.get("checkpoint-interval"),
     metrics: metrics === "on",
+    stateBackend,
+    diskCacheSize: values.has("disk-cache-size") ? count("disk-cache-size", 1) : undefined,
   };
 }
