@@ -129,8 +129,8 @@ export class MergingWindowSet<W extends Window> {
       const w = window as unknown as TimeWindow;
       if (w.start <= added.start && w.end >= added.end) return window; // inside an existing session
       const result = w.cover(added) as unknown as W;
-      entries.splice(first, 1);
-      entries.push(entry(this.#assigner.namespaceOf(result), e.stateNs, result, stateWindow));
+      // In place: the set is unordered (the multi-window merge sorts what it absorbs by start).
+      entries[first] = entry(this.#assigner.namespaceOf(result), e.stateNs, result, stateWindow);
       this.#changed = true;
       merge(result, [window], stateWindow, []);
       return result;

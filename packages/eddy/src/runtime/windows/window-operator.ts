@@ -256,10 +256,13 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     } finally {
       tc.mergedWindows = undefined;
     }
-    this.#contents.mergeNamespaces(
-      this.#assigner.namespaceOf(stateWindowResult),
-      mergedStateWindows.map((w) => this.#assigner.namespaceOf(w)),
-    );
+    // A window that only grew (the common case of a session) has no other state window to merge.
+    if (mergedStateWindows.length > 0) {
+      this.#contents.mergeNamespaces(
+        this.#assigner.namespaceOf(stateWindowResult),
+        mergedStateWindows.map((w) => this.#assigner.namespaceOf(w)),
+      );
+    }
   }
 
   /** Adds the element to the current window's contents; true when that created them. */
