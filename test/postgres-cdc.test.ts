@@ -57,18 +57,33 @@ async function eventually(what: string, ms: number, check: () => Promise<string 
   }
 }
 
-async function createOrders(table: string, rows: number): Promise<void> {
-  await server.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, grp int NOT NULL, amount int NOT NULL)`);
+/**
+ * The primary keys the orders tables are made with, row n's key from n: `bigint` (id = n), `composite`
+ * ((region, id) = ('r' || n % 7, n): ranges cut inside a region compare as row values), `text`
+ * (id = md5(n), so key order is not insertion order).
+ */
+type KeyKind = "bigint" | "composite" | "text";
+
+const KEYS: Record<KeyKind, { columns: string; values: (n: string) => string; where: (n: number) => string; sql: string; of: (row: Record<string, unknown>) => string }> = {
+  bigint: { columns: "id bigint PRIMARY KEY", values: (n) => n, where: (n) => `id = ${n}`, sql: "id::text", of: (r) => String(r.id) },
+  composite: { columns: "region text NOT NULL, id bigint NOT NULL", values: (n) => `'r' || (${n}) % 7, ${n}`, where: (n) => `id = ${n}`, sql: "region || '|' || id", of: (r) => `${String(r.region)}|${String(r.id)}` },
+  text: { columns: "id text PRIMARY KEY", values: (n) => `md5((${n})::text)`, where: (n) => `id = md5('${n}')`, sql: "id", of: (r) => String(r.id) },
+};
+
+async function createOrders(table: string, rows: number, kind: KeyKind = "bigint"): Promise<void> {
+  const k = KEYS[kind];
+  await server.query(`CREATE TABLE ${table} (${k.columns}, grp int NOT NULL, amount int NOT NULL${kind === "composite" ? ", PRIMARY KEY (region, id)" : ""})`);
   // The aggregate needs the row before an update and a delete's whole row.
   await server.query(`ALTER TABLE ${table} REPLICA IDENTITY FULL`);
-  await server.query(`INSERT INTO ${table} SELECT n, n % ${GROUPS}, n % 1000 FROM generate_series(1, ${rows}) n`);
+  await server.query(`INSERT INTO ${table} SELECT ${k.values("n")}, n % ${GROUPS}, n % 1000 FROM generate_series(1, ${rows}) n`);
 }
 
 /**
  * Inserts, updates (amount and group) and deletes random rows of `table` in small transactions
  * until stopped; ids above `rows` are new.
  */
-function startWriter(table: string, rows: number, seed: number): { stop(): Promise<number>; readonly ops: number } {
+function startWriter(table: string, rows: number, seed: number, kind: KeyKind = "bigint"): { stop(): Promise<number>; readonly ops: number } {
+  const k = KEYS[kind];
   const random = prng(seed);
   let stopped = false;
   let ops = 0;
@@ -79,9 +94,9 @@ function startWriter(table: string, rows: number, seed: number): { stop(): Promi
       for (let i = 0; i < 5; i++) {
         const r = random();
         const id = 1 + Math.floor(random() * (next - 1));
-        if (r < 0.4) statements.push(`INSERT INTO ${table} VALUES (${next++}, ${Math.floor(random() * GROUPS)}, ${Math.floor(random() * 1000)})`);
-        else if (r < 0.8) statements.push(`UPDATE ${table} SET amount = amount + 1, grp = (grp + ${Math.floor(random() * 2)}) % ${GROUPS} WHERE id = ${id}`);
-        else statements.push(`DELETE FROM ${table} WHERE id = ${id}`);
+        if (r < 0.4) statements.push(`INSERT INTO ${table} VALUES (${k.values(String(next++))}, ${Math.floor(random() * GROUPS)}, ${Math.floor(random() * 1000)})`);
+        else if (r < 0.8) statements.push(`UPDATE ${table} SET amount = amount + 1, grp = (grp + ${Math.floor(random() * 2)}) % ${GROUPS} WHERE ${k.where(id)}`);
+        else statements.push(`DELETE FROM ${table} WHERE ${k.where(id)}`);
       }
       await server.query(`BEGIN; ${statements.join("; ")}; COMMIT`);
       ops += statements.length;
@@ -109,12 +124,12 @@ function cdcCollectJob(url: string, table: string, slot: string, options: { spli
 }
 
 /** Replays a changelog key by key: a second insert of a key, or a removal of a missing one (or of a different row), is an error. */
-function replay(changes: readonly ChangeRecord[]): { rows: Map<string, Record<string, unknown>>; errors: string[] } {
+function replay(changes: readonly ChangeRecord[], keyOf: (row: Record<string, unknown>) => string = (r) => String(r.id)): { rows: Map<string, Record<string, unknown>>; errors: string[] } {
   const rows = new Map<string, Record<string, unknown>>();
   const errors: string[] = [];
   const text = (r: Record<string, unknown>): string => JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v));
   for (const c of changes) {
-    const id = String(c.row.id);
+    const id = keyOf(c.row);
     if (c.kind === "+I" || c.kind === "+U") {
       if (rows.has(id)) errors.push(`${c.kind} of id ${id} present already (${c.snapshot ? "snapshot" : `lsn ${c.lsn}`})`);
       rows.set(id, c.row);
@@ -134,11 +149,12 @@ function failureOf(handle: JobHandle): () => unknown {
   return () => failure;
 }
 
-test("snapshot then stream: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table", async () => {
-  const table = "boundary_orders";
-  const slot = "boundary";
-  await createOrders(table, 20_000);
-  const writer = startWriter(table, 20_000, 7);
+for (const kind of ["bigint", "composite", "text"] as const) {
+test(`snapshot then stream, ${kind === "bigint" ? "a bigint key" : kind === "composite" ? "a composite key (text, bigint) split by row values" : "a text key split at keys read from the table"}: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table`, async () => {
+  const table = `boundary_${kind}`;
+  const slot = `boundary_${kind}`;
+  await createOrders(table, 20_000, kind);
+  const writer = startWriter(table, 20_000, 7, kind);
   const handle = runJob(cdcCollectJob(server.url, table, slot, { splitRows: 2_500, fetchRows: 250 }), { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 100 }, logger: silent });
   const failed = failureOf(handle);
   try {
@@ -148,9 +164,9 @@ test("snapshot then stream: rows written while the snapshot is read are seen exa
     const ops = await writer.stop();
     assert.ok(ops > 100, `the writer changed rows during the run (${ops})`);
     await eventually("the changelog replays to the table", 60_000, async () => {
-      const { rows, errors } = replay(handle.collected<ChangeRecord>("changes"));
+      const { rows, errors } = replay(handle.collected<ChangeRecord>("changes"), KEYS[kind].of);
       if (errors.length > 0) return errors.slice(0, 5).join("; ");
-      const actual = await server.query<{ id: string; grp: number; amount: number }>(`SELECT id::text, grp, amount FROM ${table} ORDER BY id`);
+      const actual = await server.query<{ id: string; grp: number; amount: number }>(`SELECT ${KEYS[kind].sql} AS id, grp, amount FROM ${table}`);
       const mismatched = actual.filter((r) => {
         const c = rows.get(r.id);
         return c === undefined || c.grp !== r.grp || c.amount !== r.amount;
@@ -180,6 +196,7 @@ test("snapshot then stream: rows written while the snapshot is read are seen exa
     await handle.done.catch(() => {});
   }
 });
+}
 
 test("types: a row read by the snapshot and the same row from the stream give the same values; numeric as string, bigint, epoch ms, json objects, arrays", async () => {
   const table = "typed";
