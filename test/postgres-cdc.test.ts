@@ -300,8 +300,8 @@ function cdcEnv(round: string, extra: Record<string, string> = {}): Record<strin
   };
 }
 
-async function createRound(round: string, rows: number): Promise<void> {
-  await createOrders(`orders_${round}`, rows);
+async function createRound(round: string, rows: number, kind: KeyKind = "bigint"): Promise<void> {
+  await createOrders(`orders_${round}`, rows, kind);
   await server.query(`CREATE TABLE totals_${round} (grp int PRIMARY KEY, cnt int NOT NULL, total int NOT NULL)`);
 }
 
@@ -359,19 +359,20 @@ test(`kill-and-compare, ${ROUNDS} rounds: CDC → keyed aggregate → PostgresSi
   }
 });
 
-test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed with --from-checkpoint and killed again in the stream, resumed again; the result equals SQL's aggregate", async () => {
+for (const kind of ["bigint", "composite"] as const) {
+test(`kill-and-compare${kind === "composite" ? ", a composite key (text, bigint)" : ""}: eddy run killed with SIGKILL in the snapshot, resumed with --from-checkpoint and killed again in the stream, resumed again; the result equals SQL's aggregate`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-cdc-kill-"));
-  const name = "kill";
+  const name = kind === "bigint" ? "kill" : "kill_composite";
   const rows = 40_000;
   try {
-    await createRound(name, rows);
+    await createRound(name, rows, kind);
     const checkpoints = join(dir, "checkpoints");
     const release = join(dir, "release");
     // Slow until released: the first run is killed in the middle of the snapshot.
     const env = { ...process.env, ...cdcEnv(name, { EDDY_CDC_FETCH_ROWS: "100", EDDY_CDC_SPLIT_ROWS: "5000", EDDY_CDC_HOLD: release }) };
-    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "cdc-kill", "--no-progress"];
+    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", `cdc-${name}`, "--no-progress"];
     const checkpointNumber = (): number => {
-      const latest = latestCheckpoint(join(checkpoints, "cdc-kill"));
+      const latest = latestCheckpoint(join(checkpoints, `cdc-${name}`));
       return latest === undefined ? 0 : Number(/chk-(\d+)$/.exec(latest)![1]);
     };
     // Refreshed in the background: killWhenReady polls synchronously.
@@ -380,7 +381,7 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
       void server
         .query<{ n: string; m: boolean | null }>(`SELECT (SELECT count(*) FROM totals_${name}) AS n, (SELECT active FROM pg_replication_slots WHERE slot_name = 'slot_${name}') AS m`)
         .then((r) => (phase = { results: Number(r[0]!.n), streaming: r[0]!.m === true }), () => {});
-    const writer = startWriter(`orders_${name}`, rows, 99);
+    const writer = startWriter(`orders_${name}`, rows, 99, kind);
     let resumed: ReturnType<typeof spawn> | undefined;
     try {
       // 1. Killed while snapshot splits are being read, after a checkpoint.
@@ -397,14 +398,14 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
       writeFileSync(release, "");
       const from = checkpointNumber();
       phase = { results: 0, streaming: false };
-      const second = await killWhenReady([...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], env, () => {
+      const second = await killWhenReady([...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, `cdc-${name}`))!], env, () => {
         refresh();
         return phase.streaming && checkpointNumber() >= from + 5;
       });
       assert.ok(second.killed, `the resumed job ended before it could be killed; stderr:\n${second.stderr}`);
       // 3. Resumed again and left running; the writer stops, the result must converge.
       let resumedErr = "";
-      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], { env, stdio: ["ignore", "ignore", "pipe"] });
+      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, `cdc-${name}`))!], { env, stdio: ["ignore", "ignore", "pipe"] });
       resumed.stderr!.on("data", (d: Buffer) => (resumedErr += d.toString()));
       const r = resumed;
       await sleep(1_000);
@@ -420,6 +421,7 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}
 
 test("examples/postgres-cdc.ts keeps each customer's order count and amount as orders are inserted, updated and deleted", async () => {
   for (const ddl of TABLES_DDL) await server.query(ddl);
