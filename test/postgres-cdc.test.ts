@@ -1,15 +1,17 @@
 /**
  * PostgresCdcSource against a real PostgreSQL with logical replication (test/postgres-server.ts
  * starts one for this file):
- * - the snapshot/stream boundary: a writer inserts, updates and deletes rows while the snapshot
- *   is read; the changelog, replayed key by key, never inserts a key twice nor removes a missing
- *   one, and ends equal to the table;
+ * - the snapshot/stream boundary (a bigint key, a composite key, a text key, each in eight
+ *   splits): a writer inserts, updates and deletes rows while the snapshot is read; the changelog,
+ *   replayed key by key, never inserts a key twice nor removes a missing one, and ends equal to
+ *   the table; tables without a usable primary key are refused;
  * - types: a row read by the snapshot and the same row read from the stream map to the same values;
  * - schema changes: an added column passes through, a changed type fails the job clearly;
  * - kill-and-compare (EDDY_CDC_ROUNDS rounds, default 2; `npm run soak:cdc` runs 20): CDC → keyed
  *   aggregate → PostgresSink.upsert, with a writer changing the source table during the run and a
  *   worker exit or an exception at a random change; and a `kill -9` of `eddy run` resumed with
- *   `--from-checkpoint`; the result table ends equal to the aggregate SQL computes;
+ *   `--from-checkpoint` (also over a composite-key table); the result table ends equal to the
+ *   aggregate SQL computes;
  * - the example job, heartbeats on quiet tables, a text key, and the server cutting the
  *   replication connection (the job fails with its code, restarts, and loses nothing).
  */
@@ -197,6 +199,23 @@ test(`snapshot then stream, ${kind === "bigint" ? "a bigint key" : kind === "com
   }
 });
 }
+
+test("setup: a table without a primary key, and one with a key column of a type the source does not split by, fail the job with POSTGRES_CDC_SETUP_FAILED naming the table", async () => {
+  await server.query("CREATE TABLE keyless (v int)");
+  await server.query("CREATE TABLE numeric_key (a int, b numeric, PRIMARY KEY (a, b))");
+  for (const [table, message] of [
+    ["keyless", /table public\.keyless has no primary key; .*ADD PRIMARY KEY/],
+    ["numeric_key", /table public\.numeric_key: the primary key column b is of a type this version does not split by/],
+  ] as const) {
+    const handle = runJob(cdcCollectJob(server.url, table, `setup_${table}`), { mode: "inline", logger: silent });
+    await assert.rejects(handle.done, (e: unknown) => {
+      assert.ok(e instanceof EddyError, String(e));
+      assert.equal(e.code, "POSTGRES_CDC_SETUP_FAILED");
+      assert.match(e.message, message);
+      return true;
+    });
+  }
+});
 
 test("types: a row read by the snapshot and the same row from the stream give the same values; numeric as string, bigint, epoch ms, json objects, arrays", async () => {
   const table = "typed";
