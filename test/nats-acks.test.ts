@@ -12,10 +12,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { EddyError } from "eddy";
+import { defineJob, EddyError, WatermarkStrategy } from "eddy";
 import { NatsSource, type NatsSplit } from "eddy/nats";
 import { natsAdmin, natsForTests, until } from "./nats-client.ts";
-import { readerOutputOf } from "eddy/testing";
+import { readerOutputOf, runJob } from "eddy/testing";
 import { drive, openReader, splitsOf } from "./source-driver.ts";
 
 const nats = natsForTests();
@@ -167,4 +167,18 @@ test("acknowledge: a consumer name that is not one fails the build with INVALID_
   } finally {
     reader.close?.();
   }
+});
+
+test("a bounded job over a work-queue stream: the acknowledgements of its final checkpoint land (flushed as the reader closes), and the work queue ends empty", async () => {
+  await nats.admin.addStream("WQ_JOB", ["wq_job"], { retention: "workqueue" });
+  await nats.admin.publishAll("wq_job", numbers(1, 50_000));
+  let counted = 0;
+  const job = defineJob("nats-wq-job", (env) => {
+    env
+      .fromSource(NatsSource.string({ connection: { servers: nats.server.url }, stream: "WQ_JOB", bounded: true, acknowledge: { consumer: "wq-job" } }), WatermarkStrategy.noWatermarks(), "wq")
+      .sinkTo({ createWriter: () => ({ write: () => void counted++ }) });
+  });
+  await runJob(job, { mode: "inline", checkpointing: { intervalMs: 1_000 }, logger: { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} } }).done;
+  assert.equal(counted, 50_000);
+  await until("the work queue empty after the job", async () => (await nats.admin.count("WQ_JOB")) === 0);
 });

@@ -36,6 +36,8 @@ export interface NatsConnection {
   publish(subject: string, data?: string): void;
   /** The connection's events (`{ type: "reconnect" }` after the client re-established it, ...). */
   status(): AsyncIterable<{ readonly type: string }>;
+  /** Resolves once the server has received everything published so far (a PING's PONG). */
+  flush(): Promise<void>;
   close(): Promise<void>;
   closed(): Promise<void | Error>;
   isClosed(): boolean;

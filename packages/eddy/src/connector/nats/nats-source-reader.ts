@@ -363,7 +363,12 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       if (closed) return;
       closed = true;
       for (const r of readings) r.consumer = undefined;
-      void nc?.close().catch(() => {});
+      const conn = nc;
+      if (conn === undefined) return notify();
+      // Acknowledgements are buffered by the client: close() alone may drop the last ones (those
+      // of the job's final checkpoint). Flushed first, for at most 2 s (a connection that is away).
+      const flushed = config.acknowledge === undefined || conn.isClosed() ? Promise.resolve() : Promise.race([conn.flush(), sleep(2_000, undefined, { ref: false })]);
+      void flushed.catch(() => {}).then(() => conn.close()).catch(() => {});
       notify();
     },
   };
