@@ -23,8 +23,11 @@ import { tcpProxy } from "./tcp-proxy.ts";
 const jobFile = resolve(import.meta.dirname, "jobs/nats-pipeline.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const EVENTS = 10_000;
-/** Rounds of the worker-thread test (alternating a worker exit and an exception); `npm run soak:nats` runs 20. */
-const ROUNDS = Number(process.env.EDDY_NATS_ROUNDS ?? 2);
+/**
+ * Rounds of the worker-thread test: a worker exit and an exception, each reading the input through
+ * ordered consumers and from a work-queue stream with acknowledgements; `npm run soak:nats` runs 20.
+ */
+const ROUNDS = Number(process.env.EDDY_NATS_ROUNDS ?? 4);
 
 let server: NatsServer;
 let admin: NatsAdmin;
@@ -69,7 +72,7 @@ test("the failure-free run publishes each key's running total once per input rec
   assert.deepEqual(oracle, expected.sort());
 });
 
-test(`worker threads, parallelism 2, ${ROUNDS} rounds of a worker exit or an exception at a random record: the output stream equals the failure-free run's, record for record`, async () => {
+test(`worker threads, parallelism 2, ${ROUNDS} rounds of a worker exit or an exception at a random record, reading through ordered consumers or a work queue with acknowledgements: the output stream equals the failure-free run's, record for record`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-nats-"));
   try {
     const seed = Number(process.env.EDDY_NATS_SEED ?? Date.now() % 100_000);
@@ -80,10 +83,12 @@ test(`worker threads, parallelism 2, ${ROUNDS} rounds of a worker exit or an exc
       const subject = await outputStream(stream);
       const atRecord = 1 + Math.floor(random() * EVENTS * 0.9);
       const fault = { kind: kinds[round % kinds.length]!, atRecord, marker: join(dir, `fault-${round}`) };
-      const label = `seed ${seed}, round ${round}, ${fault.kind} at ${atRecord}`;
+      const input = Math.floor(round / 2) % 2 === 0 ? "ordered" : "work-queue";
+      const source = input === "work-queue" ? await workQueueInput(`WQ_ROUND_${round}`) : { EDDY_NATS_IN: "", EDDY_NATS_ACK: "" };
+      const label = `seed ${seed}, round ${round}, ${input}, ${fault.kind} at ${atRecord}`;
       const jobId = `round-${round}`;
       const handle = await withEnv(
-        { EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: JSON.stringify(fault), EDDY_NATS_CHECKPOINTS: join(dir, "checkpoints", jobId), EDDY_NATS_RELEASE: "" },
+        { EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: JSON.stringify(fault), EDDY_NATS_CHECKPOINTS: join(dir, "checkpoints", jobId), EDDY_NATS_RELEASE: "", ...source },
         async () => {
           const h = runJob(natsPipelineJob, {
             mode: "threads",
@@ -103,6 +108,7 @@ test(`worker threads, parallelism 2, ${ROUNDS} rounds of a worker exit or an exc
       const out = await outputOf(stream);
       assert.equal(out.length, EVENTS, `${label}: one message per result`);
       assert.deepEqual(out, oracle, `${label}: the output equals the failure-free run's`);
+      if (input === "work-queue") await until(`${label}: the work queue empty`, async () => (await admin.count(`WQ_ROUND_${round}`)) === 0);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -62,14 +62,15 @@ async function eventually(what: string, ms: number, check: () => Promise<string 
 /**
  * The primary keys the orders tables are made with, row n's key from n: `bigint` (id = n), `composite`
  * ((region, id) = ('r' || n % 7, n): ranges cut inside a region compare as row values), `text`
- * (id = md5(n), so key order is not insertion order).
+ * (id = md5(n), so key order is not insertion order), `uuid` (md5(n) as a uuid).
  */
-type KeyKind = "bigint" | "composite" | "text";
+type KeyKind = "bigint" | "composite" | "text" | "uuid";
 
 const KEYS: Record<KeyKind, { columns: string; values: (n: string) => string; where: (n: number) => string; sql: string; of: (row: Record<string, unknown>) => string }> = {
   bigint: { columns: "id bigint PRIMARY KEY", values: (n) => n, where: (n) => `id = ${n}`, sql: "id::text", of: (r) => String(r.id) },
   composite: { columns: "region text NOT NULL, id bigint NOT NULL", values: (n) => `'r' || (${n}) % 7, ${n}`, where: (n) => `id = ${n}`, sql: "region || '|' || id", of: (r) => `${String(r.region)}|${String(r.id)}` },
   text: { columns: "id text PRIMARY KEY", values: (n) => `md5((${n})::text)`, where: (n) => `id = md5('${n}')`, sql: "id", of: (r) => String(r.id) },
+  uuid: { columns: "id uuid PRIMARY KEY", values: (n) => `md5((${n})::text)::uuid`, where: (n) => `id = md5('${n}')::uuid`, sql: "id::text", of: (r) => String(r.id) },
 };
 
 async function createOrders(table: string, rows: number, kind: KeyKind = "bigint"): Promise<void> {
@@ -151,8 +152,8 @@ function failureOf(handle: JobHandle): () => unknown {
   return () => failure;
 }
 
-for (const kind of ["bigint", "composite", "text"] as const) {
-test(`snapshot then stream, ${kind === "bigint" ? "a bigint key" : kind === "composite" ? "a composite key (text, bigint) split by row values" : "a text key split at keys read from the table"}: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table`, async () => {
+for (const kind of ["bigint", "composite", "text", "uuid"] as const) {
+test(`snapshot then stream, ${kind === "bigint" ? "a bigint key" : kind === "composite" ? "a composite key (text, bigint) split by row values" : `a ${kind} key split at keys read from the table`}: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table`, async () => {
   const table = `boundary_${kind}`;
   const slot = `boundary_${kind}`;
   await createOrders(table, 20_000, kind);
