@@ -182,3 +182,38 @@ test("a bounded job over a work-queue stream: the acknowledgements of its final 
   assert.equal(counted, 50_000);
   await until("the work queue empty after the job", async () => (await nats.admin.count("WQ_JOB")) === 0);
 });
+
+test("interest stream, a subject filter: a restore from a checkpoint older than a later restore's (whose consumer replaced the split's at its position) fails with NATS_POSITION_GONE", async () => {
+  const stream = "GONE_INTEREST";
+  await nats.admin.addStream(stream, ["gone_interest.>"], { retention: "interest" });
+  const source = NatsSource.string({ connection: { servers: nats.server.url }, stream, subjects: ["gone_interest.x"], acknowledge: { consumer: "job" }, fetchMessages: 100 });
+  const first = openReader(source, splitsOf(source));
+  let old: NatsSplit[];
+  let latest: NatsSplit[];
+  try {
+    const none = readerOutputOf<string>({ collect: (v) => assert.fail(`nothing published yet: ${v}`), reportBadRecord: () => assert.fail("bad record") });
+    await until("the consumer exists", async () => (first.pollNext(none), (await consumers(stream)).size === 1));
+    await nats.admin.publishAll("gone_interest.x", numbers(1, 2_000));
+    await drive(first, 500);
+    old = copy(first.snapshotState(1));
+    await drive(first, 500);
+    latest = copy(first.snapshotState(2));
+    first.notifyCheckpointComplete!(2);
+    await until("the interest stream removed the acknowledged messages", async () => (await nats.admin.count(stream)) === 2_000 - (latest[0]!.next - 1));
+  } finally {
+    first.close?.();
+  }
+  // Restored from the latest checkpoint: a new consumer at its position replaces the first one.
+  const second = openReader(source, latest);
+  try {
+    await drive(second, 100);
+  } finally {
+    second.close?.();
+  }
+  const tooOld = openReader(source, old);
+  try {
+    await assert.rejects(drive(tooOld), (e: unknown) => e instanceof EddyError && e.code === "NATS_POSITION_GONE" && /consumer was replaced since at sequence/.test(e.message));
+  } finally {
+    tooOld.close?.();
+  }
+});

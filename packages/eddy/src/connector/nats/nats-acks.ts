@@ -172,6 +172,11 @@ export async function openDurable(jsm: JetStreamManager, js: JetStreamClient, t:
     if (same !== undefined && same.ack_floor.consumer_seq > delivered!.seq) {
       throw gone(`the consumer acknowledged its delivery ${same.ack_floor.consumer_seq}, after the split's last one at the checkpoint (${delivered!.seq})`);
     }
+    // A consumer that replaced the split's since the checkpoint was created at a position a
+    // later checkpoint covered; on an interest stream, deleting the one before it removed what
+    // lay below that position.
+    const later = retention === "interest" ? existing.find((c) => (c.config.opt_start_seq ?? 0) > position) : undefined;
+    if (later !== undefined) throw gone(`its consumer was replaced since at sequence ${later.config.opt_start_seq} (a later checkpoint's position)`);
     if (t.subject === null) {
       const floor = Math.max(0, ...existing.map((c) => c.ack_floor.stream_seq));
       if (floor >= position) throw gone(`the consumer acknowledged up to sequence ${floor}`);

@@ -79,7 +79,7 @@ export interface ConsumerInfo {
   readonly name: string;
   readonly created: string;
   readonly ack_floor: { readonly stream_seq: number; readonly consumer_seq: number };
-  readonly config: { readonly filter_subject?: string };
+  readonly config: { readonly filter_subject?: string; readonly opt_start_seq?: number };
 }
 
 export interface JetStreamManager {
