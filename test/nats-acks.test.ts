@@ -8,11 +8,13 @@
  * - a restore from the latest checkpoint emits exactly the rest, on work-queue, interest and
  *   limits streams (the consumer is replaced at the position without losing messages);
  * - a restore from an older checkpoint whose messages were acknowledged since fails with
- *   NATS_POSITION_GONE (unfiltered and per subject filter).
+ *   NATS_POSITION_GONE (unfiltered and per subject filter, on a work queue; on an interest stream
+ *   after a later restore replaced the consumer);
+ * - a bounded job over a work queue leaves it empty (its final checkpoint's acknowledgements).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defineJob, EddyError, WatermarkStrategy } from "eddy";
+import { defineJob, EddyError, WatermarkStrategy, type SourceReader } from "eddy";
 import { NatsSource, type NatsSplit } from "eddy/nats";
 import { natsAdmin, natsForTests, until } from "./nats-client.ts";
 import { readerOutputOf, runJob } from "eddy/testing";
@@ -30,6 +32,26 @@ async function consumers(stream: string): Promise<Map<string, { floor: number; a
 }
 
 const copy = <T>(x: T): T => JSON.parse(JSON.stringify(x)) as T;
+
+/** Polls `reader` (which opens its splits' consumers when polled) until the stream has `n` consumers; nothing is published yet. */
+async function openConsumers(reader: SourceReader<string, NatsSplit>, stream: string, n: number): Promise<void> {
+  const none = readerOutputOf<string>({ collect: (v) => assert.fail(`nothing published yet: ${v}`), reportBadRecord: () => assert.fail("bad record") });
+  await until("the consumers exist", async () => (reader.pollNext(none), (await consumers(stream)).size === n));
+}
+
+/**
+ * Reads 500 messages, checkpoint `old`; 500 more, checkpoint `latest`, which completes; waits
+ * until the stream (work queue or interest) removed the acknowledged messages of its `total`.
+ */
+async function twoCheckpoints(reader: SourceReader<string, NatsSplit>, stream: string, total: number): Promise<{ old: NatsSplit[]; latest: NatsSplit[] }> {
+  await drive(reader, 500);
+  const old = copy(reader.snapshotState(1));
+  await drive(reader, 500);
+  const latest = copy(reader.snapshotState(2));
+  reader.notifyCheckpointComplete!(2);
+  await until("the stream removed the acknowledged messages", async () => (await nats.admin.count(stream)) === total - (latest[0]!.next - 1));
+  return { old, latest };
+}
 
 for (const retention of ["limits", "workqueue"] as const) {
   test(`${retention} stream: acknowledgements land only when a checkpoint completes, and exactly up to the position it recorded (the consumer's ack floor${retention === "workqueue" ? ", the messages the stream still holds" : ""})`, async () => {
@@ -84,9 +106,7 @@ for (const retention of ["workqueue", "interest", "limits"] as const) {
     let firstValues: string[];
     try {
       // An interest stream keeps messages only while a consumer exists: the reader's first.
-      // (Polled meanwhile: a reader opens its splits' consumers when it is polled.)
-      const none = readerOutputOf<string>({ collect: (v) => assert.fail(`nothing published yet: ${v}`), reportBadRecord: () => assert.fail("bad record") });
-      await until("the consumers exist", async () => (reader.pollNext(none), (await consumers(stream)).size === 2));
+      await openConsumers(reader, stream, 2);
       await nats.admin.publishAll(subject, numbers(1, 3_000));
       firstValues = (await drive(reader, 1_200)).values;
       checkpoint = copy(reader.snapshotState(1));
@@ -126,12 +146,7 @@ for (const filtered of [false, true]) {
     let old: NatsSplit[];
     let latest: NatsSplit[];
     try {
-      await drive(reader, 500);
-      old = copy(reader.snapshotState(1));
-      await drive(reader, 500);
-      latest = copy(reader.snapshotState(100));
-      reader.notifyCheckpointComplete!(100);
-      await until("the work queue removed the acknowledged messages", async () => (await nats.admin.count(stream)) === 2_000 - (latest[0]!.next - 1));
+      ({ old, latest } = await twoCheckpoints(reader, stream, 2_000));
     } finally {
       reader.close?.();
     }
@@ -191,15 +206,9 @@ test("interest stream, a subject filter: a restore from a checkpoint older than 
   let old: NatsSplit[];
   let latest: NatsSplit[];
   try {
-    const none = readerOutputOf<string>({ collect: (v) => assert.fail(`nothing published yet: ${v}`), reportBadRecord: () => assert.fail("bad record") });
-    await until("the consumer exists", async () => (first.pollNext(none), (await consumers(stream)).size === 1));
+    await openConsumers(first, stream, 1);
     await nats.admin.publishAll("gone_interest.x", numbers(1, 2_000));
-    await drive(first, 500);
-    old = copy(first.snapshotState(1));
-    await drive(first, 500);
-    latest = copy(first.snapshotState(2));
-    first.notifyCheckpointComplete!(2);
-    await until("the interest stream removed the acknowledged messages", async () => (await nats.admin.count(stream)) === 2_000 - (latest[0]!.next - 1));
+    ({ old, latest } = await twoCheckpoints(first, stream, 2_000));
   } finally {
     first.close?.();
   }
