@@ -9,7 +9,11 @@
  * - bare consume loop: an ordered consumer's `consume()` over the whole stream, JSON.parse of each
  *   payload, until the stream's last sequence;
  * - eddy source: NatsSource.json over the same stream (bounded) → a sink that only counts, inline,
- *   parallelism 1, checkpoints every 1 s.
+ *   parallelism 1, checkpoints every 1 s;
+ * - eddy source, acknowledge: the same through a durable consumer acknowledged on checkpoint
+ *   completion (AckAll, one acknowledgement per checkpoint);
+ * - eddy source, acknowledge, work queue: the same messages in a work-queue stream (filled before
+ *   each timed run), explicit acknowledgements, one per message; the stream is empty after.
  *
  * The server is Debian's nats-server with JetStream on loopback (test/nats-server.ts), sharing
  * the machine's cores with Node. Payloads are small JSON objects (~60 bytes).
@@ -40,9 +44,9 @@ const jsm = await jetstreamManager(nc);
 const js = jetstream(nc);
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
-async function freshStream(name: string): Promise<void> {
+async function freshStream(name: string, retention: "limits" | "workqueue" = "limits"): Promise<void> {
   await jsm.streams.delete(name).catch(() => {});
-  await jsm.streams.add({ name, subjects: [name.toLowerCase()], duplicate_window: 120_000_000_000 });
+  await jsm.streams.add({ name, subjects: [name.toLowerCase()], duplicate_window: 120_000_000_000, retention: retention as never });
 }
 
 /** Publishes every message of `payload(i)`, at most IN_FLIGHT awaiting their PubAck; when full, waits for half of them (as the sink does). */
@@ -92,10 +96,10 @@ async function bareConsume(): Promise<number> {
 
 let counted = 0;
 const counting: Sink<Event> = { createWriter: () => ({ write: () => void counted++ }) };
-const eddySource = () =>
+const eddySource = (stream = "SOURCE", acknowledge?: { consumer: string }) =>
   runJob(
     defineJob("bench-nats-source", (env) => {
-      env.fromSource(NatsSource.json<Event>({ connection: { servers: server.url }, stream: "SOURCE", bounded: true }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
+      env.fromSource(NatsSource.json<Event>({ connection: { servers: server.url }, stream, bounded: true, acknowledge }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
     }),
     { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
   ).done;
@@ -104,7 +108,10 @@ const eddySource = () =>
 await freshStream("SOURCE");
 await publishAll("source", undefined);
 
-type Variant = "bare publish loop" | "eddy NatsSink" | "bare consume loop" | "eddy NatsSource";
+type Variant = "bare publish loop" | "eddy NatsSink" | "bare consume loop" | "eddy NatsSource" | "eddy NatsSource ack" | "eddy NatsSource ack WQ";
+const countedAll = async (): Promise<void> => {
+  if (counted !== MESSAGES) throw new Error(`eddy NatsSource: ${counted} records, not ${MESSAGES}`);
+};
 const VARIANTS: Record<Variant, { run: () => Promise<unknown>; check: () => Promise<void>; baseline: Variant }> = {
   "bare publish loop": { run: barePublish, check: () => expectCount("SINK"), baseline: "bare publish loop" },
   "eddy NatsSink": { run: eddySink, check: () => expectCount("SINK"), baseline: "bare publish loop" },
@@ -113,6 +120,18 @@ const VARIANTS: Record<Variant, { run: () => Promise<unknown>; check: () => Prom
     run: async () => ((counted = 0), eddySource()),
     check: async () => {
       if (counted !== MESSAGES) throw new Error(`eddy NatsSource: ${counted} records, not ${MESSAGES}`);
+    },
+    baseline: "bare consume loop",
+  },
+  "eddy NatsSource ack": { run: async () => ((counted = 0), eddySource("SOURCE", { consumer: "bench" })), check: countedAll, baseline: "bare consume loop" },
+  "eddy NatsSource ack WQ": {
+    run: async () => ((counted = 0), eddySource("WQ", { consumer: "bench" })),
+    check: async () => {
+      await countedAll();
+      // The last acknowledgements (the final checkpoint's) are sent as the job closes: polled.
+      let left = -1;
+      for (const deadline = Date.now() + 10_000; left !== 0 && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) left = (await jsm.streams.info("WQ")).state.messages;
+      if (left !== 0) throw new Error(`the work queue holds ${left} messages 10 s after the job`);
     },
     baseline: "bare consume loop",
   },
@@ -128,6 +147,10 @@ const results = new Map<Variant, number[]>();
 for (let round = 0; round < ROUNDS; round++) {
   for (const [variant, { run, check }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
     if (variant === "bare publish loop" || variant === "eddy NatsSink") await freshStream("SINK");
+    if (variant === "eddy NatsSource ack WQ") {
+      await freshStream("WQ", "workqueue");
+      await publishAll("wq", undefined);
+    }
     const start = performance.now();
     await run();
     const ms = performance.now() - start;

@@ -1,6 +1,8 @@
 /** The tests' own NATS client (the bare @nats-io packages): streams made, messages published and read back, without Eddy. */
+import { after, before } from "node:test";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { startNats, type NatsServer } from "./nats-server.ts";
 
 export interface NatsAdmin {
   readonly nc: NatsConnection;
@@ -63,4 +65,35 @@ export async function natsAdmin(url: string): Promise<NatsAdmin> {
     },
     close: () => nc.close(),
   };
+}
+
+/** A nats-server and an admin client for the tests of one file: started before them, stopped after. */
+export function natsForTests(): { readonly server: NatsServer; readonly admin: NatsAdmin } {
+  let server: NatsServer | undefined;
+  let admin: NatsAdmin | undefined;
+  before(async () => {
+    server = await startNats();
+    admin = await natsAdmin(server.url);
+  });
+  after(async () => {
+    await admin?.close();
+    await server?.stop();
+  });
+  return {
+    get server() {
+      return server!;
+    },
+    get admin() {
+      return admin!;
+    },
+  };
+}
+
+/** Polls until `check` holds, for at most 20 s (e.g. acknowledgements: plain publishes on another connection). */
+export async function until(what: string, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within 20 s: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }

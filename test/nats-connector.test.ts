@@ -10,27 +10,18 @@
  * - a server that goes away is retried, then the job fails saying so;
  * - examples/nats-totals.ts computes what it says.
  */
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import { defineJob, EddyError, TumblingEventTimeWindows, WatermarkStrategy, type DeadLetter, type SinkContext, type Source, type SourceReader } from "eddy";
+import { defineJob, EddyError, TumblingEventTimeWindows, WatermarkStrategy, type DeadLetter, type SinkContext } from "eddy";
 import { NatsSink, NatsSource, type NatsMessage } from "eddy/nats";
-import { collectSink, readerOutputOf, runJob, sourceReaderContext } from "eddy/testing";
-import { startNats, type NatsServer } from "./nats-server.ts";
-import { natsAdmin, type NatsAdmin } from "./nats-client.ts";
+import { collectSink, runJob, sourceReaderContext } from "eddy/testing";
+import { drive, openReader, splitsOf } from "./source-driver.ts";
+import { startNats } from "./nats-server.ts";
+import { natsAdmin, natsForTests } from "./nats-client.ts";
 import { MINUTE_MS, natsTotalsJob, REGIONS, type MinuteTotal, type Order } from "../examples/nats-totals.ts";
 
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-let server: NatsServer;
-let admin: NatsAdmin;
-
-before(async () => {
-  server = await startNats();
-  admin = await natsAdmin(server.url);
-});
-after(async () => {
-  await admin?.close();
-  await server?.stop();
-});
+const nats = natsForTests();
 
 interface Read {
   readonly subject: string;
@@ -43,46 +34,12 @@ interface Read {
 const decoder = new TextDecoder();
 const asRead = (m: NatsMessage): Read => ({ subject: m.subject, text: decoder.decode(m.data), sequence: m.sequence, timestamp: m.timestamp, headers: m.headers });
 
-/** The splits the source's enumerator hands to reader 0 of 1. */
-function splitsOf<S>(source: Source<unknown, S>): S[] {
-  const splits: S[] = [];
-  const enumerator = source.createEnumerator({ parallelism: 1, assignSplits: (_i, s) => void splits.push(...s), signalNoMoreSplits() {}, failJob: (e) => assert.fail(String(e)) });
-  enumerator.addReader(0);
-  return splits;
-}
-
-/** Polls `reader` until it ends (or `limit` records were emitted); returns what it emitted. */
-async function drive<T, S>(reader: SourceReader<T, S>, limit = Infinity): Promise<{ values: T[]; timestamps: (number | undefined)[] }> {
-  const values: T[] = [];
-  const timestamps: (number | undefined)[] = [];
-  const output = readerOutputOf<T>({
-    collect: (v, ts) => void (values.push(v), timestamps.push(ts)),
-    reportBadRecord: (bad) => assert.fail(`bad record ${JSON.stringify(bad.position)}`),
-  });
-  const deadline = Date.now() + 30_000;
-  while (values.length < limit) {
-    const status = reader.pollNext(output);
-    if (status === "end") break;
-    if (status === "nothing") await reader.isAvailable();
-    assert.ok(Date.now() < deadline, `the reader did not end within 30 s (${values.length} records)`);
-  }
-  return { values, timestamps };
-}
-
-function openReader<T, S>(source: Source<T, S>, splits: readonly S[], context = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 })): SourceReader<T, S> {
-  const reader = source.createReader(context);
-  reader.start?.();
-  reader.addSplits(splits);
-  reader.notifyNoMoreSplits();
-  return reader;
-}
-
 test("source, bounded: each subject filter is a split; every message once with its subject, headers, sequence and timestamp; a reader restored from a snapshot emits exactly the rest", async () => {
-  await admin.addStream("SHOP", ["shop.>"]);
+  await nats.admin.addStream("SHOP", ["shop.>"]);
   const before = Date.now();
   const payloads = Array.from({ length: 3_000 }, (_, i) => `m${i + 1}`);
-  await admin.publishAll((i) => (i % 3 === 0 ? "shop.eu" : "shop.us"), payloads, (i) => ({ n: String(i + 1) }));
-  const source = NatsSource.create({ connection: { servers: server.url }, stream: "SHOP", subjects: ["shop.eu", "shop.us"], bounded: true, fetchMessages: 100 }, asRead);
+  await nats.admin.publishAll((i) => (i % 3 === 0 ? "shop.eu" : "shop.us"), payloads, (i) => ({ n: String(i + 1) }));
+  const source = NatsSource.create({ connection: { servers: nats.server.url }, stream: "SHOP", subjects: ["shop.eu", "shop.us"], bounded: true, fetchMessages: 100 }, asRead);
   const splits = splitsOf(source);
   assert.deepEqual(splits.map((s) => s.splitId), ["SHOP/shop.eu", "SHOP/shop.us"]);
 
@@ -95,7 +52,7 @@ test("source, bounded: each subject filter is a split; every message once with i
   const snapshot = reader.snapshotState(1);
   reader.close?.();
   // Published after the source opened its splits: past the bounded end, never read.
-  await admin.publishAll("shop.eu", ["late"]);
+  await nats.admin.publishAll("shop.eu", ["late"]);
   const restoredContext = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 });
   const restored = openReader(source, JSON.parse(JSON.stringify(snapshot)) as typeof snapshot, restoredContext);
   const rest = await drive(restored);
@@ -121,14 +78,14 @@ test("source, bounded: each subject filter is a split; every message once with i
 });
 
 test("source: start at a sequence, at a time, or at the end; the stream's whole content with start 'all'", async () => {
-  await admin.addStream("TICKS", ["ticks"]);
-  await admin.publishAll("ticks", ["1", "2", "3", "4", "5"]);
+  await nats.admin.addStream("TICKS", ["ticks"]);
+  await nats.admin.publishAll("ticks", ["1", "2", "3", "4", "5"]);
   await new Promise((r) => setTimeout(r, 20));
   const middle = Date.now();
   await new Promise((r) => setTimeout(r, 20));
-  await admin.publishAll("ticks", ["6", "7"]);
+  await nats.admin.publishAll("ticks", ["6", "7"]);
   const read = async (start: Parameters<typeof NatsSource.string>[0]["start"]) => {
-    const source = NatsSource.string({ connection: { servers: server.url }, stream: "TICKS", start, bounded: true });
+    const source = NatsSource.string({ connection: { servers: nats.server.url }, stream: "TICKS", start, bounded: true });
     const reader = openReader(source, splitsOf(source));
     const { values } = await drive(reader);
     reader.close?.();
@@ -138,16 +95,16 @@ test("source: start at a sequence, at a time, or at the end; the stream's whole 
   assert.deepEqual(await read({ sequence: 4 }), ["4", "5", "6", "7"]);
   assert.deepEqual(await read({ timeMs: middle }), ["6", "7"]);
   assert.deepEqual(await read("new"), []);
-  assert.throws(() => NatsSource.string({ connection: { servers: server.url }, stream: "TICKS", start: { sequence: 0 } }), /INVALID_NATS_OPTIONS|start must be/);
+  assert.throws(() => NatsSource.string({ connection: { servers: nats.server.url }, stream: "TICKS", start: { sequence: 0 } }), /INVALID_NATS_OPTIONS|start must be/);
   assert.throws(() => NatsSource.string({ connection: { servers: [] }, stream: "TICKS" }), (e: unknown) => e instanceof EddyError && e.code === "INVALID_NATS_OPTIONS");
 });
 
 test("source: a message that does not parse reaches the error policy with its stream sequence; the default policy fails the job naming it", async () => {
-  await admin.addStream("EVENTS", ["events"]);
-  await admin.publishAll("events", ['{"n":1}', '{"n":2}', "not json", '{"n":4}']);
+  await nats.admin.addStream("EVENTS", ["events"]);
+  await nats.admin.publishAll("events", ['{"n":1}', '{"n":2}', "not json", '{"n":4}']);
   const job = (policy: "fail" | "dead-letter") =>
     defineJob(`nats-bad-${policy}`, (env) => {
-      const events = env.fromSource(NatsSource.json<{ n: number }>({ connection: { servers: server.url }, stream: "EVENTS", bounded: true }), WatermarkStrategy.noWatermarks(), "events").onError(policy);
+      const events = env.fromSource(NatsSource.json<{ n: number }>({ connection: { servers: nats.server.url }, stream: "EVENTS", bounded: true }), WatermarkStrategy.noWatermarks(), "events").onError(policy);
       events.sinkTo(collectSink("out"));
       if (policy === "dead-letter") events.deadLetters().sinkTo(collectSink("dead"));
     });
@@ -170,24 +127,24 @@ test("source: a message that does not parse reaches the error policy with its st
 });
 
 test("source, continuous: each split has its own watermark, and a quiet split marked idle (withIdleness) does not hold back the windows of a busy one", async () => {
-  await admin.addStream("SENSORS", ["sensors.>"]);
+  await nats.admin.addStream("SENSORS", ["sensors.>"]);
   const t0 = 1_700_000_000_000;
   // Split b has one early reading, then stays quiet; split a keeps getting readings, 100 ms of
   // event time apart (a split whose records stop goes idle too, and a source whose splits are all
   // idle holds its watermark, as in Flink).
-  await admin.publishAll("sensors.b", [JSON.stringify({ ts: t0 })]);
+  await nats.admin.publishAll("sensors.b", [JSON.stringify({ ts: t0 })]);
   let i = 0;
   let publishing = true;
   const trickle = (async () => {
     while (publishing) {
-      await admin.publishAll("sensors.a", Array.from({ length: 5 }, () => JSON.stringify({ ts: t0 + i++ * 100 })));
+      await nats.admin.publishAll("sensors.a", Array.from({ length: 5 }, () => JSON.stringify({ ts: t0 + i++ * 100 })));
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
   const job = defineJob("nats-idle", (env) => {
     env
       .fromSource(
-        NatsSource.json<{ ts: number }>({ connection: { servers: server.url }, stream: "SENSORS", subjects: ["sensors.a", "sensors.b"] }),
+        NatsSource.json<{ ts: number }>({ connection: { servers: nats.server.url }, stream: "SENSORS", subjects: ["sensors.a", "sensors.b"] }),
         WatermarkStrategy.forBoundedOutOfOrderness<{ ts: number }>(0)
           .withTimestampAssigner((r) => r.ts)
           .withIdleness(300),
@@ -218,12 +175,12 @@ test("source, continuous: each split has its own watermark, and a quiet split ma
 });
 
 test("source, continuous: a split behind in event time is not late: the source's watermark is the minimum over its splits (per-split watermark generators)", async () => {
-  await admin.addStream("LAGGING", ["lagging.>"]);
+  await nats.admin.addStream("LAGGING", ["lagging.>"]);
   const t0 = 1_700_000_000_000;
   const job = defineJob("nats-lagging", (env) => {
     env
       .fromSource(
-        NatsSource.json<{ ts: number }>({ connection: { servers: server.url }, stream: "LAGGING", subjects: ["lagging.ahead", "lagging.behind"] }),
+        NatsSource.json<{ ts: number }>({ connection: { servers: nats.server.url }, stream: "LAGGING", subjects: ["lagging.ahead", "lagging.behind"] }),
         WatermarkStrategy.forBoundedOutOfOrderness<{ ts: number }>(0).withTimestampAssigner((r) => r.ts),
         "lagging",
       )
@@ -237,9 +194,9 @@ test("source, continuous: a split behind in event time is not late: the source's
   const ended = run.done.catch(() => {});
   try {
     // The split ahead (event time t0+10s...) is read first; a while later the split behind (t0...).
-    await admin.publishAll("lagging.ahead", Array.from({ length: 100 }, (_, i) => JSON.stringify({ ts: t0 + 10_000 + i * 100 })));
+    await nats.admin.publishAll("lagging.ahead", Array.from({ length: 100 }, (_, i) => JSON.stringify({ ts: t0 + 10_000 + i * 100 })));
     await new Promise((r) => setTimeout(r, 1_000));
-    await admin.publishAll("lagging.behind", Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: t0 + i * 100 })));
+    await nats.admin.publishAll("lagging.behind", Array.from({ length: 50 }, (_, i) => JSON.stringify({ ts: t0 + i * 100 })));
     const deadline = Date.now() + 30_000;
     // The behind split's windows [t0, t0+1s) ... [t0+3s, t0+4s) close; none of them was late.
     while (run.collected("windows").length < 4) {
@@ -265,24 +222,24 @@ function sinkContext(subtaskIndex: number, restoredState?: readonly unknown[], b
 }
 
 test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoint publishes the replay under the same ids and the stream drops it; a fresh start does not", async () => {
-  await admin.addStream("SUNK", ["sunk.>"]);
-  const sink = NatsSink.json<{ n: number }>({ connection: { servers: server.url }, subject: (r) => `sunk.${r.n % 2}` });
+  await nats.admin.addStream("SUNK", ["sunk.>"]);
+  const sink = NatsSink.json<{ n: number }>({ connection: { servers: nats.server.url }, subject: (r) => `sunk.${r.n % 2}` });
   const first = sink.createWriter(sinkContext(0));
   for (let n = 1; n <= 500; n++) await first.write({ n }, undefined);
   const checkpoint = await first.snapshotState!(1);
-  assert.equal(await admin.count("SUNK"), 500, "every message written before the barrier is stored when snapshotState resolves");
+  assert.equal(await nats.admin.count("SUNK"), 500, "every message written before the barrier is stored when snapshotState resolves");
   for (let n = 501; n <= 800; n++) await first.write({ n }, undefined);
   await first.flush!(false);
   await first.close!();
   await first.close!();
-  assert.equal(await admin.count("SUNK"), 800);
+  assert.equal(await nats.admin.count("SUNK"), 800);
 
   // Restored from the barrier after record 500: records 501-800 come again, then 801-1000.
   const restored = sink.createWriter(sinkContext(0, JSON.parse(JSON.stringify(checkpoint)) as unknown[]));
   for (let n = 501; n <= 1_000; n++) await restored.write({ n }, undefined);
   await restored.snapshotState!(2);
   await restored.close!();
-  const stored = await admin.readAll("SUNK");
+  const stored = await nats.admin.readAll("SUNK");
   assert.deepEqual(stored.map((m) => JSON.parse(m.data).n), Array.from({ length: 1_000 }, (_, i) => i + 1), "each record once, in order");
   assert.equal(new Set(stored.map((m) => m.msgId)).size, 1_000);
   assert.match(stored[0]!.msgId!, /^nats-sink-test:out:0:[0-9a-f]{8}:0$/);
@@ -293,34 +250,34 @@ test("sink: PubAcks awaited at the barrier; a writer restored from the checkpoin
   await fresh.write({ n: 1 }, undefined);
   await fresh.flush!(true);
   await fresh.close!();
-  assert.equal(await admin.count("SUNK"), 1_001);
+  assert.equal(await nats.admin.count("SUNK"), 1_001);
 });
 
 test("sink: the barrier waits for the PubAcks: publishes to a subject no stream takes yet are retried, and the barrier's snapshotState resolves only once the stream exists and stored them", async () => {
-  const sink = NatsSink.json<{ n: number }>({ connection: { servers: server.url }, subject: "later.x", initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 50 });
+  const sink = NatsSink.json<{ n: number }>({ connection: { servers: nats.server.url }, subject: "later.x", initialBackoffMs: 50, maxBackoffMs: 200, maxAttempts: 50 });
   const writer = sink.createWriter(sinkContext(0));
   for (let n = 1; n <= 10; n++) await writer.write({ n }, undefined);
   let prepared = false;
   const barrier = Promise.resolve(writer.snapshotState!(1)).then(() => (prepared = true));
   await new Promise((r) => setTimeout(r, 400));
   assert.equal(prepared, false, "no stream, no PubAck: the barrier is not passed");
-  await admin.addStream("LATER", ["later.>"]);
+  await nats.admin.addStream("LATER", ["later.>"]);
   await barrier;
-  assert.equal(await admin.count("LATER"), 10);
+  assert.equal(await nats.admin.count("LATER"), 10);
   await writer.close!();
 });
 
 test("sink: a message the stream refuses (larger than its max_msg_size, 256 bytes) and one that does not serialize go to the error policy; the default policy fails the job with NATS_BAD_MESSAGE", async () => {
-  await admin.addStream("SMALL", ["small"], { max_msg_size: 256 });
+  await nats.admin.addStream("SMALL", ["small"], { max_msg_size: 256 });
   const records = [{ id: 1, text: "ok" }, { id: 2, text: "x".repeat(400) }, { id: 3, text: 10n as unknown as string }, { id: 4, text: "ok" }];
   const job = (policy: "fail" | "dead-letter") =>
     defineJob(`nats-refused-${policy}`, (env) => {
-      const sunk = env.fromCollection(records).sinkTo(NatsSink.json<{ id: number; text: string }>({ connection: { servers: server.url }, subject: "small" }), "small").onError(policy);
+      const sunk = env.fromCollection(records).sinkTo(NatsSink.json<{ id: number; text: string }>({ connection: { servers: nats.server.url }, subject: "small" }), "small").onError(policy);
       if (policy === "dead-letter") sunk.deadLetters().sinkTo(collectSink("dead"));
     });
   const run = runJob(job("dead-letter"), { mode: "inline", logger: silent });
   await run.done;
-  assert.deepEqual((await admin.readAll("SMALL")).map((m) => JSON.parse(m.data).id), [1, 4]);
+  assert.deepEqual((await nats.admin.readAll("SMALL")).map((m) => JSON.parse(m.data).id), [1, 4]);
   const dead = run.collected<DeadLetter>("dead").sort((a, b) => (a.value as { id: number }).id - (b.value as { id: number }).id);
   assert.deepEqual(dead.map((d) => [d.operator, d.error.code, (d.value as { id: number }).id]), [["small", "NATS_BAD_MESSAGE", 2], ["small", "NATS_BAD_MESSAGE", 3]]);
   assert.match(dead[0]!.error.message, /could not publish the record \{"id":2,.* to 'small': .*(size|payload)/i);
@@ -367,13 +324,13 @@ test("the server going away: the client reconnects, publishes and fetches are re
 });
 
 test("examples/nats-totals.ts: per-customer totals per minute from two regions' orders, one message each, equal to a direct computation", async () => {
-  await admin.addStream("ORDERS", ["orders.>"]);
-  await admin.addStream("TOTALS", ["totals.>"]);
+  await nats.admin.addStream("ORDERS", ["orders.>"]);
+  await nats.admin.addStream("TOTALS", ["totals.>"]);
   const t0 = 1_700_000_000_000;
   const orders: Order[] = Array.from({ length: 2_000 }, (_, i) => ({ customer: `c${(i * 7) % 13}`, amount: (i % 50) + 1, ts: t0 + i * 300 }));
-  await admin.publishAll((i) => `orders.${REGIONS[i % 2]}`, orders.map((o) => JSON.stringify(o)));
-  await admin.publishAll("orders.eu", ["not json"]);
-  await runJob(natsTotalsJob(server.url, true), { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 50 }, logger: silent }).done;
+  await nats.admin.publishAll((i) => `orders.${REGIONS[i % 2]}`, orders.map((o) => JSON.stringify(o)));
+  await nats.admin.publishAll("orders.eu", ["not json"]);
+  await runJob(natsTotalsJob(nats.server.url, true), { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 50 }, logger: silent }).done;
   const expected = new Map<string, MinuteTotal>();
   for (const o of orders) {
     const minute = Math.floor(o.ts / MINUTE_MS) * MINUTE_MS;
@@ -381,7 +338,7 @@ test("examples/nats-totals.ts: per-customer totals per minute from two regions' 
     const t = expected.get(k) ?? { customer: o.customer, minute, orders: 0, amount: 0 };
     expected.set(k, { ...t, orders: t.orders + 1, amount: t.amount + o.amount });
   }
-  const got = await admin.readAll("TOTALS");
+  const got = await nats.admin.readAll("TOTALS");
   const key = (t: MinuteTotal) => `${t.customer}@${t.minute}`;
   assert.deepEqual(got.map((m) => JSON.parse(m.data) as MinuteTotal).sort((a, b) => key(a).localeCompare(key(b))), [...expected.values()].sort((a, b) => key(a).localeCompare(key(b))));
   for (const m of got) assert.equal(m.subject, `totals.${(JSON.parse(m.data) as MinuteTotal).customer}`);

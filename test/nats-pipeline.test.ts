@@ -17,12 +17,17 @@ import { latestCheckpoint } from "./jobs/checkpointed.ts";
 import { KEYS, natsPipelineJob, type Total } from "./jobs/nats-pipeline.ts";
 import { EDDY_BIN, killWhenReady, prng, withEnv } from "./fixtures.ts";
 import { startNats, type NatsServer } from "./nats-server.ts";
-import { natsAdmin, type NatsAdmin } from "./nats-client.ts";
+import { natsAdmin, until, type NatsAdmin } from "./nats-client.ts";
 import { tcpProxy } from "./tcp-proxy.ts";
 
 const jobFile = resolve(import.meta.dirname, "jobs/nats-pipeline.ts");
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const EVENTS = 10_000;
+/**
+ * Rounds of the worker-thread test: a worker exit and an exception, each reading the input through
+ * ordered consumers and from a work-queue stream with acknowledgements; `npm run soak:nats` runs 20.
+ */
+const ROUNDS = Number(process.env.EDDY_NATS_ROUNDS ?? 4);
 
 let server: NatsServer;
 let admin: NatsAdmin;
@@ -67,21 +72,23 @@ test("the failure-free run publishes each key's running total once per input rec
   assert.deepEqual(oracle, expected.sort());
 });
 
-test("worker threads, parallelism 2, a worker exit or an exception at a random record: the output stream equals the failure-free run's, record for record", async () => {
+test(`worker threads, parallelism 2, ${ROUNDS} rounds of a worker exit or an exception at a random record, reading through ordered consumers or a work queue with acknowledgements: the output stream equals the failure-free run's, record for record`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-nats-"));
   try {
     const seed = Number(process.env.EDDY_NATS_SEED ?? Date.now() % 100_000);
     const random = prng(seed);
     const kinds = ["exit", "process"] as const;
-    for (let round = 0; round < kinds.length; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const stream = `ROUND_${round}`;
       const subject = await outputStream(stream);
       const atRecord = 1 + Math.floor(random() * EVENTS * 0.9);
-      const fault = { kind: kinds[round]!, atRecord, marker: join(dir, `fault-${round}`) };
-      const label = `seed ${seed}, round ${round}, ${fault.kind} at ${atRecord}`;
+      const fault = { kind: kinds[round % kinds.length]!, atRecord, marker: join(dir, `fault-${round}`) };
+      const input = Math.floor(round / 2) % 2 === 0 ? "ordered" : "work-queue";
+      const source = input === "work-queue" ? await workQueueInput(`WQ_ROUND_${round}`) : { EDDY_NATS_IN: "", EDDY_NATS_ACK: "" };
+      const label = `seed ${seed}, round ${round}, ${input}, ${fault.kind} at ${atRecord}`;
       const jobId = `round-${round}`;
       const handle = await withEnv(
-        { EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: JSON.stringify(fault), EDDY_NATS_CHECKPOINTS: join(dir, "checkpoints", jobId), EDDY_NATS_RELEASE: "" },
+        { EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: JSON.stringify(fault), EDDY_NATS_CHECKPOINTS: join(dir, "checkpoints", jobId), EDDY_NATS_RELEASE: "", ...source },
         async () => {
           const h = runJob(natsPipelineJob, {
             mode: "threads",
@@ -101,53 +108,73 @@ test("worker threads, parallelism 2, a worker exit or an exception at a random r
       const out = await outputOf(stream);
       assert.equal(out.length, EVENTS, `${label}: one message per result`);
       assert.deepEqual(out, oracle, `${label}: the output equals the failure-free run's`);
+      if (input === "work-queue") await until(`${label}: the work queue empty`, async () => (await admin.count(`WQ_ROUND_${round}`)) === 0);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test("eddy run killed with SIGKILL, resumed with --from-checkpoint: the output stream equals the failure-free run's, record for record", async () => {
+for (const input of ["ordered", "work-queue"] as const) {
+test(`eddy run killed with SIGKILL, resumed with --from-checkpoint${input === "work-queue" ? ", reading a work-queue stream with acknowledgements" : ""}: the output stream equals the failure-free run's, record for record`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-nats-kill-"));
   try {
-    const subject = await outputStream("KILLED");
+    const out = input === "ordered" ? "KILLED" : "KILLED_WQ";
+    const subject = await outputStream(out);
     const checkpoints = join(dir, "checkpoints");
     const release = join(dir, "release");
-    const env = { ...process.env, EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release };
+    const source: Record<string, string> = { EDDY_NATS_IN: "", EDDY_NATS_ACK: "" };
+    if (input === "work-queue") Object.assign(source, await workQueueInput("WQ_NUMBERS"));
+    const env = { ...process.env, EDDY_NATS_URL: server.url, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release, ...source };
     const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "kill", "--no-progress"];
     let published = 0;
     const { killed, stderr } = await killWhenReady(args, env, () => {
       const latest = latestCheckpoint(join(checkpoints, "kill"));
       // Polled synchronously: the count is refreshed in the background.
-      void admin.count("KILLED").then((n) => (published = n), () => {});
+      void admin.count(out).then((n) => (published = n), () => {});
       return latest !== undefined && Number(/chk-(\d+)$/.exec(latest)![1]) >= 3 && published > 0;
     });
     assert.ok(killed, `the job finished before it could be killed; stderr:\n${stderr}`);
-    const before = await admin.count("KILLED");
+    const before = await admin.count(out);
     assert.ok(before > 0 && before < EVENTS, `partial output before the kill: ${before}`);
+    if (input === "work-queue") {
+      const left = await admin.count("WQ_NUMBERS");
+      assert.ok(left > 0 && left < EVENTS, `completed checkpoints acknowledged part of the input, and only part: ${left} left`);
+    }
     const from = latestCheckpoint(join(checkpoints, "kill"))!;
     writeFileSync(release, "");
     const resumed = spawnSync(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", from], { encoding: "utf8", env });
     assert.equal(resumed.status, 0, resumed.stderr);
-    const out = await outputOf("KILLED");
-    assert.equal(out.length, EVENTS, "one message per result over both runs");
-    assert.deepEqual(out, oracle);
+    const output = await outputOf(out);
+    assert.equal(output.length, EVENTS, "one message per result over both runs");
+    assert.deepEqual(output, oracle);
+    // The job's final checkpoint acknowledged the rest: the work queue is empty.
+    if (input === "work-queue") await until("the work queue empty", async () => (await admin.count("WQ_NUMBERS")) === 0);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}
 
-for (const outage of ["the connections drop", "the server restarts"] as const) {
-test(`${outage} mid-run (down for half a second): the clients reconnect, fetches, consumers and publishes are retried, and the output equals the failure-free run's`, async () => {
+/** The input numbers again, in a work-queue stream `name` (it removes each message once acknowledged), and the job's environment to read it with acknowledgements. */
+async function workQueueInput(name: string): Promise<Record<string, string>> {
+  await admin.addStream(name, [name.toLowerCase()], { retention: "workqueue" });
+  await admin.publishAll(name.toLowerCase(), Array.from({ length: EVENTS }, (_, i) => String(i + 1)));
+  return { EDDY_NATS_IN: name, EDDY_NATS_ACK: `${name.toLowerCase()}-job` };
+}
+
+for (const [outage, input] of [["the connections drop", "ordered"], ["the server restarts", "ordered"], ["the connections drop", "work-queue"]] as const) {
+test(`${outage} mid-run (down for half a second)${input === "work-queue" ? ", reading a work-queue stream with acknowledgements" : ""}: the clients reconnect, fetches, consumers and publishes are retried, and the output equals the failure-free run's`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-nats-outage-"));
   // The job reaches the server through a proxy whose connections the test cuts.
   const proxy = await tcpProxy(server.port);
   try {
-    const stream = outage === "the connections drop" ? "DROPPED" : "RESTARTED";
+    const stream = `${outage === "the connections drop" ? "DROPPED" : "RESTARTED"}${input === "work-queue" ? "_WQ" : ""}`;
     const subject = await outputStream(stream);
+    const source = input === "work-queue" ? await workQueueInput("WQ_DROPPED") : { EDDY_NATS_IN: "", EDDY_NATS_ACK: "" };
     const release = join(dir, "release");
     // The environment stays set while the job runs: worker threads read it when they (re)build the job.
-    await withEnv({ EDDY_NATS_URL: `nats://127.0.0.1:${proxy.port}`, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release }, async () => {
+    await withEnv({ EDDY_NATS_URL: `nats://127.0.0.1:${proxy.port}`, EDDY_NATS_OUT: subject, EDDY_NATS_FAULT: "", EDDY_NATS_CHECKPOINTS: "", EDDY_NATS_RELEASE: release, ...source }, async () => {
       const run = runJob(natsPipelineJob, {
         mode: "threads",
         parallelism: 2,
@@ -180,6 +207,7 @@ test(`${outage} mid-run (down for half a second): the clients reconnect, fetches
       assert.fail(`${out.length} messages, not ${EVENTS} (stream: ${JSON.stringify(info.state)}): missing n ${JSON.stringify(missing.slice(0, 50))}`);
     }
     assert.deepEqual(out, oracle);
+    if (input === "work-queue") await until("the work queue empty", async () => (await admin.count("WQ_DROPPED")) === 0);
   } finally {
     await proxy.close();
     rmSync(dir, { recursive: true, force: true });

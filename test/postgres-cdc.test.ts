@@ -1,15 +1,17 @@
 /**
  * PostgresCdcSource against a real PostgreSQL with logical replication (test/postgres-server.ts
  * starts one for this file):
- * - the snapshot/stream boundary: a writer inserts, updates and deletes rows while the snapshot
- *   is read; the changelog, replayed key by key, never inserts a key twice nor removes a missing
- *   one, and ends equal to the table;
+ * - the snapshot/stream boundary (a bigint key, a composite key, a text key, each in eight
+ *   splits): a writer inserts, updates and deletes rows while the snapshot is read; the changelog,
+ *   replayed key by key, never inserts a key twice nor removes a missing one, and ends equal to
+ *   the table; tables without a usable primary key are refused;
  * - types: a row read by the snapshot and the same row read from the stream map to the same values;
  * - schema changes: an added column passes through, a changed type fails the job clearly;
  * - kill-and-compare (EDDY_CDC_ROUNDS rounds, default 2; `npm run soak:cdc` runs 20): CDC → keyed
  *   aggregate → PostgresSink.upsert, with a writer changing the source table during the run and a
  *   worker exit or an exception at a random change; and a `kill -9` of `eddy run` resumed with
- *   `--from-checkpoint`; the result table ends equal to the aggregate SQL computes;
+ *   `--from-checkpoint` (also over a composite-key table); the result table ends equal to the
+ *   aggregate SQL computes;
  * - the example job, heartbeats on quiet tables, a text key, and the server cutting the
  *   replication connection (the job fails with its code, restarts, and loses nothing).
  */
@@ -57,18 +59,34 @@ async function eventually(what: string, ms: number, check: () => Promise<string 
   }
 }
 
-async function createOrders(table: string, rows: number): Promise<void> {
-  await server.query(`CREATE TABLE ${table} (id bigint PRIMARY KEY, grp int NOT NULL, amount int NOT NULL)`);
+/**
+ * The primary keys the orders tables are made with, row n's key from n: `bigint` (id = n), `composite`
+ * ((region, id) = ('r' || n % 7, n): ranges cut inside a region compare as row values), `text`
+ * (id = md5(n), so key order is not insertion order), `uuid` (md5(n) as a uuid).
+ */
+type KeyKind = "bigint" | "composite" | "text" | "uuid";
+
+const KEYS: Record<KeyKind, { columns: string; values: (n: string) => string; where: (n: number) => string; sql: string; of: (row: Record<string, unknown>) => string }> = {
+  bigint: { columns: "id bigint PRIMARY KEY", values: (n) => n, where: (n) => `id = ${n}`, sql: "id::text", of: (r) => String(r.id) },
+  composite: { columns: "region text NOT NULL, id bigint NOT NULL", values: (n) => `'r' || (${n}) % 7, ${n}`, where: (n) => `id = ${n}`, sql: "region || '|' || id", of: (r) => `${String(r.region)}|${String(r.id)}` },
+  text: { columns: "id text PRIMARY KEY", values: (n) => `md5((${n})::text)`, where: (n) => `id = md5('${n}')`, sql: "id", of: (r) => String(r.id) },
+  uuid: { columns: "id uuid PRIMARY KEY", values: (n) => `md5((${n})::text)::uuid`, where: (n) => `id = md5('${n}')::uuid`, sql: "id::text", of: (r) => String(r.id) },
+};
+
+async function createOrders(table: string, rows: number, kind: KeyKind = "bigint"): Promise<void> {
+  const k = KEYS[kind];
+  await server.query(`CREATE TABLE ${table} (${k.columns}, grp int NOT NULL, amount int NOT NULL${kind === "composite" ? ", PRIMARY KEY (region, id)" : ""})`);
   // The aggregate needs the row before an update and a delete's whole row.
   await server.query(`ALTER TABLE ${table} REPLICA IDENTITY FULL`);
-  await server.query(`INSERT INTO ${table} SELECT n, n % ${GROUPS}, n % 1000 FROM generate_series(1, ${rows}) n`);
+  await server.query(`INSERT INTO ${table} SELECT ${k.values("n")}, n % ${GROUPS}, n % 1000 FROM generate_series(1, ${rows}) n`);
 }
 
 /**
  * Inserts, updates (amount and group) and deletes random rows of `table` in small transactions
  * until stopped; ids above `rows` are new.
  */
-function startWriter(table: string, rows: number, seed: number): { stop(): Promise<number>; readonly ops: number } {
+function startWriter(table: string, rows: number, seed: number, kind: KeyKind = "bigint"): { stop(): Promise<number>; readonly ops: number } {
+  const k = KEYS[kind];
   const random = prng(seed);
   let stopped = false;
   let ops = 0;
@@ -79,9 +97,9 @@ function startWriter(table: string, rows: number, seed: number): { stop(): Promi
       for (let i = 0; i < 5; i++) {
         const r = random();
         const id = 1 + Math.floor(random() * (next - 1));
-        if (r < 0.4) statements.push(`INSERT INTO ${table} VALUES (${next++}, ${Math.floor(random() * GROUPS)}, ${Math.floor(random() * 1000)})`);
-        else if (r < 0.8) statements.push(`UPDATE ${table} SET amount = amount + 1, grp = (grp + ${Math.floor(random() * 2)}) % ${GROUPS} WHERE id = ${id}`);
-        else statements.push(`DELETE FROM ${table} WHERE id = ${id}`);
+        if (r < 0.4) statements.push(`INSERT INTO ${table} VALUES (${k.values(String(next++))}, ${Math.floor(random() * GROUPS)}, ${Math.floor(random() * 1000)})`);
+        else if (r < 0.8) statements.push(`UPDATE ${table} SET amount = amount + 1, grp = (grp + ${Math.floor(random() * 2)}) % ${GROUPS} WHERE ${k.where(id)}`);
+        else statements.push(`DELETE FROM ${table} WHERE ${k.where(id)}`);
       }
       await server.query(`BEGIN; ${statements.join("; ")}; COMMIT`);
       ops += statements.length;
@@ -109,12 +127,12 @@ function cdcCollectJob(url: string, table: string, slot: string, options: { spli
 }
 
 /** Replays a changelog key by key: a second insert of a key, or a removal of a missing one (or of a different row), is an error. */
-function replay(changes: readonly ChangeRecord[]): { rows: Map<string, Record<string, unknown>>; errors: string[] } {
+function replay(changes: readonly ChangeRecord[], keyOf: (row: Record<string, unknown>) => string = (r) => String(r.id)): { rows: Map<string, Record<string, unknown>>; errors: string[] } {
   const rows = new Map<string, Record<string, unknown>>();
   const errors: string[] = [];
   const text = (r: Record<string, unknown>): string => JSON.stringify(r, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v));
   for (const c of changes) {
-    const id = String(c.row.id);
+    const id = keyOf(c.row);
     if (c.kind === "+I" || c.kind === "+U") {
       if (rows.has(id)) errors.push(`${c.kind} of id ${id} present already (${c.snapshot ? "snapshot" : `lsn ${c.lsn}`})`);
       rows.set(id, c.row);
@@ -134,11 +152,12 @@ function failureOf(handle: JobHandle): () => unknown {
   return () => failure;
 }
 
-test("snapshot then stream: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table", async () => {
-  const table = "boundary_orders";
-  const slot = "boundary";
-  await createOrders(table, 20_000);
-  const writer = startWriter(table, 20_000, 7);
+for (const kind of ["bigint", "composite", "text", "uuid"] as const) {
+test(`snapshot then stream, ${kind === "bigint" ? "a bigint key" : kind === "composite" ? "a composite key (text, bigint) split by row values" : `a ${kind} key split at keys read from the table`}: rows written while the snapshot is read are seen exactly once, and the changelog replays to the table`, async () => {
+  const table = `boundary_${kind}`;
+  const slot = `boundary_${kind}`;
+  await createOrders(table, 20_000, kind);
+  const writer = startWriter(table, 20_000, 7, kind);
   const handle = runJob(cdcCollectJob(server.url, table, slot, { splitRows: 2_500, fetchRows: 250 }), { mode: "inline", parallelism: 2, checkpointing: { intervalMs: 100 }, logger: silent });
   const failed = failureOf(handle);
   try {
@@ -148,9 +167,9 @@ test("snapshot then stream: rows written while the snapshot is read are seen exa
     const ops = await writer.stop();
     assert.ok(ops > 100, `the writer changed rows during the run (${ops})`);
     await eventually("the changelog replays to the table", 60_000, async () => {
-      const { rows, errors } = replay(handle.collected<ChangeRecord>("changes"));
+      const { rows, errors } = replay(handle.collected<ChangeRecord>("changes"), KEYS[kind].of);
       if (errors.length > 0) return errors.slice(0, 5).join("; ");
-      const actual = await server.query<{ id: string; grp: number; amount: number }>(`SELECT id::text, grp, amount FROM ${table} ORDER BY id`);
+      const actual = await server.query<{ id: string; grp: number; amount: number }>(`SELECT ${KEYS[kind].sql} AS id, grp, amount FROM ${table}`);
       const mismatched = actual.filter((r) => {
         const c = rows.get(r.id);
         return c === undefined || c.grp !== r.grp || c.amount !== r.amount;
@@ -178,6 +197,24 @@ test("snapshot then stream: rows written while the snapshot is read are seen exa
     await writer.stop();
     handle.cancel();
     await handle.done.catch(() => {});
+  }
+});
+}
+
+test("setup: a table without a primary key, and one with a key column of a type the source does not split by, fail the job with POSTGRES_CDC_SETUP_FAILED naming the table", async () => {
+  await server.query("CREATE TABLE keyless (v int)");
+  await server.query("CREATE TABLE numeric_key (a int, b numeric, PRIMARY KEY (a, b))");
+  for (const [table, message] of [
+    ["keyless", /table public\.keyless has no primary key; .*ADD PRIMARY KEY/],
+    ["numeric_key", /table public\.numeric_key: the primary key column b is of a type this version does not split by/],
+  ] as const) {
+    const handle = runJob(cdcCollectJob(server.url, table, `setup_${table}`), { mode: "inline", logger: silent });
+    await assert.rejects(handle.done, (e: unknown) => {
+      assert.ok(e instanceof EddyError, String(e));
+      assert.equal(e.code, "POSTGRES_CDC_SETUP_FAILED");
+      assert.match(e.message, message);
+      return true;
+    });
   }
 });
 
@@ -283,8 +320,8 @@ function cdcEnv(round: string, extra: Record<string, string> = {}): Record<strin
   };
 }
 
-async function createRound(round: string, rows: number): Promise<void> {
-  await createOrders(`orders_${round}`, rows);
+async function createRound(round: string, rows: number, kind: KeyKind = "bigint"): Promise<void> {
+  await createOrders(`orders_${round}`, rows, kind);
   await server.query(`CREATE TABLE totals_${round} (grp int PRIMARY KEY, cnt int NOT NULL, total int NOT NULL)`);
 }
 
@@ -342,19 +379,20 @@ test(`kill-and-compare, ${ROUNDS} rounds: CDC → keyed aggregate → PostgresSi
   }
 });
 
-test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed with --from-checkpoint and killed again in the stream, resumed again; the result equals SQL's aggregate", async () => {
+for (const kind of ["bigint", "composite"] as const) {
+test(`kill-and-compare${kind === "composite" ? ", a composite key (text, bigint)" : ""}: eddy run killed with SIGKILL in the snapshot, resumed with --from-checkpoint and killed again in the stream, resumed again; the result equals SQL's aggregate`, async () => {
   const dir = mkdtempSync(join(tmpdir(), "eddy-cdc-kill-"));
-  const name = "kill";
+  const name = kind === "bigint" ? "kill" : "kill_composite";
   const rows = 40_000;
   try {
-    await createRound(name, rows);
+    await createRound(name, rows, kind);
     const checkpoints = join(dir, "checkpoints");
     const release = join(dir, "release");
     // Slow until released: the first run is killed in the middle of the snapshot.
     const env = { ...process.env, ...cdcEnv(name, { EDDY_CDC_FETCH_ROWS: "100", EDDY_CDC_SPLIT_ROWS: "5000", EDDY_CDC_HOLD: release }) };
-    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", "cdc-kill", "--no-progress"];
+    const args = ["run", jobFile, "-p", "2", "-D", "execution.checkpointing.interval=50ms", "--checkpoint-dir", checkpoints, "--job-id", `cdc-${name}`, "--no-progress"];
     const checkpointNumber = (): number => {
-      const latest = latestCheckpoint(join(checkpoints, "cdc-kill"));
+      const latest = latestCheckpoint(join(checkpoints, `cdc-${name}`));
       return latest === undefined ? 0 : Number(/chk-(\d+)$/.exec(latest)![1]);
     };
     // Refreshed in the background: killWhenReady polls synchronously.
@@ -363,7 +401,7 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
       void server
         .query<{ n: string; m: boolean | null }>(`SELECT (SELECT count(*) FROM totals_${name}) AS n, (SELECT active FROM pg_replication_slots WHERE slot_name = 'slot_${name}') AS m`)
         .then((r) => (phase = { results: Number(r[0]!.n), streaming: r[0]!.m === true }), () => {});
-    const writer = startWriter(`orders_${name}`, rows, 99);
+    const writer = startWriter(`orders_${name}`, rows, 99, kind);
     let resumed: ReturnType<typeof spawn> | undefined;
     try {
       // 1. Killed while snapshot splits are being read, after a checkpoint.
@@ -380,14 +418,14 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
       writeFileSync(release, "");
       const from = checkpointNumber();
       phase = { results: 0, streaming: false };
-      const second = await killWhenReady([...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], env, () => {
+      const second = await killWhenReady([...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, `cdc-${name}`))!], env, () => {
         refresh();
         return phase.streaming && checkpointNumber() >= from + 5;
       });
       assert.ok(second.killed, `the resumed job ended before it could be killed; stderr:\n${second.stderr}`);
       // 3. Resumed again and left running; the writer stops, the result must converge.
       let resumedErr = "";
-      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, "cdc-kill"))!], { env, stdio: ["ignore", "ignore", "pipe"] });
+      resumed = spawn(process.execPath, [EDDY_BIN, ...args, "--from-checkpoint", latestCheckpoint(join(checkpoints, `cdc-${name}`))!], { env, stdio: ["ignore", "ignore", "pipe"] });
       resumed.stderr!.on("data", (d: Buffer) => (resumedErr += d.toString()));
       const r = resumed;
       await sleep(1_000);
@@ -403,6 +441,7 @@ test("kill-and-compare: eddy run killed with SIGKILL in the snapshot, resumed wi
     rmSync(dir, { recursive: true, force: true });
   }
 });
+}
 
 test("examples/postgres-cdc.ts keeps each customer's order count and amount as orders are inserted, updated and deleted", async () => {
   for (const ddl of TABLES_DDL) await server.query(ddl);

@@ -1,7 +1,9 @@
 /**
  * The job of the NATS kill-and-compare tests (test/nats-pipeline.test.ts): NATS → keyed running
  * count and sum → NATS. Set by the environment (read when each thread builds the job):
- * - EDDY_NATS_URL: the server; the input is the stream NUMBERS (JSON numbers 1..n, bounded);
+ * - EDDY_NATS_URL: the server; the input is the stream EDDY_NATS_IN (default NUMBERS; JSON numbers
+ *   1..n, bounded);
+ * - EDDY_NATS_ACK: read with acknowledgements (`acknowledge: { consumer }`) by consumer(s) of this name;
  * - EDDY_NATS_OUT: the subject the totals are published to;
  * - EDDY_NATS_FAULT: `{ kind: "exit" | "process", atRecord, marker }`: fires once, at the first
  *   record ≥ atRecord seen after a checkpoint of the job completed (EDDY_NATS_CHECKPOINTS, the
@@ -42,7 +44,15 @@ export const natsPipelineJob = defineJob("nats-pipeline", (env) => {
     .fromSource(
       // While held, small fetches: a poll emits what one fetch queued, and the naps of a poll block
       // the thread (and the sink subtask sharing it) for that many milliseconds.
-      NatsSource.create({ connection, stream: "NUMBERS", bounded: true, fetchMessages: hold === undefined ? 1_000 : 40 }, (m): Total => {
+      NatsSource.create(
+        {
+          connection,
+          stream: process.env.EDDY_NATS_IN || "NUMBERS",
+          bounded: true,
+          fetchMessages: hold === undefined ? 1_000 : 40,
+          ...(process.env.EDDY_NATS_ACK ? { acknowledge: { consumer: process.env.EDDY_NATS_ACK } } : {}),
+        },
+        (m): Total => {
         // Held back at the source (not downstream, where a backlog would delay the barriers).
         if (!released) {
           released = existsSync(hold!);
@@ -50,7 +60,8 @@ export const natsPipelineJob = defineJob("nats-pipeline", (env) => {
         }
         const n = Number(decoder.decode(m.data));
         return { key: n % KEYS, count: 1, sum: n, n };
-      }),
+      },
+      ),
       WatermarkStrategy.noWatermarks(),
       "numbers",
     )

@@ -32,17 +32,25 @@ export interface NatsHeaders {
 }
 
 export interface NatsConnection {
+  /** A plain publish (no JetStream acknowledgement): the source's message acknowledgements, sent to a message's reply subject. */
+  publish(subject: string, data?: string): void;
+  /** The connection's events (`{ type: "reconnect" }` after the client re-established it, ...). */
+  status(): AsyncIterable<{ readonly type: string }>;
+  /** Resolves once the server has received everything published so far (a PING's PONG). */
+  flush(): Promise<void>;
   close(): Promise<void>;
   closed(): Promise<void | Error>;
   isClosed(): boolean;
 }
 
-/** A JetStream message as the ordered consumer delivers it. */
+/** A JetStream message as a consumer delivers it. */
 export interface JsMsg {
   readonly subject: string;
+  /** Where an acknowledgement of the message goes (`$JS.ACK.<stream>.<consumer>....`): empty for an ordered consumer's. */
+  readonly reply: string;
   readonly data: Uint8Array;
   readonly headers: NatsHeaders | undefined;
-  readonly info: { readonly streamSequence: number; readonly pending: number; readonly timestampNanos: number };
+  readonly info: { readonly streamSequence: number; readonly deliverySequence: number; readonly pending: number; readonly timestampNanos: number };
 }
 
 export interface FetchedMessages extends AsyncIterable<JsMsg> {
@@ -62,11 +70,32 @@ export interface PubAck {
 
 export interface JetStreamClient {
   publish(subject: string, data: Uint8Array | string, options: { msgID?: string; timeout?: number; headers?: NatsHeaders }): Promise<PubAck>;
-  readonly consumers: { get(stream: string, options: Record<string, unknown>): Promise<OrderedConsumer> };
+  /** With options: an ordered consumer; with a name: that (durable) pull consumer. */
+  readonly consumers: { get(stream: string, options: Record<string, unknown> | string): Promise<OrderedConsumer> };
+}
+
+/** What the source reads of a durable consumer's state on the server. */
+export interface ConsumerInfo {
+  readonly name: string;
+  readonly created: string;
+  readonly ack_floor: { readonly stream_seq: number; readonly consumer_seq: number };
+  readonly config: { readonly filter_subject?: string; readonly opt_start_seq?: number };
 }
 
 export interface JetStreamManager {
-  readonly streams: { info(stream: string): Promise<{ readonly state: { readonly first_seq: number; readonly last_seq: number }; readonly config: { readonly duplicate_window?: number } }> };
+  readonly streams: {
+    info(stream: string): Promise<{
+      readonly state: { readonly first_seq: number; readonly last_seq: number };
+      readonly config: { readonly duplicate_window?: number; readonly retention?: string };
+    }>;
+    /** The stored message with sequence `seq`, or with `next_by_subj` the first at or after it on that subject filter; null when there is none. */
+    getMessage(stream: string, query: { readonly seq: number; readonly next_by_subj?: string }): Promise<{ readonly seq: number } | null>;
+  };
+  readonly consumers: {
+    info(stream: string, name: string): Promise<ConsumerInfo>;
+    add(stream: string, config: Record<string, unknown>): Promise<ConsumerInfo>;
+    delete(stream: string, name: string): Promise<boolean>;
+  };
 }
 
 interface TransportModule {
@@ -163,4 +192,9 @@ export function natsFailure(code: "NATS_SOURCE_FAILED" | "NATS_SINK_FAILED", wha
 /** The wait before attempt `attempt + 1`: doubling from `initialMs`, at most `maxMs`. */
 export function backoffMs(initialMs: number, maxMs: number, attempt: number): number {
   return Math.min(initialMs * 2 ** (attempt - 1), maxMs);
+}
+
+/** Whether JetStream answered that the consumer does not exist (API error 10014). */
+export function isConsumerNotFound(e: unknown): boolean {
+  return chain(e).some((x) => (x as { code?: unknown } | null)?.code === 10014 || (x as { name?: unknown } | null)?.name === "ConsumerNotFoundError");
 }

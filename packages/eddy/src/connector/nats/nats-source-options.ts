@@ -29,6 +29,24 @@ export interface NatsSourceOptions {
   /** Default 100 ms, doubling up to maxBackoffMs (default 5,000 ms). */
   readonly initialBackoffMs?: number;
   readonly maxBackoffMs?: number;
+  /**
+   * Read through durable pull consumers and acknowledge each split's messages on the server when
+   * the checkpoint that covers them completes (default: ordered consumers, no acknowledgements).
+   * `consumer` names the consumers (the whole stream's, or `<consumer>_<subject>_<hash>` per
+   * subject filter): unique per job and stream. Needed for work-queue and interest retention.
+   */
+  readonly acknowledge?: NatsAcknowledgeOptions;
+}
+
+export interface NatsAcknowledgeOptions {
+  /** The durable consumers' name (or name prefix with subject filters): letters, digits, '_' and '-'. */
+  readonly consumer: string;
+  /**
+   * The consumers' ack_wait (default 600,000 ms): a message not acknowledged this long after its
+   * delivery is delivered again (and dropped by the reader). Keep it above the checkpoint interval
+   * plus the longest checkpoint.
+   */
+  readonly ackWaitMs?: number;
 }
 
 export interface NatsSourceConfig<T> {
@@ -43,6 +61,7 @@ export interface NatsSourceConfig<T> {
   readonly maxAttempts: number;
   readonly initialBackoffMs: number;
   readonly maxBackoffMs: number;
+  readonly acknowledge: { readonly consumer: string; readonly ackWaitMs: number } | undefined;
 }
 
 export const invalidNats = (who: string, message: string): EddyError => new EddyError("INVALID_NATS_OPTIONS", `${who}: ${message}`);
@@ -97,5 +116,14 @@ export function natsSourceConfig<T>(options: NatsSourceOptions, deserialize: (me
     maxAttempts: checkedInteger(who, "maxAttempts", options.maxAttempts, 10, 1),
     initialBackoffMs: checkedInteger(who, "initialBackoffMs", options.initialBackoffMs, 100, 0),
     maxBackoffMs: checkedInteger(who, "maxBackoffMs", options.maxBackoffMs, 5_000, 0),
+    acknowledge: checkedAcknowledge(who, options.acknowledge),
   };
+}
+
+function checkedAcknowledge(who: string, ack: NatsAcknowledgeOptions | undefined): NatsSourceConfig<unknown>["acknowledge"] {
+  if (ack === undefined) return undefined;
+  if (ack === null || typeof ack !== "object" || typeof ack.consumer !== "string" || !/^[A-Za-z0-9_-]{1,64}$/.test(ack.consumer)) {
+    throw invalidNats(who, `acknowledge must be { consumer: "<name>" } (1 to 64 letters, digits, '_' or '-'), not ${JSON.stringify(ack)?.slice(0, 200)}`);
+  }
+  return { consumer: ack.consumer, ackWaitMs: checkedInteger(who, "acknowledge.ackWaitMs", ack.ackWaitMs, 600_000, 1_000) };
 }

@@ -10,10 +10,18 @@
  * Bounded splits stop at the stream's last sequence when they were first opened (`stopAt`): the
  * fetch stops at a message with that sequence, at one that says nothing more is pending for the
  * filter, or when the consumer reports nothing pending; a message past `stopAt` is not emitted.
+ *
+ * With `acknowledge`, each split is read by a durable pull consumer instead (nats-acks.ts): every
+ * emitted message goes into the split's ledger, each checkpoint records the split's position, and
+ * `notifyCheckpointComplete` acknowledges the messages below the completed checkpoint's position,
+ * never one past it. A failed fetch replaces the consumer at the acknowledged position (messages
+ * in flight are not lost to the ack wait); what it delivers again below the emitted position goes
+ * to the ledger without being emitted, and below the acknowledged position is acknowledged at once.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { EddyError } from "../../core/errors.ts";
 import type { InputStatus, ReaderOutput, SourceReader, SourceReaderContext } from "../source.ts";
+import { AckLedger, durableName, openDurable } from "./nats-acks.ts";
 import { backoffMs, connectNats, isTransient, loadNats, natsFailure, type JetStreamClient, type JetStreamManager, type JsMsg, type NatsConnection, type OrderedConsumer } from "./nats-client.ts";
 import { DeliveredMessage, type NatsMessage } from "./nats-message.ts";
 import { parseNatsSplit, type NatsSplit } from "./nats-split.ts";
@@ -45,10 +53,19 @@ interface SplitReading {
   failures: number;
   /** Messages of the split's subjects in the stream after the last one fetched, as the server said with it (the consumer's num_pending); 0 before the first. */
   serverPending: number;
+  /** With acknowledgements: the split's ledger, from its first open on. */
+  ledger: AckLedger | undefined;
+  /** With acknowledgements: the consumer in use (name, creation time), and the delivery sequence of the last message it delivered that was emitted (0: none yet). */
+  incarnation: { readonly consumer: string; readonly created: string } | undefined;
+  emittedDelivery: number;
+  /** With acknowledgements: the connection was re-established, so acknowledgements may have been lost with the old one: replace the consumer before the next fetch. */
+  replaceConsumer: boolean;
 }
 
 export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: SourceReaderContext): SourceReader<T, NatsSplit> {
   const readings: SplitReading[] = [];
+  /** With acknowledgements: splits read to their end whose last messages are not acknowledged yet. */
+  const finishing: SplitReading[] = [];
   let noMoreSplits = false;
   // The reader's lag (FLIP-33 pendingRecords, what Kafka's consumer lag is): messages the server
   // holds past the last fetch, plus those fetched and not emitted yet; a bounded split counts up
@@ -102,6 +119,15 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
         nc = conn;
         js = loadNats().jetstream.jetstream(conn);
         jsm = manager;
+        if (config.acknowledge !== undefined) {
+          // Acknowledgements are not confirmed: those sent as the connection went down may be
+          // lost, and on a work-queue stream (one per message) no later one covers them. The
+          // replaced consumer delivers every unacknowledged message below the acknowledged
+          // position again, and the reader acknowledges it on arrival.
+          void (async () => {
+            for await (const s of conn.status()) if (s.type === "reconnect") for (const r of readings) if (r.ledger !== undefined) r.replaceConsumer = true;
+          })().catch(() => {});
+        }
         void conn.closed().then((err) => {
           if (!closed) fail(err ?? new Error("the connection was closed"), `go on reading: the connection to ${String(config.connection.servers)} is closed (the client gave up reconnecting)`);
         });
@@ -124,6 +150,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       r.fetchedAll = true;
       return;
     }
+    if (config.acknowledge !== undefined) return openAcknowledged(r, config.acknowledge);
     const options: Record<string, unknown> = {};
     if (split.subject !== null) options.filter_subjects = split.subject;
     const from = r.queuedUpTo > 0 ? r.queuedUpTo + 1 : r.next;
@@ -131,6 +158,42 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
     else if (split.startTimeMs !== null) Object.assign(options, { deliver_policy: "by_start_time", opt_start_time: new Date(split.startTimeMs).toISOString() });
     else options.deliver_policy = "all";
     r.consumer = await js!.consumers.get(split.stream, options);
+  };
+
+  /** The split's durable consumer: created at its position when first opened, replaced at the acknowledged position after a failed fetch. */
+  const openAcknowledged = async (r: SplitReading, ack: NonNullable<NatsSourceConfig<T>["acknowledge"]>): Promise<void> => {
+    const first = r.ledger === undefined;
+    const ledger = (r.ledger ??= new AckLedger(r.next));
+    // Fetched and not emitted: fetched again from the new consumer (and on a work-queue stream,
+    // which delivers from its first message, what lies below the position is acknowledged).
+    r.queue.length = 0;
+    r.head = 0;
+    r.queuedUpTo = Math.max(0, r.next - 1);
+    if (!first) ledger.reset();
+    const opened = await openDurable(jsm!, js!, {
+      stream: r.split.stream,
+      subject: r.split.subject,
+      name: durableName(ack.consumer, r.split.subject),
+      from: ledger.ackBelow,
+      startTimeMs: r.split.startTimeMs,
+      ackWaitMs: ack.ackWaitMs,
+      startsAtAll: config.start === "all",
+      check: first ? { position: r.next, ahead: r.split.ahead, delivered: r.split.delivered } : undefined,
+    });
+    ledger.explicit = opened.explicit;
+    r.incarnation = { consumer: opened.name, created: opened.created };
+    r.emittedDelivery = 0;
+    r.consumer = opened.consumer;
+  };
+
+  /** Sends an acknowledgement (fire and forget: a lost one is covered by the next, or the messages are delivered again after a restore). */
+  const send = (reply: string): void => {
+    if (reply === "" || nc === undefined || nc.isClosed()) return;
+    try {
+      nc.publish(reply, "+ACK");
+    } catch {
+      // The connection is closing: the job fails or restores anyway.
+    }
   };
 
   /**
@@ -142,15 +205,29 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
   const fetch = async (r: SplitReading): Promise<void> => {
     let failed = false;
     try {
+      if (r.replaceConsumer) {
+        r.replaceConsumer = false;
+        r.consumer = undefined;
+      }
       if (r.consumer === undefined) await open(r);
       if (r.fetchedAll || closed) return;
       const messages = await r.consumer!.fetch({ max_messages: config.fetchMessages, expires: config.fetchExpiresMs });
       let received = 0;
+      const ledger = r.ledger;
       for await (const m of messages) {
         received++;
-        r.queue.push(m);
         const seq = m.info.streamSequence;
-        r.queuedUpTo = seq;
+        if (ledger === undefined || seq > r.queuedUpTo) {
+          r.queue.push(m);
+          r.queuedUpTo = seq;
+        } else if (seq < ledger.ackBelow) {
+          // Covered by a completed checkpoint (or the restored one): a work-queue stream delivers it again until acknowledged.
+          send(m.reply);
+        } else if (seq < r.next && seq > ledger.tracked) {
+          // Emitted before the consumer was replaced: acknowledged with the checkpoint that covers it.
+          ledger.push(seq, m.reply);
+        }
+        // Otherwise delivered again (after the ack wait): already queued or in the ledger.
         r.serverPending = m.info.pending;
         if (r.split.bounded && (seq >= r.stopAt || m.info.pending === 0)) {
           r.fetchedAll = true;
@@ -194,6 +271,10 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
         break;
       }
       r.next = seq + 1;
+      if (r.ledger !== undefined) {
+        r.ledger.push(seq, m.reply);
+        r.emittedDelivery = m.info.deliverySequence;
+      }
       emitted++;
       const message: NatsMessage = new DeliveredMessage(r.split.stream, m);
       let value: T;
@@ -224,6 +305,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
         if (queued === 0 && r.fetchedAll && !r.fetching) {
           output.releaseOutputForSplit(r.split.splitId);
           readings.splice(i--, 1);
+          if (r.ledger !== undefined && !r.ledger.idle) finishing.push(r);
           continue;
         }
         if (js !== undefined && !r.fetching && !r.fetchedAll && queued < config.fetchMessages / 2) {
@@ -244,7 +326,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       // Restored splits come from a checkpoint: checked like any persisted input.
       for (const s of splits) {
         const split = parseNatsSplit(s);
-        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0, serverPending: 0 });
+        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0, serverPending: 0, ledger: undefined, incarnation: undefined, emittedDelivery: 0, replaceConsumer: false });
       }
       notify();
     },
@@ -252,12 +334,41 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       noMoreSplits = true;
       notify();
     },
-    snapshotState: () => readings.map((r): NatsSplit => ({ ...r.split, next: r.next, stopAt: r.stopAt })),
+    snapshotState(checkpointId) {
+      if (config.acknowledge === undefined) return readings.map((r): NatsSplit => ({ ...r.split, next: r.next, stopAt: r.stopAt }));
+      for (const r of finishing) r.ledger!.record(checkpointId, r.next);
+      return readings.map((r): NatsSplit => {
+        r.ledger?.record(checkpointId, r.next);
+        const { ahead: _a, delivered: _d, ...split } = r.split;
+        const queued = r.queue[r.head];
+        return {
+          ...split,
+          next: r.next,
+          stopAt: r.stopAt,
+          ...(queued === undefined ? {} : { ahead: queued.info.streamSequence }),
+          ...(r.incarnation === undefined || r.emittedDelivery === 0 ? {} : { delivered: { ...r.incarnation, seq: r.emittedDelivery } }),
+        };
+      });
+    },
+    notifyCheckpointComplete(checkpointId) {
+      if (config.acknowledge === undefined) return;
+      for (const r of readings) r.ledger?.complete(checkpointId, send);
+      for (let i = 0; i < finishing.length; i++) {
+        const ledger = finishing[i]!.ledger!;
+        ledger.complete(checkpointId, send);
+        if (ledger.idle) finishing.splice(i--, 1);
+      }
+    },
     close() {
       if (closed) return;
       closed = true;
       for (const r of readings) r.consumer = undefined;
-      void nc?.close().catch(() => {});
+      const conn = nc;
+      if (conn === undefined) return notify();
+      // Acknowledgements are buffered by the client: close() alone may drop the last ones (those
+      // of the job's final checkpoint). Flushed first, for at most 2 s (a connection that is away).
+      const flushed = config.acknowledge === undefined || conn.isClosed() ? Promise.resolve() : Promise.race([conn.flush(), sleep(2_000, undefined, { ref: false })]);
+      void flushed.catch(() => {}).then(() => conn.close()).catch(() => {});
       notify();
     },
   };

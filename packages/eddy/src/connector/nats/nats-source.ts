@@ -4,8 +4,10 @@
  * message's payload as JSON, `.string(options)` decodes it as UTF-8, `.create(options,
  * deserialize)` takes any function of the message (subject, headers, data, sequence, timestamp).
  *
- * Positions live only in Eddy's checkpoints (each split's next stream sequence); the server is
- * read through ordered consumers (ephemeral, no acknowledgements): see the docs for why.
+ * Positions are in Eddy's checkpoints (each split's next stream sequence), and restores start
+ * there. By default the server is read through ordered consumers (ephemeral, no
+ * acknowledgements); with `acknowledge`, through durable consumers acknowledged when a checkpoint
+ * completes (nats-acks.ts). The docs compare the two.
  */
 import type { Source } from "../source.ts";
 import { staticSplitEnumerator } from "../source.ts";

@@ -8,7 +8,25 @@ const split: NatsSplit = { v: 1, splitId: "S/a.>", stream: "S", subject: "a.>", 
 
 test("a split read back from a checkpoint is the split; anything else is CHECKPOINT_CORRUPT", () => {
   assert.deepEqual(parseNatsSplit(JSON.parse(JSON.stringify(split))), split);
-  for (const bad of [null, 3, { ...split, v: 2 }, { ...split, next: -1 }, { ...split, next: 1.5 }, { ...split, stopAt: -2 }, { ...split, subject: 7 }, { ...split, startTimeMs: "x" }, { ...split, bounded: "yes" }]) {
+  // With acknowledgements: the next fetched sequence and the delivering consumer.
+  const acked: NatsSplit = { ...split, ahead: 43, delivered: { consumer: "job_a_1234abcd", created: "2026-12-02T17:00:00Z", seq: 41 } };
+  assert.deepEqual(parseNatsSplit(JSON.parse(JSON.stringify(acked))), acked);
+  const delivered = acked.delivered!;
+  for (const bad of [
+    null,
+    3,
+    { ...split, v: 2 },
+    { ...split, next: -1 },
+    { ...split, next: 1.5 },
+    { ...split, stopAt: -2 },
+    { ...split, subject: 7 },
+    { ...split, startTimeMs: "x" },
+    { ...split, bounded: "yes" },
+    { ...split, ahead: -1 },
+    { ...split, delivered: null },
+    { ...split, delivered: { ...delivered, seq: "41" } },
+    { ...split, delivered: { ...delivered, created: 0 } },
+  ]) {
     assert.throws(() => parseNatsSplit(bad), (e: unknown) => e instanceof EddyError && e.code === "CHECKPOINT_CORRUPT", JSON.stringify(bad));
   }
 });

@@ -27,6 +27,23 @@ export interface NatsSplit {
   /** Bounded: the last stream sequence to read, fixed when the split is first opened (the stream's last sequence then, 0 for an empty stream); -1 while not opened. */
   readonly stopAt: number;
   readonly bounded: boolean;
+  /**
+   * With acknowledgements: the stream sequence of the split's next message, when the reader had
+   * fetched it at the snapshot (absent otherwise, and in checkpoints of versions before it). A
+   * restore checks that the stream still holds it (docs/connectors/nats.md, "too old").
+   */
+  readonly ahead?: number;
+  /**
+   * With acknowledgements: the consumer (name and creation time) that delivered the split's last
+   * emitted message, and that delivery's sequence; a restore checks the consumer has acknowledged
+   * no delivery after it.
+   */
+  readonly delivered?: { readonly consumer: string; readonly created: string; readonly seq: number };
+}
+
+function isDelivered(d: unknown): boolean {
+  const x = d as { consumer?: unknown; created?: unknown; seq?: unknown } | null;
+  return x !== null && typeof x === "object" && typeof x.consumer === "string" && typeof x.created === "string" && typeof x.seq === "number" && Number.isSafeInteger(x.seq) && x.seq >= 0;
 }
 
 /** A split as recorded in a checkpoint (by any version so far); throws CHECKPOINT_CORRUPT for anything else. */
@@ -44,7 +61,9 @@ export function parseNatsSplit(value: unknown): NatsSplit {
     !(s.startTimeMs === null || nat(s.startTimeMs)) ||
     typeof s.startNew !== "boolean" ||
     !(s.stopAt === -1 || nat(s.stopAt)) ||
-    typeof s.bounded !== "boolean"
+    typeof s.bounded !== "boolean" ||
+    !(s.ahead === undefined || nat(s.ahead)) ||
+    !(s.delivered === undefined || isDelivered(s.delivered))
   ) {
     throw new EddyError("CHECKPOINT_CORRUPT", `a NATS split in the checkpoint is not one this version reads: ${JSON.stringify(value)?.slice(0, 200)}`);
   }

@@ -1,8 +1,11 @@
 /**
  * The CDC source's split enumerator (on the coordinator). At the first start it checks the server
  * (wal_level), resolves the tables and their keys, creates the publication and the slot if asked
- * to, and cuts each table into snapshot splits (primary-key ranges of about `splitRows` rows for
- * an integer key, one split otherwise). The job's slot is created BEFORE any snapshot split's own
+ * to, and cuts each table into snapshot splits: primary-key ranges of about `splitRows` rows, of
+ * even width for a key of one integer column (as Flink CDC splits evenly distributed numeric
+ * keys), else (text, uuid, composite keys) between boundaries read from the table in one ordered
+ * pass (every `splitRows`-th key, where Flink CDC queries each chunk's end in turn). The job's
+ * slot is created BEFORE any snapshot split's own
  * exported snapshot, so the stream from the slot's position covers every change after every
  * split's snapshot.
  *
@@ -18,7 +21,7 @@ import { EddyError } from "../../core/errors.ts";
 import type { SplitEnumerator, SplitEnumeratorContext } from "../source.ts";
 import { ident, literal, openCdcClient, type CdcClient } from "./cdc-connection.ts";
 import type { CdcConfig } from "./cdc-options.ts";
-import { CDC_SPLIT_VERSION, parseCdcSplit, type CdcSplit, type CdcTable, type KeyType, type SnapshotPart, type SnapshotSplit, type StreamSplit } from "./cdc-splits.ts";
+import { CDC_SPLIT_VERSION, keyOrderSql, parseCdcSplit, type CdcSplit, type CdcTable, type KeyColumn, type KeyType, type KeyValue, type SnapshotPart, type SnapshotSplit, type StreamSplit } from "./cdc-splits.ts";
 import { describePgError } from "./pg-client.ts";
 
 export interface CdcEnumeratorState {
@@ -46,38 +49,75 @@ const KEY_TYPES = new Map<number, KeyType>([
 
 const setupError = (message: string, cause?: unknown): EddyError => new EddyError("POSTGRES_CDC_SETUP_FAILED", `PostgresCdcSource: ${message}`, { cause });
 
-async function resolveTable(client: CdcClient, schema: string, table: string): Promise<CdcTable & { rows: number; min: string | null; max: string | null }> {
+interface ResolvedTable extends CdcTable {
+  /** The rows (the planner's estimate, or counted when there is none). */
+  readonly rows: number;
+  /** A single integer key's range. */
+  readonly min: string | null;
+  readonly max: string | null;
+}
+
+async function resolveTable(client: CdcClient, schema: string, table: string, splitRows: number): Promise<ResolvedTable & { boundaries: KeyValue[] | undefined }> {
   const found = await client.query(
     `SELECT c.oid::text, a.attname, a.atttypid::text, c.reltuples::bigint::text
        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
        LEFT JOIN pg_index i ON i.indrelid = c.oid AND i.indisprimary
-       LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY(i.indkey)
-      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')`,
+       LEFT JOIN LATERAL unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) ON true
+       LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = k.attnum
+      WHERE n.nspname = $1 AND c.relname = $2 AND c.relkind IN ('r', 'p')
+      ORDER BY k.ord`,
     [schema, table],
   );
   const name = `${schema}.${table}`;
   if (found.rows.length === 0) throw setupError(`table ${name} does not exist (or is not a table)`);
-  if (found.rows.length > 1) throw setupError(`table ${name} has a primary key of ${found.rows.length} columns; this version reads tables with a primary key of one column`);
-  const [, key, typeOid, reltuples] = found.rows[0] as [string, string | null, string, string];
-  if (key === null) throw setupError(`table ${name} has no primary key; the source needs one (of one column) to split the snapshot and to match changes to it`);
-  const keyType = KEY_TYPES.get(Number(typeOid));
-  if (keyType === undefined) throw setupError(`table ${name}: the primary key ${key} is of a type this version does not split by (supported: smallint, integer, bigint, text, varchar, uuid)`);
-  let rows = Number(reltuples);
+  if (found.rows[0]![1] === null) {
+    throw setupError(
+      `table ${name} has no primary key; the source needs one to split the snapshot and to match each change to the snapshot range that covers it (a table without one has no order in which a change can be placed before or after a snapshot's cursor). Add a primary key (ALTER TABLE ${name} ADD PRIMARY KEY (...))`,
+    );
+  }
+  const columns: KeyColumn[] = found.rows.map(([, attname, typeOid]) => {
+    const type = KEY_TYPES.get(Number(typeOid));
+    if (type === undefined) throw setupError(`table ${name}: the primary key column ${attname} is of a type this version does not split by (supported: smallint, integer, bigint, text, varchar, uuid)`);
+    return { name: attname!, type };
+  });
+  const resolved: CdcTable = { name, schema, table, key: columns[0]!.name, keyType: columns[0]!.type, ...(columns.length > 1 ? { keyColumns: columns } : {}) };
+  let rows = Number(found.rows[0]![3]);
   let min: string | null = null;
   let max: string | null = null;
-  if (keyType === "integer") {
-    const r = await client.query(`SELECT min(${ident(key)})::text, max(${ident(key)})::text${rows < 0 ? ", count(*)::text" : ""} FROM ${ident(schema)}.${ident(table)}`);
+  const from = `${ident(schema)}.${ident(table)}`;
+  if (columns.length === 1 && columns[0]!.type === "integer") {
+    const key = ident(columns[0]!.name);
+    const r = await client.query(`SELECT min(${key})::text, max(${key})::text${rows < 0 ? ", count(*)::text" : ""} FROM ${from}`);
     [min, max] = r.rows[0] as [string | null, string | null];
     if (rows < 0) rows = Number(r.rows[0]![2]);
+    return { ...resolved, rows, min, max, boundaries: undefined };
   }
-  return { name, schema, table, key, keyType, rows, min, max };
+  if (rows < 0) rows = Number((await client.query(`SELECT count(*)::text FROM ${from}`)).rows[0]![0]);
+  if (rows <= splitRows) return { ...resolved, rows, min, max, boundaries: [] };
+  // Every splitRows-th key in key order (the last row's excluded: no empty last range), in one
+  // ordered pass over the key columns. Only a cut: the ranges cover every key whatever they are.
+  const order = keyOrderSql(columns);
+  const names = columns.map((c) => ident(c.name));
+  const r = await client.query(
+    `SELECT ${names.map((n) => `${n}::text`).join(", ")} FROM (SELECT ${names.join(", ")}, row_number() OVER (ORDER BY ${order}) AS rn, count(*) OVER () AS total FROM ${from}) s
+      WHERE rn % $1 = 0 AND rn < total ORDER BY rn`,
+    [splitRows],
+  );
+  const boundaries = r.rows.map((row): KeyValue => (columns.length === 1 ? row[0]! : row.map((v) => v!)));
+  return { ...resolved, rows, min, max, boundaries };
 }
 
-/** The snapshot splits of a table: integer keys in ranges of about `splitRows` rows (if the keys are dense), else one split. */
-export function snapshotSplitsOf(table: CdcTable, rows: number, min: string | null, max: string | null, splitRows: number): SnapshotSplit[] {
-  const split = (i: number, after: string | null, upTo: string | null): SnapshotSplit => ({ v: CDC_SPLIT_VERSION, kind: "snapshot", splitId: `${table.name}#${i}`, table, after, upTo, cursor: null, parts: [] });
-  if (table.keyType !== "integer" || min === null || max === null || rows <= splitRows) return [split(0, null, null)];
-  const lo = BigInt(min);
+/**
+ * The snapshot splits of a table: a single integer key in ranges of about `splitRows` rows (if
+ * the keys are dense); other keys between `boundaries` (keys in key order); one split when the
+ * table is small.
+ */
+export function snapshotSplitsOf(table: CdcTable, rows: number, min: string | null, max: string | null, splitRows: number, boundaries?: readonly KeyValue[]): SnapshotSplit[] {
+  const split = (i: number, after: KeyValue | null, upTo: KeyValue | null): SnapshotSplit => ({ v: CDC_SPLIT_VERSION, kind: "snapshot", splitId: `${table.name}#${i}`, table, after, upTo, cursor: null, parts: [] });
+  if (boundaries !== undefined && boundaries.length > 0) {
+    return [...boundaries, null].map((upTo, i) => split(i, i === 0 ? null : boundaries[i - 1]!, upTo));
+  }
+  if (table.keyType !== "integer" || table.keyColumns !== undefined || min === null || max === null || rows <= splitRows) return [split(0, null, null)];  const lo = BigInt(min);
   const hi = BigInt(max);
   const n = BigInt(Math.ceil(rows / splitRows));
   const width = (hi - lo + 1n + n - 1n) / n;
@@ -100,10 +140,10 @@ async function prepare(config: CdcConfig): Promise<{ tables: CdcTable[]; startLs
     const tables: CdcTable[] = [];
     const splits: SnapshotSplit[] = [];
     for (const t of config.tables) {
-      const resolved = await resolveTable(client, t.schema, t.table);
-      const { rows, min, max, ...table } = resolved;
+      const resolved = await resolveTable(client, t.schema, t.table, config.splitRows);
+      const { rows, min, max, boundaries, ...table } = resolved;
       tables.push(table);
-      if (config.snapshot === "initial") splits.push(...snapshotSplitsOf(table, rows, min, max, config.splitRows));
+      if (config.snapshot === "initial") splits.push(...snapshotSplitsOf(table, rows, min, max, config.splitRows, boundaries));
     }
     const quotedTables = tables.map((t) => `${ident(t.schema)}.${ident(t.table)}`).join(", ");
     const pub = await client.query("SELECT 1 FROM pg_publication WHERE pubname = $1", [config.publication]);

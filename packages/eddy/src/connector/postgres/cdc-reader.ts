@@ -21,7 +21,25 @@ import { alwaysAvailable, type InputStatus, type ReaderOutput, type SourceReader
 import { ident, literal, openCdcClient, type CdcClient } from "./cdc-connection.ts";
 import { publicationNames } from "./cdc-enumerator.ts";
 import { KIND_OF, type CdcConfig, type ChangeOp, type ChangeRecord } from "./cdc-options.ts";
-import { CDC_SPLIT_VERSION, inRange, parseCdcSplit, type CdcSplit, type CdcTable, type ColumnSchema, type FinishedSplit, type SnapshotPart, type SnapshotSplit, type StreamSplit } from "./cdc-splits.ts";
+import {
+  CDC_SPLIT_VERSION,
+  inRange,
+  keyColumnsOf,
+  keyCondition,
+  keyOf,
+  keyOrderSql,
+  keyText,
+  parseCdcSplit,
+  sameKey,
+  type CdcSplit,
+  type CdcTable,
+  type ColumnSchema,
+  type FinishedSplit,
+  type KeyValue,
+  type SnapshotPart,
+  type SnapshotSplit,
+  type StreamSplit,
+} from "./cdc-splits.ts";
 import { valueParser, type ValueParser } from "./cdc-values.ts";
 import { describePgError } from "./pg-client.ts";
 import { decodePgOutput, decodeReplicationMessage, formatLsn, parseLsn, standbyStatusUpdate, type Relation, type TupleText } from "./pgoutput.ts";
@@ -78,15 +96,15 @@ class SnapshotCursor implements Cursor {
   readonly #config: CdcConfig;
   readonly #signal = new Signal();
   /** Where this attempt started (the split's cursor when it was given to the reader). */
-  readonly #attemptAfter: string | null;
-  #cursor: string | null;
+  readonly #attemptAfter: KeyValue | null;
+  #cursor: KeyValue | null;
   #lsn: string | undefined;
   #snapshotTime = 0;
   #client: CdcClient | undefined;
   /** Fetched and not emitted yet, oldest first: one is emitted while the next is on its way. */
-  readonly #batches: { rows: (string | null)[][]; names: string[]; parsers: ValueParser[]; keyIndex: number }[] = [];
+  readonly #batches: { rows: (string | null)[][]; names: string[]; parsers: ValueParser[]; keyIndexes: number[] }[] = [];
   /** The last key fetched (where the next query starts); `#cursor` is the last emitted. */
-  #fetched: string | null;
+  #fetched: KeyValue | null;
   #fetching = false;
   #exhausted = false;
   #failure: unknown;
@@ -138,21 +156,21 @@ class SnapshotCursor implements Cursor {
     if (this.#closed || this.#client === undefined) return;
     this.#fetching = true;
     const t = this.#table;
-    const key = ident(t.key);
-    const collate = t.keyType === "text" ? ' COLLATE "C"' : "";
+    const columns = keyColumnsOf(t);
+    // In key order; a composite key compares as a row value: (a, b) > ($1, $2).
     const conditions: string[] = [];
-    const values: string[] = [];
+    const values: unknown[] = [];
     const from = this.#fetched;
-    if (from !== null) conditions.push(`${key}${collate} > $${values.push(from)}`);
-    if (this.#split.upTo !== null) conditions.push(`${key}${collate} <= $${values.push(this.#split.upTo)}`);
-    const sql = `SELECT * FROM ${ident(t.schema)}.${ident(t.table)}${conditions.length > 0 ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${key}${collate} LIMIT ${this.#config.fetchRows}`;
+    if (from !== null) conditions.push(keyCondition(columns, ">", from, values));
+    if (this.#split.upTo !== null) conditions.push(keyCondition(columns, "<=", this.#split.upTo, values));
+    const sql = `SELECT * FROM ${ident(t.schema)}.${ident(t.table)}${conditions.length > 0 ? ` WHERE ${conditions.join(" AND ")}` : ""} ORDER BY ${keyOrderSql(columns)} LIMIT ${this.#config.fetchRows}`;
     this.#client.query(sql, values).then(
       (r) => {
         this.#fetching = false;
         const names = r.fields.map((f) => f.name);
-        const keyIndex = names.indexOf(t.key);
-        this.#batches.push({ rows: r.rows, names, parsers: parsersOf(r.fields.map((f) => f.dataTypeID), this.#config), keyIndex });
-        if (r.rows.length > 0) this.#fetched = r.rows[r.rows.length - 1]![keyIndex]!;
+        const keyIndexes = columns.map((c) => names.indexOf(c.name));
+        this.#batches.push({ rows: r.rows, names, parsers: parsersOf(r.fields.map((f) => f.dataTypeID), this.#config), keyIndexes });
+        if (r.rows.length > 0) this.#fetched = keyOf(r.rows[r.rows.length - 1]!, keyIndexes)!;
         if (r.rows.length < this.#config.fetchRows) this.#exhausted = true;
         else if (this.#batches.length < 2) this.#fetch();
         this.#signal.fire();
@@ -171,12 +189,12 @@ class SnapshotCursor implements Cursor {
       try {
         row = rowOf(batch.names, batch.parsers, values);
       } catch (e) {
-        output.reportBadRecord({ raw: JSON.stringify(values).slice(0, 65_536), error: e, position: { table: this.#table.name, key: String(values[batch.keyIndex]), lsn, snapshot: "true" } });
+        output.reportBadRecord({ raw: JSON.stringify(values).slice(0, 65_536), error: e, position: { table: this.#table.name, key: keyText(keyOf(values, batch.keyIndexes)!), lsn, snapshot: "true" } });
         continue;
       }
       output.collect({ op: "insert", kind: "+I", table: this.#table.name, row, lsn, commitTime: this.#snapshotTime, snapshot: true }, this.#snapshotTime);
     }
-    if (batch.rows.length > 0) this.#cursor = batch.rows[batch.rows.length - 1]![batch.keyIndex]!;
+    if (batch.rows.length > 0) this.#cursor = keyOf(batch.rows[batch.rows.length - 1]!, batch.keyIndexes)!;
     if (this.#exhausted && this.#batches.length === 0) {
       void this.#client?.query("COMMIT").catch(() => {});
       return "done";
@@ -190,16 +208,16 @@ class SnapshotCursor implements Cursor {
   }
 
   /** The parts read so far: the earlier attempts', and this attempt's (attemptAfter, upTo]. */
-  parts(upTo: string | null): SnapshotPart[] {
+  parts(upTo: KeyValue | null): SnapshotPart[] {
     const parts = [...this.#split.parts];
-    const empty = upTo !== null && upTo === this.#attemptAfter;
+    const empty = upTo !== null && sameKey(upTo, this.#attemptAfter);
     if (this.#lsn !== undefined && !empty) parts.push({ after: this.#attemptAfter, upTo, lsn: this.#lsn });
     return parts;
   }
 
   snapshot(): SnapshotSplit {
     // Only whole fetches are emitted: the cursor is where the next read starts.
-    return { ...this.#split, cursor: this.#cursor, parts: this.#cursor === this.#attemptAfter ? [...this.#split.parts] : this.parts(this.#cursor) };
+    return { ...this.#split, cursor: this.#cursor, parts: sameKey(this.#cursor, this.#attemptAfter) ? [...this.#split.parts] : this.parts(this.#cursor) };
   }
 
   finished(): FinishedSplit {
@@ -217,7 +235,8 @@ interface KnownRelation {
   readonly table: CdcTable | undefined;
   readonly names: string[];
   readonly parsers: ValueParser[];
-  readonly keyIndex: number;
+  /** The key columns' positions in the relation, in key order (empty for a table the source does not read). */
+  readonly keyIndexes: readonly number[];
   readonly keyColumns: ReadonlySet<number>;
 }
 
@@ -335,12 +354,13 @@ class StreamCursor implements Cursor {
     }
   }
 
-  /** Whether a change of `key` in `table` committed at `finalLsn` is in a snapshot part already. */
-  #inSnapshot(table: string, key: string | null | undefined, finalLsn: bigint): boolean {
+  /** Whether a change of `key` (the whole key, composite or not) in `table` committed at `finalLsn` is in a snapshot part already. */
+  #inSnapshot(table: string, key: KeyValue | undefined, finalLsn: bigint): boolean {
     const parts = this.#parts.get(table);
     const t = this.#tables.get(table);
-    if (parts === undefined || t === undefined || key === null || key === undefined) return false;
-    for (const p of parts) if (inRange(t.keyType, key, p) && finalLsn < parseLsn(p.lsn)) return true;
+    if (parts === undefined || t === undefined || key === undefined) return false;
+    const columns = keyColumnsOf(t);
+    for (const p of parts) if (inRange(columns, key, p) && finalLsn < parseLsn(p.lsn)) return true;
     return false;
   }
 
@@ -362,7 +382,7 @@ class StreamCursor implements Cursor {
     const table = this.#tables.get(name);
     const names = relation.columns.map((c) => c.name);
     const keyColumns = new Set(relation.columns.flatMap((c, i) => (c.key ? [i] : [])));
-    this.#relations.set(relation.oid, { relation, table, names, parsers: parsersOf(relation.columns.map((c) => c.typeOid), this.#config), keyIndex: table === undefined ? -1 : names.indexOf(table.key), keyColumns });
+    this.#relations.set(relation.oid, { relation, table, names, parsers: parsersOf(relation.columns.map((c) => c.typeOid), this.#config), keyIndexes: table === undefined ? [] : keyColumnsOf(table).map((c) => names.indexOf(c.name)), keyColumns });
   }
 
   #change(msg: ReturnType<typeof decodePgOutput>, output: ReaderOutput<ChangeRecord>): void {
@@ -379,7 +399,7 @@ class StreamCursor implements Cursor {
     if (known.table === undefined) return; // a table of the publication the source does not read
     const table = known.table.name;
     const emit = (op: ChangeOp, values: TupleText, keyOnly: boolean): void => {
-      if (this.#inSnapshot(table, values[known.keyIndex], txn.finalLsn)) return;
+      if (this.#inSnapshot(table, keyOf(values, known.keyIndexes), txn.finalLsn)) return;
       let row: Record<string, unknown>;
       try {
         row = rowOf(known.names, known.parsers, values, keyOnly ? known.keyColumns : undefined);

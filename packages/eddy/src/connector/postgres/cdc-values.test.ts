@@ -37,11 +37,28 @@ test("LSN text round trip, standby status layout, a truncated message is an erro
   assert.throws(() => decodePgOutput(new Uint8Array([0x42, 0, 0])), /truncated/);
 });
 
-test("keys compare the way PostgreSQL orders them (integers numerically, text bytewise), ranges are (after, upTo]", () => {
-  assert.ok(compareKeys("integer", "9", "10") < 0);
-  assert.ok(compareKeys("text", "Z", "a") < 0);
-  assert.ok(compareKeys("text", "é", "z") > 0);
-  assert.ok(inRange("integer", "10", { after: "9", upTo: "10" }));
-  assert.ok(!inRange("integer", "9", { after: "9", upTo: null }));
+test("keys compare the way PostgreSQL orders them (integers numerically, text bytewise, composite keys as row values), ranges are (after, upTo]", () => {
+  const int = [{ name: "id", type: "integer" as const }];
+  const text = [{ name: "id", type: "text" as const }];
+  assert.ok(compareKeys(int, "9", "10") < 0);
+  assert.ok(compareKeys(text, "Z", "a") < 0);
+  assert.ok(compareKeys(text, "é", "z") > 0);
+  assert.ok(inRange(int, "10", { after: "9", upTo: "10" }));
+  assert.ok(!inRange(int, "9", { after: "9", upTo: null }));
+  // (region, id): the first column decides, then the second, as PostgreSQL's (a, b) > (c, d).
+  const composite = [{ name: "region", type: "text" as const }, { name: "id", type: "integer" as const }];
+  assert.ok(compareKeys(composite, ["eu", "10"], ["eu", "9"]) > 0);
+  assert.ok(compareKeys(composite, ["eu", "10"], ["us", "1"]) < 0);
+  assert.equal(compareKeys(composite, ["eu", "10"], ["eu", "10"]), 0);
+  assert.ok(inRange(composite, ["eu", "500"], { after: ["eu", "9"], upTo: ["us", "1"] }));
+  assert.ok(inRange(composite, ["us", "1"], { after: ["eu", "9"], upTo: ["us", "1"] }));
+  assert.ok(!inRange(composite, ["eu", "9"], { after: ["eu", "9"], upTo: ["us", "1"] }));
+  assert.ok(!inRange(composite, ["us", "2"], { after: null, upTo: ["us", "1"] }));
   assert.throws(() => parseCdcSplit({ v: 1, kind: "stream", splitId: "stream", lsn: "nope" }), /CDC split/);
+  // A composite key's cursor must have one value per key column.
+  const table = { name: "public.t", schema: "public", table: "t", key: "region", keyType: "text", keyColumns: composite };
+  const split = { v: 1, kind: "snapshot", splitId: "public.t#0", table, after: null, upTo: ["us", "1"], cursor: ["eu", "3"], parts: [] };
+  assert.deepEqual(parseCdcSplit(split), split);
+  assert.throws(() => parseCdcSplit({ ...split, cursor: ["eu"] }), /CDC split/);
+  assert.throws(() => parseCdcSplit({ ...split, cursor: "eu" }), /CDC split/);
 });
