@@ -15,6 +15,8 @@ import { parseBenchArgs } from "./nexmark/args.ts";
 import { measureInChild } from "./nexmark/measure-child.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
 import { BENCH_QUERIES, benchQueryNamed } from "./nexmark/queries.ts";
+import { foldsDiffer } from "./nexmark/report.ts";
+import { rate } from "./nexmark/table.ts";
 import { median } from "./stats.ts";
 
 const argv = process.argv.slice(2);
@@ -41,14 +43,13 @@ for (const query of queries) {
   }
   // What the query's output comparison covers (q12's processing-time windows: only part of it).
   const { comparison } = heap[0]!;
-  const same = heap.every((h, i) => (!comparison.count || h.eddy.count === disk[i]!.eddy.count) && (!comparison.checksum || h.eddy.checksum === disk[i]!.eddy.checksum));
+  const same = heap.every((h, i) => !foldsDiffer(comparison, h.eddy, disk[i]!.eddy));
   if (!same) mismatches++;
   const h = median(heap.map(perCore));
   const d = median(disk.map(perCore));
   ratios.push(d / h);
   const rss = (ms: Measurement[]): number => Math.max(...ms.map((m) => m.peakRssMb));
-  const k = (x: number): string => (x >= 1e6 ? `${(x / 1e6).toFixed(2)} M` : `${(x / 1e3).toFixed(0)} K`);
-  console.log(`| ${query} | ${k(h)} | ${k(d)} | ${(d / h).toFixed(2)}× ${d / h >= 0.5 ? "✓" : "✗"} | ${rss(heap).toFixed(0)} / ${rss(disk).toFixed(0)} MB | ${same ? `${heap[0]!.eddy.count.toLocaleString("en")} ✓${comparison.note === undefined ? "" : ` (${comparison.note})`}` : "MISMATCH"} |`);
+  console.log(`| ${query} | ${rate(h)} | ${rate(d)} | ${(d / h).toFixed(2)}× ${d / h >= 0.5 ? "✓" : "✗"} | ${rss(heap).toFixed(0)} / ${rss(disk).toFixed(0)} MB | ${same ? `${heap[0]!.eddy.count.toLocaleString("en")} ✓${comparison.note === undefined ? "" : ` (${comparison.note})`}` : "MISMATCH"} |`);
 }
 const geomean = Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length);
 console.log(`\nGeometric mean disk ÷ heap: ${geomean.toFixed(2)}× over ${ratios.length} queries (issue 29: ≥ 0.5× on every query).`);

@@ -4,6 +4,7 @@
  */
 import { FLINK_PER_CORE, FLINK_V2_TARGET_FACTOR, LOOP_TARGET_FACTOR } from "./flink-per-core.ts";
 import type { Measurement } from "./measurement.ts";
+import type { OutputComparison } from "./queries.ts";
 import type { OutputFold } from "../output-fold.ts";
 import { median } from "../stats.ts";
 
@@ -87,10 +88,14 @@ export function reportQuery(rounds: readonly Measurement[], stateless: boolean):
   };
 }
 
+/** Whether two folds of the same query differ in what its comparison covers. */
+export function foldsDiffer(comparison: OutputComparison, a: OutputFold, b: OutputFold): boolean {
+  return (comparison.count && a.count !== b.count) || (comparison.checksum && a.checksum !== b.checksum);
+}
+
 function outputCheck(rounds: readonly Measurement[]): string {
   const { comparison } = rounds[0]!;
-  const differ = (a: OutputFold, b: OutputFold): boolean =>
-    (comparison.count && a.count !== b.count) || (comparison.checksum && a.checksum !== b.checksum);
+  const differ = (a: OutputFold, b: OutputFold): boolean => foldsDiffer(comparison, a, b);
   const problems: string[] = [];
   const first = rounds[0]!.eddy;
   for (const [i, m] of rounds.entries()) {

@@ -1,7 +1,8 @@
 /** The human-readable form of the bench's reports: one Markdown table row per query. */
 import type { QueryReport } from "./report.ts";
 
-const rate = (n: number | null): string => {
+/** Events per second as `1.23 M` or `456 K` (— for none). */
+export const rate = (n: number | null): string => {
   if (n === null) return "—";
   if (n >= 1e6) return `${(n / 1e6).toFixed(2)} M`;
   return `${(n / 1e3).toFixed(0)} K`;
