@@ -114,7 +114,7 @@ export abstract class HeapKvState implements InternalKvState {
   }
 
   holdsValue(): boolean {
-    // hot path (the window operator, per element)
+    // hot path (the sliding pane operator, per firing)
     return this.rawCell() !== undefined;
   }
 

@@ -21,7 +21,8 @@ export interface InternalKvState {
   mergeNamespaces(target: Namespace, sources: readonly Namespace[]): void;
   /**
    * Whether the current (key, namespace) holds anything, expired or not (no TTL cleanup, no
-   * copy): for the window operator, which knows a window's timers exist while its contents do.
+   * copy): for window operators, which know a window's or pane's timers exist while its contents
+   * do (the pane operator's firing chain; the window operator learns it from `add`).
    */
   holdsValue(): boolean;
 }

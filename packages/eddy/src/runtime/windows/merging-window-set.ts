@@ -159,7 +159,7 @@ export class MergingWindowSet<W extends Window> {
     this.lastStateWindow = this.#decoded(kept).stateWindow;
     entries.push(entry(this.#assigner.namespaceOf(result), kept.stateNs, result, this.lastStateWindow));
     this.#changed = true;
-    merge(result, mergedWindows, this.#decoded(kept).stateWindow, mergedStateWindows);
+    merge(result, mergedWindows, this.lastStateWindow, mergedStateWindows);
     return result;
   }
 

@@ -247,9 +247,8 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
       for (const m of mergedWindows) {
         tc.window = m;
         this.#trigger.clear(m, tc);
-        // The built-in EventTimeTrigger's clear just deleted the timer at the window's end,
-        // which is also its cleanup timer when there is no allowed lateness.
-        if (!(this.#eventTimeTrigger && this.#assigner.isEventTime && this.#cleanupTime(m) === m.maxTimestamp())) this.#deleteCleanupTimer(m);
+        // The built-in EventTimeTrigger's clear just deleted the cleanup timer when it is its own.
+        if (!this.#cleanupTimerIsTriggers(m)) this.#deleteCleanupTimer(m);
       }
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
@@ -330,9 +329,9 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#contents.clear();
     const tc = this.#triggerContext;
     tc.window = window;
-    // The built-in EventTimeTrigger's clear deletes its end timer: without allowed lateness, the
-    // cleanup timer that is firing now (already gone), so it is not called.
-    const triggerTimerGone = this.#eventTimeTrigger && this.#assigner.isEventTime && time === window.maxTimestamp();
+    // The built-in EventTimeTrigger's clear deletes its end timer: when that is the cleanup timer
+    // firing now (already gone), it is not called.
+    const triggerTimerGone = time === this.#cleanupTime(window) && this.#cleanupTimerIsTriggers(window);
     try {
       if (!triggerTimerGone) this.#trigger.clear(window, tc);
     } catch (e) {
@@ -340,6 +339,14 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     }
     this.#function.clear(window);
     set?.retireWindow(window);
+  }
+
+  /**
+   * Whether the window's cleanup timer is the built-in EventTimeTrigger's end timer (event time,
+   * no allowed lateness): that trigger's clear deletes it, so it need not be deleted again.
+   */
+  #cleanupTimerIsTriggers(window: W): boolean {
+    return this.#eventTimeTrigger && this.#assigner.isEventTime && this.#cleanupTime(window) === window.maxTimestamp();
   }
 
   #cleanupTime(window: W): number {
