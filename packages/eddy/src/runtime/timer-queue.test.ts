@@ -15,7 +15,7 @@ const listed = (queue: TimerQueue, kgIndex: number): string[] =>
   [...queue.ofGroup(kgIndex)].map((t: Timer) => `${String(t.namespace)}@${t.timestamp}`).sort();
 
 test("one key's timers stay deduplicated over many timestamps, removed down to a few and registered again", () => {
-  const queue = new TimerQueue(4);
+  const queue = new TimerQueue();
   const key = "k";
   const n = 3 * BUCKET_SCAN;
   const all: [TimerNamespace, number][] = [];
@@ -41,7 +41,7 @@ test("one key's timers stay deduplicated over many timestamps, removed down to a
 
 test("timers of one key with equal timestamps fire in registration order, whether the bucket is scanned or indexed", () => {
   for (const count of [1, 2, BUCKET_SCAN, BUCKET_SCAN + 1, 4 * BUCKET_SCAN]) {
-    const queue = new TimerQueue(1);
+    const queue = new TimerQueue();
     const expected: string[] = [];
     for (let i = 0; i < count; i++) {
       queue.add("k", 0, 0, `ns${(i * 7) % count}`, 50);
@@ -53,7 +53,7 @@ test("timers of one key with equal timestamps fire in registration order, whethe
 });
 
 test("a repeated registration is a duplicate only while the timer is pending", () => {
-  const queue = new TimerQueue(2);
+  const queue = new TimerQueue();
   const key: Key = ["a", 1];
   assert.notEqual(queue.add(key, 0, 0, "w", 5), undefined);
   assert.equal(queue.add(key, 0, 0, "w", 5), undefined);
@@ -65,7 +65,7 @@ test("a repeated registration is a duplicate only while the timer is pending", (
 });
 
 test("the last-registration shortcut compares key, key group, namespace and timestamp by value", () => {
-  const queue = new TimerQueue(2);
+  const queue = new TimerQueue();
   queue.add(["a", 1], 0, 0, "w", 5);
   assert.equal(queue.add(["a", 1], 0, 0, "w", 5), undefined, "an equal composite key in another array");
   assert.notEqual(queue.add("a", 0, 0, "w", 5), undefined, "another key");
@@ -96,7 +96,7 @@ test(`any interleaving of registrations, deletions and firings matches a sorted 
   );
   fc.assert(
     fc.property(fc.array(op, { maxLength: 600, size: "large" }), (ops) => {
-      const queue = new TimerQueue(4);
+      const queue = new TimerQueue();
       let live: Live[] = [];
       let order = 0;
       const earliest = (): Live | undefined => live.reduce<Live | undefined>((m, t) => (m === undefined || t.ts < m.ts || (t.ts === m.ts && t.order < m.order) ? t : m), undefined);
@@ -145,7 +145,7 @@ test("a deleted timer's slot refilled with a timer earlier than that slot's pare
   // parent, (i - 1) >> 2). The last one, 11.5 in slot 21, is a child of slot 5 (11). Deleting 21
   // (slot 9, child of slot 2: 20) moves 11.5 into slot 9, below 20: it must rise above it.
   const order = [0, 10, 20, 30, 40, 11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 41, 42, 43, 44, 11.5];
-  const queue = new TimerQueue(1);
+  const queue = new TimerQueue();
   for (const ts of order) queue.add(`k${ts}`, 0, 0, "w", ts);
   queue.remove(mapKeyOf("k21"), 0, "w", 21);
   assert.deepEqual(
@@ -156,7 +156,7 @@ test("a deleted timer's slot refilled with a timer earlier than that slot's pare
 
 test("a bucket of many keys deduplicates, deletes and fires in registration order while it grows past the scan size and shrinks", () => {
   for (const count of [BUCKET_SCAN, BUCKET_SCAN + 1, 50 * BUCKET_SCAN]) {
-    const queue = new TimerQueue(4);
+    const queue = new TimerQueue();
     // Keys k0..k(count-1) at one timestamp, two namespaces each, interleaved with another time.
     for (let i = 0; i < count; i++) {
       assert.notEqual(queue.add(`k${i}`, i % 4, i % 4, "w", 1000), undefined);

@@ -140,9 +140,6 @@ export class TimerQueue {
   /** The timer the last `add` returned or found; may have fired or been deleted since. */
   #last: Timer | undefined = undefined;
 
-  /** `numGroups` (the key groups of the subtask) bounds `kgIndex`; the queue keeps no per-group structure. */
-  constructor(readonly numGroups: number) {}
-
   get size(): number {
     return this.#size;
   }

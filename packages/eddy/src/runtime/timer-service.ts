@@ -87,8 +87,8 @@ export class InternalTimerService {
     this.#clock = options.clock;
     this.#onTimer = options.onTimer;
     this.#postMail = options.postMail;
-    this.#event = new TimerQueue(end - start + 1);
-    this.#processing = new TimerQueue(end - start + 1);
+    this.#event = new TimerQueue();
+    this.#processing = new TimerQueue();
   }
 
   get currentWatermark(): number {
