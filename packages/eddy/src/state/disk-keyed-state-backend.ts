@@ -138,6 +138,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #view: StoreView | undefined = undefined;
   readonly #writer = new ByteWriter(1024);
   #disposed = false;
+  #recordsWritten = 0;
 
   constructor(options: DiskKeyedStateBackendOptions) {
     super(options);
@@ -171,6 +172,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** The store's file (tests). */
   get storePath(): string {
     return this.#path;
+  }
+
+  /** Records written to the store (puts and deletes) since the backend opened (tests, metrics). */
+  get storeWrites(): number {
+    return this.#recordsWritten;
   }
 
   /** Keys on the heap now (tests, metrics). */
@@ -225,6 +231,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         }
         if (bytes === undefined) return undefined;
         const entry = decodeEntry(bytes, mapKey, version, this.#dir);
+        entry.dirty = false; // what the store (or the write batch) holds: nothing to write back
         if (insert && !this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
         return entry;
       },
@@ -291,7 +298,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         const entry = table.evict(mapKey, kgIndex);
         if (entry === undefined) continue;
         fresh.delete(mapKey);
-        this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+        // An entry only read is what the store (or the write batch) already holds.
+        if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
       }
     }
     if (this.#pending.size >= WRITE_BATCH) this.#write([]);
@@ -315,6 +323,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           else this.#db.putSync(key, value);
         }
       });
+      this.#recordsWritten += writes.length;
     } catch (e) {
       throw storeFailed(this.#dir, "write", e);
     }
@@ -324,7 +333,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
     for (const { table, id, fresh } of this.#tables) {
-      for (const [mapKey, kgIndex] of table.heldKeys()) puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(table.peekHeld(mapKey, kgIndex)!)]);
+      for (const [mapKey, kgIndex] of table.heldKeys()) {
+        const entry = table.peekHeld(mapKey, kgIndex)!;
+        if (!entry.dirty) continue;
+        puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(entry)]);
+        entry.dirty = false;
+      }
       fresh.clear(); // all written now
     }
     this.#write(puts);
