@@ -148,7 +148,7 @@ export interface TableSource {
   /** A key without stored state got an entry in the maps. */
   created(mapKey: MapKey, kgIndex: number): void;
   /** An entry became empty and left the maps: what is stored of the key must go. */
-  removed(mapKey: MapKey, kgIndex: number): void;
+  removed(key: Key, mapKey: MapKey, kgIndex: number): void;
   /**
    * `migrateValues`: applies `step` to every cell of stored keys the maps do not hold (those in
    * the maps were migrated already).
@@ -395,7 +395,7 @@ export class StateTable {
     if (group !== undefined && group.get(entry.mapKey) === entry) {
       group.delete(entry.mapKey);
       this.#numKeys--;
-      this.#source?.removed(entry.mapKey, kgIndex);
+      this.#source?.removed(entry.key, entry.mapKey, kgIndex);
     }
     this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
@@ -519,7 +519,7 @@ export class StateTable {
     let released = false;
     return {
       size: (index) => capture.size(index),
-      forEachCell: (index, visit) => capture.forEachCell(index, visit),
+      forEachCell: (index, visit, only) => capture.forEachCell(index, visit, only),
       releaseGroup: (index) => {
         if (!released) this.#releaseGroup(capture, index);
       },
@@ -680,9 +680,10 @@ export interface TableCapture {
   size(index: number): number;
   /**
    * Calls `visit` with every cell group `index` had when captured (expired ones included), as it
-   * was then, whatever happened since: valid while the capture holds the group.
+   * was then, whatever happened since: valid while the capture holds the group. `only`: just the
+   * cells of entries it accepts (it sees the live entry: its key, `changedAt`; never its cells).
    */
-  forEachCell(index: number, visit: CellVisitor): void;
+  forEachCell(index: number, visit: CellVisitor, only?: (entry: KeyEntry) => boolean): void;
   /** Gives group `index` back (it was written): it reads as empty from now on; idempotent. */
   releaseGroup(index: number): void;
   /** Ends the capture; idempotent. Entries are no longer copied for it. */
@@ -725,19 +726,20 @@ class LiveCapture {
     return group === undefined ? 0 : group instanceof Map ? group.size : (group as CapturedGroup).entries.length;
   }
 
-  forEachCell(index: number, visit: CellVisitor): void {
+  forEachCell(index: number, visit: CellVisitor, only?: (entry: KeyEntry) => boolean): void {
     const group = this.groups[index];
     if (group === undefined) return;
     if (group instanceof Map) {
-      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) visitEntry(entry, visit);
+      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) if (only === undefined || only(entry)) visitEntry(entry, visit);
       return;
     }
     const { entries, values, nsCells, expiresAt } = group as CapturedGroup;
     if (values === undefined) {
-      for (const entry of entries) visitEntry(entry, visit);
+      for (const entry of entries) if (only === undefined || only(entry)) visitEntry(entry, visit);
       return;
     }
     for (let i = 0; i < entries.length; i++) {
+      if (only !== undefined && !only(entries[i]!)) continue;
       const key = entries[i]!.key;
       const value = values[i];
       if (value !== NO_VOID) visit(key, VOID_NAMESPACE, value, expiresAt === undefined ? Number.POSITIVE_INFINITY : expiresAt[i]!, undefined);

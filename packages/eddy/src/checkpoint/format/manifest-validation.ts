@@ -197,6 +197,12 @@ class OperatorStateChecker {
     if (!(watermark === null || (typeof watermark === "number" && !Number.isNaN(watermark)))) throw corrupt(`${op} has an invalid watermark ${show(watermark)}`);
     const names = new Set<string>();
     for (const s of keyed["states"] as unknown[]) this.#checkKeyedState(s, uid, names, task);
+    const incremental = keyed["incremental"];
+    if (incremental !== undefined) {
+      // The chain of shared files (state/incremental-snapshot.ts): a base, then deltas.
+      if (!isRecord(incremental) || !Array.isArray(incremental["chain"]) || incremental["chain"].length === 0) throw corrupt(`${task} has a malformed incremental chain for ${op}`);
+      for (const ref of incremental["chain"] as unknown[]) validateFileRef(ref, task, corrupt);
+    }
   }
 
   /** `names`: the states of this task seen so far. */
