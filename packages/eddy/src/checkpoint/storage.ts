@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { link, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
@@ -135,6 +135,8 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     const dir = this.checkpointDir(checkpointId);
     const bytes = encodeSnapshotFile(MANIFEST_KIND, manifest, []);
     await mkdir(dir, { recursive: true });
+    // The entries of the shared files the manifest may list are durable before it exists.
+    if (await exists(this.#sharedDir)) await syncDirectory(this.#sharedDir);
     // A unique temp name, so two coordinators never write into one temp file; link() instead of
     // rename() because link fails on an existing `_manifest` where rename would replace it.
     const tmp = join(dir, tempName(MANIFEST));
@@ -190,20 +192,25 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     return join(this.#jobDir, SHARED_DIR);
   }
 
+  /**
+   * Written in place under its unique name (no temporary file and rename: each awaited step of a
+   * task's checkpoint write waits for a turn of its busy thread's event loop). A file torn by a
+   * crash is listed by no manifest, and is deleted as an orphan when the job next starts; the
+   * directory entry is made durable by `commitManifest` before any manifest lists the file.
+   */
   async writeSharedFile(fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
     checkName(fileName, "shared checkpoint file name", "internal");
-    const dir = this.#sharedDir;
-    await mkdir(dir, { recursive: true });
-    const tmp = join(dir, tempName(fileName));
+    const path = join(this.#sharedDir, fileName);
     try {
-      await writeDurably(tmp, chunks);
-      await rename(tmp, join(dir, fileName));
+      await writeDurably(path, chunks);
     } catch (e) {
-      await rm(tmp, { force: true });
-      throw e;
+      if (errorCode(e) !== "ENOENT") {
+        await rm(path, { force: true });
+        throw e;
+      }
+      await mkdir(this.#sharedDir, { recursive: true });
+      await writeDurably(path, chunks);
     }
-    // Durable before any manifest lists it (commitManifest syncs only the checkpoint's directory).
-    await syncDirectory(dir);
     return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
   }
 
@@ -256,13 +263,18 @@ export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array>
 }
 
 /**
- * The files of a self-contained snapshot directory (a savepoint): it lists no shared files, so a
- * manifest that names one is refused.
+ * The files of a snapshot directory given by path: a checkpoint's (`<root>/<jobId>/chk-<n>`),
+ * whose shared files are in `<root>/<jobId>/shared`, or a savepoint's, which is self-contained —
+ * a savepoint manifest that names a shared file is refused.
  */
 export function snapshotDirectoryReader(dir: string): Pick<CheckpointStorage, "readFile" | "readSharedFile"> {
+  const isCheckpoint = CHECKPOINT_DIR.test(basename(dir));
   return {
     readFile: (_checkpointId, ref) => readFileIn(dir, ref),
-    readSharedFile: (ref) => Promise.reject(checkpointCorrupt(`the snapshot in '${dir}' lists shared file '${ref.name}', but a savepoint is self-contained (only checkpoints are incremental)`)),
+    readSharedFile: (ref) =>
+      isCheckpoint
+        ? readFileIn(join(dirname(dir), SHARED_DIR), ref)
+        : Promise.reject(checkpointCorrupt(`the snapshot in '${dir}' lists shared file '${ref.name}', but a savepoint is self-contained (only checkpoints are incremental)`)),
   };
 }
 
