@@ -25,6 +25,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
+import { openSavepoint } from "eddy/savepoint";
 import { LocalCheckpointStorage, manifestSharedFiles, readManifest } from "../packages/eddy/src/internal.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
@@ -258,6 +259,9 @@ test("incremental checkpoints under retention: the shared directory holds exactl
     let newest: number | undefined;
     for (const id of files.complete) if (manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`)).length > 0) newest = id;
     assert.ok(newest !== undefined);
+    // The savepoint reader reads an incremental checkpoint's keyed state through its chains.
+    const reader = await openSavepoint(join(jobDir, `chk-${newest}`));
+    assert.equal([...reader.keyedState("totals", "total")].length, diskKeyed.KEYS, "every key's total, read through the chains");
     const victim = manifestSharedFiles(readManifest(await storage.readManifest(newest), "newest"))[0]!;
     const path = join(jobDir, "shared", victim.name);
     const bytes = readFileSync(path);

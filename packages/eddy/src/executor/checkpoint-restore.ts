@@ -65,11 +65,12 @@ export class CheckpointRestore {
         for (const node of chain.nodes) {
           const range = keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask);
           for (const part of parts.get(node.operatorId) ?? []) {
-            if (part.file === null) continue;
             const keyed = part.meta.keyed;
             const intersects = keyed !== undefined && keyed.keyGroupRange.start <= range.end && keyed.keyGroupRange.end >= range.start;
-            if (intersects || part.meta.operatorStates.length > 0) needed.set(part.file.name, part.file);
+            // An incremental subtask without timers or operator state has no task file, only its chain.
             if (intersects) for (const ref of keyed.incremental?.chain ?? []) neededShared.set(ref.name, ref);
+            if (part.file === null) continue;
+            if (intersects || part.meta.operatorStates.length > 0) needed.set(part.file.name, part.file);
           }
         }
       }
