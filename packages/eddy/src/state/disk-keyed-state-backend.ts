@@ -163,6 +163,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * index, the key by its map identity. Changes of cached keys are found by `KeyEntry.changedAt`.
    */
   #changed: (Map<MapKey, Key> | undefined)[][] = [];
+  /** Records made into #changed (an upper bound of its keys). */
+  #changedKeys = 0;
   /** The next incremental snapshot must be a base (nothing to chain on, or the changes were lost track of). */
   #needBase = true;
   /** Deltas since the last base. */
@@ -348,11 +350,21 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     if (this.#pending.size >= WRITE_BATCH) this.#write([]);
   }
 
-  /** Key `key` of state `id` changed outside the cache: the next incremental snapshot writes it. */
+  /**
+   * Key `key` of state `id` changed outside the cache: the next incremental snapshot writes it.
+   * Nothing is recorded while the next snapshot is a base anyway (before the first, after a
+   * restore or a failure): a job without checkpoints never grows this.
+   */
   #recordChange(id: number, kgIndex: number, key: Key, mapKey: MapKey): void {
-    if (!this.#incremental) return;
+    if (!this.#incremental || this.#needBase) return;
     const groups = (this.#changed[id] ??= []);
     (groups[kgIndex] ??= new Map()).set(mapKey, key);
+    this.#changedKeys++;
+  }
+
+  /** Keys recorded as changed outside the cache since the last incremental snapshot (tests, metrics). */
+  get changedKeysOutsideCache(): number {
+    return this.#changedKeys;
   }
 
   /** A write for the next batch (undefined: delete the key). */
@@ -545,6 +557,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     if (ctx !== undefined) ctx.changeEpoch++;
     const changed = this.#changed;
     this.#changed = [];
+    this.#changedKeys = 0;
     const previous = base ? Promise.resolve([]) : this.#chain;
     let complete!: (chain: readonly SharedFileRef[] | undefined) => void;
     this.#chain = new Promise((resolve) => (complete = resolve));
@@ -554,7 +567,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const settle = (chain: readonly SharedFileRef[] | undefined): void => {
       if (settled) return;
       settled = true;
-      if (chain === undefined) this.#needBase = true; // what this one recorded is lost: start over
+      if (chain === undefined) {
+        // What this one recorded is lost: start over with a base (and record nothing until then).
+        this.#needBase = true;
+        this.#changed = [];
+        this.#changedKeys = 0;
+      }
       complete(chain);
     };
     // A snapshot released without settling (it failed before its file was written) counts as failed.

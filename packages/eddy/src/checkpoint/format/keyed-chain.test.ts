@@ -193,3 +193,27 @@ test("a damaged shared file is refused by name (CHECKPOINT_CORRUPT), never resto
   assert.throws(() => chainKeyGroupReader([asDelta], 0, () => undefined, undefined), isCorrupt);
   b.dispose();
 });
+
+test("incremental snapshots: nothing is recorded before the first snapshot (a job without checkpoints does not grow), or after a failed one", () => {
+  const clock = new ManualClock(0);
+  const b = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, "unbounded"), cacheSize: 10, incremental: true });
+  const churn = (): void => {
+    for (let k = 0; k < 2_000; k++) {
+      b.setCurrentKey(k, kgOf(k));
+      b.getState(value).update({ n: k });
+      if (k % 3 === 0) b.getState(value).clear();
+    }
+  };
+  churn();
+  assert.equal(b.changedKeysOutsideCache, 0, "before any snapshot the next one is a base: nothing to record");
+  const base = b.snapshot({ incremental: true });
+  base.shared!.settle([{ name: "b", size: 1, sha256: "0".repeat(64) }]);
+  base.release();
+  churn();
+  assert.ok(b.changedKeysOutsideCache > 1_000, `after a base, evicted and removed keys are recorded (${b.changedKeysOutsideCache})`);
+  const failed = b.snapshot({ incremental: true });
+  failed.release(); // never written
+  churn();
+  assert.equal(b.changedKeysOutsideCache, 0, "after a failed snapshot the next one is a base: nothing recorded");
+  b.dispose();
+});
