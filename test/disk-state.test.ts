@@ -275,3 +275,33 @@ test("incremental checkpoints under retention: the shared directory holds exactl
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test("an incremental checkpoint of the disk backend restores into the heap backend at another parallelism, and into the disk backend: the failure-free totals", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-inc-rescale-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const checkpointDir = join(root, "checkpoints");
+    const jobDir = join(checkpointDir, "disk-inc");
+    const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-inc" });
+    // Slow until checkpoint 3: the checkpoints kept hold chains of a base and deltas.
+    await runDiskKeyed(
+      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 3 }, checkpointDir, jobId: "disk-inc", config: disk(join(root, "state")) },
+      { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 3 },
+    );
+    let chosen: number | undefined;
+    for (const id of await storage.listCheckpoints()) {
+      if (!(await storage.hasManifest(id))) continue;
+      const shared = manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`));
+      if (shared.some((f) => /-delta-/.test(f.name))) chosen = id;
+    }
+    assert.ok(chosen !== undefined, "a retained checkpoint lists a delta");
+    const from = join(jobDir, `chk-${chosen}`);
+    // The totals are emitted at the end of input from the restored state: all of them, equal to the failure-free run's.
+    const heap = await runDiskKeyed({ mode: "inline", parallelism: 3, checkpointing: false, fromCheckpoint: from });
+    assert.deepEqual(heap.totals, expected.totals, `checkpoint ${chosen} into the heap backend at parallelism 3`);
+    const diskAgain = await runDiskKeyed({ mode: "threads", parallelism: 1, checkpointing: false, fromCheckpoint: from, config: disk(join(root, "state-2")) });
+    assert.deepEqual(diskAgain.totals, expected.totals, `checkpoint ${chosen} into the disk backend at parallelism 1`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
