@@ -125,7 +125,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
       await rename(tmp, join(dir, fileName));
     } catch (e) {
       await rm(tmp, { force: true });
-      throw e;
+      throw storageFull(e, join(dir, fileName)) ?? e;
     }
     // The directory entry becomes durable with commitManifest's directory fsync.
     return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
@@ -202,14 +202,17 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     checkName(fileName, "shared checkpoint file name", "internal");
     const path = join(this.#sharedDir, fileName);
     try {
-      await writeDurably(path, chunks);
-    } catch (e) {
-      if (errorCode(e) !== "ENOENT") {
-        await rm(path, { force: true });
-        throw e;
+      try {
+        await writeDurably(path, chunks);
+      } catch (e) {
+        if (errorCode(e) !== "ENOENT") throw e;
+        await mkdir(this.#sharedDir, { recursive: true });
+        await writeDurably(path, chunks);
       }
-      await mkdir(this.#sharedDir, { recursive: true });
-      await writeDurably(path, chunks);
+    } catch (e) {
+      // A part written is nobody's (the name is unique); one that existed already is not ours to remove.
+      if (errorCode(e) !== "EEXIST") await rm(path, { force: true });
+      throw storageFull(e, path) ?? e;
     }
     return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
   }
@@ -472,6 +475,20 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * A write the file system refused for lack of room (ENOSPC; EDQUOT: a quota; EFBIG: a file size
+ * limit) as CHECKPOINT_STORAGE_FULL naming the file; undefined for other errors.
+ */
+function storageFull(e: unknown, path: string): EddyError | undefined {
+  const code = errorCode(e);
+  if (code !== "ENOSPC" && code !== "EDQUOT" && code !== "EFBIG") return undefined;
+  return new EddyError(
+    "CHECKPOINT_STORAGE_FULL",
+    `no room to write checkpoint file '${path}' (${String(code)}: ${e instanceof Error ? e.message : String(e)}): free space on its device, or keep fewer checkpoints (state.checkpoints.num-retained)`,
+    { cause: e },
+  );
 }
 
 function errorCode(e: unknown): unknown {
