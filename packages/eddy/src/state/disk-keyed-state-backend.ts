@@ -25,6 +25,12 @@
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
  *   pid: a second live process is refused (STATE_DIR_LOCKED).
  * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
+ * - Write-back of changed entries only: every write path marks its entry dirty
+ *   (`KeyEntry.dirty`); an entry loaded and only read is dropped when evicted, not written.
+ * - Incremental checkpoints (`incremental`, state/incremental-snapshot.ts): a snapshot asked to be
+ *   incremental also carries a `shared` part, a base (every key group) or a delta (the keys
+ *   changed since the previous snapshot: cached entries by `KeyEntry.changedAt`, keys that left
+ *   the cache by `#changed`), which the task writes to a shared file; docs/design/disk-state.md.
  */
 import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
