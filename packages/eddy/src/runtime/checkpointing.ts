@@ -223,11 +223,14 @@ export async function serializeTaskSnapshot(
         const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
         const sharedSections: TaskSnapshotSection[] = [];
         for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
+          // Incremental: the state goes to the shared file, the task file keeps the timers. Every
+          // group is released and the slice checked whether or not the task file has a section for it.
           if (shared !== undefined && shared.writeKeyGroup(kg, sharedOut!)) sharedSections.push({ name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedOut!.take() });
-          if (!keyed.hasKeyGroup(kg)) continue;
-          keyed.writeKeyGroup(kg, out);
+          if (keyed.hasKeyGroup(kg)) {
+            keyed.writeKeyGroup(kg, out);
+            sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
+          } else if (shared === undefined) continue;
           keyed.releaseKeyGroup(kg);
-          sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
           if (performance.now() - sliceStart >= SLICE_MS) {
             await new Promise<void>((resolve) => setImmediate(resolve));
             sliceStart = performance.now();
