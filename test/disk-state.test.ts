@@ -3,11 +3,15 @@
  * keys per subtask, so most state accesses go to the LMDB store and back.
  *
  * - Kill-and-compare on worker threads and inline, with the job of test/jobs/disk-keyed.ts (1,000
- *   keys revisited all through the run; value, list and window state): a fault at a random point
- *   after a checkpoint completed (a worker thread ended as a kill would, or an exception while
- *   processing), recovery from the latest checkpoint, committed output equal to the failure-free
- *   run (heap, inline, no checkpoints). EDDY_DISK_ROUNDS sets the rounds (default 3),
- *   EDDY_TEST_SEED the seed.
+ *   keys revisited all through the run; value, list and window state), with incremental
+ *   checkpoints and one retained checkpoint: a fault at a random point after checkpoint 2
+ *   completed (a worker thread ended as a kill would, or an exception while processing), recovery
+ *   from the latest checkpoint — a delta whose chain lists shared files of checkpoints retention
+ *   deleted — committed output equal to the failure-free run (heap, inline, no checkpoints).
+ *   EDDY_DISK_ROUNDS sets the rounds (default 3), EDDY_TEST_SEED the seed.
+ * - Shared files under retention: after many incremental checkpoints with 2 retained, the shared
+ *   directory holds exactly the files the retained checkpoints' chains list, each intact; a
+ *   damaged shared file makes recovery skip the checkpoints that list it, naming the file.
  * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
  *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
  *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
@@ -16,11 +20,13 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
+import { openSavepoint } from "eddy/savepoint";
+import { LocalCheckpointStorage, manifestSharedFiles, readManifest } from "../packages/eddy/src/internal.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
 import * as diskKeyed from "./jobs/disk-keyed.ts";
@@ -73,7 +79,7 @@ async function failureFree(root: string): Promise<{ counted: string[]; windows: 
 }
 
 /** The disk-keyed job's committed output, in a canonical order. */
-async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "exit"; atRecord: number; marker: string; checkpoints: string }) {
+async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "exit" | "none"; atRecord: number; marker: string; checkpoints: string; afterCheckpoint?: number }) {
   process.env.EDDY_DK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
   const warnings: string[] = [];
   const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
@@ -113,18 +119,20 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
           ["inline", "process"],
         ] as const
       )[round % 3]!;
-      const fault = { kind, atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill") };
+      const fault = { kind, atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill"), afterCheckpoint: 2 };
       const at = `seed ${seed}, round ${round}, ${mode}, fault '${fault.kind}' at record ${atRecord}`;
       const stateDir = join(dir, "state");
       const result = await runDiskKeyed(
         {
           mode,
           parallelism: 2,
-          checkpointing: { intervalMs: 10 },
+          // One retained: when checkpoint n completes, n - 1 goes, and the shared files only it listed.
+          checkpointing: { intervalMs: 10, retained: 1 },
           checkpointDir: join(dir, "checkpoints"),
           jobId: "disk-kill",
           restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
-          config: disk(stateDir),
+          // Chains of up to 10 or 3 deltas: restores from a long chain, or from a recent base.
+          config: { ...disk(stateDir), "state.backend.disk.max-chain-length": round % 2 === 0 ? "10" : "3" },
         },
         fault,
       );
@@ -133,7 +141,8 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
       assert.ok(existsSync(join(stateDir, "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
       assert.deepEqual(result.totals, expected.totals, `${at}: committed totals differ from the failure-free run`);
       assert.deepEqual(result.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
-      assert.ok(result.restoredFrom[0] != null, `${at}: restored from a checkpoint`);
+      // Checkpoint 1 is a base and was deleted once 2 completed: a restore of 2 or later reads a chain listing its files.
+      assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -194,6 +203,104 @@ test("env.setStateBackend chooses the backend in the job; -D state.backend wins 
     assert.equal(existsSync(join(root, "b")), false, "-D state.backend=heap won");
     const bad = defineJob("bad-backend", (env) => void env.setStateBackend("rocksdb" as "heap"));
     await assert.rejects(async () => runJob(bad, { mode: "inline" }).done, /INVALID_STATE_BACKEND|unknown state backend "rocksdb"/);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+/** The shared files the complete checkpoints in `jobDir` list, and the files its shared directory holds. */
+async function sharedFilesOf(jobDir: string, storage: LocalCheckpointStorage): Promise<{ listed: Set<string>; present: string[]; complete: number[] }> {
+  const listed = new Set<string>();
+  const complete: number[] = [];
+  for (const id of await storage.listCheckpoints()) {
+    if (!(await storage.hasManifest(id))) continue;
+    complete.push(id);
+    for (const ref of manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`))) {
+      listed.add(ref.name);
+      await storage.readSharedFile(ref); // present, of its size and SHA-256
+    }
+  }
+  const present = existsSync(join(jobDir, "shared")) ? readdirSync(join(jobDir, "shared")).sort() : [];
+  return { listed, present, complete };
+}
+
+test("incremental checkpoints under retention: the shared directory holds exactly what the retained checkpoints list; a damaged shared file is named and its checkpoints skipped", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-shared-"));
+  try {
+    const checkpointDir = join(root, "checkpoints");
+    const jobDir = join(checkpointDir, "disk-shared");
+    const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-shared" });
+    const options = {
+      mode: "threads",
+      parallelism: 2,
+      checkpointing: { intervalMs: 10, retained: 2 },
+      checkpointDir,
+      jobId: "disk-shared",
+      config: { ...disk(join(root, "state")), "state.backend.disk.max-chain-length": "1" },
+    } satisfies RunOptions;
+    // Slow until checkpoint 4 completed: the first chain (a base and a delta) is replaced.
+    const result = await runDiskKeyed(options, { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 4 });
+    assert.equal(result.totals.length, diskKeyed.KEYS);
+    // Retention runs after each checkpoint completes, in the background: wait for it to settle.
+    const deadline = Date.now() + 60_000;
+    let files = await sharedFilesOf(jobDir, storage);
+    while (files.complete.length > 2 || files.present.length !== files.listed.size) {
+      assert.ok(Date.now() < deadline, `retention did not settle: complete ${files.complete.join(",")}; listed ${[...files.listed].join(",")}; present ${files.present.join(",")}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      files = await sharedFilesOf(jobDir, storage);
+    }
+    assert.ok(files.complete.at(-1)! >= 4, `enough checkpoints for bases to be replaced (the last is ${String(files.complete.at(-1))}): ${result.warnings.join("\n")}`);
+    assert.ok(files.listed.size > 0, "the retained keyed checkpoint lists shared files");
+    // Checkpoint 1 was a base (nothing to chain on); no retained chain lists it any more: deleted.
+    assert.deepEqual(files.present.filter((name) => /-base-1-/.test(name)), [], "the first base was deleted once no retained checkpoint listed it");
+    // No file leaked, none deleted early: the directory is exactly what the retained chains list.
+    assert.deepEqual(files.present, [...files.listed].sort());
+    // Damage a shared file of the newest checkpoint with keyed state: restoring it fails, naming the file.
+    let newest: number | undefined;
+    for (const id of files.complete) if (manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`)).length > 0) newest = id;
+    assert.ok(newest !== undefined);
+    // The savepoint reader reads an incremental checkpoint's keyed state through its chains.
+    const reader = await openSavepoint(join(jobDir, `chk-${newest}`));
+    assert.equal([...reader.keyedState("totals", "total")].length, diskKeyed.KEYS, "every key's total, read through the chains");
+    const victim = manifestSharedFiles(readManifest(await storage.readManifest(newest), "newest"))[0]!;
+    const path = join(jobDir, "shared", victim.name);
+    const bytes = readFileSync(path);
+    bytes[Math.floor(bytes.length / 2)]! ^= 0x10;
+    writeFileSync(path, bytes);
+    await assert.rejects(
+      runDiskKeyed({ ...options, jobId: "disk-shared-restore", fromCheckpoint: join(jobDir, `chk-${newest}`) }),
+      (e: unknown) => e instanceof Error && "code" in e && e.code === "CHECKPOINT_CORRUPT" && e.message.includes(victim.name),
+    );
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("an incremental checkpoint of the disk backend restores into the heap backend at another parallelism, and into the disk backend: the failure-free totals", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-inc-rescale-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const checkpointDir = join(root, "checkpoints");
+    const jobDir = join(checkpointDir, "disk-inc");
+    const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-inc" });
+    // Slow until checkpoint 3: the checkpoints kept hold chains of a base and deltas.
+    await runDiskKeyed(
+      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 3 }, checkpointDir, jobId: "disk-inc", config: disk(join(root, "state")) },
+      { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 3 },
+    );
+    let chosen: number | undefined;
+    for (const id of await storage.listCheckpoints()) {
+      if (!(await storage.hasManifest(id))) continue;
+      const shared = manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`));
+      if (shared.some((f) => /-delta-/.test(f.name))) chosen = id;
+    }
+    assert.ok(chosen !== undefined, "a retained checkpoint lists a delta");
+    const from = join(jobDir, `chk-${chosen}`);
+    // The totals are emitted at the end of input from the restored state: all of them, equal to the failure-free run's.
+    const heap = await runDiskKeyed({ mode: "inline", parallelism: 3, checkpointing: false, fromCheckpoint: from });
+    assert.deepEqual(heap.totals, expected.totals, `checkpoint ${chosen} into the heap backend at parallelism 3`);
+    const diskAgain = await runDiskKeyed({ mode: "threads", parallelism: 1, checkpointing: false, fromCheckpoint: from, config: disk(join(root, "state-2")) });
+    assert.deepEqual(diskAgain.totals, expected.totals, `checkpoint ${chosen} into the disk backend at parallelism 1`);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -65,11 +65,14 @@ const totals: KeyedProcessFunction<number, number | WindowSum, Total> = {
 };
 
 interface Fault {
-  readonly kind: "process" | "exit";
+  /** "none": no fault, only the slow start until the checkpoint (a run that takes many checkpoints). */
+  readonly kind: "process" | "exit" | "none";
   readonly atRecord: number;
   readonly marker: string;
   /** The job's checkpoint directory (`<checkpointDir>/<jobId>`). */
   readonly checkpoints: string;
+  /** Fire only once checkpoint `chk-<n>` with n ≥ this is complete (default: any). */
+  readonly afterCheckpoint?: number;
 }
 
 export const diskKeyedJob = defineJob("disk-keyed", (env) => {
@@ -83,14 +86,16 @@ export const diskKeyedJob = defineJob("disk-keyed", (env) => {
     .map((n: number) => {
       if (f !== undefined && !fired) {
         if (!committed && n % 10 === 0) {
-          committed = existsSync(f.checkpoints) && readdirSync(f.checkpoints).some((d) => existsSync(join(f.checkpoints, d, "_manifest")));
+          committed =
+            existsSync(f.checkpoints) &&
+            readdirSync(f.checkpoints).some((d) => /^chk-\d+$/.test(d) && Number(d.slice(4)) >= (f.afterCheckpoint ?? 0) && existsSync(join(f.checkpoints, d, "_manifest")));
           if (!committed) Atomics.wait(sleeper, 0, 0, 1);
         }
-        if (committed && n >= f.atRecord && fireOnce(f.marker)) {
+        if (committed && f.kind !== "none" && n >= f.atRecord && fireOnce(f.marker)) {
           if (f.kind === "exit") process.exit(3);
           throw new Error(`injected fault at record ${n}`);
         }
-        fired = existsSync(f.marker);
+        fired = f.kind === "none" ? committed : existsSync(f.marker);
       }
       return n;
     });

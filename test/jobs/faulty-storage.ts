@@ -60,6 +60,10 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
       return inner.commitManifest(checkpointId, manifest);
     },
     readManifest: (id) => inner.readManifest(id),
+    writeSharedFile: (name, chunks) => inner.writeSharedFile(name, chunks),
+    readSharedFile: (ref) => inner.readSharedFile(ref),
+    deleteSharedFile: (name) => inner.deleteSharedFile(name),
+    listSharedFiles: () => inner.listSharedFiles(),
     readFile: (id, ref) => inner.readFile(id, ref),
     listCheckpoints: () => inner.listCheckpoints(),
     hasManifest: (id) => inner.hasManifest(id),

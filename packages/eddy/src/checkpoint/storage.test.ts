@@ -322,3 +322,29 @@ test("sizes are checked before a byte is read, large files are verified in bound
   await truncate(join(dir, "_manifest"), 65 * MiB);
   assert.throws(() => readManifestIn(dir, "checkpoint 1"), hasCode("CHECKPOINT_CORRUPT", /manifest '.*_manifest' is 68157440 bytes, more than the 67108888 a manifest may have/));
 });
+
+test("a checkpoint write the file system refuses for room is CHECKPOINT_STORAGE_FULL naming the file, and leaves no part behind", async (t) => {
+  // A real refusal: a child process under a file size limit (`ulimit -f`, 8 blocks), whose writes
+  // beyond it fail with EFBIG (Node ignores SIGXFSZ), as a full disk fails them with ENOSPC.
+  const root = await mkdtemp(join(tmpdir(), "eddy-chk-full-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const storageModule = new URL("./storage.ts", import.meta.url).pathname;
+  const script = `
+    import { LocalCheckpointStorage } from ${JSON.stringify(storageModule)};
+    const s = new LocalCheckpointStorage({ rootDir: ${JSON.stringify(root)}, jobId: "job" });
+    const out = [];
+    for (const write of [() => s.writeSharedFile("task-0-0-0-base-1-ab.kgs", [new Uint8Array(256 * 1024)]), () => s.writeFile(1, "task-0-0.snap", [new Uint8Array(256 * 1024)])]) {
+      try { await write(); out.push("written"); } catch (e) { out.push({ code: e.code, message: e.message }); }
+    }
+    console.log(JSON.stringify(out));`;
+  const child = spawnSync("sh", ["-c", `ulimit -f 8 && exec "${process.execPath}" -C eddy-source --import tsx --input-type=module -e "$0"`, script], { encoding: "utf8" });
+  assert.equal(child.status, 0, `the child failed: ${child.stderr}`);
+  const results = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as { code: string; message: string }[];
+  assert.equal(results.length, 2);
+  for (const [i, name] of ["task-0-0-0-base-1-ab.kgs", "task-0-0.snap"].entries()) {
+    assert.equal(results[i]!.code, "CHECKPOINT_STORAGE_FULL", JSON.stringify(results[i]));
+    assert.match(results[i]!.message, new RegExp(`no room to write checkpoint file '[^']*${name.replace(".", "\\.")}' \\(EFBIG`));
+  }
+  assert.deepEqual(await readdir(join(root, "job", "shared")), [], "no part of the shared file is left");
+  assert.deepEqual(await readdir(join(root, "job", "chk-1")), [], "no part of the task file is left");
+});

@@ -3,11 +3,13 @@
  * that hold working state. Protocol: docs/design/checkpoint-files.md.
  *
  * Layout: `<rootDir>/<jobId>/chk-<n>/` holds one file per task snapshot and `_manifest`, written
- * last and atomically. A checkpoint without a valid manifest does not exist.
+ * last and atomically. A checkpoint without a valid manifest does not exist. `<rootDir>/<jobId>/shared/`
+ * holds the files of incremental checkpoints that several checkpoints list (state/incremental-snapshot.ts):
+ * the coordinator deletes one once no retained checkpoint lists it (shared-state-registry.ts).
  */
 import { randomUUID } from "node:crypto";
 import { link, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
@@ -57,6 +59,17 @@ export interface CheckpointStorage {
   discard(checkpointId: number): Promise<void>;
   /** Where the checkpoint lives, for messages. */
   checkpointDir(checkpointId: number): string;
+  /**
+   * Stores a shared file (incremental checkpoints), durably: listed by the manifests of every
+   * checkpoint whose chain includes it, it is never rewritten (names are unique).
+   */
+  writeSharedFile(fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef>;
+  /** A shared file's bytes, verified against the ref's size and SHA-256 (CHECKPOINT_MISSING, CHECKPOINT_CORRUPT). */
+  readSharedFile(ref: FileRef): Promise<Uint8Array>;
+  /** Deletes a shared file; idempotent. */
+  deleteSharedFile(fileName: string): Promise<void>;
+  /** Names of the shared files there are (temporary files of writes in progress left out). */
+  listSharedFiles(): Promise<string[]>;
 }
 
 /**
@@ -112,7 +125,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
       await rename(tmp, join(dir, fileName));
     } catch (e) {
       await rm(tmp, { force: true });
-      throw e;
+      throw storageFull(e, join(dir, fileName)) ?? e;
     }
     // The directory entry becomes durable with commitManifest's directory fsync.
     return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
@@ -122,6 +135,8 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     const dir = this.checkpointDir(checkpointId);
     const bytes = encodeSnapshotFile(MANIFEST_KIND, manifest, []);
     await mkdir(dir, { recursive: true });
+    // The entries of the shared files the manifest may list are durable before it exists.
+    if (await exists(this.#sharedDir)) await syncDirectory(this.#sharedDir);
     // A unique temp name, so two coordinators never write into one temp file; link() instead of
     // rename() because link fails on an existing `_manifest` where rename would replace it.
     const tmp = join(dir, tempName(MANIFEST));
@@ -172,7 +187,59 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await rm(join(dir, MANIFEST), { force: true });
     await rm(dir, { recursive: true, force: true });
   }
+
+  get #sharedDir(): string {
+    return join(this.#jobDir, SHARED_DIR);
+  }
+
+  /**
+   * Written in place under its unique name (no temporary file and rename: each awaited step of a
+   * task's checkpoint write waits for a turn of its busy thread's event loop). A file torn by a
+   * crash is listed by no manifest, and is deleted as an orphan when the job next starts; the
+   * directory entry is made durable by `commitManifest` before any manifest lists the file.
+   */
+  async writeSharedFile(fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
+    checkName(fileName, "shared checkpoint file name", "internal");
+    const path = join(this.#sharedDir, fileName);
+    try {
+      try {
+        await writeDurably(path, chunks);
+      } catch (e) {
+        if (errorCode(e) !== "ENOENT") throw e;
+        await mkdir(this.#sharedDir, { recursive: true });
+        await writeDurably(path, chunks);
+      }
+    } catch (e) {
+      // A part written is nobody's (the name is unique); one that existed already is not ours to remove.
+      if (errorCode(e) !== "EEXIST") await rm(path, { force: true });
+      throw storageFull(e, path) ?? e;
+    }
+    return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
+  }
+
+  readSharedFile(ref: FileRef): Promise<Uint8Array> {
+    return readFileIn(this.#sharedDir, ref);
+  }
+
+  async deleteSharedFile(fileName: string): Promise<void> {
+    checkName(fileName, "shared checkpoint file name", "internal");
+    await rm(join(this.#sharedDir, fileName), { force: true });
+  }
+
+  async listSharedFiles(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#sharedDir);
+    } catch (e) {
+      if (errorCode(e) === "ENOENT") return [];
+      throw e;
+    }
+    return names.filter((name) => FILE_NAME.test(name) && TEMP_NAME.exec(name) === null).sort();
+  }
 }
+
+/** The directory of shared files, beside the checkpoint directories. */
+const SHARED_DIR = "shared";
 
 /** The largest manifest file: the largest header the container takes, and the container. */
 export const MAX_MANIFEST_BYTES = MAX_HEADER_BYTES + CONTAINER_BYTES;
@@ -196,6 +263,22 @@ export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array>
   checkName(ref.name, "snapshot file name", "external");
   const path = join(dir, ref.name);
   return readSnapshotFile(path, ref, `snapshot file '${path}' is missing`);
+}
+
+/**
+ * The files of a snapshot directory given by path: a checkpoint's (`<root>/<jobId>/chk-<n>`),
+ * whose shared files are in `<root>/<jobId>/shared`, or a savepoint's, which is self-contained —
+ * a savepoint manifest that names a shared file is refused.
+ */
+export function snapshotDirectoryReader(dir: string): Pick<CheckpointStorage, "readFile" | "readSharedFile"> {
+  const isCheckpoint = CHECKPOINT_DIR.test(basename(dir));
+  return {
+    readFile: (_checkpointId, ref) => readFileIn(dir, ref),
+    readSharedFile: (ref) =>
+      isCheckpoint
+        ? readFileIn(join(dirname(dir), SHARED_DIR), ref)
+        : Promise.reject(checkpointCorrupt(`the snapshot in '${dir}' lists shared file '${ref.name}', but a savepoint is self-contained (only checkpoints are incremental)`)),
+  };
 }
 
 /**
@@ -271,6 +354,8 @@ async function exists(path: string): Promise<boolean> {
 export interface FindRestorableOptions {
   /** The files a manifest lists; each is read and checked before the checkpoint is chosen. */
   readonly verifyFiles: (manifest: unknown) => readonly FileRef[];
+  /** The shared files (incremental checkpoints) a manifest lists; each is read and checked too. */
+  readonly verifySharedFiles?: (manifest: unknown) => readonly FileRef[];
   /** Checkpoints with a lower id are not candidates (default: every id). */
   readonly atLeast?: number;
   /** Called for each candidate skipped, with why (the file and the fault); `incomplete`: it has no manifest (never completed). */
@@ -296,6 +381,7 @@ export async function findLatestRestorable(storage: CheckpointStorage, options: 
     try {
       const manifest = await storage.readManifest(checkpointId);
       for (const ref of options.verifyFiles(manifest)) await storage.readFile(checkpointId, ref);
+      for (const ref of options.verifySharedFiles?.(manifest) ?? []) await storage.readSharedFile(ref);
       return { checkpointId, manifest };
     } catch (e) {
       if (!(e instanceof EddyError && (e.code === "CHECKPOINT_MISSING" || e.code === "CHECKPOINT_CORRUPT"))) throw e;
@@ -356,11 +442,23 @@ function tempName(fileName: string): string {
 /** The names `tempName` gives; the first group is the file name. */
 const TEMP_NAME = /^_(.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$/;
 
+/** Chunks per writev call (IOV_MAX is 1024 on Linux and macOS). */
+const WRITEV_CHUNKS = 1024;
+
 async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
   const handle = await open(path, "wx");
   try {
-    for (const chunk of chunks) {
-      for (let at = 0; at < chunk.length; ) at += (await handle.write(chunk, at, chunk.length - at)).bytesWritten;
+    // One gathered write per 1,024 chunks, not one per chunk: each awaited step of a checkpoint
+    // write waits for a turn of a busy task thread's event loop.
+    let pending = chunks.filter((c) => c.length > 0);
+    while (pending.length > 0) {
+      const batch = pending.slice(0, WRITEV_CHUNKS);
+      let written = (await handle.writev(batch)).bytesWritten;
+      let used = 0;
+      while (used < batch.length && written >= batch[used]!.length) written -= batch[used++]!.length;
+      // A short write: go on from the first byte not written.
+      const rest = used < batch.length ? [batch[used]!.subarray(written), ...batch.slice(used + 1)] : [];
+      pending = [...rest, ...pending.slice(batch.length)];
     }
     await handle.sync();
   } finally {
@@ -377,6 +475,20 @@ async function syncDirectory(dir: string): Promise<void> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * A write the file system refused for lack of room (ENOSPC; EDQUOT: a quota; EFBIG: a file size
+ * limit) as CHECKPOINT_STORAGE_FULL naming the file; undefined for other errors.
+ */
+function storageFull(e: unknown, path: string): EddyError | undefined {
+  const code = errorCode(e);
+  if (code !== "ENOSPC" && code !== "EDQUOT" && code !== "EFBIG") return undefined;
+  return new EddyError(
+    "CHECKPOINT_STORAGE_FULL",
+    `no room to write checkpoint file '${path}' (${String(code)}: ${e instanceof Error ? e.message : String(e)}): free space on its device, or keep fewer checkpoints (state.checkpoints.num-retained)`,
+    { cause: e },
+  );
 }
 
 function errorCode(e: unknown): unknown {

@@ -22,12 +22,13 @@ import { failureFields } from "../core/user-frames.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { STATS_HISTORY, type CheckpointCounts, type CheckpointStats, type TaskAck } from "../checkpoint/coordinator.ts";
 import type { RestartStrategy, RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
-import { findLatestRestorable, readFileIn, readManifestIn, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { findLatestRestorable, readManifestIn, snapshotDirectoryReader, removeInterruptedSnapshotDirectories, type CheckpointStorage } from "../checkpoint/storage.ts";
 import { normalizeStorageRef, openCheckpointStorage, type CheckpointStorageRef } from "../executor/checkpoint-storage-ref.ts";
 import type { Plan } from "../graph/plan.ts";
 import { CheckpointRestore } from "../executor/checkpoint-restore.ts";
 import type { JobMasterGateway } from "../executor/gateway.ts";
 import { manifestFiles } from "../checkpoint/format/manifest.ts";
+import { manifestSharedFiles } from "../checkpoint/shared-state-registry.ts";
 import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { CheckpointRunner, isSavepointNameOf, type CheckpointTargets } from "./checkpoint-runner.ts";
 import type { InlineOptions } from "./inline-attempt.ts";
@@ -273,7 +274,7 @@ export class AttemptSupervisor {
       const restored =
         restore === undefined
           ? undefined
-          : await CheckpointRestore.load(dir === undefined ? this.#storage : { readFile: (_id, f) => readFileIn(dir, f) }, restore.manifest, plan, () => true);
+          : await CheckpointRestore.load(dir === undefined ? this.#storage : snapshotDirectoryReader(dir), restore.manifest, plan, () => true);
       execution = this.#o.runInline({
         participation: {
           mode: config.mode,
@@ -331,6 +332,7 @@ export class AttemptSupervisor {
     const point = await resolveRecovery(this.#recovery.plan(), (atLeast) =>
       findLatestRestorable(this.#storage, {
         verifyFiles: (m) => manifestFiles(readManifest(m, "checkpoint manifest")),
+        verifySharedFiles: (m) => manifestSharedFiles(readManifest(m, "checkpoint manifest")),
         atLeast,
         log: (message, incomplete) => {
           skipped.push(message);

@@ -14,6 +14,7 @@ import { CheckpointLifecycle, type LifecycleCommand } from "../checkpoint/checkp
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import { randomBytes } from "node:crypto";
 import { retain, writeSnapshotDirectory, type CheckpointStorage } from "../checkpoint/storage.ts";
+import { SharedStateRetention } from "../checkpoint/shared-state-registry.ts";
 import type { Plan } from "../graph/plan.ts";
 import { MANIFEST_FORMAT, MANIFEST_VERSION, type CheckpointManifest, type ManifestOperator } from "../checkpoint/format/manifest.ts";
 import type { TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
@@ -93,6 +94,10 @@ export class CheckpointRunner {
   readonly #enumerators = new Map<number, Record<string, unknown>>();
   readonly #triggeredAt = new Map<number, number>();
   readonly #savepoints = new Map<number, SavepointRequest>();
+  /** Reference counts of the shared files of incremental checkpoints, and the retention that deletes them. */
+  readonly #shared: SharedStateRetention;
+  /** Manifests committed and not yet retained around (the retention registers their shared files). */
+  readonly #committed = new Map<number, CheckpointManifest>();
   #nextRequestId = 1;
   #timer: ReturnType<typeof setInterval> | undefined;
 
@@ -104,6 +109,15 @@ export class CheckpointRunner {
       firstCheckpointId: options.firstCheckpointId,
       now: Date.now(),
     });
+    this.#shared = new SharedStateRetention(options.storage, {
+      firstIdOfRun: options.firstCheckpointId,
+      onDeleteFailed: (name, e) => options.logger.warn("could not delete a shared checkpoint file", { file: name, error: describeCause(e) }),
+    });
+  }
+
+  /** The shared files' reference counts (tests). */
+  get sharedState(): SharedStateRetention {
+    return this.#shared;
   }
 
   start(): void {
@@ -198,11 +212,13 @@ export class CheckpointRunner {
         this.#forget(command.checkpointId);
         targets.notifyComplete(command.checkpointId);
         return;
-      case "retain":
-        retain(storage, command.checkpointId, this.#o.config.retained).catch((e: unknown) =>
-          logger.warn("could not delete old checkpoints", { error: describeCause(e) }),
-        );
+      case "retain": {
+        const manifest = this.#committed.get(command.checkpointId);
+        this.#committed.delete(command.checkpointId);
+        const retention = manifest === undefined ? retain(storage, command.checkpointId, this.#o.config.retained) : this.#shared.retain(command.checkpointId, manifest, this.#o.config.retained);
+        retention.catch((e: unknown) => logger.warn("could not delete old checkpoints", { error: describeCause(e) }));
         return;
+      }
       case "abort":
         this.#forget(command.checkpointId);
         logger.warn("checkpoint aborted", { job: this.#o.plan.jobName, checkpoint: command.checkpointId, reason: command.reason });
@@ -210,7 +226,11 @@ export class CheckpointRunner {
         storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an aborted checkpoint", { error: describeCause(e) }));
         return;
       case "discard":
-        storage.discard(command.checkpointId).catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
+        this.#committed.delete(command.checkpointId);
+        storage
+          .discard(command.checkpointId)
+          .then(() => this.#shared.forget(command.checkpointId))
+          .catch((e: unknown) => logger.warn("could not delete an old checkpoint", { error: describeCause(e) }));
         return;
       case "resume-sources":
         targets.resumeSources();
@@ -244,6 +264,7 @@ export class CheckpointRunner {
     const commit = storage.commitManifest(id, manifest);
     (targets.expedite?.(commit) ?? commit).then(
       () => {
+        this.#committed.set(id, manifest);
         logger.info(final ? "final checkpoint complete" : "checkpoint complete", {
           job: this.#o.plan.jobName,
           checkpoint: id,

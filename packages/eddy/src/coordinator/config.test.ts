@@ -58,10 +58,14 @@ test("unknown keys and bad values are refused, naming the key", () => {
 
 test("state backend keys: heap or disk, the disk backend's directory and cache size; bad values and disk keys without the disk backend are refused by name", () => {
   const keys = optionsFromConfig({ "state.backend": "disk", "state.backend.disk.dir": "/var/eddy/state", "state.backend.disk.cache-size": "5000" }).stateBackend;
-  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000 });
+  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, incremental: true, maxChainLength: 10 });
   // The keys refine what the job chose; state.backend=heap overrides it.
-  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10 } as const;
-  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20 });
+  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, incremental: true, maxChainLength: 4 } as const;
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, incremental: true, maxChainLength: 4 });
+  assert.deepEqual(
+    resolveStateBackend(optionsFromConfig({ "state.backend.disk.incremental": "false", "state.backend.disk.max-chain-length": "0" }).stateBackend, fromJob),
+    { kind: "disk", dir: "/job/state", cacheSize: 10, incremental: false, maxChainLength: 0 },
+  );
   assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend": "heap" }).stateBackend, fromJob), { kind: "heap" });
   assert.equal(resolveStateBackend(undefined, undefined), undefined);
   const refused = (entries: Record<string, string>, message: RegExp): void =>
@@ -70,5 +74,8 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   refused({ "state.backend": "disk", "state.backend.disk.cache-size": "0" }, /'state\.backend\.disk\.cache-size' has the value '0'; expected a positive integer/);
   refused({ "state.backend": "disk", "state.backend.disk.cache-size": "many" }, /'state\.backend\.disk\.cache-size' has the value 'many'/);
   refused({ "state.backend.disk.dir": "/x" }, /state\.backend\.disk\.\* keys need the disk backend/);
+  refused({ "state.backend.disk.incremental": "false" }, /state\.backend\.disk\.\* keys need the disk backend/);
+  refused({ "state.backend": "disk", "state.backend.disk.incremental": "yes" }, /'state\.backend\.disk\.incremental' has the value 'yes'; expected true or false/);
+  refused({ "state.backend": "disk", "state.backend.disk.max-chain-length": "-1" }, /'state\.backend\.disk\.max-chain-length' has the value '-1'/);
   refused({ "state.backend": "disk", "state.backend.disk.dir": " " }, /'state\.backend\.disk\.dir'/);
 });

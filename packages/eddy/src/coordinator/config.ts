@@ -20,7 +20,7 @@ export interface ConfiguredOptions {
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
   /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
-  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number };
+  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; incremental?: boolean; maxChainLength?: number };
 }
 
 interface KeySpec {
@@ -32,7 +32,7 @@ interface KeySpec {
 interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   restart: Record<string, string>;
-  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number };
+  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; incremental?: boolean; maxChainLength?: number };
 }
 
 /** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
@@ -157,6 +157,18 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       d.backend.cacheSize = n;
     },
   },
+  "state.backend.disk.incremental": {
+    description: "true (default) or false: checkpoints of the disk backend write only what changed since the previous one (savepoints are always full)",
+    apply: (v, d) => void (d.backend.incremental = bool("state.backend.disk.incremental", v)),
+  },
+  "state.backend.disk.max-chain-length": {
+    description: "incremental checkpoints after a full one before the next full one (default 10; 0: every checkpoint full)",
+    apply: (v, d) => {
+      const n = int("state.backend.disk.max-chain-length", v);
+      if (n < 0) throw invalid("state.backend.disk.max-chain-length", v, "a non-negative integer");
+      d.backend.maxChainLength = n;
+    },
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -198,13 +210,18 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
 export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fromJob: StateBackendSpec | undefined): StateBackendSpec | undefined {
   if (keys === undefined) return fromJob;
   const kind = keys.kind ?? fromJob?.kind ?? "heap";
-  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined;
+  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined;
   if (kind === "heap") {
     if (diskKeys) throw new EddyError("INVALID_CONFIG", "state.backend.disk.* keys need the disk backend: add -D state.backend=disk (or env.setStateBackend(\"disk\"))");
     return { kind: "heap" };
   }
   const base = fromJob?.kind === "disk" ? fromJob : undefined;
-  return stateBackendSpec("disk", { dir: keys.dir ?? base?.dir, cacheSize: keys.cacheSize ?? base?.cacheSize });
+  return stateBackendSpec("disk", {
+    dir: keys.dir ?? base?.dir,
+    cacheSize: keys.cacheSize ?? base?.cacheSize,
+    incremental: keys.incremental ?? base?.incremental,
+    maxChainLength: keys.maxChainLength ?? base?.maxChainLength,
+  });
 }
 
 function restartStrategy(r: Record<string, string>): RestartStrategyConfig {

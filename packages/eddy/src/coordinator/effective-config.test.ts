@@ -31,10 +31,12 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
 });
 
 test("the disk state backend shows with its directory and cache size", () => {
-  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "disk", dir: "/state", cacheSize: 5_000 } });
+  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "disk", dir: "/state", cacheSize: 5_000, incremental: true, maxChainLength: 7 } });
   assert.equal(c["state.backend"], "disk");
   assert.equal(c["state.backend.disk.dir"], "/state");
   assert.equal(c["state.backend.disk.cache-size"], "5000");
+  assert.equal(c["state.backend.disk.incremental"], "true");
+  assert.equal(c["state.backend.disk.max-chain-length"], "7");
 });
 
 test("with checkpointing and a restart strategy: the resolved values, under keys config.ts accepts (or Flink's for parallelism)", () => {

@@ -18,6 +18,7 @@ import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import type { OperatorRestore, RestoredKeyed } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
+import { chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
 
 /** What one old subtask recorded for one operator. */
 interface OldPart {
@@ -32,19 +33,22 @@ export class CheckpointRestore {
   readonly manifest: CheckpointManifest;
   readonly #parts: Map<string, OldPart[]>;
   readonly #files: Map<string, SnapshotFile>;
+  /** Shared files of incremental chains, by name. */
+  readonly #shared: Map<string, SnapshotFile>;
 
-  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>) {
+  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>, shared: Map<string, SnapshotFile>) {
     this.checkpointId = manifest.checkpointId;
     this.manifest = manifest;
     this.#parts = parts;
     this.#files = files;
+    this.#shared = shared;
   }
 
   /**
    * Reads (and verifies) the files that subtasks owned here need: `owns(chain, subtask)` says
    * which subtasks run in this process.
    */
-  static async load(storage: Pick<CheckpointStorage, "readFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
+  static async load(storage: Pick<CheckpointStorage, "readFile" | "readSharedFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
     const parts = new Map<string, OldPart[]>();
     for (const task of manifest.tasks) {
       for (const meta of task.operators) {
@@ -54,15 +58,18 @@ export class CheckpointRestore {
       }
     }
     const needed = new Map<string, FileRef>();
+    const neededShared = new Map<string, FileRef>();
     for (const chain of plan.chains) {
       for (let subtask = 0; subtask < chain.parallelism; subtask++) {
         if (!owns(chain, subtask)) continue;
         for (const node of chain.nodes) {
           const range = keyGroupRangeForOperator(node.maxParallelism, node.parallelism, subtask);
           for (const part of parts.get(node.operatorId) ?? []) {
-            if (part.file === null) continue;
             const keyed = part.meta.keyed;
             const intersects = keyed !== undefined && keyed.keyGroupRange.start <= range.end && keyed.keyGroupRange.end >= range.start;
+            // An incremental subtask without timers or operator state has no task file, only its chain.
+            if (intersects) for (const ref of keyed.incremental?.chain ?? []) neededShared.set(ref.name, ref);
+            if (part.file === null) continue;
             if (intersects || part.meta.operatorStates.length > 0) needed.set(part.file.name, part.file);
           }
         }
@@ -75,7 +82,13 @@ export class CheckpointRestore {
         files.set(ref.name, SnapshotFile.parse(bytes, { fileName: ref.name, expectKind: "task" }));
       }),
     );
-    return new CheckpointRestore(manifest, parts, files);
+    const shared = new Map<string, SnapshotFile>();
+    await Promise.all(
+      [...neededShared.values()].map(async (ref) => {
+        shared.set(ref.name, SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+      }),
+    );
+    return new CheckpointRestore(manifest, parts, files, shared);
   }
 
   /** Split enumerator state recorded for source operator `operatorId`, if any. */
@@ -115,8 +128,16 @@ export class CheckpointRestore {
         watermark,
         keyGroup: (kg) => {
           const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
-          if (part === undefined || part.file === null) return undefined;
-          const bytes = this.#file(part.file).section(keyedSection(node.operatorId), kg);
+          if (part === undefined) return undefined;
+          const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
+          const chain = part.meta.keyed!.incremental?.chain;
+          if (chain !== undefined) {
+            // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
+            if (bytes !== undefined && bytes[0] !== 0) {
+              throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
+            }
+            return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          }
           return bytes === undefined ? undefined : new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
         },
       };
@@ -150,6 +171,12 @@ export class CheckpointRestore {
         return entry.perOld.flatMap((v) => v ?? []).filter((_, i) => i % node.parallelism === subtask);
       },
     };
+  }
+
+  #sharedFile(ref: FileRef): SnapshotFile {
+    const file = this.#shared.get(ref.name);
+    if (file === undefined) throw new EddyError("INTERNAL", `shared checkpoint file '${ref.name}' was not loaded`);
+    return file;
   }
 
   #file(ref: FileRef): SnapshotFile {

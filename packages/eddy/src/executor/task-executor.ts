@@ -12,7 +12,9 @@ import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
 import { encodeSnapshotFileChunks } from "../checkpoint/format/container.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
-import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot } from "../runtime/checkpointing.ts";
+import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type WriteSharedKeyedFile } from "../runtime/checkpointing.ts";
+import { SHARED_BASE_KIND, SHARED_DELTA_KIND } from "../checkpoint/format/keyed-chain.ts";
+import { randomBytes } from "node:crypto";
 import type { OperatorSnapshotMeta, TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import { describeCause, EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
@@ -402,7 +404,14 @@ export class TaskExecutor {
     const id = barrier.checkpointId;
     const start = performance.now();
     const run = async (): Promise<void> => {
-      const { sections, operators, operatorBytes } = await serializeTaskSnapshot(snapshots);
+      // Incremental keyed state: one shared file per operator and checkpoint, named uniquely
+      // (shared-state-registry.ts reads the checkpoint id back from the name).
+      const writeShared: WriteSharedKeyedFile = (operatorIndex, operatorId, kind, sharedSections) => {
+        const name = `task-${chain.index}-${subtask}-${operatorIndex}-${kind}-${id}-${randomBytes(6).toString("hex")}.kgs`;
+        const chunks = encodeSnapshotFileChunks(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, { taskId, subtask, checkpointId: id, operatorId }, sharedSections);
+        return cp.storage.writeSharedFile(name, chunks);
+      };
+      const { sections, operators, operatorBytes, sharedBytes } = await serializeTaskSnapshot(snapshots, writeShared);
       let file: FileRef | null = null;
       try {
         if (sections.length > 0) {
@@ -418,7 +427,7 @@ export class TaskExecutor {
         syncMs: timing.syncMs,
         asyncMs: performance.now() - start,
         alignmentMs: timing.alignmentMs,
-        bytes: file?.size ?? 0,
+        bytes: (file?.size ?? 0) + sharedBytes,
         operatorBytes,
       });
     };

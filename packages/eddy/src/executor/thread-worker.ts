@@ -27,7 +27,7 @@ import { channelIds, placeSubtasks, type WorkerInit } from "./thread-protocol.ts
 import { dispatchGatewayMessage, JOB_MASTER_METHODS, remoteGateway, TASK_MANAGER_METHODS, type JobMasterGateway, type SerializedError, type TaskManagerGateway } from "./gateway.ts";
 import { TaskExecutor, type CheckpointParticipation, type Deployment } from "./task-executor.ts";
 import { SourceReaders, TaskManager } from "./task-manager.ts";
-import { readFileIn, type FileRef } from "../checkpoint/storage.ts";
+import { snapshotDirectoryReader } from "../checkpoint/storage.ts";
 import { CheckpointRestore } from "./checkpoint-restore.ts";
 import { openCheckpointStorage } from "./checkpoint-storage-ref.ts";
 import { StackMapper } from "./source-map-stack.ts";
@@ -114,7 +114,7 @@ async function checkpointParticipation(plan: Plan): Promise<CheckpointParticipat
   let restore: CheckpointRestore | undefined;
   if (cp.restore !== undefined) {
     const dir = cp.restore.dir;
-    const from = dir === undefined ? await openCheckpointStorage(cp.storageRef, cp.storage) : { readFile: (_id: number, ref: FileRef) => readFileIn(dir, ref) };
+    const from = dir === undefined ? await openCheckpointStorage(cp.storageRef, cp.storage) : snapshotDirectoryReader(dir);
     // Only the files of this worker's subtasks are read.
     restore = await CheckpointRestore.load(from, cp.restore.manifest, plan, (chain, subtask) => place(chain.nodes[0]!, subtask) === init.workerIndex);
   }

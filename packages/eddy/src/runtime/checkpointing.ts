@@ -23,6 +23,10 @@ import {
   type TaskSnapshotSection,
 } from "../checkpoint/format/task-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
+import type { SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
+import type { KeyedSnapshotOptions } from "../state/keyed-state-backend.ts";
+import type { FileRef } from "../checkpoint/storage.ts";
+import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
 
 /** The frozen keyed state and timers of one operator subtask. */
 export interface KeyedSnapshotPart {
@@ -36,6 +40,8 @@ export interface KeyedSnapshotPart {
   releaseKeyGroup(keyGroup: number): void;
   /** Ends the copy-on-write view; idempotent. */
   release(): void;
+  /** An incremental snapshot's state (state/incremental-snapshot.ts), written to a shared file before `release`. */
+  readonly shared?: SharedKeyedSnapshot;
 }
 
 /**
@@ -93,7 +99,7 @@ export class OperatorCheckpointing {
   readonly operatorId: string;
   readonly operatorName: string;
   readonly restored: OperatorRestore | undefined;
-  #keyed: (() => KeyedSnapshotPart) | undefined;
+  #keyed: ((options: KeyedSnapshotOptions) => KeyedSnapshotPart) | undefined;
   readonly #operatorStates = new Map<string, { mode: OperatorStateMode; snapshot: OperatorStateSnapshotFn }>();
   readonly #listeners: CheckpointListener[] = [];
 
@@ -104,7 +110,7 @@ export class OperatorCheckpointing {
   }
 
   /** Registers the keyed state of the operator (one per operator). */
-  setKeyed(snapshot: () => KeyedSnapshotPart): void {
+  setKeyed(snapshot: (options: KeyedSnapshotOptions) => KeyedSnapshotPart): void {
     if (this.#keyed !== undefined) {
       throw new EddyError("DUPLICATE_KEYED_STATE", `operator '${this.operatorName}' registered keyed state twice`);
     }
@@ -152,10 +158,10 @@ export class OperatorCheckpointing {
    * `withKeyed: false` leaves keyed state out (the final checkpoint of a finished job: no input
    * follows, so only what sinks and sources hold matters).
    */
-  snapshot(checkpointId: number, withKeyed = true): OperatorSnapshot {
+  snapshot(checkpointId: number, withKeyed = true, incremental = false): OperatorSnapshot {
     const operatorStates: OperatorStateSnapshot[] = [];
     for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
-    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.() : undefined, operatorStates };
+    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.({ incremental }) : undefined, operatorStates };
   }
 
   notifyCheckpointComplete(checkpointId: number): void {
@@ -182,33 +188,71 @@ const SECTION_BUFFER_BYTES = 4 * 1024 * 1024;
 const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
 
 /**
+ * Writes the shared file of an incremental keyed snapshot (state/incremental-snapshot.ts): operator
+ * `operatorIndex` of the task, kind `base` or `delta`, one section per key group.
+ */
+export type WriteSharedKeyedFile = (operatorIndex: number, operatorId: string, kind: "base" | "delta", sections: readonly TaskSnapshotSection[]) => Promise<FileRef>;
+
+/**
  * The asynchronous part: serializes the frozen operator snapshots of one task into sections and
  * metadata, key group by key group, yielding to the event loop every few milliseconds so the task
- * keeps processing. Releases every keyed part, also on failure.
+ * keeps processing. Releases every keyed part, also on failure. A keyed part with a `shared`
+ * (incremental) snapshot has its state written to a shared file by `writeShared`, before it is
+ * released; its metadata lists the chain.
  */
 export async function serializeTaskSnapshot(
   snapshots: readonly OperatorSnapshot[],
-): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[]; operatorBytes: Record<string, number> }> {
+  writeShared?: WriteSharedKeyedFile,
+): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[]; operatorBytes: Record<string, number>; sharedBytes: number }> {
   const sections: TaskSnapshotSection[] = [];
   const operators: OperatorSnapshotMeta[] = [];
   const operatorBytes: Record<string, number> = {};
+  let sharedBytes = 0;
   try {
     let sliceStart = performance.now();
     // Sections are views of a few large buffers (`take`), written to the file as they are.
     const out = new ByteWriter(SECTION_BUFFER_BYTES, sectionBuffers);
-    for (const s of snapshots) {
+    for (const [operatorIndex, s] of snapshots.entries()) {
       const firstSection = sections.length;
       const keyed = s.keyed;
+      let incremental: { chain: FileRef[] } | undefined;
+      let ownSharedBytes = 0;
       if (keyed !== undefined) {
+        const shared = keyed.shared;
+        // Not from the pool: the task file's sections are given back to it without these.
+        const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
+        const sharedSections: TaskSnapshotSection[] = [];
         for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
-          if (!keyed.hasKeyGroup(kg)) continue;
-          keyed.writeKeyGroup(kg, out);
+          // Incremental: the state goes to the shared file, the task file keeps the timers. Every
+          // group is released and the slice checked whether or not the task file has a section for it.
+          if (shared !== undefined && shared.writeKeyGroup(kg, sharedOut!)) sharedSections.push({ name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedOut!.take() });
+          if (keyed.hasKeyGroup(kg)) {
+            keyed.writeKeyGroup(kg, out);
+            sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
+          } else if (shared === undefined) continue;
           keyed.releaseKeyGroup(kg);
-          sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
           if (performance.now() - sliceStart >= SLICE_MS) {
             await new Promise<void>((resolve) => setImmediate(resolve));
             sliceStart = performance.now();
           }
+        }
+        if (shared !== undefined) {
+          if (writeShared === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot, but nothing writes shared files here`);
+          const previous = await shared.previous;
+          if (previous === undefined) {
+            throw new EddyError(
+              "INCREMENTAL_CHAIN_BROKEN",
+              `the previous incremental snapshot of operator '${s.operatorName}' was not written, so this one (a delta on it) cannot be restored: the checkpoint fails, and the next one writes a full base`,
+              { operator: s.operatorName },
+            );
+          }
+          if (shared.kind === "delta" && sharedSections.length === 0) incremental = { chain: [...previous] }; // nothing changed
+          else {
+            const ref = await writeShared(operatorIndex, s.operatorId, shared.kind, sharedSections);
+            ownSharedBytes = ref.size;
+            incremental = { chain: [...previous, ref] };
+          }
+          shared.settle(incremental.chain);
         }
         keyed.release();
       }
@@ -218,20 +262,28 @@ export async function serializeTaskSnapshot(
         encodeValue(operatorValues, out);
         sections.push({ name: operatorStateSection(s.operatorId), bytes: out.take() });
       }
-      operatorBytes[s.operatorId] = sections.slice(firstSection).reduce((n, section) => n + section.bytes.byteLength, 0);
+      operatorBytes[s.operatorId] = sections.slice(firstSection).reduce((n, section) => n + section.bytes.byteLength, 0) + ownSharedBytes;
+      sharedBytes += ownSharedBytes;
       operators.push({
         operatorId: s.operatorId,
         operatorName: s.operatorName,
         ...(keyed === undefined
           ? {}
-          : { keyed: { keyGroupRange: keyed.keyGroupRange, states: keyed.states, watermark: Number.isFinite(keyed.watermark) ? keyed.watermark : null } }),
+          : {
+              keyed: {
+                keyGroupRange: keyed.keyGroupRange,
+                states: keyed.states,
+                watermark: Number.isFinite(keyed.watermark) ? keyed.watermark : null,
+                ...(incremental === undefined ? {} : { incremental }),
+              },
+            }),
         operatorStates: s.operatorStates.map((o, i) => ({ name: o.name, mode: o.mode, count: operatorValues[i]!.length })),
       });
     }
   } finally {
     for (const s of snapshots) s.keyed?.release();
   }
-  return { sections, operators, operatorBytes };
+  return { sections, operators, operatorBytes, sharedBytes };
 }
 
 /**

@@ -552,7 +552,7 @@ export class StreamTask {
     if (cp === undefined || this.#state !== "finished" || barrier.checkpointId <= this.#lastSnapshotId) return;
     this.#lastSnapshotId = barrier.checkpointId;
     const start = performance.now();
-    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true);
+    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true, !barrier.isSavepoint);
     cp.onSnapshot(barrier, snapshots, { alignmentMs: 0, syncMs: performance.now() - start });
   }
 
@@ -581,17 +581,17 @@ export class StreamTask {
     const cp = this.#o.checkpointing!;
     this.#lastSnapshotId = barrier.checkpointId;
     const start = performance.now();
-    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true);
+    const snapshots = this.#snapshotOperators(cp, barrier.checkpointId, true, !barrier.isSavepoint);
     const syncMs = performance.now() - start;
     for (const writer of this.#o.writers) writer.broadcastElement(barrier);
     cp.onSnapshot(barrier, snapshots, { alignmentMs, syncMs });
   }
 
   /** The synchronous snapshot of every operator of the chain; on failure nothing stays captured. */
-  #snapshotOperators(cp: TaskCheckpointing, checkpointId: number, withKeyed: boolean): OperatorSnapshot[] {
+  #snapshotOperators(cp: TaskCheckpointing, checkpointId: number, withKeyed: boolean, incremental = false): OperatorSnapshot[] {
     const snapshots: OperatorSnapshot[] = [];
     try {
-      for (const op of cp.operators) snapshots.push(op.snapshot(checkpointId, withKeyed));
+      for (const op of cp.operators) snapshots.push(op.snapshot(checkpointId, withKeyed, incremental));
     } catch (e) {
       for (const s of snapshots) s.keyed?.release();
       throw e;

@@ -14,7 +14,9 @@
  */
 import { basename, join } from "node:path";
 import { SnapshotFile } from "../checkpoint/format/container.ts";
-import { readFileIn, readManifestIn, type FileRef } from "../checkpoint/storage.ts";
+import { readFileIn, readManifestIn, snapshotDirectoryReader, type FileRef } from "../checkpoint/storage.ts";
+import { manifestSharedFiles } from "../checkpoint/shared-state-registry.ts";
+import { chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
 import { manifestFiles, type CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import { readManifest } from "../checkpoint/format/manifest-reader.ts";
 import { ByteReader } from "../core/codec/bytes.ts";
@@ -116,7 +118,11 @@ export async function openSavepoint(path: string): Promise<SavepointReader> {
   const manifest = readManifest(meta, where);
   const files = new Map<string, SnapshotFile>();
   for (const ref of manifestFiles(manifest)) files.set(ref.name, await readTaskFile(path, ref));
-  return new VerifiedSavepoint(path, manifest, files);
+  // An incremental checkpoint's keyed state is in the job's shared files (a savepoint lists none).
+  const shared = new Map<string, SnapshotFile>();
+  const reader = snapshotDirectoryReader(path);
+  for (const ref of manifestSharedFiles(manifest)) shared.set(ref.name, SnapshotFile.parse(await reader.readSharedFile(ref), { fileName: ref.name }));
+  return new VerifiedSavepoint(path, manifest, files, shared);
 }
 
 async function readTaskFile(dir: string, ref: FileRef): Promise<SnapshotFile> {
@@ -137,9 +143,11 @@ class VerifiedSavepoint implements SavepointReader {
   /** Per operator uid, by old subtask index. */
   readonly #parts = new Map<string, Part[]>();
   readonly #hasTimers = new Map<string, boolean>();
+  readonly #shared: ReadonlyMap<string, SnapshotFile>;
 
-  constructor(path: string, manifest: CheckpointManifest, files: ReadonlyMap<string, SnapshotFile>) {
+  constructor(path: string, manifest: CheckpointManifest, files: ReadonlyMap<string, SnapshotFile>, shared: ReadonlyMap<string, SnapshotFile>) {
     this.path = path;
+    this.#shared = shared;
     this.manifest = manifest;
     this.#where = `savepoint '${path}'`;
     for (const task of manifest.tasks) {
@@ -278,13 +286,18 @@ class VerifiedSavepoint implements SavepointReader {
   *#keyGroups(uid: string, parts: readonly Part[]): Generator<{ cells: KeyedStateEntry[]; timers: RestoredTimer[] }, void, undefined> {
     const maxParallelism = this.manifest.operators[uid]!.maxParallelism;
     for (const { meta, file } of parts) {
-      if (meta.keyed === undefined || file === undefined) continue;
+      const chain = meta.keyed?.incremental?.chain.map((ref) => this.#shared.get(ref.name)!);
+      if (meta.keyed === undefined || (file === undefined && chain === undefined)) continue;
       const states = new Map<string, KeyedStateMeta>(meta.keyed.states.map((s) => [s.name, s]));
       for (let kg = meta.keyed.keyGroupRange.start; kg <= meta.keyed.keyGroupRange.end; kg++) {
-        const bytes = file.section(keyedSection(uid), kg);
-        if (bytes === undefined) continue;
-        yield this.#decode(file, `key group ${kg} of operator '${uid}'`, () => {
-          const input = new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+        const bytes = file?.section(keyedSection(uid), kg);
+        if (bytes === undefined && chain === undefined) continue;
+        yield this.#decode(file ?? chain![0]!, `key group ${kg} of operator '${uid}'`, () => {
+          // Incremental: the state from the chain, the timers from the task file (after its empty state part).
+          const input =
+            chain !== undefined
+              ? chainKeyGroupReader(chain, kg, (name) => states.get(name), bytes?.subarray(1))
+              : new ByteReader(bytes!.buffer as ArrayBuffer, bytes!.byteOffset, bytes!.byteOffset + bytes!.byteLength);
           const cells: KeyedStateEntry[] = [];
           readKeyGroup(
             input,

@@ -123,7 +123,10 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   db.transactionSync(() => {
     for (const key of keys) db.putSync(key, Buffer.from([0xff, 0xff, 0xff]));
   });
-  // A write of this backend's renews its read transaction (which would not see the damage yet).
+  // A write of this backend's renews its read transaction (which would not see the damage yet):
+  // the cached key changed, so numKeys writes it back.
+  b.setCurrentKey(3, kgOf(3));
+  b.getState(count).update(33);
   assert.equal(b.numKeys("count"), 4);
   b.setCurrentKey(0, kgOf(0));
   assert.throws(() => b.getState(count).value(), (e: unknown) => e instanceof EddyError && e.code === "STATE_STORE_CORRUPT" && e.message.includes(b.storeDir));

@@ -25,6 +25,12 @@
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
  *   pid: a second live process is refused (STATE_DIR_LOCKED).
  * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
+ * - Write-back of changed entries only: every write path marks its entry dirty
+ *   (`KeyEntry.dirty`); an entry loaded and only read is dropped when evicted, not written.
+ * - Incremental checkpoints (`incremental`, state/incremental-snapshot.ts): a snapshot asked to be
+ *   incremental also carries a `shared` part, a base (every key group) or a delta (the keys
+ *   changed since the previous snapshot: cached entries by `KeyEntry.changedAt`, keys that left
+ *   the cache by `#changed`), which the task writes to a shared file; docs/design/disk-state.md.
  */
 import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
@@ -39,8 +45,10 @@ import { isPidAlive } from "../core/pid.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
-import type { HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
-import type { KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import { writeCells, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
+import { writeDeltaHeader, type SharedFileRef, type SharedKeyedSnapshot } from "./incremental-snapshot.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import { defaultCodec } from "../core/codec/default-codec.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { ByteReader as Reader } from "../core/codec/bytes.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
@@ -52,18 +60,28 @@ const WRITE_BATCH = 4_096;
 
 /** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
 export const DEFAULT_DISK_CACHE_SIZE = 100_000;
+/** Default `state.backend.disk.max-chain-length`: deltas after a base before the next full one. */
+export const DEFAULT_MAX_CHAIN_LENGTH = 10;
 
 export interface DiskStateBackendOptions {
   /** Root directory of the stores (`state.backend.disk.dir`); one directory per job and subtask below it. */
   readonly dir: string;
   /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 100,000). */
   readonly cacheSize?: number;
+  /** Incremental checkpoints (`state.backend.disk.incremental`; default true). */
+  readonly incremental?: boolean;
+  /** Deltas after a full base before the next base (`state.backend.disk.max-chain-length`; default 10). */
+  readonly maxChainLength?: number;
 }
 
 export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
   /** This subtask's own directory: emptied and owned by the backend. */
   readonly storeDir: string;
   readonly cacheSize: number;
+  /** Checkpoints (not savepoints) write only what changed since the previous one (default false). */
+  readonly incremental?: boolean;
+  /** Deltas between two full bases (default DEFAULT_MAX_CHAIN_LENGTH). */
+  readonly maxChainLength?: number;
 }
 
 let loadedLmdb: typeof import("lmdb") | undefined;
@@ -101,6 +119,8 @@ interface StoreView {
   readonly pending: ReadonlyMap<string, ReadonlyMap<string, Buffer | undefined>>;
   /** Table captures not released yet: the transaction ends with the last. */
   open: number;
+  /** The heap tables' own captures, by table id (an incremental snapshot reads them for its delta). */
+  readonly cached: Map<number, TableCapture>;
 }
 
 interface TableInfo {
@@ -138,6 +158,25 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #view: StoreView | undefined = undefined;
   readonly #writer = new ByteWriter(1024);
   #disposed = false;
+  #recordsWritten = 0;
+  readonly #incremental: boolean;
+  readonly #maxChainLength: number;
+  /** The key context every table shares (from the first createTable): its changeEpoch marks changes per snapshot. */
+  #ctx: KeyContext | undefined = undefined;
+  /**
+   * Keys whose stored state changed since the previous incremental snapshot while not in the
+   * cache (evicted after a change, removed, cleaned up in the store): per table id, per group
+   * index, the key by its map identity. Changes of cached keys are found by `KeyEntry.changedAt`.
+   */
+  #changed: (Map<MapKey, Key> | undefined)[][] = [];
+  /** Records made into #changed (an upper bound of its keys). */
+  #changedKeys = 0;
+  /** The next incremental snapshot must be a base (nothing to chain on, or the changes were lost track of). */
+  #needBase = true;
+  /** Deltas since the last base. */
+  #chainLength = 0;
+  /** The chain the last incremental snapshot completes, once its file is written (undefined: it failed). */
+  #chain: Promise<readonly SharedFileRef[] | undefined> = Promise.resolve(undefined);
 
   constructor(options: DiskKeyedStateBackendOptions) {
     super(options);
@@ -149,6 +188,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#evictBatch = Math.max(1, cacheSize >> 2);
     this.#clock = options.clock;
     this.#dir = storeDir;
+    this.#incremental = options.incremental === true;
+    this.#maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
+    if (!Number.isSafeInteger(this.#maxChainLength) || this.#maxChainLength < 0) {
+      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(options.maxChainLength)}`);
+    }
     try {
       // Never trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
       rmSync(storeDir, { recursive: true, force: true });
@@ -171,6 +215,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** The store's file (tests). */
   get storePath(): string {
     return this.#path;
+  }
+
+  /** Records written to the store (puts and deletes) since the backend opened (tests, metrics). */
+  get storeWrites(): number {
+    return this.#recordsWritten;
   }
 
   /** Keys on the heap now (tests, metrics). */
@@ -201,6 +250,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
     const id = this.#tables.length;
     if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
+    this.#ctx ??= ctx;
     const fresh = new Set<MapKey>();
     const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id, fresh));
     const info = { table, id, descriptor, fresh };
@@ -225,6 +275,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         }
         if (bytes === undefined) return undefined;
         const entry = decodeEntry(bytes, mapKey, version, this.#dir);
+        entry.dirty = false; // what the store (or the write batch) holds: nothing to write back
+        entry.changedAt = -1; // unchanged since the last snapshot that saw it
         if (insert && !this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
         return entry;
       },
@@ -234,10 +286,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       },
       // A pending delete (unless nothing was ever written for the key); should the key come back,
       // its eviction replaces it by a put.
-      removed: (mapKey, kgIndex) => {
+      removed: (key, mapKey, kgIndex) => {
         if (!fresh.delete(mapKey)) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
+        this.#recordChange(id, kgIndex, key, mapKey);
       },
-      migrate: (step) => this.#migrateStored(id, step),
+      migrate: (step) => {
+        this.#needBase = true; // every stored value changes
+        this.#migrateStored(id, step);
+      },
     };
   }
 
@@ -291,10 +347,30 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         const entry = table.evict(mapKey, kgIndex);
         if (entry === undefined) continue;
         fresh.delete(mapKey);
-        this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+        // An entry only read is what the store (or the write batch) already holds.
+        if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+        // Changed since the last incremental snapshot (which saw it cached otherwise): the next one reads it from the store.
+        if (this.#incremental && entry.changedAt >= this.#ctx!.changeEpoch) this.#recordChange(id, kgIndex, entry.key, mapKey);
       }
     }
     if (this.#pending.size >= WRITE_BATCH) this.#write([]);
+  }
+
+  /**
+   * Key `key` of state `id` changed outside the cache: the next incremental snapshot writes it.
+   * Nothing is recorded while the next snapshot is a base anyway (before the first, after a
+   * restore or a failure): a job without checkpoints never grows this.
+   */
+  #recordChange(id: number, kgIndex: number, key: Key, mapKey: MapKey): void {
+    if (!this.#incremental || this.#needBase) return;
+    const groups = (this.#changed[id] ??= []);
+    (groups[kgIndex] ??= new Map()).set(mapKey, key);
+    this.#changedKeys++;
+  }
+
+  /** Keys recorded as changed outside the cache since the last incremental snapshot (tests, metrics). */
+  get changedKeysOutsideCache(): number {
+    return this.#changedKeys;
   }
 
   /** A write for the next batch (undefined: delete the key). */
@@ -315,6 +391,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           else this.#db.putSync(key, value);
         }
       });
+      this.#recordsWritten += writes.length;
     } catch (e) {
       throw storeFailed(this.#dir, "write", e);
     }
@@ -324,7 +401,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
     for (const { table, id, fresh } of this.#tables) {
-      for (const [mapKey, kgIndex] of table.heldKeys()) puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(table.peekHeld(mapKey, kgIndex)!)]);
+      for (const [mapKey, kgIndex] of table.heldKeys()) {
+        const entry = table.peekHeld(mapKey, kgIndex)!;
+        if (!entry.dirty) continue;
+        puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(entry)]);
+        entry.dirty = false;
+      }
       fresh.clear(); // all written now
     }
     this.#write(puts);
@@ -380,7 +462,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * file comment). The transaction ends when every table's capture is released (the snapshot's
    * release()).
    */
-  override snapshot(): HeapKeyedStateSnapshot {
+  override snapshot(options?: KeyedSnapshotOptions): HeapKeyedStateSnapshot {
     const pending = new Map<string, Map<string, Buffer | undefined>>();
     for (const [name, [, value]] of this.#pending) {
       const prefix = name.slice(0, 4);
@@ -394,11 +476,13 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     } catch (e) {
       throw storeFailed(this.#dir, "read", e);
     }
-    const view: StoreView = { txn, pending, open: this.#tables.length };
+    const view: StoreView = { txn, pending, open: this.#tables.length, cached: new Map() };
     if (view.open === 0) txn.done();
     this.#view = view;
     try {
-      return super.snapshot();
+      const snapshot = super.snapshot();
+      if (this.#incremental && options?.incremental === true) snapshot.shared = this.#sharedPart(snapshot, view);
+      return snapshot;
     } catch (e) {
       if (view.open > 0) txn.done();
       throw e;
@@ -411,6 +495,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const cached = table.capture();
     const view = this.#view!;
     const info = this.#tables.find((t) => t.table === table)!;
+    view.cached.set(info.id, cached);
     const start = this.keyGroupRange.start;
     const given = new Set<number>();
     let released = false;
@@ -461,7 +546,119 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     };
   }
 
+  /**
+   * The incremental part of a snapshot (synchronous: O(1) besides the captures already taken). A
+   * base when the chain must restart (first snapshot, after a restore or a migration, after a
+   * failed snapshot, or `maxChainLength` deltas since the last base): every key group as the
+   * canonical snapshot writes it. Otherwise a delta: per key group and state, the keys changed
+   * since the previous snapshot — cached entries whose `changedAt` is this snapshot's epoch or
+   * later (a later change shows its value as of the snapshot: the capture's), and the keys
+   * recorded in `#changed` as changed outside the cache, read from the capture, the write batch
+   * or the store as of the snapshot (absent: removed).
+   */
+  #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView): SharedKeyedSnapshot {
+    const base = this.#needBase || this.#chainLength >= this.#maxChainLength;
+    const ctx = this.#ctx;
+    const epoch = ctx?.changeEpoch ?? 0;
+    if (ctx !== undefined) ctx.changeEpoch++;
+    const changed = this.#changed;
+    this.#changed = [];
+    this.#changedKeys = 0;
+    const previous = base ? Promise.resolve([]) : this.#chain;
+    let complete!: (chain: readonly SharedFileRef[] | undefined) => void;
+    this.#chain = new Promise((resolve) => (complete = resolve));
+    this.#needBase = false;
+    this.#chainLength = base ? 0 : this.#chainLength + 1;
+    let settled = false;
+    const settle = (chain: readonly SharedFileRef[] | undefined): void => {
+      if (settled) return;
+      settled = true;
+      if (chain === undefined) {
+        // What this one recorded is lost: start over with a base (and record nothing until then).
+        this.#needBase = true;
+        this.#changed = [];
+        this.#changedKeys = 0;
+      }
+      complete(chain);
+    };
+    // A snapshot released without settling (it failed before its file was written) counts as failed.
+    const release = snapshot.release.bind(snapshot);
+    snapshot.release = () => {
+      settle(undefined);
+      release();
+    };
+    const now = this.#clock.now();
+    const writeKeyGroup = base
+      ? (kg: number, out: ByteWriter): boolean => {
+          if (!snapshot.hasKeyGroup(kg)) return false;
+          snapshot.writeKeyGroup(kg, out);
+          return true;
+        }
+      : (kg: number, out: ByteWriter): boolean => this.#writeDelta(kg, out, view, snapshot, changed, epoch, now);
+    return { kind: base ? "base" : "delta", previous, writeKeyGroup, settle };
+  }
+
+  /** A delta key group (incremental-snapshot.ts): false when nothing in it changed. */
+  #writeDelta(kg: number, out: ByteWriter, view: StoreView, snapshot: HeapKeyedStateSnapshot, changed: (Map<MapKey, Key> | undefined)[][], epoch: number, now: number): boolean {
+    const index = kg - this.keyGroupRange.start;
+    const headers: { name: string; keys: Key[] }[] = [];
+    const bodies: { meta: KeyedStateMeta; cells: Parameters<CellVisitor>[]; dropExpired: boolean }[] = [];
+    for (const [id, cached] of view.cached) {
+      const info = this.#tables[id]!;
+      const outside = changed[id]?.[index];
+      const keys: Key[] = [];
+      const cells: Parameters<CellVisitor>[] = [];
+      const seen = new Set<MapKey>();
+      cached.forEachCell(
+        index,
+        (key, ns, value, expiresAt, expiry) => cells.push([key, ns, value, expiresAt, expiry]),
+        (entry) => {
+          if (entry.changedAt < epoch && outside?.has(entry.mapKey) !== true) return false;
+          seen.add(entry.mapKey);
+          keys.push(entry.key);
+          return true;
+        },
+      );
+      if (outside !== undefined) {
+        for (const [mapKey, key] of outside) {
+          if (seen.has(mapKey)) continue;
+          keys.push(key);
+          const record = this.#recordAt(view, index, id, mapKey);
+          if (record !== undefined) visitStored(decodeEntry(record, mapKey, 0, this.#dir), (...cell) => cells.push(cell));
+        }
+      }
+      if (keys.length === 0) continue;
+      const name = info.descriptor.name;
+      headers.push({ name, keys });
+      const meta = snapshot.states.find((m) => m.name === name)!;
+      bodies.push({ meta, cells, dropExpired: info.table.ttl?.cleanupFullSnapshot === true });
+    }
+    if (headers.length === 0) return false;
+    writeDeltaHeader(headers, out);
+    out.varuint(bodies.length);
+    const codec = defaultCodec();
+    for (const { meta, cells, dropExpired } of bodies) {
+      out.string(meta.name);
+      writeCells({ forEachCell: (_index, visit) => { for (const c of cells) visit(...c); } }, index, meta, dropExpired ? now : Number.NEGATIVE_INFINITY, codec, out);
+    }
+    return true;
+  }
+
+  /** The record of a key as of a snapshot: its write batch (a delete: undefined), else its store transaction. */
+  #recordAt(view: StoreView, index: number, id: number, mapKey: MapKey): Buffer | undefined {
+    const storeKey = this.#storeKey(index, id, mapKey);
+    const name = storeKey.toString("latin1");
+    const pending = view.pending.get(name.slice(0, 4));
+    if (pending?.has(name) === true) return pending.get(name);
+    try {
+      return this.#db.get(storeKey, { transaction: view.txn });
+    } catch (e) {
+      throw storeFailed(this.#dir, "read", e);
+    }
+  }
+
   override restoreKeyGroup(keyGroup: number, input: Reader, states: readonly KeyedStateMeta[]): void {
+    this.#needBase = true; // the first incremental snapshot after a restore is a base
     super.restoreKeyGroup(keyGroup, input, states);
     while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
   }
@@ -560,6 +757,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           }
         }
         removed += dropped;
+        if (dropped > 0) this.#recordChange(id, kg - start, entry.key, entry.mapKey);
         if (entry.isEmpty()) this.#stage(last, undefined);
         else puts.push([last, this.#encode(entry)]);
       }
@@ -726,13 +924,18 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
   if (!Number.isInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
+  const incremental = options.incremental ?? true;
+  const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
+  if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
+    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
+  }
   return (backendOptions) => {
     const scope = backendOptions.scope;
     const { start, end } = backendOptions.keyGroupRange;
     const jobDir = join(options.dir, safeName(scope?.job ?? "unscoped"));
     lockJobDir(jobDir);
     const sub = scope === undefined ? `pid${process.pid}-${unscoped++}` : `${safeName(scope.operatorId)}-${start}-${end}`;
-    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize });
+    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, incremental, maxChainLength });
   };
 }
 

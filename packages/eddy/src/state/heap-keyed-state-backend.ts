@@ -35,7 +35,7 @@ import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
-import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export { VOID_NAMESPACE } from "./state-table.ts";
@@ -178,7 +178,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * The synchronous part of a snapshot: freezes every state (copy-on-write per key group, O(key
    * groups)); the returned snapshot serializes it later while processing goes on.
    */
-  snapshot(): HeapKeyedStateSnapshot {
+  snapshot(_options?: KeyedSnapshotOptions): HeapKeyedStateSnapshot {
     const captured = [...this.#states.values()].map(({ table, descriptor }) => ({
       meta: metaOf(descriptor),
       capture: this.captureTable(table),

@@ -49,6 +49,7 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
   remove(key: UK): void {
     const cell = this.#mapCell();
     if (cell === undefined) return;
+    this.table.markCurrentDirty();
     (cell.value as Map<UK, UV>).delete(key);
     (cell.expiry as Map<UK, number> | undefined)?.delete(key);
     this.#dropIfEmpty(cell);
@@ -111,12 +112,14 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     if (exp === undefined) return false;
     const now = this.table.now();
     if (exp <= now) {
+      this.table.markCurrentDirty();
       (cell.value as Map<UK, UV>).delete(key);
       expiry.delete(key);
       this.#dropIfEmpty(cell);
       return this.returnExpired;
     }
     if (this.refreshOnRead) {
+      this.table.markCurrentDirty();
       expiry.set(key, now + this.ttlMs);
       cell.expiresAt = now + this.ttlMs;
     }
@@ -130,7 +133,7 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
   #liveMap(read: boolean): Map<UK, UV> | undefined {
     const cell = this.visibleCell(read);
     if (cell === undefined) return undefined;
-    if (read && this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs);
+    if (read && this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs); // visibleCell marked the entry dirty
     return cell.value as Map<UK, UV>;
   }
 

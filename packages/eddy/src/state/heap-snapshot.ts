@@ -26,6 +26,7 @@ import type { BatchCodec } from "../core/codec/codec.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { ResolvedTtl, StateKind } from "./descriptors.ts";
+import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import { Cell, type Namespace, type TableCapture } from "./state-table.ts";
 
@@ -44,6 +45,8 @@ interface CapturedState {
 export class HeapKeyedStateSnapshot {
   readonly keyGroupRange: { readonly start: number; readonly end: number };
   readonly states: readonly KeyedStateMeta[];
+  /** Set by a backend that writes this snapshot incrementally (the disk backend). */
+  shared: SharedKeyedSnapshot | undefined = undefined;
   readonly #captured: readonly CapturedState[];
   /** Processing time when taken: cells expired by then are left out. */
   readonly #now: number;
@@ -85,7 +88,7 @@ export class HeapKeyedStateSnapshot {
 }
 
 /** `now`: what expired by then is left out (-Infinity: nothing is). Captured cells are never modified. */
-function writeCells(capture: TableCapture, index: number, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
+export function writeCells(capture: Pick<TableCapture, "forEachCell">, index: number, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
   const hasTtl = meta.ttl !== undefined;
   const keys: Key[] = [];
   const namespaces: Namespace[] = [];

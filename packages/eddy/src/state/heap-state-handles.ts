@@ -25,7 +25,7 @@ import type {
   StateDescriptorBase,
   StateKind,
 } from "./descriptors.ts";
-import { Cell, purgeCell, VOID_NAMESPACE } from "./state-table.ts";
+import { Cell, cellHasExpired, purgeCell, VOID_NAMESPACE } from "./state-table.ts";
 import type { Namespace, StateTable } from "./state-table.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
 import type {
@@ -143,7 +143,10 @@ export abstract class HeapKvState implements InternalKvState {
     const cell = this.rawCell();
     if (cell === undefined) return undefined;
     const now = this.table.now();
-    if (this.returnExpired && anyExpired(this.descriptor.kind, cell, now)) {
+    const expired = cellHasExpired(this.descriptor.kind, cell, now);
+    // Dropping what expired, or refreshing an expiry, changes the entry (the disk backend writes it back).
+    if (expired || (read && this.refreshOnRead)) this.table.markCurrentDirty();
+    if (this.returnExpired && expired) {
       if (!read) return cell;
       const detached = detachCell(this.descriptor.kind, cell);
       if (purgeCell(this.descriptor.kind, cell, now)) this.table.removeCurrentCell(this.table.currentEntry()!, this.ns, this.isVoid);
@@ -188,6 +191,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     }
     const current = this.rawCell();
     if (current !== undefined) {
+      this.table.markCurrentDirty();
       current.value = fns.add(current.value as T, value);
       return false;
     }
@@ -222,7 +226,9 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
       current === undefined ? this.copyIn(value) : this.#reduce(this.copyIn(current.value as T), this.copyIn(value));
     // An existing cell is the one cellForWrite would return (the same current entry, the same
     // cell), so it is written directly; only a new cell needs the table.
-    const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    let cell = current;
+    if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    else this.table.markCurrentDirty();
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -265,7 +271,9 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     const primitiveAcc = typeof acc !== "object" || acc === null;
     const next = primitiveAcc ? this.copyIn(this.#fn.add(value, acc)) : this.#fn.add(this.copyIn(value), acc);
     // As in HeapReducingState.add: an existing cell is written directly.
-    const cell = current ?? this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    let cell = current;
+    if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    else this.table.markCurrentDirty();
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -289,7 +297,7 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
     const cell = this.visibleCell(true);
     if (cell === undefined) return [];
     const values = cell.value as T[];
-    if (this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs);
+    if (this.refreshOnRead) refreshAll(cell, this.table.now() + this.ttlMs); // visibleCell marked the entry dirty
     if (!this.deep) return values.slice();
     const out = new Array<T>(values.length);
     for (let i = 0; i < values.length; i++) out[i] = copyValue(values[i]!);
@@ -355,16 +363,6 @@ function listVisibleAt(cell: Cell, now: number): unknown[] {
   const exps = cell.expiry as number[] | undefined;
   if (exps === undefined) return values;
   return values.filter((_, i) => exps[i]! > now);
-}
-
-/** Whether anything stored in `cell` expired at `now` (the whole cell, or an element or entry). */
-function anyExpired(kind: StateKind, cell: Cell, now: number): boolean {
-  if (cell.expiresAt <= now) return true;
-  const expiry = cell.expiry;
-  if (expiry === undefined) return false;
-  if (kind === "list") return (expiry as number[]).some((e) => e <= now);
-  for (const e of (expiry as Map<unknown, number>).values()) if (e <= now) return true;
-  return false;
 }
 
 /** A cell holding what `cell` holds, not affected by later changes of it (list and map: own collections). */

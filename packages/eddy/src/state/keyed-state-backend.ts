@@ -51,6 +51,7 @@ import type {
   InternalReducingState,
   InternalValueState,
 } from "./internal-state.ts";
+import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
 
@@ -138,7 +139,7 @@ export interface KeyedStateBackend {
    * The synchronous part of a checkpoint: a consistent view of every state as of now, written
    * later by key group while processing goes on. Bounded work (the heap backend: O(key groups)).
    */
-  snapshot(): KeyedStateSnapshot;
+  snapshot(options?: KeyedSnapshotOptions): KeyedStateSnapshot;
   /**
    * Restores one key group in the canonical format, before processing starts. `states` describes
    * the snapshot's states; one already registered must have the same kind and options.
@@ -151,9 +152,19 @@ export interface KeyedStateBackend {
   dispose?(): void;
 }
 
+export interface KeyedSnapshotOptions {
+  /**
+   * The snapshot is for a checkpoint (not a savepoint), which a backend may write incrementally:
+   * then `shared` holds its state and `writeKeyGroup` is not used for it (state/incremental-snapshot.ts).
+   */
+  readonly incremental?: boolean;
+}
+
 /** A backend's frozen view for one checkpoint. `release()` when done, also on failure; may be called twice. */
 export interface KeyedStateSnapshot {
   readonly states: readonly KeyedStateMeta[];
+  /** An incremental snapshot's state, written to a shared file (absent: the canonical key groups hold it). */
+  readonly shared?: SharedKeyedSnapshot;
   /** Whether key group `keyGroup` holds anything to write. */
   hasKeyGroup(keyGroup: number): boolean;
   /** Writes key group `keyGroup` in the canonical format. */

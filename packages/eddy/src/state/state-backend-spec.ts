@@ -5,7 +5,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
-import { DEFAULT_DISK_CACHE_SIZE, diskStateBackend } from "./disk-keyed-state-backend.ts";
+import { DEFAULT_DISK_CACHE_SIZE, DEFAULT_MAX_CHAIN_LENGTH, diskStateBackend } from "./disk-keyed-state-backend.ts";
 import { heapStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "./keyed-state-backend.ts";
 
@@ -19,6 +19,10 @@ export type StateBackendSpec =
       readonly dir: string;
       /** Keys on the heap per operator subtask. */
       readonly cacheSize: number;
+      /** Checkpoints write only what changed (state.backend.disk.incremental). */
+      readonly incremental: boolean;
+      /** Deltas between two full bases (state.backend.disk.max-chain-length). */
+      readonly maxChainLength: number;
     };
 
 /** Options of `setStateBackend("disk", …)`. */
@@ -27,6 +31,10 @@ export interface DiskStateBackendInput {
   readonly dir?: string;
   /** Keys kept on the heap per operator subtask (default 100,000). */
   readonly cacheSize?: number;
+  /** Incremental checkpoints (default true; savepoints are always full). */
+  readonly incremental?: boolean;
+  /** Incremental checkpoints after a full one before the next full one (default 10; 0: all full). */
+  readonly maxChainLength?: number;
 }
 
 /** Where disk state lives unless `state.backend.disk.dir` says otherwise. */
@@ -35,14 +43,15 @@ export const DEFAULT_DISK_STATE_DIR = ".eddy/state";
 /** Checks a backend choice and its options, refusing what is unknown or bad by name; resolves the directory. */
 export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput = {}): StateBackendSpec {
   if (kind === "heap") {
-    if (options.dir !== undefined || options.cacheSize !== undefined) {
-      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir and cacheSize are the disk backend's)");
+    if (Object.values(options).some((v) => v !== undefined)) {
+      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, incremental and maxChainLength are the disk backend's)");
     }
     return { kind: "heap" };
   }
   if (kind !== "disk") throw new EddyError("INVALID_STATE_BACKEND", `unknown state backend ${JSON.stringify(kind)}: use "heap" or "disk"`);
+  const known = ["dir", "cacheSize", "incremental", "maxChainLength"];
   for (const name of Object.keys(options)) {
-    if (name !== "dir" && name !== "cacheSize") throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the disk state backend (dir, cacheSize)`);
+    if (!known.includes(name)) throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the disk state backend (${known.join(", ")})`);
   }
   const dir = options.dir ?? DEFAULT_DISK_STATE_DIR;
   if (typeof dir !== "string" || dir.trim() === "") throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.dir must be a directory path");
@@ -50,11 +59,17 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
-  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize };
+  const incremental = options.incremental ?? true;
+  if (typeof incremental !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.incremental must be true or false, got ${String(incremental)}`);
+  const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
+  if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
+    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
+  }
+  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, incremental, maxChainLength };
 }
 
 /** The factory of a spec (undefined: the heap backend). */
 export function stateBackendFactory(spec: StateBackendSpec | undefined): KeyedStateBackendFactory {
   if (spec === undefined || spec.kind === "heap") return heapStateBackend;
-  return diskStateBackend({ dir: spec.dir, cacheSize: spec.cacheSize });
+  return diskStateBackend({ dir: spec.dir, cacheSize: spec.cacheSize, incremental: spec.incremental, maxChainLength: spec.maxChainLength });
 }

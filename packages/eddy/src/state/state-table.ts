@@ -64,6 +64,12 @@ export class KeyContext {
   kgIndex = -1;
   /** Bumped on every `setCurrentKey`; tables cache their current entry per epoch. */
   epoch = 0;
+  /**
+   * Bumped by every snapshot that takes part in incremental checkpoints; written into each entry
+   * changed (`KeyEntry.changedAt`), so a snapshot knows which cached entries changed since the
+   * previous one.
+   */
+  changeEpoch = 0;
 }
 
 export class Cell {
@@ -84,6 +90,17 @@ export class Cell {
 export class KeyEntry extends Cell {
   hasVoid = false;
   nsCells: Map<Namespace, Cell> | undefined = undefined;
+  /**
+   * Changed since it was loaded from (or last written to) the disk backend's store: only dirty
+   * entries are written back when evicted. New and copied entries are dirty; the disk backend
+   * marks an entry it loads clean. Every write path sets it (`StateTable.markDirty`).
+   */
+  dirty = true;
+  /**
+   * The key context's `changeEpoch` at the entry's last change (incremental checkpoints: a change
+   * made since the previous snapshot has the epoch that snapshot left behind).
+   */
+  changedAt = 0;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
@@ -131,7 +148,7 @@ export interface TableSource {
   /** A key without stored state got an entry in the maps. */
   created(mapKey: MapKey, kgIndex: number): void;
   /** An entry became empty and left the maps: what is stored of the key must go. */
-  removed(mapKey: MapKey, kgIndex: number): void;
+  removed(key: Key, mapKey: MapKey, kgIndex: number): void;
   /**
    * `migrateValues`: applies `step` to every cell of stored keys the maps do not hold (those in
    * the maps were migrated already).
@@ -335,6 +352,7 @@ export class StateTable {
     let group = this.#groups[kgIndex];
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     const entry = new KeyEntry(key, mapKey, this.#version);
+    entry.changedAt = this.#ctx.changeEpoch;
     group.set(mapKey, entry);
     this.#numKeys++;
     this.#source?.created(mapKey, kgIndex);
@@ -351,7 +369,7 @@ export class StateTable {
       entry = this.createEntry(ctx.key, ctx.mapKey, ctx.kgIndex);
       this.#cacheEpoch = ctx.epoch;
       this.#cacheEntry = entry;
-    }
+    } else this.markDirty(entry);
     if (isVoid) {
       if (!entry.hasVoid) entry.setVoid(initialValue);
       return entry;
@@ -369,6 +387,7 @@ export class StateTable {
    * `entry` must be private: the current entry, or one `#unshared` returned.
    */
   removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
+    this.markDirty(entry);
     if (isVoid) entry.clearVoid();
     else entry.nsCells?.delete(ns);
     if (!entry.isEmpty()) return;
@@ -376,10 +395,23 @@ export class StateTable {
     if (group !== undefined && group.get(entry.mapKey) === entry) {
       group.delete(entry.mapKey);
       this.#numKeys--;
-      this.#source?.removed(entry.mapKey, kgIndex);
+      this.#source?.removed(entry.key, entry.mapKey, kgIndex);
     }
     this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
+  }
+
+  /** `entry` (private: the current entry, or one `#unshared` returned) is being changed. */
+  markDirty(entry: KeyEntry): void {
+    // hot path
+    entry.dirty = true;
+    entry.changedAt = this.#ctx.changeEpoch;
+  }
+
+  /** The current key's entry, if any, is being changed in place (a write to a cell it holds). */
+  markCurrentDirty(): void {
+    const entry = this.currentEntry();
+    if (entry !== undefined) this.markDirty(entry);
   }
 
   removeCurrentCell(entry: KeyEntry, ns: Namespace, isVoid: boolean): void {
@@ -447,6 +479,8 @@ export class StateTable {
 
   #purgeEntry(entry: KeyEntry, now: number, kgIndex: number): number {
     let removed = 0;
+    // purgeCell drops expired list elements and map entries in place: the entry changes.
+    if (entryHasExpired(this.kind, entry, now)) this.markDirty(entry);
     if (entry.hasVoid && purgeCell(this.kind, entry, now)) {
       this.removeCell(entry, VOID_NAMESPACE, true, kgIndex);
       removed++;
@@ -485,7 +519,7 @@ export class StateTable {
     let released = false;
     return {
       size: (index) => capture.size(index),
-      forEachCell: (index, visit) => capture.forEachCell(index, visit),
+      forEachCell: (index, visit, only) => capture.forEachCell(index, visit, only),
       releaseGroup: (index) => {
         if (!released) this.#releaseGroup(capture, index);
       },
@@ -534,6 +568,7 @@ export class StateTable {
    */
   restoreCell(key: Key, mapKey: MapKey, kgIndex: number, ns: Namespace, cell: Cell): void {
     const entry = this.#groups[kgIndex]?.get(mapKey) ?? this.createEntry(key, mapKey, kgIndex);
+    this.markDirty(entry);
     if (ns === VOID_NAMESPACE) {
       entry.setVoid(cell.value);
       entry.expiresAt = cell.expiresAt;
@@ -560,6 +595,7 @@ export class StateTable {
       if (this.#pending[i] !== undefined) this.#materialize(i);
       for (let entry of this.#groups[i]!.values()) {
         entry = this.#unshared(entry, i);
+        this.markDirty(entry);
         if (entry.hasVoid) step(entry);
         if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) step(cell);
       }
@@ -607,6 +643,8 @@ export class StateTable {
     const kind = this.kind;
     const copyValues = this.#copyValues;
     const e = new KeyEntry(entry.key, entry.mapKey, this.#version);
+    e.dirty = entry.dirty;
+    e.changedAt = entry.changedAt;
     if (entry.hasVoid) {
       e.hasVoid = true;
       copyCellInto(kind, entry, e, copyValues);
@@ -642,9 +680,10 @@ export interface TableCapture {
   size(index: number): number;
   /**
    * Calls `visit` with every cell group `index` had when captured (expired ones included), as it
-   * was then, whatever happened since: valid while the capture holds the group.
+   * was then, whatever happened since: valid while the capture holds the group. `only`: just the
+   * cells of entries it accepts (it sees the live entry: its key, `changedAt`; never its cells).
    */
-  forEachCell(index: number, visit: CellVisitor): void;
+  forEachCell(index: number, visit: CellVisitor, only?: (entry: KeyEntry) => boolean): void;
   /** Gives group `index` back (it was written): it reads as empty from now on; idempotent. */
   releaseGroup(index: number): void;
   /** Ends the capture; idempotent. Entries are no longer copied for it. */
@@ -687,19 +726,20 @@ class LiveCapture {
     return group === undefined ? 0 : group instanceof Map ? group.size : (group as CapturedGroup).entries.length;
   }
 
-  forEachCell(index: number, visit: CellVisitor): void {
+  forEachCell(index: number, visit: CellVisitor, only?: (entry: KeyEntry) => boolean): void {
     const group = this.groups[index];
     if (group === undefined) return;
     if (group instanceof Map) {
-      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) visitEntry(entry, visit);
+      for (const entry of (group as ReadonlyMap<MapKey, KeyEntry>).values()) if (only === undefined || only(entry)) visitEntry(entry, visit);
       return;
     }
     const { entries, values, nsCells, expiresAt } = group as CapturedGroup;
     if (values === undefined) {
-      for (const entry of entries) visitEntry(entry, visit);
+      for (const entry of entries) if (only === undefined || only(entry)) visitEntry(entry, visit);
       return;
     }
     for (let i = 0; i < entries.length; i++) {
+      if (only !== undefined && !only(entries[i]!)) continue;
       const key = entries[i]!.key;
       const value = values[i];
       if (value !== NO_VOID) visit(key, VOID_NAMESPACE, value, expiresAt === undefined ? Number.POSITIVE_INFINITY : expiresAt[i]!, undefined);
@@ -730,6 +770,23 @@ function copyCellInto(kind: StateKind, from: Cell, to: Cell, copyValues: boolean
   to.expiresAt = from.expiresAt;
   to.expiry = expiry === undefined ? undefined : Array.isArray(expiry) ? expiry.slice() : new Map(expiry);
   return to;
+}
+
+/** Whether anything stored in `cell` expired at `now` (the whole cell, or an element or entry). */
+export function cellHasExpired(kind: StateKind, cell: Cell, now: number): boolean {
+  if (cell.expiresAt <= now) return true;
+  const expiry = cell.expiry;
+  if (expiry === undefined) return false;
+  if (kind === "list") return (expiry as number[]).some((e) => e <= now);
+  for (const e of (expiry as Map<unknown, number>).values()) if (e <= now) return true;
+  return false;
+}
+
+/** Whether any cell of `entry` holds something expired at `now`. */
+function entryHasExpired(kind: StateKind, entry: KeyEntry, now: number): boolean {
+  if (entry.hasVoid && cellHasExpired(kind, entry, now)) return true;
+  if (entry.nsCells !== undefined) for (const cell of entry.nsCells.values()) if (cellHasExpired(kind, cell, now)) return true;
+  return false;
 }
 
 /**

@@ -59,6 +59,7 @@ export class VoidValueCursor<T> implements ValueCursor<T> {
       return;
     }
     if (entry === undefined) this.#entry = entry = this.#table.createEntry(this.#key, this.#mapKey, this.#kgIndex);
+    else this.#table.markDirty(entry);
     if (entry.hasVoid) entry.value = value;
     else entry.setVoid(value);
   }

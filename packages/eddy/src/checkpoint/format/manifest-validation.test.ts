@@ -86,6 +86,21 @@ test("file names that are paths, hidden or empty are refused, so nothing outside
   rejects(hostile((m) => (m.tasks[0].file.name = 42)), "CHECKPOINT_CORRUPT", /names file 42/);
 });
 
+test("an incremental chain must list well-formed shared files, and only in a checkpoint (a savepoint is self-contained)", () => {
+  const ref = { name: "task-1-0-0-base-3-ab.kgs", size: 10, sha256: SHA };
+  const checkpoint = (edit: (m: any) => void): CheckpointManifest =>
+    hostile((m) => {
+      m.isSavepoint = false;
+      edit(m);
+    });
+  validateManifest(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [ref] })), WHERE);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [] })), "CHECKPOINT_CORRUPT", /malformed incremental chain for operator 'count'/);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = [ref])), "CHECKPOINT_CORRUPT", /malformed incremental chain/);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, name: "../shared/x.kgs" }] })), "CHECKPOINT_CORRUPT", /names file .*not a plain file name/);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, sha256: "x" }] })), "CHECKPOINT_CORRUPT", /invalid sha256/);
+  rejects(hostile((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [ref] })), "CHECKPOINT_CORRUPT", /a savepoint is self-contained/);
+});
+
 test("file sizes and checksums must be well formed, and a file belongs to one task", () => {
   for (const size of [-1, 1.5, "10", 2 ** 60, null]) {
     rejects(hostile((m) => (m.tasks[0].file.size = size)), "CHECKPOINT_CORRUPT", /file 'task-0-0.snap' has an invalid size/);

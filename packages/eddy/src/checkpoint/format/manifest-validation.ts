@@ -75,7 +75,7 @@ export function validateManifest(manifest: CheckpointManifest, where: string): v
   for (const [uid, op] of Object.entries(operators)) validateOperator(uid, op, corrupt);
   const tasks = m["tasks"];
   if (!Array.isArray(tasks)) throw corrupt(`manifest field 'tasks' must be an array, got ${show(tasks)}`);
-  const checker = new OperatorStateChecker(operators as CheckpointManifest["operators"], where, corrupt);
+  const checker = new OperatorStateChecker(operators as CheckpointManifest["operators"], where, corrupt, m["isSavepoint"] === true);
   const taskIds = new Set<string>();
   const fileNames = new Set<string>();
   tasks.forEach((task: unknown, i) => {
@@ -149,7 +149,11 @@ class OperatorStateChecker {
   /** Per operator and state name: the description first seen, to compare the others with. */
   readonly #descriptions = new Map<string, string>();
 
-  constructor(operators: CheckpointManifest["operators"], where: string, corrupt: (what: string) => EddyError) {
+  /** Savepoints are self-contained: an incremental chain (shared files) is refused. */
+  readonly #isSavepoint: boolean;
+
+  constructor(operators: CheckpointManifest["operators"], where: string, corrupt: (what: string) => EddyError, isSavepoint: boolean) {
+    this.#isSavepoint = isSavepoint;
     this.#operators = operators;
     this.#where = where;
     this.#corrupt = corrupt;
@@ -197,6 +201,13 @@ class OperatorStateChecker {
     if (!(watermark === null || (typeof watermark === "number" && !Number.isNaN(watermark)))) throw corrupt(`${op} has an invalid watermark ${show(watermark)}`);
     const names = new Set<string>();
     for (const s of keyed["states"] as unknown[]) this.#checkKeyedState(s, uid, names, task);
+    const incremental = keyed["incremental"];
+    if (incremental !== undefined) {
+      // The chain of shared files (state/incremental-snapshot.ts): a base, then deltas.
+      if (this.#isSavepoint) throw corrupt(`${task} lists shared files for ${op}, but a savepoint is self-contained (only checkpoints are incremental)`);
+      if (!isRecord(incremental) || !Array.isArray(incremental["chain"]) || incremental["chain"].length === 0) throw corrupt(`${task} has a malformed incremental chain for ${op}`);
+      for (const ref of incremental["chain"] as unknown[]) validateFileRef(ref, task, corrupt);
+    }
   }
 
   /** `names`: the states of this task seen so far. */

@@ -34,6 +34,12 @@ export interface OperatorSnapshotMeta {
     readonly states: readonly KeyedStateMeta[];
     /** The watermark, or null for −∞ (JSON has no infinities). */
     readonly watermark: number | null;
+    /**
+     * Incremental checkpoints (state/incremental-snapshot.ts): the keyed state is in these shared
+     * files (a base, then deltas, oldest first), and the task file's key-group sections hold an
+     * empty state part and the timers.
+     */
+    readonly incremental?: { readonly chain: readonly FileRef[] };
   };
   readonly operatorStates: readonly { readonly name: string; readonly mode: OperatorStateMode; readonly count: number }[];
 }

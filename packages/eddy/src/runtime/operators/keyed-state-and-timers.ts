@@ -8,7 +8,7 @@ import type { ScheduledCallback } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
 import { computeOperatorIndexForKeyGroup, KeyGroupAssigner } from "../../core/key-group.ts";
-import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/namespace.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
@@ -92,7 +92,7 @@ export class KeyedStateAndTimers {
     };
     const checkpointing = ctx.checkpointing;
     if (checkpointing !== undefined) {
-      checkpointing.setKeyed(() => this.#snapshot());
+      checkpointing.setKeyed((options) => this.#snapshot(options));
       const restored = checkpointing.restored?.keyed;
       if (restored !== undefined) this.#restore(restored);
     }
@@ -156,16 +156,20 @@ export class KeyedStateAndTimers {
   }
 
   /** The synchronous part of a checkpoint: keyed state (copy-on-write) and timers. */
-  #snapshot(): KeyedSnapshotPart {
-    const state = this.backend.snapshot();
+  #snapshot(options: KeyedSnapshotOptions): KeyedSnapshotPart {
+    const state = this.backend.snapshot(options);
     const timers = this.timers.snapshotTimers();
+    const shared = state.shared;
     return {
       keyGroupRange: this.backend.keyGroupRange,
       states: state.states,
       watermark: timers.watermark,
-      hasKeyGroup: (kg) => state.hasKeyGroup(kg) || timers.hasKeyGroup(kg),
+      // Incremental: the state is in the shared file; the task file's key groups hold an empty state part and the timers.
+      shared,
+      hasKeyGroup: (kg) => (shared === undefined && state.hasKeyGroup(kg)) || timers.hasKeyGroup(kg),
       writeKeyGroup: (kg, out) => {
-        state.writeKeyGroup(kg, out);
+        if (shared === undefined) state.writeKeyGroup(kg, out);
+        else out.varuint(0);
         timers.writeKeyGroup(kg, out);
       },
       releaseKeyGroup: (kg) => state.releaseKeyGroup(kg),
