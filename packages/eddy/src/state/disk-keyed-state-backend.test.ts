@@ -51,6 +51,38 @@ test("disk backend: the cache holds at most cache-size keys; every value survive
   assert.equal(existsSync(b.storeDir), false, "dispose removes the store");
 });
 
+test("disk backend: eviction gives keys used since the last pass a second chance, and still evicts when every key was used", () => {
+  const b = make(8); // evicts 8 >> 2 = 2 keys at a time
+  const use = (i: number): void => {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(count).update((b.getState(count).value() ?? 0) + 1);
+  };
+  for (let i = 0; i < 8; i++) use(i);
+  use(0);
+  use(1);
+  use(8); // the cache is full: the two oldest not used again go (2 and 3), not 0 and 1
+  assert.deepEqual([0, 1, 2, 3, 8].map((i) => b.isCached(i)), [true, true, false, false, true]);
+  const all = make(4);
+  for (let round = 0; round < 2; round++) {
+    for (let i = 0; i < 4; i++) {
+      all.setCurrentKey(i, kgOf(i));
+      all.getState(count).update(round);
+    }
+  }
+  all.setCurrentKey(4, kgOf(4));
+  all.getState(count).update(0);
+  assert.equal(all.cachedKeys, 4, "bounded although every key was referenced");
+  assert.deepEqual([0, 1, 2, 3, 4].map((i) => all.isCached(i)), [false, true, true, true, true], "the oldest goes once all had their second chance");
+  for (const [backend, keys] of [[b, 9], [all, 5]] as const) {
+    for (let i = 0; i < keys; i++) {
+      backend.setCurrentKey(i, kgOf(i));
+      assert.notEqual(backend.getState(count).value(), undefined, `key ${i} kept its value through eviction`);
+    }
+  }
+  b.dispose();
+  all.dispose();
+});
+
 test("disk backend: a snapshot leaves out keys removed before it whose deletion is not flushed yet, and keeps keys removed after it", () => {
   const b = make(1_000);
   for (let i = 0; i < 20; i++) {

@@ -6,8 +6,12 @@
  *   on the cached entries (HeapKeyedStateBackend with a TableSource per table). A key not cached
  *   is loaded from the store on first access (a synchronous LMDB read) and stays cached until
  *   evicted.
- * - The cache holds at most `cacheSize` keys (over all states of the subtask), least recently used
- *   evicted first, a quarter at a time. Evicted entries are encoded into a write batch (with the
+ * - The cache holds at most `cacheSize` keys (over all states of the subtask), evicted a quarter at
+ *   a time by second chance (CLOCK, an approximation of least recently used): a use of a cached
+ *   key only sets its reference bit; eviction walks the keys in insertion order, giving a
+ *   referenced key a second chance (bit cleared, moved to the end) and evicting the others. A use
+ *   costs one Map lookup; strict LRU moved the key to the end of a Map on every record (a delete
+ *   and an insert), which was half of q12's time on this backend (churned Maps rehash). Evicted entries are encoded into a write batch (with the
  *   deletions of keys whose state was removed), written as one LMDB transaction sorted by store
  *   key once it holds WRITE_BATCH writes, and before every snapshot; reads look in it first.
  * - Store layout: one record per (key group, state, key), all namespaces of the key in it.
@@ -56,6 +60,8 @@ import { Cell, KeyEntry, keyGroupOutOfRange, purgeCell, snapshotCellValue, State
 import type { Namespace } from "./namespace.ts";
 
 /** Evicted entries (and removals) gathered before one write transaction (each LMDB commit costs ~0.1-0.4 ms). */
+/** Added to a cached key's group index while the key is referenced (second-chance eviction); above every index. */
+const REFERENCED = 0x10000;
 const WRITE_BATCH = 4_096;
 
 /** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
@@ -223,6 +229,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   /** Keys on the heap now (tests, metrics). */
+  /** Whether `key` is in the cache (tests). */
+  isCached(key: Key): boolean {
+    return this.#lru.has(mapKeyOf(key));
+  }
+
   get cachedKeys(): number {
     return this.#lru.size;
   }
@@ -238,13 +249,15 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     return new CachingCursor<T>(this.#tablesByName.get(descriptor.name)!.table, this.keyGroupRange, (key, keyGroup) => this.#touch(mapKeyOf(key), keyGroup));
   }
 
-  /** `mapKey` (of `keyGroup`) was used now: most recently used; evicts when the cache is full. */
+  /** `mapKey` (of `keyGroup`) was used now: referenced (see the file comment); evicts when the cache is full. */
   #touch(mapKey: MapKey, keyGroup: number): void {
     // hot path
     const lru = this.#lru;
-    lru.delete(mapKey);
-    lru.set(mapKey, keyGroup - this.keyGroupRange.start);
-    if (lru.size > this.#cacheSize) this.#evict(mapKey);
+    const v = lru.get(mapKey);
+    if (v === undefined) {
+      lru.set(mapKey, keyGroup - this.keyGroupRange.start);
+      if (lru.size > this.#cacheSize) this.#evict(mapKey);
+    } else if (v < REFERENCED) lru.set(mapKey, v + REFERENCED);
   }
 
   protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
@@ -332,17 +345,35 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   /**
-   * Evicts the least recently used keys (never `keep`, the key being moved to) into the write
-   * batch, and writes the batch once full.
+   * Evicts a batch of keys not referenced since the last pass (never `keep`, the key being used)
+   * into the write batch, and writes the batch once full. Referenced keys met on the way get a
+   * second chance: their bit is cleared and they move to the end. When every key was referenced
+   * the keys given a second chance (now at the end, unreferenced) are evicted next.
    */
   #evict(keep: MapKey | undefined): void {
+    const lru = this.#lru;
+    const batch = this.#evictBatch;
     const victims: [MapKey, number][] = [];
-    for (const [mapKey, kgIndex] of this.#lru) {
-      if (victims.length >= this.#evictBatch) break;
-      if (mapKey !== keep) victims.push([mapKey, kgIndex]);
+    const spared: [MapKey, number][] = [];
+    for (const [mapKey, v] of lru) {
+      if (victims.length >= batch) break;
+      if (mapKey === keep) continue;
+      if (v >= REFERENCED) spared.push([mapKey, v - REFERENCED]);
+      else victims.push([mapKey, v]);
+    }
+    for (const [mapKey] of victims) lru.delete(mapKey);
+    for (const [mapKey, kgIndex] of spared) {
+      lru.delete(mapKey);
+      lru.set(mapKey, kgIndex);
+    }
+    if (victims.length < batch) {
+      for (const [mapKey, v] of lru) {
+        if (victims.length >= batch) break;
+        if (mapKey !== keep && v < REFERENCED) victims.push([mapKey, v]);
+      }
+      for (let i = 0; i < victims.length; i++) lru.delete(victims[i]![0]);
     }
     for (const [mapKey, kgIndex] of victims) {
-      this.#lru.delete(mapKey);
       for (const { table, id, fresh } of this.#tables) {
         const entry = table.evict(mapKey, kgIndex);
         if (entry === undefined) continue;
