@@ -7,3 +7,6 @@ export { KafkaSink, type DeliveryGuarantee, type KafkaSinkOptions } from "./kafk
 export type { KafkaCommittable, KafkaWriterState } from "./transactional-ids.ts";
 export { murmur2, partitionForKey } from "./murmur2.ts";
 export { utf8, type KafkaDeserializer, type KafkaValueSerializer } from "./serde.ts";
+export { KafkaSource } from "./kafka-source.ts";
+export type { KafkaSourceOptions, KafkaStartingOffsets } from "./kafka-source-options.ts";
+export type { KafkaSplit } from "./kafka-split.ts";
