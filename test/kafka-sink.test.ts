@@ -16,8 +16,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, before, test } from "node:test";
-import { FakeKafkaBroker, serveFakeKafka, type FakeKafkaServer } from "eddy-kafka/testing";
+import { test } from "node:test";
+import { fakeKafkaForThisFile, readCommitted } from "./kafka-fixtures.ts";
 import { runJob } from "eddy/testing";
 import { latestCheckpoint } from "./jobs/checkpointed.ts";
 import { kafkaSinkJob } from "./jobs/kafka-sink.ts";
@@ -29,25 +29,11 @@ const ROUNDS = Number(process.env.EDDY_KAFKA_ROUNDS ?? 3);
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const dec = new TextDecoder();
 
-let broker: FakeKafkaBroker;
-let server: FakeKafkaServer;
-before(async () => {
-  broker = new FakeKafkaBroker();
-  server = await serveFakeKafka(broker);
-});
-after(async () => {
-  await server?.close();
-});
+const kafka = fakeKafkaForThisFile();
 
 /** Per partition, what a read_committed reader sees: `key=value@timestamp`, sorted (parallel writers interleave). */
-async function readCommitted(topic: string): Promise<string[][]> {
-  const client = broker.client();
-  const out: string[][] = [];
-  for (let p = 0; p < PARTITIONS; p++) {
-    const [r] = await client.fetch([{ topic, partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e9, maxWaitMs: 0 });
-    out.push(r!.records.map((x) => `${dec.decode(x.key!)}=${dec.decode(x.value!)}@${x.timestamp}`).sort());
-  }
-  return out;
+async function committedOf(topic: string): Promise<string[][]> {
+  return (await readCommitted(kafka.broker, topic, (x) => `${dec.decode(x.key!)}=${dec.decode(x.value!)}@${x.timestamp}`)).map((p) => p.sort());
 }
 
 type RunOptions = Parameters<typeof runJob>[1];
@@ -55,7 +41,7 @@ type RunOptions = Parameters<typeof runJob>[1];
 async function run(topic: string, delivery: string, options: RunOptions, fault?: object): Promise<void> {
   // Jobs on threads run slowly throughout (the hold file never exists), so that checkpoints complete while records flow.
   const hold = options?.mode === "threads" ? join(tmpdir(), "eddy-kafka-never-released") : "";
-  await withEnv({ EDDY_KAFKA_HOLD: hold, EDDY_KAFKA_URL: server.url, EDDY_KAFKA_TOPIC: topic, EDDY_KAFKA_EVENTS: String(EVENTS), EDDY_KAFKA_DELIVERY: delivery, EDDY_KAFKA_FAULT: fault === undefined ? "" : JSON.stringify(fault) }, async () => {
+  await withEnv({ EDDY_KAFKA_HOLD: hold, EDDY_KAFKA_URL: kafka.url, EDDY_KAFKA_TOPIC: topic, EDDY_KAFKA_EVENTS: String(EVENTS), EDDY_KAFKA_DELIVERY: delivery, EDDY_KAFKA_FAULT: fault === undefined ? "" : JSON.stringify(fault) }, async () => {
     await runJob(kafkaSinkJob, { logger: silent, ...options }).done;
   });
 }
@@ -64,9 +50,9 @@ let baseline: string[][] | undefined;
 /** The failure-free run's output (once per file). */
 async function expected(): Promise<string[][]> {
   if (baseline !== undefined) return baseline;
-  broker.createTopic("baseline", PARTITIONS);
+  kafka.broker.createTopic("baseline", PARTITIONS);
   await run("baseline", "exactly-once", { mode: "inline", parallelism: 1, checkpointing: false });
-  baseline = await readCommitted("baseline");
+  baseline = await committedOf("baseline");
   assert.equal(baseline.flat().length, EVENTS, "the failure-free run wrote every event once");
   return baseline;
 }
@@ -79,12 +65,12 @@ test(`exactly-once: worker threads, parallelism 2, a worker exit or an exception
     const random = prng(seed);
     for (let round = 0; round < ROUNDS; round++) {
       const topic = `eo-${seed}-${round}`;
-      broker.createTopic(topic, PARTITIONS);
+      kafka.broker.createTopic(topic, PARTITIONS);
       const fault = { kind: round % 3 === 1 ? "process" : "exit", atRecord: 1 + Math.floor(random() * EVENTS * 0.95), marker: join(dir, `fault-${round}`) };
       const label = `seed ${seed}, round ${round}, ${fault.kind} at ${fault.atRecord}`;
       await run(topic, "exactly-once", { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 20 }, checkpointDir: join(dir, "checkpoints"), jobId: topic, restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 } }, fault);
-      assert.deepEqual(await readCommitted(topic), want, `${label}: read_committed sees the failure-free output`);
-      assert.deepEqual(broker.openTransactions(), [], `${label}: no transaction left open`);
+      assert.deepEqual(await committedOf(topic), want, `${label}: read_committed sees the failure-free output`);
+      assert.deepEqual(kafka.broker.openTransactions(), [], `${label}: no transaction left open`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -97,16 +83,16 @@ test("exactly-once: a job at parallelism 2 fails and stays down; restored from i
   try {
     for (const parallelism of [1, 3]) {
       const topic = `rescale-${parallelism}`;
-      broker.createTopic(topic, PARTITIONS);
+      kafka.broker.createTopic(topic, PARTITIONS);
       const checkpoints = join(dir, `checkpoints-${parallelism}`);
       const fault = { kind: "process", atRecord: Math.floor(EVENTS * 0.45), marker: join(dir, `fault-${parallelism}`) };
       await assert.rejects(run(topic, "exactly-once", { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 20 }, checkpointDir: checkpoints, jobId: topic, restartStrategy: { type: "none" } }, fault), /injected fault/);
       const from = latestCheckpoint(join(checkpoints, topic));
       assert.ok(from !== undefined, "a checkpoint completed before the failure");
-      assert.ok(broker.openTransactions().some((id) => id.startsWith(`eddy-test-${topic}-`)), "the failed job left transactions open (what the restore must abort)");
+      assert.ok(kafka.broker.openTransactions().some((id) => id.startsWith(`eddy-test-${topic}-`)), "the failed job left transactions open (what the restore must abort)");
       await run(topic, "exactly-once", { mode: parallelism === 1 ? "inline" : "threads", parallelism, checkpointing: { intervalMs: 20 }, checkpointDir: checkpoints, jobId: topic, fromCheckpoint: from });
-      assert.deepEqual(await readCommitted(topic), want, `2 → ${parallelism}`);
-      assert.deepEqual(broker.openTransactions(), [], `2 → ${parallelism}: no transaction left open`);
+      assert.deepEqual(await committedOf(topic), want, `2 → ${parallelism}`);
+      assert.deepEqual(kafka.broker.openTransactions(), [], `2 → ${parallelism}: no transaction left open`);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -118,10 +104,10 @@ test("at-least-once: a worker exit at a random record loses nothing (duplicates 
   const dir = mkdtempSync(join(tmpdir(), "eddy-kafka-alo-"));
   try {
     const topic = "alo";
-    broker.createTopic(topic, PARTITIONS);
+    kafka.broker.createTopic(topic, PARTITIONS);
     const fault = { kind: "exit", atRecord: Math.floor(EVENTS * (0.2 + prng(Date.now() % 1000)() * 0.7)), marker: join(dir, "fault") };
     await run(topic, "at-least-once", { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 20 }, checkpointDir: join(dir, "checkpoints"), jobId: topic, restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 } }, fault);
-    const got = (await readCommitted(topic)).flat();
+    const got = (await committedOf(topic)).flat();
     const missing = [...want].filter((r) => !got.includes(r));
     assert.deepEqual(missing.slice(0, 5), [], `fault at ${fault.atRecord}: nothing lost`);
     assert.ok(got.length >= want.size);
