@@ -9,6 +9,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { Committer, SinkContext, SinkWriter } from "eddy";
 import { EddyError } from "eddy";
+import { KafkaClientError } from "./client.ts";
 import { FakeKafkaBroker } from "./fake-broker.ts";
 import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
 
@@ -241,4 +242,66 @@ test("options: clear INVALID_KAFKA_OPTIONS errors; a record the serializer refus
   assert.deepEqual(reported, [1n]);
   const [r] = await broker.client().fetch([{ topic: "a", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 0 });
   assert.deepEqual(r!.records.map((x) => dec.decode(x.value!)), ['{"ok":true}']);
+});
+
+test("producer errors: at-least-once resends a batch after a retryable error (up to maxSendAttempts), fails at once on any other; exactly-once never resends", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("out", 1);
+  /** A client whose sends fail with `error` while `failing()` says so, counting every send. */
+  const flaky = (failing: () => boolean, error: () => Error) => {
+    let sends = 0;
+    const client = () => {
+      const c = broker.client();
+      return {
+        ...c,
+        partitionCount: (t: string) => c.partitionCount(t),
+        commitTransaction: (h: Parameters<typeof c.commitTransaction>[0]) => c.commitTransaction(h),
+        producer: (o: Parameters<typeof c.producer>[0]) => {
+          const p = c.producer(o);
+          return {
+            initTransactions: () => p.initTransactions(),
+            beginTransaction: () => p.beginTransaction(),
+            commitTransaction: () => p.commitTransaction(),
+            abortTransaction: () => p.abortTransaction(),
+            close: () => p.close(),
+            send: async (records: Parameters<typeof p.send>[0]) => {
+              sends++;
+              if (failing()) throw error();
+              return p.send(records);
+            },
+          };
+        },
+      } as ReturnType<typeof broker.client>;
+    };
+    return { client, sends: () => sends };
+  };
+  const network = () => new KafkaClientError("NETWORK", "the broker did not answer");
+  let failures = 2;
+  const twice = flaky(() => failures-- > 0, network);
+  const alo = KafkaSink.create<string>({ client: twice.client, topic: "out", serializer: "string", lingerMs: 0, maxBatchSize: 10 });
+  const w1 = alo.createWriter(contextOf(0, 1));
+  await w1.write("a", undefined);
+  await w1.flush!(true);
+  assert.equal(twice.sends(), 3, "two failed sends, then the one that went through");
+  const [r] = await broker.client().fetch([{ topic: "out", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 0 });
+  assert.deepEqual(r!.records.map((x) => dec.decode(x.value!)), ["a"]);
+
+  const always = flaky(() => true, network);
+  const w2 = KafkaSink.create<string>({ client: always.client, topic: "out", serializer: "string", lingerMs: 0, maxSendAttempts: 3 }).createWriter(contextOf(0, 1));
+  await w2.write("b", undefined);
+  await assert.rejects(Promise.resolve(w2.flush!(true)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /in 3 attempts/.test(e.message));
+  assert.equal(always.sends(), 3);
+
+  const fatal = flaky(() => true, () => new KafkaClientError("UNKNOWN_TOPIC", "no such topic"));
+  const w3 = KafkaSink.create<string>({ client: fatal.client, topic: "out", serializer: "string", lingerMs: 0 }).createWriter(contextOf(0, 1));
+  await w3.write("c", undefined);
+  await assert.rejects(Promise.resolve(w3.flush!(true)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /no such topic/.test(e.message));
+  assert.equal(fatal.sends(), 1, "a fatal error is not retried");
+
+  let eoFailures = 1;
+  const once = flaky(() => eoFailures-- > 0, network);
+  const w4 = KafkaSink.create<string>({ client: once.client, topic: "out", serializer: "string", lingerMs: 0, delivery: "exactly-once", transactionalIdPrefix: "eo" }).createWriter(contextOf(0, 1));
+  await w4.write("d", undefined);
+  await assert.rejects(Promise.resolve(w4.flush!(true)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED");
+  assert.equal(once.sends(), 1, "exactly-once does not resend within a transaction");
 });

@@ -57,6 +57,8 @@ export interface KafkaSinkOptions<T> {
   readonly maxInFlightBatches?: number;
   /** How long a partial batch waits for more records before it is sent (default 5 ms). */
   readonly lingerMs?: number;
+  /** none / at-least-once: sends of a batch that fails with a retryable error, in all (default 5; backoff from 100 ms, doubling). */
+  readonly maxSendAttempts?: number;
 }
 
 interface SinkConfig<T> {
@@ -72,6 +74,7 @@ interface SinkConfig<T> {
   readonly maxBatchSize: number;
   readonly maxInFlightBatches: number;
   readonly lingerMs: number;
+  readonly maxSendAttempts: number;
 }
 
 const invalid = (message: string): EddyError => new EddyError("INVALID_KAFKA_OPTIONS", `KafkaSink: ${message}`);
@@ -105,6 +108,7 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
     maxBatchSize: num("maxBatchSize", 500, 1),
     maxInFlightBatches: num("maxInFlightBatches", 5, 1),
     lingerMs: num("lingerMs", 5, 0),
+    maxSendAttempts: num("maxSendAttempts", 5, 1),
   };
 }
 
@@ -282,7 +286,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
       const producer = txn === undefined ? this.#producer! : await this.#open(txn);
       if (txn !== undefined) txn.sent += records.length;
       // Issued in order on the chain; acknowledged beside it.
-      const ack = producer.send(records);
+      const ack = txn === undefined ? this.#sendWithRetries(producer, records) : producer.send(records);
       this.#unacked.add(ack);
       ack.then(
         () => {
@@ -295,6 +299,26 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
         },
       );
     }).catch(() => {});
+  }
+
+  /**
+   * none / at-least-once: a send that fails with a retryable error (KafkaClientError.retryable: the
+   * brokers did not answer) is sent again after a backoff, up to `maxSendAttempts` in all; any
+   * other error fails at once. A resent batch may be written twice (its first send may have
+   * arrived) and after later batches: at-least-once allows both. Exactly-once never resends within
+   * a transaction: the writer fails and the restore aborts the transaction.
+   */
+  async #sendWithRetries(producer: KafkaProducer, records: readonly ProducerRecord[]): Promise<readonly number[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await producer.send(records);
+      } catch (e) {
+        if (!(e instanceof KafkaClientError && e.retryable) || attempt >= this.#c.maxSendAttempts || this.#failure !== undefined) {
+          throw attempt > 1 ? failureOf(e, this.#context, `send ${records.length} records to ${describeTopics(records)} in ${attempt} attempts`) : e;
+        }
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** (attempt - 1), 5_000)));
+      }
+    }
   }
 
   /** The producer of `txn`, its transaction begun (initTransactions aborts what the id had open and fences older producers). */
