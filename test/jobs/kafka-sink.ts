@@ -6,16 +6,30 @@
  * - EDDY_KAFKA_DELIVERY: the sink's delivery guarantee;
  * - EDDY_KAFKA_HOLD: a file; until it exists the job runs slowly (1 ms per 5 records), so that
  *   checkpoints complete while records flow (a path that never exists: slow throughout);
- * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file.
+ * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file;
+ * - EDDY_KAFKA_COMMITTED: a file the sink creates when it first commits (a checkpoint completed);
+ *   when set, the fault fires at the first record from atRecord on once that file exists, so the
+ *   job fails after a checkpoint, however slow the machine.
  */
 import { defineJob, WatermarkStrategy } from "eddy";
 import { KafkaSink, type DeliveryGuarantee } from "eddy-kafka";
 import { remoteFakeKafkaClient } from "eddy-kafka/testing";
-import { faultyIdentity, recordFaultFrom } from "./fault-markers.ts";
+import { existsSync } from "node:fs";
+import { faultyIdentity, fireOnce, markingFirstCommit, recordFaultFrom, type RecordFault } from "./fault-markers.ts";
 
 export const KEYS = 50;
 
 const timestamps = WatermarkStrategy.noWatermarks<number>().withTimestampAssigner((n) => 1000 + n);
+
+/** The fault at the first record from `fault.atRecord` on once the file `committed` exists. */
+function faultAfterCommit(fault: RecordFault, committed: string): (n: number) => void {
+  let armed = false;
+  return (n) => {
+    if (n < fault.atRecord || !(armed ||= existsSync(committed)) || !fireOnce(fault.marker)) return;
+    if (fault.kind === "exit") process.exit(3);
+    throw new Error(`injected fault at record ${n}`);
+  };
+}
 
 export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
   const fault = recordFaultFrom(process.env.EDDY_KAFKA_FAULT);
@@ -23,12 +37,15 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
   const url = process.env.EDDY_KAFKA_URL ?? "";
   const topic = process.env.EDDY_KAFKA_TOPIC ?? "out";
   const delivery = (process.env.EDDY_KAFKA_DELIVERY ?? "exactly-once") as DeliveryGuarantee;
+  const committed = process.env.EDDY_KAFKA_COMMITTED || undefined;
+  const late = fault !== undefined && committed !== undefined ? faultAfterCommit(fault, committed) : undefined;
+  const slow = faultyIdentity(late === undefined ? fault : undefined, process.env.EDDY_KAFKA_HOLD || undefined, 5);
   env
     .fromSequence(1, events)
-    .map(faultyIdentity(fault, process.env.EDDY_KAFKA_HOLD || undefined, 5))
+    .map((n) => (late?.(n), slow(n)))
     .assignTimestampsAndWatermarks(timestamps)
     .sinkTo(
-      KafkaSink.create<number>({
+      markingFirstCommit(KafkaSink.create<number>({
         client: () => remoteFakeKafkaClient(url),
         topic,
         serializer: (n) => String(n),
@@ -37,7 +54,7 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
         transactionalIdPrefix: `eddy-test-${topic}`,
         maxBatchSize: 200,
         lingerMs: 2,
-      }),
+      }), committed),
       "kafka-out",
     );
 });
