@@ -8,8 +8,9 @@
  *   checkpoints complete while records flow (a path that never exists: slow throughout);
  * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file;
  * - EDDY_KAFKA_COMMITTED: a file the sink creates when it first commits (a checkpoint completed);
- *   when set, the fault fires at the first record from atRecord on once that file exists, so the
- *   job fails after a checkpoint, however slow the machine.
+ *   when set, the job runs slowly (1 ms per record) until that file exists, and the fault fires at
+ *   the first record from atRecord on once it exists: the job fails after a checkpoint, however
+ *   slow the machine.
  */
 import { defineJob, WatermarkStrategy } from "eddy";
 import { KafkaSink, type DeliveryGuarantee } from "eddy-kafka";
@@ -39,7 +40,9 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
   const delivery = (process.env.EDDY_KAFKA_DELIVERY ?? "exactly-once") as DeliveryGuarantee;
   const committed = process.env.EDDY_KAFKA_COMMITTED || undefined;
   const late = fault !== undefined && committed !== undefined ? faultAfterCommit(fault, committed) : undefined;
-  const slow = faultyIdentity(late === undefined ? fault : undefined, process.env.EDDY_KAFKA_HOLD || undefined, 5);
+  // With EDDY_KAFKA_COMMITTED the job runs slowly (1 ms per record) until the sink's first commit,
+  // so records are left to fail at however slow the machine; otherwise per EDDY_KAFKA_HOLD.
+  const slow = committed !== undefined ? faultyIdentity(undefined, committed, 1) : faultyIdentity(fault, process.env.EDDY_KAFKA_HOLD || undefined, 5);
   env
     .fromSequence(1, events)
     .map((n) => (late?.(n), slow(n)))
