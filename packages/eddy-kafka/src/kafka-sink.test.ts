@@ -305,3 +305,18 @@ test("producer errors: at-least-once resends a batch after a retryable error (up
   await assert.rejects(Promise.resolve(w4.flush!(true)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED");
   assert.equal(once.sends(), 1, "exactly-once does not resend within a transaction");
 });
+
+test("exactly-once: a writer whose abort-on-start fails (the topic's broker is gone) rejects its next call with KAFKA_SINK_FAILED naming the step", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("out", 1);
+  const sink = KafkaSink.create<number>({
+    client: () => ({ ...broker.client(), producer: () => ({ initTransactions: () => Promise.reject(new KafkaClientError("NETWORK", "no broker")) }) as never }),
+    topic: "out",
+    serializer: "json",
+    delivery: "exactly-once",
+    transactionalIdPrefix: "gone",
+    lingerMs: 0,
+  });
+  const writer = sink.createWriter(contextOf(0, 1));
+  await assert.rejects(Promise.resolve(writer.flush!(false)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /abort the transactions/.test(e.message) && /no broker/.test(e.message));
+});

@@ -183,6 +183,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     this.#generation = context.restoredCheckpointId ?? 0;
     if (config.delivery === "exactly-once") {
       const restored = (context.restoredState ?? []).map(readWriterState);
+      // A failure here ends the writer (#failure): its next write, flush or barrier rejects with it.
       this.#enqueue("abort the transactions the restored checkpoint does not hold", () => this.#abortLingering(restored));
     } else {
       this.#producer = this.#client.producer({});
