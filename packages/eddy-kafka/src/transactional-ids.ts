@@ -76,9 +76,10 @@ export interface AbortRun {
 }
 
 /**
- * What a writer of `subtask` (of `parallelism`) aborts on start, in generation `generation`,
- * given the writer states it received (see the file comment). The runs of its own generation
- * for higher subtasks come last and are open-ended: `ownGenerationFrom` is the first such subtask.
+ * The runs a writer of `subtask` aborts on start in generation `generation`, given the writer
+ * states it received (steps 1 and 2 of the file comment for its own subtask). The runs of its own
+ * generation for higher subtasks (`subtask + parallelism`, …) are open-ended: the writer goes on
+ * until one of them had never been used (KafkaSinkWriter.#abortLingering).
  */
 export function abortPlan(restored: readonly KafkaWriterState[], subtask: number, generation: number): AbortRun[] {
   const runs: AbortRun[] = [];
