@@ -28,6 +28,13 @@ export interface SinkContext {
    */
   readonly restoredState?: readonly unknown[] | undefined;
   /**
+   * The id of the checkpoint the job restores from (Flink's InitContext.getRestoredCheckpointId),
+   * the same for every subtask, also one that received no writer state at a rescale; undefined
+   * on a fresh start. Two-phase sinks name what they open after a restore by it, so that the
+   * names cannot collide with those the restored committables hold (e.g. Kafka transactional ids).
+   */
+  readonly restoredCheckpointId?: number | undefined;
+  /**
    * A record the sink's service refused for its own values (a constraint violation, a value of
    * the wrong type), which no retry can fix: handed to the sink's error policy (`.onError` on
    * what `sinkTo` returns; docs/error-policy.md). Under `fail` (the default) it throws the error

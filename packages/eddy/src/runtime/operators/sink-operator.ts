@@ -168,7 +168,8 @@ export function sinkOperator<T>(sink: Sink<T>) {
     return {
       open() {
         const restoredState = checkpointing?.restored?.operatorState(SINK_WRITER_STATE);
-        const w = call(() => sink.createWriter(restoredState === undefined ? sinkContext : { ...sinkContext, restoredState }));
+        const restoredCheckpointId = checkpointing?.restored?.checkpointId;
+        const w = call(() => sink.createWriter(restoredState === undefined && restoredCheckpointId === undefined ? sinkContext : { ...sinkContext, restoredState, restoredCheckpointId }));
         writer = w;
         if (checkpointing !== undefined && w.snapshotState !== undefined) {
           // Registered now, after the committables' state: at a barrier prepareCommit runs first.

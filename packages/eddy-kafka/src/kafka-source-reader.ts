@@ -1,0 +1,227 @@
+/**
+ * The KafkaSource reader (Flink's KafkaSourceReader): one client per reader and one fetch in flight
+ * for all its partitions (the broker answers as soon as any has records, or after fetchMaxWaitMs).
+ * Fetched records are queued per partition and emitted by `pollNext` through the partition's own
+ * split output, with the record's timestamp: each partition has its own watermark generator and
+ * idleness, and the reader's watermark is the minimum over its partitions (per-partition
+ * watermarks). Fetching pauses while `maxQueuedRecords` wait to be emitted.
+ *
+ * Positions: a split's `next` is the offset of the next record to emit; once a fetch's records are
+ * all emitted it moves to the fetch's `nextOffset` (past transaction markers and aborted records),
+ * so a restored split resumes exactly there. Bounded splits end once `next` reaches `stop`.
+ * When a checkpoint completes, the offsets it recorded are committed to the consumer group (for
+ * lag monitoring; a restore never reads them).
+ *
+ * A record the deserializer cannot read goes to the error policy with topic, partition and offset.
+ */
+import type { InputStatus, ReaderOutput, SourceReader, SourceReaderContext } from "eddy";
+import { EddyError } from "eddy";
+import type { ConsumerRecord, FetchResult, KafkaClient } from "./client.ts";
+import type { KafkaSourceConfig } from "./kafka-source-options.ts";
+import { readKafkaSplit, type KafkaSplit } from "./kafka-split.ts";
+
+/** Records emitted per `pollNext` call at most. */
+const MAX_RECORDS_PER_POLL = 1024;
+/** A bad record's raw bytes, bounded (BadRecord.raw). */
+const MAX_RAW_BYTES = 65_536;
+/** Checkpoints whose offsets are kept for committing when they complete (older ones are dropped). */
+const MAX_REMEMBERED_CHECKPOINTS = 16;
+
+interface Reading {
+  readonly split: KafkaSplit;
+  /** The offset of the next record to emit. */
+  next: number;
+  /** Fetched, not emitted: queue[head, length), in offset order. */
+  queue: ConsumerRecord[];
+  head: number;
+  /** Where the next fetch starts (past what is queued). */
+  fetchFrom: number;
+  /** The `nextOffset` of the last fetch: `next` once the queue is emitted. */
+  fetchedUpTo: number;
+  /** The end the last fetch reported (LSO under read_committed): for the lag gauge. */
+  end: number;
+  finished: boolean;
+}
+
+/** What `isAvailable` returns: one promise until `notify` resolves it (the next wait makes a new one). */
+function signal(): { wait(): Promise<void>; notify(): void } {
+  let promise: Promise<void> | undefined;
+  let resolve: (() => void) | undefined;
+  return {
+    wait: () => (promise ??= new Promise<void>((r) => (resolve = r))),
+    notify() {
+      const r = resolve;
+      promise = resolve = undefined;
+      r?.();
+    },
+  };
+}
+
+export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: SourceReaderContext): SourceReader<T, KafkaSplit> {
+  const readings = new Map<string, Reading>();
+  const offsetsAt = new Map<number, { topic: string; partition: number; offset: number }[]>();
+  let client: KafkaClient | undefined;
+  let fetching = false;
+  let noMoreSplits = false;
+  let failure: EddyError | undefined;
+  let closed = false;
+  const availability = signal();
+  const where = `KafkaSource (subtask ${context.subtaskIndex})`;
+
+  // Flink's KafkaSourceReaderMetrics: offset commits to the group, by outcome.
+  const commitsSucceeded = context.metrics.counter("commitsSucceeded");
+  const commitsFailed = context.metrics.counter("commitsFailed");
+  context.metrics.setPendingRecordsGauge(() => {
+    let n = 0;
+    for (const r of readings.values()) if (!r.finished) n += Math.max(0, (r.split.stop >= 0 ? Math.min(r.end, r.split.stop) : r.end) - r.next);
+    return n;
+  });
+
+  const notify = availability.notify;
+  const fail = (e: unknown, what: string): void => {
+    if (closed) return;
+    failure ??= e instanceof EddyError ? e : new EddyError("KAFKA_SOURCE_FAILED", `${where} could not ${what}: ${e instanceof Error ? e.message : String(e)}`, { subtask: context.subtaskIndex, cause: e });
+    notify();
+  };
+
+  const queued = (): number => {
+    let n = 0;
+    for (const r of readings.values()) n += r.queue.length - r.head;
+    return n;
+  };
+
+  /** One fetch for every partition that is not finished and not past its stop. */
+  const fetch = (): void => {
+    if (fetching || closed || failure !== undefined || queued() >= config.maxQueuedRecords) return;
+    const wanted = [...readings.values()].filter((r) => !r.finished && (r.split.stop < 0 || r.fetchFrom < r.split.stop));
+    if (wanted.length === 0) return;
+    client ??= config.client();
+    fetching = true;
+    client
+      .fetch(
+        wanted.map((r) => ({ topic: r.split.topic, partition: r.split.partition, offset: r.fetchFrom })),
+        { isolation: config.isolation, maxRecords: config.maxRecordsPerFetch, maxWaitMs: config.fetchMaxWaitMs },
+      )
+      .then(
+        (results: readonly FetchResult[]) => {
+          fetching = false;
+          if (closed) return;
+          for (const res of results) {
+            const r = readings.get(`${res.topic}-${res.partition}`);
+            if (r === undefined || r.finished) continue;
+            for (const rec of res.records) if (r.split.stop < 0 || rec.offset < r.split.stop) r.queue.push(rec);
+            r.fetchFrom = res.nextOffset;
+            r.fetchedUpTo = res.nextOffset;
+            r.end = config.isolation === "read_committed" ? res.lastStableOffset : res.highWatermark;
+          }
+          notify();
+        },
+        (e: unknown) => {
+          fetching = false;
+          fail(e, `fetch from ${wanted.map((r) => `${r.split.splitId} at offset ${r.fetchFrom}`).join(", ")}`);
+        },
+      );
+  };
+
+  /** Emits up to `budget` queued records of `r`; returns how many. */
+  const emit = (r: Reading, output: ReaderOutput<T>, budget: number): number => {
+    const out = output.createOutputForSplit(r.split.splitId);
+    let emitted = 0;
+    // hot path
+    while (r.head < r.queue.length && emitted < budget) {
+      const rec = r.queue[r.head++]!;
+      r.next = rec.offset + 1;
+      emitted++;
+      let value: T;
+      try {
+        value = config.deserialize(rec);
+      } catch (error) {
+        const raw = rec.value === null ? "" : rec.value.length > MAX_RAW_BYTES ? rec.value.slice(0, MAX_RAW_BYTES) : rec.value.slice();
+        out.reportBadRecord({ raw, error, position: { topic: rec.topic, partition: rec.partition, offset: rec.offset } });
+        continue;
+      }
+      out.collect(value, rec.timestamp);
+    }
+    if (r.head === r.queue.length) {
+      r.queue = [];
+      r.head = 0;
+      // Everything fetched is emitted: skip what the fetch skipped (markers, aborted records).
+      r.next = Math.max(r.next, r.fetchedUpTo);
+    }
+    if (r.split.stop >= 0 && r.next >= r.split.stop && r.head === r.queue.length) {
+      r.finished = true;
+      output.releaseOutputForSplit(r.split.splitId);
+    }
+    return emitted;
+  };
+
+  return {
+    addSplits(splits) {
+      for (const s of splits.map(readKafkaSplit)) {
+        const r: Reading = { split: s, next: s.next, queue: [], head: 0, fetchFrom: s.next, fetchedUpTo: s.next, end: s.next, finished: false };
+        // A bounded split that starts at its stop has nothing to read.
+        if (s.stop >= 0 && s.next >= s.stop) r.finished = true;
+        readings.set(s.splitId, r);
+      }
+      notify();
+    },
+
+    notifyNoMoreSplits() {
+      noMoreSplits = true;
+      notify();
+    },
+
+    pollNext(output): InputStatus {
+      if (failure !== undefined) throw failure;
+      let budget = MAX_RECORDS_PER_POLL;
+      for (const r of readings.values()) {
+        if (budget <= 0) break;
+        if (r.finished) continue;
+        budget -= emit(r, output, budget);
+        // A bounded split may finish with nothing queued (its end was reached by skipping markers).
+        if (!r.finished && r.split.stop >= 0 && r.next >= r.split.stop) {
+          r.finished = true;
+          output.releaseOutputForSplit(r.split.splitId);
+        }
+      }
+      fetch();
+      if (queued() > 0) return "more";
+      if (noMoreSplits && [...readings.values()].every((r) => r.finished)) return "end";
+      return "nothing";
+    },
+
+    isAvailable() {
+      if (failure !== undefined || queued() > 0 || (noMoreSplits && [...readings.values()].every((r) => r.finished))) return Promise.resolve();
+      fetch();
+      return availability.wait();
+    },
+
+    snapshotState(checkpointId) {
+      const splits = [...readings.values()].map((r): KafkaSplit => ({ ...r.split, next: r.next }));
+      if (config.commitOffsets) {
+        offsetsAt.set(checkpointId, splits.map((s) => ({ topic: s.topic, partition: s.partition, offset: s.next })));
+        for (const id of offsetsAt.keys()) if (offsetsAt.size > MAX_REMEMBERED_CHECKPOINTS) offsetsAt.delete(id);
+      }
+      return splits;
+    },
+
+    notifyCheckpointComplete(checkpointId) {
+      const offsets = offsetsAt.get(checkpointId);
+      for (const id of [...offsetsAt.keys()]) if (id <= checkpointId) offsetsAt.delete(id);
+      if (offsets === undefined || offsets.length === 0 || closed) return;
+      client ??= config.client();
+      // Monitoring only: a failed commit is counted (commitsFailed); the next checkpoint's commit carries newer offsets.
+      client.commitOffsets(config.groupId!, offsets).then(
+        () => commitsSucceeded.inc(),
+        () => commitsFailed.inc(),
+      );
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      notify();
+      void client?.close();
+    },
+  };
+}

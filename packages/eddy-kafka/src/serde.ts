@@ -1,0 +1,69 @@
+/**
+ * How records become Kafka bytes and back. Built in: string (UTF-8), JSON (UTF-8 text) and bytes
+ * (as is); anything else is a function. A source's deserializer function gets the whole record
+ * (key, headers, topic, partition, offset, timestamp); what it throws goes to the source's error
+ * policy with the record's topic, partition and offset.
+ *
+ * Not here yet: Avro / JSON Schema / Protobuf through a schema registry (issue 26).
+ */
+import type { ConsumerRecord } from "./client.ts";
+
+const encoder = new TextEncoder();
+/** Fatal: bytes that are not UTF-8 are a bad record, not a string with replacement characters. */
+const decoder = new TextDecoder("utf-8", { fatal: true });
+
+/** A sink's value serializer: a built-in format or a function. */
+export type KafkaValueSerializer<T> = "json" | "string" | "bytes" | ((value: T) => Uint8Array | string | null);
+
+/** A source's deserializer: a built-in format of the value, or a function of the whole record. */
+export type KafkaDeserializer<T> = "json" | "string" | "bytes" | ((record: ConsumerRecord) => T);
+
+export function toBytes(x: Uint8Array | string | null): Uint8Array | null {
+  return x === null ? null : typeof x === "string" ? encoder.encode(x) : x;
+}
+
+/** The function that serializes values per `serializer`. */
+export function valueSerializer<T>(serializer: KafkaValueSerializer<T>): (value: T) => Uint8Array | null {
+  switch (serializer) {
+    case "json":
+      return (v) => {
+        const text = JSON.stringify(v);
+        if (text === undefined) throw new TypeError(`the value ${String(v)} has no JSON form`);
+        return encoder.encode(text);
+      };
+    case "string":
+      return (v) => {
+        if (typeof v !== "string") throw new TypeError(`the "string" serializer takes strings, got ${typeof v}`);
+        return encoder.encode(v);
+      };
+    case "bytes":
+      return (v) => {
+        if (v !== null && !(v instanceof Uint8Array)) throw new TypeError(`the "bytes" serializer takes Uint8Array (or null), got ${typeof v}`);
+        return v as Uint8Array | null;
+      };
+    default:
+      return (v) => toBytes(serializer(v));
+  }
+}
+
+/** The function that deserializes records per `deserializer`. */
+export function recordDeserializer<T>(deserializer: KafkaDeserializer<T>): (record: ConsumerRecord) => T {
+  switch (deserializer) {
+    case "json":
+      return (r) => {
+        if (r.value === null) throw new TypeError("the record has no value (a tombstone); the json deserializer needs one");
+        return JSON.parse(decoder.decode(r.value)) as T;
+      };
+    case "string":
+      return (r) => (r.value === null ? null : decoder.decode(r.value)) as T;
+    case "bytes":
+      return (r) => r.value as T;
+    default:
+      return deserializer;
+  }
+}
+
+/** UTF-8 text of bytes (throws on invalid UTF-8), for deserializer functions reading keys or headers. */
+export function utf8(bytes: Uint8Array): string {
+  return decoder.decode(bytes);
+}

@@ -1,0 +1,8 @@
+/**
+ * eddy-kafka/testing: the in-memory fake broker behind Eddy's Kafka client interface, for tests of
+ * jobs with a KafkaSource or KafkaSink where no broker runs (docs/connectors/kafka.md says what it
+ * models and what not). In one thread: `new FakeKafkaBroker()` and `client: () => broker.client()`;
+ * across worker threads: `serveFakeKafka(broker)` and `client: () => remoteFakeKafkaClient(url)`.
+ */
+export { FakeKafkaBroker, type FakeKafkaBrokerOptions } from "./fake-broker.ts";
+export { remoteFakeKafkaClient, serveFakeKafka, type FakeKafkaServer } from "./fake-remote.ts";

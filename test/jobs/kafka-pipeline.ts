@@ -1,0 +1,44 @@
+/**
+ * The job of the Kafka → keyed windows → Kafka kill-and-compare test (test/kafka-source.test.ts),
+ * set by the environment (read when each thread builds the job):
+ * - EDDY_KAFKA_URL: the fake broker served over HTTP; EDDY_KAFKA_IN / EDDY_KAFKA_OUT: the topics;
+ * - EDDY_KAFKA_HOLD: until this file exists the job runs slowly (1 ms per 5 records);
+ * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file
+ *   at the event whose `n` is atRecord.
+ * Input: JSON events `{ n, key, ts }` (a bounded KafkaSource, read_committed); output: per key and
+ * 1-second event-time window, `key@start:count:sum` (exactly-once KafkaSink, keyed by `key`).
+ */
+import { defineJob, TumblingEventTimeWindows, WatermarkStrategy, type Collector } from "eddy";
+import { KafkaSink, KafkaSource } from "eddy-kafka";
+import { remoteFakeKafkaClient } from "eddy-kafka/testing";
+import { faultyIdentity, recordFaultFrom } from "./fault-markers.ts";
+
+export interface Event {
+  readonly n: number;
+  readonly key: string;
+  readonly ts: number;
+}
+
+export const kafkaPipelineJob = defineJob("kafka-pipeline", (env) => {
+  const url = process.env.EDDY_KAFKA_URL ?? "";
+  const client = () => remoteFakeKafkaClient(url);
+  const fault = faultyIdentity(recordFaultFrom(process.env.EDDY_KAFKA_FAULT), process.env.EDDY_KAFKA_HOLD || undefined, 5);
+  const output = process.env.EDDY_KAFKA_OUT ?? "out";
+  env
+    .fromSource(
+      KafkaSource.create<Event>({ client, topics: [process.env.EDDY_KAFKA_IN ?? "in"], deserializer: "json", bounded: true, fetchMaxWaitMs: 50, maxRecordsPerFetch: 50 }),
+      WatermarkStrategy.forBoundedOutOfOrderness<Event>(0).withTimestampAssigner((e) => e.ts),
+      "events",
+    )
+    .map((e) => (fault(e.n), e))
+    .keyBy((e) => e.key)
+    .window(TumblingEventTimeWindows.of<Event>(1_000))
+    .aggregate(
+      { createAccumulator: () => ({ count: 0, sum: 0 }), add: (e: Event, a: { count: number; sum: number }) => ({ count: a.count + 1, sum: a.sum + e.n }), getResult: (a: { count: number; sum: number }) => a, merge: (a, b) => ({ count: a.count + b.count, sum: a.sum + b.sum }) },
+      (key: string, window, [a]: [{ count: number; sum: number }], out: Collector<string>) => out.collect(`${key}@${window.start}:${a.count}:${a.sum}`),
+    )
+    .uid("windows")
+    .sinkTo(KafkaSink.create<string>({ client, topic: output, serializer: "string", key: (s) => s.slice(0, s.indexOf("@")), delivery: "exactly-once", transactionalIdPrefix: `eddy-test-${output}`, lingerMs: 2 }), "windows-out");
+});
+
+export default kafkaPipelineJob;
