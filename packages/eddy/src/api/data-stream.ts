@@ -199,17 +199,19 @@ export class DataStream<T> extends OperatorHandle {
     stateful: boolean,
     keySelector: AnyKeySelector | undefined,
     isSink: boolean,
+    /** Where an operator the API inserts goes (default: after this stream, with the next id). */
+    at?: { readonly input: Transformation; readonly id: number },
   ): OneInputTransformation {
     return this.builder.add({
       kind: "one-input",
-      id: this.builder.nextId(),
+      id: at?.id ?? this.builder.nextId(),
       name,
       uid: undefined,
       parallelism: undefined,
       maxParallelism: undefined,
       codec: undefined,
       stateful,
-      input: this._transformation,
+      input: at?.input ?? this._transformation,
       factory: factory as unknown as OneInputFactory,
       keySelector,
       isSink,
@@ -379,6 +381,28 @@ export class KeyedStream<T, K extends Key> extends DataStream<T> {
   /** @internal */
   get _keySelector(): KeySelector<T, K> {
     return this.#keySelector;
+  }
+
+  /**
+   * @internal Local window aggregation (WindowedStream): `local` (made by `factory`) is put between
+   * this keyBy's input and the keyBy, which then partitions its output by `keySelector`. Undefined
+   * when this keyed stream is not a keyBy (reinterpretAsKeyedStream: nothing is shuffled).
+   */
+  _keyedAfterLocal<R, K2 extends Key>(
+    name: string,
+    factory: AnyFactory<T, R>,
+    keySelector: KeySelector<R, K2>,
+  ): { keyed: KeyedStream<R, K2>; local: OneInputTransformation } | undefined {
+    const keyBy = this._transformation;
+    if (keyBy.kind !== "partition" || keyBy.partitioner.type !== "key-group") return undefined;
+    const local = this._addOneInput(name, factory, false, undefined, false, { input: keyBy.input, id: this.builder.insertedId(keyBy.id) });
+    const partials = this.builder.add({
+      kind: "partition",
+      id: this.builder.insertedId(keyBy.id),
+      input: local,
+      partitioner: { type: "key-group", keySelector },
+    });
+    return { keyed: new KeyedStream<R, K2>(this.builder, partials, keySelector), local };
   }
 
   /** A process function with keyed state and timers of the current key; output type as DataStream.process. */

@@ -17,6 +17,14 @@ import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
 import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
 import { copyValue } from "../state/copy-value.ts";
 import { isFunctionFactory, requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
+import {
+  DEFAULT_LOCAL_AGGREGATION_ENTRIES,
+  globalPaneFunctions,
+  localWindowAggregationOperator,
+  partialKey,
+  type LocalPartial,
+} from "../runtime/windows/local-window-aggregation.ts";
+import type { PhysicalTransformation } from "../graph/transformation.ts";
 import type { DataStream, KeyedStream } from "./data-stream.ts";
 
 export class WindowedStream<T, K extends Key, W extends Window> {
@@ -27,6 +35,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
   #evictor: Evictor<T, W> | undefined;
   #allowedLateness = 0;
   #lateTag: OutputTag<T> | undefined;
+  #localAggregation = true;
 
   /** @internal */
   constructor(input: KeyedStream<T, K>, assigner: WindowAssigner<T, W>, all: boolean) {
@@ -63,6 +72,18 @@ export class WindowedStream<T, K extends Key, W extends Window> {
       throw new EddyError("INVALID_WINDOW", `allowedLateness applies to event-time windows; ${this.#assigner.description} is not`);
     }
     this.#allowedLateness = ms;
+    return this;
+  }
+
+  /**
+   * Whether reduce/aggregate windows pre-aggregate on the sending side of the keyBy (default: on).
+   * Applies to event-time tumbling windows and sliding windows whose size is a multiple of the
+   * slide, with the default trigger, no evictor, no allowed lateness and no late-data side
+   * output; elsewhere it has no effect. docs/windows.md, "Local aggregation".
+   */
+  localAggregation(enabled: boolean): this {
+    if (typeof enabled !== "boolean") throw new TypeError(`localAggregation needs true or false, got ${String(enabled)}`);
+    this.#localAggregation = enabled;
     return this;
   }
 
@@ -109,6 +130,61 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     return this.#build("Apply", { kind: "list" }, fn as AnyWindowFunction<unknown, unknown, Key, W>);
   }
 
+  /**
+   * Two-phase (local-global) aggregation: partials per (key, bucket) made in front of the keyBy
+   * (local-window-aggregation.ts), merged by the window (or pane) operator behind it. Undefined
+   * where it could change what the job emits (a trigger, an evictor, allowed lateness, a late-data
+   * side output), where the assigner has no buckets (sessions, processing time, global windows) or
+   * where nothing is shuffled (reinterpretAsKeyedStream).
+   */
+  #withLocalAggregation<R>(
+    name: string,
+    contents: WindowContents<T>,
+    panes: PaneFunctions<T>,
+    windowFn: AnyWindowFunction<unknown, unknown, Key, W> | undefined,
+  ): DataStream<R> | undefined {
+    const bucket = this.#assigner.localAggregationBucket?.();
+    if (bucket === undefined || this.#trigger !== undefined || this.#evictor !== undefined || this.#allowedLateness !== 0 || this.#lateTag !== undefined) {
+      return undefined;
+    }
+    const description = this.#assigner.description;
+    const local = localWindowAggregationOperator<T>({
+      description,
+      width: bucket.width,
+      offset: bucket.offset,
+      keySelector: this.#input._keySelector,
+      fold: panes,
+      maxEntries: DEFAULT_LOCAL_AGGREGATION_ENTRIES,
+    });
+    const pre = this.#input._keyedAfterLocal<LocalPartial, Key>(`LocalAggregation(${description})`, local, partialKey);
+    if (pre === undefined) return undefined;
+    const paneSpec = this.#assigner.paneSpec?.();
+    const global =
+      paneSpec !== undefined
+        ? slidingPaneOperator<LocalPartial>({
+            ...paneSpec,
+            description,
+            allowedLateness: 0,
+            lateDataTag: undefined,
+            panes: globalPaneFunctions(panes),
+            windowFunction: windowFn as AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined,
+            partials: true,
+          })
+        : windowOperator<LocalPartial, W>({
+            assigner: this.#assigner as unknown as WindowAssigner<LocalPartial, W>,
+            trigger: this.#assigner.defaultTrigger() as unknown as Trigger<LocalPartial, W>,
+            allowedLateness: 0,
+            lateDataTag: undefined,
+            contents: partialContents(contents) as WindowContents<LocalPartial>,
+            windowFunction: windowFn,
+            partials: true,
+          });
+    const stream = pre.keyed._transform<R>(name, global as never, true, partialKey);
+    pre.local.insertedFor = stream._transformation as PhysicalTransformation;
+    if (this.#all) stream.setParallelism(1);
+    return stream;
+  }
+
   /** How reduce/aggregate contents combine as panes; undefined when they cannot (no merge). */
   #paneFunctions(contents: WindowContents<T>): PaneFunctions<T> | undefined {
     if (contents.kind === "reduce") {
@@ -143,9 +219,15 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     }
     const panes = this.#paneFunctions(contents);
     const paneSpec = this.#assigner.paneSpec?.();
-    if (panes !== undefined && paneSpec !== undefined && this.#trigger === undefined && this.#evictor === undefined) {
+    const usesPanes = panes !== undefined && paneSpec !== undefined && this.#trigger === undefined && this.#evictor === undefined;
+    // The name is the same with or without local aggregation: an operator without a uid has an id derived from it.
+    const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what}${usesPanes ? ", panes" : ""})`;
+    if (panes !== undefined && this.#localAggregation) {
+      const stream = this.#withLocalAggregation<R>(name, contents, panes, windowFn);
+      if (stream !== undefined) return stream;
+    }
+    if (usesPanes) {
       // Sliding windows by reduce/aggregate: O(1) state work per element (sliding-pane-operator.ts).
-      const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what}, panes)`;
       const stream = this.#input._transform<R>(
         name,
         slidingPaneOperator<T>({
@@ -163,7 +245,6 @@ export class WindowedStream<T, K extends Key, W extends Window> {
       return stream;
     }
     const trigger = this.#trigger ?? this.#assigner.defaultTrigger();
-    const name = `${this.#all ? "WindowAll" : "Window"}(${this.#assigner.description}, ${what})`;
     const stream = this.#input._transform<R>(
       name,
       windowOperator<T, W>({
@@ -181,4 +262,25 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     if (this.#all) stream.setParallelism(1);
     return stream;
   }
+}
+
+/**
+ * The contents of a window fed with local partials (the window operator adds a partial's `a`): a
+ * reduce merges partially reduced values with itself; an aggregate merges accumulators with its
+ * `merge` (#paneFunctions made sure it has one). The state keeps the same kind and type, so
+ * savepoints do not depend on whether local aggregation was on.
+ */
+function partialContents<T>(contents: WindowContents<T>): WindowContents<unknown> {
+  if (contents.kind !== "aggregate") return contents as WindowContents<unknown>;
+  const f = contents.aggregate;
+  const merge = f.merge!;
+  return {
+    kind: "aggregate",
+    aggregate: {
+      createAccumulator: () => f.createAccumulator(),
+      add: (partial, acc) => merge.call(f, acc, partial),
+      getResult: (acc) => f.getResult(acc),
+      merge: (a, b) => merge.call(f, a, b),
+    },
+  };
 }

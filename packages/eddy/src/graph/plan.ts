@@ -127,6 +127,11 @@ function slug(name: string): string {
   return name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "operator";
 }
 
+/** The user's uid, or an id derived from the name and the creation order. */
+function derivedOperatorId(t: PhysicalTransformation): string {
+  return t.uid ?? `${slug(t.name)}-${t.id}`;
+}
+
 export function compilePlan(transformations: readonly Transformation[], options: PlanOptions): Plan {
   const physical = transformations.filter(isPhysical).sort((a, b) => a.id - b.id);
   const nodes = new Map<PhysicalTransformation, PlanNode>();
@@ -149,7 +154,10 @@ export function compilePlan(transformations: readonly Transformation[], options:
     // generates them inside the source operator): at the job's parallelism over a source of
     // fewer subtasks, a hidden round-robin edge would come between them and lose per-key order.
     if (t.ofSource !== undefined) parallelism = nodes.get(t.ofSource)!.parallelism;
-    const operatorId = t.uid ?? `${slug(t.name)}-${t.id}`;
+    // An operator the API inserted (local window aggregation) runs where its input runs.
+    const inserted = t.kind === "one-input" ? t.insertedFor : undefined;
+    if (inserted !== undefined && t.kind === "one-input" && isPhysical(t.input)) parallelism = nodes.get(t.input)!.parallelism;
+    const operatorId = inserted !== undefined ? `${derivedOperatorId(inserted)}-local` : derivedOperatorId(t);
     const restored = options.restoredMaxParallelism;
     const maxParallelism =
       t.maxParallelism ??

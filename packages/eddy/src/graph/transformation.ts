@@ -53,6 +53,12 @@ export interface OneInputTransformation extends PhysicalBase {
   /** The key selector when the input is a keyed stream. */
   readonly keySelector: AnyKeySelector | undefined;
   readonly isSink: boolean;
+  /**
+   * An operator the API inserted in front of `insertedFor` (local window aggregation): it runs at
+   * its input's parallelism (so it chains to it) and its operator id is `insertedFor`'s plus
+   * "-local". Such operators keep no state.
+   */
+  insertedFor?: PhysicalTransformation;
 }
 
 export interface TwoInputTransformation extends PhysicalBase {

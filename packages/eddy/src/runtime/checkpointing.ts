@@ -102,6 +102,7 @@ export class OperatorCheckpointing {
   #keyed: ((options: KeyedSnapshotOptions) => KeyedSnapshotPart) | undefined;
   readonly #operatorStates = new Map<string, { mode: OperatorStateMode; snapshot: OperatorStateSnapshotFn }>();
   readonly #listeners: CheckpointListener[] = [];
+  readonly #beforeBarrier: (() => void)[] = [];
 
   constructor(operatorId: string, operatorName: string, restored: OperatorRestore | undefined) {
     this.operatorId = operatorId;
@@ -145,6 +146,16 @@ export class OperatorCheckpointing {
     return out;
   }
 
+  /**
+   * Registers `action` to run at every barrier before anything is snapshotted (Flink's
+   * prepareSnapshotPreBarrier): what it emits reaches the operators chained behind this one before
+   * they snapshot (the task snapshots a chain head first), and the channels before the barrier.
+   * For operators that hold records back but keep no state (local window aggregation flushes).
+   */
+  beforeBarrier(action: () => void): void {
+    this.#beforeBarrier.push(action);
+  }
+
   addListener(listener: CheckpointListener): void {
     this.#listeners.push(listener);
   }
@@ -159,6 +170,7 @@ export class OperatorCheckpointing {
    * follows, so only what sinks and sources hold matters).
    */
   snapshot(checkpointId: number, withKeyed = true, incremental = false): OperatorSnapshot {
+    for (const action of this.#beforeBarrier) action();
     const operatorStates: OperatorStateSnapshot[] = [];
     for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
     return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.({ incremental }) : undefined, operatorStates };

@@ -28,6 +28,14 @@ export interface WindowAssigner<T, W extends Window> {
   readonly mergesIntersecting?: true;
   /** Sliding event-time assigners: what pane evaluation needs (see sliding-pane-operator.ts). */
   paneSpec?(): { readonly size: number; readonly slide: number; readonly offset: number } | undefined;
+  /**
+   * @internal Event-time assigners whose windows are unions of fixed buckets [start, start + width)
+   * aligned at `offset`, such that a record stamped with a bucket's last millisecond is assigned
+   * the windows of every element of the bucket: tumbling windows (a bucket is a window) and
+   * sliding windows evaluated by panes (a bucket is a pane). What local aggregation
+   * (local-window-aggregation.ts) pre-aggregates by; absent otherwise.
+   */
+  localAggregationBucket?(): { readonly width: number; readonly offset: number } | undefined;
   /** The state/timer namespace of a window, and back. */
   namespaceOf(window: W): Namespace;
   windowOf(namespace: Namespace): W;
@@ -65,7 +73,7 @@ function requireDuration(value: number, what: string, min: number): void {
   }
 }
 
-function eventTimestamp(timestamp: number, description: string): number {
+export function eventTimestamp(timestamp: number, description: string): number {
   if (!hasTimestamp(timestamp)) {
     throw new EddyError(
       "NO_TIMESTAMP",
@@ -129,6 +137,10 @@ class Tumbling<T> extends FixedSizeAssigner<T> {
     return this.#stagger === undefined ? this : new Tumbling<T>(this.size, this.#offset, this.isEventTime, this.#stagger);
   }
 
+  localAggregationBucket(): { width: number; offset: number } | undefined {
+    return this.isEventTime && this.#stagger === undefined ? { width: this.size, offset: this.#offset } : undefined;
+  }
+
   /**
    * The last assignment, returned again while elements fall into the same window, so the
    * per-element path does not allocate. Safe to share (also between subtasks using this
@@ -178,6 +190,11 @@ class Sliding<T> extends FixedSizeAssigner<T> {
 
   paneSpec(): { size: number; slide: number; offset: number } | undefined {
     return this.isEventTime && this.size % this.#slide === 0 ? { size: this.size, slide: this.#slide, offset: this.#offset } : undefined;
+  }
+
+  localAggregationBucket(): { width: number; offset: number } | undefined {
+    const panes = this.paneSpec();
+    return panes === undefined ? undefined : { width: panes.slide, offset: panes.offset };
   }
 
   assignWindows(_element: T, timestamp: number, context: WindowAssignerContext): readonly TimeWindow[] {

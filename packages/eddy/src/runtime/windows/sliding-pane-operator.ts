@@ -40,6 +40,7 @@ import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../op
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import { TimeWindow, windowStart } from "./windows.ts";
+import type { LocalPartial } from "./local-window-aggregation.ts";
 
 /** How panes combine: `add` folds an element into a pane, `merge` combines two panes, `result` turns the merge into the output. */
 export interface PaneFunctions<IN> {
@@ -58,6 +59,8 @@ export interface SlidingPaneSpec<IN> {
   readonly lateDataTag: OutputTag<IN> | undefined;
   readonly panes: PaneFunctions<IN>;
   readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined;
+  /** The elements are LocalPartials (local-window-aggregation.ts): a late one counts its elements. */
+  readonly partials?: boolean;
 }
 
 const FIRE: Namespace = "fire";
@@ -115,7 +118,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       if (timestamp + lateness <= watermark) {
         const tag = this.#spec.lateDataTag;
         if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
-        else this.#lateDropped.inc();
+        else this.#lateDropped.inc(this.#spec.partials === true ? (value as LocalPartial).n : 1);
       }
       return;
     }

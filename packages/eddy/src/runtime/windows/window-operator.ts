@@ -41,6 +41,7 @@ import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
 import type { Window } from "./windows.ts";
+import type { LocalPartial } from "./local-window-aggregation.ts";
 
 /** How a window's contents are kept. */
 export type WindowContents<IN> =
@@ -58,6 +59,11 @@ export interface WindowOperatorSpec<IN, W extends Window> {
   readonly evictor?: Evictor<IN, W> | undefined;
   /** Evaluates the contents; undefined emits the reduced/aggregated value itself. */
   readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, W> | undefined;
+  /**
+   * The elements are LocalPartials of local window aggregation (local-window-aggregation.ts): their
+   * `a` goes into the contents (whose reduce, or aggregate's add, merges partials).
+   */
+  readonly partials?: boolean;
 }
 
 export function windowOperator<IN, W extends Window>(spec: WindowOperatorSpec<IN, W>) {
@@ -91,6 +97,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
   readonly #function: WindowFunctionRunner<W>;
   readonly #lateDropped;
   readonly #evictor: Evictor<IN, W> | undefined;
+  readonly #partials: boolean;
   readonly #assignerContext: { currentProcessingTime(): number };
 
   constructor(spec: WindowOperatorSpec<IN, W>, ctx: OperatorContext, output: Output<unknown>) {
@@ -107,6 +114,10 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
     this.#backend = this.#keyed.backend;
     this.#evictor = spec.evictor;
+    this.#partials = spec.partials === true;
+    if (this.#partials && (spec.evictor !== undefined || spec.contents.kind === "list")) {
+      throw new EddyError("INTERNAL", "window contents kept as a list or with an evictor cannot take local partials");
+    }
     this.#contents = contentsState(this.#backend, spec.evictor === undefined ? spec.contents : { kind: "list" });
     this.#mergingSet =
       spec.assigner.mergeWindows === undefined
@@ -175,7 +186,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     if (skipped && this.#isElementLate(timestamp)) {
       const tag = this.#spec.lateDataTag;
       if (tag !== undefined) this.#output.collectSide(tag, value, timestamp);
-      else this.#lateDropped.inc();
+      else this.#lateDropped.inc(this.#partials ? (value as LocalPartial).n : 1);
     }
   }
 
@@ -266,6 +277,7 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
 
   /** Adds the element to the current window's contents; true when that created them. */
   #add(value: IN, timestamp: number): boolean {
+    if (this.#partials) return this.#contents.add((value as LocalPartial).a);
     return this.#contents.add(this.#evictor === undefined ? value : ({ value, timestamp } satisfies TimestampedValue<IN>));
   }
 
