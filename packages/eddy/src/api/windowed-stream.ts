@@ -17,13 +17,8 @@ import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
 import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
 import { copyValue } from "../state/copy-value.ts";
 import { isFunctionFactory, requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
-import {
-  DEFAULT_LOCAL_AGGREGATION_ENTRIES,
-  globalPaneFunctions,
-  localWindowAggregationOperator,
-  partialKey,
-  type LocalPartial,
-} from "../runtime/windows/local-window-aggregation.ts";
+import { DEFAULT_LOCAL_AGGREGATION_ENTRIES, globalPaneFunctions, localWindowAggregationOperator } from "../runtime/windows/local-window-aggregation.ts";
+import { partialKey, type LocalPartial } from "../runtime/windows/local-partial.ts";
 import type { PhysicalTransformation } from "../graph/transformation.ts";
 import type { DataStream, KeyedStream } from "./data-stream.ts";
 

@@ -6,7 +6,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
-import { localWindowAggregationOperator, type LocalPartial } from "./local-window-aggregation.ts";
+import { localWindowAggregationOperator } from "./local-window-aggregation.ts";
+import type { LocalPartial } from "./local-partial.ts";
 
 interface Ev {
   readonly key: string | [string, number];

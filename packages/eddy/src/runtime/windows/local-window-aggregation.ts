@@ -24,22 +24,12 @@
  * firing would happen per partial instead of per element; a late side output would get partials.
  */
 import { userFunctionError } from "../../core/errors.ts";
-import { mapKeyOf, requireValidKey, type Key, type MapKey } from "../../core/key.ts";
+import { mapKeyOf, requireValidKey, type MapKey } from "../../core/key.ts";
 import type { AnyKeySelector, OneInputOperator, OperatorContext, Output } from "../operator.ts";
 import { eventTimestamp } from "./assigners.ts";
 import type { PaneFunctions } from "./sliding-pane-operator.ts";
 import { windowStart } from "./windows.ts";
-
-/** What the local half sends: a key and its partial accumulator (or partially reduced value). */
-export interface LocalPartial {
-  readonly k: Key;
-  a: unknown;
-  /** How many elements it holds (a late partial counts as that many late records dropped). */
-  n: number;
-}
-
-/** The key of a partial: the keyed side's key selector. */
-export const partialKey = (partial: LocalPartial): Key => partial.k;
+import type { LocalPartial } from "./local-partial.ts";
 
 export interface LocalWindowAggregationSpec<IN> {
   /** The window assigner's description, for errors. */

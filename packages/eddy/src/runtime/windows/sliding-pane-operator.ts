@@ -40,7 +40,7 @@ import { KeyedStateAndTimers, requireKeySelector, type TimerDomain } from "../op
 import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import { TimeWindow, windowStart } from "./windows.ts";
-import type { LocalPartial } from "./local-window-aggregation.ts";
+import type { LocalPartial } from "./local-partial.ts";
 
 /** How panes combine: `add` folds an element into a pane, `merge` combines two panes, `result` turns the merge into the output. */
 export interface PaneFunctions<IN> {

@@ -41,7 +41,7 @@ import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import type { Evictor, TimestampedValue } from "./evictors.ts";
 import type { Window } from "./windows.ts";
-import type { LocalPartial } from "./local-window-aggregation.ts";
+import type { LocalPartial } from "./local-partial.ts";
 
 /** How a window's contents are kept. */
 export type WindowContents<IN> =
