@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { defineJob, EventTimeSessionWindows, OutputTag, TumblingEventTimeWindows, TumblingProcessingTimeWindows, CountTrigger, WatermarkStrategy } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
-import laJob, { KEYS, RECORDS, SHAPES, type Row, type Shape } from "./jobs/local-aggregation.ts";
+import laJob, { eventTime, KEYS, RECORDS, SESSION_GAP, SHAPES, type Row, type Shape } from "./jobs/local-aggregation.ts";
 
 /** The windows of `shape` computed from the whole input. */
 function oracle(shape: Shape): string[] {
@@ -22,7 +22,22 @@ function oracle(shape: Shape): string[] {
     const r = rows.get(id) ?? { key, start, end, count: 0, sum: 0 };
     rows.set(id, { ...r, count: r.count + 1, sum: r.sum + n });
   };
-  for (let n = 1; n <= RECORDS; n++) {
+  if (shape === "session-aggregate") {
+    // Per key in time order: a record within the gap of the session's last one extends it.
+    const open = new Map<number, Row>();
+    for (let n = 1; n <= RECORDS; n++) {
+      const key = n % KEYS;
+      const ts = eventTime(shape, n);
+      const s = open.get(key);
+      if (s !== undefined && ts <= s.end) open.set(key, { ...s, end: ts + SESSION_GAP, count: s.count + 1, sum: s.sum + n });
+      else {
+        if (s !== undefined) rows.set(`${key}|${s.start}`, s);
+        open.set(key, { key, start: ts, end: ts + SESSION_GAP, count: 1, sum: n });
+      }
+    }
+    for (const s of open.values()) rows.set(`${s.key}|${s.start}`, s);
+  }
+  for (let n = 1; n <= RECORDS && shape !== "session-aggregate"; n++) {
     const key = shape === "all-aggregate" ? -1 : n % KEYS;
     if (shape === "sliding-aggregate") {
       for (let s = Math.floor(n / 250) * 250; s > n - 1000; s -= 250) add(key, s, s + 1000, n);
@@ -121,10 +136,11 @@ test("local aggregation stays out of windows whose output it could change, and o
     ["a trigger", (k) => k.window(TumblingEventTimeWindows.of<number>(10)).trigger(CountTrigger.of(2)).aggregate(sum)],
     ["an aggregate without merge", (k) => k.window(TumblingEventTimeWindows.of<number>(10)).aggregate(sumNoMerge)],
     ["process", (k) => k.window(TumblingEventTimeWindows.of<number>(10)).process({ process: () => {} })],
-    ["sessions", (k) => k.window(EventTimeSessionWindows.withGap<number>(10)).aggregate(sum)],
+    ["sessions by process", (k) => k.window(EventTimeSessionWindows.withGap<number>(10)).process({ process: () => {} })],
     ["processing time", (k) => k.window(TumblingProcessingTimeWindows.of<number>(10)).aggregate(sum)],
     ["turned off", (k) => k.window(TumblingEventTimeWindows.of<number>(10)).localAggregation(false).aggregate(sum)],
     ["(control: eligible)", (k) => k.window(TumblingEventTimeWindows.of<number>(10)).aggregate(sum)],
+    ["(control: eligible sessions)", (k) => k.window(EventTimeSessionWindows.withGap<number>(10)).aggregate(sum)],
   ];
   function keyedOf(env: Parameters<Parameters<typeof defineJob>[1]>[0]) {
     return env

@@ -7,6 +7,7 @@
  */
 import {
   defineJob,
+  EventTimeSessionWindows,
   SlidingEventTimeWindows,
   TumblingEventTimeWindows,
   WatermarkStrategy,
@@ -18,8 +19,12 @@ import { collectSink } from "eddy/testing";
 
 export const RECORDS = 20_000;
 export const KEYS = 7;
-export type Shape = "tumbling-aggregate" | "tumbling-reduce" | "sliding-aggregate" | "all-aggregate";
-export const SHAPES: readonly Shape[] = ["tumbling-aggregate", "tumbling-reduce", "sliding-aggregate", "all-aggregate"];
+export type Shape = "tumbling-aggregate" | "tumbling-reduce" | "sliding-aggregate" | "all-aggregate" | "session-aggregate";
+export const SHAPES: readonly Shape[] = ["tumbling-aggregate", "tumbling-reduce", "sliding-aggregate", "all-aggregate", "session-aggregate"];
+/** Sessions: event time jumps 500 ms every SESSION_RECORDS records, so each key's sessions (gap 100 ms) end there. */
+export const SESSION_RECORDS = 3000;
+export const SESSION_GAP = 100;
+export const eventTime = (shape: Shape, n: number): number => (shape === "session-aggregate" ? n + Math.floor(n / SESSION_RECORDS) * 500 : n);
 
 export interface Row {
   readonly key: number;
@@ -55,7 +60,7 @@ export default defineJob("local-aggregation", (env) => {
   const pace = Number(process.env["EDDY_LA_PACE"] ?? 0);
   const records = env
     .fromSequence(1, RECORDS)
-    .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
+    .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => eventTime(shape, n)))
     .map((n: number): Rec => {
       if (pace > 0 && n % pace === 0) Atomics.wait(sleeper, 0, 0, 1);
       return { key: n % KEYS, count: 1, sum: n };
@@ -72,7 +77,9 @@ export default defineJob("local-aggregation", (env) => {
             .localAggregation(local)
             // A reduce that does not keep the key: the keyed side must take it from the partial.
             .reduce((a, b) => ({ key: -1, count: a.count + b.count, sum: a.sum + b.sum }), (key, w, [r], o: Collector<Row>) => toRow(key, w, r, o))
-        : shape === "sliding-aggregate"
+        : shape === "session-aggregate"
+          ? keyed.window(EventTimeSessionWindows.withGap<Rec>(SESSION_GAP)).localAggregation(local).aggregate(countSum, (key, w, [r], o: Collector<Row>) => toRow(key, w, r, o))
+          : shape === "sliding-aggregate"
           ? keyed.window(SlidingEventTimeWindows.of<Rec>(1000, 250)).localAggregation(local).aggregate(countSum, (key, w, [r], o: Collector<Row>) => toRow(key, w, r, o))
           : records
               .windowAll(TumblingEventTimeWindows.of<Rec>(1000))

@@ -17,7 +17,7 @@ import type { TimeWindow, Window } from "../runtime/windows/windows.ts";
 import { slidingPaneOperator, type PaneFunctions } from "../runtime/windows/sliding-pane-operator.ts";
 import { copyValue } from "../state/copy-value.ts";
 import { isFunctionFactory, requireFunctionObject, type FunctionObjectOrFactory } from "../runtime/operators/function-instance.ts";
-import { DEFAULT_LOCAL_AGGREGATION_ENTRIES, globalPaneFunctions, localWindowAggregationOperator } from "../runtime/windows/local-window-aggregation.ts";
+import { DEFAULT_LOCAL_AGGREGATION_ENTRIES, globalPaneFunctions, localWindowAggregationOperator, sessionPartialAssigner } from "../runtime/windows/local-window-aggregation.ts";
 import { partialKey, type LocalPartial } from "../runtime/windows/local-partial.ts";
 import type { PhysicalTransformation } from "../graph/transformation.ts";
 import type { DataStream, KeyedStream } from "./data-stream.ts";
@@ -72,9 +72,10 @@ export class WindowedStream<T, K extends Key, W extends Window> {
 
   /**
    * Whether reduce/aggregate windows pre-aggregate on the sending side of the keyBy (default: on).
-   * Applies to event-time tumbling windows and sliding windows whose size is a multiple of the
-   * slide, with the default trigger, no evictor, no allowed lateness and no late-data side
-   * output; elsewhere it has no effect. docs/windows.md, "Local aggregation".
+   * Applies to event-time tumbling windows, sliding windows whose size is a multiple of the slide
+   * and event-time sessions, with the default trigger, no evictor, no allowed lateness and no
+   * late-data side output; elsewhere it has no effect. docs/design/windows-state.md, "Local
+   * (two-phase) aggregation".
    */
   localAggregation(enabled: boolean): this {
     if (typeof enabled !== "boolean") throw new TypeError(`localAggregation needs true or false, got ${String(enabled)}`);
@@ -129,8 +130,8 @@ export class WindowedStream<T, K extends Key, W extends Window> {
    * Two-phase (local-global) aggregation: partials per (key, bucket) made in front of the keyBy
    * (local-window-aggregation.ts), merged by the window (or pane) operator behind it. Undefined
    * where it could change what the job emits (a trigger, an evictor, allowed lateness, a late-data
-   * side output), where the assigner has no buckets (sessions, processing time, global windows) or
-   * where nothing is shuffled (reinterpretAsKeyedStream).
+   * side output), where the assigner has neither buckets nor event-time sessions (processing time,
+   * global windows) or where nothing is shuffled (reinterpretAsKeyedStream).
    */
   #withLocalAggregation<R>(
     name: string,
@@ -138,15 +139,19 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     panes: PaneFunctions<T>,
     windowFn: AnyWindowFunction<unknown, unknown, Key, W> | undefined,
   ): DataStream<R> | undefined {
-    const bucket = this.#assigner.localAggregationBucket?.();
-    if (bucket === undefined || this.#trigger !== undefined || this.#evictor !== undefined || this.#allowedLateness !== 0 || this.#lateTag !== undefined) {
-      return undefined;
-    }
-    const description = this.#assigner.description;
+    const assigner = this.#assigner;
+    if (this.#trigger !== undefined || this.#evictor !== undefined || this.#allowedLateness !== 0 || this.#lateTag !== undefined) return undefined;
+    const bucket = assigner.localAggregationBucket?.();
+    const sessions = assigner.mergesIntersecting === true && assigner.isEventTime;
+    if (bucket === undefined && !sessions) return undefined;
+    const description = assigner.description;
+    const noProcessingTime = { currentProcessingTime: (): number => Number.NaN }; // event time only
     const local = localWindowAggregationOperator<T>({
       description,
-      width: bucket.width,
-      offset: bucket.offset,
+      buckets:
+        bucket !== undefined
+          ? { kind: "buckets", ...bucket }
+          : { kind: "sessions", window: (value, timestamp) => assigner.assignWindows(value as T, timestamp, noProcessingTime)[0] as unknown as TimeWindow },
       keySelector: this.#input._keySelector,
       fold: panes,
       maxEntries: DEFAULT_LOCAL_AGGREGATION_ENTRIES,
@@ -166,8 +171,8 @@ export class WindowedStream<T, K extends Key, W extends Window> {
             partials: true,
           })
         : windowOperator<LocalPartial, W>({
-            assigner: this.#assigner as unknown as WindowAssigner<LocalPartial, W>,
-            trigger: this.#assigner.defaultTrigger() as unknown as Trigger<LocalPartial, W>,
+            assigner: (sessions ? sessionPartialAssigner(assigner as unknown as WindowAssigner<unknown, TimeWindow>) : assigner) as unknown as WindowAssigner<LocalPartial, W>,
+            trigger: assigner.defaultTrigger() as unknown as Trigger<LocalPartial, W>,
             allowedLateness: 0,
             lateDataTag: undefined,
             contents: partialContents(contents) as WindowContents<LocalPartial>,

@@ -9,5 +9,11 @@ export interface LocalPartial {
   n: number;
 }
 
+/** A partial session of local aggregation: also its window's bounds [s, e). */
+export interface SessionPartial extends LocalPartial {
+  s: number;
+  e: number;
+}
+
 /** The key of a partial: the keyed side's key selector. */
 export const partialKey = (partial: LocalPartial): Key => partial.k;

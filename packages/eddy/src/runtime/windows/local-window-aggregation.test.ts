@@ -7,18 +7,19 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
 import { localWindowAggregationOperator } from "./local-window-aggregation.ts";
-import type { LocalPartial } from "./local-partial.ts";
+import type { LocalPartial, SessionPartial } from "./local-partial.ts";
+import { TimeWindow } from "./windows.ts";
 
 interface Ev {
   readonly key: string | [string, number];
   readonly v: number;
 }
 
-const sum = { create: (e: Ev) => e.v, add: (acc: unknown, e: Ev) => (acc as number) + e.v };
+const sum = { create: (e: Ev) => e.v, add: (acc: unknown, e: Ev) => (acc as number) + e.v, merge: (a: unknown, b: unknown) => (a as number) + (b as number) };
 
 function harness(width = 1000, maxEntries = 100, offset = 0): OperatorTestHarness<Ev, LocalPartial> {
   return new OperatorTestHarness<Ev, LocalPartial>(
-    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", width, offset, keySelector: (e: Ev) => e.key, fold: sum, maxEntries }),
+    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", buckets: { kind: "buckets", width, offset }, keySelector: (e: Ev) => e.key, fold: sum, maxEntries }),
     undefined,
   ).open();
 }
@@ -80,4 +81,40 @@ test("local aggregation: an idle status, the end of input and a full buffer flus
 test("local aggregation: a record without a timestamp fails with NO_TIMESTAMP, as the window would", () => {
   const h = harness();
   assert.throws(() => h.processElement({ key: "a", v: 1 }), (e: Error & { code?: string }) => e.code === "NO_TIMESTAMP");
+});
+
+test("local aggregation of sessions: a key's elements merge into the sessions the window operator would make, out of order too", () => {
+  const gap = 10;
+  const h = new OperatorTestHarness<Ev, LocalPartial>(
+    localWindowAggregationOperator<Ev>({
+      description: "EventTimeSessionWindows(10)",
+      buckets: { kind: "sessions", window: (_v, ts) => new TimeWindow(ts, ts + gap) },
+      keySelector: (e: Ev) => e.key,
+      fold: sum,
+      maxEntries: 100,
+    }),
+    undefined,
+  ).open();
+  // a: [0,10) and [30,40) apart; 15 joins neither... until 20 bridges [15,25) and [30,40)? 25 >= 30 is false: no.
+  h.processElement({ key: "a", v: 1 }, 0).processElement({ key: "a", v: 2 }, 30).processElement({ key: "a", v: 4 }, 15);
+  h.processElement({ key: "b", v: 100 }, 5);
+  // 10 touches [0,10) (windows that meet merge, as Flink's TimeWindow.intersects) and [15,25): all three become [0,25).
+  h.processElement({ key: "a", v: 8 }, 10);
+  // 26 gives [26,36): it meets [30,40) only.
+  h.processElement({ key: "a", v: 16 }, 26);
+  h.processWatermark(1);
+  const got = h.records().map((p) => {
+    const s = p as SessionPartial;
+    return { k: s.k, s: s.s, e: s.e, a: s.a, n: s.n };
+  });
+  assert.deepEqual(got, [
+    { k: "a", s: 0, e: 25, a: 13, n: 3 },
+    { k: "a", s: 26, e: 40, a: 18, n: 2 },
+    { k: "b", s: 5, e: 15, a: 100, n: 1 },
+  ]);
+  assert.deepEqual(
+    h.output().filter((e) => e.type === "record").map((e) => (e as { timestamp: number }).timestamp),
+    [24, 39, 14],
+    "each stamped with its session's last millisecond",
+  );
 });
