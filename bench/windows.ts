@@ -26,7 +26,10 @@
  * operator does (sliding-pane-operator.ts) and a good hand-written program would: that loop is
  * the "loop" column. The straightforward loop, which updates size/slide window counts per event
  * (the general window operator's algorithm), runs too, as the "naive" columns. The "operator"
- * column shows which operator ran. Each round runs the loop(s), then Eddy, so load drift hits
+ * column shows which operator ran. Eddy runs twice per round: as the job is (windows aggregate
+ * locally in front of the keyBy, runtime/windows/local-window-aggregation.ts) and with
+ * `.localAggregation(false)` ("no-local"); "local gain" is the first's rate over the second's.
+ * Each round runs the loop(s), then Eddy, so load drift hits
  * both alike.
  */
 import { availableParallelism } from "node:os";
@@ -265,8 +268,9 @@ interface EddyResult extends SinkTally {
   readonly operator: string;
 }
 
-async function runEddy(job: JobDefinition, events: number): Promise<EddyResult> {
+async function runEddy(job: JobDefinition, events: number, localAggregation: boolean): Promise<EddyResult> {
   process.env.EDDY_BENCH_EVENTS = String(events);
+  process.env.EDDY_BENCH_WINDOWS_LOCAL = localAggregation ? "on" : "off";
   const handle = runJob(job, { mode: "inline", parallelism: 1 });
   const result = await handle.done;
   const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
@@ -305,10 +309,11 @@ console.log(
     `${KEYS} keys, 1 ms of event time per event, disorder ±49 ms, watermark bound ${OUT_OF_ORDERNESS_MS} ms; ` +
     `inline, parallelism 1; ${availableParallelism()} cores; median of ${ROUNDS}\n`,
 );
-const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)}  operator`;
+const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
 const rows: string[] = [];
 for (const v of variants) {
   const eddyMs: number[] = [];
+  const noLocalMs: number[] = [];
   const loopMs: number[] = [];
   const naiveMs: number[] = [];
   let outputs = 0;
@@ -323,13 +328,17 @@ for (const v of variants) {
       naiveMs.push(performance.now() - naiveStarted);
       if (naive.records !== expected.records || naive.checksum !== expected.checksum) throw new Error(`${v.name}: the naive loop and the pane loop disagree`);
     }
-    const got = await runEddy(v.job, v.events);
+    const got = await runEddy(v.job, v.events, true);
     eddyMs.push(got.ms);
-    if (expected.late !== 0 || got.lateDropped !== 0) throw new Error(`${v.name}: late events (loop ${expected.late}, eddy ${got.lateDropped}); the workload should have none`);
-    if (got.records !== expected.records || got.checksum !== expected.checksum) {
-      throw new Error(
-        `${v.name}: eddy emitted ${got.records} windows (checksum ${got.checksum}), the loop ${expected.records} (checksum ${expected.checksum})`,
-      );
+    const withoutLocal = await runEddy(v.job, v.events, false);
+    noLocalMs.push(withoutLocal.ms);
+    for (const [what, run] of [["eddy", got], ["eddy without local aggregation", withoutLocal]] as const) {
+      if (expected.late !== 0 || run.lateDropped !== 0) throw new Error(`${v.name}: late events (loop ${expected.late}, ${what} ${run.lateDropped}); the workload should have none`);
+      if (run.records !== expected.records || run.checksum !== expected.checksum) {
+        throw new Error(
+          `${v.name}: ${what} emitted ${run.records} windows (checksum ${run.checksum}), the loop ${expected.records} (checksum ${expected.checksum})`,
+        );
+      }
     }
     outputs = got.records;
     operator = got.operator;
@@ -339,7 +348,8 @@ for (const v of variants) {
   const fmt = (rate: number): string => `${(rate / 1e6).toFixed(3)} M`;
   const naiveRate = naiveMs.length === 0 ? Number.NaN : (v.events * 1000) / median(naiveMs);
   const naiveCols = naiveMs.length === 0 ? `${"".padStart(11)} ${"".padStart(10)}` : `${fmt(naiveRate).padStart(11)} ${(naiveRate / eddyRate).toFixed(1).padStart(9)}×`;
-  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${naiveCols}  ${operator}`;
+  const noLocalRate = (v.events * 1000) / median(noLocalMs);
+  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${naiveCols} ${fmt(noLocalRate).padStart(11)} ${(eddyRate / noLocalRate).toFixed(2).padStart(9)}×  ${operator}`;
   rows.push(row);
   console.error(`  done: ${row.trim()}`); // progress, in case a later variant is slow
 }

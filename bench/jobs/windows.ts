@@ -118,6 +118,8 @@ function windowCount(name: string, assigner: () => WindowAssigner<Ev, TimeWindow
     events(env, sessions)
       .keyBy((e) => e.key)
       .window(assigner())
+      // EDDY_BENCH_WINDOWS_LOCAL=off: the reference without local aggregation (bench/windows.ts runs both).
+      .localAggregation(process.env["EDDY_BENCH_WINDOWS_LOCAL"] !== "off")
       .aggregate(count, (key, w, [n], out: { collect(r: WindowCount): void }) => out.collect({ key, end: w.end, count: n }))
       .uid("window-count")
       .sinkTo(countingSink());
