@@ -64,9 +64,11 @@ for (const shape of SHAPES) {
   test(`local aggregation (${shape}), parallelism 2 on threads: the same windows as without it and as the batch oracle, far fewer records shuffled`, { timeout: 120_000 }, async () => {
     const expected = oracle(shape);
     const results: Record<string, string[]> = {};
-    for (const local of ["on", "off"]) {
-      await withEnv({ EDDY_LA_SHAPE: shape, EDDY_LA_LOCAL: local }, async () => {
-        const handle = runJob(laJob, { mode: "threads", parallelism: 2 });
+    // "config-off": on in the job, off for the run (`-D pipeline.local-aggregation=false`).
+    for (const local of ["on", "off", "config-off"]) {
+      await withEnv({ EDDY_LA_SHAPE: shape, EDDY_LA_LOCAL: local === "off" ? "off" : "on" }, async () => {
+        const config: Record<string, string> = local === "config-off" ? { "pipeline.local-aggregation": "false" } : {};
+        const handle = runJob(laJob, { mode: "threads", parallelism: 2, config });
         const result = await handle.done;
         results[local] = sorted(handle.collected<Row>("rows"));
         const localNodes = handle.plan.nodes.filter((n) => n.name.startsWith("LocalAggregation"));
@@ -85,11 +87,13 @@ for (const shape of SHAPES) {
         assert.equal(window.inputs[0]!.partitioner.type, "key-group");
         let sent = 0;
         for (const m of result.metrics) for (const [k, v] of Object.entries(m.counters)) if (k.endsWith(".numPartialAggregatesSent")) sent += v;
-        assert.ok(sent > 0 && sent < RECORDS / 5, `${sent} partials for ${RECORDS} records`);
+        if (local === "config-off") assert.equal(sent, RECORDS, "turned off for the run: one partial per record, sent at once");
+        else assert.ok(sent > 0 && sent < RECORDS / 5, `${sent} partials for ${RECORDS} records`);
       });
     }
     assert.deepEqual(results["on"], expected, "with local aggregation: the oracle's windows");
     assert.deepEqual(results["off"], expected, "without: the oracle's windows");
+    assert.deepEqual(results["config-off"], expected, "turned off for the run: the oracle's windows");
   });
 }
 

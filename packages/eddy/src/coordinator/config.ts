@@ -17,6 +17,7 @@ export interface ConfiguredOptions {
   watchdogTimeoutMs?: number;
   maxWorkerHeapMb?: number;
   metricsEnabled?: boolean;
+  localAggregation?: boolean;
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
   /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
@@ -125,6 +126,10 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   "metrics.enabled": {
     description: "per-record metrics: records in/out per operator, busy time (default true; false saves their cost, docs/metrics.md)",
     apply: (v, d) => void (d.metricsEnabled = bool("metrics.enabled", v)),
+  },
+  "pipeline.local-aggregation": {
+    description: "windows by reduce/aggregate pre-aggregate in front of the keyBy (default true; false sends every element on at once; docs/design/windows-state.md)",
+    apply: (v, d) => void (d.localAggregation = bool("pipeline.local-aggregation", v)),
   },
   "rest.port": {
     description: "port of the job's control API (GET /metrics, savepoints...): a fixed one for Prometheus to scrape (default 0: any free port)",

@@ -15,6 +15,7 @@ const base: ResolvedSettings = {
   watchdogTimeoutMs: 60_000,
   maxWorkerHeapMb: undefined,
   metricsEnabled: false,
+  localAggregation: true,
 };
 
 test("without checkpointing: no checkpoint keys, no restarts; keys given that startJob does not resolve are listed as given, sorted", () => {
@@ -22,6 +23,7 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
   assert.deepEqual(c, {
     "execution.watchdog.timeout": "60000ms",
     "metrics.enabled": "false",
+    "pipeline.local-aggregation": "true",
     "rest.port": "9249",
     "restart-strategy.type": "none",
     "state.backend": "heap",

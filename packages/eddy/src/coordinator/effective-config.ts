@@ -24,6 +24,7 @@ export interface ResolvedSettings {
   readonly watchdogTimeoutMs: number;
   readonly maxWorkerHeapMb: number | undefined;
   readonly metricsEnabled: boolean;
+  readonly localAggregation: boolean;
   readonly stateBackend?: StateBackendSpec | undefined;
 }
 
@@ -52,6 +53,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("execution.watchdog.timeout", ms(s.watchdogTimeoutMs));
   set("taskmanager.memory.task.heap.size", s.maxWorkerHeapMb === undefined ? undefined : `${s.maxWorkerHeapMb}m`);
   set("metrics.enabled", s.metricsEnabled);
+  set("pipeline.local-aggregation", s.localAggregation);
   const backend = s.stateBackend ?? { kind: "heap" };
   set("state.backend", backend.kind);
   if (backend.kind === "disk") {

@@ -95,6 +95,8 @@ export interface RunOptions {
   readonly metricsIntervalMs?: number;
   /** Per-record metrics (default true; the `metrics.enabled` key). docs/metrics.md. */
   readonly metricsEnabled?: boolean;
+  /** Local window aggregation holds partials (default true; the `pipeline.local-aggregation` key). */
+  readonly localAggregation?: boolean;
   /** Heap limit per worker thread in MB (default: Node's). */
   readonly maxWorkerHeapMb?: number;
   /** Checkpointing for this run; overrides the job's `env.enableCheckpointing` (false: off). */
@@ -185,6 +187,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const configured = optionsFromConfig(options.config ?? {});
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
+  const localAggregation = options.localAggregation ?? configured.localAggregation ?? true;
   const stateBackend = resolveStateBackend(configured.stateBackend, env.getStateBackend());
   const checkpointConfig =
     checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
@@ -203,6 +206,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       flushTimeoutMs: options.flushTimeoutMs ?? 2,
       yieldIntervalMs: 10,
       metricsEnabled,
+      localAggregation,
       stateBackend: stateBackendFactory(stateBackend),
       token,
     });
@@ -242,6 +246,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       maxRecordsPerSlice: batchRecords * 8,
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       metricsEnabled,
+      localAggregation,
       stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
@@ -294,6 +299,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
     maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
     metricsEnabled,
+    localAggregation,
     stateBackend,
   });
   const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration });

@@ -63,6 +63,7 @@ export interface ThreadedOptions {
   readonly metricsIntervalMs: number;
   /** Per-record metrics (`metrics.enabled`). */
   readonly metricsEnabled: boolean;
+  readonly localAggregation: boolean;
   /** The keyed state backend (undefined: heap), built by each worker. */
   readonly stateBackend: StateBackendSpec | undefined;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
@@ -221,6 +222,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         maxRecordsPerSlice: this.#options.maxRecordsPerSlice,
         metricsIntervalMs: this.#options.metricsIntervalMs,
         metricsEnabled: this.#options.metricsEnabled,
+        localAggregation: this.#options.localAggregation,
         stateBackend: this.#options.stateBackend,
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,

@@ -63,6 +63,12 @@ export interface ExecutorOptions {
    * counts (kept per batch) and user metrics remain. docs/metrics.md.
    */
   readonly metricsEnabled?: boolean | undefined;
+  /**
+   * Local window aggregation (`pipeline.local-aggregation`, default true): false makes every
+   * LocalAggregation operator send each element on at once, as a partial of one
+   * (runtime/windows/local-window-aggregation.ts).
+   */
+  readonly localAggregation?: boolean | undefined;
 }
 
 /** Where a network edge's channel ends come from; see the file comment. */
@@ -576,6 +582,7 @@ export class TaskExecutor {
             postMail: (action) => mailbox.post(action),
             job: services,
             autoWatermarkIntervalMs,
+            localAggregation: this.#options.localAggregation,
             counter: (name) => counters.counter(node.metricName, name),
             metrics: group,
             errorPolicy: t.errorPolicy,

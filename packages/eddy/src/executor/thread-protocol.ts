@@ -43,6 +43,8 @@ export interface WorkerInit {
   readonly metricsIntervalMs: number;
   /** Per-record metrics (ExecutorOptions.metricsEnabled). */
   readonly metricsEnabled: boolean;
+  /** ExecutorOptions.localAggregation. */
+  readonly localAggregation: boolean;
   /** The keyed state backend (ExecutorOptions.stateBackend, as data; undefined: heap). */
   readonly stateBackend: StateBackendSpec | undefined;
   readonly logLevel: LogLevel;

@@ -229,6 +229,7 @@ async function run(): Promise<void> {
     maxRecordsPerSlice: init.maxRecordsPerSlice,
     yieldIntervalMs: 0,
     metricsEnabled: init.metricsEnabled,
+    localAggregation: init.localAggregation,
     stateBackend: stateBackendFactory(init.stateBackend),
     busyBoard: new BusyTaskBoard(init.busyBoard),
   });

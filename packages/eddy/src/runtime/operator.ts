@@ -101,6 +101,8 @@ export interface OperatorContext {
   readonly job: JobServices;
   /** Periodic watermark emission interval, from the job configuration. */
   readonly autoWatermarkIntervalMs: number;
+  /** `pipeline.local-aggregation` (undefined: true): whether local window aggregation holds partials. */
+  readonly localAggregation?: boolean | undefined;
   /** A counter of this operator instance, reported in the subtask's metrics as "<operator>.<name>". */
   counter(name: string): Counter;
   /** The user's metrics of this operator subtask (RuntimeContext.metrics; runtime/metrics/metric-group.ts). */

@@ -96,12 +96,15 @@ abstract class LocalAggregation<IN> implements OneInputOperator<IN> {
   protected readonly ctx: OperatorContext;
   readonly #output: Output<LocalPartial>;
   #entries = 0;
+  /** Partials held at most: the spec's, or 1 with `pipeline.local-aggregation` false (each element sent on at once). */
+  readonly #maxEntries: number;
   readonly #sent;
 
   constructor(spec: LocalWindowAggregationSpec<IN>, ctx: OperatorContext, output: Output<LocalPartial>) {
     this.spec = spec;
     this.ctx = ctx;
     this.#output = output;
+    this.#maxEntries = ctx.localAggregation === false ? 1 : spec.maxEntries;
     this.#sent = ctx.counter("numPartialAggregatesSent");
     ctx.checkpointing?.beforeBarrier(() => this.#flush());
   }
@@ -119,7 +122,7 @@ abstract class LocalAggregation<IN> implements OneInputOperator<IN> {
   /** A partial was created (`delta` 1) or two merged (-1). */
   protected counted(delta: number): void {
     this.#entries += delta;
-    if (this.#entries >= this.spec.maxEntries) this.#flush();
+    if (this.#entries >= this.#maxEntries) this.#flush();
   }
 
   processWatermark(watermark: number): void {
