@@ -5,7 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
- *     [--state-backend disk [--disk-cache-size N]]
+ *     [--state-backend disk [--disk-cache-size N]] [--local-aggregation off]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -52,7 +52,7 @@ const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.co
 async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
-  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, ...runOptions, jobId: `${args.query}-${events}` });
+  const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, localAggregation: args.localAggregation, ...runOptions, jobId: `${args.query}-${events}` });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
   const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));

@@ -14,7 +14,8 @@
  * checkpoints every D during each job, e.g. 10s; default off); --json (one JSON object per line per
  * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
  * metrics, the `metrics.enabled` key); --state-backend heap | disk (default heap) and
- * --disk-cache-size N (keys the disk backend caches per state; its default when absent).
+ * --disk-cache-size N (keys the disk backend caches per state; its default when absent);
+ * --local-aggregation on | off (default on: the `pipeline.local-aggregation` key).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.

@@ -15,6 +15,7 @@ export async function measureInChild(query: string, args: BenchArgs, override: P
   if (a.noLoop) childArgs.push("--no-loop");
   if (a.checkpointInterval !== undefined) childArgs.push("--checkpoint-interval", a.checkpointInterval);
   if (!a.metrics) childArgs.push("--metrics", "off");
+  if (!a.localAggregation) childArgs.push("--local-aggregation", "off");
   if (a.stateBackend !== "heap") childArgs.push("--state-backend", a.stateBackend);
   if (a.diskCacheSize !== undefined && a.stateBackend === "disk") childArgs.push("--disk-cache-size", String(a.diskCacheSize));
   // This process's node flags, so the TypeScript loader and the eddy-source condition too.

@@ -96,15 +96,15 @@ abstract class LocalAggregation<IN> implements OneInputOperator<IN> {
   protected readonly ctx: OperatorContext;
   readonly #output: Output<LocalPartial>;
   #entries = 0;
-  /** Partials held at most: the spec's, or 1 with `pipeline.local-aggregation` false (each element sent on at once). */
-  readonly #maxEntries: number;
+  /** `pipeline.local-aggregation` false: each element goes on at once, as a partial of one. */
+  protected readonly passThrough: boolean;
   readonly #sent;
 
   constructor(spec: LocalWindowAggregationSpec<IN>, ctx: OperatorContext, output: Output<LocalPartial>) {
     this.spec = spec;
     this.ctx = ctx;
     this.#output = output;
-    this.#maxEntries = ctx.localAggregation === false ? 1 : spec.maxEntries;
+    this.passThrough = ctx.localAggregation === false;
     this.#sent = ctx.counter("numPartialAggregatesSent");
     ctx.checkpointing?.beforeBarrier(() => this.#flush());
   }
@@ -114,6 +114,21 @@ abstract class LocalAggregation<IN> implements OneInputOperator<IN> {
   /** Sends every partial held (each with its timestamp) and forgets them. */
   protected abstract sendAll(output: Output<LocalPartial>): void;
 
+  /** Sends one partial now (pass-through). */
+  protected sendNow(partial: LocalPartial, timestamp: number): void {
+    this.#output.collect(partial, timestamp);
+    this.#sent.inc();
+  }
+
+  /** A partial of `value` alone. */
+  protected create(value: IN): unknown {
+    try {
+      return this.spec.fold.create(value);
+    } catch (e) {
+      throw userFunctionError(this.ctx, e);
+    }
+  }
+
   /** The key of `value`, validated. */
   protected keyOf(value: IN): Key {
     return requireValidKey(this.spec.keySelector(value), this.ctx.operatorName);
@@ -122,7 +137,7 @@ abstract class LocalAggregation<IN> implements OneInputOperator<IN> {
   /** A partial was created (`delta` 1) or two merged (-1). */
   protected counted(delta: number): void {
     this.#entries += delta;
-    if (this.#entries >= this.#maxEntries) this.#flush();
+    if (this.#entries >= this.spec.maxEntries) this.#flush();
   }
 
   processWatermark(watermark: number): void {
@@ -166,6 +181,7 @@ class LocalBucketAggregation<IN> extends LocalAggregation<IN> {
   processElement(value: IN, timestamp: number): void {
     // hot path
     const start = windowStart(eventTimestamp(timestamp, this.spec.description), this.#offset, this.#width);
+    if (this.passThrough) return this.sendNow({ k: this.keyOf(value), a: this.create(value), n: 1 }, start + this.#width - 1);
     let bucket = this.#last;
     if (start !== this.#lastStart || bucket === undefined) {
       bucket = this.#buckets.get(start);
@@ -219,8 +235,12 @@ class LocalSessionAggregation<IN> extends LocalAggregation<IN> {
   processElement(value: IN, timestamp: number): void {
     const w = this.#window(value, eventTimestamp(timestamp, this.spec.description));
     const key = this.keyOf(value);
-    const mapKey = mapKeyOf(key);
     const fold = this.spec.fold;
+    if (this.passThrough) {
+      const partial: SessionPartial = { k: key, a: this.create(value), n: 1, s: w.start, e: w.end };
+      return this.sendNow(partial, w.end - 1);
+    }
+    const mapKey = mapKeyOf(key);
     let sessions = this.#sessions.get(mapKey);
     if (sessions === undefined) this.#sessions.set(mapKey, (sessions = []));
     try {
