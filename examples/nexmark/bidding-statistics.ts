@@ -27,9 +27,17 @@ export function formatDay(day: number): string {
   return lastDayText;
 }
 
-/** 'HH:mm' (UTC) of a timestamp. */
+let lastMinute = Number.NaN;
+let lastMinuteText = "";
+
+/** 'HH:mm' (UTC) of a timestamp. Event time moves forward, so the last minute formatted is remembered. */
 export function formatMinute(dateTime: number): string {
-  return new Date(dateTime).toISOString().slice(11, 16);
+  const minute = Math.floor(dateTime / 60_000);
+  if (minute !== lastMinute) {
+    lastMinuteText = new Date(minute * 60_000).toISOString().slice(11, 16);
+    lastMinute = minute;
+  }
+  return lastMinuteText;
 }
 
 export type PriceRank = 1 | 2 | 3;
