@@ -30,10 +30,21 @@ export interface Q10Row {
 
 const pad = (n: number, width = 2): string => String(n).padStart(width, "0");
 
-/** `ms` as Flink prints a TIMESTAMP(3) in UTC: `2026-12-01 13:05:07.123`. */
+let lastSecond = Number.NaN;
+let lastSecondText = "";
+
+/**
+ * `ms` as Flink prints a TIMESTAMP(3) in UTC: `2026-12-01 13:05:07.123`. Event time moves forward,
+ * so the text up to the second is remembered from the last call; only the milliseconds change.
+ */
 export function timestamp3(ms: number): string {
-  const d = new Date(ms);
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`;
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    const d = new Date(second * 1000);
+    lastSecondText = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.`;
+    lastSecond = second;
+  }
+  return lastSecondText + pad(ms - second * 1000, 3);
 }
 
 export function q10(env: StreamExecutionEnvironment): DataStream<Q10Row> {
