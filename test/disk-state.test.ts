@@ -12,6 +12,10 @@
  * - Shared files under retention: after many incremental checkpoints with 2 retained, the shared
  *   directory holds exactly the files the retained checkpoints' chains list, each intact; a
  *   damaged shared file makes recovery skip the checkpoints that list it, naming the file.
+ * - A restore that skips deleted intermediate checkpoints: the newest checkpoint's chain lists
+ *   deltas of checkpoints whose directories are gone (deleted by hand here, as retention or an
+ *   operator would): the restore reads their shared files, never their directories, and the job
+ *   resumed from it (disk backend, incremental checkpoints) ends with the failure-free output.
  * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
  *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
  *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
@@ -26,7 +30,7 @@ import { join } from "node:path";
 import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
 import { openSavepoint } from "eddy/savepoint";
-import { LocalCheckpointStorage, manifestSharedFiles, readManifest } from "../packages/eddy/src/internal.ts";
+import { LocalCheckpointStorage, manifestSharedFiles, readManifest, sharedFileCheckpointId } from "../packages/eddy/src/internal.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
 import * as diskKeyed from "./jobs/disk-keyed.ts";
@@ -91,6 +95,7 @@ async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "ex
       windows: job.collected<diskKeyed.WindowSum>("windows").map((w) => JSON.stringify(w)).sort(),
       restarts: job.restarts,
       restoredFrom: job.restoredFrom,
+      sourceRecords: job.sourceRecords,
       warnings,
     };
   } finally {
@@ -301,6 +306,58 @@ test("an incremental checkpoint of the disk backend restores into the heap backe
     assert.deepEqual(heap.totals, expected.totals, `checkpoint ${chosen} into the heap backend at parallelism 3`);
     const diskAgain = await runDiskKeyed({ mode: "threads", parallelism: 1, checkpointing: false, fromCheckpoint: from, config: disk(join(root, "state-2")) });
     assert.deepEqual(diskAgain.totals, expected.totals, `checkpoint ${chosen} into the disk backend at parallelism 1`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a restore that skips deleted intermediate checkpoints: their directories gone, the newest chain's shared files restore the failure-free output", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-skip-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const checkpointDir = join(root, "checkpoints");
+    const jobDir = join(checkpointDir, "disk-skip");
+    const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-skip" });
+    // Long chains (up to 10 deltas), all checkpoints kept until the end: slow until checkpoint 5.
+    await runDiskKeyed(
+      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 100 }, checkpointDir, jobId: "disk-skip", config: disk(join(root, "state")) },
+      { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 5 },
+    );
+    // The first checkpoint whose chain holds a delta of an intermediate checkpoint (its base is an
+    // early one: restoring without the deltas would lose most of the totals).
+    let chosen: { id: number; intermediate: number[] } | undefined;
+    for (const id of await storage.listCheckpoints()) {
+      if (chosen !== undefined) break;
+      if (!(await storage.hasManifest(id))) continue;
+      const ids = manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`)).map((f) => sharedFileCheckpointId(f.name)!);
+      const intermediate = [...new Set(ids)].filter((c) => c < id && ids.some((i) => i < c));
+      if (intermediate.length >= 1) chosen = { id, intermediate };
+    }
+    assert.ok(chosen !== undefined, "a checkpoint whose chain spans intermediate checkpoints");
+    // Delete every other checkpoint's directory: the chain's base and intermediate checkpoints included.
+    let deleted = 0;
+    for (const name of readdirSync(jobDir)) {
+      if (/^chk-\d+$/.test(name) && name !== `chk-${chosen.id}`) {
+        rmSync(join(jobDir, name), { recursive: true, force: true });
+        deleted++;
+      }
+    }
+    for (const c of chosen.intermediate) assert.ok(!existsSync(join(jobDir, `chk-${c}`)), `checkpoint ${c} (in the chain of ${chosen.id}) deleted`);
+    assert.ok(deleted >= 2, `intermediate checkpoints deleted (${deleted})`);
+    const at = `checkpoint ${chosen.id} over deleted ${chosen.intermediate.join(", ")}`;
+    // Resumed on the disk backend at another parallelism, with incremental checkpoints, to the end.
+    const resumed = await runDiskKeyed({
+      mode: "threads",
+      parallelism: 3,
+      checkpointing: { intervalMs: 10 },
+      checkpointDir,
+      jobId: "disk-skip-resumed",
+      fromCheckpoint: join(jobDir, `chk-${chosen.id}`),
+      config: disk(join(root, "state-resumed")),
+    });
+    // Restored, not rerun from the start (which would give the same totals): the source resumed part-way.
+    assert.ok(resumed.sourceRecords < diskKeyed.RECORDS, `${at}: the source read ${resumed.sourceRecords} records, all of them: not resumed from the checkpoint`);
+    assert.deepEqual(resumed.totals, expected.totals, `${at}: totals`);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

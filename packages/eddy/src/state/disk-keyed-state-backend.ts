@@ -413,8 +413,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #write(puts: [Buffer, Buffer][]): void {
     for (const [key, value] of puts) this.#stage(key, value);
     if (this.#pending.size === 0) return;
-    const writes = [...this.#pending.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
-    this.#pending.clear();
+    // Sorted by the latin1 names: one char per byte, so their order is the store keys' byte order,
+    // and V8 sorts strings without a call out per comparison (Buffer.compare was a tenth of q18's time).
+    const pending = this.#pending;
+    const names = [...pending.keys()].sort();
+    const writes = names.map((name) => pending.get(name)!);
+    pending.clear();
     try {
       this.#db.transactionSync(() => {
         for (const [key, value] of writes) {
