@@ -16,6 +16,10 @@
  *   deltas of checkpoints whose directories are gone (deleted by hand here, as retention or an
  *   operator would): the restore reads their shared files, never their directories, and the job
  *   resumed from it (disk backend, incremental checkpoints) ends with the failure-free output.
+ * - A full disk while LMDB writes (a child process under a file size limit, test/jobs/full-disk.ts):
+ *   the task fails with STATE_STORE_FULL naming the store, the job restarts from its last
+ *   checkpoint (rebuilding the store) per its restart strategy, and ends with that error when the
+ *   strategy gives up: no crash, no endless loop.
  * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
  *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
  *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
@@ -24,6 +28,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -358,6 +363,26 @@ test("a restore that skips deleted intermediate checkpoints: their directories g
     // Restored, not rerun from the start (which would give the same totals): the source resumed part-way.
     assert.ok(resumed.sourceRecords < diskKeyed.RECORDS, `${at}: the source read ${resumed.sourceRecords} records, all of them: not resumed from the checkpoint`);
     assert.deepEqual(resumed.totals, expected.totals, `${at}: totals`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a full disk while LMDB writes: STATE_STORE_FULL, restarts from the last checkpoint, and the job ends with that error once the restart strategy gives up", () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-full-"));
+  try {
+    const script = new URL("./jobs/full-disk.ts", import.meta.url).pathname;
+    // 65,536 blocks: the store file (LMDB grows it in steps) fails long before a checkpoint file would.
+    const child = spawnSync("sh", ["-c", `ulimit -f 65536 && exec "${process.execPath}" -C eddy-source --import tsx "$0" "$1"`, script, root], { encoding: "utf8", timeout: 300_000 });
+    assert.equal(child.status, 0, `the child failed: ${child.stderr}`);
+    const result = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as { outcome: { code?: string; message: string }; restarts: number; restoredFrom: (number | null)[]; warnings: string[] };
+    const seen = `${JSON.stringify(result.outcome)}\n${result.warnings.join("\n")}`;
+    assert.equal(result.outcome.code, "STATE_STORE_FULL", seen);
+    assert.match(result.outcome.message, /no room to write the disk state store in \S*full-disk.*refused with EFBIG/, seen);
+    assert.equal(result.restarts, 2, seen);
+    assert.equal(result.restoredFrom.length, 2, seen);
+    for (const from of result.restoredFrom) assert.ok(typeof from === "number" && from >= 1, `each restart restored a checkpoint: ${JSON.stringify(result.restoredFrom)}\n${seen}`);
+    assert.ok(result.warnings.some((w) => /restarting from checkpoint \d+/.test(w)), seen);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
