@@ -62,9 +62,18 @@ interface Row {
 const STATE = new ValueStateDescriptor<Row>("state", { copy: "none" });
 
 let peakHeap = 0;
+let phasePeak = 0;
 const sample = (): void => {
   const used = getHeapStatistics().used_heap_size;
   if (used > peakHeap) peakHeap = used;
+  if (used > phasePeak) phasePeak = used;
+};
+/** The V8 heap's peak since the last call (then reset), and the process's peak RSS so far. */
+const phase = (): string => {
+  sample();
+  const out = `heap peak ${gb(phasePeak)}, RSS peak so far ${gb(peakRss())}`;
+  phasePeak = 0;
+  return out;
 };
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024;
 const gb = (n: number): string => `${(n / 2 ** 30).toFixed(2)} GiB`;
@@ -107,7 +116,7 @@ try {
     }
   }
   const loadMs = performance.now() - t;
-  log(`load ${s(loadMs)} (${rate(KEYS, loadMs)})`);
+  log(`load ${s(loadMs)} (${rate(KEYS, loadMs)}); ${phase()}`);
 
   // 2. the full checkpoint (the chain's base)
   t = performance.now();
@@ -116,7 +125,7 @@ try {
   const full = await persist(SHARED_BASE_KIND, "scale-base-1-0.kgs", (kg, out) => base.shared!.writeKeyGroup(kg, out));
   base.shared!.settle([full.ref]);
   base.release();
-  log(`full checkpoint ${gb(full.bytes)} in ${s(full.ms)} (sync part ${baseSyncMs.toFixed(1)} ms); store ${gb(dirBytes(join(home, "store")))}`);
+  log(`full checkpoint ${gb(full.bytes)} in ${s(full.ms)} (sync part ${baseSyncMs.toFixed(1)} ms); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
 
   // 3. 1 % of the keys changed, then the incremental checkpoint
   const updates = Math.round(KEYS * CHANGED);
@@ -140,7 +149,7 @@ try {
   inc.shared!.settle(chain);
   const states = inc.states;
   inc.release();
-  log(`${updates.toLocaleString("en")} updates ${s(updateMs)} (${rate(updates, updateMs)}, random keys: mostly store reads); incremental checkpoint ${mb(delta.bytes)} in ${s(delta.ms)} (sync part ${deltaSyncMs.toFixed(1)} ms)`);
+  log(`${updates.toLocaleString("en")} updates ${s(updateMs)} (${rate(updates, updateMs)}, random keys: mostly store reads); incremental checkpoint ${mb(delta.bytes)} in ${s(delta.ms)} (sync part ${deltaSyncMs.toFixed(1)} ms); ${phase()}`);
   backend.dispose();
 
   // 4. restore from the chain into a fresh disk backend
@@ -166,7 +175,7 @@ try {
   restored.setCurrentKey(k, kgOf(k));
   const back = restored.getState(STATE).value();
   if (back?.id !== k || back.count < 1) throw new Error(`restored key ${k}: ${JSON.stringify(back)?.slice(0, 80)}`);
-  log(`restore ${s(restoreMs)} (files read in ${s(readMs)}); restored store ${gb(dirBytes(join(home, "restored")))}`);
+  log(`restore ${s(restoreMs)} (files read in ${s(readMs)}); restored store ${gb(dirBytes(join(home, "restored")))}; ${phase()}`);
   restored.dispose();
 
   console.log(`\n| keys | value | full checkpoint | incremental (${CHANGED * 100} % changed) | incremental ÷ full (bytes, time) | restore | load | peak V8 heap | peak RSS |`);
