@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { encodeSnapshotFile } from "./format/container.ts";
-import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, type FileRef } from "./storage.ts";
+import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, writevBatches, type FileRef } from "./storage.ts";
 
 interface TestManifest {
   readonly generation: number;
@@ -347,4 +347,16 @@ test("a checkpoint write the file system refuses for room is CHECKPOINT_STORAGE_
   }
   assert.deepEqual(await readdir(join(root, "job", "shared")), [], "no part of the shared file is left");
   assert.deepEqual(await readdir(join(root, "job", "chk-1")), [], "no part of the task file is left");
+});
+
+test("writes are cut into writev calls under a byte bound (a 2 GiB call got a wrapped byte count back), chunks split across calls, nothing lost or reordered", () => {
+  const chunks = [new Uint8Array(0), Uint8Array.from({ length: 10 }, (_, i) => i), Uint8Array.from({ length: 25 }, (_, i) => 100 + i), Uint8Array.from([7])];
+  const batches = [...writevBatches(chunks, 8)];
+  for (const batch of batches) assert.ok(batch.reduce((n, c) => n + c.length, 0) <= 8, `a batch over the bound: ${batch.map((c) => c.length).join(",")}`);
+  assert.equal(batches.length, 5); // 36 bytes in calls of at most 8
+  const flat = (parts: readonly Uint8Array[]): number[] => parts.flatMap((c) => [...c]);
+  assert.deepEqual(flat(batches.flat()), flat(chunks));
+  // 1,024 chunks at most per call, whatever their size.
+  const many = Array.from({ length: 2_500 }, () => new Uint8Array(1));
+  assert.deepEqual([...writevBatches(many)].map((b) => b.length), [1024, 1024, 452]);
 });

@@ -452,17 +452,17 @@ const WRITEV_CHUNKS = 1024;
  */
 const WRITEV_BYTES = 512 * 1024 * 1024;
 
-/** `chunks` cut into writev calls of at most WRITEV_CHUNKS chunks and WRITEV_BYTES bytes (a larger chunk is split). */
-function* writevBatches(chunks: readonly Uint8Array[]): Generator<Uint8Array[]> {
+/** `chunks` cut into writev calls of at most WRITEV_CHUNKS chunks and `maxBytes` bytes (a larger chunk is split; exported for tests). */
+export function* writevBatches(chunks: readonly Uint8Array[], maxBytes = WRITEV_BYTES): Generator<Uint8Array[]> {
   let batch: Uint8Array[] = [];
   let bytes = 0;
   for (const chunk of chunks) {
     for (let at = 0; at < chunk.length; ) {
-      const piece = chunk.subarray(at, at + Math.min(chunk.length - at, WRITEV_BYTES - bytes));
+      const piece = chunk.subarray(at, at + Math.min(chunk.length - at, maxBytes - bytes));
       batch.push(piece);
       bytes += piece.length;
       at += piece.length;
-      if (batch.length === WRITEV_CHUNKS || bytes === WRITEV_BYTES) {
+      if (batch.length === WRITEV_CHUNKS || bytes === maxBytes) {
         yield batch;
         batch = [];
         bytes = 0;
