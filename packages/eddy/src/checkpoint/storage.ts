@@ -13,7 +13,7 @@ import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
-import { readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
+import { MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -121,7 +121,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, tempName(fileName));
     try {
-      await writeDurably(tmp, chunks);
+      await writeDurably(tmp, chunks, join(dir, fileName));
       await rename(tmp, join(dir, fileName));
     } catch (e) {
       await rm(tmp, { force: true });
@@ -472,7 +472,13 @@ export function* writevBatches(chunks: readonly Uint8Array[], maxBytes = WRITEV_
   if (batch.length > 0) yield batch;
 }
 
-async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
+/** Writes `chunks` as the file `path` (named `name` in errors: a temporary file's final name) and syncs it. */
+async function writeDurably(path: string, chunks: readonly Uint8Array[], name = path): Promise<void> {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  if (size > MAX_SNAPSHOT_FILE_BYTES) {
+    // A restore refuses such a file (it reads files whole): a checkpoint listing it could never be restored.
+    throw new EddyError("CHECKPOINT_FILE_TOO_LARGE", `checkpoint file '${name}' would be ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a restore reads: not written; raise the parallelism so that each subtask's state is smaller`);
+  }
   const handle = await open(path, "wx");
   try {
     // One gathered write per 1,024 chunks, not one per chunk: each awaited step of a checkpoint
