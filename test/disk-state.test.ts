@@ -12,6 +12,14 @@
  * - Shared files under retention: after many incremental checkpoints with 2 retained, the shared
  *   directory holds exactly the files the retained checkpoints' chains list, each intact; a
  *   damaged shared file makes recovery skip the checkpoints that list it, naming the file.
+ * - A restore that skips deleted intermediate checkpoints: the newest checkpoint's chain lists
+ *   deltas of checkpoints whose directories are gone (deleted by hand here, as retention or an
+ *   operator would): the restore reads their shared files, never their directories, and the job
+ *   resumed from it (disk backend, incremental checkpoints) ends with the failure-free output.
+ * - A full disk while LMDB writes (a child process under a file size limit, test/jobs/full-disk.ts):
+ *   the task fails with STATE_STORE_FULL naming the store, the job restarts from its last
+ *   checkpoint (rebuilding the store) per its restart strategy, and ends with that error when the
+ *   strategy gives up: no crash, no endless loop.
  * - Savepoints are backend-neutral, with the job of test/jobs/checkpointed.ts (a keyed counter, a
  *   keyed window reduce, a two-phase file sink): stopped with a savepoint on the heap backend at parallelism 2,
  *   resumed on the disk backend at parallelism 4 and stopped with a savepoint again, resumed on
@@ -20,13 +28,14 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { defineJob, ValueStateDescriptor, type KeyedProcessFunction } from "eddy";
 import { collectSink, runJob, type RunOptions } from "eddy/testing";
 import { openSavepoint } from "eddy/savepoint";
-import { LocalCheckpointStorage, manifestSharedFiles, readManifest } from "../packages/eddy/src/internal.ts";
+import { LocalCheckpointStorage, manifestSharedFiles, readManifest, sharedFileCheckpointId } from "../packages/eddy/src/internal.ts";
 import * as checkpointed from "./jobs/checkpointed.ts";
 import { committedFiles, type Fault } from "./jobs/checkpointed.ts";
 import * as diskKeyed from "./jobs/disk-keyed.ts";
@@ -91,6 +100,7 @@ async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "ex
       windows: job.collected<diskKeyed.WindowSum>("windows").map((w) => JSON.stringify(w)).sort(),
       restarts: job.restarts,
       restoredFrom: job.restoredFrom,
+      sourceRecords: job.sourceRecords,
       warnings,
     };
   } finally {
@@ -158,7 +168,8 @@ test("a savepoint of the heap backend resumes on the disk backend at another par
     const first = await runInto(out, { ...common, mode: "threads", parallelism: 2, jobId: "heap-1" }, undefined, checkpointed.RECORDS / 4);
     const second = await runInto(
       out,
-      { ...common, mode: "threads", parallelism: 4, jobId: "disk-2", config: disk(join(root, "state")), fromSavepoint: first.savepoint! },
+      // A cache of 1 key: the keys restored and counted (~5 per subtask) go to the store and back, and the savepoint reads them from it.
+      { ...common, mode: "threads", parallelism: 4, jobId: "disk-2", config: disk(join(root, "state"), 1), fromSavepoint: first.savepoint! },
       undefined,
       checkpointed.RECORDS / 2,
     );
@@ -301,6 +312,78 @@ test("an incremental checkpoint of the disk backend restores into the heap backe
     assert.deepEqual(heap.totals, expected.totals, `checkpoint ${chosen} into the heap backend at parallelism 3`);
     const diskAgain = await runDiskKeyed({ mode: "threads", parallelism: 1, checkpointing: false, fromCheckpoint: from, config: disk(join(root, "state-2")) });
     assert.deepEqual(diskAgain.totals, expected.totals, `checkpoint ${chosen} into the disk backend at parallelism 1`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a restore that skips deleted intermediate checkpoints: their directories gone, the newest chain's shared files restore the failure-free output", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-skip-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const checkpointDir = join(root, "checkpoints");
+    const jobDir = join(checkpointDir, "disk-skip");
+    const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-skip" });
+    // Long chains (up to 10 deltas), all checkpoints kept until the end: slow until checkpoint 5.
+    await runDiskKeyed(
+      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 100 }, checkpointDir, jobId: "disk-skip", config: disk(join(root, "state")) },
+      { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 5 },
+    );
+    // The first checkpoint whose chain holds a delta of an intermediate checkpoint (its base is an
+    // early one: restoring without the deltas would lose most of the totals).
+    let chosen: { id: number; intermediate: number[] } | undefined;
+    for (const id of await storage.listCheckpoints()) {
+      if (chosen !== undefined) break;
+      if (!(await storage.hasManifest(id))) continue;
+      const ids = manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`)).map((f) => sharedFileCheckpointId(f.name)!);
+      const intermediate = [...new Set(ids)].filter((c) => c < id && ids.some((i) => i < c));
+      if (intermediate.length >= 1) chosen = { id, intermediate };
+    }
+    assert.ok(chosen !== undefined, "a checkpoint whose chain spans intermediate checkpoints");
+    // Delete every other checkpoint's directory: the chain's base and intermediate checkpoints included.
+    let deleted = 0;
+    for (const name of readdirSync(jobDir)) {
+      if (/^chk-\d+$/.test(name) && name !== `chk-${chosen.id}`) {
+        rmSync(join(jobDir, name), { recursive: true, force: true });
+        deleted++;
+      }
+    }
+    for (const c of chosen.intermediate) assert.ok(!existsSync(join(jobDir, `chk-${c}`)), `checkpoint ${c} (in the chain of ${chosen.id}) deleted`);
+    assert.ok(deleted >= 2, `intermediate checkpoints deleted (${deleted})`);
+    const at = `checkpoint ${chosen.id} over deleted ${chosen.intermediate.join(", ")}`;
+    // Resumed on the disk backend at another parallelism, with incremental checkpoints, to the end.
+    const resumed = await runDiskKeyed({
+      mode: "threads",
+      parallelism: 3,
+      checkpointing: { intervalMs: 10 },
+      checkpointDir,
+      jobId: "disk-skip-resumed",
+      fromCheckpoint: join(jobDir, `chk-${chosen.id}`),
+      config: disk(join(root, "state-resumed")),
+    });
+    // Restored, not rerun from the start (which would give the same totals): the source resumed part-way.
+    assert.ok(resumed.sourceRecords < diskKeyed.RECORDS, `${at}: the source read ${resumed.sourceRecords} records, all of them: not resumed from the checkpoint`);
+    assert.deepEqual(resumed.totals, expected.totals, `${at}: totals`);
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("a full disk while LMDB writes: STATE_STORE_FULL, restarts from the last checkpoint, and the job ends with that error once the restart strategy gives up", () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-full-"));
+  try {
+    const script = new URL("./jobs/full-disk.ts", import.meta.url).pathname;
+    // 65,536 blocks: the store file (LMDB grows it in steps) fails long before a checkpoint file would.
+    const child = spawnSync("sh", ["-c", `ulimit -f 65536 && exec "${process.execPath}" -C eddy-source --import tsx "$0" "$1"`, script, root], { encoding: "utf8", timeout: 300_000 });
+    assert.equal(child.status, 0, `the child failed: ${child.stderr}`);
+    const result = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as { outcome: { code?: string; message: string }; restarts: number; restoredFrom: (number | null)[]; warnings: string[] };
+    const seen = `${JSON.stringify(result.outcome)}\n${result.warnings.join("\n")}`;
+    assert.equal(result.outcome.code, "STATE_STORE_FULL", seen);
+    assert.match(result.outcome.message, /no room to write the disk state store in \S*full-disk.*refused with EFBIG/, seen);
+    assert.equal(result.restarts, 2, seen);
+    assert.equal(result.restoredFrom.length, 2, seen);
+    for (const from of result.restoredFrom) assert.ok(typeof from === "number" && from >= 1, `each restart restored a checkpoint: ${JSON.stringify(result.restoredFrom)}\n${seen}`);
+    assert.ok(result.warnings.some((w) => /restarting from checkpoint \d+/.test(w)), seen);
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -18,7 +18,7 @@ export { mapKeyOf, type MapKey } from "./core/key.ts";
 export { silentLogger } from "./core/logger.ts";
 export { NO_TIMESTAMP } from "./core/time.ts";
 export { manifestFiles } from "./checkpoint/format/manifest.ts";
-export { manifestSharedFiles } from "./checkpoint/shared-state-registry.ts";
+export { manifestSharedFiles, sharedFileCheckpointId } from "./checkpoint/shared-state-registry.ts";
 export { readManifest } from "./checkpoint/format/manifest-reader.ts";
 export { planJob } from "./executor/job-ref.ts";
 export { SOURCE_SPLITS_STATE } from "./executor/task-executor.ts";

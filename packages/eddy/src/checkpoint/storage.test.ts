@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { encodeSnapshotFile } from "./format/container.ts";
-import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, type FileRef } from "./storage.ts";
+import { LocalCheckpointStorage, findLatestRestorable, readFileIn, readManifestIn, retain, writevBatches, type FileRef } from "./storage.ts";
 
 interface TestManifest {
   readonly generation: number;
@@ -347,4 +347,28 @@ test("a checkpoint write the file system refuses for room is CHECKPOINT_STORAGE_
   }
   assert.deepEqual(await readdir(join(root, "job", "shared")), [], "no part of the shared file is left");
   assert.deepEqual(await readdir(join(root, "job", "chk-1")), [], "no part of the task file is left");
+});
+
+test("writes are cut into writev calls under a byte bound (a 2 GiB call got a wrapped byte count back), chunks split across calls, nothing lost or reordered", () => {
+  const chunks = [new Uint8Array(0), Uint8Array.from({ length: 10 }, (_, i) => i), Uint8Array.from({ length: 25 }, (_, i) => 100 + i), Uint8Array.from([7])];
+  const batches = [...writevBatches(chunks, 8)];
+  for (const batch of batches) assert.ok(batch.reduce((n, c) => n + c.length, 0) <= 8, `a batch over the bound: ${batch.map((c) => c.length).join(",")}`);
+  assert.equal(batches.length, 5); // 36 bytes in calls of at most 8
+  const flat = (parts: readonly Uint8Array[]): number[] => parts.flatMap((c) => [...c]);
+  assert.deepEqual(flat(batches.flat()), flat(chunks));
+  // 1,024 chunks at most per call, whatever their size.
+  const many = Array.from({ length: 2_500 }, () => new Uint8Array(1));
+  assert.deepEqual([...writevBatches(many)].map((b) => b.length), [1024, 1024, 452]);
+});
+
+test("a checkpoint file over the 2 GiB a restore reads is refused before it is written (CHECKPOINT_FILE_TOO_LARGE), so no checkpoint lists a file no restore could read", async (t) => {
+  const root = await mkdtemp(join(tmpdir(), "eddy-chk-large-"));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const s = new LocalCheckpointStorage({ rootDir: root, jobId: "job" });
+  // 2,048 views of one MiB: 2 GiB, one byte over the bound, without allocating it.
+  const mib = new Uint8Array(1024 * 1024);
+  const chunks = [...Array.from({ length: 2048 }, () => mib), new Uint8Array(0)];
+  await assert.rejects(s.writeSharedFile("task-0-0-0-base-1-ab.kgs", chunks), hasCode("CHECKPOINT_FILE_TOO_LARGE", /would be 2147483648 bytes, more than the 2147483647 a restore reads/));
+  await assert.rejects(s.writeFile(1, "task-0-0.snap", chunks), hasCode("CHECKPOINT_FILE_TOO_LARGE", /task-0-0\.snap' would be 2147483648 bytes/));
+  assert.deepEqual(await readdir(join(root, "job", "shared")).catch(() => []), [], "nothing written");
 });

@@ -13,7 +13,7 @@ import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
-import { readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
+import { MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -121,7 +121,7 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, tempName(fileName));
     try {
-      await writeDurably(tmp, chunks);
+      await writeDurably(tmp, chunks, join(dir, fileName));
       await rename(tmp, join(dir, fileName));
     } catch (e) {
       await rm(tmp, { force: true });
@@ -444,21 +444,55 @@ const TEMP_NAME = /^_(.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 
 /** Chunks per writev call (IOV_MAX is 1024 on Linux and macOS). */
 const WRITEV_CHUNKS = 1024;
+/**
+ * Bytes per writev call, at most. libuv writes a whole call (looping over short writes) and Node
+ * reports the count as a 32-bit integer: a call of 2 GiB or more came back with a wrapped,
+ * negative count, and the short-write handling below then wrote the same bytes again and again
+ * until the disk was full (a 3.7 GB shared file of bench/disk-state-scale.ts at 20 M keys).
+ */
+const WRITEV_BYTES = 512 * 1024 * 1024;
 
-async function writeDurably(path: string, chunks: readonly Uint8Array[]): Promise<void> {
+/** `chunks` cut into writev calls of at most WRITEV_CHUNKS chunks and `maxBytes` bytes (a larger chunk is split; exported for tests). */
+export function* writevBatches(chunks: readonly Uint8Array[], maxBytes = WRITEV_BYTES): Generator<Uint8Array[]> {
+  let batch: Uint8Array[] = [];
+  let bytes = 0;
+  for (const chunk of chunks) {
+    for (let at = 0; at < chunk.length; ) {
+      const piece = chunk.subarray(at, at + Math.min(chunk.length - at, maxBytes - bytes));
+      batch.push(piece);
+      bytes += piece.length;
+      at += piece.length;
+      if (batch.length === WRITEV_CHUNKS || bytes === maxBytes) {
+        yield batch;
+        batch = [];
+        bytes = 0;
+      }
+    }
+  }
+  if (batch.length > 0) yield batch;
+}
+
+/** Writes `chunks` as the file `path` (named `name` in errors: a temporary file's final name) and syncs it. */
+async function writeDurably(path: string, chunks: readonly Uint8Array[], name = path): Promise<void> {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  if (size > MAX_SNAPSHOT_FILE_BYTES) {
+    // A restore refuses such a file (it reads files whole): a checkpoint listing it could never be restored.
+    throw new EddyError("CHECKPOINT_FILE_TOO_LARGE", `checkpoint file '${name}' would be ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a restore reads: not written; raise the parallelism so that each subtask's state is smaller`);
+  }
   const handle = await open(path, "wx");
   try {
     // One gathered write per 1,024 chunks, not one per chunk: each awaited step of a checkpoint
     // write waits for a turn of a busy task thread's event loop.
-    let pending = chunks.filter((c) => c.length > 0);
-    while (pending.length > 0) {
-      const batch = pending.slice(0, WRITEV_CHUNKS);
-      let written = (await handle.writev(batch)).bytesWritten;
-      let used = 0;
-      while (used < batch.length && written >= batch[used]!.length) written -= batch[used++]!.length;
-      // A short write: go on from the first byte not written.
-      const rest = used < batch.length ? [batch[used]!.subarray(written), ...batch.slice(used + 1)] : [];
-      pending = [...rest, ...pending.slice(batch.length)];
+    for (let batch of writevBatches(chunks)) {
+      while (batch.length > 0) {
+        const total = batch.reduce((sum, c) => sum + c.length, 0);
+        let written = (await handle.writev(batch)).bytesWritten;
+        if (!(written > 0 && written <= total)) throw new Error(`writev of ${total} bytes to '${path}' reported ${written} written`);
+        let used = 0;
+        while (used < batch.length && written >= batch[used]!.length) written -= batch[used++]!.length;
+        // A short write: go on from the first byte not written.
+        batch = used < batch.length ? [batch[used]!.subarray(written), ...batch.slice(used + 1)] : [];
+      }
     }
     await handle.sync();
   } finally {

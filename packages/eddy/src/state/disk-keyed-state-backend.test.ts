@@ -166,6 +166,29 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   b.dispose();
 });
 
+test("disk backend: a store write refused for room is STATE_STORE_FULL naming the directory (not LMDB's bare I/O error), and the process goes on", () => {
+  // A real refusal: a child process under a file size limit (`ulimit -f`, 4,096 blocks), whose
+  // store file cannot grow past it (LMDB then says only "Input/output error", as on a full disk).
+  const dir = join(root, "full");
+  const script = `
+    const { DiskKeyedStateBackend } = await import(${JSON.stringify(new URL("./disk-keyed-state-backend.ts", import.meta.url).href)});
+    const { ValueStateDescriptor } = await import(${JSON.stringify(new URL("./descriptors.ts", import.meta.url).href)});
+    const { ManualClock } = await import(${JSON.stringify(new URL("../core/clock.ts", import.meta.url).href)});
+    const b = new DiskKeyedStateBackend({ keyGroupRange: { start: 0, end: 127 }, clock: new ManualClock(0), storeDir: ${JSON.stringify(dir)}, cacheSize: 100 });
+    const d = new ValueStateDescriptor("v");
+    let out = "NO ERROR";
+    try {
+      for (let k = 0; k < 200000; k++) { b.setCurrentKey(k, k % 128); b.getState(d).update("x".repeat(200)); }
+    } catch (e) { out = e.code + " " + e.message; }
+    b.dispose();
+    console.log(out);`;
+  const child = spawnSync("sh", ["-c", `ulimit -f 4096 && exec "${process.execPath}" -C eddy-source --import tsx --input-type=module -e "$0"`, script], { encoding: "utf8", timeout: 120_000 });
+  assert.equal(child.status, 0, `the child failed: ${child.stderr}`);
+  const line = child.stdout.trim().split("\n").at(-1)!;
+  assert.match(line, /^STATE_STORE_FULL no room to write the disk state store in \S*full \(LMDB: .*a test write there was refused with EFBIG; the device has [\d.]+ MiB free\)/, line);
+  assert.ok(!existsSync(dir), "the backend removed its store when disposed");
+});
+
 test("disk backend: a store left behind (damaged or not) is never read: a new backend on the directory starts empty", () => {
   const dir = join(root, "left-behind");
   mkdirSync(dir, { recursive: true });

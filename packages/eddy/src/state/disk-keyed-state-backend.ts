@@ -36,7 +36,7 @@
  *   changed since the previous snapshot: cached entries by `KeyEntry.changedAt`, keys that left
  *   the cache by `#changed`), which the task writes to a shared file; docs/design/disk-state.md.
  */
-import { linkSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { closeSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
@@ -413,8 +413,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #write(puts: [Buffer, Buffer][]): void {
     for (const [key, value] of puts) this.#stage(key, value);
     if (this.#pending.size === 0) return;
-    const writes = [...this.#pending.values()].sort((a, b) => Buffer.compare(a[0], b[0]));
-    this.#pending.clear();
+    // Sorted by the latin1 names: one char per byte, so their order is the store keys' byte order,
+    // and V8 sorts strings without a call out per comparison (Buffer.compare was a tenth of q18's time).
+    const pending = this.#pending;
+    const names = [...pending.keys()].sort();
+    const writes = names.map((name) => pending.get(name)!);
+    pending.clear();
     try {
       this.#db.transactionSync(() => {
         for (const [key, value] of writes) {
@@ -424,7 +428,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       });
       this.#recordsWritten += writes.length;
     } catch (e) {
-      throw storeFailed(this.#dir, "write", e);
+      throw writeFailed(this.#dir, e);
     }
   }
 
@@ -897,6 +901,54 @@ function visitStored(entry: KeyEntry, visit: CellVisitor): void {
 function storeFailed(dir: string, what: string, e: unknown): EddyError {
   if (e instanceof EddyError) return e;
   return new EddyError("STATE_STORE_FAILED", `the disk state store in ${dir} failed to ${what}: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+/** Bytes the room probe writes after a failed store write (LMDB grows its file by more than a batch). */
+const ROOM_PROBE_BYTES = 8 * 1024 * 1024;
+/** A device with less free space than this after a failed store write counts as full. */
+const LOW_SPACE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * A failed store write: STATE_STORE_FULL when the cause is a lack of room, else STATE_STORE_FAILED.
+ * LMDB reports a full disk (ENOSPC) or a file size limit (EFBIG) as "Input/output error", so the
+ * device's free space is looked up and a probe file of ROOM_PROBE_BYTES written (and removed) in
+ * the store's directory, then extended (sparse) past the store file's size: a device nearly full,
+ * or a probe refused with ENOSPC, EDQUOT or EFBIG (a file size limit), means no room.
+ */
+function writeFailed(dir: string, e: unknown): EddyError {
+  if (e instanceof EddyError) return e;
+  let free: number | undefined;
+  try {
+    const fs = statfsSync(dir);
+    free = Number(fs.bavail) * Number(fs.bsize);
+  } catch {
+    // no figure: the probe decides
+  }
+  let refused: string | undefined;
+  const probe = join(dir, `room-probe-${process.pid}-${Math.random().toString(36).slice(2)}`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(probe, "w");
+    const chunk = Buffer.alloc(1024 * 1024);
+    for (let written = 0; written < ROOM_PROBE_BYTES; written += chunk.length) writeSync(fd, chunk);
+    // A file as large as the store could grow to (sparse: no room used), for a file size limit.
+    let largest = 0;
+    for (const name of readdirSync(dir)) if (name.endsWith(".mdb")) largest = Math.max(largest, statSync(join(dir, name)).size);
+    ftruncateSync(fd, largest + ROOM_PROBE_BYTES);
+  } catch (p) {
+    const code = (p as NodeJS.ErrnoException).code;
+    if (code === "ENOSPC" || code === "EDQUOT" || code === "EFBIG") refused = code;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+    rmSync(probe, { force: true });
+  }
+  const cause = e instanceof Error ? e.message : String(e);
+  const space = free === undefined ? "" : `; the device has ${(free / 2 ** 20).toFixed(1)} MiB free`;
+  if (refused !== undefined || (free !== undefined && free < LOW_SPACE_BYTES)) {
+    const why = refused !== undefined ? `a test write there was refused with ${refused}` : "its device is nearly full";
+    return new EddyError("STATE_STORE_FULL", `no room to write the disk state store in ${dir} (LMDB: ${cause}; ${why}${space}): free space on the device of state.backend.disk.dir`, { cause: e });
+  }
+  return new EddyError("STATE_STORE_FAILED", `the disk state store in ${dir} failed to write: ${cause}${space}`, { cause: e });
 }
 
 /** A file-safe directory name. */
