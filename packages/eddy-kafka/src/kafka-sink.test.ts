@@ -227,7 +227,11 @@ test("options: clear INVALID_KAFKA_OPTIONS errors; a record the serializer refus
     [{ topic: "a", delivery: "twice" as never }, /`delivery` must be/],
     [{ topic: "a", delivery: "exactly-once" }, /needs a `transactionalIdPrefix`/],
     [{ topic: "a", maxBatchSize: 0 }, /maxBatchSize/],
-    [{ topic: "a", client: undefined as never }, /`client` must be a function/],
+    [{ topic: "a", client: undefined as never }, /`bootstrapServers` .* is required \(or `client`/],
+    [{ topic: "a", client: 5 as never }, /`client` must be a function/],
+    [{ topic: "a", bootstrapServers: "127.0.0.1:9092" }, /not both/],
+    [{ topic: "a", client: undefined as never, bootstrapServers: "127.0.0.1:9092", delivery: "exactly-once", transactionalIdPrefix: "p" }, /exactly-once is not available with the Confluent client/],
+    [{ topic: "a", client: undefined as never, bootstrapServers: " " }, /must name at least one host:port/],
   ];
   for (const [o, message] of bad) {
     assert.throws(() => KafkaSink.create({ ...base, ...o }), (e: unknown) => e instanceof EddyError && e.code === "INVALID_KAFKA_OPTIONS" && message.test(e.message), JSON.stringify(o));
