@@ -324,3 +324,16 @@ test("exactly-once: a writer whose abort-on-start fails (the topic's broker is g
   const writer = sink.createWriter(contextOf(0, 1));
   await assert.rejects(Promise.resolve(writer.flush!(false)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /abort the transactions/.test(e.message) && /no broker/.test(e.message));
 });
+
+test("exactly-once is refused with a client whose transactions do not survive a restart (the Confluent client): KAFKA_SINK_FAILED before anything is written; at-least-once runs", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("out", 1);
+  const client = () => Object.defineProperty(broker.client(), "transactionsSurviveRestart", { value: false });
+  const eo = KafkaSink.create<number>({ client, topic: "out", serializer: "json", delivery: "exactly-once", transactionalIdPrefix: "no-resume", lingerMs: 0 });
+  assert.throws(() => eo.createWriter(contextOf(0, 1)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /transactionsSurviveRestart/.test(e.message));
+  const alo = KafkaSink.create<number>({ client, topic: "out", serializer: "json", lingerMs: 0 }).createWriter(contextOf(0, 1));
+  await alo.write(7, undefined);
+  await alo.flush!(true);
+  const [r] = await broker.client().fetch([{ topic: "out", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 0 });
+  assert.deepEqual(r!.records.map((x) => new TextDecoder().decode(x.value!)), ["7"]);
+});
