@@ -25,6 +25,7 @@ import { confluentKafkaClient, KafkaSource, type KafkaClient, type ProducerRecor
 import { json } from "./kafka-fixtures.ts";
 import { startKafkaMock, type KafkaMock } from "./kafka-mock.ts";
 import { kafkaPipelineJob, type Event } from "./jobs/kafka-pipeline.ts";
+import { kafkaTotalsJob, MINUTE_MS, type MinuteTotal, type Order } from "../examples/kafka-totals.ts";
 import { prng, withEnv } from "./fixtures.ts";
 
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
@@ -238,4 +239,21 @@ test("per-partition watermarks over the wire, one partition idle: the busy parti
     run.cancel();
     await ended;
   }
+});
+
+test("examples/kafka-totals.ts over the wire: per-customer totals per minute, equal to a direct computation", async () => {
+  const orders: Order[] = Array.from({ length: 600 }, (_, i) => ({ customer: `c${i % 3}`, amount: i % 10, ts: 1_700_000_000_000 + i * 500 }));
+  await createTopic("orders", 4);
+  await createTopic("totals", 4);
+  await produce(orders.map((o, i) => json("orders", i % 4, o, o.customer)));
+  await runJob(kafkaTotalsJob(bootstrap, true), { mode: "inline", parallelism: 2, logger: silent }).done;
+  const want = new Map<string, MinuteTotal>();
+  for (const o of orders) {
+    const minute = Math.floor(o.ts / MINUTE_MS) * MINUTE_MS;
+    const t = want.get(`${o.customer}@${minute}`) ?? { customer: o.customer, minute, orders: 0, amount: 0 };
+    want.set(`${o.customer}@${minute}`, { ...t, orders: t.orders + 1, amount: t.amount + o.amount });
+  }
+  const got = (await readAll("totals")).map((s) => JSON.parse(s) as MinuteTotal);
+  const byKey = (a: MinuteTotal, b: MinuteTotal) => `${a.customer}@${a.minute}`.localeCompare(`${b.customer}@${b.minute}`);
+  assert.deepEqual(got.sort(byKey), [...want.values()].sort(byKey));
 });
