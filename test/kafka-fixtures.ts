@@ -4,7 +4,7 @@
  */
 import { after, before } from "node:test";
 import { FakeKafkaBroker, serveFakeKafka, type FakeKafkaServer } from "eddy-kafka/testing";
-import type { ConsumerRecord } from "eddy-kafka";
+import type { ConsumerRecord, ProducerRecord } from "eddy-kafka";
 
 export interface FakeKafka {
   readonly broker: FakeKafkaBroker;
@@ -43,3 +43,12 @@ export async function readCommitted<R>(broker: FakeKafkaBroker, topic: string, s
   }
   return out;
 }
+
+/** A record whose value is `value` as JSON (and its key, timestamp). */
+export const json = (topic: string, partition: number, value: unknown, key: string | null = null, timestamp?: number): ProducerRecord => ({
+  topic,
+  partition,
+  key: key === null ? null : new TextEncoder().encode(key),
+  value: new TextEncoder().encode(JSON.stringify(value)),
+  ...(timestamp === undefined ? {} : { timestamp }),
+});

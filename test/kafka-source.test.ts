@@ -15,24 +15,16 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { defineJob, TumblingEventTimeWindows, WatermarkStrategy, type Collector } from "eddy";
 import { KafkaSource, type ProducerRecord } from "eddy-kafka";
-import { fakeKafkaForThisFile, readCommitted } from "./kafka-fixtures.ts";
+import { fakeKafkaForThisFile, json, readCommitted } from "./kafka-fixtures.ts";
 import { collectSink, runJob } from "eddy/testing";
 import { kafkaPipelineJob, type Event } from "./jobs/kafka-pipeline.ts";
 import { lateRecordsDropped, prng, punctuated, withEnv } from "./fixtures.ts";
 
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
-const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 const kafka = fakeKafkaForThisFile();
 
-const json = (topic: string, partition: number, value: unknown, key: string | null = null, timestamp?: number): ProducerRecord => ({
-  topic,
-  partition,
-  key: key === null ? null : enc.encode(key),
-  value: enc.encode(JSON.stringify(value)),
-  ...(timestamp === undefined ? {} : { timestamp }),
-});
 
 async function produce(records: readonly ProducerRecord[]): Promise<void> {
   const p = kafka.broker.client().producer({});

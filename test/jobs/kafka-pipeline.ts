@@ -2,6 +2,8 @@
  * The job of the Kafka → keyed windows → Kafka kill-and-compare test (test/kafka-source.test.ts),
  * set by the environment (read when each thread builds the job):
  * - EDDY_KAFKA_URL: the fake broker served over HTTP; EDDY_KAFKA_IN / EDDY_KAFKA_OUT: the topics;
+ * - EDDY_KAFKA_BOOTSTRAP: instead of the fake, a Kafka cluster (librdkafka's mock in
+ *   test/kafka-wire.test.ts) through the Confluent client, with an at-least-once sink;
  * - EDDY_KAFKA_HOLD: until this file exists the job runs slowly (1 ms per 5 records);
  * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file
  *   at the event whose `n` is atRecord.
@@ -21,12 +23,14 @@ export interface Event {
 
 export const kafkaPipelineJob = defineJob("kafka-pipeline", (env) => {
   const url = process.env.EDDY_KAFKA_URL ?? "";
-  const client = () => remoteFakeKafkaClient(url);
+  const bootstrap = process.env.EDDY_KAFKA_BOOTSTRAP ?? "";
+  // The real client (wire tests): at-least-once, as exactly-once is refused with it.
+  const connection = bootstrap !== "" ? { bootstrapServers: bootstrap } : { client: () => remoteFakeKafkaClient(url) };
   const fault = faultyIdentity(recordFaultFrom(process.env.EDDY_KAFKA_FAULT), process.env.EDDY_KAFKA_HOLD || undefined, 5);
   const output = process.env.EDDY_KAFKA_OUT ?? "out";
   env
     .fromSource(
-      KafkaSource.create<Event>({ client, topics: [process.env.EDDY_KAFKA_IN ?? "in"], deserializer: "json", bounded: true, fetchMaxWaitMs: 50, maxRecordsPerFetch: 50 }),
+      KafkaSource.create<Event>({ ...connection, topics: [process.env.EDDY_KAFKA_IN ?? "in"], deserializer: "json", bounded: true, fetchMaxWaitMs: 50, maxRecordsPerFetch: 50 }),
       WatermarkStrategy.forBoundedOutOfOrderness<Event>(0).withTimestampAssigner((e) => e.ts),
       "events",
     )
@@ -38,7 +42,7 @@ export const kafkaPipelineJob = defineJob("kafka-pipeline", (env) => {
       (key: string, window, [a]: [{ count: number; sum: number }], out: Collector<string>) => out.collect(`${key}@${window.start}:${a.count}:${a.sum}`),
     )
     .uid("windows")
-    .sinkTo(KafkaSink.create<string>({ client, topic: output, serializer: "string", key: (s) => s.slice(0, s.indexOf("@")), delivery: "exactly-once", transactionalIdPrefix: `eddy-test-${output}`, lingerMs: 2 }), "windows-out");
+    .sinkTo(KafkaSink.create<string>({ ...connection, topic: output, serializer: "string", key: (s) => s.slice(0, s.indexOf("@")), ...(bootstrap !== "" ? { delivery: "at-least-once" } : { delivery: "exactly-once", transactionalIdPrefix: `eddy-test-${output}` }), lingerMs: 2 }), "windows-out");
 });
 
 export default kafkaPipelineJob;

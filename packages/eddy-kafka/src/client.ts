@@ -109,6 +109,13 @@ export interface KafkaProducer {
 }
 
 export interface KafkaClient {
+  /**
+   * Whether `commitTransaction(handle)` works for a transaction another producer (another process)
+   * opened, and `initTransactions` reports real epochs: what exactly-once across a restart needs.
+   * Absent: true. The Confluent client's adapter: false (librdkafka cannot), and the sink refuses
+   * exactly-once with it.
+   */
+  readonly transactionsSurviveRestart?: boolean;
   /** The number of partitions of `topic`; rejects with code "UNKNOWN_TOPIC" when it does not exist. */
   partitionCount(topic: string): Promise<number>;
   listTopics(): Promise<readonly string[]>;

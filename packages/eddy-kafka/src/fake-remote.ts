@@ -12,6 +12,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { KafkaClientError, type FetchOptions, type FetchRequest, type Isolation, type KafkaClient, type KafkaErrorCode, type KafkaProducer, type OffsetSpec, type ProducerOptions, type ProducerRecord, type TopicPartition, type TransactionHandle } from "./client.ts";
 import type { FakeKafkaBroker } from "./fake-broker.ts";
+import { rpcKafkaClient } from "./rpc-client.ts";
 
 const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
@@ -139,38 +140,9 @@ export function remoteFakeKafkaClient(url: string): KafkaClient {
     }
     return answer.ok;
   };
-  const producer = (options: ProducerOptions): KafkaProducer => {
-    const id = rpc("producer", options) as Promise<number>;
-    // beginTransaction is synchronous in the interface: its effect is local until the first send,
-    // as in Kafka's clients; the server is told in order, before any later call of this producer.
-    let chain: Promise<unknown> = id;
-    const call = <R>(method: string, ...args: unknown[]): Promise<R> => {
-      const next = chain.then(async () => rpc(`producer.${method}`, await id, ...args));
-      chain = next.catch(() => {});
-      return next as Promise<R>;
-    };
-    return {
-      initTransactions: () => call<TransactionHandle>("initTransactions"),
-      beginTransaction() {
-        call("beginTransaction").catch(() => {});
-      },
-      send: (records: readonly ProducerRecord[]) => call<readonly number[]>("send", records),
-      commitTransaction: () => call<void>("commitTransaction"),
-      abortTransaction: () => call<void>("abortTransaction"),
-      close: () => call<void>("close"),
-    };
-  };
-  return {
-    partitionCount: (topic) => rpc("partitionCount", topic) as Promise<number>,
-    listTopics: () => rpc("listTopics") as Promise<readonly string[]>,
-    listOffsets: (partitions, spec, isolation) => rpc("listOffsets", partitions, spec, isolation) as Promise<readonly number[]>,
-    fetch: (requests, options) => rpc("fetch", requests, options) as Promise<never>,
-    committedOffsets: async (groupId, partitions) => ((await rpc("committedOffsets", groupId, partitions)) as (number | null)[]).map((o) => o ?? undefined),
-    commitOffsets: async (groupId, offsets) => void (await rpc("commitOffsets", groupId, offsets)),
-    producer,
-    commitTransaction: (handle) => rpc("commitTransaction", handle) as Promise<"committed" | "already-committed">,
+  return rpcKafkaClient(rpc, (options) => rpc("producer", options), {
     close: async () => {
       closed = true;
     },
-  };
+  });
 }

@@ -10,3 +10,4 @@ export { utf8, type KafkaDeserializer, type KafkaValueSerializer } from "./serde
 export { KafkaSource } from "./kafka-source.ts";
 export type { KafkaSourceOptions, KafkaStartingOffsets } from "./kafka-source-options.ts";
 export type { KafkaSplit } from "./kafka-split.ts";
+export { confluentKafkaClient, librdkafkaConfig, type KafkaConnectionOptions, type KafkaSasl, type KafkaTls } from "./confluent-client.ts";

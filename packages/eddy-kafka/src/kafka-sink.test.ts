@@ -227,7 +227,11 @@ test("options: clear INVALID_KAFKA_OPTIONS errors; a record the serializer refus
     [{ topic: "a", delivery: "twice" as never }, /`delivery` must be/],
     [{ topic: "a", delivery: "exactly-once" }, /needs a `transactionalIdPrefix`/],
     [{ topic: "a", maxBatchSize: 0 }, /maxBatchSize/],
-    [{ topic: "a", client: undefined as never }, /`client` must be a function/],
+    [{ topic: "a", client: undefined as never }, /`bootstrapServers` .* is required \(or `client`/],
+    [{ topic: "a", client: 5 as never }, /`client` must be a function/],
+    [{ topic: "a", bootstrapServers: "127.0.0.1:9092" }, /not both/],
+    [{ topic: "a", client: undefined as never, bootstrapServers: "127.0.0.1:9092", delivery: "exactly-once", transactionalIdPrefix: "p" }, /exactly-once is not available with the Confluent client/],
+    [{ topic: "a", client: undefined as never, bootstrapServers: " " }, /must name at least one host:port/],
   ];
   for (const [o, message] of bad) {
     assert.throws(() => KafkaSink.create({ ...base, ...o }), (e: unknown) => e instanceof EddyError && e.code === "INVALID_KAFKA_OPTIONS" && message.test(e.message), JSON.stringify(o));
@@ -319,4 +323,17 @@ test("exactly-once: a writer whose abort-on-start fails (the topic's broker is g
   });
   const writer = sink.createWriter(contextOf(0, 1));
   await assert.rejects(Promise.resolve(writer.flush!(false)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /abort the transactions/.test(e.message) && /no broker/.test(e.message));
+});
+
+test("exactly-once is refused with a client whose transactions do not survive a restart (the Confluent client): KAFKA_SINK_FAILED before anything is written; at-least-once runs", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("out", 1);
+  const client = () => Object.defineProperty(broker.client(), "transactionsSurviveRestart", { value: false });
+  const eo = KafkaSink.create<number>({ client, topic: "out", serializer: "json", delivery: "exactly-once", transactionalIdPrefix: "no-resume", lingerMs: 0 });
+  assert.throws(() => eo.createWriter(contextOf(0, 1)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /transactionsSurviveRestart/.test(e.message));
+  const alo = KafkaSink.create<number>({ client, topic: "out", serializer: "json", lingerMs: 0 }).createWriter(contextOf(0, 1));
+  await alo.write(7, undefined);
+  await alo.flush!(true);
+  const [r] = await broker.client().fetch([{ topic: "out", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 0 });
+  assert.deepEqual(r!.records.map((x) => new TextDecoder().decode(x.value!)), ["7"]);
 });

@@ -25,15 +25,16 @@
  */
 import { EddyError, type Committer, type Sink, type SinkContext, type SinkWriter } from "eddy";
 import { KafkaClientError, kafkaErrorCode, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TransactionHandle } from "./client.ts";
+import { clientFactoryOf, type KafkaConnectionFields } from "./confluent-client.ts";
 import { partitionForKey } from "./murmur2.ts";
 import { toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
 import { abortPlan, PREFIX_PATTERN, readCommittable, readWriterState, transactionalId, type KafkaCommittable, type KafkaWriterState } from "./transactional-ids.ts";
 
 export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
 
-export interface KafkaSinkOptions<T> {
-  /** Makes the client (called once per writer and per committer); see client.ts. */
-  readonly client: KafkaClientFactory;
+export interface KafkaSinkOptions<T> extends KafkaConnectionFields {
+  /** Makes the client (called once per writer and per committer); see client.ts. Or `bootstrapServers` (and `tls`, `sasl`, `clientConfig`): the Confluent client. */
+  readonly client?: KafkaClientFactory;
   /** The topic of every record; or `topicSelector`, the topic per record. */
   readonly topic?: string;
   readonly topicSelector?: (value: T) => string;
@@ -81,13 +82,16 @@ const invalid = (message: string): EddyError => new EddyError("INVALID_KAFKA_OPT
 
 function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
   if (o === null || typeof o !== "object") throw invalid("options are required");
-  if (typeof o.client !== "function") throw invalid("`client` must be a function that makes a KafkaClient (see docs/connectors/kafka.md)");
+  const client = clientFactoryOf(o, "KafkaSink");
   if ((o.topic === undefined) === (o.topicSelector === undefined)) throw invalid("give exactly one of `topic` and `topicSelector`");
   if (o.topic !== undefined && (typeof o.topic !== "string" || !/^[a-zA-Z0-9._-]{1,249}$/.test(o.topic))) throw invalid(`\`topic\` is not a valid topic name: ${JSON.stringify(o.topic)}`);
   const delivery = o.delivery ?? "at-least-once";
   if (!["none", "at-least-once", "exactly-once"].includes(delivery)) throw invalid(`\`delivery\` must be "none", "at-least-once" or "exactly-once", got ${JSON.stringify(delivery)}`);
   const prefix = o.transactionalIdPrefix ?? "";
   if (delivery === "exactly-once" && !PREFIX_PATTERN.test(prefix)) throw invalid(`exactly-once needs a \`transactionalIdPrefix\` of 1 to 200 characters [a-zA-Z0-9._-], got ${JSON.stringify(o.transactionalIdPrefix)}`);
+  if (delivery === "exactly-once" && o.bootstrapServers !== undefined) {
+    throw invalid("exactly-once is not available with the Confluent client (`bootstrapServers`): librdkafka cannot commit, after a restart, a transaction the failed run opened, so a committed checkpoint's records could be lost. Use \"at-least-once\" (docs/connectors/kafka.md, \"Exactly-once with the real client\")");
+  }
   if (o.serializer === undefined) throw invalid("`serializer` is required (\"json\", \"string\", \"bytes\" or a function)");
   const num = (name: keyof KafkaSinkOptions<T>, fallback: number, min: number): number => {
     const v = (o[name] as number | undefined) ?? fallback;
@@ -96,7 +100,7 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
   };
   const topic = o.topic;
   return {
-    client: o.client,
+    client,
     topicOf: topic !== undefined ? () => topic : o.topicSelector!,
     value: valueSerializer(o.serializer),
     key: o.key,
@@ -182,6 +186,9 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     this.#roundRobin = context.subtaskIndex;
     this.#generation = context.restoredCheckpointId ?? 0;
     if (config.delivery === "exactly-once") {
+      if (this.#client.transactionsSurviveRestart === false) {
+        throw new EddyError("KAFKA_SINK_FAILED", "KafkaSink: exactly-once needs a client that can commit, after a restart, a transaction the failed run opened (`transactionsSurviveRestart`); this client cannot (librdkafka). Use \"at-least-once\" (docs/connectors/kafka.md, \"Exactly-once with the real client\")", { subtask: context.subtaskIndex });
+      }
       const restored = (context.restoredState ?? []).map(readWriterState);
       // A failure here ends the writer (#failure): its next write, flush or barrier rejects with it.
       this.#enqueue("abort the transactions the restored checkpoint does not hold", () => this.#abortLingering(restored));

@@ -3,6 +3,7 @@
  */
 import { EddyError } from "eddy";
 import type { Isolation, KafkaClientFactory } from "./client.ts";
+import { clientFactoryOf, type KafkaConnectionFields } from "./confluent-client.ts";
 import { recordDeserializer, type KafkaDeserializer } from "./serde.ts";
 import type { ConsumerRecord } from "./client.ts";
 
@@ -22,9 +23,9 @@ export type KafkaStartingOffsets =
   | { readonly timestamp: number }
   | { readonly offsets: readonly { readonly topic: string; readonly partition: number; readonly offset: number }[]; readonly otherwise: "earliest" | "latest" };
 
-export interface KafkaSourceOptions<T> {
-  /** Makes the client (once per reader and for the enumerator); see client.ts. */
-  readonly client: KafkaClientFactory;
+export interface KafkaSourceOptions<T> extends KafkaConnectionFields {
+  /** Makes the client (once per reader and for the enumerator); see client.ts. Or `bootstrapServers` (and `tls`, `sasl`, `clientConfig`): the Confluent client. */
+  readonly client?: KafkaClientFactory;
   /** The topics to read; or `topicPattern`, every topic whose name it matches (checked at each discovery). */
   readonly topics?: readonly string[];
   readonly topicPattern?: RegExp;
@@ -91,7 +92,7 @@ function checkStart(s: unknown): KafkaStartingOffsets {
 
 export function kafkaSourceConfig<T>(o: KafkaSourceOptions<T>): KafkaSourceConfig<T> {
   if (o === null || typeof o !== "object") throw invalid("options are required");
-  if (typeof o.client !== "function") throw invalid("`client` must be a function that makes a KafkaClient (see docs/connectors/kafka.md)");
+  const client = clientFactoryOf(o, "KafkaSource");
   if ((o.topics === undefined) === (o.topicPattern === undefined)) throw invalid("give exactly one of `topics` and `topicPattern`");
   if (o.topics !== undefined) {
     if (!Array.isArray(o.topics) || o.topics.length === 0) throw invalid("`topics` must be a non-empty list of topic names");
@@ -110,7 +111,7 @@ export function kafkaSourceConfig<T>(o: KafkaSourceOptions<T>): KafkaSourceConfi
   };
   const bounded = o.bounded === true;
   return {
-    client: o.client,
+    client,
     topics: o.topics,
     topicPattern: o.topicPattern,
     groupId: o.groupId,

@@ -1,0 +1,150 @@
+/**
+ * KafkaSource and KafkaSink (at-least-once) over the Confluent client against librdkafka's mock
+ * cluster (test/kafka-mock.ts), each against the bare client doing the same work in the same run
+ * (issue 26, "Measured": the connector should cost at most 30 % over the bare client):
+ *
+ * - bare consumer: @confluentinc/kafka-javascript's KafkaConsumer, `assign` of the 4 partitions at
+ *   offset 0, `consume(2000)` in a loop until every record is read, JSON.parse of each value;
+ * - eddy KafkaSource: KafkaSource.create({ bootstrapServers, deserializer: "json", bounded: true })
+ *   → a counting sink, inline, parallelism 1, checkpoints every 1 s;
+ * - bare producer: Producer (acks=all, idempotent, linger 5 ms, delivery reports), JSON.stringify
+ *   and `produce` of each record (partition by murmur2 of the key), until every report is in;
+ * - eddy KafkaSink at-least-once: fromSequence → the same records → KafkaSink({ bootstrapServers,
+ *   key, serializer: "json" }), inline, parallelism 1, checkpoints every 1 s (each waits for acks).
+ *
+ * Run: node -C eddy-source --import tsx bench/kafka-wire.ts [records=100000] [rounds=3]
+ */
+import { createRequire } from "node:module";
+import { defineJob, WatermarkStrategy, type Sink } from "eddy";
+import { confluentKafkaClient, KafkaSink, KafkaSource, partitionForKey } from "eddy-kafka";
+import { runJob } from "eddy/testing";
+import { startKafkaMock } from "../test/kafka-mock.ts";
+import { median } from "./stats.ts";
+
+const RECORDS = Number(process.argv[2] ?? 100_000);
+const ROUNDS = Number(process.argv[3] ?? 3);
+const PARTITIONS = 4;
+const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+/* eslint-disable @typescript-eslint/no-explicit-any */
+const K: any = createRequire(import.meta.resolve("eddy-kafka/package.json"))("@confluentinc/kafka-javascript");
+const cb = <T>(fn: (done: (e: unknown, v: T) => void) => void): Promise<T> => new Promise((res, rej) => fn((e, v) => (e ? rej(e) : res(v))));
+
+interface Event {
+  readonly id: number;
+  readonly user: string;
+  readonly amount: number;
+}
+const eventOf = (id: number): Event => ({ id, user: `user-${id % 1000}`, amount: (id % 9973) / 7 });
+
+const topics: Record<string, number> = { source: PARTITIONS };
+for (let i = 0; i < ROUNDS * 2; i++) topics[`sink-${i}`] = PARTITIONS;
+const mock = await startKafkaMock(topics);
+const bootstrap = mock.bootstrap;
+
+async function bareProduce(topic: string): Promise<void> {
+  const p = new K.Producer({ "bootstrap.servers": bootstrap, dr_cb: true, "linger.ms": 5, acks: "all", "enable.idempotence": true, "queue.buffering.max.messages": 1_000_000 });
+  await cb((d) => p.connect({}, d));
+  p.setPollInterval(5);
+  let delivered = 0;
+  let failed: unknown;
+  p.on("delivery-report", (e: unknown) => (e ? (failed = e) : delivered++));
+  for (let id = 0; id < RECORDS; id++) {
+    const e = eventOf(id);
+    const key = Buffer.from(e.user);
+    for (;;) {
+      try {
+        p.produce(topic, partitionForKey(key, PARTITIONS), Buffer.from(JSON.stringify(e)), key, id);
+        break;
+      } catch {
+        p.poll();
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    }
+  }
+  while (delivered < RECORDS && failed === undefined) await new Promise((r) => setTimeout(r, 1));
+  if (failed !== undefined) throw failed;
+  await cb((d) => p.disconnect(d));
+}
+
+async function bareConsume(): Promise<void> {
+  const c = new K.KafkaConsumer({ "bootstrap.servers": bootstrap, "group.id": `bench-${Date.now()}`, "enable.auto.commit": false, "isolation.level": "read_committed" }, {});
+  await cb((d) => c.connect({}, d));
+  c.setDefaultConsumeTimeout(500);
+  c.setDefaultIsTimeoutOnlyForFirstMessage(true);
+  c.assign(Array.from({ length: PARTITIONS }, (_, partition) => ({ topic: "source", partition, offset: 0 })));
+  let n = 0;
+  let sum = 0;
+  while (n < RECORDS) {
+    for (const m of await cb<any[]>((d) => c.consume(2000, d))) {
+      sum += (JSON.parse(m.value.toString()) as Event).amount;
+      n++;
+    }
+  }
+  if (Number.isNaN(sum)) throw new Error("sum");
+  await cb((d) => c.disconnect(d));
+}
+
+let counted = 0;
+const counting: Sink<Event> = { createWriter: () => ({ write: () => void counted++ }) };
+async function eddySource(): Promise<void> {
+  counted = 0;
+  await runJob(
+    defineJob("bench-kafka-wire-source", (env) => {
+      env.fromSource(KafkaSource.create<Event>({ bootstrapServers: bootstrap, topics: ["source"], deserializer: "json", bounded: true, maxRecordsPerFetch: 2000 }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
+    }),
+    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
+  ).done;
+  if (counted !== RECORDS) throw new Error(`eddy KafkaSource: ${counted} records`);
+}
+
+async function eddySink(topic: string): Promise<void> {
+  await runJob(
+    defineJob("bench-kafka-wire-sink", (env) => {
+      env
+        .fromSequence(0, RECORDS - 1)
+        .map(eventOf)
+        .sinkTo(KafkaSink.create<Event>({ bootstrapServers: bootstrap, topic, key: (e) => e.user, serializer: "json", delivery: "at-least-once" }));
+    }),
+    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
+  ).done;
+}
+
+const client = confluentKafkaClient({ bootstrapServers: bootstrap });
+async function written(topic: string): Promise<number> {
+  const ends = await client.listOffsets(Array.from({ length: PARTITIONS }, (_, partition) => ({ topic, partition })), "latest", "read_committed");
+  return ends.reduce((a, b) => a + b, 0);
+}
+
+type Variant = "bare consumer" | "eddy KafkaSource" | "bare producer" | "eddy KafkaSink at-least-once";
+const VARIANTS: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
+  "bare producer": { run: bareProduce, sink: true, baseline: "bare producer" },
+  "eddy KafkaSink at-least-once": { run: eddySink, sink: true, baseline: "bare producer" },
+  "bare consumer": { run: bareConsume, sink: false, baseline: "bare consumer" },
+  "eddy KafkaSource": { run: eddySource, sink: false, baseline: "bare consumer" },
+};
+
+try {
+  await bareProduce("source");
+  const results = new Map<Variant, number[]>();
+  let sinkTopic = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [variant, { run, sink }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
+      const topic = sink ? `sink-${sinkTopic++}` : "source";
+      const start = performance.now();
+      await run(topic);
+      const ms = performance.now() - start;
+      if (sink && (await written(topic)) !== RECORDS) throw new Error(`${variant}: ${await written(topic)} records written, not ${RECORDS}`);
+      results.set(variant, [...(results.get(variant) ?? []), RECORDS / (ms / 1000)]);
+    }
+  }
+  console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), ${PARTITIONS} partitions, librdkafka's mock cluster (loopback), @confluentinc/kafka-javascript ${K.librdkafkaVersion ? `(librdkafka ${K.librdkafkaVersion})` : ""}, median of ${ROUNDS} rounds`);
+  for (const [variant, { baseline }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
+    const rate = median(results.get(variant)!);
+    const base = median(results.get(baseline)!);
+    console.log(`${variant.padEnd(30)} ${Math.round(rate).toLocaleString("en-US").padStart(10)} rec/s  ${Math.round((rate / base) * 100)} % of ${baseline}`);
+  }
+} finally {
+  await client.close();
+  await mock.stop();
+}
+process.exit(0);
