@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { defineJob, TumblingEventTimeWindows, WatermarkStrategy, type Collector } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
-import { confluentKafkaClient, KafkaSource, type KafkaClient, type ProducerRecord } from "eddy-kafka";
+import { closeConfluentHost, confluentKafkaClient, KafkaSource, type KafkaClient, type ProducerRecord } from "eddy-kafka";
 import { json } from "./kafka-fixtures.ts";
 import { startKafkaMock, type KafkaMock } from "./kafka-mock.ts";
 import { kafkaPipelineJob, type Event } from "./jobs/kafka-pipeline.ts";
@@ -72,6 +72,8 @@ before(async () => {
 });
 after(async () => {
   await client?.close();
+  // The kill test's dead workers leave their clients on the main thread's host (see closeConfluentHost).
+  await closeConfluentHost();
   await mock?.stop();
 });
 

@@ -38,11 +38,28 @@ interface Reply {
 }
 
 let host: BroadcastChannel | undefined;
+/** The host's clients by `<thread>:<client>`. */
+const hostClients = new Map<string, { client: KafkaClient; producers: Map<number, KafkaProducer> }>();
+
+/**
+ * Closes every client the host holds for worker threads and stops the host (a later client on a
+ * worker thread starts it again). A worker thread that ends normally closes its own clients; those
+ * of a worker that died (an exit, a crash) are held here until this is called or the process ends,
+ * and their connections keep the process alive: call it before a process that ran jobs with
+ * `bootstrapServers` on worker threads exits (tests do, in `after`).
+ */
+export async function closeConfluentHost(): Promise<void> {
+  const entries = [...hostClients.values()];
+  hostClients.clear();
+  host?.close();
+  host = undefined;
+  await Promise.allSettled(entries.map(({ client }) => client.close()));
+}
 
 /** Starts the host on the main thread (once); `make` builds a real client from connection options. */
 export function ensureConfluentHost(make: (options: unknown) => KafkaClient): void {
   if (!isMainThread || host !== undefined) return;
-  const clients = new Map<string, { client: KafkaClient; producers: Map<number, KafkaProducer> }>();
+  const clients = hostClients;
   const out = new Map<number, BroadcastChannel>();
   const channel = new BroadcastChannel(HOST);
   host = channel;

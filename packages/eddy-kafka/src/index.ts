@@ -11,3 +11,4 @@ export { KafkaSource } from "./kafka-source.ts";
 export type { KafkaSourceOptions, KafkaStartingOffsets } from "./kafka-source-options.ts";
 export type { KafkaSplit } from "./kafka-split.ts";
 export { confluentKafkaClient, librdkafkaConfig, type KafkaConnectionOptions, type KafkaSasl, type KafkaTls } from "./confluent-client.ts";
+export { closeConfluentHost } from "./confluent-thread-host.ts";
