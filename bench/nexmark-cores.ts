@@ -1,0 +1,87 @@
+/**
+ * What a second core gives real queries: every stateful Nexmark query at parallelism 1 (inline,
+ * one thread: what a job gets by default at parallelism 1) and at parallelism 2 (two worker
+ * threads), in alternated rounds (p1 first in even rounds, p2 first in odd ones), each run in a
+ * fresh process (bench/nexmark-one.ts; its hand-written loop, which checks the output, in the first
+ * round only). Prints per query the median
+ * events/s at each parallelism and their ratio, the geometric mean of the ratios, and then the
+ * machine's own two-core ceiling without Eddy (bench/machine-scaling.ts, run in the same session):
+ * a ratio is only as good as what the machine gives a second thread.
+ *
+ *   npm run bench:nexmark-cores -- [--events 10000000] [--rounds 3] [--query q5,q7] [--checkpoint-interval 10s]
+ *     [--scaling-records 20000000]
+ *
+ * Rates count the whole job, worker start-up included ("job"), and from the moment every subtask
+ * was deployed ("running", JobResult.runningMs); the ratio uses "running" (start-up is a fixed
+ * cost that longer jobs amortise; bench/worker-start.ts measures it), and the job rate is printed
+ * beside it. Each parallelism's output is checked
+ * against the loop and across rounds as bench/nexmark.ts checks it.
+ */
+import { execFile } from "node:child_process";
+import { availableParallelism, cpus, loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { parseBenchArgs, type BenchArgs } from "./nexmark/args.ts";
+import { measureInChild } from "./nexmark/measure-child.ts";
+import type { Measurement } from "./nexmark/measurement.ts";
+import { benchQueryNamed } from "./nexmark/queries.ts";
+import { reportQuery } from "./nexmark/report.ts";
+import { median } from "./stats.ts";
+
+/** The stateful queries the cores target is over (issue 30, target 1). */
+const STATEFUL = ["q3", "q4", "q5", "q7", "q8", "q11", "q12", "q15", "q16", "q17", "q18", "q19", "q20"];
+
+const argv = process.argv.slice(2);
+const scalingAt = argv.indexOf("--scaling-records");
+const scalingRecords = scalingAt < 0 ? 20_000_000 : Number(argv[scalingAt + 1]);
+if (scalingAt >= 0) argv.splice(scalingAt, 2);
+if (!Number.isSafeInteger(scalingRecords) || scalingRecords < 0) throw new RangeError("--scaling-records must be a non-negative integer (0: skip)");
+const parsed = parseBenchArgs(argv.includes("--events") ? argv : [...argv, "--events", "10000000"]);
+const args: BenchArgs = { ...parsed, rounds: argv.includes("--rounds") ? parsed.rounds : 3 };
+const queries = args.query === "all" ? STATEFUL : args.query.split(",").map((q) => q.trim());
+for (const q of queries) benchQueryNamed(q); // fail on a typo before running anything
+
+const p1: Partial<BenchArgs> = { parallelism: 1, mode: "inline" };
+const p2: Partial<BenchArgs> = { parallelism: 2, mode: "threads" };
+
+console.log(
+  `Nexmark, parallelism 2 ÷ 1: ${args.events.toLocaleString("en")} events, median of ${args.rounds} alternated rounds; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ` +
+    `local aggregation ${args.localAggregation ? "on" : "off"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
+);
+console.log(`${"query".padEnd(6)} ${"p1 running".padStart(12)} ${"p2 running".padStart(12)} ${"p2÷p1".padStart(7)}   ${"p1 job".padStart(11)} ${"p2 job".padStart(11)} ${"p2÷p1".padStart(7)}  output`);
+
+const rate = (m: Measurement, running: boolean): number => m.events / ((running ? m.runningMs : m.durationMs) / 1000);
+const fmt = (eps: number): string => `${(eps / 1e6).toFixed(2)} M/s`;
+
+const ratios: number[] = [];
+let mismatches = 0;
+for (const query of queries) {
+  const ones: Measurement[] = [];
+  const twos: Measurement[] = [];
+  for (let r = 0; r < args.rounds; r++) {
+    const order = r % 2 === 0 ? [p1, p2] : [p2, p1];
+    // The hand-written loop runs in the first round only: it checks the output, it is not timed here.
+    for (const override of order) (override === p1 ? ones : twos).push(await measureInChild(query, args, { ...override, noLoop: r > 0 }));
+  }
+  const [r1, r2, j1, j2] = [median(ones.map((m) => rate(m, true))), median(twos.map((m) => rate(m, true))), median(ones.map((m) => rate(m, false))), median(twos.map((m) => rate(m, false)))];
+  const checks = [reportQuery(ones, false).outputCheck, reportQuery(twos, false).outputCheck];
+  if (checks.some((c) => c.startsWith("MISMATCH"))) mismatches++;
+  const output = checks[0] === checks[1] ? checks[0] : `p1 ${checks[0]}; p2 ${checks[1]}`;
+  ratios.push(r2! / r1!);
+  console.log(
+    `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${`${(r2! / r1!).toFixed(2)}×`.padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${`${(j2! / j1!).toFixed(2)}×`.padStart(7)}  ${output}`,
+  );
+}
+const geomean = Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
+console.log(`\nGeometric mean of p2÷p1 (running): ${geomean.toFixed(2)}× over ${ratios.length} queries; slowest ${Math.min(...ratios).toFixed(2)}×; load now ${loadavg()[0]!.toFixed(1)}`);
+
+if (scalingRecords > 0) {
+  console.log("\nThe machine's own ceiling, in the same session (bench/machine-scaling.ts):");
+  const script = fileURLToPath(new URL("./machine-scaling.ts", import.meta.url));
+  const { stdout } = await promisify(execFile)(process.execPath, [...process.execArgv, script, String(scalingRecords), "3"], { maxBuffer: 1024 * 1024 });
+  process.stdout.write(stdout);
+}
+if (mismatches > 0) {
+  console.error(`${mismatches} quer${mismatches === 1 ? "y" : "ies"} produced other output than the hand-written loop`);
+  process.exitCode = 1;
+}
