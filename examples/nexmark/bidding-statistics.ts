@@ -11,6 +11,21 @@ import { MapStateDescriptor, ValueStateDescriptor, type Bid, type KeyedProcessFu
 export const DAY_MS = 86_400_000;
 
 /** Days since the epoch of a UTC timestamp: the group of `DATE_FORMAT(dateTime, 'yyyy-MM-dd')`. */
+/**
+ * What the statistics read of a bid. q15-q17 send only this across their keyBy, not whole bids
+ * (docs/performance.md, "Project before a keyBy"): numbers only, the codec's cheapest shape.
+ */
+export interface BidFacts {
+  readonly auction: number;
+  readonly bidder: number;
+  readonly price: number;
+  readonly dateTime: number;
+}
+
+export function bidFacts(b: Bid): BidFacts {
+  return { auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime };
+}
+
 export function dayOf(dateTime: number): number {
   return Math.floor(dateTime / DAY_MS);
 }
@@ -113,7 +128,7 @@ export function addBid(s: BiddingStatistics, rank: PriceRank, bidderMask: number
  */
 export function biddingStatistics<K, R>(
   toResult: (key: K, stats: BiddingStatistics, lastDateTime: number) => R,
-): KeyedProcessFunction<K, Bid, R> {
+): KeyedProcessFunction<K, BidFacts, R> {
   // Rows are replaced, never mutated, so state need not copy them.
   const statistics = new ValueStateDescriptor<BiddingStatistics>("bidding-statistics", { copy: "none" });
   const bidderBands = new MapStateDescriptor<number, number>("bidder-price-bands");

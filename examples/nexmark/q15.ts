@@ -25,7 +25,7 @@
  *   NEXMARK_EVENTS=100000 NEXMARK_EVENT_RATE=0.05 npx eddy run examples/nexmark/q15.ts -p 2
  */
 import { defineJob, type DataStream, type StreamExecutionEnvironment } from "eddy";
-import { biddingStatistics, dayOf, formatDay, type BiddingStatistics } from "./bidding-statistics.ts";
+import { bidFacts, biddingStatistics, dayOf, formatDay, type BiddingStatistics } from "./bidding-statistics.ts";
 import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q15Result extends BiddingStatistics {
@@ -35,6 +35,7 @@ export interface Q15Result extends BiddingStatistics {
 
 export function q15(env: StreamExecutionEnvironment): DataStream<Q15Result> {
   return bidsOf(nexmarkEvents(env))
+    .map(bidFacts)
     .keyBy((b) => dayOf(b.dateTime))
     .process(biddingStatistics<number, Q15Result>((day, stats) => ({ day: formatDay(day), ...stats })))
     .uid("q15-statistics");

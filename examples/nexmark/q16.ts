@@ -27,8 +27,8 @@
  *
  *   NEXMARK_EVENTS=100000 NEXMARK_EVENT_RATE=0.05 npx eddy run examples/nexmark/q16.ts -p 2
  */
-import { defineJob, type DataStream, type StreamExecutionEnvironment } from "eddy";
-import { biddingStatistics, dayOf, formatDay, formatMinute, type BiddingStatistics } from "./bidding-statistics.ts";
+import { defineJob, type Bid, type DataStream, type StreamExecutionEnvironment } from "eddy";
+import { biddingStatistics, dayOf, formatDay, formatMinute, type BidFacts, type BiddingStatistics } from "./bidding-statistics.ts";
 import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q16Result extends BiddingStatistics {
@@ -39,8 +39,14 @@ export interface Q16Result extends BiddingStatistics {
   readonly minute: string;
 }
 
+/** What q16 reads of a bid: the statistics' fields and the channel it groups by. */
+interface ChannelBid extends BidFacts {
+  readonly channel: string;
+}
+
 export function q16(env: StreamExecutionEnvironment): DataStream<Q16Result> {
   return bidsOf(nexmarkEvents(env))
+    .map((b: Bid): ChannelBid => ({ channel: b.channel, auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime }))
     .keyBy((b): [string, number] => [b.channel, dayOf(b.dateTime)])
     .process(
       biddingStatistics<[string, number], Q16Result>(([channel, day], stats, lastDateTime) => ({

@@ -16,15 +16,29 @@
  */
 import { ListStateDescriptor, ValueStateDescriptor, type Auction, type Bid, type KeyedCoProcessFunction } from "eddy";
 
-export interface WinningBid {
-  readonly auction: Auction;
-  readonly bid: Bid;
+export interface WinningBid<A extends AuctionLifetime = Auction, B extends TimedBid = Bid> {
+  readonly auction: A;
+  readonly bid: B;
+}
+
+/** What the join reads of an auction: q4 sends only this (and its category) across the keyBy. */
+export interface AuctionLifetime {
+  readonly id: number;
+  readonly dateTime: number;
+  readonly expires: number;
+}
+
+/** What the join reads of a bid, and q4's order of bids (its price); q9 needs whole bids. */
+export interface TimedBid {
+  readonly auction: number;
+  readonly price: number;
+  readonly dateTime: number;
 }
 
 /** An open auction and its best bid so far. */
-interface OpenAuction {
-  readonly auction: Auction;
-  readonly best: Bid | undefined;
+interface OpenAuction<A, B> {
+  readonly auction: A;
+  readonly best: B | undefined;
 }
 
 /** Whether `b` beats `best`: higher price, then earlier, then the smaller bidder, channel, url, extra. */
@@ -37,20 +51,28 @@ export function outbids(b: Bid, best: Bid | undefined): boolean {
   return b.extra < best.extra;
 }
 
-export function inLifetime(a: Auction, b: Bid): boolean {
+export function inLifetime(a: AuctionLifetime, b: TimedBid): boolean {
   return b.dateTime >= a.dateTime && b.dateTime <= a.expires;
 }
 
-/** Emits each auction with its winning bid when event time passes its expiry. */
-export function winningBids(): KeyedCoProcessFunction<number, Auction, Bid, WinningBid> {
+/**
+ * Emits each auction with its winning bid when event time passes its expiry. `beats` orders bids
+ * (default: `outbids`, over whole bids); a caller that sends less than whole bids across the keyBy
+ * passes an order over what it sends.
+ */
+export function winningBids(): KeyedCoProcessFunction<number, Auction, Bid, WinningBid>;
+export function winningBids<A extends AuctionLifetime, B extends TimedBid>(beats: (b: B, best: B | undefined) => boolean): KeyedCoProcessFunction<number, A, B, WinningBid<A, B>>;
+export function winningBids<A extends AuctionLifetime, B extends TimedBid>(
+  beats: (b: B, best: B | undefined) => boolean = outbids as unknown as (b: B, best: B | undefined) => boolean,
+): KeyedCoProcessFunction<number, A, B, WinningBid<A, B>> {
   // Values are replaced, never mutated, so state need not copy them.
-  const open = new ValueStateDescriptor<OpenAuction>("open-auction", { copy: "none" });
-  const early = new ListStateDescriptor<Bid>("bids-before-auction", { copy: "none" });
+  const open = new ValueStateDescriptor<OpenAuction<A, B>>("open-auction", { copy: "none" });
+  const early = new ListStateDescriptor<B>("bids-before-auction", { copy: "none" });
   return {
     processElement1(auction, ctx) {
-      let best: Bid | undefined;
+      let best: B | undefined;
       const waiting = ctx.getListState(early);
-      for (const bid of waiting.get()) if (inLifetime(auction, bid) && outbids(bid, best)) best = bid;
+      for (const bid of waiting.get()) if (inLifetime(auction, bid) && beats(bid, best)) best = bid;
       waiting.clear();
       ctx.getState(open).update({ auction, best });
       ctx.timerService().registerEventTimeTimer(auction.expires);
@@ -61,7 +83,7 @@ export function winningBids(): KeyedCoProcessFunction<number, Auction, Bid, Winn
       if (current === undefined) {
         ctx.getListState(early).add(bid);
         ctx.timerService().registerEventTimeTimer(bid.dateTime);
-      } else if (inLifetime(current.auction, bid) && outbids(bid, current.best)) {
+      } else if (inLifetime(current.auction, bid) && beats(bid, current.best)) {
         state.update({ auction: current.auction, best: bid });
       }
     },
