@@ -251,6 +251,49 @@ test("accumulate folds into the current (key, namespace) in place, says when it 
   assert.throws(() => b.getState(new ValueStateDescriptor<{ n: number }>("deep")).accumulate(1, fold), /copy: "none"/);
 });
 
+test("valuesInRange gives the current key's values in step namespaces of a range, in namespace order, whatever the order the cells were made in", () => {
+  const STEP = 2_000;
+  const BASE = 1_700_000_000_000; // epoch-ms pane starts, as the sliding pane operator has them
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(fc.integer({ min: -5, max: 60 }), { maxLength: 40 }), // pane indexes, in the order made
+      fc.array(fc.integer({ min: -5, max: 60 }), { maxLength: 10 }), // panes cleared afterwards
+      fc.integer({ min: -8, max: 62 }),
+      fc.integer({ min: 0, max: 70 }),
+      (made, cleared, first, count) => {
+        const b = newBackend(new ManualClock(0));
+        const state = b.getState(new ValueStateDescriptor<number>("panes", { copy: "none" }));
+        at(b, "k");
+        for (const i of made) {
+          state.setCurrentNamespace(BASE + i * STEP);
+          state.update(i);
+        }
+        state.setCurrentNamespace("fire"); // a namespace of another kind is never in a range
+        state.update(-1);
+        for (const i of cleared) {
+          state.setCurrentNamespace(BASE + i * STEP);
+          state.clear();
+        }
+        at(b, "other"); // another key's cells are not the current key's
+        state.setCurrentNamespace(BASE + first * STEP);
+        state.update(999);
+        at(b, "k");
+        state.setCurrentNamespace(7);
+        const from = BASE + first * STEP;
+        const to = from + count * STEP;
+        const namespaces = [0.5, 0.5]; // scratch: what is past n is left as it was
+        const values: number[] = [];
+        const n = state.valuesInRange(from, to, STEP, namespaces, values);
+        const live = made.filter((i) => !cleared.includes(i) && i >= first && i <= first + count).sort((x, y) => x - y);
+        assert.deepEqual(namespaces.slice(0, n), live.map((i) => BASE + i * STEP));
+        assert.deepEqual(values.slice(0, n), live);
+        assert.equal(state.getCurrentNamespace(), 7, "the current namespace is left as it was");
+      },
+    ),
+    { numRuns: 300 },
+  );
+});
+
 test("overlapping snapshots each hold the state of their own moment, whatever the order of releases of groups and snapshots", () => {
   // Steps: an operation, taking a snapshot, writing one key group of a live snapshot and giving
   // it back (as a checkpoint does, group by group), or releasing one of the live snapshots.

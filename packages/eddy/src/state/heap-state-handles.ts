@@ -201,8 +201,56 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     return true;
   }
 
+  valuesInRange(from: number, to: number, step: number, namespaces: number[], values: T[]): number {
+    // hot path (the sliding pane operator, per firing)
+    if (this.ttlMs !== 0 || this.deep) {
+      throw new EddyError("INTERNAL", `valuesInRange needs state '${this.name}' without TTL and declared copy: "none"`);
+    }
+    const cells = this.table.currentEntry()?.nsCells;
+    if (cells === undefined) return 0;
+    let n = 0;
+    if (cells.size > 2 * ((to - from) / step + 1)) {
+      // Many more cells than the range can hold (windows waiting for a watermark): look up each.
+      for (let ns = from; ns <= to; ns += step) {
+        const cell = cells.get(ns);
+        if (cell === undefined) continue;
+        namespaces[n] = ns;
+        values[n] = cell.value as T;
+        n++;
+      }
+      return n;
+    }
+    // Iterating hands out the stored namespaces: none is boxed or hashed.
+    let sorted = true;
+    for (const [ns, cell] of cells) {
+      if (typeof ns !== "number" || ns < from || ns > to) continue;
+      if (n > 0 && ns < namespaces[n - 1]!) sorted = false;
+      namespaces[n] = ns;
+      values[n] = cell.value as T;
+      n++;
+    }
+    // Cells are in insertion order: out of order only where an earlier pane was created later.
+    if (!sorted) sortByNamespace(namespaces, values, n);
+    return n;
+  }
+
   queryValue(cell: Cell, now: number): unknown {
     return cell.expiresAt <= now ? undefined : this.copyIn(cell.value);
+  }
+}
+
+/** Sorts the first `n` of `values` by `namespaces` (insertion sort: a few panes, nearly in order). */
+function sortByNamespace(namespaces: number[], values: unknown[], n: number): void {
+  for (let i = 1; i < n; i++) {
+    const ns = namespaces[i]!;
+    const value = values[i];
+    let j = i - 1;
+    for (; j >= 0 && namespaces[j]! > ns; j--) {
+      namespaces[j + 1] = namespaces[j]!;
+      values[j + 1] = values[j];
+    }
+    namespaces[j + 1] = ns;
+    values[j + 1] = value;
   }
 }
 

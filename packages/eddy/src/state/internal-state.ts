@@ -43,6 +43,15 @@ export type InternalValueState<T> = ValueState<T> &
      * own their values (state declared `copy: "none"`: nothing is copied either way); no TTL.
      */
     accumulate<IN>(value: IN, fns: Accumulation<IN, T>): boolean;
+    /**
+     * The current key's values in the number namespaces `from`, `from + step`, … up to `to`, in increasing
+     * namespace order, into `namespaces[0..n)` and `values[0..n)` (what is past n is left as it
+     * was: the arrays are the caller's scratch); returns n. The
+     * current namespace is left as it was. For operators that own their values (as `accumulate`):
+     * the sliding pane operator reads a window's panes with it in one pass over the key's cells,
+     * instead of a namespace lookup per pane.
+     */
+    valuesInRange(from: number, to: number, step: number, namespaces: number[], values: T[]): number;
   };
 /**
  * `add` of the appending states (list, reducing, aggregating) also returns whether it created the

@@ -77,6 +77,9 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   readonly #keyed: KeyedStateAndTimers;
   readonly #backend: KeyedStateBackend;
   readonly #panes: InternalValueState<unknown>;
+  /** Scratch of `#fire`: the window's pane starts and accumulators. */
+  readonly #paneStarts: number[] = [];
+  readonly #paneAccs: unknown[] = [];
   readonly #function: WindowFunctionRunner<TimeWindow>;
   readonly #lateDropped;
   readonly #size: number;
@@ -208,12 +211,14 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     let merged: unknown;
     let found = 0;
     try {
-      for (let p = start; p <= end; p += this.#slide) {
-        panes.setCurrentNamespace(p);
-        const acc = panes.value();
-        if (acc === undefined) continue;
-        merged = found !== 0 ? fns.merge(merged, acc) : copyValue(acc);
-        found |= p === start ? FIRST_PANE : LATER_PANES;
+      // The window's panes in one pass over the key's cells (pane starts are start + i * slide).
+      const starts = this.#paneStarts;
+      const accs = this.#paneAccs;
+      const n = panes.valuesInRange(start, end, this.#slide, starts, accs);
+      for (let i = 0; i < n; i++) {
+        const acc = accs[i];
+        merged = i !== 0 ? fns.merge(merged, acc) : copyValue(acc);
+        found |= starts[i] === start ? FIRST_PANE : LATER_PANES;
       }
       if (found === 0) return 0;
       merged = fns.result(merged);
