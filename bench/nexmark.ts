@@ -15,7 +15,10 @@
  * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
  * metrics, the `metrics.enabled` key); --state-backend heap | disk (default heap) and
  * --disk-cache-size N (keys the disk backend caches per state; its default when absent);
- * --local-aggregation on | off (default on: the `pipeline.local-aggregation` key).
+ * --local-aggregation on | off (default on: the `pipeline.local-aggregation` key); --seconds S (run
+ * each query over as many events as its job processes in about S seconds, from a probe run over
+ * --events without the loop: long enough for checkpoints to complete during the run, as in Flink's
+ * published runs; the row's events column says how many).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
@@ -40,13 +43,21 @@ const args = parseBenchArgs(process.argv.slice(2));
 const queries = args.query === "all" ? Object.keys(BENCH_QUERIES) : args.query.split(",").map((q) => q.trim());
 for (const q of queries) benchQueryNamed(q); // fail on a typo before running anything
 
-/** One round of `query` in a fresh process. */
-const measure = (query: string): Promise<Measurement> => measureInChild(query, args);
+/** One round of `query` in a fresh process, over `events` events. */
+const measure = (query: string, events: number): Promise<Measurement> => measureInChild(query, args, { events });
+
+/** The events of `query`'s rounds: --events, or with --seconds what a probe run says fills them. */
+async function eventsFor(query: string): Promise<number> {
+  if (args.seconds === undefined) return args.events;
+  const probe = await measureInChild(query, args, { noLoop: true });
+  const perSecond = (probe.events * 1000) / probe.runningMs;
+  return Math.max(args.events, Math.round((perSecond * args.seconds) / 100_000) * 100_000);
+}
 
 if (!args.json) {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(
-    `Nexmark on Eddy: ${args.events.toLocaleString("en")} events, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
+    `Nexmark on Eddy: ${args.seconds === undefined ? `${args.events.toLocaleString("en")} events` : `~${args.seconds} s of events per query (probe: ${args.events.toLocaleString("en")})`}, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
       `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
   );
   console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
@@ -58,13 +69,14 @@ let mismatches = 0;
 const checkpointsCompleted: string[] = [];
 for (const query of queries) {
   const rounds: Measurement[] = [];
-  for (let r = 0; r < args.rounds; r++) rounds.push(await measure(query));
-  checkpointsCompleted.push(`${query} ${median(rounds.map((m) => m.checkpoints))}`);
+  const events = await eventsFor(query);
+  for (let r = 0; r < args.rounds; r++) rounds.push(await measure(query, events));
+  checkpointsCompleted.push(`${query} ${median(rounds.map((m) => m.checkpoints))}${args.seconds === undefined ? "" : ` (${(events / 1e6).toFixed(1)} M events)`}`);
   const report: QueryReport = reportQuery(rounds, benchQueryNamed(query).stateless);
   if (report.outputCheck.startsWith("MISMATCH")) mismatches++;
   console.log(args.json ? JSON.stringify(report) : tableRow(report));
 }
-if (args.checkpointInterval !== undefined && !args.json) console.log(`\nCheckpoints completed during the job (median): ${checkpointsCompleted.join(", ")}`);
+if ((args.checkpointInterval !== undefined || args.seconds !== undefined) && !args.json) console.log(`\nCheckpoints completed during the job (median): ${checkpointsCompleted.join(", ")}`);
 if (mismatches > 0) {
   console.error(`${mismatches} quer${mismatches === 1 ? "y" : "ies"} produced other output than the hand-written loop`);
   process.exitCode = 1;

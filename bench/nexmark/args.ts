@@ -25,6 +25,11 @@ export interface BenchArgs {
   readonly diskCacheSize: number | undefined;
   /** `--local-aggregation on|off` (default on): the `pipeline.local-aggregation` key (docs/design/windows-state.md). */
   readonly localAggregation: boolean;
+  /**
+   * `--seconds S`: size each query's events so that its job runs about S seconds (from a probe run
+   * over `events`), e.g. for checkpoints to complete during the run; undefined: `events` for all.
+   */
+  readonly seconds: number | undefined;
 }
 
 const FLAGS = new Set(["json", "no-loop"]);
@@ -42,7 +47,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "local-aggregation", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "local-aggregation", "seconds", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -73,5 +78,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     stateBackend,
     diskCacheSize: values.has("disk-cache-size") ? count("disk-cache-size", 1) : undefined,
     localAggregation: localAggregation === "on",
+    seconds: values.has("seconds") ? count("seconds", 1) : undefined,
   };
 }
