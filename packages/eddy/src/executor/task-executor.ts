@@ -648,6 +648,7 @@ export class TaskExecutor {
           }
         }
 
+        if (writers.length > 1) for (const w of writers) w.siblings = writers.filter((other) => other !== w);
         const sourceIdle = new SourceIdleTime(performance.now());
         const task = new StreamTask({
           name: chain.name,
