@@ -288,7 +288,7 @@ class ConfluentKafkaClient implements KafkaClient {
       config["transactional.id"] = options.transactionalId;
       if (options.transactionTimeoutMs !== undefined) config["transaction.timeout.ms"] = options.transactionTimeoutMs;
     }
-    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p));
+    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p), (group) => this.#admin("read_uncommitted", group));
     this.#producers.add(p);
     return p;
   }
@@ -382,12 +382,15 @@ class ConfluentProducer implements KafkaProducer {
   readonly #transactionalId: string | undefined;
   readonly #timeout: number;
   readonly #onClose: () => void;
+  /** A consumer of the group (sendOffsetsToTransaction takes the group's metadata from one). */
+  readonly #groupConsumer: (group: string) => Promise<Any>;
   #producer: Any;
   #connecting: Promise<Any> | undefined;
   #pending = 0;
   #closed = false;
 
-  constructor(config: Config, transactionalId: string | undefined, timeout: number, onClose: () => void) {
+  constructor(config: Config, transactionalId: string | undefined, timeout: number, onClose: () => void, groupConsumer: (group: string) => Promise<Any>) {
+    this.#groupConsumer = groupConsumer;
     this.#config = config;
     this.#transactionalId = transactionalId;
     this.#timeout = timeout;
@@ -463,6 +466,13 @@ class ConfluentProducer implements KafkaProducer {
       };
       produceFrom(0);
     });
+  }
+
+  async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
+    const p = await this.#get();
+    const consumer = await this.#groupConsumer(groupId);
+    const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
+    await call("sendOffsetsToTransaction", (d) => p.sendOffsetsToTransaction(list, consumer, this.#timeout, (e: unknown) => d(e, undefined)));
   }
 
   async commitTransaction(): Promise<void> {

@@ -44,6 +44,19 @@ interface PendingEntry {
   readonly committables: readonly unknown[] | PromiseLike<readonly unknown[]>;
 }
 
+/** The committables `mine` keeps of all restored ones (union state), merged by checkpoint, ascending. */
+function ownCommittables(all: readonly Pending[], mine: (committable: unknown) => boolean): PendingEntry[] {
+  const byCheckpoint = new Map<number, unknown[]>();
+  for (const p of all) {
+    const kept = p.committables.filter(mine);
+    if (kept.length === 0) continue;
+    const list = byCheckpoint.get(p.checkpointId);
+    if (list === undefined) byCheckpoint.set(p.checkpointId, kept);
+    else list.push(...kept);
+  }
+  return [...byCheckpoint].sort((a, b) => a[0] - b[0]).map(([checkpointId, committables]) => ({ checkpointId, committables }));
+}
+
 export function sinkOperator<T>(sink: Sink<T>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<T> => {
     let writer: SinkWriter<T> | undefined;
@@ -147,7 +160,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
     };
     /** prepareCommit's committables, kept until committed; a promise of them is tracked so its rejection fails the task. */
     const preCommit = (checkpointId: number): void => {
-      const committables = afterWrites(() => writer?.prepareCommit?.() ?? []);
+      const committables = afterWrites(() => writer?.prepareCommit?.(checkpointId) ?? []);
       if (isThenable(committables)) track(committables, "background");
       else if (committables.length === 0) return;
       pending.push({ checkpointId, committables });
@@ -155,8 +168,10 @@ export function sinkOperator<T>(sink: Sink<T>) {
     const checkpointing = ctx.checkpointing;
     const twoPhase = sink.createCommitter !== undefined;
     let restored: readonly unknown[] | undefined;
+    const owner = sink.committableOwner;
     if (twoPhase && checkpointing !== undefined) {
-      restored = checkpointing.registerOperatorState(PENDING_COMMITTABLES_STATE, "split", (checkpointId) => {
+      // With an owner: every subtask restores all committables and keeps its owners' (below).
+      restored = checkpointing.registerOperatorState(PENDING_COMMITTABLES_STATE, owner === undefined ? "split" : "union", (checkpointId) => {
         preCommit(checkpointId);
         const entries = pending.slice();
         if (!entries.some((p) => isThenable(p.committables))) return entries as Pending[];
@@ -182,7 +197,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
         if (twoPhase) committer = call(() => sink.createCommitter!(sinkContext));
         // Restored committables belong to the checkpoint the job restarts from, which completed.
         if (restored !== undefined) {
-          pending = (restored as Pending[]).slice();
+          pending = owner === undefined ? (restored as Pending[]).slice() : ownCommittables(restored as Pending[], (c) => call(() => owner(c)) % ctx.parallelism === ctx.subtaskIndex);
           commitUpTo(Number.POSITIVE_INFINITY);
         }
       },
