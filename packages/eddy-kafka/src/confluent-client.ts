@@ -388,6 +388,8 @@ class ConfluentProducer implements KafkaProducer {
   #connecting: Promise<Any> | undefined;
   #pending = 0;
   #closed = false;
+  /** The last beginTransaction, answered or not. */
+  #begun: Promise<void> = Promise.resolve();
 
   constructor(config: Config, transactionalId: string | undefined, timeout: number, onClose: () => void, groupConsumer: (group: string) => Promise<Any>) {
     this.#groupConsumer = groupConsumer;
@@ -432,16 +434,17 @@ class ConfluentProducer implements KafkaProducer {
 
   beginTransaction(): void {
     if (this.#producer === undefined) throw new KafkaClientError("INVALID_TXN_STATE", "beginTransaction before initTransactions");
-    try {
-      this.#producer.beginTransaction();
-    } catch (e) {
-      throw clientError(e, "beginTransaction");
-    }
+    const p = this.#producer;
+    // The binding answers by callback; the transaction's next call waits for it (and fails with its error).
+    const begun: Promise<void> = call("beginTransaction", (d) => p.beginTransaction((e: unknown) => d(e, undefined)));
+    begun.catch(() => {});
+    this.#begun = begun;
   }
 
   async send(records: readonly ProducerRecord[]): Promise<readonly number[]> {
     if (records.length === 0) return [];
     const p = await this.#get();
+    await this.#begun;
     return new Promise<number[]>((resolve, reject) => {
       const batch: Batch = { offsets: new Array<number>(records.length), left: records.length, failed: false, resolve, reject };
       const produceFrom = (i: number): void => {
@@ -470,6 +473,7 @@ class ConfluentProducer implements KafkaProducer {
 
   async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
     const p = await this.#get();
+    await this.#begun;
     const consumer = await this.#groupConsumer(groupId);
     const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
     await call("sendOffsetsToTransaction", (d) => p.sendOffsetsToTransaction(list, consumer, this.#timeout, (e: unknown) => d(e, undefined)));
@@ -477,11 +481,13 @@ class ConfluentProducer implements KafkaProducer {
 
   async commitTransaction(): Promise<void> {
     const p = await this.#get();
+    await this.#begun;
     await call("commitTransaction", (d) => p.commitTransaction(this.#timeout, (e: unknown) => d(e, undefined)));
   }
 
   async abortTransaction(): Promise<void> {
     const p = await this.#get();
+    await this.#begun.catch(() => {});
     await call("abortTransaction", (d) => p.abortTransaction(this.#timeout, (e: unknown) => d(e, undefined)));
   }
 

@@ -479,6 +479,10 @@ export class KafkaCommitter implements Committer<unknown> {
     this.#context = context;
   }
 
+  close(): Promise<void> {
+    return this.#client.close();
+  }
+
   async commit(committables: readonly unknown[]): Promise<void> {
     for (const c of committables.map(readCommittable)) {
       try {

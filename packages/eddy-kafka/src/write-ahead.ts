@@ -205,6 +205,13 @@ export class WriteAheadCommitter implements Committer<unknown> {
     }
   }
 
+  /** Closes the owners' producers and the client (the sink operator calls it when the task closes). */
+  async close(): Promise<void> {
+    const owners = [...this.#lanes.keys()];
+    await Promise.allSettled(owners.map((o) => this.#dropLane(o)));
+    await this.#client.close();
+  }
+
   async #dropLane(owner: number): Promise<void> {
     const lane = this.#lanes.get(owner);
     if (lane === undefined) return;

@@ -98,6 +98,12 @@ export interface Committer<C> {
    * succeeds.
    */
   commit(committables: readonly C[]): void | PromiseLike<void>;
+  /**
+   * Releases the committer's resources (its clients) when its task closes, after the writer's
+   * close. The task does not wait for a promise it returns (a rejection is logged). A commit may
+   * still be running when the task failed; it may then fail.
+   */
+  close?(): void | PromiseLike<void>;
 }
 
 /** How a failed commit is retried: `attempts` in all, waiting `initialBackoffMs`, doubling up to `maxBackoffMs`. */

@@ -61,6 +61,8 @@ export function sinkOperator<T>(sink: Sink<T>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<T> => {
     let writer: SinkWriter<T> | undefined;
     let committer: Committer<unknown> | undefined;
+    /** Until close: the committer is closed once (a commit still retrying after that fails). */
+    let committerOpen = true;
     /** Pre-committed, not committed yet; ascending checkpoint ids. */
     let pending: PendingEntry[] = [];
     /** The last commit started: commits never overlap, each starts once the one before succeeded. */
@@ -242,11 +244,19 @@ export function sinkOperator<T>(sink: Sink<T>) {
       },
       close() {
         const w = writer;
+        const c = committerOpen ? committer : undefined;
         writer = undefined;
-        if (w === undefined) return;
-        const closed = call(() => w.close?.());
-        if (isThenable(closed)) {
-          Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn("sink writer failed to close", { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
+        committerOpen = false;
+        const closing = (what: string, f: () => unknown): void => {
+          const closed = call(f);
+          if (isThenable(closed)) {
+            Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn(`sink ${what} failed to close`, { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
+          }
+        };
+        try {
+          if (w !== undefined) closing("writer", () => w.close?.());
+        } finally {
+          if (c !== undefined) closing("committer", () => c.close?.());
         }
       },
     };
