@@ -33,6 +33,7 @@ export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined
           await committer.commit(committables);
           if (++commits >= afterCommits) writeFileSync(marker, "committed");
         },
+        close: () => committer.close?.(),
       };
     },
   };

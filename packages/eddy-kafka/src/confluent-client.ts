@@ -262,7 +262,9 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (number | undefined)[]> {
-    const c = await this.#admin("read_uncommitted", groupId);
+    // A read_committed consumer asks for stable offsets (KIP-447's require_stable): offsets a
+    // transaction still holds are waited for, not answered with the ones before it.
+    const c = await this.#admin("read_committed", groupId);
     const got: Any[] = await call("committed offsets", (d) => c.committed(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })), this.#timeout, d));
     return partitions.map((tp) => {
       const o = got.find((g) => g.topic === tp.topic && g.partition === tp.partition)?.offset;
@@ -271,7 +273,7 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async commitOffsets(groupId: string, offsets: readonly FetchRequest[]): Promise<void> {
-    const c = await this.#admin("read_uncommitted", groupId);
+    const c = await this.#admin("read_committed", groupId);
     // commitSync: the callback form (commitCb) reported success against librdkafka's mock without
     // the offsets being committed. It blocks this thread for one round trip (once per checkpoint).
     try {
@@ -288,7 +290,7 @@ class ConfluentKafkaClient implements KafkaClient {
       config["transactional.id"] = options.transactionalId;
       if (options.transactionTimeoutMs !== undefined) config["transaction.timeout.ms"] = options.transactionTimeoutMs;
     }
-    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p), (group) => this.#admin("read_uncommitted", group));
+    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p), (group) => this.#admin("read_committed", group));
     this.#producers.add(p);
     return p;
   }

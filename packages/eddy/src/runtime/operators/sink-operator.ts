@@ -2,9 +2,11 @@
  * Runs a sink writer as the last operator of a chain. A two-phase sink (one with a committer)
  * keeps the committables of every checkpoint not yet committed as operator state; it commits them
  * when the checkpoint completes, and commits restored ones again after a restore (they belong to
- * the completed checkpoint it restores from). What it writes after the last barrier is committed
- * by the job's final checkpoint, taken when every task has finished; without checkpointing it is
- * committed at the end of input.
+ * the completed checkpoint it restores from). At another parallelism restored committables are
+ * dealt round robin, or, when the sink names each committable's owner (Sink.committableOwner), all
+ * of an owner's go to subtask `owner % parallelism` (union state, filtered here) in checkpoint
+ * order. What it writes after the last barrier is committed by the job's final checkpoint, taken
+ * when every task has finished; without checkpointing it is committed at the end of input.
  *
  * Asynchronous writers and committers (connector/sink.ts) never make the task wait on the thread:
  * a write's promise and the final flush are blocking work (OperatorContext.awaitWork: no input,
