@@ -9,12 +9,14 @@
  *   requested offsets) when the set of partitions or an offset differs (start, restore, discovery);
  *   `auto.offset.reset` is "error", so an offset out of range fails instead of silently moving;
  * - producers with delivery reports (acks=all, idempotent), transactions in-process
- *   (initTransactions / begin / commit / abort through the producer that opened them).
+ *   (initTransactions / begin / commit / abort through the producer that opened them) and
+ *   sendOffsetsToTransaction (the group's metadata from that group's never-subscribed consumer);
+ * - group offsets read and committed through a read_committed consumer (stable offsets, KIP-447).
  *
  * What it cannot do: commit a transaction that another producer (another process) opened —
  * librdkafka has no API for it — so `commitTransaction(handle)` rejects and
- * `transactionsSurviveRestart` is false; the sink refuses exactly-once with this client
- * (docs/connectors/kafka.md, "Exactly-once with the real client").
+ * `transactionsSurviveRestart` is false; the sink's two-phase mode is refused with this client and
+ * exactly-once goes by write-ahead (docs/connectors/kafka.md, "Exactly-once with the real client").
  *
  * On worker threads the calls go to the main thread (confluent-thread-host.ts): the binding can be
  * loaded only there.
