@@ -23,6 +23,7 @@ export function fireOnce(marker: string): boolean {
 export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined, afterCommits = 1): Sink<T> {
   if (marker === undefined) return inner;
   return {
+    ...inner,
     createWriter: (context) => inner.createWriter(context),
     createCommitter(context) {
       const committer = inner.createCommitter!(context);
@@ -32,6 +33,7 @@ export function markingFirstCommit<T>(inner: Sink<T>, marker: string | undefined
           await committer.commit(committables);
           if (++commits >= afterCommits) writeFileSync(marker, "committed");
         },
+        close: () => committer.close?.(),
       };
     },
   };

@@ -3,7 +3,8 @@
  * set by the environment (read when each thread builds the job):
  * - EDDY_KAFKA_URL: the fake broker served over HTTP; EDDY_KAFKA_IN / EDDY_KAFKA_OUT: the topics;
  * - EDDY_KAFKA_BOOTSTRAP: instead of the fake, a Kafka cluster (librdkafka's mock in
- *   test/kafka-wire.test.ts) through the Confluent client, with an at-least-once sink;
+ *   test/kafka-wire.test.ts) through the Confluent client, with an at-least-once sink, or with
+ *   EDDY_KAFKA_DELIVERY=exactly-once an exactly-once one (write-ahead, the Confluent client's mode);
  * - EDDY_KAFKA_HOLD: until this file exists the job runs slowly (1 ms per 5 records);
  * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file
  *   at the event whose `n` is atRecord.
@@ -24,7 +25,8 @@ export interface Event {
 export const kafkaPipelineJob = defineJob("kafka-pipeline", (env) => {
   const url = process.env.EDDY_KAFKA_URL ?? "";
   const bootstrap = process.env.EDDY_KAFKA_BOOTSTRAP ?? "";
-  // The real client (wire tests): at-least-once, as exactly-once is refused with it.
+  // The real client (wire tests): at-least-once unless EDDY_KAFKA_DELIVERY says exactly-once (write-ahead).
+  const realExactlyOnce = bootstrap !== "" && process.env.EDDY_KAFKA_DELIVERY === "exactly-once";
   const connection = bootstrap !== "" ? { bootstrapServers: bootstrap } : { client: () => remoteFakeKafkaClient(url) };
   const fault = faultyIdentity(recordFaultFrom(process.env.EDDY_KAFKA_FAULT), process.env.EDDY_KAFKA_HOLD || undefined, 5);
   const output = process.env.EDDY_KAFKA_OUT ?? "out";
@@ -42,7 +44,7 @@ export const kafkaPipelineJob = defineJob("kafka-pipeline", (env) => {
       (key: string, window, [a]: [{ count: number; sum: number }], out: Collector<string>) => out.collect(`${key}@${window.start}:${a.count}:${a.sum}`),
     )
     .uid("windows")
-    .sinkTo(KafkaSink.create<string>({ ...connection, topic: output, serializer: "string", key: (s) => s.slice(0, s.indexOf("@")), ...(bootstrap !== "" ? { delivery: "at-least-once" } : { delivery: "exactly-once", transactionalIdPrefix: `eddy-test-${output}` }), lingerMs: 2 }), "windows-out");
+    .sinkTo(KafkaSink.create<string>({ ...connection, topic: output, serializer: "string", key: (s) => s.slice(0, s.indexOf("@")), ...(bootstrap !== "" && !realExactlyOnce ? { delivery: "at-least-once" } : { delivery: "exactly-once", transactionalIdPrefix: `eddy-test-${output}` }), lingerMs: 2 }), "windows-out");
 });
 
 export default kafkaPipelineJob;

@@ -12,6 +12,9 @@
  * - a transactional producer's `initTransactions` bumps the epoch of its transactional id: any
  *   transaction the id had open is aborted and an older producer with the same id is fenced (its
  *   sends and commits fail with a KafkaClientError of code "PRODUCER_FENCED");
+ * - `sendOffsetsToTransaction` adds a consumer group's offsets to the open transaction: they become
+ *   the group's committed offsets when it commits, and never if it aborts (write-ahead
+ *   exactly-once marks what it wrote with them);
  * - `commitTransaction(handle)` on the client commits a transaction left open by a producer that
  *   is gone (Flink's FlinkKafkaInternalProducer.resumeTransaction: the producer id and epoch are
  *   in the checkpoint), so a committable survives a restart of the job.
@@ -102,6 +105,12 @@ export interface KafkaProducer {
   beginTransaction(): void;
   /** Appends records (in a transaction when one is open); resolves with their offsets once acknowledged. */
   send(records: readonly ProducerRecord[]): Promise<readonly number[]>;
+  /**
+   * Adds `offsets` of consumer group `groupId` to the open transaction (Kafka's
+   * sendOffsetsToTransaction): committed with it (visible to `committedOffsets` once it commits),
+   * discarded if it aborts. Kafka does not check the offsets against the partitions' logs.
+   */
+  sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void>;
   /** Commits the open transaction (what was sent becomes visible to read_committed readers). */
   commitTransaction(): Promise<void>;
   abortTransaction(): Promise<void>;

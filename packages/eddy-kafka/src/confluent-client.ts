@@ -9,12 +9,14 @@
  *   requested offsets) when the set of partitions or an offset differs (start, restore, discovery);
  *   `auto.offset.reset` is "error", so an offset out of range fails instead of silently moving;
  * - producers with delivery reports (acks=all, idempotent), transactions in-process
- *   (initTransactions / begin / commit / abort through the producer that opened them).
+ *   (initTransactions / begin / commit / abort through the producer that opened them) and
+ *   sendOffsetsToTransaction (the group's metadata from that group's never-subscribed consumer);
+ * - group offsets read and committed through a read_committed consumer (stable offsets, KIP-447).
  *
  * What it cannot do: commit a transaction that another producer (another process) opened —
  * librdkafka has no API for it — so `commitTransaction(handle)` rejects and
- * `transactionsSurviveRestart` is false; the sink refuses exactly-once with this client
- * (docs/connectors/kafka.md, "Exactly-once with the real client").
+ * `transactionsSurviveRestart` is false; the sink's two-phase mode is refused with this client and
+ * exactly-once goes by write-ahead (docs/connectors/kafka.md, "Exactly-once with the real client").
  *
  * On worker threads the calls go to the main thread (confluent-thread-host.ts): the binding can be
  * loaded only there.
@@ -262,7 +264,9 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (number | undefined)[]> {
-    const c = await this.#admin("read_uncommitted", groupId);
+    // A read_committed consumer asks for stable offsets (KIP-447's require_stable): offsets a
+    // transaction still holds are waited for, not answered with the ones before it.
+    const c = await this.#admin("read_committed", groupId);
     const got: Any[] = await call("committed offsets", (d) => c.committed(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })), this.#timeout, d));
     return partitions.map((tp) => {
       const o = got.find((g) => g.topic === tp.topic && g.partition === tp.partition)?.offset;
@@ -271,7 +275,7 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async commitOffsets(groupId: string, offsets: readonly FetchRequest[]): Promise<void> {
-    const c = await this.#admin("read_uncommitted", groupId);
+    const c = await this.#admin("read_committed", groupId);
     // commitSync: the callback form (commitCb) reported success against librdkafka's mock without
     // the offsets being committed. It blocks this thread for one round trip (once per checkpoint).
     try {
@@ -288,7 +292,7 @@ class ConfluentKafkaClient implements KafkaClient {
       config["transactional.id"] = options.transactionalId;
       if (options.transactionTimeoutMs !== undefined) config["transaction.timeout.ms"] = options.transactionTimeoutMs;
     }
-    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p));
+    const p = new ConfluentProducer(config, options.transactionalId, this.#timeout, () => this.#producers.delete(p), (group) => this.#admin("read_committed", group));
     this.#producers.add(p);
     return p;
   }
@@ -382,12 +386,17 @@ class ConfluentProducer implements KafkaProducer {
   readonly #transactionalId: string | undefined;
   readonly #timeout: number;
   readonly #onClose: () => void;
+  /** A consumer of the group (sendOffsetsToTransaction takes the group's metadata from one). */
+  readonly #groupConsumer: (group: string) => Promise<Any>;
   #producer: Any;
   #connecting: Promise<Any> | undefined;
   #pending = 0;
   #closed = false;
+  /** The last beginTransaction, answered or not. */
+  #begun: Promise<void> = Promise.resolve();
 
-  constructor(config: Config, transactionalId: string | undefined, timeout: number, onClose: () => void) {
+  constructor(config: Config, transactionalId: string | undefined, timeout: number, onClose: () => void, groupConsumer: (group: string) => Promise<Any>) {
+    this.#groupConsumer = groupConsumer;
     this.#config = config;
     this.#transactionalId = transactionalId;
     this.#timeout = timeout;
@@ -429,16 +438,17 @@ class ConfluentProducer implements KafkaProducer {
 
   beginTransaction(): void {
     if (this.#producer === undefined) throw new KafkaClientError("INVALID_TXN_STATE", "beginTransaction before initTransactions");
-    try {
-      this.#producer.beginTransaction();
-    } catch (e) {
-      throw clientError(e, "beginTransaction");
-    }
+    const p = this.#producer;
+    // The binding answers by callback; the transaction's next call waits for it (and fails with its error).
+    const begun: Promise<void> = call("beginTransaction", (d) => p.beginTransaction((e: unknown) => d(e, undefined)));
+    begun.catch(() => {});
+    this.#begun = begun;
   }
 
   async send(records: readonly ProducerRecord[]): Promise<readonly number[]> {
     if (records.length === 0) return [];
     const p = await this.#get();
+    await this.#begun;
     return new Promise<number[]>((resolve, reject) => {
       const batch: Batch = { offsets: new Array<number>(records.length), left: records.length, failed: false, resolve, reject };
       const produceFrom = (i: number): void => {
@@ -465,13 +475,23 @@ class ConfluentProducer implements KafkaProducer {
     });
   }
 
+  async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
+    const p = await this.#get();
+    await this.#begun;
+    const consumer = await this.#groupConsumer(groupId);
+    const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
+    await call("sendOffsetsToTransaction", (d) => p.sendOffsetsToTransaction(list, consumer, this.#timeout, (e: unknown) => d(e, undefined)));
+  }
+
   async commitTransaction(): Promise<void> {
     const p = await this.#get();
+    await this.#begun;
     await call("commitTransaction", (d) => p.commitTransaction(this.#timeout, (e: unknown) => d(e, undefined)));
   }
 
   async abortTransaction(): Promise<void> {
     const p = await this.#get();
+    await this.#begun.catch(() => {});
     await call("abortTransaction", (d) => p.abortTransaction(this.#timeout, (e: unknown) => d(e, undefined)));
   }
 

@@ -9,11 +9,15 @@
  * The host starts on the main thread when KafkaSource/KafkaSink are built there with
  * `bootstrapServers` (the job is defined on the main thread in every mode) or when
  * `confluentKafkaClient` is called there. A worker's call that no host answers in time fails with
- * NETWORK saying so. Not done: clients of a worker thread that died (a worker exit) are not closed
- * by the host; their connections stay open until the process ends. Cost: one structured clone per fetch or send each way, and
+ * NETWORK saying so. When a worker thread exits (normally, by `process.exit`, by a crash or by
+ * `terminate`), the host closes the clients it holds for it: it learns of every Worker created
+ * after it started through Node's `worker_threads` diagnostics channel and listens for its `exit`
+ * (a transactional producer closed there aborts nothing on the broker; the next producer that
+ * initializes its id fences it and aborts what it left open). Cost: one structured clone per fetch or send each way, and
  * every thread's Kafka I/O goes through the main thread's event loop (docs/benchmarks.md).
  */
-import { BroadcastChannel, isMainThread, threadId } from "node:worker_threads";
+import { subscribe, unsubscribe } from "node:diagnostics_channel";
+import { BroadcastChannel, isMainThread, threadId, type Worker } from "node:worker_threads";
 import { KafkaClientError, type KafkaClient, type KafkaErrorCode, type KafkaProducer, type ProducerOptions } from "./client.ts";
 import { rpcKafkaClient } from "./rpc-client.ts";
 
@@ -53,7 +57,24 @@ export async function closeConfluentHost(): Promise<void> {
   hostClients.clear();
   host?.close();
   host = undefined;
+  if (watchingWorkers !== undefined) unsubscribe("worker_threads", watchingWorkers);
+  watchingWorkers = undefined;
   await Promise.allSettled(entries.map(({ client }) => client.close()));
+}
+
+/** The diagnostics channel subscriber that closes the clients of workers that exit. */
+let watchingWorkers: ((message: unknown) => void) | undefined;
+
+/** Closes the clients the host holds for the worker thread `thread` (it exited). */
+export function closeClientsOfThread(thread: number): Promise<unknown> {
+  const entries = [...hostClients].filter(([key]) => key.startsWith(`${thread}:`));
+  for (const [key] of entries) hostClients.delete(key);
+  return Promise.allSettled(entries.map(([, { client }]) => client.close()));
+}
+
+/** Hosted clients (tests: those of a worker that exited are closed). */
+export function hostedClientCount(): number {
+  return hostClients.size;
 }
 
 /** Starts the host on the main thread (once); `make` builds a real client from connection options. */
@@ -64,6 +85,13 @@ export function ensureConfluentHost(make: (options: unknown) => KafkaClient): vo
   const channel = new BroadcastChannel(HOST);
   host = channel;
   channel.unref();
+  watchingWorkers = (message) => {
+    const worker = (message as { worker?: Worker }).worker;
+    if (worker === undefined) return;
+    const thread = worker.threadId; // -1 once it exited: read it now
+    worker.once("exit", () => void closeClientsOfThread(thread));
+  };
+  subscribe("worker_threads", watchingWorkers);
   const reply = (to: number, r: Reply): void => {
     let c = out.get(to);
     if (c === undefined) {

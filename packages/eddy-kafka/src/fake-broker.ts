@@ -14,6 +14,9 @@
  * - a transaction left open can be committed by its (transactional id, producer id, epoch) from
  *   any client (Flink's resumeTransaction), and a repeated commit of the last one is recognised;
  * - consumer group offsets (committed and read, no group membership: Eddy assigns partitions itself);
+ *   offsets sent in a transaction (`sendOffsetsToTransaction`, KIP-98's TxnOffsetCommit) become the
+ *   group's committed offsets when the transaction commits, never if it aborts (until then reads
+ *   return the offsets committed before; Kafka does not check an offset against the log there);
  * - listOffsets for earliest, latest (the LSO under read_committed) and by timestamp.
  *
  * Not modelled: replication, leaders and their failures, retention and compaction, quotas,
@@ -33,6 +36,8 @@ interface Txn {
   readonly partitions: Map<Partition, number>;
   readonly startedAt: number;
   readonly timeoutMs: number;
+  /** Group offsets sent in it (`sendOffsetsToTransaction`): group → `topic\0partition` → offset. */
+  readonly offsets: Map<string, Map<string, number>>;
 }
 
 type Entry =
@@ -192,7 +197,7 @@ export class FakeKafkaBroker {
     if (handle !== undefined) {
       const state = this.#current(handle);
       if (state.current === undefined) {
-        state.current = { producerId: handle.producerId, epoch: handle.epoch, state: "open", partitions: new Map(), startedAt: this.#now(), timeoutMs: timeoutMs ?? this.#defaultTimeoutMs };
+        state.current = this.#newTxn(handle, timeoutMs);
       }
       txn = state.current;
     }
@@ -210,6 +215,25 @@ export class FakeKafkaBroker {
     });
     if (records.length > 0) this.#wake();
     return offsets;
+  }
+
+  /** Adds group offsets to the transaction of `handle` (opened by this call if none is); committed with it. */
+  sendOffsets(handle: TransactionHandle, timeoutMs: number | undefined, groupId: string, offsets: readonly FetchRequest[]): void {
+    this.#expire();
+    if (typeof groupId !== "string" || groupId === "") throw new KafkaClientError("INVALID_TXN_STATE", "sendOffsetsToTransaction needs a group id");
+    for (const o of offsets) {
+      this.#partition(o);
+      if (!Number.isSafeInteger(o.offset) || o.offset < 0) throw new KafkaClientError("OFFSET_OUT_OF_RANGE", `offset ${o.offset} is not a valid offset`);
+    }
+    const state = this.#current(handle);
+    state.current ??= this.#newTxn(handle, timeoutMs);
+    const group = state.current.offsets.get(groupId) ?? new Map<string, number>();
+    for (const o of offsets) group.set(`${o.topic}\0${o.partition}`, o.offset);
+    state.current.offsets.set(groupId, group);
+  }
+
+  #newTxn(handle: TransactionHandle, timeoutMs: number | undefined): Txn {
+    return { producerId: handle.producerId, epoch: handle.epoch, state: "open", partitions: new Map(), startedAt: this.#now(), timeoutMs: timeoutMs ?? this.#defaultTimeoutMs, offsets: new Map() };
   }
 
   /** Ends the transaction open under `handle` (a commit or an abort by the producer itself). */
@@ -267,6 +291,13 @@ export class FakeKafkaBroker {
     for (const p of txn.partitions.keys()) {
       p.log.push({ kind: "marker", commit });
       p.open.delete(txn);
+    }
+    if (commit) {
+      for (const [groupId, offsets] of txn.offsets) {
+        const group = this.#groups.get(groupId) ?? new Map<string, number>();
+        for (const [k, o] of offsets) group.set(k, o);
+        this.#groups.set(groupId, group);
+      }
     }
     txn.state = commit ? "committed" : "aborted";
     state.current = undefined;
@@ -416,6 +447,12 @@ class FakeProducer implements KafkaProducer {
     this.#check();
     if (this.#options.transactionalId !== undefined && !this.#inTransaction) throw new KafkaClientError("INVALID_TXN_STATE", "a transactional producer sends only inside a transaction");
     return this.#broker.send(this.#handle, this.#options.transactionTimeoutMs, records);
+  }
+
+  async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
+    this.#check();
+    if (this.#handle === undefined || !this.#inTransaction) throw new KafkaClientError("INVALID_TXN_STATE", "sendOffsetsToTransaction without an open transaction");
+    this.#broker.sendOffsets(this.#handle, this.#options.transactionTimeoutMs, groupId, offsets);
   }
 
   async commitTransaction(): Promise<void> {

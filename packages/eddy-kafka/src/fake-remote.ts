@@ -74,6 +74,7 @@ export async function serveFakeKafka(broker: FakeKafkaBroker, port = 0): Promise
       case "producer.initTransactions":
       case "producer.beginTransaction":
       case "producer.send":
+      case "producer.sendOffsetsToTransaction":
       case "producer.commitTransaction":
       case "producer.abortTransaction":
       case "producer.close": {

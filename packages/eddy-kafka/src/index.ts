@@ -5,6 +5,7 @@ export { KafkaClientError, kafkaErrorCode } from "./client.ts";
 export type { ConsumerRecord, FetchOptions, FetchRequest, FetchResult, Isolation, KafkaClient, KafkaClientFactory, KafkaErrorCode, KafkaHeader, KafkaProducer, OffsetSpec, ProducerOptions, ProducerRecord, TopicPartition, TransactionHandle } from "./client.ts";
 export { KafkaSink, type DeliveryGuarantee, type KafkaSinkOptions } from "./kafka-sink.ts";
 export type { KafkaCommittable, KafkaWriterState } from "./transactional-ids.ts";
+export type { SerializedRecord, WriteAheadCommittable } from "./write-ahead.ts";
 export { murmur2, partitionForKey } from "./murmur2.ts";
 export { utf8, type KafkaDeserializer, type KafkaValueSerializer } from "./serde.ts";
 export { KafkaSource } from "./kafka-source.ts";

@@ -230,7 +230,10 @@ test("options: clear INVALID_KAFKA_OPTIONS errors; a record the serializer refus
     [{ topic: "a", client: undefined as never }, /`bootstrapServers` .* is required \(or `client`/],
     [{ topic: "a", client: 5 as never }, /`client` must be a function/],
     [{ topic: "a", bootstrapServers: "127.0.0.1:9092" }, /not both/],
-    [{ topic: "a", client: undefined as never, bootstrapServers: "127.0.0.1:9092", delivery: "exactly-once", transactionalIdPrefix: "p" }, /exactly-once is not available with the Confluent client/],
+    [{ topic: "a", client: undefined as never, bootstrapServers: "127.0.0.1:9092", delivery: "exactly-once", exactlyOnceMode: "two-phase", transactionalIdPrefix: "p" }, /"two-phase" is not available with the Confluent client/],
+    [{ topic: "a", delivery: "exactly-once", exactlyOnceMode: "later" as never, transactionalIdPrefix: "p" }, /`exactlyOnceMode` must be/],
+    [{ topic: undefined, topicSelector: () => "b", delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "p" }, /needs a `markerTopic`/],
+    [{ topic: "a", delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "p", maxBufferedBytes: 0 }, /maxBufferedBytes/],
     [{ topic: "a", client: undefined as never, bootstrapServers: " " }, /must name at least one host:port/],
   ];
   for (const [o, message] of bad) {

@@ -6,7 +6,11 @@
  * - "at-least-once": as "none", and a checkpoint completes only once every record written before
  *   its barrier is acknowledged (the writer's snapshot waits for them): after a restore, records
  *   since the checkpoint are written again (duplicates, never loss);
- * - "exactly-once": one transaction per subtask and checkpoint interval, with a transactional
+ * - "exactly-once", exactlyOnceMode "write-ahead" (the default with `bootstrapServers`): the records
+ *   of a checkpoint interval are the committable, kept in the checkpoint, and written in one
+ *   transaction with a marker once the checkpoint completes (write-ahead.ts);
+ * - "exactly-once", exactlyOnceMode "two-phase" (the default with `client`): one transaction per
+ *   subtask and checkpoint interval, with a transactional
  *   producer whose id comes from transactional-ids.ts. At the barrier the writer pre-commits:
  *   every record of the transaction is acknowledged, the transaction stays open, and its handle
  *   (transactional id, producer id, epoch) is the committable; the committer commits it when the
@@ -26,8 +30,8 @@
 import { EddyError, type Committer, type Sink, type SinkContext, type SinkWriter } from "eddy";
 import { KafkaClientError, kafkaErrorCode, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TransactionHandle } from "./client.ts";
 import { clientFactoryOf, type KafkaConnectionFields } from "./confluent-client.ts";
-import { partitionForKey } from "./murmur2.ts";
 import { toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
+import { choosePartition, committableOwner, WriteAheadCommitter, WriteAheadWriter, type SerializedRecord, type WriteAheadConfig } from "./write-ahead.ts";
 import { abortPlan, PREFIX_PATTERN, readCommittable, readWriterState, transactionalId, type KafkaCommittable, type KafkaWriterState } from "./transactional-ids.ts";
 
 export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
@@ -50,6 +54,18 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionFields {
   readonly delivery?: DeliveryGuarantee;
   /** exactly-once: the prefix of the transactional ids; unique per job and sink among everything writing to the cluster. */
   readonly transactionalIdPrefix?: string;
+  /**
+   * exactly-once: "write-ahead" (the records of a checkpoint interval are kept in the checkpoint and
+   * written in a transaction once it completes; any client) or "two-phase" (a transaction per
+   * interval, committed when the checkpoint completes; needs a client that can commit a
+   * transaction another producer opened, which the Confluent client cannot). Default:
+   * "write-ahead" with `bootstrapServers`, "two-phase" with `client`.
+   */
+  readonly exactlyOnceMode?: "write-ahead" | "two-phase";
+  /** write-ahead: the topic whose partition 0 carries the marker offsets (default `topic`; required with `topicSelector`). */
+  readonly markerTopic?: string;
+  /** write-ahead: serialized bytes a subtask may hold between two barriers (default 64 MiB); over it the writer fails. */
+  readonly maxBufferedBytes?: number;
   /** exactly-once: how long the broker keeps a transaction open (default 15 min, the broker's default maximum); above checkpoint interval plus downtime. */
   readonly transactionTimeoutMs?: number;
   /** Records per send (default 500). */
@@ -71,6 +87,9 @@ interface SinkConfig<T> {
   readonly partitioner: KafkaSinkOptions<T>["partitioner"];
   readonly delivery: DeliveryGuarantee;
   readonly prefix: string;
+  readonly writeAhead: boolean;
+  readonly markerTopic: string;
+  readonly maxBufferedBytes: number;
   readonly transactionTimeoutMs: number;
   readonly maxBatchSize: number;
   readonly maxInFlightBatches: number;
@@ -89,9 +108,14 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
   if (!["none", "at-least-once", "exactly-once"].includes(delivery)) throw invalid(`\`delivery\` must be "none", "at-least-once" or "exactly-once", got ${JSON.stringify(delivery)}`);
   const prefix = o.transactionalIdPrefix ?? "";
   if (delivery === "exactly-once" && !PREFIX_PATTERN.test(prefix)) throw invalid(`exactly-once needs a \`transactionalIdPrefix\` of 1 to 200 characters [a-zA-Z0-9._-], got ${JSON.stringify(o.transactionalIdPrefix)}`);
-  if (delivery === "exactly-once" && o.bootstrapServers !== undefined) {
-    throw invalid("exactly-once is not available with the Confluent client (`bootstrapServers`): librdkafka cannot commit, after a restart, a transaction the failed run opened, so a committed checkpoint's records could be lost. Use \"at-least-once\" (docs/connectors/kafka.md, \"Exactly-once with the real client\")");
+  const mode = o.exactlyOnceMode ?? (o.bootstrapServers !== undefined ? "write-ahead" : "two-phase");
+  if (mode !== "write-ahead" && mode !== "two-phase") throw invalid(`\`exactlyOnceMode\` must be "write-ahead" or "two-phase", got ${JSON.stringify(mode)}`);
+  const writeAhead = delivery === "exactly-once" && mode === "write-ahead";
+  if (delivery === "exactly-once" && mode === "two-phase" && o.bootstrapServers !== undefined) {
+    throw invalid("exactlyOnceMode \"two-phase\" is not available with the Confluent client (`bootstrapServers`): librdkafka cannot commit, after a restart, a transaction the failed run opened, so a committed checkpoint's records could be lost. Use exactlyOnceMode \"write-ahead\" (the default; docs/connectors/kafka.md, \"Exactly-once with the real client\")");
   }
+  const markerTopic = o.markerTopic ?? o.topic ?? "";
+  if (writeAhead && !/^[a-zA-Z0-9._-]{1,249}$/.test(markerTopic)) throw invalid(`exactly-once (write-ahead) needs a \`markerTopic\` (default: \`topic\`; required with \`topicSelector\`), a topic whose partition 0 carries the markers, got ${JSON.stringify(o.markerTopic)}`);
   if (o.serializer === undefined) throw invalid("`serializer` is required (\"json\", \"string\", \"bytes\" or a function)");
   const num = (name: keyof KafkaSinkOptions<T>, fallback: number, min: number): number => {
     const v = (o[name] as number | undefined) ?? fallback;
@@ -108,6 +132,9 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
     partitioner: o.partitioner,
     delivery,
     prefix,
+    writeAhead,
+    markerTopic,
+    maxBufferedBytes: num("maxBufferedBytes", 64 * 1024 * 1024, 1),
     transactionTimeoutMs: num("transactionTimeoutMs", 900_000, 1),
     maxBatchSize: num("maxBatchSize", 500, 1),
     maxInFlightBatches: num("maxInFlightBatches", 5, 1),
@@ -119,6 +146,13 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
 export const KafkaSink = {
   create<T>(options: KafkaSinkOptions<T>): Sink<T> {
     const config = configOf(options);
+    if (config.writeAhead) {
+      return {
+        createWriter: (context) => new WriteAheadWriter<T>(config, context, (value, timestamp) => serializeRecord(config, value, timestamp)),
+        createCommitter: (context) => new WriteAheadCommitter(config, context),
+        committableOwner,
+      };
+    }
     const sink: Sink<T> = { createWriter: (context) => new KafkaSinkWriter(config, context) };
     if (config.delivery !== "exactly-once") return sink;
     return { ...sink, createCommitter: (context) => new KafkaCommitter(config, context) };
@@ -126,12 +160,14 @@ export const KafkaSink = {
 };
 
 /** A record serialized, its partition not yet chosen (the topic's partition count may be unknown still). */
-interface Pending {
-  readonly topic: string;
-  readonly key: Uint8Array | null;
-  readonly value: Uint8Array | null;
-  readonly headers: readonly KafkaHeader[];
-  readonly timestamp: number | undefined;
+type Pending = SerializedRecord;
+
+function serializeRecord<T>(c: SinkConfig<T>, value: T, timestamp: number | undefined): Pending {
+  const topic = c.topicOf(value);
+  if (typeof topic !== "string" || topic === "") throw new TypeError(`the topic selector returned ${JSON.stringify(topic)}`);
+  const rawHeaders = c.headers?.(value);
+  const headers: KafkaHeader[] = rawHeaders === undefined ? [] : Array.isArray(rawHeaders) ? (rawHeaders as KafkaHeader[]) : Object.entries(rawHeaders).map(([k, v]) => [k, toBytes(v as string | Uint8Array)!]);
+  return { topic, key: c.key === undefined ? null : toBytes(c.key(value)), value: c.value(value), headers, timestamp };
 }
 
 /** The transaction of one checkpoint interval (exactly-once). */
@@ -187,7 +223,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     this.#generation = context.restoredCheckpointId ?? 0;
     if (config.delivery === "exactly-once") {
       if (this.#client.transactionsSurviveRestart === false) {
-        throw new EddyError("KAFKA_SINK_FAILED", "KafkaSink: exactly-once needs a client that can commit, after a restart, a transaction the failed run opened (`transactionsSurviveRestart`); this client cannot (librdkafka). Use \"at-least-once\" (docs/connectors/kafka.md, \"Exactly-once with the real client\")", { subtask: context.subtaskIndex });
+        throw new EddyError("KAFKA_SINK_FAILED", "KafkaSink: exactlyOnceMode \"two-phase\" needs a client that can commit, after a restart, a transaction the failed run opened (`transactionsSurviveRestart`); this client cannot (librdkafka). Use exactlyOnceMode \"write-ahead\" (docs/connectors/kafka.md, \"Exactly-once with the real client\")", { subtask: context.subtaskIndex });
       }
       const restored = (context.restoredState ?? []).map(readWriterState);
       // A failure here ends the writer (#failure): its next write, flush or barrier rejects with it.
@@ -202,7 +238,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
     let record: Pending;
     try {
-      record = this.#serialize(value, timestamp);
+      record = serializeRecord(this.#c, value, timestamp);
     } catch (e) {
       // Under the default policy this throws and fails the task; otherwise the record is skipped.
       this.#context.reportBadRecord(value, e);
@@ -265,14 +301,6 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
 
   #idOf(seq: number): string {
     return transactionalId(this.#c.prefix, this.#context.subtaskIndex, this.#generation, seq);
-  }
-
-  #serialize(value: T, timestamp: number | undefined): Pending {
-    const topic = this.#c.topicOf(value);
-    if (typeof topic !== "string" || topic === "") throw new TypeError(`the topic selector returned ${JSON.stringify(topic)}`);
-    const rawHeaders = this.#c.headers?.(value);
-    const headers: KafkaHeader[] = rawHeaders === undefined ? [] : Array.isArray(rawHeaders) ? (rawHeaders as KafkaHeader[]) : Object.entries(rawHeaders).map(([k, v]) => [k, toBytes(v as string | Uint8Array)!]);
-    return { topic, key: this.#c.key === undefined ? null : toBytes(this.#c.key(value)), value: this.#c.value(value), headers, timestamp };
   }
 
   #stopTimer(): void {
@@ -343,13 +371,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     const out: ProducerRecord[] = [];
     for (const r of batch) {
       const partitions = await this.#partitionCount(r.topic);
-      let partition: number;
-      if (this.#c.partitioner !== undefined) {
-        partition = this.#c.partitioner(r.key, partitions, r.topic);
-        if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) throw new KafkaClientError("UNKNOWN_PARTITION", `the partitioner chose partition ${partition} of topic '${r.topic}', which has ${partitions}`);
-      } else {
-        partition = r.key === null ? this.#roundRobin++ % partitions : partitionForKey(r.key, partitions);
-      }
+      const partition = choosePartition(this.#c.partitioner, r.key, partitions, r.topic, () => this.#roundRobin++);
       out.push({ topic: r.topic, partition, key: r.key, value: r.value, headers: r.headers, ...(r.timestamp === undefined ? {} : { timestamp: r.timestamp }) });
     }
     return out;
@@ -455,6 +477,10 @@ export class KafkaCommitter implements Committer<unknown> {
   constructor(config: { readonly client: KafkaClientFactory }, context: SinkContext) {
     this.#client = config.client();
     this.#context = context;
+  }
+
+  close(): Promise<void> {
+    return this.#client.close();
   }
 
   async commit(committables: readonly unknown[]): Promise<void> {

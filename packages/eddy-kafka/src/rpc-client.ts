@@ -5,7 +5,7 @@
  * is synchronous in the interface: its effect is local until the first send, as in Kafka's
  * clients; the remote side is told in order, before any later call of that producer).
  */
-import type { KafkaClient, KafkaProducer, ProducerOptions, ProducerRecord, TransactionHandle } from "./client.ts";
+import type { FetchRequest, KafkaClient, KafkaProducer, ProducerOptions, ProducerRecord, TransactionHandle } from "./client.ts";
 
 export type Rpc = (op: string, ...args: unknown[]) => Promise<unknown>;
 
@@ -25,6 +25,7 @@ export function rpcKafkaClient(rpc: Rpc, openProducer: (options: ProducerOptions
         call("beginTransaction").catch(() => {});
       },
       send: (records: readonly ProducerRecord[]) => call<readonly number[]>("send", records),
+      sendOffsetsToTransaction: (offsets: readonly FetchRequest[], groupId: string) => call<void>("sendOffsetsToTransaction", offsets, groupId),
       commitTransaction: () => call<void>("commitTransaction"),
       abortTransaction: () => call<void>("abortTransaction"),
       close: () => call<void>("close"),

@@ -6,3 +6,5 @@
  */
 export { FakeKafkaBroker, type FakeKafkaBrokerOptions } from "./fake-broker.ts";
 export { remoteFakeKafkaClient, serveFakeKafka, type FakeKafkaServer } from "./fake-remote.ts";
+/** How many clients the Confluent client's main-thread host holds for worker threads (those of a worker that exited are closed). */
+export { hostedClientCount } from "./confluent-thread-host.ts";

@@ -70,9 +70,11 @@ export interface SinkWriter<T> {
    * once at the end of input, synchronously: what is written after the call belongs to the next
    * checkpoint. The committables may come later, as a promise (once the writes they cover are
    * durable); the checkpoint is acknowledged only after it resolves, and a rejection declines it.
-   * Committables must be encodable by the value codec (plain data).
+   * Committables must be encodable by the value codec (plain data). `checkpointId` is the id of
+   * the checkpoint whose barrier this is (undefined at the end of input of a job without
+   * checkpointing); a write-ahead sink names its committables by it.
    */
-  prepareCommit?(): readonly unknown[] | PromiseLike<readonly unknown[]>;
+  prepareCommit?(checkpointId?: number): readonly unknown[] | PromiseLike<readonly unknown[]>;
   /**
    * State the writer keeps across checkpoints (requests buffered or in flight, an in-progress file
    * and its length), called at every barrier after `prepareCommit`; a restored writer finds it in
@@ -96,6 +98,12 @@ export interface Committer<C> {
    * succeeds.
    */
   commit(committables: readonly C[]): void | PromiseLike<void>;
+  /**
+   * Releases the committer's resources (its clients) when its task closes, after the writer's
+   * close. The task does not wait for a promise it returns (a rejection is logged). A commit may
+   * still be running when the task failed; it may then fail.
+   */
+  close?(): void | PromiseLike<void>;
 }
 
 /** How a failed commit is retried: `attempts` in all, waiting `initialBackoffMs`, doubling up to `maxBackoffMs`. */
@@ -114,4 +122,12 @@ export interface Sink<T> {
   createCommitter?(context: SinkContext): Committer<unknown>;
   /** How a failed commit is retried before the task fails (default DEFAULT_COMMIT_RETRY). */
   readonly commitRetry?: CommitRetry;
+  /**
+   * Two-phase sinks: the subtask that owns a committable (e.g. the writer subtask that made it).
+   * Absent, committables restored at another parallelism are dealt round robin. Present, every
+   * subtask's committer receives, after a restore, exactly the restored committables whose owner
+   * modulo the parallelism is its index, in checkpoint order: all of one owner's committables go
+   * to one committer (a write-ahead sink must write one owner's committables in order).
+   */
+  readonly committableOwner?: (committable: unknown) => number;
 }

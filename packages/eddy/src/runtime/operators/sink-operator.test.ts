@@ -74,3 +74,27 @@ test("records that arrive while a write's promise is pending are written after i
   await h.settled();
   assert.deepEqual(calls, ["write 1", "write 2", "write 3", "write 4", "prepareCommit 1,2,3,4", "commit [[1,2,3,4]]"]);
 });
+
+test("with committableOwner, a restored committer gets exactly the committables whose owner modulo the parallelism is its index, in checkpoint order; prepareCommit gets the checkpoint id", async () => {
+  interface Owned {
+    readonly owner: number;
+    readonly checkpoint: number;
+  }
+  const commits: string[] = [];
+  const sink: Sink<number> = {
+    // Each barrier's committables claim owners 0, 1 and 2 (as committables restored from three old subtasks would).
+    createWriter: () => ({ write() {}, prepareCommit: (checkpointId) => [0, 1, 2].map((owner): Owned => ({ owner, checkpoint: checkpointId! })) }),
+    createCommitter: (context) => ({ commit: (cs) => void commits.push(`${context.subtaskIndex}: ${(cs as Owned[]).map((c) => `${c.owner}@${c.checkpoint}`).join(" ")}`) }),
+    committableOwner: (c) => (c as Owned).owner,
+  };
+  const h1 = OperatorTestHarness.forSink(sink);
+  h1.processElement(1);
+  await h1.snapshot(7);
+  h1.processElement(2);
+  // Checkpoint 7 never completed here: both are pending in checkpoint 8.
+  const snapshot = await h1.snapshot(8);
+  for (const subtaskIndex of [0, 1]) {
+    await OperatorTestHarness.forSink(sink, { restore: snapshot, parallelism: 2, subtaskIndex }).open().settled();
+  }
+  assert.deepEqual(commits, ["0: 0@7 2@7 0@8 2@8", "1: 1@7 1@8"]);
+});

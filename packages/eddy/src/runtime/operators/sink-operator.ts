@@ -2,9 +2,11 @@
  * Runs a sink writer as the last operator of a chain. A two-phase sink (one with a committer)
  * keeps the committables of every checkpoint not yet committed as operator state; it commits them
  * when the checkpoint completes, and commits restored ones again after a restore (they belong to
- * the completed checkpoint it restores from). What it writes after the last barrier is committed
- * by the job's final checkpoint, taken when every task has finished; without checkpointing it is
- * committed at the end of input.
+ * the completed checkpoint it restores from). At another parallelism restored committables are
+ * dealt round robin, or, when the sink names each committable's owner (Sink.committableOwner), all
+ * of an owner's go to subtask `owner % parallelism` (union state, filtered here) in checkpoint
+ * order. What it writes after the last barrier is committed by the job's final checkpoint, taken
+ * when every task has finished; without checkpointing it is committed at the end of input.
  *
  * Asynchronous writers and committers (connector/sink.ts) never make the task wait on the thread:
  * a write's promise and the final flush are blocking work (OperatorContext.awaitWork: no input,
@@ -44,10 +46,25 @@ interface PendingEntry {
   readonly committables: readonly unknown[] | PromiseLike<readonly unknown[]>;
 }
 
+/** The committables `mine` keeps of all restored ones (union state), merged by checkpoint, ascending. */
+function ownCommittables(all: readonly Pending[], mine: (committable: unknown) => boolean): PendingEntry[] {
+  const byCheckpoint = new Map<number, unknown[]>();
+  for (const p of all) {
+    const kept = p.committables.filter(mine);
+    if (kept.length === 0) continue;
+    const list = byCheckpoint.get(p.checkpointId);
+    if (list === undefined) byCheckpoint.set(p.checkpointId, kept);
+    else list.push(...kept);
+  }
+  return [...byCheckpoint].sort((a, b) => a[0] - b[0]).map(([checkpointId, committables]) => ({ checkpointId, committables }));
+}
+
 export function sinkOperator<T>(sink: Sink<T>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<T> => {
     let writer: SinkWriter<T> | undefined;
     let committer: Committer<unknown> | undefined;
+    /** Until close: the committer is closed once (a commit still retrying after that fails). */
+    let committerOpen = true;
     /** Pre-committed, not committed yet; ascending checkpoint ids. */
     let pending: PendingEntry[] = [];
     /** The last commit started: commits never overlap, each starts once the one before succeeded. */
@@ -147,7 +164,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
     };
     /** prepareCommit's committables, kept until committed; a promise of them is tracked so its rejection fails the task. */
     const preCommit = (checkpointId: number): void => {
-      const committables = afterWrites(() => writer?.prepareCommit?.() ?? []);
+      const committables = afterWrites(() => writer?.prepareCommit?.(checkpointId) ?? []);
       if (isThenable(committables)) track(committables, "background");
       else if (committables.length === 0) return;
       pending.push({ checkpointId, committables });
@@ -155,8 +172,10 @@ export function sinkOperator<T>(sink: Sink<T>) {
     const checkpointing = ctx.checkpointing;
     const twoPhase = sink.createCommitter !== undefined;
     let restored: readonly unknown[] | undefined;
+    const owner = sink.committableOwner;
     if (twoPhase && checkpointing !== undefined) {
-      restored = checkpointing.registerOperatorState(PENDING_COMMITTABLES_STATE, "split", (checkpointId) => {
+      // With an owner: every subtask restores all committables and keeps its owners' (below).
+      restored = checkpointing.registerOperatorState(PENDING_COMMITTABLES_STATE, owner === undefined ? "split" : "union", (checkpointId) => {
         preCommit(checkpointId);
         const entries = pending.slice();
         if (!entries.some((p) => isThenable(p.committables))) return entries as Pending[];
@@ -182,7 +201,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
         if (twoPhase) committer = call(() => sink.createCommitter!(sinkContext));
         // Restored committables belong to the checkpoint the job restarts from, which completed.
         if (restored !== undefined) {
-          pending = (restored as Pending[]).slice();
+          pending = owner === undefined ? (restored as Pending[]).slice() : ownCommittables(restored as Pending[], (c) => call(() => owner(c)) % ctx.parallelism === ctx.subtaskIndex);
           commitUpTo(Number.POSITIVE_INFINITY);
         }
       },
@@ -227,11 +246,19 @@ export function sinkOperator<T>(sink: Sink<T>) {
       },
       close() {
         const w = writer;
+        const c = committerOpen ? committer : undefined;
         writer = undefined;
-        if (w === undefined) return;
-        const closed = call(() => w.close?.());
-        if (isThenable(closed)) {
-          Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn("sink writer failed to close", { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
+        committerOpen = false;
+        const closing = (what: string, f: () => unknown): void => {
+          const closed = call(f);
+          if (isThenable(closed)) {
+            Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn(`sink ${what} failed to close`, { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
+          }
+        };
+        try {
+          if (w !== undefined) closing("writer", () => w.close?.());
+        } finally {
+          if (c !== undefined) closing("committer", () => c.close?.());
         }
       },
     };

@@ -1,0 +1,177 @@
+/**
+ * Exactly-once by write-ahead (write-ahead.ts) driven by hand against the fake broker, as the sink
+ * operator drives it: write*, prepareCommit(checkpointId) at a barrier, commit when the checkpoint
+ * completes, the restored committables committed again by a new committer after a restore.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import type { Committer, SinkContext, SinkWriter } from "eddy";
+import { EddyError } from "eddy";
+import { KafkaClientError, type KafkaClient } from "./client.ts";
+import { FakeKafkaBroker } from "./fake-broker.ts";
+import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
+import { markerGroup } from "./write-ahead.ts";
+
+const dec = new TextDecoder();
+
+function contextOf(subtaskIndex: number, parallelism: number): SinkContext {
+  return {
+    subtaskIndex,
+    parallelism,
+    operatorName: "kafka-out",
+    job: { jobName: "t", collect() {}, commitOnce() {}, writeStdout() {} },
+    reportBadRecord(_value, cause) {
+      throw cause;
+    },
+  };
+}
+
+function setup(options: Partial<KafkaSinkOptions<number>> = {}, client?: (broker: FakeKafkaBroker) => KafkaClient) {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("out", 3);
+  const sink = KafkaSink.create<number>({ client: () => client?.(broker) ?? broker.client(), topic: "out", serializer: (n) => String(n), key: (n) => String(n % 7), delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "wa", maxBatchSize: 4, ...options });
+  /** What a read_committed reader sees, sorted. */
+  const committed = async (): Promise<number[]> => {
+    const out: number[] = [];
+    const c = broker.client();
+    for (let p = 0; p < 3; p++) {
+      const [r] = await c.fetch([{ topic: "out", partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e6, maxWaitMs: 0 });
+      out.push(...r!.records.map((x) => Number(dec.decode(x.value!))));
+    }
+    return out.sort((a, b) => a - b);
+  };
+  const marker = async (owner: number): Promise<number | undefined> => (await broker.client().committedOffsets(markerGroup("wa", owner), [{ topic: "out", partition: 0 }]))[0];
+  return { broker, sink, committed, marker };
+}
+
+interface Subtask {
+  readonly writer: SinkWriter<number>;
+  readonly committer: Committer<unknown>;
+}
+
+function open(sink: ReturnType<typeof setup>["sink"], subtask: number, parallelism: number): Subtask {
+  const context = contextOf(subtask, parallelism);
+  return { writer: sink.createWriter(context), committer: sink.createCommitter!(context) };
+}
+
+async function interval(s: Subtask, values: readonly number[], checkpointId: number): Promise<readonly unknown[]> {
+  for (const v of values) await s.writer.write(v, 1000 + v);
+  return s.writer.prepareCommit!(checkpointId);
+}
+
+const range = (from: number, to: number): number[] => Array.from({ length: to - from }, (_, i) => from + i);
+
+test("write-ahead: nothing reaches Kafka before the checkpoint completes; then records and marker together; a repeated commit writes nothing", async () => {
+  const { broker, sink, committed, marker } = setup();
+  const s = open(sink, 0, 1);
+  const cp1 = await interval(s, range(0, 10), 1);
+  assert.equal(cp1.length, 1);
+  assert.deepEqual(await broker.client().listOffsets([0, 1, 2].map((partition) => ({ topic: "out", partition })), "latest", "read_uncommitted"), [0, 0, 0], "nothing written, not even uncommitted");
+  await s.committer.commit(cp1);
+  assert.deepEqual(await committed(), range(0, 10));
+  assert.equal(await marker(0), 1, "the marker names checkpoint 1");
+  const cp2 = await interval(s, range(10, 15), 2);
+  assert.deepEqual(await s.writer.prepareCommit!(3), [], "an empty interval has no committable");
+  await s.committer.commit(cp2);
+  // A restore from checkpoint 2 (which still held cp2, its commit not yet acknowledged): a new committer sees the marker.
+  const restored = open(sink, 0, 1);
+  await restored.committer.commit([...cp1, ...cp2]);
+  assert.deepEqual(await committed(), range(0, 15), "no duplicates");
+  assert.equal(await marker(0), 2);
+  assert.deepEqual(broker.openTransactions(), []);
+});
+
+test("write-ahead: a commit that failed before its transaction committed is written by the restored committer; one that committed is not written again", async () => {
+  // commitTransaction fails once, before reaching the broker (the transaction is aborted by the next init).
+  let failCommit = false;
+  const { broker, sink, committed, marker } = setup({}, (b) => {
+    const c = b.client();
+    return {
+      ...c,
+      partitionCount: (t) => c.partitionCount(t),
+      committedOffsets: (g, p) => c.committedOffsets(g, p),
+      producer: (o) => {
+        const p = c.producer(o);
+        return {
+          initTransactions: () => p.initTransactions(),
+          beginTransaction: () => p.beginTransaction(),
+          send: (r) => p.send(r),
+          sendOffsetsToTransaction: (offsets, g) => p.sendOffsetsToTransaction(offsets, g),
+          abortTransaction: () => Promise.resolve(),
+          close: () => p.close(),
+          commitTransaction: () => (failCommit ? Promise.reject(new KafkaClientError("NETWORK", "lost")) : p.commitTransaction()),
+        };
+      },
+    } as KafkaClient;
+  });
+  const s = open(sink, 0, 1);
+  const cp1 = await interval(s, range(0, 8), 1);
+  failCommit = true;
+  await assert.rejects(Promise.resolve(s.committer.commit(cp1)), (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /checkpoint 1's 8 records of subtask 0 through wa-0/.test(e.message));
+  assert.deepEqual(await committed(), [], "the transaction did not commit");
+  assert.equal(await marker(0), undefined, "nor did the marker");
+  failCommit = false;
+  // The job restarts from checkpoint 1: the new committer fences wa-0 (aborting what was left open) and writes cp1.
+  const restored = open(sink, 0, 1);
+  await restored.committer.commit(cp1);
+  assert.deepEqual(await committed(), range(0, 8));
+  assert.equal(await marker(0), 1);
+  assert.deepEqual(broker.openTransactions(), []);
+});
+
+test("write-ahead: a restored committer fences the old one (a zombie), whose later writes fail; committables of several owners go through their owners' ids", async () => {
+  const { broker, sink, committed, marker } = setup();
+  const a = open(sink, 0, 2);
+  const b = open(sink, 1, 2);
+  const a1 = await interval(a, range(0, 6), 1);
+  const b1 = await interval(b, range(100, 106), 1);
+  await a.committer.commit(a1);
+  const a2 = await interval(a, range(6, 9), 2);
+  const b2 = await interval(b, range(106, 109), 2);
+  // Rescale 2 → 1 after checkpoint 2 (b's commit of checkpoint 1 never happened): one committer gets both owners'.
+  const merged = open(sink, 0, 1);
+  await merged.committer.commit([...a1, ...b1, ...a2, ...b2]);
+  assert.deepEqual(await committed(), [...range(0, 9), ...range(100, 109)]);
+  assert.deepEqual([await marker(0), await marker(1)], [2, 2]);
+  assert.deepEqual([...broker.transactionalIds().keys()].sort(), ["wa-0", "wa-1"], "one id per owner, whatever the checkpoints");
+  // The old committer of subtask 0 still runs (a zombie): fenced by the merged committer's init.
+  const a3 = await interval(a, [9], 3);
+  await assert.rejects(Promise.resolve(a.committer.commit(a3)), (e: unknown) => e instanceof EddyError && /fenced/.test(e.message));
+  assert.deepEqual(await committed(), [...range(0, 9), ...range(100, 109)]);
+});
+
+test("write-ahead: the interval's records are bounded by maxBufferedBytes (the writer fails); the end of input without checkpointing is written without a marker", async () => {
+  const { sink, committed, marker } = setup({ maxBufferedBytes: 700 });
+  const s = open(sink, 0, 1);
+  assert.throws(() => {
+    for (const v of range(0, 100)) void s.writer.write(v, undefined);
+  }, (e: unknown) => e instanceof EddyError && e.code === "KAFKA_SINK_FAILED" && /maxBufferedBytes \(700\)/.test(e.message));
+  const t = open(sink, 0, 1);
+  for (const v of range(0, 5)) await t.writer.write(v, undefined);
+  const last = await t.writer.prepareCommit!();
+  await t.committer.commit(last);
+  assert.deepEqual(await committed(), range(0, 5));
+  assert.equal(await marker(0), undefined);
+});
+
+test("fake broker: offsets sent in a transaction are the group's once it commits, never if it aborts", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("t", 1);
+  const c = broker.client();
+  const p = c.producer({ transactionalId: "x" });
+  await p.initTransactions();
+  p.beginTransaction();
+  await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 42 }], "g");
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [undefined], "not before the commit");
+  await p.commitTransaction();
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42]);
+  p.beginTransaction();
+  await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 43 }], "g");
+  await p.abortTransaction();
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42], "an aborted transaction's offsets are dropped");
+  p.beginTransaction();
+  await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 44 }], "g");
+  await c.producer({ transactionalId: "x" }).initTransactions();
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42], "nor those of a transaction a newer producer aborted");
+  await assert.rejects(p.commitTransaction(), (e: unknown) => e instanceof KafkaClientError && e.code === "PRODUCER_FENCED");
+});
