@@ -18,7 +18,13 @@ import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import type { OperatorRestore, RestoredKeyed } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
-import { chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
+import { chainKeyGroupCells, chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
+import { readKeyGroup } from "../state/heap-snapshot.ts";
+
+/** A key group's timer part with no timers (event time, processing time). */
+function emptyTimers(): ByteReader {
+  return new ByteReader(new Uint8Array([0, 0]).buffer);
+}
 
 /** What one old subtask recorded for one operator. */
 interface OldPart {
@@ -123,22 +129,43 @@ export class CheckpointRestore {
         for (const s of p.meta.keyed!.states) states.set(s.name, s);
         watermark = Math.min(watermark, p.meta.keyed!.watermark ?? Number.NEGATIVE_INFINITY);
       }
+      /** The old part holding `kg`, its task file's section of the group, and its chain if incremental. */
+      const partOf = (kg: number): { part: OldPart; bytes: Uint8Array | undefined; chain: readonly FileRef[] | undefined } | undefined => {
+        const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
+        if (part === undefined) return undefined;
+        const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
+        const chain = part.meta.keyed!.incremental?.chain;
+        // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
+        if (chain !== undefined && bytes !== undefined && bytes[0] !== 0) {
+          throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
+        }
+        return { part, bytes, chain };
+      };
+      const readerOf = (bytes: Uint8Array): ByteReader => new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
       keyed = {
         states: [...states.values()],
         watermark,
         keyGroup: (kg) => {
-          const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
-          if (part === undefined) return undefined;
-          const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
-          const chain = part.meta.keyed!.incremental?.chain;
-          if (chain !== undefined) {
-            // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
-            if (bytes !== undefined && bytes[0] !== 0) {
-              throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
-            }
-            return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          const found = partOf(kg);
+          if (found === undefined) return undefined;
+          const { bytes, chain } = found;
+          if (chain !== undefined) return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          return bytes === undefined ? undefined : readerOf(bytes);
+        },
+        keyGroupCells: (kg) => {
+          const found = partOf(kg);
+          if (found === undefined) return undefined;
+          const { bytes, chain } = found;
+          if (chain === undefined) {
+            // A full snapshot: the canonical bytes, decoded as the backend restores them.
+            if (bytes === undefined) return undefined;
+            const input = readerOf(bytes);
+            const metaOf = (name: string): KeyedStateMeta | undefined => states.get(name);
+            return { cells: (onCell) => readKeyGroup(input, metaOf, onCell), rest: input };
           }
-          return bytes === undefined ? undefined : new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+          const cells = chainKeyGroupCells(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name));
+          if (cells === undefined && bytes === undefined) return undefined;
+          return { cells, rest: bytes === undefined ? emptyTimers() : readerOf(bytes.subarray(1)) };
         },
       };
     }

@@ -24,7 +24,7 @@ import {
 } from "../checkpoint/format/task-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import type { SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
-import type { KeyedSnapshotOptions } from "../state/keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyGroupCells } from "../state/keyed-state-backend.ts";
 import type { FileRef } from "../checkpoint/storage.ts";
 import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
 
@@ -82,6 +82,12 @@ export interface RestoredKeyed {
   readonly watermark: number;
   /** The bytes of `keyGroup` written by `KeyedSnapshotPart.writeKeyGroup`, or undefined when empty. */
   keyGroup(keyGroup: number): ByteReader | undefined;
+  /**
+   * Optional, preferred when given: `keyGroup`'s state as decoded cells (restored with
+   * `restoreKeyGroupCells`: an incremental chain is decoded once, never re-encoded) and `rest`,
+   * the bytes after the state part (the timers); undefined when the group is empty.
+   */
+  keyGroupCells?(keyGroup: number): { readonly cells: KeyGroupCells | undefined; readonly rest: ByteReader } | undefined;
 }
 
 /** The synchronous snapshot of one operator subtask. */
