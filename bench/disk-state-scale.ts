@@ -32,9 +32,10 @@ import { parseArgs } from "node:util";
 import { getHeapStatistics } from "node:v8";
 import { ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
 import { ManualClock } from "../packages/eddy/src/core/clock.ts";
-import { encodeSnapshotFileChunks, SnapshotFile } from "../packages/eddy/src/checkpoint/format/container.ts";
+import { encodeSnapshotFileStream } from "../packages/eddy/src/checkpoint/format/container.ts";
 import { chainKeyGroupCells, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "../packages/eddy/src/checkpoint/format/keyed-chain.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
+import type { StreamedSnapshotFile } from "../packages/eddy/src/checkpoint/untrusted-file.ts";
 import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts";
 import { DiskKeyedStateBackend } from "../packages/eddy/src/state/disk-keyed-state-backend.ts";
 import type { SharedFileRef } from "../packages/eddy/src/state/incremental-snapshot.ts";
@@ -92,12 +93,14 @@ const pads = Array.from({ length: 16 }, (_, i) => String.fromCharCode(97 + i).re
 async function persist(kind: string, name: string, write: (kg: number, out: ByteWriter) => boolean): Promise<{ bytes: number; ms: number; ref: SharedFileRef }> {
   const start = performance.now();
   const out = new ByteWriter(4 * 1024 * 1024);
-  const sections: { name: string; keyGroup: number; bytes: Uint8Array }[] = [];
-  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
-    if (write(kg, out)) sections.push({ name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: out.take() });
-    sample();
+  // Streamed as a checkpoint writes it (runtime/checkpointing.ts): key group by key group, never whole.
+  function* sections(): Generator<{ name: string; keyGroup: number; bytes: Uint8Array }> {
+    for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
+      if (write(kg, out)) yield { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: out.take() };
+      sample();
+    }
   }
-  const ref = await storage.writeSharedFile(name, encodeSnapshotFileChunks(kind, {}, sections));
+  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(kind, {}, sections()));
   sample();
   return { bytes: ref.size, ms: performance.now() - start, ref };
 }
@@ -154,8 +157,9 @@ try {
 
   // 4. restore from the chain into a fresh disk backend
   t = performance.now();
-  const files: SnapshotFile[] = [];
-  for (const ref of chain) files.push(SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+  // Verified in one pass each (SHA-256, CRCs); sections read one at a time as key groups are restored.
+  const files: StreamedSnapshotFile[] = [];
+  for (const ref of chain) files.push(await storage.openSharedFile(ref));
   const readMs = performance.now() - t;
   sample();
   const meta = new Map(states.map((m) => [m.name, m]));

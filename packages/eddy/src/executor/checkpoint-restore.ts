@@ -11,7 +11,7 @@
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
-import { SnapshotFile } from "../checkpoint/format/container.ts";
+import { SnapshotFile, type SectionSource } from "../checkpoint/format/container.ts";
 import type { CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
 import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
@@ -40,9 +40,9 @@ export class CheckpointRestore {
   readonly #parts: Map<string, OldPart[]>;
   readonly #files: Map<string, SnapshotFile>;
   /** Shared files of incremental chains, by name. */
-  readonly #shared: Map<string, SnapshotFile>;
+  readonly #shared: Map<string, SectionSource>;
 
-  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>, shared: Map<string, SnapshotFile>) {
+  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>, shared: Map<string, SectionSource>) {
     this.checkpointId = manifest.checkpointId;
     this.manifest = manifest;
     this.#parts = parts;
@@ -54,7 +54,7 @@ export class CheckpointRestore {
    * Reads (and verifies) the files that subtasks owned here need: `owns(chain, subtask)` says
    * which subtasks run in this process.
    */
-  static async load(storage: Pick<CheckpointStorage, "readFile" | "readSharedFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
+  static async load(storage: Pick<CheckpointStorage, "readFile" | "openSharedFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
     const parts = new Map<string, OldPart[]>();
     for (const task of manifest.tasks) {
       for (const meta of task.operators) {
@@ -88,10 +88,11 @@ export class CheckpointRestore {
         files.set(ref.name, SnapshotFile.parse(bytes, { fileName: ref.name, expectKind: "task" }));
       }),
     );
-    const shared = new Map<string, SnapshotFile>();
+    // Verified in one pass each (SHA-256, CRCs), then read a section at a time as key groups are restored.
+    const shared = new Map<string, SectionSource>();
     await Promise.all(
       [...neededShared.values()].map(async (ref) => {
-        shared.set(ref.name, SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+        shared.set(ref.name, await storage.openSharedFile(ref));
       }),
     );
     return new CheckpointRestore(manifest, parts, files, shared);
@@ -200,7 +201,7 @@ export class CheckpointRestore {
     };
   }
 
-  #sharedFile(ref: FileRef): SnapshotFile {
+  #sharedFile(ref: FileRef): SectionSource {
     const file = this.#shared.get(ref.name);
     if (file === undefined) throw new EddyError("INTERNAL", `shared checkpoint file '${ref.name}' was not loaded`);
     return file;

@@ -15,7 +15,7 @@ import { readKeyGroup, writeCells, type RestoredCell } from "../../state/heap-sn
 import { readDeltaHeader } from "../../state/incremental-snapshot.ts";
 import type { KeyGroupCells } from "../../state/keyed-state-backend.ts";
 import type { KeyedStateMeta } from "../../state/keyed-state-meta.ts";
-import { checkpointCorrupt, type SnapshotFile } from "./container.ts";
+import { checkpointCorrupt, type SectionSource } from "./container.ts";
 
 export const SHARED_BASE_KIND = "keyed-base";
 export const SHARED_DELTA_KIND = "keyed-delta";
@@ -26,7 +26,7 @@ export const SHARED_KEYED_SECTION = "keyed";
  * Writes the canonical state part of `keyGroup` as the chain `files` (a base, then deltas, all
  * parsed and of the right kinds) holds it. `metaOf` describes every state the chain may hold.
  */
-export function materializeKeyGroup(files: readonly SnapshotFile[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined, out: ByteWriter): void {
+export function materializeKeyGroup(files: readonly SectionSource[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined, out: ByteWriter): void {
   const present = [...collectKeyGroup(files, keyGroup, metaOf)].filter(([, cells]) => cells.size > 0);
   out.varuint(present.length);
   const codec = defaultCodec();
@@ -47,7 +47,7 @@ export function materializeKeyGroup(files: readonly SnapshotFile[], keyGroup: nu
  * is given only if no later delta changed its key (a changed key's cells are all in the last
  * delta that changed it; a key removed there has none).
  */
-export function chainKeyGroupCells(files: readonly SnapshotFile[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined): KeyGroupCells | undefined {
+export function chainKeyGroupCells(files: readonly SectionSource[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined): KeyGroupCells | undefined {
   checkChain(files);
   const sections = files.map((file) => file.section(SHARED_KEYED_SECTION, keyGroup)); // each CRC checked once
   if (sections.every((bytes) => bytes === undefined)) return undefined;
@@ -98,7 +98,7 @@ export function chainKeyGroupCells(files: readonly SnapshotFile[], keyGroup: num
   };
 }
 
-function checkChain(files: readonly SnapshotFile[]): void {
+function checkChain(files: readonly SectionSource[]): void {
   files.forEach((file, i) => {
     const isDelta = file.kind === SHARED_DELTA_KIND;
     if (isDelta === (i === 0) || (!isDelta && file.kind !== SHARED_BASE_KIND)) {
@@ -111,19 +111,19 @@ function readerOf(bytes: Uint8Array): ByteReader {
   return new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
 }
 
-function corruptGroup(file: SnapshotFile, keyGroup: number, e: unknown): Error {
+function corruptGroup(file: SectionSource, keyGroup: number, e: unknown): Error {
   return checkpointCorrupt(`shared checkpoint file '${file.fileName}', key group ${keyGroup}: ${e instanceof Error ? e.message : String(e)}`);
 }
 
 /** Per state name, per key: the cells of `keyGroup` after the base and every delta of the chain. */
-function collectKeyGroup(files: readonly SnapshotFile[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined): Map<string, Map<MapKey, RestoredCell[]>> {
+function collectKeyGroup(files: readonly SectionSource[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined): Map<string, Map<MapKey, RestoredCell[]>> {
   checkChain(files);
   return collectSections(files, files.map((file) => file.section(SHARED_KEYED_SECTION, keyGroup)), keyGroup, metaOf);
 }
 
 /** collectKeyGroup over the chain's sections of the group (`sections[i]` of `files[i]`, undefined: none). */
 function collectSections(
-  files: readonly SnapshotFile[],
+  files: readonly SectionSource[],
   sections: readonly (Uint8Array | undefined)[],
   keyGroup: number,
   metaOf: (name: string) => KeyedStateMeta | undefined,
@@ -158,7 +158,7 @@ function collectSections(
 }
 
 /** `materializeKeyGroup` followed by `rest` (the task file's key-group section after its empty state part: the timers), as one reader. */
-export function chainKeyGroupReader(files: readonly SnapshotFile[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined, rest: Uint8Array | undefined): ByteReader {
+export function chainKeyGroupReader(files: readonly SectionSource[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined, rest: Uint8Array | undefined): ByteReader {
   const out = new ByteWriter(4096);
   materializeKeyGroup(files, keyGroup, metaOf, out);
   if (rest === undefined) {
