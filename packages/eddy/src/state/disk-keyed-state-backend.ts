@@ -28,6 +28,8 @@
  *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
  *   pid: a second live process is refused (STATE_DIR_LOCKED).
+ * - Restore (`restoreKeyGroupCells`): into a fresh store, each key's decoded cells become its
+ *   record, written in one sorted transaction per key group, not through the cache.
  * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
  * - Write-back of changed entries only: every write path marks its entry dirty
  *   (`KeyEntry.dirty`); an entry loaded and only read is dropped when evicted, not written.
