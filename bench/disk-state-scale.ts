@@ -12,8 +12,8 @@
  *      shared file with fsync (LocalCheckpointStorage) — the full checkpoint;
  *   3. `--changed` of the keys (uniform, default 1 %) read and updated (records/s), then an
  *      incremental snapshot, a delta on the chain, written the same way;
- *   4. restore: both files read back and verified, every key group materialized from the chain
- *      into the canonical format and restored into a fresh disk backend (its LMDB store rebuilt).
+ *   4. restore: both files read back and verified, every key group's cells decoded from the chain
+ *      and restored into a fresh disk backend (its LMDB store rebuilt), as a job's restore does.
  *
  * Reported: bytes and time of each checkpoint and their ratio, the synchronous parts, restore
  * time, the process's peak V8 heap (used, sampled every 10,000 records and between phases) and
@@ -30,11 +30,12 @@ import { tmpdir, loadavg } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { getHeapStatistics } from "node:v8";
-import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
+import { ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
 import { ManualClock } from "../packages/eddy/src/core/clock.ts";
-import { encodeSnapshotFileChunks, SnapshotFile } from "../packages/eddy/src/checkpoint/format/container.ts";
-import { materializeKeyGroup, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "../packages/eddy/src/checkpoint/format/keyed-chain.ts";
+import { encodeSnapshotFileStream } from "../packages/eddy/src/checkpoint/format/container.ts";
+import { chainKeyGroupCells, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "../packages/eddy/src/checkpoint/format/keyed-chain.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
+import type { StreamedSnapshotFile } from "../packages/eddy/src/checkpoint/untrusted-file.ts";
 import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts";
 import { DiskKeyedStateBackend } from "../packages/eddy/src/state/disk-keyed-state-backend.ts";
 import type { SharedFileRef } from "../packages/eddy/src/state/incremental-snapshot.ts";
@@ -92,12 +93,14 @@ const pads = Array.from({ length: 16 }, (_, i) => String.fromCharCode(97 + i).re
 async function persist(kind: string, name: string, write: (kg: number, out: ByteWriter) => boolean): Promise<{ bytes: number; ms: number; ref: SharedFileRef }> {
   const start = performance.now();
   const out = new ByteWriter(4 * 1024 * 1024);
-  const sections: { name: string; keyGroup: number; bytes: Uint8Array }[] = [];
-  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
-    if (write(kg, out)) sections.push({ name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: out.take() });
-    sample();
+  // Streamed as a checkpoint writes it (runtime/checkpointing.ts): key group by key group, never whole.
+  function* sections(): Generator<{ name: string; keyGroup: number; bytes: Uint8Array }> {
+    for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
+      if (write(kg, out)) yield { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: out.take() };
+      sample();
+    }
   }
-  const ref = await storage.writeSharedFile(name, encodeSnapshotFileChunks(kind, {}, sections));
+  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(kind, {}, sections()));
   sample();
   return { bytes: ref.size, ms: performance.now() - start, ref };
 }
@@ -154,17 +157,17 @@ try {
 
   // 4. restore from the chain into a fresh disk backend
   t = performance.now();
-  const files: SnapshotFile[] = [];
-  for (const ref of chain) files.push(SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+  // Verified in one pass each (SHA-256, CRCs); sections read one at a time as key groups are restored.
+  const files: StreamedSnapshotFile[] = [];
+  for (const ref of chain) files.push(await storage.openSharedFile(ref));
   const readMs = performance.now() - t;
   sample();
   const meta = new Map(states.map((m) => [m.name, m]));
   const restored = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "restored"), cacheSize: CACHE, incremental: true });
-  const out = new ByteWriter(1 << 20);
   for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
-    materializeKeyGroup(files, kg, (name) => meta.get(name), out);
-    restored.restoreKeyGroup(kg, new ByteReader(out.finish()), states);
-    out.reset();
+    // As a job's restore does (executor/checkpoint-restore.ts): the chain's cells, decoded once, straight to the backend.
+    const cells = chainKeyGroupCells(files, kg, (name) => meta.get(name));
+    if (cells !== undefined) restored.restoreKeyGroupCells(kg, cells, states);
     sample();
   }
   const restoreMs = performance.now() - t;

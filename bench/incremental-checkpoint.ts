@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
 import { ManualClock } from "../packages/eddy/src/core/clock.ts";
-import { encodeSnapshotFileChunks, SnapshotFile } from "../packages/eddy/src/checkpoint/format/container.ts";
+import { encodeSnapshotFileChunks, type SectionSource } from "../packages/eddy/src/checkpoint/format/container.ts";
 import { materializeKeyGroup, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "../packages/eddy/src/checkpoint/format/keyed-chain.ts";
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
 import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts";
@@ -60,7 +60,7 @@ const loadMs = performance.now() - loadStart;
 
 // The first incremental snapshot is the chain's base.
 let chain: SharedFileRef[] = [];
-let chainFiles: SnapshotFile[] = [];
+let chainFiles: SectionSource[] = [];
 let states: readonly KeyedStateMeta[] = [];
 {
   const base = b.snapshot({ incremental: true });
@@ -106,7 +106,7 @@ for (let round = 0; round < ROUNDS; round++) {
 }
 // Restore from the chain: read and verify every file, then each key group in the canonical format.
 const restoreStart = performance.now();
-for (const ref of chain) chainFiles.push(SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+for (const ref of chain) chainFiles.push(await storage.openSharedFile(ref));
 const meta = new Map(states.map((m) => [m.name, m]));
 const out = new ByteWriter(1 << 20);
 for (let kg = RANGE.start; kg <= RANGE.end; kg++) {

@@ -228,7 +228,7 @@ async function sharedFilesOf(jobDir: string, storage: LocalCheckpointStorage): P
     complete.push(id);
     for (const ref of manifestSharedFiles(readManifest(await storage.readManifest(id), `checkpoint ${id}`))) {
       listed.add(ref.name);
-      await storage.readSharedFile(ref); // present, of its size and SHA-256
+      await storage.openSharedFile(ref); // present, of its size and SHA-256
     }
   }
   const present = existsSync(join(jobDir, "shared")) ? readdirSync(join(jobDir, "shared")).sort() : [];

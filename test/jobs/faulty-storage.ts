@@ -61,7 +61,7 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
     },
     readManifest: (id) => inner.readManifest(id),
     writeSharedFile: (name, chunks) => inner.writeSharedFile(name, chunks),
-    readSharedFile: (ref) => inner.readSharedFile(ref),
+    openSharedFile: (ref) => inner.openSharedFile(ref),
     deleteSharedFile: (name) => inner.deleteSharedFile(name),
     listSharedFiles: () => inner.listSharedFiles(),
     readFile: (id, ref) => inner.readFile(id, ref),

@@ -8,12 +8,12 @@
  * the coordinator deletes one once no retained checkpoint lists it (shared-state-registry.ts).
  */
 import { randomUUID } from "node:crypto";
-import { link, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { link, mkdir, open, readdir, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
-import { MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile } from "./untrusted-file.ts";
+import { MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile, StreamedSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -61,11 +61,17 @@ export interface CheckpointStorage {
   checkpointDir(checkpointId: number): string;
   /**
    * Stores a shared file (incremental checkpoints), durably: listed by the manifests of every
-   * checkpoint whose chain includes it, it is never rewritten (names are unique).
+   * checkpoint whose chain includes it, it is never rewritten (names are unique). `chunks` are
+   * written as they come (a stream: encodeSnapshotFileStream), a bounded amount at a time, so
+   * the file's size is not bounded by memory. Chunks are held (not copied) until written: their
+   * memory must not be reused before the promise settles.
    */
-  writeSharedFile(fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef>;
-  /** A shared file's bytes, verified against the ref's size and SHA-256 (CHECKPOINT_MISSING, CHECKPOINT_CORRUPT). */
-  readSharedFile(ref: FileRef): Promise<Uint8Array>;
+  writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileRef>;
+  /**
+   * A shared file, verified against the ref's size and SHA-256 and its CRCs (CHECKPOINT_MISSING,
+   * CHECKPOINT_CORRUPT) in one pass of bounded memory; its sections are then read one at a time.
+   */
+  openSharedFile(ref: FileRef): Promise<StreamedSnapshotFile>;
   /** Deletes a shared file; idempotent. */
   deleteSharedFile(fileName: string): Promise<void>;
   /** Names of the shared files there are (temporary files of writes in progress left out). */
@@ -198,27 +204,22 @@ export class LocalCheckpointStorage implements CheckpointStorage {
    * crash is listed by no manifest, and is deleted as an orphan when the job next starts; the
    * directory entry is made durable by `commitManifest` before any manifest lists the file.
    */
-  async writeSharedFile(fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
+  async writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileRef> {
     checkName(fileName, "shared checkpoint file name", "internal");
     const path = join(this.#sharedDir, fileName);
+    await mkdir(this.#sharedDir, { recursive: true });
     try {
-      try {
-        await writeDurably(path, chunks);
-      } catch (e) {
-        if (errorCode(e) !== "ENOENT") throw e;
-        await mkdir(this.#sharedDir, { recursive: true });
-        await writeDurably(path, chunks);
-      }
+      const { size, sha256 } = await writeStreamDurably(path, chunks);
+      return { name: fileName, size, sha256 };
     } catch (e) {
       // A part written is nobody's (the name is unique); one that existed already is not ours to remove.
       if (errorCode(e) !== "EEXIST") await rm(path, { force: true });
       throw storageFull(e, path) ?? e;
     }
-    return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
   }
 
-  readSharedFile(ref: FileRef): Promise<Uint8Array> {
-    return readFileIn(this.#sharedDir, ref);
+  openSharedFile(ref: FileRef): Promise<StreamedSnapshotFile> {
+    return openSharedFileIn(this.#sharedDir, ref);
   }
 
   async deleteSharedFile(fileName: string): Promise<void> {
@@ -265,18 +266,25 @@ export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array>
   return readSnapshotFile(path, ref, `snapshot file '${path}' is missing`);
 }
 
+/** Shared file `ref` of the directory `dir`, verified and read section by section (StreamedSnapshotFile). */
+export function openSharedFileIn(dir: string, ref: FileRef): Promise<StreamedSnapshotFile> {
+  checkName(ref.name, "snapshot file name", "external");
+  const path = join(dir, ref.name);
+  return StreamedSnapshotFile.open(path, ref, `snapshot file '${path}' is missing`, ref.name);
+}
+
 /**
  * The files of a snapshot directory given by path: a checkpoint's (`<root>/<jobId>/chk-<n>`),
  * whose shared files are in `<root>/<jobId>/shared`, or a savepoint's, which is self-contained —
  * a savepoint manifest that names a shared file is refused.
  */
-export function snapshotDirectoryReader(dir: string): Pick<CheckpointStorage, "readFile" | "readSharedFile"> {
+export function snapshotDirectoryReader(dir: string): Pick<CheckpointStorage, "readFile" | "openSharedFile"> {
   const isCheckpoint = CHECKPOINT_DIR.test(basename(dir));
   return {
     readFile: (_checkpointId, ref) => readFileIn(dir, ref),
-    readSharedFile: (ref) =>
+    openSharedFile: (ref) =>
       isCheckpoint
-        ? readFileIn(join(dirname(dir), SHARED_DIR), ref)
+        ? openSharedFileIn(join(dirname(dir), SHARED_DIR), ref)
         : Promise.reject(checkpointCorrupt(`the snapshot in '${dir}' lists shared file '${ref.name}', but a savepoint is self-contained (only checkpoints are incremental)`)),
   };
 }
@@ -381,7 +389,7 @@ export async function findLatestRestorable(storage: CheckpointStorage, options: 
     try {
       const manifest = await storage.readManifest(checkpointId);
       for (const ref of options.verifyFiles(manifest)) await storage.readFile(checkpointId, ref);
-      for (const ref of options.verifySharedFiles?.(manifest) ?? []) await storage.readSharedFile(ref);
+      for (const ref of options.verifySharedFiles?.(manifest) ?? []) await storage.openSharedFile(ref);
       return { checkpointId, manifest };
     } catch (e) {
       if (!(e instanceof EddyError && (e.code === "CHECKPOINT_MISSING" || e.code === "CHECKPOINT_CORRUPT"))) throw e;
@@ -477,27 +485,67 @@ async function writeDurably(path: string, chunks: readonly Uint8Array[], name = 
   const size = chunks.reduce((n, c) => n + c.length, 0);
   if (size > MAX_SNAPSHOT_FILE_BYTES) {
     // A restore refuses such a file (it reads files whole): a checkpoint listing it could never be restored.
-    throw new EddyError("CHECKPOINT_FILE_TOO_LARGE", `checkpoint file '${name}' would be ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a restore reads: not written; raise the parallelism so that each subtask's state is smaller`);
+    throw new EddyError("CHECKPOINT_FILE_TOO_LARGE", `checkpoint file '${name}' would be ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a restore reads: not written; raise the parallelism so that each subtask's timers and operator state are smaller`);
   }
   const handle = await open(path, "wx");
   try {
-    // One gathered write per 1,024 chunks, not one per chunk: each awaited step of a checkpoint
-    // write waits for a turn of a busy task thread's event loop.
-    for (let batch of writevBatches(chunks)) {
-      while (batch.length > 0) {
-        const total = batch.reduce((sum, c) => sum + c.length, 0);
-        let written = (await handle.writev(batch)).bytesWritten;
-        if (!(written > 0 && written <= total)) throw new Error(`writev of ${total} bytes to '${path}' reported ${written} written`);
-        let used = 0;
-        while (used < batch.length && written >= batch[used]!.length) written -= batch[used++]!.length;
-        // A short write: go on from the first byte not written.
-        batch = used < batch.length ? [batch[used]!.subarray(written), ...batch.slice(used + 1)] : [];
-      }
-    }
+    await writeAll(handle, chunks, path);
     await handle.sync();
   } finally {
     await handle.close();
   }
+}
+
+/** Appends `chunks` to `handle`'s file (at its position), short writes resumed. */
+async function writeAll(handle: FileHandle, chunks: readonly Uint8Array[], path: string): Promise<void> {
+  // One gathered write per 1,024 chunks, not one per chunk: each awaited step of a checkpoint
+  // write waits for a turn of a busy task thread's event loop.
+  for (let batch of writevBatches(chunks)) {
+    while (batch.length > 0) {
+      const total = batch.reduce((sum, c) => sum + c.length, 0);
+      let written = (await handle.writev(batch)).bytesWritten;
+      if (!(written > 0 && written <= total)) throw new Error(`writev of ${total} bytes to '${path}' reported ${written} written`);
+      let used = 0;
+      while (used < batch.length && written >= batch[used]!.length) written -= batch[used++]!.length;
+      // A short write: go on from the first byte not written.
+      batch = used < batch.length ? [batch[used]!.subarray(written), ...batch.slice(used + 1)] : [];
+    }
+  }
+}
+
+/** Bytes gathered before one writev of a streamed file (the memory a streamed write holds, besides the chunk being made). */
+const STREAM_WRITE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Writes `chunks` as the new file `path` as they come, in writev calls of about STREAM_WRITE_BYTES,
+ * and syncs it; its size and SHA-256, computed on the way. No size bound: the file is never held
+ * whole, only the chunks of one writev.
+ */
+async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string }> {
+  const handle = await open(path, "wx");
+  const hash = createHash("sha256");
+  let size = 0;
+  try {
+    let batch: Uint8Array[] = [];
+    let batchBytes = 0;
+    for await (const chunk of chunks) {
+      if (chunk.length === 0) continue;
+      hash.update(chunk);
+      size += chunk.length;
+      batch.push(chunk);
+      batchBytes += chunk.length;
+      if (batchBytes >= STREAM_WRITE_BYTES || batch.length >= WRITEV_CHUNKS) {
+        await writeAll(handle, batch, path);
+        batch = [];
+        batchBytes = 0;
+      }
+    }
+    await writeAll(handle, batch, path);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  return { size, sha256: hash.digest("hex") };
 }
 
 /** Makes the directory's entries durable; Windows cannot open a directory, and needs none. */

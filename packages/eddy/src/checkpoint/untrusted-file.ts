@@ -21,7 +21,8 @@ import { createHash } from "node:crypto";
 import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from "node:fs";
 import { open, type FileHandle } from "node:fs/promises";
 import { EddyError } from "../core/errors.ts";
-import { checkpointCorrupt } from "./format/container.ts";
+import { crc32 } from "node:zlib";
+import { checkpointCorrupt, checkSection, hex32, parseHeader, readHeaderLayout, sectionKey, type SectionEntry, type SectionSource } from "./format/container.ts";
 
 /**
  * The largest task file read: 2 GiB − 1 byte, the largest Node's readFile took before, so every
@@ -29,7 +30,19 @@ import { checkpointCorrupt } from "./format/container.ts";
  * or inspected (its sections are decoded from it); above this limit the refusal names the file
  * (Node's own "File size … is greater than 2 GiB" did not).
  */
-export const MAX_SNAPSHOT_FILE_BYTES = 2 ** 31 - 1;
+export const MAX_SNAPSHOT_FILE_BYTES = internalBound("EDDY_INTERNAL_MAX_SNAPSHOT_FILE_BYTES") ?? 2 ** 31 - 1;
+
+/**
+ * A bound lowered for tests through an internal environment variable (a positive integer), so
+ * that a test can pass it with small files; undefined when unset.
+ */
+function internalBound(name: string): number | undefined {
+  const text = process.env[name];
+  if (text === undefined || text === "") return undefined;
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 1) throw new EddyError("INVALID_CONFIG", `${name} must be a positive integer, got '${text}'`);
+  return n;
+}
 /**
  * Task files larger than this are read twice: hashed in chunks first, then read whole if the hash
  * is the manifest's. Below it one pass does both, and a wrong file costs at most this much memory.
@@ -85,19 +98,9 @@ export function readManifestFile(path: string, maxBytes: number, missing: string
  */
 export async function readSnapshotFile(path: string, expected: ExpectedFile, missing: string): Promise<Uint8Array> {
   const label = `snapshot file '${path}'`;
-  if (!HAS_NOFOLLOW && isLink(path)) throw linkRefused(label);
-  let handle: FileHandle;
+  const handle = await openExpected(path, label, missing);
   try {
-    handle = await open(path, OPEN_FLAGS);
-  } catch (e) {
-    throw openFailure(e, path, label, missing);
-  }
-  try {
-    const size = regularFileSize(await handle.stat(), label);
-    if (size !== expected.size) {
-      const fault = size < expected.size ? "is truncated" : "is too long";
-      throw checkpointCorrupt(`${label} ${fault}: ${size} bytes, the manifest lists ${expected.size}`);
-    }
+    const size = await expectedSize(handle, expected, label);
     if (size > MAX_SNAPSHOT_FILE_BYTES) throw checkpointCorrupt(`${label} is ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a snapshot file may have`);
     if (size > VERIFY_FIRST_ABOVE_BYTES) checkSha256(await readHashing(handle, size, label, undefined), expected, label);
     const bytes = new Uint8Array(size);
@@ -107,6 +110,26 @@ export async function readSnapshotFile(path: string, expected: ExpectedFile, mis
   } finally {
     await handle.close();
   }
+}
+
+/** Opens `path` for reading as a snapshot's file: no link followed, a FIFO not waited for (see the file comment). */
+async function openExpected(path: string, label: string, missing: string): Promise<FileHandle> {
+  if (!HAS_NOFOLLOW && isLink(path)) throw linkRefused(label);
+  try {
+    return await open(path, OPEN_FLAGS);
+  } catch (e) {
+    throw openFailure(e, path, label, missing);
+  }
+}
+
+/** The open file's size: a regular file of exactly the manifest's size, else CHECKPOINT_CORRUPT. */
+async function expectedSize(handle: FileHandle, expected: ExpectedFile, label: string): Promise<number> {
+  const size = regularFileSize(await handle.stat(), label);
+  if (size !== expected.size) {
+    const fault = size < expected.size ? "is truncated" : "is too long";
+    throw checkpointCorrupt(`${label} ${fault}: ${size} bytes, the manifest lists ${expected.size}`);
+  }
+  return size;
 }
 
 /**
@@ -169,4 +192,105 @@ function isLink(path: string): boolean {
 
 function shrank(label: string, at: number, size: number): EddyError {
   return checkpointCorrupt(`${label} is truncated: it ended at byte ${at} while being read, its size was ${size}`);
+}
+
+/**
+ * A shared file of an incremental checkpoint, verified and then read section by section: never
+ * held in memory whole, so its size is not bounded by MAX_SNAPSHOT_FILE_BYTES (a section is, as
+ * it is read whole). `open` checks it as `readSnapshotFile` does (a regular file, not a link, of
+ * the manifest's size) and reads it once in chunks, computing its SHA-256 and its whole-file
+ * CRC-32 and keeping only its header; `section` then reads one section by its offset, checking
+ * that the file is still a regular file of that size, and verifies the section's own CRC. A file
+ * changed between the two is caught by that CRC (a section's bytes are never used unchecked).
+ */
+export class StreamedSnapshotFile implements SectionSource {
+  readonly fileName: string;
+  readonly kind: string;
+  readonly meta: unknown;
+  readonly #path: string;
+  readonly #size: number;
+  readonly #bodyStart: number;
+  readonly #index: ReadonlyMap<string, SectionEntry>;
+
+  private constructor(path: string, fileName: string, size: number, kind: string, meta: unknown, bodyStart: number, entries: readonly SectionEntry[]) {
+    this.#path = path;
+    this.fileName = fileName;
+    this.#size = size;
+    this.kind = kind;
+    this.meta = meta;
+    this.#bodyStart = bodyStart;
+    this.#index = new Map(entries.map((e) => [sectionKey(e.name, e.keyGroup), e]));
+  }
+
+  /** Opens and verifies the file at `path` (see the class comment); `fileName` names it in errors. */
+  static async open(path: string, expected: ExpectedFile, missing: string, fileName = path): Promise<StreamedSnapshotFile> {
+    const label = `snapshot file '${path}'`;
+    const fail = (what: string): EddyError => checkpointCorrupt(`checkpoint file '${fileName}' ${what}`);
+    const handle = await openExpected(path, label, missing);
+    try {
+      const size = await expectedSize(handle, expected, label);
+      const head = new Uint8Array(Math.min(16, size));
+      const tail = new Uint8Array(Math.min(12, size));
+      await readFully(handle, head, 0, label, size);
+      await readFully(handle, tail, size - tail.length, label, size);
+      const layout = readHeaderLayout(size, head, tail, fail);
+      // One pass: SHA-256 of everything, CRC-32 up to the stored one, and the header's bytes kept.
+      const header = new Uint8Array(layout.headerLength);
+      const hash = createHash("sha256");
+      let crc = 0;
+      const chunk = new Uint8Array(Math.min(CHUNK_BYTES, size));
+      for (let at = 0; at < size; ) {
+        const { bytesRead } = await handle.read(chunk, 0, Math.min(CHUNK_BYTES, size - at), at);
+        if (bytesRead === 0) throw shrank(label, at, size);
+        const bytes = chunk.subarray(0, bytesRead);
+        hash.update(bytes);
+        if (at < layout.crcAt) crc = crc32(bytes.subarray(0, Math.min(bytesRead, layout.crcAt - at)), crc);
+        const from = Math.max(at, layout.headerStart);
+        const to = Math.min(at + bytesRead, layout.headerStart + layout.headerLength);
+        if (from < to) header.set(bytes.subarray(from - at, to - at), from - layout.headerStart);
+        at += bytesRead;
+      }
+      checkSha256(hash.digest("hex"), expected, label);
+      const stored = new DataView(tail.buffer).getUint32(tail.length - 8, true);
+      if (stored !== crc >>> 0) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(crc >>> 0)}`);
+      const { kind, meta, entries } = parseHeader(header, layout.bodyLength, fail);
+      return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  section(name: string, keyGroup?: number): Uint8Array | undefined {
+    const entry = this.#index.get(sectionKey(name, keyGroup));
+    if (entry === undefined) return undefined;
+    const label = `snapshot file '${this.#path}'`;
+    let fd: number;
+    try {
+      fd = openSync(this.#path, OPEN_FLAGS);
+    } catch (e) {
+      throw openFailure(e, this.#path, label, `${label} was removed while it was restored`);
+    }
+    try {
+      const size = regularFileSize(fstatSync(fd), label);
+      if (size !== this.#size) throw checkpointCorrupt(`${label} changed while it was restored: ${size} bytes, verified with ${this.#size}`);
+      const bytes = new Uint8Array(entry.length);
+      const start = this.#bodyStart + entry.offset;
+      for (let at = 0; at < bytes.length; ) {
+        const read = readSync(fd, bytes, at, Math.min(CHUNK_BYTES * 256, bytes.length - at), start + at);
+        if (read === 0) throw shrank(label, start + at, size);
+        at += read;
+      }
+      return checkSection(this.fileName, entry, bytes);
+    } finally {
+      closeSync(fd);
+    }
+  }
+}
+
+async function readFully(handle: FileHandle, into: Uint8Array, position: number, label: string, size: number): Promise<void> {
+  for (let at = 0; at < into.length; ) {
+    const { bytesRead } = await handle.read(into, at, into.length - at, position + at);
+    if (bytesRead === 0) throw shrank(label, position + at, size);
+    at += bytesRead;
+  }
 }

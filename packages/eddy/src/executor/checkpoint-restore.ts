@@ -11,14 +11,20 @@
 import { ByteReader } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import { keyGroupRangeForOperator } from "../core/key-group.ts";
-import { SnapshotFile } from "../checkpoint/format/container.ts";
+import { SnapshotFile, type SectionSource } from "../checkpoint/format/container.ts";
 import type { CheckpointManifest } from "../checkpoint/format/manifest.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
 import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import type { OperatorRestore, RestoredKeyed } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
-import { chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
+import { chainKeyGroupCells, chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
+import { readKeyGroup } from "../state/heap-snapshot.ts";
+
+/** A key group's timer part with no timers (event time, processing time). */
+function emptyTimers(): ByteReader {
+  return new ByteReader(new Uint8Array([0, 0]).buffer);
+}
 
 /** What one old subtask recorded for one operator. */
 interface OldPart {
@@ -34,9 +40,9 @@ export class CheckpointRestore {
   readonly #parts: Map<string, OldPart[]>;
   readonly #files: Map<string, SnapshotFile>;
   /** Shared files of incremental chains, by name. */
-  readonly #shared: Map<string, SnapshotFile>;
+  readonly #shared: Map<string, SectionSource>;
 
-  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>, shared: Map<string, SnapshotFile>) {
+  private constructor(manifest: CheckpointManifest, parts: Map<string, OldPart[]>, files: Map<string, SnapshotFile>, shared: Map<string, SectionSource>) {
     this.checkpointId = manifest.checkpointId;
     this.manifest = manifest;
     this.#parts = parts;
@@ -48,7 +54,7 @@ export class CheckpointRestore {
    * Reads (and verifies) the files that subtasks owned here need: `owns(chain, subtask)` says
    * which subtasks run in this process.
    */
-  static async load(storage: Pick<CheckpointStorage, "readFile" | "readSharedFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
+  static async load(storage: Pick<CheckpointStorage, "readFile" | "openSharedFile">, manifest: CheckpointManifest, plan: Plan, owns: (chain: PlanChain, subtask: number) => boolean): Promise<CheckpointRestore> {
     const parts = new Map<string, OldPart[]>();
     for (const task of manifest.tasks) {
       for (const meta of task.operators) {
@@ -82,10 +88,11 @@ export class CheckpointRestore {
         files.set(ref.name, SnapshotFile.parse(bytes, { fileName: ref.name, expectKind: "task" }));
       }),
     );
-    const shared = new Map<string, SnapshotFile>();
+    // Verified in one pass each (SHA-256, CRCs), then read a section at a time as key groups are restored.
+    const shared = new Map<string, SectionSource>();
     await Promise.all(
       [...neededShared.values()].map(async (ref) => {
-        shared.set(ref.name, SnapshotFile.parse(await storage.readSharedFile(ref), { fileName: ref.name }));
+        shared.set(ref.name, await storage.openSharedFile(ref));
       }),
     );
     return new CheckpointRestore(manifest, parts, files, shared);
@@ -123,22 +130,43 @@ export class CheckpointRestore {
         for (const s of p.meta.keyed!.states) states.set(s.name, s);
         watermark = Math.min(watermark, p.meta.keyed!.watermark ?? Number.NEGATIVE_INFINITY);
       }
+      /** The old part holding `kg`, its task file's section of the group, and its chain if incremental. */
+      const partOf = (kg: number): { part: OldPart; bytes: Uint8Array | undefined; chain: readonly FileRef[] | undefined } | undefined => {
+        const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
+        if (part === undefined) return undefined;
+        const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
+        const chain = part.meta.keyed!.incremental?.chain;
+        // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
+        if (chain !== undefined && bytes !== undefined && bytes[0] !== 0) {
+          throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
+        }
+        return { part, bytes, chain };
+      };
+      const readerOf = (bytes: Uint8Array): ByteReader => new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
       keyed = {
         states: [...states.values()],
         watermark,
         keyGroup: (kg) => {
-          const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
-          if (part === undefined) return undefined;
-          const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
-          const chain = part.meta.keyed!.incremental?.chain;
-          if (chain !== undefined) {
-            // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
-            if (bytes !== undefined && bytes[0] !== 0) {
-              throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
-            }
-            return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          const found = partOf(kg);
+          if (found === undefined) return undefined;
+          const { bytes, chain } = found;
+          if (chain !== undefined) return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          return bytes === undefined ? undefined : readerOf(bytes);
+        },
+        keyGroupCells: (kg) => {
+          const found = partOf(kg);
+          if (found === undefined) return undefined;
+          const { bytes, chain } = found;
+          if (chain === undefined) {
+            // A full snapshot: the canonical bytes, decoded as the backend restores them.
+            if (bytes === undefined) return undefined;
+            const input = readerOf(bytes);
+            const metaOf = (name: string): KeyedStateMeta | undefined => states.get(name);
+            return { cells: (onCell) => readKeyGroup(input, metaOf, onCell), rest: input };
           }
-          return bytes === undefined ? undefined : new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+          const cells = chainKeyGroupCells(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name));
+          if (cells === undefined && bytes === undefined) return undefined;
+          return { cells, rest: bytes === undefined ? emptyTimers() : readerOf(bytes.subarray(1)) };
         },
       };
     }
@@ -173,7 +201,7 @@ export class CheckpointRestore {
     };
   }
 
-  #sharedFile(ref: FileRef): SnapshotFile {
+  #sharedFile(ref: FileRef): SectionSource {
     const file = this.#shared.get(ref.name);
     if (file === undefined) throw new EddyError("INTERNAL", `shared checkpoint file '${ref.name}' was not loaded`);
     return file;

@@ -10,7 +10,7 @@
  */
 import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
-import { encodeSnapshotFileChunks } from "../checkpoint/format/container.ts";
+import { encodeSnapshotFileChunks, encodeSnapshotFileStream } from "../checkpoint/format/container.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
 import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type WriteSharedKeyedFile } from "../runtime/checkpointing.ts";
 import { SHARED_BASE_KIND, SHARED_DELTA_KIND } from "../checkpoint/format/keyed-chain.ts";
@@ -414,8 +414,8 @@ export class TaskExecutor {
       // (shared-state-registry.ts reads the checkpoint id back from the name).
       const writeShared: WriteSharedKeyedFile = (operatorIndex, operatorId, kind, sharedSections) => {
         const name = `task-${chain.index}-${subtask}-${operatorIndex}-${kind}-${id}-${randomBytes(6).toString("hex")}.kgs`;
-        const chunks = encodeSnapshotFileChunks(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, { taskId, subtask, checkpointId: id, operatorId }, sharedSections);
-        return cp.storage.writeSharedFile(name, chunks);
+        // Streamed: each key group's section is written as it is serialized, never the whole file in memory.
+        return cp.storage.writeSharedFile(name, encodeSnapshotFileStream(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, { taskId, subtask, checkpointId: id, operatorId }, sharedSections));
       };
       const { sections, operators, operatorBytes, sharedBytes } = await serializeTaskSnapshot(snapshots, writeShared);
       let file: FileRef | null = null;

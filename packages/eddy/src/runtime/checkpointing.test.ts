@@ -55,7 +55,9 @@ test("an incremental keyed snapshot: shared sections per key group, chain settle
   const written: { operatorIndex: number; kind: string; keyGroups: (number | undefined)[] }[] = [];
   const ref: SharedFileRef = { name: "task-0-0-0-delta-2-bb.kgs", size: 16, sha256: "1".repeat(64) };
   const { sections, operators, sharedBytes } = await serializeTaskSnapshot([snapshot], async (operatorIndex, _id, kind, shared) => {
-    written.push({ operatorIndex, kind, keyGroups: shared.map((s) => s.keyGroup) });
+    const keyGroups: (number | undefined)[] = [];
+    for await (const s of shared) keyGroups.push(s.keyGroup);
+    written.push({ operatorIndex, kind, keyGroups });
     return ref;
   });
   ticking = false;

@@ -24,7 +24,7 @@ import {
 } from "../checkpoint/format/task-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import type { SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
-import type { KeyedSnapshotOptions } from "../state/keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyGroupCells } from "../state/keyed-state-backend.ts";
 import type { FileRef } from "../checkpoint/storage.ts";
 import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
 
@@ -82,6 +82,12 @@ export interface RestoredKeyed {
   readonly watermark: number;
   /** The bytes of `keyGroup` written by `KeyedSnapshotPart.writeKeyGroup`, or undefined when empty. */
   keyGroup(keyGroup: number): ByteReader | undefined;
+  /**
+   * Optional, preferred when given: `keyGroup`'s state as decoded cells (restored with
+   * `restoreKeyGroupCells`: an incremental chain is decoded once, never re-encoded) and `rest`,
+   * the bytes after the state part (the timers); undefined when the group is empty.
+   */
+  keyGroupCells?(keyGroup: number): { readonly cells: KeyGroupCells | undefined; readonly rest: ByteReader } | undefined;
 }
 
 /** The synchronous snapshot of one operator subtask. */
@@ -203,7 +209,7 @@ const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
  * Writes the shared file of an incremental keyed snapshot (state/incremental-snapshot.ts): operator
  * `operatorIndex` of the task, kind `base` or `delta`, one section per key group.
  */
-export type WriteSharedKeyedFile = (operatorIndex: number, operatorId: string, kind: "base" | "delta", sections: readonly TaskSnapshotSection[]) => Promise<FileRef>;
+export type WriteSharedKeyedFile = (operatorIndex: number, operatorId: string, kind: "base" | "delta", sections: AsyncIterable<TaskSnapshotSection>) => Promise<FileRef>;
 
 /**
  * The asynchronous part: serializes the frozen operator snapshots of one task into sections and
@@ -233,23 +239,28 @@ export async function serializeTaskSnapshot(
         const shared = keyed.shared;
         // Not from the pool: the task file's sections are given back to it without these.
         const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
-        const sharedSections: TaskSnapshotSection[] = [];
-        for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
-          // Incremental: the state goes to the shared file, the task file keeps the timers. Every
-          // group is released and the slice checked whether or not the task file has a section for it.
-          if (shared !== undefined && shared.writeKeyGroup(kg, sharedOut!)) sharedSections.push({ name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedOut!.take() });
-          if (keyed.hasKeyGroup(kg)) {
-            keyed.writeKeyGroup(kg, out);
-            sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
-          } else if (shared === undefined) continue;
-          keyed.releaseKeyGroup(kg);
-          if (performance.now() - sliceStart >= SLICE_MS) {
-            await new Promise<void>((resolve) => setImmediate(resolve));
-            sliceStart = performance.now();
+        /** Every key group in turn; yields the shared file's sections (incremental), which are written as they come. */
+        const groups = async function* (): AsyncGenerator<TaskSnapshotSection> {
+          for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
+            // Incremental: the state goes to the shared file, the task file keeps the timers. Every
+            // group is released and the slice checked whether or not the task file has a section for it.
+            const sharedBytes = shared !== undefined && shared.writeKeyGroup(kg, sharedOut!) ? sharedOut!.take() : undefined;
+            if (keyed.hasKeyGroup(kg)) {
+              keyed.writeKeyGroup(kg, out);
+              sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
+            } else if (shared === undefined) continue;
+            keyed.releaseKeyGroup(kg);
+            if (sharedBytes !== undefined) yield { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedBytes };
+            if (performance.now() - sliceStart >= SLICE_MS) {
+              await new Promise<void>((resolve) => setImmediate(resolve));
+              sliceStart = performance.now();
+            }
           }
-        }
-        if (shared !== undefined) {
+        };
+        if (shared === undefined) for await (const _ of groups());
+        else {
           if (writeShared === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot, but nothing writes shared files here`);
+          // Before anything is written: a delta on a snapshot whose file failed is never written.
           const previous = await shared.previous;
           if (previous === undefined) {
             throw new EddyError(
@@ -258,9 +269,16 @@ export async function serializeTaskSnapshot(
               { operator: s.operatorName },
             );
           }
-          if (shared.kind === "delta" && sharedSections.length === 0) incremental = { chain: [...previous] }; // nothing changed
+          // The file is opened with its first section: a delta with no changed key writes none.
+          const sectionsOf = groups();
+          const first = await sectionsOf.next();
+          if (shared.kind === "delta" && first.done === true) incremental = { chain: [...previous] }; // nothing changed
           else {
-            const ref = await writeShared(operatorIndex, s.operatorId, shared.kind, sharedSections);
+            const all = async function* (): AsyncGenerator<TaskSnapshotSection> {
+              if (first.done !== true) yield first.value;
+              yield* sectionsOf;
+            };
+            const ref = await writeShared(operatorIndex, s.operatorId, shared.kind, all());
             ownSharedBytes = ref.size;
             incremental = { chain: [...previous, ref] };
           }

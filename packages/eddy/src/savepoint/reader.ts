@@ -13,7 +13,7 @@
  * verify it anyway); iterating decodes one key group at a time.
  */
 import { basename, join } from "node:path";
-import { SnapshotFile } from "../checkpoint/format/container.ts";
+import { SnapshotFile, type SectionSource } from "../checkpoint/format/container.ts";
 import { readFileIn, readManifestIn, snapshotDirectoryReader, type FileRef } from "../checkpoint/storage.ts";
 import { manifestSharedFiles } from "../checkpoint/shared-state-registry.ts";
 import { chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
@@ -119,9 +119,9 @@ export async function openSavepoint(path: string): Promise<SavepointReader> {
   const files = new Map<string, SnapshotFile>();
   for (const ref of manifestFiles(manifest)) files.set(ref.name, await readTaskFile(path, ref));
   // An incremental checkpoint's keyed state is in the job's shared files (a savepoint lists none).
-  const shared = new Map<string, SnapshotFile>();
+  const shared = new Map<string, SectionSource>();
   const reader = snapshotDirectoryReader(path);
-  for (const ref of manifestSharedFiles(manifest)) shared.set(ref.name, SnapshotFile.parse(await reader.readSharedFile(ref), { fileName: ref.name }));
+  for (const ref of manifestSharedFiles(manifest)) shared.set(ref.name, await reader.openSharedFile(ref));
   return new VerifiedSavepoint(path, manifest, files, shared);
 }
 
@@ -143,9 +143,9 @@ class VerifiedSavepoint implements SavepointReader {
   /** Per operator uid, by old subtask index. */
   readonly #parts = new Map<string, Part[]>();
   readonly #hasTimers = new Map<string, boolean>();
-  readonly #shared: ReadonlyMap<string, SnapshotFile>;
+  readonly #shared: ReadonlyMap<string, SectionSource>;
 
-  constructor(path: string, manifest: CheckpointManifest, files: ReadonlyMap<string, SnapshotFile>, shared: ReadonlyMap<string, SnapshotFile>) {
+  constructor(path: string, manifest: CheckpointManifest, files: ReadonlyMap<string, SnapshotFile>, shared: ReadonlyMap<string, SectionSource>) {
     this.path = path;
     this.#shared = shared;
     this.manifest = manifest;
@@ -319,7 +319,7 @@ class VerifiedSavepoint implements SavepointReader {
   }
 
   /** Runs a decode step, turning any failure into CHECKPOINT_CORRUPT naming the file and `what`. */
-  #decode<T>(file: SnapshotFile, what: string, step: () => T): T {
+  #decode<T>(file: SectionSource, what: string, step: () => T): T {
     try {
       return step();
     } catch (cause) {
@@ -358,7 +358,7 @@ class VerifiedSavepoint implements SavepointReader {
 }
 
 /** The file's name in the savepoint directory (SnapshotFile names it by its path). */
-function fileName(file: SnapshotFile): string {
+function fileName(file: SectionSource): string {
   return basename(file.fileName);
 }
 

@@ -28,6 +28,8 @@
  *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
  *   be read back after a restart). A job directory holds a LOCK file with the owning process's
  *   pid: a second live process is refused (STATE_DIR_LOCKED).
+ * - Restore (`restoreKeyGroupCells`): into a fresh store, each key's decoded cells become its
+ *   record, written in one sorted transaction per key group, not through the cache.
  * - Timers stay on the heap (the timer service), as Flink's `state.backend.rocksdb.timer-service.factory: HEAP`.
  * - Write-back of changed entries only: every write path marks its entry dirty
  *   (`KeyEntry.dirty`); an entry loaded and only read is dropped when evicted, not written.
@@ -51,10 +53,9 @@ import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 import { writeCells, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import { writeDeltaHeader, type SharedFileRef, type SharedKeyedSnapshot } from "./incremental-snapshot.ts";
-import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
-import type { ByteReader as Reader } from "../core/codec/bytes.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import { Cell, KeyEntry, keyGroupOutOfRange, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
 import type { Namespace } from "./namespace.ts";
@@ -183,6 +184,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #chainLength = 0;
   /** The chain the last incremental snapshot completes, once its file is written (undefined: it failed). */
   #chain: Promise<readonly SharedFileRef[] | undefined> = Promise.resolve(undefined);
+  /** Nothing but restored key groups was ever written to the store, nor cached: a restore may go straight to the store. */
+  #storeOnlyRestored = true;
+  /** Key groups (indexes) restored straight into the store. */
+  readonly #restoredGroups = new Set<number>();
 
   constructor(options: DiskKeyedStateBackendOptions) {
     super(options);
@@ -294,6 +299,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         return entry;
       },
       created: (mapKey, kgIndex) => {
+        this.#storeOnlyRestored = false;
         fresh.add(mapKey);
         if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
       },
@@ -406,6 +412,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /** A write for the next batch (undefined: delete the key). */
   #stage(storeKey: Buffer, value: Buffer | undefined): void {
+    this.#storeOnlyRestored = false;
     this.#pending.set(storeKey.toString("latin1"), [storeKey, value]);
   }
 
@@ -692,10 +699,65 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     }
   }
 
-  override restoreKeyGroup(keyGroup: number, input: Reader, states: readonly KeyedStateMeta[]): void {
+  /**
+   * A restore straight into the store while the store holds only what earlier restores put there
+   * (a fresh backend: every start rebuilds the store): the cells of each key are gathered into
+   * its record, encoded once and written in one transaction per key group sorted by store key
+   * (key groups come in ascending order, so LMDB appends), bypassing the cache, which starts
+   * empty. Otherwise (a key group given twice, state already created) the heap backend's restore
+   * into the cache, then evictions down to the cache size.
+   */
+  override restoreKeyGroupCells(keyGroup: number, cells: KeyGroupCells, states: readonly KeyedStateMeta[]): void {
     this.#needBase = true; // the first incremental snapshot after a restore is a base
-    super.restoreKeyGroup(keyGroup, input, states);
-    while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
+    const kgIndex = this.checkRestoredKeyGroup(keyGroup);
+    if (!this.#storeOnlyRestored || this.#restoredGroups.has(kgIndex)) {
+      this.#storeOnlyRestored = false;
+      super.restoreKeyGroupCells(keyGroup, cells, states);
+      while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
+      return;
+    }
+    this.#restoredGroups.add(kgIndex);
+    const byMeta = new Map<KeyedStateMeta, { id: number; entries: Map<MapKey, KeyEntry> }>();
+    cells((meta, { key, namespace, cell }) => {
+      let state = byMeta.get(meta);
+      if (state === undefined) {
+        this.tableForRestore(meta);
+        byMeta.set(meta, (state = { id: this.#tablesByName.get(meta.name)!.id, entries: new Map() }));
+      }
+      const mapKey = mapKeyOf(key);
+      let entry = state.entries.get(mapKey);
+      if (entry === undefined) state.entries.set(mapKey, (entry = new KeyEntry(key, mapKey, 0)));
+      if (namespace === VOID_NAMESPACE) {
+        entry.setVoid(cell.value);
+        entry.expiresAt = cell.expiresAt;
+        entry.expiry = cell.expiry;
+      } else (entry.nsCells ??= new Map()).set(namespace, cell);
+    });
+    let n = 0;
+    for (const { entries } of byMeta.values()) n += entries.size;
+    const names: string[] = new Array(n);
+    const records = new Map<string, [Buffer, Buffer]>();
+    let i = 0;
+    for (const { id, entries } of byMeta.values()) {
+      for (const [mapKey, entry] of entries) {
+        const storeKey = this.#storeKey(kgIndex, id, mapKey);
+        const name = storeKey.toString("latin1");
+        names[i++] = name;
+        records.set(name, [storeKey, this.#encode(entry)]);
+      }
+    }
+    names.sort(); // latin1: the store keys' byte order (see #write)
+    try {
+      this.#db.transactionSync(() => {
+        for (const name of names) {
+          const [key, value] = records.get(name)!;
+          this.#db.putSync(key, value);
+        }
+      });
+      this.#recordsWritten += n;
+    } catch (e) {
+      throw writeFailed(this.#dir, e);
+    }
   }
 
   override numKeys(stateName: string): number {

@@ -35,7 +35,7 @@ import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
-import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions } from "./keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export { VOID_NAMESPACE } from "./state-table.ts";
@@ -194,14 +194,27 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * same kind and options. The key group must be in this backend's range.
    */
   restoreKeyGroup(keyGroup: number, input: ByteReader, states: readonly KeyedStateMeta[]): void {
+    const byName = new Map(states.map((m) => [m.name, m]));
+    this.restoreKeyGroupCells(keyGroup, (onCell) => readKeyGroup(input, (name) => byName.get(name), onCell), states);
+  }
+
+  restoreKeyGroupCells(keyGroup: number, cells: KeyGroupCells, _states: readonly KeyedStateMeta[]): void {
+    const kgIndex = this.checkRestoredKeyGroup(keyGroup);
+    cells((meta, { key, namespace, cell }) => {
+      this.tableForRestore(meta).restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
+    });
+  }
+
+  /** The index of `keyGroup` in this backend's range; out of the range: refused. */
+  protected checkRestoredKeyGroup(keyGroup: number): number {
     const range = this.keyGroupRange;
     if (!Number.isInteger(keyGroup) || keyGroup < range.start || keyGroup > range.end) throw keyGroupOutOfRange(keyGroup, range);
-    const byName = new Map(states.map((m) => [m.name, m]));
-    const kgIndex = keyGroup - range.start;
-    readKeyGroup(input, (name) => byName.get(name), (meta, { key, namespace, cell }) => {
-      const { table } = this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.name, meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true);
-      table.restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
-    });
+    return keyGroup - range.start;
+  }
+
+  /** The table a restored state's cells go to (registered from the snapshot's meta on first use). */
+  protected tableForRestore(meta: KeyedStateMeta): StateTable {
+    return this.#ensureTable({ ...meta, ttl: ttlFromSnapshot(meta.name, meta.ttl), codec: meta.codec, queryableName: meta.queryable }, true).table;
   }
 
   /** What a snapshot reads of one table (a subclass adds what lives outside the table's maps). */

@@ -53,6 +53,7 @@ import type {
 } from "./internal-state.ts";
 import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
+import type { RestoredCell } from "./heap-snapshot.ts";
 import type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
 
 export interface KeyedStateBackendOptions {
@@ -77,6 +78,9 @@ export interface KeyedStateBackendOptions {
 }
 
 /** Makes the backend of one keyed operator subtask (chosen per job; the heap backend by default). */
+/** One key group's decoded cells: calls `onCell` for each (state by its snapshot meta). */
+export type KeyGroupCells = (onCell: (meta: KeyedStateMeta, restored: RestoredCell) => void) => void;
+
 export type KeyedStateBackendFactory = (options: KeyedStateBackendOptions) => KeyedStateBackend;
 
 export interface KeyedStateBackend {
@@ -145,6 +149,12 @@ export interface KeyedStateBackend {
    * the snapshot's states; one already registered must have the same kind and options.
    */
   restoreKeyGroup(keyGroup: number, input: ByteReader, states: readonly KeyedStateMeta[]): void;
+  /**
+   * Restores one key group given as decoded cells (what `restoreKeyGroup` reads from the
+   * canonical format; a restore from an incremental chain decodes its files once and gives the
+   * cells here, not re-encoded). Same rules as `restoreKeyGroup`.
+   */
+  restoreKeyGroupCells(keyGroup: number, cells: KeyGroupCells, states: readonly KeyedStateMeta[]): void;
   /**
    * The operator closed (also after a failure): release what lives outside the heap (files, the
    * store). Optional: the heap backend holds nothing else. No other call follows.

@@ -109,7 +109,7 @@ test("names the fault: truncation, magic, version, end magic, checksum, kind", (
   assertCorrupt(() => parse(badMagic), /bad magic/);
   const v7 = good.slice();
   v7[8] = 7;
-  assertCorrupt(() => parse(v7), /unsupported format version 7 \(this Eddy reads 1\)/);
+  assertCorrupt(() => parse(v7), /unsupported format version 7 \(this Eddy reads 1, 2\)/);
   assertCorrupt(() => parse(good.subarray(0, good.length - 1)), /end magic/);
   const flipped = good.slice();
   flipped[good.length - 12]! ^= 0x10;

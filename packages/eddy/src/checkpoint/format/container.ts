@@ -12,6 +12,19 @@
  *   16+H+B      4     u32 CRC-32 of every preceding byte
  *   20+H+B      4     end magic "EDDY"
  *
+ * Version 2 (shared files of incremental checkpoints, written as a stream of sections whose
+ * sizes are not known in advance) puts the header after the body:
+ *
+ *   0           8     magic "EDDYCKPT"
+ *   8           2     u16 format version (2)
+ *   10          2     u16 flags (0)
+ *   12          4     u32 0 (reserved)
+ *   16          B     body
+ *   16+B        H     UTF-8 JSON header, as in version 1 (offsets relative to 16)
+ *   16+B+H      4     u32 header length H
+ *   20+B+H      4     u32 CRC-32 of every preceding byte
+ *   24+B+H      4     end magic "EDDY"
+ *
  * The sections tile the body exactly, so the header fixes the file's length: any truncation is
  * detected even before the CRC is compared. Parsing never returns wrong data: a file that fails a
  * check throws `CHECKPOINT_CORRUPT` naming the file and the fault.
@@ -24,8 +37,10 @@ import { EddyError } from "../../core/errors.ts";
 
 /** Version this Eddy writes. */
 export const SNAPSHOT_FILE_VERSION = 1;
-/** Versions this Eddy reads; a new version adds a reader in `SnapshotFile.parse`. */
-const READABLE_VERSIONS = [1];
+/** Version of files written as a stream (`encodeSnapshotFileStream`): the header after the body. */
+export const STREAMED_FILE_VERSION = 2;
+/** Versions this Eddy reads; a new version adds a reader in `SnapshotFile.parse` and `readHeaderLayout`. */
+const READABLE_VERSIONS = [1, 2];
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
@@ -37,6 +52,8 @@ const PREAMBLE_BYTES = 16;
 const TRAILER_BYTES = 8;
 /** What the container adds to its header and body: a file with neither has this many bytes. */
 export const CONTAINER_BYTES = PREAMBLE_BYTES + TRAILER_BYTES;
+/** Version 2's trailer: header length, CRC, end magic. */
+const TRAILER_V2_BYTES = 12;
 /**
  * The largest header, in bytes. JSON.parse of a header costs memory in proportion to its size
  * (~22× for a text of empty objects, the worst measured), and this is the only bound on that: a
@@ -68,7 +85,7 @@ export interface SnapshotSectionInfo {
 }
 
 /** A section as the header lists it. */
-interface SectionEntry extends SnapshotSectionInfo {
+export interface SectionEntry extends SnapshotSectionInfo {
   /** Offset in the body. */
   readonly offset: number;
   readonly crc32: number;
@@ -112,17 +129,7 @@ export function encodeSnapshotFileChunks(kind: string, meta: unknown, sections: 
     entries.push(entry);
     bodyBytes += bytes.length;
   }
-  let json: string;
-  try {
-    json = JSON.stringify({ kind, meta, sections: entries });
-  } catch (cause) {
-    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { cause });
-  }
-  const header = encoder.encode(json);
-  const unreadable = headerFault(header);
-  if (unreadable !== undefined) {
-    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta of kind '${kind}' would not be readable: it ${unreadable}`);
-  }
+  const header = encodeHeader(kind, meta, entries);
   const head = new Uint8Array(PREAMBLE_BYTES + header.length);
   const headView = new DataView(head.buffer);
   head.set(MAGIC, 0);
@@ -138,6 +145,22 @@ export function encodeSnapshotFileChunks(kind: string, meta: unknown, sections: 
   return [head, ...sections.map((s) => s.bytes), trailer];
 }
 
+/** The header's JSON bytes; refused (INVALID_CHECKPOINT_META) if a reader would refuse them. */
+function encodeHeader(kind: string, meta: unknown, entries: readonly object[]): Uint8Array {
+  let json: string;
+  try {
+    json = JSON.stringify({ kind, meta, sections: entries });
+  } catch (cause) {
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta is not JSON-serializable`, { cause });
+  }
+  const header = encoder.encode(json);
+  const unreadable = headerFault(header);
+  if (unreadable !== undefined) {
+    throw new EddyError("INVALID_CHECKPOINT_META", `checkpoint file meta of kind '${kind}' would not be readable: it ${unreadable}`);
+  }
+  return header;
+}
+
 /** Encodes a file into one buffer (`encodeSnapshotFileChunks`, concatenated): for small files. */
 export function encodeSnapshotFile(kind: string, meta: unknown, sections: readonly SnapshotSection[]): Uint8Array {
   const chunks = encodeSnapshotFileChunks(kind, meta, sections);
@@ -150,8 +173,93 @@ export function encodeSnapshotFile(kind: string, meta: unknown, sections: readon
   return out;
 }
 
+/**
+ * Encodes a file of version 2 as a stream: the preamble, each section's bytes as `sections`
+ * yields it (not copied: a consumer may hold several before writing them), then the header and
+ * trailer. Nothing but the header's entries is kept, so memory is bounded by
+ * the largest section whatever the file's size.
+ */
+export async function* encodeSnapshotFileStream(kind: string, meta: unknown, sections: AsyncIterable<SnapshotSection> | Iterable<SnapshotSection>): AsyncGenerator<Uint8Array> {
+  const head = new Uint8Array(PREAMBLE_BYTES);
+  const headView = new DataView(head.buffer);
+  head.set(MAGIC, 0);
+  headView.setUint16(8, STREAMED_FILE_VERSION, true);
+  headView.setUint16(10, 0, true);
+  headView.setUint32(12, 0, true);
+  let crc = crc32(head);
+  yield head;
+  const entries: object[] = [];
+  const seen = new Set<string>();
+  let bodyBytes = 0;
+  for await (const { name, keyGroup, bytes } of sections) {
+    if (keyGroup !== undefined && !isIndex(keyGroup)) throw invalidSections(`section '${name}' has an invalid key group ${keyGroup}`);
+    const id = sectionId(name, keyGroup);
+    if (seen.has(id)) throw invalidSections(`duplicate section ${describeSection(name, keyGroup)}`);
+    seen.add(id);
+    entries.push({ name, keyGroup, offset: bodyBytes, length: bytes.length, crc32: crc32(bytes) });
+    bodyBytes += bytes.length;
+    crc = crc32(bytes, crc);
+    yield bytes;
+  }
+  const header = encodeHeader(kind, meta, entries);
+  const tail = new Uint8Array(header.length + TRAILER_V2_BYTES);
+  const tailView = new DataView(tail.buffer);
+  tail.set(header, 0);
+  tailView.setUint32(header.length, header.length, true);
+  tailView.setUint32(header.length + 4, crc32(tail.subarray(0, header.length + 4), crc), true);
+  tail.set(END_MAGIC, header.length + 8);
+  yield tail;
+}
+
+/** Where a file's header and body lie, from its first 16 and last 12 bytes (`readHeaderLayout`). */
+export interface HeaderLayout {
+  readonly version: number;
+  readonly headerStart: number;
+  readonly headerLength: number;
+  readonly bodyStart: number;
+  readonly bodyLength: number;
+  /** The whole-file CRC is over [0, crcAt) and stored at crcAt. */
+  readonly crcAt: number;
+}
+
+/**
+ * The layout of a file of `size` bytes from its `head` (first 16 bytes, or fewer) and `tail`
+ * (last 12): magic, version, flags, end magic and the header's bounds checked. For readers that
+ * do not hold the file (a streamed shared file). `fail` names the file.
+ */
+export function readHeaderLayout(size: number, head: Uint8Array, tail: Uint8Array, fail: (what: string) => EddyError): HeaderLayout {
+  if (size < CONTAINER_BYTES) throw fail(`is truncated: ${size} bytes, needs at least ${CONTAINER_BYTES}`);
+  if (!matchesAt(head, MAGIC, 0)) throw fail("is not an Eddy checkpoint file (bad magic)");
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  const version = view.getUint16(8, true);
+  if (!READABLE_VERSIONS.includes(version)) throw fail(`has unsupported format version ${version} (this Eddy reads ${READABLE_VERSIONS.join(", ")})`);
+  if (!matchesAt(tail, END_MAGIC, tail.length - 4)) throw fail("does not end with the end magic 'EDDY' (truncated or not fully written)");
+  const flags = view.getUint16(10, true);
+  if (flags !== 0) throw fail(`has unsupported flags ${hex32(flags)}`);
+  if (version === 1) {
+    const headerLength = view.getUint32(12, true);
+    const bodyStart = PREAMBLE_BYTES + headerLength;
+    if (bodyStart > size - TRAILER_BYTES) throw fail(`has a header of ${headerLength} bytes, longer than the file`);
+    return { version, headerStart: PREAMBLE_BYTES, headerLength, bodyStart, bodyLength: size - TRAILER_BYTES - bodyStart, crcAt: size - TRAILER_BYTES };
+  }
+  if (size < PREAMBLE_BYTES + TRAILER_V2_BYTES) throw fail(`is truncated: ${size} bytes, needs at least ${PREAMBLE_BYTES + TRAILER_V2_BYTES}`);
+  const tailView = new DataView(tail.buffer, tail.byteOffset, tail.byteLength);
+  const headerLength = tailView.getUint32(tail.length - TRAILER_V2_BYTES, true);
+  const headerStart = size - TRAILER_V2_BYTES - headerLength;
+  if (headerStart < PREAMBLE_BYTES) throw fail(`has a header of ${headerLength} bytes, longer than the file`);
+  return { version, headerStart, headerLength, bodyStart: PREAMBLE_BYTES, bodyLength: headerStart - PREAMBLE_BYTES, crcAt: size - TRAILER_BYTES };
+}
+
+/** What a reader of sections needs of a file (a parsed SnapshotFile, or a shared file read section by section). */
+export interface SectionSource {
+  readonly fileName: string;
+  readonly kind: string;
+  /** The bytes of a section, its CRC verified, or undefined when the file has none by that name and key group. */
+  section(name: string, keyGroup?: number): Uint8Array | undefined;
+}
+
 /** A parsed, verified file. Sections are views into the parsed bytes: do not mutate them. */
-export class SnapshotFile {
+export class SnapshotFile implements SectionSource {
   readonly fileName: string;
   readonly version: number;
   readonly kind: string;
@@ -186,8 +294,16 @@ export class SnapshotFile {
     let content: FileContent;
     switch (version) {
       case 1:
-        content = readV1(bytes, view, fail);
+      case 2: {
+        const layout = readHeaderLayout(bytes.length, bytes.subarray(0, PREAMBLE_BYTES), bytes.subarray(Math.max(0, bytes.length - TRAILER_V2_BYTES)), fail);
+        const stored = view.getUint32(layout.crcAt, true);
+        const computed = crc32(bytes.subarray(0, layout.crcAt));
+        if (stored !== computed) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(computed)}`);
+        // From here on the bytes are what the writer wrote; the checks below catch a faulty writer.
+        const header = parseHeader(bytes.subarray(layout.headerStart, layout.headerStart + layout.headerLength), layout.bodyLength, fail);
+        content = { version, ...header, body: bytes.subarray(layout.bodyStart, layout.bodyStart + layout.bodyLength) };
         break;
+      }
       default:
         throw fail(`has unsupported format version ${version} (this Eddy reads ${READABLE_VERSIONS.join(", ")})`);
     }
@@ -204,15 +320,7 @@ export class SnapshotFile {
   section(name: string, keyGroup?: number): Uint8Array | undefined {
     const entry = this.#index.get(sectionId(name, keyGroup));
     if (entry === undefined) return undefined;
-    const bytes = this.#body.subarray(entry.offset, entry.offset + entry.length);
-    const computed = crc32(bytes);
-    if (computed !== entry.crc32) {
-      throw checkpointCorrupt(
-        `checkpoint file '${this.fileName}' section ${describeSection(name, keyGroup)} checksum mismatch: ` +
-          `stored ${hex32(entry.crc32)}, computed ${hex32(computed)}`,
-      );
-    }
-    return bytes;
+    return checkSection(this.fileName, entry, this.#body.subarray(entry.offset, entry.offset + entry.length));
   }
 }
 
@@ -225,19 +333,8 @@ interface FileContent {
   readonly body: Uint8Array;
 }
 
-function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyError): FileContent {
-  const trailerAt = bytes.length - TRAILER_BYTES;
-  if (!matchesAt(bytes, END_MAGIC, trailerAt + 4)) throw fail("does not end with the end magic 'EDDY' (truncated or not fully written)");
-  const stored = view.getUint32(trailerAt, true);
-  const computed = crc32(bytes.subarray(0, trailerAt));
-  if (stored !== computed) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(computed)}`);
-  // From here on the bytes are what the writer wrote; the checks below catch a faulty writer.
-  const flags = view.getUint16(10, true);
-  if (flags !== 0) throw fail(`has unsupported flags ${hex32(flags)}`);
-  const headerBytes = view.getUint32(12, true);
-  const bodyStart = PREAMBLE_BYTES + headerBytes;
-  if (bodyStart > trailerAt) throw fail(`has a header of ${headerBytes} bytes, longer than the file`);
-  const headerText = bytes.subarray(PREAMBLE_BYTES, bodyStart);
+/** The header's JSON (`headerText`) checked against a body of `bodyLength` bytes: bounds, shape, sections tiling the body. */
+export function parseHeader(headerText: Uint8Array, bodyLength: number, fail: (what: string) => EddyError): { kind: string; meta: unknown; entries: SectionEntry[] } {
   const unreadable = headerFault(headerText);
   if (unreadable !== undefined) throw fail(unreadable);
   let header: unknown;
@@ -249,7 +346,6 @@ function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyE
   if (!isRecord(header) || typeof header["kind"] !== "string" || !Array.isArray(header["sections"])) {
     throw fail("has a malformed header (needs kind and sections)");
   }
-  const body = bytes.subarray(bodyStart, trailerAt);
   const entries: SectionEntry[] = [];
   const seen = new Set<string>();
   let next = 0;
@@ -257,8 +353,8 @@ function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyE
     const entry = toSectionEntry(raw);
     if (entry === undefined) throw fail(`has a malformed section entry ${JSON.stringify(raw)}`);
     const what = describeSection(entry.name, entry.keyGroup);
-    if (entry.offset !== next || entry.offset + entry.length > body.length) {
-      throw fail(`section ${what} at [${entry.offset}, ${entry.offset + entry.length}) does not follow on at ${next} within the ${body.length}-byte body`);
+    if (entry.offset !== next || entry.offset + entry.length > bodyLength) {
+      throw fail(`section ${what} at [${entry.offset}, ${entry.offset + entry.length}) does not follow on at ${next} within the ${bodyLength}-byte body`);
     }
     const id = sectionId(entry.name, entry.keyGroup);
     if (seen.has(id)) throw fail(`has a duplicate section ${what}`);
@@ -266,8 +362,22 @@ function readV1(bytes: Uint8Array, view: DataView, fail: (what: string) => EddyE
     entries.push(entry);
     next += entry.length;
   }
-  if (next !== body.length) throw fail(`has a ${body.length}-byte body but its sections cover ${next} bytes`);
-  return { version: 1, kind: header["kind"], meta: header["meta"], entries, body };
+  if (next !== bodyLength) throw fail(`has a ${bodyLength}-byte body but its sections cover ${next} bytes`);
+  return { kind: header["kind"], meta: header["meta"], entries };
+}
+
+/** The id of a section in a file's index: (name, key group). */
+export function sectionKey(name: string, keyGroup: number | undefined): string {
+  return sectionId(name, keyGroup);
+}
+
+/** A section's CRC checked: the bytes, or CHECKPOINT_CORRUPT naming the file and section. */
+export function checkSection(fileName: string, entry: SectionEntry, bytes: Uint8Array): Uint8Array {
+  const computed = crc32(bytes);
+  if (computed !== entry.crc32) {
+    throw checkpointCorrupt(`checkpoint file '${fileName}' section ${describeSection(entry.name, entry.keyGroup)} checksum mismatch: stored ${hex32(entry.crc32)}, computed ${hex32(computed)}`);
+  }
+  return bytes;
 }
 
 /** Why a header (JSON text) exceeds the bounds, as "has …", or undefined when it is within them. */

@@ -21,7 +21,7 @@ import type { SharedFileRef } from "../../state/incremental-snapshot.ts";
 import type { KeyedStateMeta } from "../../state/keyed-state-meta.ts";
 import { encodeSnapshotFile, SnapshotFile } from "./container.ts";
 import { prng } from "../../../../../test/fixtures.ts";
-import { chainKeyGroupReader, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "./keyed-chain.ts";
+import { chainKeyGroupCells, chainKeyGroupReader, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_SECTION } from "./keyed-chain.ts";
 
 const root = mkdtempSync(join(tmpdir(), "eddy-keyed-chain-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -95,6 +95,17 @@ function restoreChain(files: readonly SnapshotFile[], states: readonly KeyedStat
   return heap;
 }
 
+/** The chain's cells, decoded once (as a job's restore gives them), restored into a heap or a fresh disk backend. */
+function restoreChainCells(files: readonly SnapshotFile[], states: readonly KeyedStateMeta[], clock: ManualClock, disk: string | undefined): HeapKeyedStateBackend {
+  const b = disk === undefined ? new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock }) : new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, disk), cacheSize: 10 });
+  const byName = new Map(states.map((s) => [s.name, s]));
+  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
+    const cells = chainKeyGroupCells(files, kg, (name) => byName.get(name));
+    if (cells !== undefined) b.restoreKeyGroupCells(kg, cells, states);
+  }
+  return b;
+}
+
 test("incremental snapshots: every chain restores what a full snapshot of the same moment restores; bases every maxChainLength deltas and after a failure", () => {
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);
@@ -133,6 +144,11 @@ test("incremental snapshots: every chain restores what a full snapshot of the sa
     incremental.release();
     full.release();
     assert.deepEqual(actual, expected, `${at}: the chain of ${files.length} files restores what the full snapshot does`);
+    assert.deepEqual(contents(restoreChainCells(files, incremental.states, clock, undefined)), expected, `${at}: the chain's cells into the heap backend`);
+    const disk = restoreChainCells(files, incremental.states, clock, `cells-${round}`) as DiskKeyedStateBackend;
+    assert.deepEqual(contents(disk), expected, `${at}: the chain's cells straight into a disk backend's store`);
+    assert.equal(disk.cachedKeys, 0, `${at}: restored into the store, not the cache`);
+    disk.dispose();
   }
   assert.deepEqual(kinds, ["base", "delta", "delta", "delta", "base", "delta", "delta", "delta", "failed", "base", "delta", "delta", "delta", "base"], `seed ${seed}`);
   b.dispose();

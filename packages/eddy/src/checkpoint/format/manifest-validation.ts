@@ -16,7 +16,8 @@
  *   subtask describes it the same way;
  * - operator state: modes are "split", "union" or "broadcast", counts are safe non-negative integers, and a
  *   task's counts add up to no more than its file's bytes (every value encodes to a byte or more);
- * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES, the most a reader takes into memory.
+ * - file sizes are at most MAX_SNAPSHOT_FILE_BYTES for task files, the most a reader takes into memory
+ *   (shared files of incremental chains are read section by section: any safe integer).
  *
  * Depth and size of the manifest as a whole are bounded before it is parsed (container.ts:
  * MAX_HEADER_DEPTH, MAX_HEADER_BYTES), so nothing here, nor any recursive walk after it, meets a
@@ -123,14 +124,15 @@ function validateOperator(uid: string, op: unknown, corrupt: (what: string) => E
   }
 }
 
-function validateFileRef(file: unknown, task: string, corrupt: (what: string) => EddyError): asserts file is { name: string; size: number; sha256: string } {
+/** `maxSize`: a task file is read whole (MAX_SNAPSHOT_FILE_BYTES); a shared file section by section (any safe integer). */
+function validateFileRef(file: unknown, task: string, corrupt: (what: string) => EddyError, maxSize = MAX_SNAPSHOT_FILE_BYTES): asserts file is { name: string; size: number; sha256: string } {
   if (!isRecord(file)) throw corrupt(`${task} has a malformed file entry ${show(file)}`);
   const { name, size, sha256 } = file;
   if (typeof name !== "string" || !FILE_NAME.test(name)) {
     throw corrupt(`${task} names file ${show(name)}, which is not a plain file name in the directory (must match ${FILE_NAME.source})`);
   }
   if (!isIndex(size)) throw corrupt(`file '${name}' has an invalid size ${show(size)}`);
-  if (size > MAX_SNAPSHOT_FILE_BYTES) throw corrupt(`file '${name}' has ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a snapshot file may have`);
+  if (size > maxSize) throw corrupt(`file '${name}' has ${size} bytes, more than the ${maxSize} a snapshot file may have`);
   if (typeof sha256 !== "string" || !SHA256.test(sha256)) throw corrupt(`file '${name}' has an invalid sha256 ${show(sha256)} (needs 64 hex digits)`);
 }
 
@@ -206,7 +208,7 @@ class OperatorStateChecker {
       // The chain of shared files (state/incremental-snapshot.ts): a base, then deltas.
       if (this.#isSavepoint) throw corrupt(`${task} lists shared files for ${op}, but a savepoint is self-contained (only checkpoints are incremental)`);
       if (!isRecord(incremental) || !Array.isArray(incremental["chain"]) || incremental["chain"].length === 0) throw corrupt(`${task} has a malformed incremental chain for ${op}`);
-      for (const ref of incremental["chain"] as unknown[]) validateFileRef(ref, task, corrupt);
+      for (const ref of incremental["chain"] as unknown[]) validateFileRef(ref, task, corrupt, Number.MAX_SAFE_INTEGER);
     }
   }
 

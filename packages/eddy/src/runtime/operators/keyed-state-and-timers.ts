@@ -181,6 +181,13 @@ export class KeyedStateAndTimers {
     const { start, end } = this.backend.keyGroupRange;
     const timers: RestoredTimer[] = [];
     for (let kg = start; kg <= end; kg++) {
+      if (restored.keyGroupCells !== undefined) {
+        const group = restored.keyGroupCells(kg);
+        if (group === undefined) continue;
+        if (group.cells !== undefined) this.backend.restoreKeyGroupCells(kg, group.cells, restored.states);
+        readTimers(kg, group.rest, timers);
+        continue;
+      }
       const input = restored.keyGroup(kg);
       if (input === undefined) continue;
       this.backend.restoreKeyGroup(kg, input, restored.states);
