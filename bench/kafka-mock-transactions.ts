@@ -18,7 +18,25 @@ const read = async (iso: "read_committed" | "read_uncommitted") => {
   return r.map((x) => x.records.map((y) => new TextDecoder().decode(y.value!)).join(",") + ` lso=${x.lastStableOffset} hw=${x.highWatermark}`);
 };
 const marker = async () => (await c.committedOffsets("m-0", [{ topic: "out", partition: 0 }]))[0];
-const step = async (what: string, f: () => Promise<unknown>) => { const t = Date.now(); try { const r = await f(); console.log("OK  ", what, JSON.stringify(r) ?? "", Date.now() - t, "ms"); } catch (e) { console.log("FAIL", what, (e as Error).message, Date.now() - t, "ms"); } };
+const step = async (what: string, f: () => Promise<unknown>) => {
+  const t = Date.now();
+  try {
+    const r = await f();
+    console.log("OK  ", what, JSON.stringify(r) ?? "", Date.now() - t, "ms");
+  } catch (e) {
+    console.log("FAIL", what, (e as Error).message, Date.now() - t, "ms");
+  }
+};
+type Producer = ReturnType<typeof c.producer>;
+/** One write-ahead transaction: `value` to `partition`, marker offset `offset`, then `end`; what read_committed and the marker group show after. */
+const transaction = async (p: Producer, who: string, value: string, partition: number, offset: number, end: "commit" | "abort", open = true) => {
+  if (open) p.beginTransaction();
+  await step(`${who} send ${value}`, () => p.send([{ topic: "out", partition, key: null, value: enc.encode(value) }]));
+  await step(`${who} sendOffsets ${offset}`, () => p.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset }], "m-0"));
+  await step(`${who} ${end}`, () => (end === "commit" ? p.commitTransaction() : p.abortTransaction()));
+  await step(`read_committed after ${who} ${end}`, () => read("read_committed"));
+  await step(`marker after ${who} ${end}`, marker);
+};
 const p = c.producer({ transactionalId: "wa-0", transactionTimeoutMs: 10_000 });
 await step("init", () => p.initTransactions());
 await step("marker before", marker);
@@ -31,27 +49,13 @@ await step("marker before commit", marker);
 await step("commit", () => p.commitTransaction());
 await step("read_committed after commit", () => read("read_committed"));
 await step("marker after commit", marker);
+await transaction(p, "p", "c", 0, 8, "abort");
+// zombie: p begins a transaction, a new producer initializes the same id, p goes on
 p.beginTransaction();
-await step("send c", () => p.send([{ topic: "out", partition: 0, key: null, value: enc.encode("c") }]));
-await step("sendOffsets 8", () => p.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset: 8 }], "m-0"));
-await step("abort", () => p.abortTransaction());
-await step("read_committed after abort", () => read("read_committed"));
-await step("marker after abort", marker);
-// zombie: p begins a txn, a new producer inits the same id
-p.beginTransaction();
-await step("zombie send d", () => p.send([{ topic: "out", partition: 0, key: null, value: enc.encode("d") }]));
 const q = c.producer({ transactionalId: "wa-0", transactionTimeoutMs: 10_000 });
 await step("new init (fences)", () => q.initTransactions());
-await step("zombie sendOffsets 9", () => p.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset: 9 }], "m-0"));
-await step("zombie commit", () => p.commitTransaction());
-await step("read_committed after zombie", () => read("read_committed"));
-await step("marker after zombie", marker);
-q.beginTransaction();
-await step("q send e", () => q.send([{ topic: "out", partition: 1, key: null, value: enc.encode("e") }]));
-await step("q sendOffsets 10", () => q.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset: 10 }], "m-0"));
-await step("q commit", () => q.commitTransaction());
-await step("read_committed end", () => read("read_committed"));
-await step("marker end", marker);
+await transaction(p, "zombie", "d", 0, 9, "commit", false);
+await transaction(q, "q", "e", 1, 10, "commit");
 // For comparison: a plain (non-transactional) offset commit of another group.
 await step("plain commitOffsets 1 to group m-1", () => c.commitOffsets("m-1", [{ topic: "out", partition: 0, offset: 1 }]));
 await step("group m-1 after plain commit", async () => (await c.committedOffsets("m-1", [{ topic: "out", partition: 0 }]))[0]);

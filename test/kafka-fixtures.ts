@@ -4,7 +4,7 @@
  */
 import { after, before } from "node:test";
 import { FakeKafkaBroker, serveFakeKafka, type FakeKafkaServer } from "eddy-kafka/testing";
-import type { ConsumerRecord, ProducerRecord } from "eddy-kafka";
+import type { ProducerRecord } from "eddy-kafka";
 
 export interface FakeKafka {
   readonly broker: FakeKafkaBroker;
@@ -33,16 +33,7 @@ export function fakeKafkaForThisFile(): FakeKafka {
   };
 }
 
-/** What a read_committed reader sees of `topic`, per partition, each record as `show` makes it. */
-export async function readCommitted<R>(broker: FakeKafkaBroker, topic: string, show: (r: ConsumerRecord) => R): Promise<R[][]> {
-  const client = broker.client();
-  const out: R[][] = [];
-  for (let p = 0; p < (await client.partitionCount(topic)); p++) {
-    const [r] = await client.fetch([{ topic, partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e9, maxWaitMs: 0 });
-    out.push(r!.records.map(show));
-  }
-  return out;
-}
+export { readCommitted } from "eddy-kafka/testing";
 
 /** A record whose value is `value` as JSON (and its key, timestamp). */
 export const json = (topic: string, partition: number, value: unknown, key: string | null = null, timestamp?: number): ProducerRecord => ({

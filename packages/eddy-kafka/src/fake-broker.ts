@@ -478,3 +478,17 @@ class FakeProducer implements KafkaProducer {
     if (this.#closed) throw new KafkaClientError("CLOSED", "the producer is closed");
   }
 }
+
+/**
+ * What a read_committed reader sees of `topic` on `broker`, per partition, each record as `show`
+ * makes it: how a test compares a job's exactly-once output with the failure-free run's.
+ */
+export async function readCommitted<R>(broker: FakeKafkaBroker, topic: string, show: (r: ConsumerRecord) => R): Promise<R[][]> {
+  const client = broker.client();
+  const out: R[][] = [];
+  for (let p = 0; p < (await client.partitionCount(topic)); p++) {
+    const [r] = await client.fetch([{ topic, partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e9, maxWaitMs: 0 });
+    out.push(r!.records.map(show));
+  }
+  return out;
+}

@@ -10,7 +10,7 @@ import { test } from "node:test";
 import type { Committer, SinkContext, SinkWriter } from "eddy";
 import { EddyError } from "eddy";
 import { KafkaClientError } from "./client.ts";
-import { FakeKafkaBroker } from "./fake-broker.ts";
+import { FakeKafkaBroker, readCommitted } from "./fake-broker.ts";
 import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
 
 const dec = new TextDecoder();
@@ -34,15 +34,7 @@ function setup(options: Partial<KafkaSinkOptions<number>> = {}) {
   broker.createTopic("out", 3);
   const sink = KafkaSink.create<number>({ client: () => broker.client(), topic: "out", serializer: (n) => String(n), key: (n) => String(n % 7), delivery: "exactly-once", transactionalIdPrefix: "job-a", lingerMs: 0, maxBatchSize: 4, ...options });
   /** What a read_committed reader sees, sorted. */
-  const committed = async (): Promise<number[]> => {
-    const out: number[] = [];
-    const client = broker.client();
-    for (let p = 0; p < 3; p++) {
-      const [r] = await client.fetch([{ topic: "out", partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e6, maxWaitMs: 0 });
-      out.push(...r!.records.map((x) => Number(dec.decode(x.value!))));
-    }
-    return out.sort((a, b) => a - b);
-  };
+  const committed = async (): Promise<number[]> => (await readCommitted(broker, "out", (r) => Number(dec.decode(r.value!)))).flat().sort((a, b) => a - b);
   return { broker, sink, committed };
 }
 

@@ -4,7 +4,7 @@
  * models and what not). In one thread: `new FakeKafkaBroker()` and `client: () => broker.client()`;
  * across worker threads: `serveFakeKafka(broker)` and `client: () => remoteFakeKafkaClient(url)`.
  */
-export { FakeKafkaBroker, type FakeKafkaBrokerOptions } from "./fake-broker.ts";
+export { FakeKafkaBroker, readCommitted, type FakeKafkaBrokerOptions } from "./fake-broker.ts";
 export { remoteFakeKafkaClient, serveFakeKafka, type FakeKafkaServer } from "./fake-remote.ts";
 /** How many clients the Confluent client's main-thread host holds for worker threads (those of a worker that exited are closed). */
 export { hostedClientCount } from "./confluent-thread-host.ts";

@@ -8,7 +8,7 @@ import { test } from "node:test";
 import type { Committer, SinkContext, SinkWriter } from "eddy";
 import { EddyError } from "eddy";
 import { KafkaClientError, type KafkaClient } from "./client.ts";
-import { FakeKafkaBroker } from "./fake-broker.ts";
+import { FakeKafkaBroker, readCommitted } from "./fake-broker.ts";
 import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
 import { markerGroup } from "./write-ahead.ts";
 
@@ -31,15 +31,7 @@ function setup(options: Partial<KafkaSinkOptions<number>> = {}, client?: (broker
   broker.createTopic("out", 3);
   const sink = KafkaSink.create<number>({ client: () => client?.(broker) ?? broker.client(), topic: "out", serializer: (n) => String(n), key: (n) => String(n % 7), delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "wa", maxBatchSize: 4, ...options });
   /** What a read_committed reader sees, sorted. */
-  const committed = async (): Promise<number[]> => {
-    const out: number[] = [];
-    const c = broker.client();
-    for (let p = 0; p < 3; p++) {
-      const [r] = await c.fetch([{ topic: "out", partition: p, offset: 0 }], { isolation: "read_committed", maxRecords: 1e6, maxWaitMs: 0 });
-      out.push(...r!.records.map((x) => Number(dec.decode(x.value!))));
-    }
-    return out.sort((a, b) => a - b);
-  };
+  const committed = async (): Promise<number[]> => (await readCommitted(broker, "out", (r) => Number(dec.decode(r.value!)))).flat().sort((a, b) => a - b);
   const marker = async (owner: number): Promise<number | undefined> => (await broker.client().committedOffsets(markerGroup("wa", owner), [{ topic: "out", partition: 0 }]))[0];
   return { broker, sink, committed, marker };
 }
