@@ -270,6 +270,8 @@ test("valuesInRange gives the current key's values in step namespaces of a range
         }
         state.setCurrentNamespace("fire"); // a namespace of another kind is never in a range
         state.update(-1);
+        state.setCurrentNamespace(BASE + 3 * STEP + 1); // nor a number off the step grid
+        state.update(-2);
         for (const i of cleared) {
           state.setCurrentNamespace(BASE + i * STEP);
           state.clear();

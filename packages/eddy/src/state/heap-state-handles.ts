@@ -223,7 +223,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     // Iterating hands out the stored namespaces: none is boxed or hashed.
     let sorted = true;
     for (const [ns, cell] of cells) {
-      if (typeof ns !== "number" || ns < from || ns > to) continue;
+      if (typeof ns !== "number" || ns < from || ns > to || (ns - from) % step !== 0) continue;
       if (n > 0 && ns < namespaces[n - 1]!) sorted = false;
       namespaces[n] = ns;
       values[n] = cell.value as T;

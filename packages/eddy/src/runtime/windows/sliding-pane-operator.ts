@@ -211,7 +211,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     let merged: unknown;
     let found = 0;
     try {
-      // The window's panes in one pass over the key's cells (pane starts are start + i * slide).
+      // The window's panes (pane starts are start + i * slide) in one call, in start order.
       const starts = this.#paneStarts;
       const accs = this.#paneAccs;
       const n = panes.valuesInRange(start, end, this.#slide, starts, accs);
