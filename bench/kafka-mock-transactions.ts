@@ -32,7 +32,7 @@ type Producer = ReturnType<typeof c.producer>;
 const transaction = async (p: Producer, who: string, value: string, partition: number, offset: number, end: "commit" | "abort", open = true) => {
   if (open) p.beginTransaction();
   await step(`${who} send ${value}`, () => p.send([{ topic: "out", partition, key: null, value: enc.encode(value) }]));
-  await step(`${who} sendOffsets ${offset}`, () => p.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset }], "m-0"));
+  await step(`${who} sendOffsets ${offset}`, () => p.sendOffsetsToTransaction([{ topic: "out", partition: 0, offset, metadata: `${who}:${offset}` }], "m-0"));
   await step(`${who} ${end}`, () => (end === "commit" ? p.commitTransaction() : p.abortTransaction()));
   await step(`read_committed after ${who} ${end}`, () => read("read_committed"));
   await step(`marker after ${who} ${end}`, marker);

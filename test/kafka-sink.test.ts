@@ -11,6 +11,9 @@
  * - exactly-once, rescale: a job at parallelism 2 fails (a worker exit, once a checkpoint
  *   completed) and stays down; it resumes from its latest checkpoint at parallelism 1 and 3:
  *   equal, and no transaction left open;
+ * - exactly-once, an older checkpoint restored into a new checkpoint directory (checkpoint ids go
+ *   back) with the transactionalIdPrefix of the run that went past it: the output of the new run
+ *   equals that of the same restore under a fresh prefix;
  * - at-least-once: a worker exit loses nothing (duplicates allowed). (That the barrier waits for
  *   the acknowledgements is tested in packages/eddy-kafka/src/kafka-sink.test.ts: here a send
  *   rarely waits long enough for a failure to fall between a barrier and its acknowledgement.)
@@ -52,10 +55,10 @@ type RunOptions = Parameters<typeof runJob>[1];
 
 type Mode = "two-phase" | "write-ahead";
 
-async function run(topic: string, delivery: string, options: RunOptions, fault?: object, committedMarker = "", mode: Mode = "two-phase", events = EVENTS, afterCheckpoint = "", slowEvery = 1): Promise<void> {
+async function run(topic: string, delivery: string, options: RunOptions, fault?: object, committedMarker = "", mode: Mode = "two-phase", events = EVENTS, afterCheckpoint = "", slowEvery = 1, prefix = ""): Promise<void> {
   // Jobs on threads run slowly throughout (the hold file never exists), so that checkpoints complete while records flow.
   const hold = options?.mode === "threads" ? join(tmpdir(), "eddy-kafka-never-released") : "";
-  await withEnv({ EDDY_KAFKA_COMMITTED: committedMarker, EDDY_KAFKA_AFTER_CHECKPOINT: afterCheckpoint, EDDY_KAFKA_SLOW_EVERY: String(slowEvery), EDDY_KAFKA_HOLD: hold, EDDY_KAFKA_URL: kafka.url, EDDY_KAFKA_TOPIC: topic, EDDY_KAFKA_EVENTS: String(events), EDDY_KAFKA_DELIVERY: delivery, EDDY_KAFKA_EO_MODE: mode, EDDY_KAFKA_FAULT: fault === undefined ? "" : JSON.stringify(fault) }, async () => {
+  await withEnv({ EDDY_KAFKA_PREFIX: prefix, EDDY_KAFKA_COMMITTED: committedMarker, EDDY_KAFKA_AFTER_CHECKPOINT: afterCheckpoint, EDDY_KAFKA_SLOW_EVERY: String(slowEvery), EDDY_KAFKA_HOLD: hold, EDDY_KAFKA_URL: kafka.url, EDDY_KAFKA_TOPIC: topic, EDDY_KAFKA_EVENTS: String(events), EDDY_KAFKA_DELIVERY: delivery, EDDY_KAFKA_EO_MODE: mode, EDDY_KAFKA_FAULT: fault === undefined ? "" : JSON.stringify(fault) }, async () => {
     await runJob(kafkaSinkJob, { logger: silent, ...options }).done;
   });
 }
@@ -116,6 +119,44 @@ test(`exactly-once (${mode}): a job at parallelism 2 fails and stays down; resto
       assert.deepEqual(await committedOf(topic), want, `2 → ${parallelism}`);
       assert.deepEqual(kafka.broker.openTransactions(), [], `2 → ${parallelism}: no transaction left open`);
     }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+
+test(`exactly-once (${mode}): an older checkpoint restored into a new checkpoint directory, the prefix of the run that went on from it: the new run's output is written whole`, async () => {
+  const events = WRITE_AHEAD_RESCALE_EVENTS;
+  const dir = mkdtempSync(join(tmpdir(), "eddy-kafka-older-"));
+  try {
+    const first = join(dir, "first");
+    const prefix = `older-${mode}`;
+    const topic = (name: string): string => {
+      kafka.broker.createTopic(`older-${mode}-${name}`, PARTITIONS);
+      return `older-${mode}-${name}`;
+    };
+    const original = topic("original");
+    // The first run fails after a checkpoint completed; resumed from it, it runs to the end (checkpoints kept).
+    const fault = { kind: "exit", atRecord: 1, marker: join(dir, "fault") };
+    const checkpointing = { intervalMs: 20, retained: 1000 };
+    await assert.rejects(run(original, "exactly-once", { mode: "threads", parallelism: 2, checkpointing, checkpointDir: first, jobId: "j", restartStrategy: { type: "none" } }, fault, "", mode, events, join(first, "j"), 10, prefix));
+    const older = latestCheckpoint(join(first, "j"));
+    assert.ok(older !== undefined, "a checkpoint completed before the failure");
+    await run(original, "exactly-once", { mode: "inline", parallelism: 2, checkpointing, checkpointDir: first, jobId: "j", fromCheckpoint: older }, undefined, "", mode, events, "", 1, prefix);
+    assert.deepEqual(await committedOf(original), await expected(events), "the first run's output");
+    const olderId = Number(/(\d+)$/.exec(older)![1]);
+    const lastId = Number(/(\d+)$/.exec(latestCheckpoint(join(first, "j"))!)![1]);
+    assert.ok(lastId > olderId, `the first run went on past the older checkpoint (${olderId} → ${lastId})`);
+    // The older checkpoint restored again, into new checkpoint directories (ids continue after it):
+    // once with the prefix of the run that went on (its markers are past the new ids), once with a fresh one.
+    const again = topic("again");
+    await run(again, "exactly-once", { mode: "inline", parallelism: 2, checkpointing, checkpointDir: join(dir, "second"), jobId: "j", fromCheckpoint: older }, undefined, "", mode, events, "", 1, prefix);
+    const fresh = topic("fresh");
+    await run(fresh, "exactly-once", { mode: "inline", parallelism: 2, checkpointing, checkpointDir: join(dir, "third"), jobId: "j", fromCheckpoint: older }, undefined, "", mode, events, "", 1, `${prefix}-fresh`);
+    const want = await committedOf(fresh);
+    assert.ok(want.flat().length > 0, "the restored run wrote records");
+    assert.deepEqual(await committedOf(again), want, "the same output as under a fresh prefix");
+    assert.deepEqual(kafka.broker.openTransactions(), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

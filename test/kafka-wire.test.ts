@@ -135,8 +135,8 @@ test("the mock cluster speaks Kafka to the Confluent client: metadata, produce, 
   const [r] = await client.fetch([{ topic: T("words"), partition: 2, offset: 1 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 5_000 });
   assert.deepEqual(r!.records.map((x) => [x.offset, dec.decode(x.value!)]), [[1, '"b"']]);
   assert.equal(r!.nextOffset, 2);
-  await client.commitOffsets(T("wire-group"), [{ topic: T("words"), partition: 2, offset: 2 }]);
-  assert.deepEqual(await client.committedOffsets(T("wire-group"), [{ topic: T("words"), partition: 2 }, { topic: T("words"), partition: 1 }]), [2, undefined]);
+  await client.commitOffsets(T("wire-group"), [{ topic: T("words"), partition: 2, offset: 2, metadata: "eddy-wa/1 0123456789abcdef f00d:7" }]);
+  assert.deepEqual(await client.committedOffsets(T("wire-group"), [{ topic: T("words"), partition: 2 }, { topic: T("words"), partition: 1 }]), [{ offset: 2, metadata: "eddy-wa/1 0123456789abcdef f00d:7" }, undefined], "offset and metadata (the write-ahead marker's) through librdkafka");
 });
 
 const N = 4_000;

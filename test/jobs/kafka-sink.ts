@@ -2,6 +2,7 @@
  * The job of the KafkaSink kill-and-compare tests (test/kafka-sink.test.ts), set by the
  * environment (read when each thread builds the job):
  * - EDDY_KAFKA_URL: the fake broker served over HTTP (eddy-kafka/testing); EDDY_KAFKA_TOPIC: the topic;
+ *   EDDY_KAFKA_PREFIX: the transactionalIdPrefix (default `eddy-test-<topic>`);
  * - EDDY_KAFKA_EVENTS: the events 1..n, written as value `n`, key `k<n % 50>`, timestamp 1000 + n;
  * - EDDY_KAFKA_DELIVERY: the sink's delivery guarantee;
  * - EDDY_KAFKA_EO_MODE: exactly-once's mode ("two-phase", the default with a `client`, or "write-ahead");
@@ -69,7 +70,7 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
         key: (n) => `k${n % KEYS}`,
         delivery,
         exactlyOnceMode: (process.env.EDDY_KAFKA_EO_MODE || "two-phase") as "two-phase" | "write-ahead",
-        transactionalIdPrefix: `eddy-test-${topic}`,
+        transactionalIdPrefix: process.env.EDDY_KAFKA_PREFIX || `eddy-test-${topic}`,
         maxBatchSize: 200,
         lingerMs: 2,
       }), committed),

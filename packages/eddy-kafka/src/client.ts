@@ -12,9 +12,10 @@
  * - a transactional producer's `initTransactions` bumps the epoch of its transactional id: any
  *   transaction the id had open is aborted and an older producer with the same id is fenced (its
  *   sends and commits fail with a KafkaClientError of code "PRODUCER_FENCED");
- * - `sendOffsetsToTransaction` adds a consumer group's offsets to the open transaction: they become
- *   the group's committed offsets when it commits, and never if it aborts (write-ahead
- *   exactly-once marks what it wrote with them);
+ * - `sendOffsetsToTransaction` adds a consumer group's offsets (each with an optional metadata
+ *   string, as Kafka's OffsetCommit carries) to the open transaction: they become the group's
+ *   committed offsets when it commits, and never if it aborts (write-ahead exactly-once marks what
+ *   it wrote with them);
  * - `commitTransaction(handle)` on the client commits a transaction left open by a producer that
  *   is gone (Flink's FlinkKafkaInternalProducer.resumeTransaction: the producer id and epoch are
  *   in the checkpoint), so a committable survives a restart of the job.
@@ -57,6 +58,17 @@ export type Isolation = "read_committed" | "read_uncommitted";
 export interface FetchRequest extends TopicPartition {
   /** The offset of the next record wanted. */
   readonly offset: number;
+}
+
+/** An offset to commit for a group, with Kafka's free-form metadata string (at most 4,096 bytes by the broker's default offset.metadata.max.bytes). */
+export interface OffsetCommit extends FetchRequest {
+  readonly metadata?: string;
+}
+
+/** A group's committed offset of a partition ("" when it was committed without metadata). */
+export interface CommittedOffset {
+  readonly offset: number;
+  readonly metadata: string;
 }
 
 export interface FetchResult extends TopicPartition {
@@ -110,7 +122,7 @@ export interface KafkaProducer {
    * sendOffsetsToTransaction): committed with it (visible to `committedOffsets` once it commits),
    * discarded if it aborts. Kafka does not check the offsets against the partitions' logs.
    */
-  sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void>;
+  sendOffsetsToTransaction(offsets: readonly OffsetCommit[], groupId: string): Promise<void>;
   /** Commits the open transaction (what was sent becomes visible to read_committed readers). */
   commitTransaction(): Promise<void>;
   abortTransaction(): Promise<void>;
@@ -131,9 +143,9 @@ export interface KafkaClient {
   /** The offset `spec` resolves to per partition ("latest" is the LSO under read_committed, the high watermark otherwise). */
   listOffsets(partitions: readonly TopicPartition[], spec: OffsetSpec, isolation: Isolation): Promise<readonly number[]>;
   fetch(requests: readonly FetchRequest[], options: FetchOptions): Promise<readonly FetchResult[]>;
-  /** The group's committed offsets (undefined: none committed for the partition). */
-  committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (number | undefined)[]>;
-  commitOffsets(groupId: string, offsets: readonly FetchRequest[]): Promise<void>;
+  /** The group's committed offsets, with their metadata (undefined: none committed for the partition). */
+  committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (CommittedOffset | undefined)[]>;
+  commitOffsets(groupId: string, offsets: readonly OffsetCommit[]): Promise<void>;
   producer(options: ProducerOptions): KafkaProducer;
   /**
    * Commits the transaction `handle` names, left open by a producer that may be gone. Resolves

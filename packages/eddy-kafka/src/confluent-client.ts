@@ -30,7 +30,7 @@ import { randomUUID } from "node:crypto";
 import { isMainThread } from "node:worker_threads";
 import { EddyError } from "eddy";
 import { ensureConfluentHost, threadProxyClient } from "./confluent-thread-host.ts";
-import { KafkaClientError, type ConsumerRecord, type FetchOptions, type FetchRequest, type FetchResult, type Isolation, type KafkaClient, type KafkaErrorCode, type KafkaHeader, type KafkaProducer, type OffsetSpec, type ProducerOptions, type ProducerRecord, type TopicPartition, type TransactionHandle } from "./client.ts";
+import { KafkaClientError, type CommittedOffset, type ConsumerRecord, type FetchOptions, type FetchRequest, type FetchResult, type Isolation, type KafkaClient, type KafkaErrorCode, type KafkaHeader, type KafkaProducer, type OffsetCommit, type OffsetSpec, type ProducerOptions, type ProducerRecord, type TopicPartition, type TransactionHandle } from "./client.ts";
 
 /** TLS to the brokers (librdkafka's ssl.* settings). PEM strings, not paths. */
 export interface KafkaTls {
@@ -263,23 +263,24 @@ class ConfluentKafkaClient implements KafkaClient {
     return f.fetch(requests, options);
   }
 
-  async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (number | undefined)[]> {
+  async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (CommittedOffset | undefined)[]> {
     // A read_committed consumer asks for stable offsets (KIP-447's require_stable): offsets a
     // transaction still holds are waited for, not answered with the ones before it.
     const c = await this.#admin("read_committed", groupId);
     const got: Any[] = await call("committed offsets", (d) => c.committed(partitions.map((tp) => ({ topic: tp.topic, partition: tp.partition })), this.#timeout, d));
     return partitions.map((tp) => {
-      const o = got.find((g) => g.topic === tp.topic && g.partition === tp.partition)?.offset;
-      return typeof o === "number" && o >= 0 ? o : undefined;
+      const g = got.find((g) => g.topic === tp.topic && g.partition === tp.partition);
+      const o = g?.offset;
+      return typeof o === "number" && o >= 0 ? { offset: o, metadata: typeof g.metadata === "string" ? g.metadata : "" } : undefined;
     });
   }
 
-  async commitOffsets(groupId: string, offsets: readonly FetchRequest[]): Promise<void> {
+  async commitOffsets(groupId: string, offsets: readonly OffsetCommit[]): Promise<void> {
     const c = await this.#admin("read_committed", groupId);
     // commitSync: the callback form (commitCb) reported success against librdkafka's mock without
     // the offsets being committed. It blocks this thread for one round trip (once per checkpoint).
     try {
-      c.commitSync(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset })));
+      c.commitSync(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset, ...(o.metadata === undefined ? {} : { metadata: o.metadata }) })));
     } catch (e) {
       throw clientError(e, `commit offsets of group ${groupId}`);
     }
@@ -475,11 +476,11 @@ class ConfluentProducer implements KafkaProducer {
     });
   }
 
-  async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
+  async sendOffsetsToTransaction(offsets: readonly OffsetCommit[], groupId: string): Promise<void> {
     const p = await this.#get();
     await this.#begun;
     const consumer = await this.#groupConsumer(groupId);
-    const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset }));
+    const list = offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: o.offset, ...(o.metadata === undefined ? {} : { metadata: o.metadata }) }));
     await call("sendOffsetsToTransaction", (d) => p.sendOffsetsToTransaction(list, consumer, this.#timeout, (e: unknown) => d(e, undefined)));
   }
 

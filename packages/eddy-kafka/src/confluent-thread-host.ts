@@ -18,7 +18,7 @@
  */
 import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { BroadcastChannel, isMainThread, threadId, type Worker } from "node:worker_threads";
-import { KafkaClientError, type KafkaClient, type KafkaErrorCode, type KafkaProducer, type ProducerOptions } from "./client.ts";
+import { KafkaClientError, type CommittedOffset, type KafkaClient, type KafkaErrorCode, type KafkaProducer, type ProducerOptions } from "./client.ts";
 import { rpcKafkaClient } from "./rpc-client.ts";
 
 const HOST = "eddy-kafka-confluent-host";
@@ -129,7 +129,7 @@ export function ensureConfluentHost(make: (options: unknown) => KafkaClient): vo
     const f = (client as unknown as Record<string, (...a: unknown[]) => unknown>)[m.op];
     if (typeof f !== "function" || !["partitionCount", "listTopics", "listOffsets", "fetch", "committedOffsets", "commitOffsets", "commitTransaction"].includes(m.op)) throw new Error(`unknown operation '${m.op}'`);
     const r = await f.apply(client, m.args);
-    return m.op === "committedOffsets" ? (r as (number | undefined)[]).map((o) => o ?? null) : r;
+    return m.op === "committedOffsets" ? (r as (CommittedOffset | undefined)[]).map((o) => o ?? null) : r;
   };
   channel.onmessage = (event: unknown) => {
     const m = (event as { data: Call }).data;

@@ -141,7 +141,7 @@ for (const transport of ["in-process", "http"] as const) {
       assert.deepEqual(await client.listOffsets(tp, { timestamp: 1000 }, "read_committed"), [3]);
       assert.deepEqual(await client.committedOffsets("g", tp), [undefined]);
       await client.commitOffsets("g", [{ topic: "t", partition: 0, offset: 2 }]);
-      assert.deepEqual(await client.committedOffsets("g", tp), [2]);
+      assert.deepEqual(await client.committedOffsets("g", tp), [{ offset: 2, metadata: "" }]);
       await rejectsWith(client.partitionCount("nope"), "UNKNOWN_TOPIC");
       await rejectsWith(client.fetch([{ topic: "t", partition: 9, offset: 0 }], FETCH), "UNKNOWN_PARTITION");
       await rejectsWith(client.fetch([{ topic: "t", partition: 0, offset: 99 }], FETCH), "OFFSET_OUT_OF_RANGE");

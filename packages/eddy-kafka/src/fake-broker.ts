@@ -23,7 +23,7 @@
  * consumer group rebalances, idempotent-producer sequence numbers (a resend after a lost
  * acknowledgement would append twice here; the sinks never resend within a transaction).
  */
-import { KafkaClientError, type ConsumerRecord, type FetchOptions, type FetchRequest, type FetchResult, type Isolation, type KafkaClient, type KafkaHeader, type KafkaProducer, type OffsetSpec, type ProducerOptions, type ProducerRecord, type TopicPartition, type TransactionHandle } from "./client.ts";
+import { KafkaClientError, type CommittedOffset, type ConsumerRecord, type FetchOptions, type FetchRequest, type FetchResult, type Isolation, type KafkaClient, type KafkaHeader, type KafkaProducer, type OffsetCommit, type OffsetSpec, type ProducerOptions, type ProducerRecord, type TopicPartition, type TransactionHandle } from "./client.ts";
 
 type TxnState = "open" | "committed" | "aborted";
 
@@ -37,7 +37,7 @@ interface Txn {
   readonly startedAt: number;
   readonly timeoutMs: number;
   /** Group offsets sent in it (`sendOffsetsToTransaction`): group → `topic\0partition` → offset. */
-  readonly offsets: Map<string, Map<string, number>>;
+  readonly offsets: Map<string, Map<string, CommittedOffset>>;
 }
 
 type Entry =
@@ -85,7 +85,7 @@ export interface FakeKafkaBrokerOptions {
 export class FakeKafkaBroker {
   readonly #topics = new Map<string, Partition[]>();
   readonly #transactionalIds = new Map<string, TransactionalIdState>();
-  readonly #groups = new Map<string, Map<string, number>>();
+  readonly #groups = new Map<string, Map<string, CommittedOffset>>();
   readonly #now: () => number;
   readonly #defaultTimeoutMs: number;
   #nextProducerId = 1000;
@@ -158,7 +158,7 @@ export class FakeKafkaBroker {
     }
   }
 
-  committedOffsets(groupId: string, partitions: readonly TopicPartition[]): (number | undefined)[] {
+  committedOffsets(groupId: string, partitions: readonly TopicPartition[]): (CommittedOffset | undefined)[] {
     const group = this.#groups.get(groupId);
     return partitions.map((tp) => {
       this.#partition(tp);
@@ -166,12 +166,12 @@ export class FakeKafkaBroker {
     });
   }
 
-  commitOffsets(groupId: string, offsets: readonly FetchRequest[]): void {
-    const group = this.#groups.get(groupId) ?? new Map<string, number>();
+  commitOffsets(groupId: string, offsets: readonly OffsetCommit[]): void {
+    const group = this.#groups.get(groupId) ?? new Map<string, CommittedOffset>();
     for (const o of offsets) {
       const p = this.#partition(o);
       if (!Number.isSafeInteger(o.offset) || o.offset < 0 || o.offset > p.highWatermark) throw new KafkaClientError("OFFSET_OUT_OF_RANGE", `offset ${o.offset} is out of range for ${o.topic}-${o.partition} (0..${p.highWatermark})`);
-      group.set(`${o.topic}\0${o.partition}`, o.offset);
+      group.set(`${o.topic}\0${o.partition}`, { offset: o.offset, metadata: o.metadata ?? "" });
     }
     this.#groups.set(groupId, group);
   }
@@ -218,7 +218,7 @@ export class FakeKafkaBroker {
   }
 
   /** Adds group offsets to the transaction of `handle` (opened by this call if none is); committed with it. */
-  sendOffsets(handle: TransactionHandle, timeoutMs: number | undefined, groupId: string, offsets: readonly FetchRequest[]): void {
+  sendOffsets(handle: TransactionHandle, timeoutMs: number | undefined, groupId: string, offsets: readonly OffsetCommit[]): void {
     this.#expire();
     if (typeof groupId !== "string" || groupId === "") throw new KafkaClientError("INVALID_TXN_STATE", "sendOffsetsToTransaction needs a group id");
     for (const o of offsets) {
@@ -227,8 +227,8 @@ export class FakeKafkaBroker {
     }
     const state = this.#current(handle);
     state.current ??= this.#newTxn(handle, timeoutMs);
-    const group = state.current.offsets.get(groupId) ?? new Map<string, number>();
-    for (const o of offsets) group.set(`${o.topic}\0${o.partition}`, o.offset);
+    const group = state.current.offsets.get(groupId) ?? new Map<string, CommittedOffset>();
+    for (const o of offsets) group.set(`${o.topic}\0${o.partition}`, { offset: o.offset, metadata: o.metadata ?? "" });
     state.current.offsets.set(groupId, group);
   }
 
@@ -294,7 +294,7 @@ export class FakeKafkaBroker {
     }
     if (commit) {
       for (const [groupId, offsets] of txn.offsets) {
-        const group = this.#groups.get(groupId) ?? new Map<string, number>();
+        const group = this.#groups.get(groupId) ?? new Map<string, CommittedOffset>();
         for (const [k, o] of offsets) group.set(k, o);
         this.#groups.set(groupId, group);
       }
@@ -392,11 +392,11 @@ class FakeClient implements KafkaClient {
     this.#open();
     return this.#broker.fetch(requests, options);
   }
-  async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (number | undefined)[]> {
+  async committedOffsets(groupId: string, partitions: readonly TopicPartition[]): Promise<readonly (CommittedOffset | undefined)[]> {
     this.#open();
     return this.#broker.committedOffsets(groupId, partitions);
   }
-  async commitOffsets(groupId: string, offsets: readonly FetchRequest[]): Promise<void> {
+  async commitOffsets(groupId: string, offsets: readonly OffsetCommit[]): Promise<void> {
     this.#open();
     this.#broker.commitOffsets(groupId, offsets);
   }
@@ -449,7 +449,7 @@ class FakeProducer implements KafkaProducer {
     return this.#broker.send(this.#handle, this.#options.transactionTimeoutMs, records);
   }
 
-  async sendOffsetsToTransaction(offsets: readonly FetchRequest[], groupId: string): Promise<void> {
+  async sendOffsetsToTransaction(offsets: readonly OffsetCommit[], groupId: string): Promise<void> {
     this.#check();
     if (this.#handle === undefined || !this.#inTransaction) throw new KafkaClientError("INVALID_TXN_STATE", "sendOffsetsToTransaction without an open transaction");
     this.#broker.sendOffsets(this.#handle, this.#options.transactionTimeoutMs, groupId, offsets);

@@ -159,7 +159,7 @@ class KafkaSplitEnumerator<T> implements SplitEnumerator<KafkaSplit> {
     const fallback = [...(await client.listOffsets(partitions, "committed" in s ? s.committed : s.otherwise, isolation))];
     if ("committed" in s) {
       const committed = await client.committedOffsets(groupId!, partitions);
-      return fallback.map((f, i) => committed[i] ?? f);
+      return fallback.map((f, i) => committed[i]?.offset ?? f);
     }
     return partitions.map((tp, i) => s.offsets.find((o) => o.topic === tp.topic && o.partition === tp.partition)?.offset ?? fallback[i]!);
   }

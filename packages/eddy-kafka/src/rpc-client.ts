@@ -5,7 +5,7 @@
  * is synchronous in the interface: its effect is local until the first send, as in Kafka's
  * clients; the remote side is told in order, before any later call of that producer).
  */
-import type { FetchRequest, KafkaClient, KafkaProducer, ProducerOptions, ProducerRecord, TransactionHandle } from "./client.ts";
+import type { CommittedOffset, KafkaClient, KafkaProducer, OffsetCommit, ProducerOptions, ProducerRecord, TransactionHandle } from "./client.ts";
 
 export type Rpc = (op: string, ...args: unknown[]) => Promise<unknown>;
 
@@ -25,7 +25,7 @@ export function rpcKafkaClient(rpc: Rpc, openProducer: (options: ProducerOptions
         call("beginTransaction").catch(() => {});
       },
       send: (records: readonly ProducerRecord[]) => call<readonly number[]>("send", records),
-      sendOffsetsToTransaction: (offsets: readonly FetchRequest[], groupId: string) => call<void>("sendOffsetsToTransaction", offsets, groupId),
+      sendOffsetsToTransaction: (offsets: readonly OffsetCommit[], groupId: string) => call<void>("sendOffsetsToTransaction", offsets, groupId),
       commitTransaction: () => call<void>("commitTransaction"),
       abortTransaction: () => call<void>("abortTransaction"),
       close: () => call<void>("close"),
@@ -37,7 +37,7 @@ export function rpcKafkaClient(rpc: Rpc, openProducer: (options: ProducerOptions
     listTopics: () => rpc("listTopics") as Promise<readonly string[]>,
     listOffsets: (partitions, spec, isolation) => rpc("listOffsets", partitions, spec, isolation) as Promise<readonly number[]>,
     fetch: (requests, options) => rpc("fetch", requests, options) as Promise<never>,
-    committedOffsets: async (groupId, partitions) => ((await rpc("committedOffsets", groupId, partitions)) as (number | null)[]).map((o) => o ?? undefined),
+    committedOffsets: async (groupId, partitions) => ((await rpc("committedOffsets", groupId, partitions)) as (CommittedOffset | null)[]).map((o) => o ?? undefined),
     commitOffsets: async (groupId, offsets) => void (await rpc("commitOffsets", groupId, offsets)),
     producer,
     commitTransaction: (handle) => rpc("commitTransaction", handle) as Promise<"committed" | "already-committed">,

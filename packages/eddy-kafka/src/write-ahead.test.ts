@@ -10,14 +10,15 @@ import { EddyError } from "eddy";
 import { KafkaClientError, type KafkaClient } from "./client.ts";
 import { FakeKafkaBroker, readCommitted } from "./fake-broker.ts";
 import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
-import { markerGroup } from "./write-ahead.ts";
+import { alreadyWritten, markerGroup, markerMetadata, MAX_ANCESTRY, readMarker } from "./write-ahead.ts";
 
 const dec = new TextDecoder();
 
-function contextOf(subtaskIndex: number, parallelism: number): SinkContext {
+function contextOf(subtaskIndex: number, parallelism: number, restored?: { readonly checkpointId: number; readonly state: readonly unknown[] }): SinkContext {
   return {
     subtaskIndex,
     parallelism,
+    ...(restored === undefined ? {} : { restoredCheckpointId: restored.checkpointId, restoredState: restored.state }),
     operatorName: "kafka-out",
     job: { jobName: "t", collect() {}, commitOnce() {}, writeStdout() {} },
     reportBadRecord(_value, cause) {
@@ -32,7 +33,7 @@ function setup(options: Partial<KafkaSinkOptions<number>> = {}, client?: (broker
   const sink = KafkaSink.create<number>({ client: () => client?.(broker) ?? broker.client(), topic: "out", serializer: (n) => String(n), key: (n) => String(n % 7), delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "wa", maxBatchSize: 4, ...options });
   /** What a read_committed reader sees, sorted. */
   const committed = async (): Promise<number[]> => (await readCommitted(broker, "out", (r) => Number(dec.decode(r.value!)))).flat().sort((a, b) => a - b);
-  const marker = async (owner: number): Promise<number | undefined> => (await broker.client().committedOffsets(markerGroup("wa", owner), [{ topic: "out", partition: 0 }]))[0];
+  const marker = async (owner: number): Promise<number | undefined> => (await broker.client().committedOffsets(markerGroup("wa", owner), [{ topic: "out", partition: 0 }]))[0]?.offset;
   return { broker, sink, committed, marker };
 }
 
@@ -41,8 +42,9 @@ interface Subtask {
   readonly committer: Committer<unknown>;
 }
 
-function open(sink: ReturnType<typeof setup>["sink"], subtask: number, parallelism: number): Subtask {
-  const context = contextOf(subtask, parallelism);
+/** A subtask's writer and committer; `restored`: after a restore from that checkpoint, with the writer states it held. */
+function open(sink: ReturnType<typeof setup>["sink"], subtask: number, parallelism: number, restored?: { readonly checkpointId: number; readonly state: readonly unknown[] }): Subtask {
+  const context = contextOf(subtask, parallelism, restored);
   return { writer: sink.createWriter(context), committer: sink.createCommitter!(context) };
 }
 
@@ -153,17 +155,107 @@ test("fake broker: offsets sent in a transaction are the group's once it commits
   const p = c.producer({ transactionalId: "x" });
   await p.initTransactions();
   p.beginTransaction();
-  await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 42 }], "g");
+  await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 42, metadata: "m42" }], "g");
   assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [undefined], "not before the commit");
   await p.commitTransaction();
-  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42]);
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [{ offset: 42, metadata: "m42" }], "the offset with its metadata");
   p.beginTransaction();
   await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 43 }], "g");
   await p.abortTransaction();
-  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42], "an aborted transaction's offsets are dropped");
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [{ offset: 42, metadata: "m42" }], "an aborted transaction's offsets are dropped");
   p.beginTransaction();
   await p.sendOffsetsToTransaction([{ topic: "t", partition: 0, offset: 44 }], "g");
   await c.producer({ transactionalId: "x" }).initTransactions();
-  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [42], "nor those of a transaction a newer producer aborted");
+  assert.deepEqual(await c.committedOffsets("g", [{ topic: "t", partition: 0 }]), [{ offset: 42, metadata: "m42" }], "nor those of a transaction a newer producer aborted");
   await assert.rejects(p.commitTransaction(), (e: unknown) => e instanceof KafkaClientError && e.code === "PRODUCER_FENCED");
+});
+
+/** What a writer keeps in checkpoint `checkpointId` (the sink operator calls snapshotState after prepareCommit). */
+const writerState = async (s: Subtask, checkpointId: number): Promise<readonly unknown[]> => s.writer.snapshotState!(checkpointId);
+
+test("write-ahead: after a restore from an older checkpoint (checkpoint ids go back), the new committables are written although the marker is past their ids", async () => {
+  const { sink, committed, marker } = setup();
+  const x = open(sink, 0, 1);
+  let state2: readonly unknown[] = [];
+  let cp2: readonly unknown[] = [];
+  for (let c = 1; c <= 5; c++) {
+    const cp = await interval(x, range(c * 10, c * 10 + 3), c);
+    if (c === 2) [cp2, state2] = [cp, await writerState(x, 2)];
+    await x.committer.commit(cp);
+  }
+  assert.equal(await marker(0), 5);
+  // Restored from checkpoint 2 into a new checkpoint directory: ids continue at 3. Checkpoint 2 still held its committable.
+  const y = open(sink, 0, 1, { checkpointId: 2, state: state2 });
+  await y.committer.commit(cp2);
+  const before = await committed();
+  assert.deepEqual(before, [10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42, 50, 51, 52], "checkpoint 2's committable was written by the old run: skipped");
+  const y3 = await interval(y, [1003, 1004], 3);
+  await y.committer.commit(y3);
+  const y4 = await interval(y, [1005], 4);
+  await y.committer.commit(y4);
+  assert.deepEqual(await committed(), [...before, 1003, 1004, 1005].sort((a, b) => a - b), "the new run's checkpoints 3 and 4 are written (the old marker said 5)");
+  assert.equal(await marker(0), 4);
+  // And a fresh job (no restore) with the same prefix: its checkpoint 1 is written too.
+  const z = open(sink, 0, 1);
+  await z.committer.commit(await interval(z, [7777], 1));
+  assert.ok((await committed()).includes(7777));
+});
+
+test("write-ahead: a restored committable of an ancestor life is not written again when the marker is of a later life (commits that lagged behind a checkpoint)", async () => {
+  const { sink, committed } = setup();
+  const x = open(sink, 0, 1);
+  const x1 = await interval(x, [1, 2], 1);
+  await x.committer.commit(x1);
+  const x2 = await interval(x, [3, 4], 2);
+  const state2 = await writerState(x, 2);
+  // x dies before committing checkpoint 2. Y restores from 2; its checkpoint 3 is taken while x2 is still pending.
+  const y = open(sink, 0, 1, { checkpointId: 2, state: state2 });
+  const y3 = await interval(y, [5, 6], 3);
+  const state3 = await writerState(y, 3);
+  await y.committer.commit([...x2, ...y3]);
+  assert.deepEqual(await committed(), [1, 2, 3, 4, 5, 6]);
+  // Z restores from checkpoint 3, which holds x2 and y3 (both written since): neither is written again.
+  const z = open(sink, 0, 1, { checkpointId: 3, state: state3 });
+  await z.committer.commit([...x2, ...y3]);
+  assert.deepEqual(await committed(), [1, 2, 3, 4, 5, 6], "no duplicates");
+  const z4 = await interval(z, [7], 4);
+  await z.committer.commit(z4);
+  assert.deepEqual(await committed(), [1, 2, 3, 4, 5, 6, 7]);
+});
+
+test("write-ahead: the marker's history (alreadyWritten, readMarker)", () => {
+  const m = readMarker({ offset: 9, metadata: markerMetadata("b", [["a", 4], ["r", 2]]) });
+  assert.deepEqual(m, { checkpointId: 9, life: "b", ancestry: [["a", 4], ["r", 2]] });
+  assert.equal(alreadyWritten("b", 9, m), true);
+  assert.equal(alreadyWritten("b", 10, m), false, "the marker's life past it");
+  assert.equal(alreadyWritten("a", 4, m), true, "an ancestor up to where the history left it");
+  assert.equal(alreadyWritten("a", 5, m), false, "an ancestor's discarded future");
+  assert.equal(alreadyWritten("r", 1, m), true);
+  assert.equal(alreadyWritten("c", 1, m), false, "another life (a restore from elsewhere, a fresh start)");
+  assert.equal(alreadyWritten("b", 1, undefined), false, "no marker: nothing written");
+  // A marker without Eddy's metadata (something else committed to the group): checkpoint ids compared.
+  for (const metadata of ["", "other", "eddy-wa/1", "eddy-wa/1 b a:x"]) {
+    const foreign = readMarker({ offset: 9, metadata });
+    assert.equal(foreign?.life, undefined, metadata);
+    assert.deepEqual([alreadyWritten("q", 9, foreign), alreadyWritten("q", 10, foreign)], [true, false]);
+  }
+});
+
+test("write-ahead: a writer remembers at most MAX_ANCESTRY lives, nearest first; only the restored state of its own subtask", async () => {
+  const { sink } = setup();
+  let state = await writerState(open(sink, 0, 1), 1);
+  const lives: string[] = [(state[0] as { life: string }).life];
+  for (let i = 2; i <= MAX_ANCESTRY + 5; i++) {
+    const s = open(sink, 0, 1, { checkpointId: i - 1, state });
+    state = await writerState(s, i);
+    lives.unshift((state[0] as { life: string }).life);
+  }
+  const { ancestry } = state[0] as { ancestry: readonly (readonly [string, number])[] };
+  assert.equal(ancestry.length, MAX_ANCESTRY);
+  assert.deepEqual(ancestry.map(([l]) => l), lives.slice(1, MAX_ANCESTRY + 1));
+  assert.deepEqual(ancestry[0]![1], MAX_ANCESTRY + 4, "the nearest ancestor up to the restored checkpoint");
+  assert.ok(markerMetadata("0123456789abcdef", ancestry.map(([, u]) => ["0123456789abcdef", u] as const)).length < 600);
+  // Subtask 1 restored with subtask 0's state (a rescale dealt it there): no ancestry of another owner.
+  const other = await writerState(open(sink, 1, 2, { checkpointId: 3, state }), 4);
+  assert.deepEqual((other[0] as { ancestry: unknown[] }).ancestry, []);
 });

@@ -15,18 +15,28 @@
  *    sent with `sendOffsetsToTransaction` to the group `<prefix>-marker-<owner>`; records and
  *    marker become visible together or not at all;
  * 3. the first time a committer uses an owner's id (after a start, a restore, a failed commit) it
- *    initializes it (fencing) and then reads the marker: a committable whose checkpoint id is at or
- *    below it was written, one above it is written (step 2). One owner's committables are written
- *    in checkpoint order by one committer (Sink.committableOwner: after a rescale all of an old
- *    subtask's committables go to the committer of subtask `owner % parallelism`), so "at or below
- *    the marker" means "written".
+ *    initializes it (fencing) and then reads the marker; a committable the marker says was written
+ *    is skipped, any other is written (step 2). One owner's committables are written in checkpoint
+ *    order by one committer (Sink.committableOwner: after a rescale all of an old subtask's
+ *    committables go to the committer of subtask `owner % parallelism`).
  *
- * The marker needs checkpoint ids that never go back for the job's `transactionalIdPrefix`: a new
- * job (a fresh start, checkpoint 1 again) with the prefix of an old one would take the old job's
- * markers for its own and skip restored committables. Use a new prefix for a fresh start.
+ * What "the marker says was written" means. Checkpoint ids alone cannot say it: they go back when a
+ * job restores an older checkpoint into a new checkpoint directory (or after the newer ones were
+ * deleted), and a fresh job may reuse an old prefix; comparing ids would then skip new committables
+ * whose ids the old run had already passed (data loss). So every writer is a *life* (a random id,
+ * from its creation to its task's end) whose checkpoint ids only grow, and knows its *ancestry*:
+ * the life it was restored from and the checkpoint id it continues after, that life's ancestry, and
+ * so on (kept in the writer's state; nearest first, at most MAX_ANCESTRY). Committables and the
+ * marker carry their life and ancestry (the marker in its offset's metadata string). The outputs of
+ * a job form a tree: a restore branches off at the restored checkpoint. A committable was written
+ * exactly when it lies on the path from the root to the marker: it is of the marker's life at or
+ * below the marker's checkpoint id, or of an ancestor life at or below the checkpoint the path left
+ * that life at. Anything else (a new committable after a restore, a fresh start with an old
+ * prefix) is written. `alreadyWritten` decides it.
  */
+import { randomBytes } from "node:crypto";
 import { EddyError, type Committer, type SinkContext, type SinkWriter } from "eddy";
-import { KafkaClientError, kafkaErrorCode, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TopicPartition } from "./client.ts";
+import { KafkaClientError, kafkaErrorCode, type CommittedOffset, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TopicPartition } from "./client.ts";
 import { partitionForKey } from "./murmur2.ts";
 
 /** A record serialized, its partition not yet chosen (the committer chooses it when it writes). */
@@ -38,15 +48,86 @@ export interface SerializedRecord {
   readonly timestamp: number | undefined;
 }
 
+/** The lives a writer continues, nearest first: `[life, the last checkpoint id of it that is on this writer's history]`. */
+export type Ancestry = readonly (readonly [life: string, upTo: number])[];
+
+/** How many ancestors a writer remembers (the marker's metadata stays under ~600 bytes; Kafka's bound is 4,096). */
+export const MAX_ANCESTRY = 16;
+
 /** The committable of one subtask and checkpoint: the records themselves. */
 export interface WriteAheadCommittable {
-  readonly v: 1;
+  readonly v: 2;
   readonly kind: "write-ahead";
   /** The writer subtask that made it: its records go through `<prefix>-<owner>`. */
   readonly owner: number;
   /** null: the end of input of a job without checkpointing (written without a marker: there is no restore). */
   readonly checkpointId: number | null;
+  /** The writer's life and ancestry (see the top of this file). */
+  readonly life: string;
+  readonly ancestry: Ancestry;
   readonly records: readonly SerializedRecord[];
+}
+
+/** What a writer keeps in the checkpoint: who it is, for the writer restored from it. */
+interface WriterLineage {
+  readonly v: 1;
+  readonly kind: "write-ahead-lineage";
+  readonly owner: number;
+  readonly life: string;
+  readonly ancestry: Ancestry;
+}
+
+/** The last committable written through an owner's id, as its marker says. `life` undefined: a marker without Eddy's metadata (ids compared). */
+export interface Marker {
+  readonly checkpointId: number;
+  readonly life: string | undefined;
+  readonly ancestry: Ancestry;
+}
+
+const MARKER_METADATA = "eddy-wa/1";
+
+export function markerMetadata(life: string, ancestry: Ancestry): string {
+  return [MARKER_METADATA, life, ...ancestry.map(([l, upTo]) => `${l}:${upTo}`)].join(" ");
+}
+
+export function readMarker(committed: CommittedOffset | undefined): Marker | undefined {
+  if (committed === undefined) return undefined;
+  const foreign: Marker = { checkpointId: committed.offset, life: undefined, ancestry: [] };
+  const [tag, life, ...rest] = committed.metadata.split(" ");
+  if (tag !== MARKER_METADATA || life === undefined || life === "") return foreign;
+  const ancestry: [string, number][] = [];
+  for (const a of rest) {
+    const i = a.lastIndexOf(":");
+    const upTo = Number(a.slice(i + 1));
+    if (i <= 0 || !Number.isSafeInteger(upTo)) return foreign;
+    ancestry.push([a.slice(0, i), upTo]);
+  }
+  return { checkpointId: committed.offset, life, ancestry };
+}
+
+/**
+ * Whether the committable of `life` and `checkpointId` lies on the history the marker ends (see the
+ * top of this file). A marker without Eddy's metadata (written by something else into the group)
+ * falls back to comparing checkpoint ids.
+ */
+export function alreadyWritten(life: string, checkpointId: number, marker: Marker | undefined): boolean {
+  if (marker === undefined) return false;
+  if (marker.life === undefined || marker.life === life) return checkpointId <= marker.checkpointId;
+  for (const [l, upTo] of marker.ancestry) if (l === life) return checkpointId <= upTo;
+  return false;
+}
+
+/** A new writer life's ancestry: the restored writer of the same subtask (if the restore handed its state here), then its ancestry. */
+function ancestryOf(context: SinkContext): Ancestry {
+  const restoredId = context.restoredCheckpointId;
+  if (restoredId === undefined) return [];
+  for (const s of context.restoredState ?? []) {
+    const w = s as WriterLineage;
+    if (w === null || typeof w !== "object" || w.kind !== "write-ahead-lineage") continue;
+    if (w.v !== 1 || typeof w.life !== "string" || !Array.isArray(w.ancestry)) throw new EddyError("CHECKPOINT_CORRUPT", `KafkaSink: a restored write-ahead writer state is not readable: ${JSON.stringify(s)?.slice(0, 200)}`);
+    if (w.owner === context.subtaskIndex) return [[w.life, restoredId] as const, ...w.ancestry].slice(0, MAX_ANCESTRY);
+  }
+  return [];
 }
 
 export interface WriteAheadConfig {
@@ -69,7 +150,7 @@ export function committableOwner(c: unknown): number {
 
 export function readWriteAheadCommittable(c: unknown): WriteAheadCommittable {
   const w = c as WriteAheadCommittable;
-  if (w === null || typeof w !== "object" || w.v !== 1 || w.kind !== "write-ahead" || !Number.isSafeInteger(w.owner) || w.owner < 0 || !(w.checkpointId === null || Number.isSafeInteger(w.checkpointId)) || !Array.isArray(w.records)) {
+  if (w === null || typeof w !== "object" || w.v !== 2 || w.kind !== "write-ahead" || !Number.isSafeInteger(w.owner) || w.owner < 0 || !(w.checkpointId === null || Number.isSafeInteger(w.checkpointId)) || typeof w.life !== "string" || !Array.isArray(w.ancestry) || !Array.isArray(w.records)) {
     throw new EddyError("CHECKPOINT_CORRUPT", `KafkaSink: a restored committable is not a write-ahead committable: ${JSON.stringify(c)?.slice(0, 200)} (was the checkpoint taken with exactlyOnceMode "two-phase"?)`);
   }
   return w;
@@ -81,6 +162,8 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
   readonly #c: WriteAheadConfig;
   readonly #context: SinkContext;
   readonly #serialize: (value: T, timestamp: number | undefined) => SerializedRecord;
+  readonly #life = randomBytes(8).toString("hex");
+  readonly #ancestry: Ancestry;
   #buffer: SerializedRecord[] = [];
   #bytes = 0;
 
@@ -88,6 +171,7 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
     this.#c = config;
     this.#context = context;
     this.#serialize = serialize;
+    this.#ancestry = ancestryOf(context);
   }
 
   // hot path
@@ -116,7 +200,12 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
     const records = this.#buffer;
     this.#buffer = [];
     this.#bytes = 0;
-    return [{ v: 1, kind: "write-ahead", owner: this.#context.subtaskIndex, checkpointId: checkpointId ?? null, records }];
+    return [{ v: 2, kind: "write-ahead", owner: this.#context.subtaskIndex, checkpointId: checkpointId ?? null, life: this.#life, ancestry: this.#ancestry, records }];
+  }
+
+  /** Who this writer is, for the writer restored from this checkpoint (its ancestry). */
+  snapshotState(): readonly WriterLineage[] {
+    return [{ v: 1, kind: "write-ahead-lineage", owner: this.#context.subtaskIndex, life: this.#life, ancestry: this.#ancestry }];
   }
 
   close(): void {
@@ -127,8 +216,8 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
 /** One owner's transactional id, initialized by this committer, and its marker as read then. */
 interface Lane {
   readonly producer: KafkaProducer;
-  /** The checkpoint id of the last committable written through it (-1: none). */
-  marker: number;
+  /** The last committable written through it (undefined: none). */
+  marker: Marker | undefined;
 }
 
 /** Written, and skipped as written before (tests and metrics). */
@@ -169,7 +258,7 @@ export class WriteAheadCommitter implements Committer<unknown> {
 
   async #write(c: WriteAheadCommittable): Promise<void> {
     const lane = await this.#lane(c.owner);
-    if (c.checkpointId !== null && c.checkpointId <= lane.marker) {
+    if (c.checkpointId !== null && alreadyWritten(c.life, c.checkpointId, lane.marker)) {
       this.counts.skipped++;
       return;
     }
@@ -178,9 +267,11 @@ export class WriteAheadCommitter implements Committer<unknown> {
     const acks: Promise<readonly number[]>[] = [];
     for (let i = 0; i < records.length; i += this.#c.maxBatchSize) acks.push(lane.producer.send(records.slice(i, i + this.#c.maxBatchSize)));
     await Promise.all(acks);
-    if (c.checkpointId !== null) await lane.producer.sendOffsetsToTransaction([{ ...this.#markerPartition(), offset: c.checkpointId }], markerGroup(this.#c.prefix, c.owner));
+    if (c.checkpointId !== null) {
+      await lane.producer.sendOffsetsToTransaction([{ ...this.#markerPartition(), offset: c.checkpointId, metadata: markerMetadata(c.life, c.ancestry) }], markerGroup(this.#c.prefix, c.owner));
+    }
     await lane.producer.commitTransaction();
-    if (c.checkpointId !== null) lane.marker = c.checkpointId;
+    if (c.checkpointId !== null) lane.marker = { checkpointId: c.checkpointId, life: c.life, ancestry: c.ancestry };
     this.counts.written++;
   }
 
@@ -196,7 +287,7 @@ export class WriteAheadCommitter implements Committer<unknown> {
     try {
       await producer.initTransactions();
       const [marker] = await this.#client.committedOffsets(markerGroup(this.#c.prefix, owner), [this.#markerPartition()]);
-      const lane: Lane = { producer, marker: marker ?? -1 };
+      const lane: Lane = { producer, marker: readMarker(marker) };
       this.#lanes.set(owner, lane);
       return lane;
     } catch (e) {
