@@ -303,7 +303,12 @@ test("examples/kafka-totals.ts over the wire: per-customer totals per minute, eq
   await createTopic("orders", 4);
   await createTopic("totals", 4);
   await produce(orders.map((o, i) => json("orders", i % 4, o, o.customer)));
-  await runJob(kafkaTotalsJob(bootstrap, true), { mode: "inline", parallelism: 2, logger: silent }).done;
+  const checkpoints = mkdtempSync(join(tmpdir(), "eddy-kafka-totals-"));
+  try {
+    await runJob(kafkaTotalsJob(bootstrap, true), { mode: "inline", parallelism: 2, logger: silent, checkpointing: { intervalMs: 50 }, checkpointDir: checkpoints }).done;
+  } finally {
+    rmSync(checkpoints, { recursive: true, force: true });
+  }
   const want = new Map<string, MinuteTotal>();
   for (const o of orders) {
     const minute = Math.floor(o.ts / MINUTE_MS) * MINUTE_MS;
