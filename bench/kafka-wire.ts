@@ -12,7 +12,14 @@
  * - eddy KafkaSink at-least-once: fromSequence → the same records → KafkaSink({ bootstrapServers,
  *   key, serializer: "json" }), inline, parallelism 1, checkpoints every 1 s (each waits for acks).
  *
+ * Sources are reported twice: over the whole run (connecting, metadata, offsets included) and from
+ * the first record to the last (the steady state a long-running job sees; Eddy's start — the
+ * enumerator's metadata and offset queries, then the reader's own consumer — costs a few hundred
+ * milliseconds that a 100,000-record run does not amortize).
+ *
  * Run: node -C eddy-source --import tsx bench/kafka-wire.ts [records=100000] [rounds=3]
+ * (EDDY_BENCH_VARIANTS="eddy KafkaSource,bare consumer": only those, e.g. under a profiler.)
+ * More than ~200,000 records: the mock drops the oldest records of a partition past about 70,000.
  */
 import { createRequire } from "node:module";
 import { defineJob, WatermarkStrategy, type Sink } from "eddy";
@@ -66,6 +73,9 @@ async function bareProduce(topic: string): Promise<void> {
   await cb((d) => p.disconnect(d));
 }
 
+/** When the current source variant saw its first record (performance.now()). */
+let firstRecordAt = 0;
+
 async function bareConsume(): Promise<void> {
   const c = new K.KafkaConsumer({ "bootstrap.servers": bootstrap, "group.id": `bench-${Date.now()}`, "enable.auto.commit": false, "isolation.level": "read_committed" }, {});
   await cb((d) => c.connect({}, d));
@@ -75,7 +85,9 @@ async function bareConsume(): Promise<void> {
   let n = 0;
   let sum = 0;
   while (n < RECORDS) {
-    for (const m of await cb<any[]>((d) => c.consume(2000, d))) {
+    const batch = await cb<any[]>((d) => c.consume(2000, d));
+    if (n === 0 && batch.length > 0) firstRecordAt = performance.now();
+    for (const m of batch) {
       sum += (JSON.parse(m.value.toString()) as Event).amount;
       n++;
     }
@@ -85,7 +97,7 @@ async function bareConsume(): Promise<void> {
 }
 
 let counted = 0;
-const counting: Sink<Event> = { createWriter: () => ({ write: () => void counted++ }) };
+const counting: Sink<Event> = { createWriter: () => ({ write: () => void (counted++ === 0 && (firstRecordAt = performance.now())) }) };
 async function eddySource(): Promise<void> {
   counted = 0;
   await runJob(
@@ -116,32 +128,45 @@ async function written(topic: string): Promise<number> {
 }
 
 type Variant = "bare consumer" | "eddy KafkaSource" | "bare producer" | "eddy KafkaSink at-least-once";
-const VARIANTS: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
+const ALL: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
   "bare producer": { run: bareProduce, sink: true, baseline: "bare producer" },
   "eddy KafkaSink at-least-once": { run: eddySink, sink: true, baseline: "bare producer" },
   "bare consumer": { run: bareConsume, sink: false, baseline: "bare consumer" },
   "eddy KafkaSource": { run: eddySource, sink: false, baseline: "bare consumer" },
 };
+const only = process.env.EDDY_BENCH_VARIANTS?.split(",");
+const VARIANTS = Object.fromEntries(Object.entries(ALL).filter(([v]) => only === undefined || only.includes(v))) as Partial<typeof ALL>;
 
 try {
   await bareProduce("source");
   const results = new Map<Variant, number[]>();
+  const steady = new Map<Variant, number[]>();
   let sinkTopic = 0;
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [variant, { run, sink }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
+    for (const [variant, { run, sink }] of Object.entries(VARIANTS) as [Variant, (typeof ALL)[Variant]][]) {
       const topic = sink ? `sink-${sinkTopic++}` : "source";
+      firstRecordAt = 0;
       const start = performance.now();
       await run(topic);
-      const ms = performance.now() - start;
+      const end = performance.now();
+      const ms = end - start;
+      if (!sink) steady.set(variant, [...(steady.get(variant) ?? []), RECORDS / ((end - firstRecordAt) / 1000)]);
       if (sink && (await written(topic)) !== RECORDS) throw new Error(`${variant}: ${await written(topic)} records written, not ${RECORDS}`);
       results.set(variant, [...(results.get(variant) ?? []), RECORDS / (ms / 1000)]);
     }
   }
   console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), ${PARTITIONS} partitions, librdkafka's mock cluster (loopback), @confluentinc/kafka-javascript ${K.librdkafkaVersion ? `(librdkafka ${K.librdkafkaVersion})` : ""}, median of ${ROUNDS} rounds`);
-  for (const [variant, { baseline }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
+  const rec = (n: number): string => `${Math.round(n).toLocaleString("en-US").padStart(10)} rec/s`;
+  for (const [variant, { baseline, sink }] of Object.entries(VARIANTS) as [Variant, (typeof ALL)[Variant]][]) {
     const rate = median(results.get(variant)!);
-    const base = median(results.get(baseline)!);
-    console.log(`${variant.padEnd(30)} ${Math.round(rate).toLocaleString("en-US").padStart(10)} rec/s  ${Math.round((rate / base) * 100)} % of ${baseline}`);
+    const base = results.has(baseline) ? median(results.get(baseline)!) : Number.NaN;
+    let line = `${variant.padEnd(30)} ${rec(rate)}  ${Math.round((rate / base) * 100)} % of ${baseline}`;
+    if (!sink) {
+      const s = median(steady.get(variant)!);
+      const b = steady.has(baseline) ? median(steady.get(baseline)!) : Number.NaN;
+      line += `;  first record to last: ${rec(s)}  ${Math.round((s / b) * 100)} %`;
+    }
+    console.log(line);
   }
 } finally {
   await client.close();

@@ -151,6 +151,18 @@ const call = <T>(what: string, fn: (done: (e: unknown, v: T) => void) => void): 
 
 const asBuffer = (b: Uint8Array | null): Buffer | null => (b === null ? null : Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength));
 const key = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
+const NO_HEADERS: readonly KafkaHeader[] = Object.freeze([]);
+/** librdkafka's headers (a list of one-entry objects) as Eddy's. */
+const headersOf = (list: readonly Record<string, string | Buffer>[]): readonly KafkaHeader[] => {
+  if (list.length === 0) return NO_HEADERS;
+  const headers: KafkaHeader[] = [];
+  for (const h of list) for (const [hk, hv] of Object.entries(h)) headers.push([hk, typeof hv === "string" ? Buffer.from(hv) : hv]);
+  return headers;
+};
+const partitionOfKey = (k: string): TopicPartition => {
+  const i = k.lastIndexOf("\u0000");
+  return { topic: k.slice(0, i), partition: Number(k.slice(i + 1)) };
+};
 
 /** A consumer connected on first use; one connection attempt shared by concurrent callers. */
 class LazyConsumer {
@@ -224,7 +236,9 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async #metadata(topic: string | undefined): Promise<Any> {
-    const c = await this.#metadataAdmin("read_uncommitted");
+    // Metadata does not depend on the isolation level: any metadata consumer will do (one connection fewer at a source's start).
+    const existing = [...this.#admins.keys()].find((k) => k.includes("|eddy-metadata-"));
+    const c = await (existing !== undefined ? this.#admins.get(existing)!.get() : this.#admin("read_committed"));
     return call("metadata", (d) => c.getMetadata(topic === undefined ? { allTopics: true, timeout: this.#timeout } : { topic, allTopics: false, timeout: this.#timeout }, d));
   }
 
@@ -324,12 +338,7 @@ class Fetcher {
 
   async fetch(requests: readonly FetchRequest[], options: FetchOptions): Promise<readonly FetchResult[]> {
     const c = await this.#consumer.get();
-    const continues = requests.length === this.#positions.size && requests.every((r) => this.#positions.get(key(r.topic, r.partition)) === r.offset);
-    if (!continues) {
-      if (this.#positions.size > 0) c.unassign();
-      c.assign(requests.map((r) => ({ topic: r.topic, partition: r.partition, offset: r.offset })));
-      this.#positions = new Map(requests.map((r) => [key(r.topic, r.partition), r.offset]));
-    }
+    this.#assign(c, requests);
     if (this.#waitMs !== options.maxWaitMs) {
       c.setDefaultConsumeTimeout(options.maxWaitMs);
       c.setDefaultIsTimeoutOnlyForFirstMessage(true);
@@ -345,15 +354,22 @@ class Fetcher {
       throw clientError(e, `fetch from ${where()}`);
     }
     const byPartition = new Map<string, ConsumerRecord[]>();
+    // hot path: messages come in runs of one partition, in offset order.
+    let list: ConsumerRecord[] = [];
+    let topic: string | undefined;
+    let partition = -1;
     for (const m of messages) {
-      const k = key(m.topic, m.partition);
-      const headers: KafkaHeader[] = [];
-      for (const h of (m.headers ?? []) as Record<string, string | Buffer>[]) for (const [hk, hv] of Object.entries(h)) headers.push([hk, typeof hv === "string" ? Buffer.from(hv) : hv]);
-      let list = byPartition.get(k);
-      if (list === undefined) byPartition.set(k, (list = []));
-      list.push({ topic: m.topic, partition: m.partition, offset: m.offset, key: m.key ?? null, value: m.value ?? null, headers, timestamp: m.timestamp ?? Date.now() });
-      this.#positions.set(k, m.offset + 1);
+      if (m.partition !== partition || m.topic !== topic) {
+        topic = m.topic as string;
+        partition = m.partition as number;
+        const k = key(topic, partition);
+        const known = byPartition.get(k);
+        if (known === undefined) byPartition.set(k, (list = []));
+        else list = known;
+      }
+      list.push({ topic: m.topic, partition: m.partition, offset: m.offset, key: m.key ?? null, value: m.value ?? null, headers: m.headers === undefined ? NO_HEADERS : headersOf(m.headers), timestamp: m.timestamp ?? Date.now() });
     }
+    for (const [k, records] of byPartition) this.#positions.set(k, records[records.length - 1]!.offset + 1);
     return requests.map((r): FetchResult => {
       const k = key(r.topic, r.partition);
       const records = byPartition.get(k) ?? [];
@@ -367,6 +383,39 @@ class Fetcher {
       }
       return { topic: r.topic, partition: r.partition, records, nextOffset, highWatermark: end, lastStableOffset: end };
     });
+  }
+
+  /**
+   * Makes the consumer's assignment the requested partitions at the requested offsets. A partition
+   * that continues where the consumer is keeps its fetch state (what librdkafka prefetched):
+   * partitions dropped (a bounded partition that finished) or added (one discovered) change the
+   * assignment incrementally; only a partition asked for elsewhere than the consumer is (a restore,
+   * a seek) makes a new assignment.
+   */
+  #assign(c: Any, requests: readonly FetchRequest[]): void {
+    const positions = this.#positions;
+    const continues = positions.size > 0 && requests.every((r) => {
+      const at = positions.get(key(r.topic, r.partition));
+      return at === undefined || at === r.offset;
+    });
+    if (continues) {
+      const wanted = new Set(requests.map((r) => key(r.topic, r.partition)));
+      const dropped = [...positions.keys()].filter((k) => !wanted.has(k));
+      const added = requests.filter((r) => !positions.has(key(r.topic, r.partition)));
+      if (dropped.length === 0 && added.length === 0) return;
+      try {
+        if (dropped.length > 0) c.incrementalUnassign(dropped.map(partitionOfKey));
+        if (added.length > 0) c.incrementalAssign(added.map((r) => ({ topic: r.topic, partition: r.partition, offset: r.offset })));
+        for (const k of dropped) positions.delete(k);
+        for (const r of added) positions.set(key(r.topic, r.partition), r.offset);
+        return;
+      } catch {
+        // Fall back to a new assignment.
+      }
+    }
+    if (positions.size > 0) c.unassign();
+    c.assign(requests.map((r) => ({ topic: r.topic, partition: r.partition, offset: r.offset })));
+    this.#positions = new Map(requests.map((r) => [key(r.topic, r.partition), r.offset]));
   }
 
   close(): Promise<void> {
