@@ -20,6 +20,7 @@ import {
   nexmarkConfig,
   nexmarkSource,
   WatermarkStrategy,
+  type AggregateFunction,
   type Auction,
   type Bid,
   type DataStream,
@@ -106,6 +107,14 @@ export function bidsOf(events: DataStream<NexmarkEvent>): DataStream<Bid> {
     })
     .name("bids");
 }
+
+/** COUNT(*) of a window's records (q5, q11, q12): they send only their key across the keyBy, not whole bids. */
+export const countRecords: AggregateFunction<unknown, number, number> = {
+  createAccumulator: () => 0,
+  add: (_record, n) => n + 1,
+  getResult: (n) => n,
+  merge: (a, b) => a + b,
+};
 
 /** Auctions and their bids, keyed by auction id on both sides (q4, q20). */
 export function auctionsWithBids(events: DataStream<NexmarkEvent>): KeyedConnectedStreams<Auction, Bid, number> {

@@ -18,12 +18,11 @@ import {
   defineJob,
   EventTimeSessionWindows,
   Time,
-  type AggregateFunction,
   type Bid,
   type DataStream,
   type StreamExecutionEnvironment,
 } from "eddy";
-import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
+import { bidsOf, countRecords, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q11Result {
   readonly bidder: number;
@@ -32,18 +31,13 @@ export interface Q11Result {
   readonly endtime: number;
 }
 
-const countBids: AggregateFunction<Bid, number, number> = {
-  createAccumulator: () => 0,
-  add: (_bid, n) => n + 1,
-  getResult: (n) => n,
-  merge: (a, b) => a + b,
-};
-
 export function q11(env: StreamExecutionEnvironment): DataStream<Q11Result> {
   return bidsOf(nexmarkEvents(env))
-    .keyBy((b) => b.bidder)
+    // Only the bidder id crosses the keyBy (sessions read the record's timestamp, not the bid).
+    .map((b: Bid) => b.bidder)
+    .keyBy((bidder) => bidder)
     .window(EventTimeSessionWindows.withGap(Time.seconds(10)))
-    .aggregate<number, number, Q11Result>(countBids, (bidder, session, [bidCount], out) =>
+    .aggregate<number, number, Q11Result>(countRecords, (bidder, session, [bidCount], out) =>
       out.collect({ bidder, bidCount, starttime: session.start, endtime: session.end }),
     )
     .uid("q11-sessions");

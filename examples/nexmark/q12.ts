@@ -24,14 +24,13 @@ import {
   defineJob,
   Time,
   TumblingProcessingTimeWindows,
-  type AggregateFunction,
   type Bid,
   type DataStream,
   type StreamExecutionEnvironment,
   type TimeWindow,
   type Trigger,
 } from "eddy";
-import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
+import { bidsOf, countRecords, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q12Result {
   readonly bidder: number;
@@ -61,13 +60,6 @@ export const processingTimeOrEndOfInput: Trigger<unknown, TimeWindow> = {
   },
 };
 
-const countBids: AggregateFunction<unknown, number, number> = {
-  createAccumulator: () => 0,
-  add: (_bid, n) => n + 1,
-  getResult: (n) => n,
-  merge: (a, b) => a + b,
-};
-
 export function q12(env: StreamExecutionEnvironment): DataStream<Q12Result> {
   return bidsOf(nexmarkEvents(env))
     // Only the bidder crosses the keyBy (docs/performance.md, "Project before a keyBy").
@@ -75,7 +67,7 @@ export function q12(env: StreamExecutionEnvironment): DataStream<Q12Result> {
     .keyBy((bidder) => bidder)
     .window(TumblingProcessingTimeWindows.of(Time.seconds(10)))
     .trigger(processingTimeOrEndOfInput)
-    .aggregate<number, number, Q12Result>(countBids, (bidder, window, [bidCount], out) =>
+    .aggregate<number, number, Q12Result>(countRecords, (bidder, window, [bidCount], out) =>
       out.collect({ bidder, bidCount, starttime: window.start, endtime: window.end }),
     )
     .uid("q12-windows");

@@ -31,13 +31,12 @@ import {
   SlidingEventTimeWindows,
   Time,
   ValueStateDescriptor,
-  type AggregateFunction,
   type Bid,
   type DataStream,
   type KeyedProcessFunction,
   type StreamExecutionEnvironment,
 } from "eddy";
-import { bidsOf, nexmarkEvents } from "./nexmark-streams.ts";
+import { bidsOf, countRecords, nexmarkEvents } from "./nexmark-streams.ts";
 
 export interface Q5Result {
   readonly auction: number;
@@ -49,13 +48,6 @@ export interface Q5Result {
 
 const WINDOW_MS = Time.seconds(10);
 const SLIDE_MS = Time.seconds(2);
-
-export const countBids: AggregateFunction<Bid, number, number> = {
-  createAccumulator: () => 0,
-  add: (_bid, n) => n + 1,
-  getResult: (n) => n,
-  merge: (a, b) => a + b,
-};
 
 interface Hottest {
   readonly num: number;
@@ -92,9 +84,11 @@ export function hottestAuctions(): KeyedProcessFunction<number, Q5Result, Q5Resu
 
 export function q5(env: StreamExecutionEnvironment): DataStream<Q5Result> {
   return bidsOf(nexmarkEvents(env))
-    .keyBy((b) => b.auction)
+    // Only the auction id crosses the keyBy (the window reads the record's timestamp, not the bid).
+    .map((b: Bid) => b.auction)
+    .keyBy((auction) => auction)
     .window(SlidingEventTimeWindows.of(WINDOW_MS, SLIDE_MS))
-    .aggregate<number, number, Q5Result>(countBids, (auction, window, [num], out) =>
+    .aggregate<number, number, Q5Result>(countRecords, (auction, window, [num], out) =>
       out.collect({ auction, num, starttime: window.start, endtime: window.end }),
     )
     .uid("q5-count-bids")
