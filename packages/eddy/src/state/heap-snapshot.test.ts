@@ -296,6 +296,32 @@ test("valuesInRange gives the current key's values in step namespaces of a range
   );
 });
 
+test("valuesInRange as the sliding pane operator uses it: panes made in time order, each range whole, older panes cleared as their last window fires", () => {
+  const STEP = 1_000;
+  const BASE = 1_700_000_000_000;
+  const PANES = 5; // a window of five panes
+  for (const ahead of [0, 3, 70]) {
+    // `ahead`: panes made beyond the window (windows waiting for a watermark): a key with more than twice a window's panes.
+    const b = newBackend(new ManualClock(0));
+    const state = b.getState(new ValueStateDescriptor<number>("panes", { copy: "none" }));
+    at(b, "k");
+    const make = (i: number): void => {
+      state.setCurrentNamespace(BASE + i * STEP);
+      state.update(i);
+    };
+    for (let i = 0; i < PANES + ahead; i++) make(i);
+    for (let first = 0; first < 40; first++) {
+      const namespaces: number[] = [];
+      const values: number[] = [];
+      const n = state.valuesInRange(BASE + first * STEP, BASE + (first + PANES - 1) * STEP, STEP, namespaces, values);
+      assert.deepEqual(values.slice(0, n), Array.from({ length: PANES }, (_, i) => first + i), `ahead ${ahead}, window from pane ${first}`);
+      state.setCurrentNamespace(BASE + first * STEP); // the window's first pane is in no later window
+      state.clear();
+      make(first + PANES + ahead);
+    }
+  }
+});
+
 test("overlapping snapshots each hold the state of their own moment, whatever the order of releases of groups and snapshots", () => {
   // Steps: an operation, taking a snapshot, writing one key group of a live snapshot and giving
   // it back (as a checkpoint does, group by group), or releasing one of the live snapshots.

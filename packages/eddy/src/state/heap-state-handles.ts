@@ -208,26 +208,25 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     }
     const cells = this.table.currentEntry()?.nsCells;
     if (cells === undefined) return 0;
+    // At most this many step namespaces lie in the range.
+    const most = Math.floor((to - from) / step) + 1;
+    // A pass over the key's cells in insertion order, which hands out the stored namespaces (a
+    // lookup by an epoch-ms namespace boxes it: a double). The range's panes are usually the
+    // key's oldest cells (earlier panes are gone once their last window fired; later ones were
+    // made later), so the pass ends once it found `most`. A key with many more cells than that
+    // (windows waiting for a watermark) whose range is not found among its first cells is looked
+    // up namespace by namespace instead.
+    const limit = cells.size > 2 * most ? most + 2 : cells.size;
     let n = 0;
-    if (cells.size > 2 * ((to - from) / step + 1)) {
-      // Many more cells than the range can hold (windows waiting for a watermark): look up each.
-      for (let ns = from; ns <= to; ns += step) {
-        const cell = cells.get(ns);
-        if (cell === undefined) continue;
-        namespaces[n] = ns;
-        values[n] = cell.value as T;
-        n++;
-      }
-      return n;
-    }
-    // Iterating hands out the stored namespaces: none is boxed or hashed.
+    let visited = 0;
     let sorted = true;
     for (const [ns, cell] of cells) {
+      if (visited++ === limit) return lookupRange(cells, from, to, step, namespaces, values);
       if (typeof ns !== "number" || ns < from || ns > to || (ns - from) % step !== 0) continue;
       if (n > 0 && ns < namespaces[n - 1]!) sorted = false;
       namespaces[n] = ns;
       values[n] = cell.value as T;
-      n++;
+      if (++n === most) break;
     }
     // Cells are in insertion order: out of order only where an earlier pane was created later.
     if (!sorted) sortByNamespace(namespaces, values, n);
@@ -237,6 +236,19 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
   queryValue(cell: Cell, now: number): unknown {
     return cell.expiresAt <= now ? undefined : this.copyIn(cell.value);
   }
+}
+
+/** valuesInRange by a lookup per step namespace of the range (in order). */
+function lookupRange<T>(cells: Map<Namespace, Cell>, from: number, to: number, step: number, namespaces: number[], values: T[]): number {
+  let n = 0;
+  for (let ns = from; ns <= to; ns += step) {
+    const cell = cells.get(ns);
+    if (cell === undefined) continue;
+    namespaces[n] = ns;
+    values[n] = cell.value as T;
+    n++;
+  }
+  return n;
 }
 
 /** Sorts the first `n` of `values` by `namespaces` (insertion sort: a few panes, nearly in order). */
