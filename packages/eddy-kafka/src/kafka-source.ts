@@ -134,8 +134,11 @@ class KafkaSplitEnumerator<T> implements SplitEnumerator<KafkaSplit> {
       }
       // Partitions found after the first discovery (or after a restore) are new: from the earliest offset.
       const isNew = this.#discoveredOnce || this.#restored;
-      const starts = found.length === 0 ? [] : await this.#startOffsets(client, found, isNew);
-      const stops = found.length === 0 || !this.#config.bounded ? [] : await client.listOffsets(found, "latest", this.#config.isolation);
+      // Both at once: each is a round trip per partition's leader.
+      const [starts, stops] = await Promise.all([
+        found.length === 0 ? [] : this.#startOffsets(client, found, isNew),
+        found.length === 0 || !this.#config.bounded ? [] : client.listOffsets(found, "latest", this.#config.isolation),
+      ]);
       if (this.#closed) return;
       found.forEach((tp, i) => {
         this.#seen.add(splitIdOf(tp.topic, tp.partition));
