@@ -9,36 +9,14 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { create, createFileRegistry, createMutableRegistry } from "@bufbuild/protobuf";
-import { FieldDescriptorProto_Label, FieldDescriptorProto_Type, FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";
+import { create, createMutableRegistry } from "@bufbuild/protobuf";
 import { MockClient } from "@confluentinc/schemaregistry";
 import { EddyError } from "eddy";
 import type { ConsumerRecord } from "./client.ts";
 import { serveFakeSchemaRegistry, type FakeSchemaRegistry } from "./fake-schema-registry.ts";
 import { schemaRegistry } from "./schema-registry.ts";
+import { ORDER_AVRO, ORDER_JSON, OrderProto } from "../../../test/kafka-registry-fixtures.ts";
 
-const ORDER_AVRO = JSON.stringify({ type: "record", name: "Order", namespace: "eddy.test", fields: [{ name: "id", type: "string" }, { name: "amount", type: "int" }] });
-const ORDER_JSON = { $schema: "http://json-schema.org/draft-07/schema#", type: "object", properties: { id: { type: "string" }, amount: { type: "integer" } }, required: ["id", "amount"] };
-
-/** A Protobuf message type made at run time (what protoc-gen-es would generate): eddy.test.Order { string id = 1; int32 amount = 2; }. */
-const orderFile = createFileRegistry(
-  create(FileDescriptorProtoSchema, {
-    name: "eddy/test/order.proto",
-    package: "eddy.test",
-    syntax: "proto3",
-    messageType: [
-      {
-        name: "Order",
-        field: [
-          { name: "id", number: 1, type: FieldDescriptorProto_Type.STRING, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: "id" },
-          { name: "amount", number: 2, type: FieldDescriptorProto_Type.INT32, label: FieldDescriptorProto_Label.OPTIONAL, jsonName: "amount" },
-        ],
-      },
-    ],
-  }),
-  () => undefined,
-);
-export const OrderProto = orderFile.getMessage("eddy.test.Order")!;
 
 const record = (topic: string, value: Uint8Array | null, key: Uint8Array | null = null, offset = 0): ConsumerRecord => ({ topic, partition: 0, offset, key, value, headers: [], timestamp: 0 });
 const isCode = (code: string) => (e: unknown) => e instanceof EddyError && e.code === code;
