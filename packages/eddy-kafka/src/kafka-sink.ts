@@ -30,7 +30,7 @@
 import { EddyError, type Committer, type Sink, type SinkContext, type SinkWriter } from "eddy";
 import { KafkaClientError, kafkaErrorCode, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TransactionHandle } from "./client.ts";
 import { clientFactoryOf, type KafkaConnectionFields } from "./confluent-client.ts";
-import { toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
+import { failsTask, toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
 import { SchemaRegistrySerde } from "./schema-registry.ts";
 import { choosePartition, committableOwner, whenSerialized, WriteAheadCommitter, WriteAheadWriter, type SerializedRecord, type WriteAheadConfig } from "./write-ahead.ts";
 import { abortPlan, PREFIX_PATTERN, readCommittable, readWriterState, transactionalId, type KafkaCommittable, type KafkaWriterState } from "./transactional-ids.ts";
@@ -249,6 +249,7 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
     try {
       record = serializeRecord(this.#c, value, timestamp);
     } catch (e) {
+      if (failsTask(e)) throw e;
       // Under the default policy this throws and fails the task; otherwise the record is skipped.
       this.#context.reportBadRecord(value, e);
       return;

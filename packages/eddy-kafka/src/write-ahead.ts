@@ -109,6 +109,7 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
     try {
       record = this.#serialize(value, timestamp);
     } catch (e) {
+      if (failsTask(e)) throw e;
       this.#context.reportBadRecord(value, e);
       return;
     }
