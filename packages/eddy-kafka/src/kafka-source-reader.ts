@@ -15,8 +15,8 @@
  * A record the deserializer cannot read goes to the error policy with topic, partition and offset.
  *
  * Asynchronous deserializers (a schema registry's: the writer schema is looked up by id, then
- * cached): when the deserializer returns a Promise for a queued record, the reader starts
- * deserializing every record queued behind it in the partition, and emits nothing more of that
+ * cached): when the deserializer returns a Promise for a queued record, the reader deserializes
+ * every record queued behind it in the partition (in waves of 64), and emits nothing more of that
  * partition until they have all settled; then it emits their results in offset order as it emits
  * synchronous ones. `next` moves only as records are emitted, so a checkpoint taken while a batch
  * is awaited holds the offset of its first record: the restored reader fetches and deserializes it
@@ -34,6 +34,8 @@ import { failsTask } from "./serde.ts";
 const MAX_RECORDS_PER_POLL = 1024;
 /** A bad record's raw bytes, bounded (BadRecord.raw). */
 const MAX_RAW_BYTES = 65_536;
+/** Asynchronous deserialization: records deserialized at once (then the next wave). */
+const DESERIALIZE_WAVE = 64;
 /** Checkpoints whose offsets are kept for committing when they complete (older ones are dropped). */
 const MAX_REMEMBERED_CHECKPOINTS = 16;
 
@@ -150,23 +152,32 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
   };
 
   /**
-   * `first`, the pending deserialization of queue[head], and every record queued behind it: once
-   * all have settled their results are in `r.settled` and the split emits again.
+   * `first`, the pending deserialization of queue[head], and every record queued behind it (in
+   * waves of DESERIALIZE_WAVE): once all have settled their results are in `r.settled` and the
+   * split emits again.
    */
   const awaitRest = (r: Reading, first: Promise<T>): void => {
     const from = r.head;
     const to = r.queue.length;
-    const pending: Promise<unknown>[] = [first];
-    for (let i = from + 1; i < to; i++) {
-      try {
-        pending.push(Promise.resolve(config.deserialize(r.queue[i]!)));
-      } catch (error) {
-        pending.push(Promise.reject(error));
-      }
-    }
-    r.awaiting = true;
     const queue = r.queue;
-    void Promise.all(pending.map((p) => p.catch((error: unknown) => new Failed(error)))).then((results) => {
+    r.awaiting = true;
+    const settle = (p: Promise<unknown>): Promise<unknown> => p.catch((error: unknown) => new Failed(error));
+    const settled = (rec: ConsumerRecord): Promise<unknown> => {
+      try {
+        return settle(Promise.resolve(config.deserialize(rec)));
+      } catch (error) {
+        return Promise.resolve(new Failed(error));
+      }
+    };
+    void (async () => {
+      // In waves: the registry serdes serialize their cache lookups on a mutex, which thousands of
+      // calls at once make slower per record than a few dozen.
+      const results: unknown[] = [];
+      for (let i = from; i < to && !closed; i += DESERIALIZE_WAVE) {
+        const wave: Promise<unknown>[] = [];
+        for (let j = i; j < Math.min(to, i + DESERIALIZE_WAVE); j++) wave.push(j === from ? settle(first) : settled(queue[j]!));
+        for (const x of await Promise.all(wave)) results.push(x);
+      }
       // A split removed, restarted or closed meanwhile: its queue is another array now.
       if (closed || r.queue !== queue) return;
       r.settled = results;
@@ -174,7 +185,7 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
       r.settledTo = to;
       r.awaiting = false;
       notify();
-    });
+    })();
   };
 
   const reportBad = (out: SourceOutput<T>, rec: ConsumerRecord, error: unknown): void => {
