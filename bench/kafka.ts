@@ -13,18 +13,26 @@
  * - bare send loop: JSON.stringify of each record, `producer.send` of 500 at a time (partition by
  *   murmur2 of the key), awaiting each;
  * - eddy KafkaSink at-least-once / exactly-once: fromSequence → the same records → KafkaSink
- *   (key, json), inline, parallelism 1, checkpoints every 1 s.
+ *   (key, json), inline, parallelism 1, checkpoints every 1 s;
+ * - asynchronous serdes (the reader's and writer's promise path): the source with
+ *   `async (r) => JSON.parse(...)`; Avro through a schema registry (`schemaRegistry.avro` over
+ *   @confluentinc/schemaregistry's MockClient, in process: the serde's own cost, no HTTP) for the
+ *   source (the same events, Avro-encoded in a second topic) and the at-least-once sink.
  *
- * Run: node -C eddy-source --import tsx bench/kafka.ts [records=200000] [rounds=3]
+ * Run: node -C eddy-source --import tsx bench/kafka.ts [records=200000] [rounds=3] [variants=regex]
+ * (variants: only those whose name matches, with their baselines).
  */
+import { loadavg } from "node:os";
 import { defineJob, WatermarkStrategy, type Sink } from "eddy";
-import { KafkaSink, KafkaSource, partitionForKey, type DeliveryGuarantee, type ProducerRecord } from "eddy-kafka";
+import { MockClient } from "@confluentinc/schemaregistry";
+import { KafkaSink, KafkaSource, partitionForKey, schemaRegistry, type DeliveryGuarantee, type KafkaDeserializer, type KafkaValueSerializer, type ProducerRecord } from "eddy-kafka";
 import { FakeKafkaBroker } from "eddy-kafka/testing";
 import { runJob } from "eddy/testing";
 import { median } from "./stats.ts";
 
 const RECORDS = Number(process.argv[2] ?? 200_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
+const ONLY = new RegExp(process.argv[4] ?? "");
 const PARTITIONS = 4;
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const enc = new TextEncoder();
@@ -49,6 +57,21 @@ broker.createTopic("source", PARTITIONS);
   }
 }
 
+// The same events as Avro in the Confluent wire format, through a registry in process.
+const registry = new MockClient({ baseURLs: ["mock://"] });
+const EVENT_AVRO = JSON.stringify({ type: "record", name: "Event", fields: [{ name: "id", type: "int" }, { name: "user", type: "string" }, { name: "amount", type: "double" }] });
+const avroOut = (): KafkaValueSerializer<Event> => schemaRegistry.avro<Event>({ client: registry, schema: EVENT_AVRO, autoRegister: true });
+broker.createTopic("source-avro", PARTITIONS);
+if (ONLY.test("eddy KafkaSource, registry Avro")) {
+  const p = client.producer({});
+  const avro = schemaRegistry.avro<Event>({ client: registry, schema: EVENT_AVRO, autoRegister: true });
+  for (let i = 0; i < RECORDS; i += 500) {
+    const batch: ProducerRecord[] = [];
+    for (let id = i; id < Math.min(RECORDS, i + 500); id++) batch.push({ topic: "source-avro", partition: id % PARTITIONS, key: null, value: await avro.serialize("source-avro", eventOf(id)), timestamp: id });
+    await p.send(batch);
+  }
+}
+
 async function bareFetch(): Promise<void> {
   const next = Array.from({ length: PARTITIONS }, () => 0);
   const end = await client.listOffsets(next.map((_, partition) => ({ topic: "source", partition })), "latest", "read_committed");
@@ -69,11 +92,11 @@ async function bareFetch(): Promise<void> {
 
 let counted = 0;
 const counting: Sink<Event> = { createWriter: () => ({ write: () => void counted++ }) };
-async function eddySource(): Promise<void> {
+async function eddySource(deserializer: KafkaDeserializer<Event> = "json", topic = "source"): Promise<void> {
   counted = 0;
   await runJob(
     defineJob("bench-kafka-source", (env) => {
-      env.fromSource(KafkaSource.create<Event>({ client: () => broker.client(), topics: ["source"], deserializer: "json", bounded: true, fetchMaxWaitMs: 0 }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
+      env.fromSource(KafkaSource.create<Event>({ client: () => broker.client(), topics: [topic], deserializer, bounded: true, fetchMaxWaitMs: 0 }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
     }),
     { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
   ).done;
@@ -100,13 +123,13 @@ async function bareSend(topic: string): Promise<void> {
   }
 }
 
-async function eddySink(topic: string, delivery: DeliveryGuarantee): Promise<void> {
+async function eddySink(topic: string, delivery: DeliveryGuarantee, serializer: KafkaValueSerializer<Event> = "json"): Promise<void> {
   await runJob(
     defineJob("bench-kafka-sink", (env) => {
       env
         .fromSequence(0, RECORDS - 1)
         .map(eventOf)
-        .sinkTo(KafkaSink.create<Event>({ client: () => broker.client(), topic, key: (e) => e.user, serializer: "json", delivery, transactionalIdPrefix: `bench-${topic}` }));
+        .sinkTo(KafkaSink.create<Event>({ client: () => broker.client(), topic, key: (e) => e.user, serializer, delivery, transactionalIdPrefix: `bench-${topic}` }));
     }),
     { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
   ).done;
@@ -117,14 +140,27 @@ async function committedCount(topic: string): Promise<number> {
   return results.reduce((n, r) => n + r.records.length, 0);
 }
 
-type Variant = "bare fetch loop" | "eddy KafkaSource" | "bare send loop" | "eddy KafkaSink at-least-once" | "eddy KafkaSink exactly-once";
-const VARIANTS: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
+type Variant =
+  | "bare fetch loop"
+  | "eddy KafkaSource"
+  | "eddy KafkaSource, async json"
+  | "eddy KafkaSource, registry Avro"
+  | "bare send loop"
+  | "eddy KafkaSink at-least-once"
+  | "eddy KafkaSink exactly-once"
+  | "eddy KafkaSink at-least-once, registry Avro";
+const ALL: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
   "bare fetch loop": { run: bareFetch, sink: false, baseline: "bare fetch loop" },
-  "eddy KafkaSource": { run: eddySource, sink: false, baseline: "bare fetch loop" },
+  "eddy KafkaSource": { run: () => eddySource(), sink: false, baseline: "bare fetch loop" },
+  "eddy KafkaSource, async json": { run: () => eddySource(async (r) => JSON.parse(dec.decode(r.value!)) as Event), sink: false, baseline: "bare fetch loop" },
+  "eddy KafkaSource, registry Avro": { run: () => eddySource(schemaRegistry.avro<Event>({ client: registry }), "source-avro"), sink: false, baseline: "bare fetch loop" },
   "bare send loop": { run: bareSend, sink: true, baseline: "bare send loop" },
   "eddy KafkaSink at-least-once": { run: (t) => eddySink(t, "at-least-once"), sink: true, baseline: "bare send loop" },
   "eddy KafkaSink exactly-once": { run: (t) => eddySink(t, "exactly-once"), sink: true, baseline: "bare send loop" },
+  "eddy KafkaSink at-least-once, registry Avro": { run: (t) => eddySink(t, "at-least-once", avroOut()), sink: true, baseline: "bare send loop" },
 };
+const chosen = (Object.keys(ALL) as Variant[]).filter((v) => ONLY.test(v));
+const VARIANTS = Object.fromEntries((Object.keys(ALL) as Variant[]).filter((v) => chosen.includes(v) || chosen.some((c) => ALL[c].baseline === v)).map((v) => [v, ALL[v]])) as typeof ALL;
 
 const results = new Map<Variant, number[]>();
 for (let round = 0; round < ROUNDS; round++) {
@@ -137,9 +173,9 @@ for (let round = 0; round < ROUNDS; round++) {
     results.set(variant, [...(results.get(variant) ?? []), RECORDS / (ms / 1000)]);
   }
 }
-console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), ${PARTITIONS} partitions, the fake broker in process, median of ${ROUNDS} rounds`);
+console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), ${PARTITIONS} partitions, the fake broker in process, median of ${ROUNDS} rounds; load average ${loadavg().map((x) => x.toFixed(1)).join(" ")}`);
 for (const [variant, { baseline }] of Object.entries(VARIANTS) as [Variant, (typeof VARIANTS)[Variant]][]) {
   const rate = median(results.get(variant)!);
   const base = median(results.get(baseline)!);
-  console.log(`${variant.padEnd(30)} ${Math.round(rate).toLocaleString("en-US").padStart(10)} rec/s  ${Math.round((rate / base) * 100)} % of ${baseline}`);
+  console.log(`${variant.padEnd(44)} ${Math.round(rate).toLocaleString("en-US").padStart(10)} rec/s  ${Math.round((rate / base) * 100)} % of ${baseline}`);
 }

@@ -12,6 +12,7 @@ import { EddyError } from "eddy";
 import { KafkaClientError } from "./client.ts";
 import { FakeKafkaBroker, readCommitted } from "./fake-broker.ts";
 import { KafkaSink, type KafkaSinkOptions } from "./kafka-sink.ts";
+import { schemaRegistry } from "./schema-registry.ts";
 
 const dec = new TextDecoder();
 
@@ -331,4 +332,46 @@ test("exactly-once is refused with a client whose transactions do not survive a 
   await alo.flush!(true);
   const [r] = await broker.client().fetch([{ topic: "out", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 10, maxWaitMs: 0 });
   assert.deepEqual(r!.records.map((x) => new TextDecoder().decode(x.value!)), ["7"]);
+});
+
+test("async serializers (value and key): records keep their write order in every writer; a rejection goes to reportBadRecord; an EddyError rejection (the registry) fails the write; a registry serde without a schema is refused when the sink is built", async () => {
+  const later = <R>(x: R, ms: number): Promise<R> => new Promise((r) => setTimeout(() => r(x), ms));
+  for (const delivery of [{ delivery: "at-least-once" }, { delivery: "exactly-once", exactlyOnceMode: "write-ahead", transactionalIdPrefix: "wa" }, { delivery: "exactly-once", exactlyOnceMode: "two-phase", transactionalIdPrefix: "tp" }] as const) {
+    const broker = new FakeKafkaBroker();
+    broker.createTopic("a", 1);
+    const reported: unknown[] = [];
+    // Later values settle sooner (a slow first lookup, then the cache): the order is the writes'.
+    const sink = KafkaSink.create<number>({
+      client: () => broker.client(),
+      topic: "a",
+      lingerMs: 0,
+      ...delivery,
+      serializer: (n) => (n === 3 ? Promise.reject(new RangeError("3 does not fit the schema")) : later(String(n), 10 - n)),
+      key: (n) => later(`k${n}`, n % 2),
+    });
+    const context = { ...contextOf(0, 1), reportBadRecord: (value: unknown) => void reported.push(value) };
+    const writer = sink.createWriter(context);
+    for (let n = 0; n < 8; n++) await writer.write(n, undefined);
+    await writer.flush?.(true);
+    const committables = await writer.prepareCommit?.(1);
+    await writer.snapshotState?.(1);
+    if (committables !== undefined && committables.length > 0) await sink.createCommitter!(context).commit(committables);
+    assert.deepEqual(reported, [3], delivery.delivery);
+    const [r] = await broker.client().fetch([{ topic: "a", partition: 0, offset: 0 }], { isolation: "read_committed", maxRecords: 100, maxWaitMs: 0 });
+    assert.deepEqual(r!.records.map((x) => `${dec.decode(x.key!)}=${dec.decode(x.value!)}`), ["k0=0", "k1=1", "k2=2", "k4=4", "k5=5", "k6=6", "k7=7"], JSON.stringify(delivery));
+    await writer.close?.();
+  }
+
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("a", 1);
+  const failing = KafkaSink.create<number>({ client: () => broker.client(), topic: "a", delivery: "at-least-once", serializer: async () => {
+    throw new EddyError("SCHEMA_REGISTRY_FAILED", "the registry did not answer");
+  } });
+  const reported: unknown[] = [];
+  const w = failing.createWriter({ ...contextOf(0, 1), reportBadRecord: (value) => void reported.push(value) });
+  await assert.rejects(Promise.resolve(w.write(1, undefined)), (e: unknown) => e instanceof EddyError && e.code === "SCHEMA_REGISTRY_FAILED");
+  assert.deepEqual(reported, []);
+  await w.close?.();
+
+  assert.throws(() => KafkaSink.create({ client: () => broker.client(), topic: "a", serializer: schemaRegistry.avro({ url: "http://127.0.0.1:1" }) }), (e: unknown) => e instanceof EddyError && e.code === "INVALID_KAFKA_OPTIONS" && /needs `schema`/.test(e.message));
 });

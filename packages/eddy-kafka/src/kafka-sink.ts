@@ -30,8 +30,9 @@
 import { EddyError, type Committer, type Sink, type SinkContext, type SinkWriter } from "eddy";
 import { KafkaClientError, kafkaErrorCode, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TransactionHandle } from "./client.ts";
 import { clientFactoryOf, type KafkaConnectionFields } from "./confluent-client.ts";
-import { toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
-import { choosePartition, committableOwner, WriteAheadCommitter, WriteAheadWriter, type SerializedRecord, type WriteAheadConfig } from "./write-ahead.ts";
+import { failsTask, toBytes, valueSerializer, type KafkaValueSerializer } from "./serde.ts";
+import { SchemaRegistrySerde } from "./schema-registry.ts";
+import { choosePartition, committableOwner, whenSerialized, WriteAheadCommitter, WriteAheadWriter, type SerializedRecord, type WriteAheadConfig } from "./write-ahead.ts";
 import { abortPlan, PREFIX_PATTERN, readCommittable, readWriterState, transactionalId, type KafkaCommittable, type KafkaWriterState } from "./transactional-ids.ts";
 
 export type DeliveryGuarantee = "none" | "at-least-once" | "exactly-once";
@@ -42,10 +43,10 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionFields {
   /** The topic of every record; or `topicSelector`, the topic per record. */
   readonly topic?: string;
   readonly topicSelector?: (value: T) => string;
-  /** The record's value as bytes: "json", "string", "bytes" or a function. */
+  /** The record's value as bytes: "json", "string", "bytes", a schema registry serde (`schemaRegistry.avro({ url, schema })`) or a function (may return a promise). */
   readonly serializer: KafkaValueSerializer<T>;
-  /** The record's key (null or absent: no key). */
-  readonly key?: (value: T) => Uint8Array | string | null;
+  /** The record's key (null or absent: no key); may return a promise (a registry serde's `serialize(topic, key)`). */
+  readonly key?: (value: T) => Uint8Array | string | null | Promise<Uint8Array | string | null>;
   /** The record's headers. */
   readonly headers?: (value: T) => Readonly<Record<string, string | Uint8Array>> | readonly KafkaHeader[];
   /** The partition of a record (default: Kafka's, murmur2 of the key; round robin without a key). */
@@ -81,8 +82,8 @@ export interface KafkaSinkOptions<T> extends KafkaConnectionFields {
 interface SinkConfig<T> {
   readonly client: KafkaClientFactory;
   readonly topicOf: (value: T) => string;
-  readonly value: (value: T) => Uint8Array | null;
-  readonly key: ((value: T) => Uint8Array | string | null) | undefined;
+  readonly value: (value: T, topic: string) => Uint8Array | null | Promise<Uint8Array | null>;
+  readonly key: KafkaSinkOptions<T>["key"];
   readonly headers: KafkaSinkOptions<T>["headers"];
   readonly partitioner: KafkaSinkOptions<T>["partitioner"];
   readonly delivery: DeliveryGuarantee;
@@ -116,7 +117,8 @@ function configOf<T>(o: KafkaSinkOptions<T>): SinkConfig<T> {
   }
   const markerTopic = o.markerTopic ?? o.topic ?? "";
   if (writeAhead && !/^[a-zA-Z0-9._-]{1,249}$/.test(markerTopic)) throw invalid(`exactly-once (write-ahead) needs a \`markerTopic\` (default: \`topic\`; required with \`topicSelector\`), a topic whose partition 0 carries the markers, got ${JSON.stringify(o.markerTopic)}`);
-  if (o.serializer === undefined) throw invalid("`serializer` is required (\"json\", \"string\", \"bytes\" or a function)");
+  if (o.serializer === undefined) throw invalid("`serializer` is required (\"json\", \"string\", \"bytes\", a schema registry serde or a function)");
+  if (o.serializer instanceof SchemaRegistrySerde) o.serializer.checkSerializer();
   const num = (name: keyof KafkaSinkOptions<T>, fallback: number, min: number): number => {
     const v = (o[name] as number | undefined) ?? fallback;
     if (!Number.isSafeInteger(v) || v < min) throw invalid(`\`${String(name)}\` must be an integer of at least ${min}, got ${String(v)}`);
@@ -162,13 +164,20 @@ export const KafkaSink = {
 /** A record serialized, its partition not yet chosen (the topic's partition count may be unknown still). */
 type Pending = SerializedRecord;
 
-function serializeRecord<T>(c: SinkConfig<T>, value: T, timestamp: number | undefined): Pending {
+/** The record of `value`; a promise of it when the key or value serializer returned one. */
+function serializeRecord<T>(c: SinkConfig<T>, value: T, timestamp: number | undefined): Pending | Promise<Pending> {
   const topic = c.topicOf(value);
   if (typeof topic !== "string" || topic === "") throw new TypeError(`the topic selector returned ${JSON.stringify(topic)}`);
   const rawHeaders = c.headers?.(value);
   const headers: KafkaHeader[] = rawHeaders === undefined ? [] : Array.isArray(rawHeaders) ? (rawHeaders as KafkaHeader[]) : Object.entries(rawHeaders).map(([k, v]) => [k, toBytes(v as string | Uint8Array)!]);
-  return { topic, key: c.key === undefined ? null : toBytes(c.key(value)), value: c.value(value), headers, timestamp };
+  const key = c.key === undefined ? null : c.key(value);
+  const bytes = c.value(value, topic);
+  if (key instanceof Promise || bytes instanceof Promise) {
+    return Promise.all([key, bytes]).then(([k, v]) => ({ topic, key: toBytes(k), value: v, headers, timestamp }));
+  }
+  return { topic, key: toBytes(key), value: bytes, headers, timestamp };
 }
+
 
 /** The transaction of one checkpoint interval (exactly-once). */
 interface Txn {
@@ -236,14 +245,21 @@ export class KafkaSinkWriter<T> implements SinkWriter<T> {
   // hot path
   write(value: T, timestamp: number | undefined): void | Promise<void> {
     if (this.#failure !== undefined) return Promise.reject(this.#failure);
-    let record: Pending;
+    let record: Pending | Promise<Pending>;
     try {
       record = serializeRecord(this.#c, value, timestamp);
     } catch (e) {
+      if (failsTask(e)) throw e;
       // Under the default policy this throws and fails the task; otherwise the record is skipped.
       this.#context.reportBadRecord(value, e);
       return;
     }
+    if (record instanceof Promise) return whenSerialized(record, value, this.#context, (r) => this.#take(r));
+    return this.#take(record);
+  }
+
+  #take(record: Pending): void | Promise<void> {
+    if (this.#failure !== undefined) return Promise.reject(this.#failure);
     if (this.#c.delivery === "exactly-once" && this.#current === undefined) this.#current = { seq: this.#nextSeq++, producer: undefined, handle: undefined, sent: 0 };
     this.#buffer.push(record);
     if (this.#buffer.length >= this.#c.maxBatchSize) this.#sendBuffer();

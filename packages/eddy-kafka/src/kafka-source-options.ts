@@ -35,7 +35,7 @@ export interface KafkaSourceOptions<T> extends KafkaConnectionFields {
   readonly startingOffsets?: KafkaStartingOffsets;
   /** Stop at the end each partition had when the job started (backfills, tests): the source ends. */
   readonly bounded?: boolean;
-  /** "string", "json", "bytes" (the value), or a function of the whole record. */
+  /** "string", "json", "bytes" (the value), a schema registry serde (`schemaRegistry.avro({ url })`, the value or the key), or a function of the whole record (may return a promise). */
   readonly deserializer: KafkaDeserializer<T>;
   /** Default "read_committed" (records of open and aborted transactions are not read). */
   readonly isolation?: Isolation;
@@ -58,7 +58,8 @@ export interface KafkaSourceConfig<T> {
   readonly groupId: string | undefined;
   readonly startingOffsets: KafkaStartingOffsets;
   readonly bounded: boolean;
-  readonly deserialize: (record: ConsumerRecord) => T;
+  /** May return a promise (schema registry serdes): the reader awaits the fetched records in order (kafka-source-reader.ts). */
+  readonly deserialize: (record: ConsumerRecord) => T | Promise<T>;
   readonly isolation: Isolation;
   readonly discoveryIntervalMs: number;
   readonly commitOffsets: boolean;
@@ -102,7 +103,7 @@ export function kafkaSourceConfig<T>(o: KafkaSourceOptions<T>): KafkaSourceConfi
   if (o.groupId !== undefined && (typeof o.groupId !== "string" || o.groupId === "")) throw invalid("`groupId` must be a non-empty string");
   const startingOffsets = checkStart(o.startingOffsets ?? "earliest");
   if (typeof startingOffsets === "object" && "committed" in startingOffsets && o.groupId === undefined) throw invalid("starting from committed offsets needs a `groupId`");
-  if (o.deserializer === undefined) throw invalid("`deserializer` is required (\"string\", \"json\", \"bytes\" or a function of the record)");
+  if (o.deserializer === undefined) throw invalid("`deserializer` is required (\"string\", \"json\", \"bytes\", a schema registry serde or a function of the record)");
   if (o.isolation !== undefined && o.isolation !== "read_committed" && o.isolation !== "read_uncommitted") throw invalid(`\`isolation\` must be "read_committed" or "read_uncommitted", got ${JSON.stringify(o.isolation)}`);
   const num = (name: keyof KafkaSourceOptions<T>, fallback: number, min: number): number => {
     const v = (o[name] as number | undefined) ?? fallback;

@@ -13,17 +13,29 @@
  * lag monitoring; a restore never reads them).
  *
  * A record the deserializer cannot read goes to the error policy with topic, partition and offset.
+ *
+ * Asynchronous deserializers (a schema registry's: the writer schema is looked up by id, then
+ * cached): when the deserializer returns a Promise for a queued record, the reader deserializes
+ * every record queued behind it in the partition (in waves of 64), and emits nothing more of that
+ * partition until they have all settled; then it emits their results in offset order as it emits
+ * synchronous ones. `next` moves only as records are emitted, so a checkpoint taken while a batch
+ * is awaited holds the offset of its first record: the restored reader fetches and deserializes it
+ * again (no barrier passes a record fetched but not emitted). The synchronous path pays one
+ * comparison per record (whether the record's result is already settled) and one `instanceof`.
  */
-import type { InputStatus, ReaderOutput, SourceReader, SourceReaderContext } from "eddy";
+import type { InputStatus, ReaderOutput, SourceOutput, SourceReader, SourceReaderContext } from "eddy";
 import { EddyError } from "eddy";
 import type { ConsumerRecord, FetchResult, KafkaClient } from "./client.ts";
 import type { KafkaSourceConfig } from "./kafka-source-options.ts";
 import { readKafkaSplit, type KafkaSplit } from "./kafka-split.ts";
+import { failsTask } from "./serde.ts";
 
 /** Records emitted per `pollNext` call at most. */
 const MAX_RECORDS_PER_POLL = 1024;
 /** A bad record's raw bytes, bounded (BadRecord.raw). */
 const MAX_RAW_BYTES = 65_536;
+/** Asynchronous deserialization: records deserialized at once (then the next wave). */
+const DESERIALIZE_WAVE = 64;
 /** Checkpoints whose offsets are kept for committing when they complete (older ones are dropped). */
 const MAX_REMEMBERED_CHECKPOINTS = 16;
 
@@ -41,6 +53,17 @@ interface Reading {
   /** The end the last fetch reported (LSO under read_committed): for the lag gauge. */
   end: number;
   finished: boolean;
+  /** Async deserialization: results of queue[settledFrom, settledTo) once settled (index i at settled[i - settledFrom]). */
+  settled: unknown[];
+  settledFrom: number;
+  settledTo: number;
+  /** Whether the records behind queue[head] are being deserialized (nothing of this split is emitted until then). */
+  awaiting: boolean;
+}
+
+/** A record whose asynchronous deserialization failed. */
+class Failed {
+  constructor(readonly error: unknown) {}
 }
 
 /** What `isAvailable` returns: one promise until `notify` resolves it (the next wait makes a new one). */
@@ -89,6 +112,11 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
     for (const r of readings.values()) n += r.queue.length - r.head;
     return n;
   };
+  /** Whether a split has queued records it can emit now (not awaiting their deserialization). */
+  const emittable = (): boolean => {
+    for (const r of readings.values()) if (r.head < r.queue.length && !r.awaiting) return true;
+    return false;
+  };
 
   /** One fetch for every partition that is not finished and not past its stop. */
   const fetch = (): void => {
@@ -123,28 +151,101 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
       );
   };
 
+  /**
+   * `first`, the pending deserialization of queue[head], and every record queued behind it (in
+   * waves of DESERIALIZE_WAVE): once all have settled their results are in `r.settled` and the
+   * split emits again.
+   */
+  const awaitRest = (r: Reading, first: Promise<T>): void => {
+    const from = r.head;
+    const to = r.queue.length;
+    const queue = r.queue;
+    r.awaiting = true;
+    const settle = (p: Promise<unknown>): Promise<unknown> => p.catch((error: unknown) => new Failed(error));
+    const settled = (rec: ConsumerRecord): Promise<unknown> => {
+      try {
+        return settle(Promise.resolve(config.deserialize(rec)));
+      } catch (error) {
+        return Promise.resolve(new Failed(error));
+      }
+    };
+    void (async () => {
+      // In waves: the registry serdes serialize their cache lookups on a mutex, which thousands of
+      // calls at once make slower per record than a few dozen.
+      const results: unknown[] = [];
+      for (let i = from; i < to && !closed; i += DESERIALIZE_WAVE) {
+        const wave: Promise<unknown>[] = [];
+        for (let j = i; j < Math.min(to, i + DESERIALIZE_WAVE); j++) wave.push(j === from ? settle(first) : settled(queue[j]!));
+        for (const x of await Promise.all(wave)) results.push(x);
+      }
+      // A split removed, restarted or closed meanwhile: its queue is another array now.
+      if (closed || r.queue !== queue) return;
+      r.settled = results;
+      r.settledFrom = from;
+      r.settledTo = to;
+      r.awaiting = false;
+      notify();
+    })();
+  };
+
+  const reportBad = (out: SourceOutput<T>, rec: ConsumerRecord, error: unknown): void => {
+    const raw = rec.value === null ? "" : rec.value.length > MAX_RAW_BYTES ? rec.value.slice(0, MAX_RAW_BYTES) : rec.value.slice();
+    out.reportBadRecord({ raw, error, position: { topic: rec.topic, partition: rec.partition, offset: rec.offset } });
+  };
+
   /** Emits up to `budget` queued records of `r`; returns how many. */
   const emit = (r: Reading, output: ReaderOutput<T>, budget: number): number => {
+    if (r.awaiting) return 0;
     const out = output.createOutputForSplit(r.split.splitId);
     let emitted = 0;
     // hot path
     while (r.head < r.queue.length && emitted < budget) {
-      const rec = r.queue[r.head++]!;
+      const rec = r.queue[r.head]!;
+      let value: T | Promise<T>;
+      if (r.head < r.settledTo) {
+        const settled = r.settled[r.head - r.settledFrom];
+        if (settled instanceof Failed) {
+          if (failsTask(settled.error)) {
+            fail(settled.error, `deserialize ${rec.topic}-${rec.partition} at offset ${rec.offset}`);
+            break;
+          }
+          r.head++;
+          r.next = rec.offset + 1;
+          emitted++;
+          reportBad(out, rec, settled.error);
+          continue;
+        }
+        value = settled as T;
+      } else {
+        try {
+          value = config.deserialize(rec);
+        } catch (error) {
+          if (failsTask(error)) {
+            fail(error, `deserialize ${rec.topic}-${rec.partition} at offset ${rec.offset}`);
+            break;
+          }
+          r.head++;
+          r.next = rec.offset + 1;
+          emitted++;
+          reportBad(out, rec, error);
+          continue;
+        }
+        if (value instanceof Promise) {
+          // Not emitted (nor `next` moved) until it and the records behind it have settled.
+          awaitRest(r, value);
+          break;
+        }
+      }
+      r.head++;
       r.next = rec.offset + 1;
       emitted++;
-      let value: T;
-      try {
-        value = config.deserialize(rec);
-      } catch (error) {
-        const raw = rec.value === null ? "" : rec.value.length > MAX_RAW_BYTES ? rec.value.slice(0, MAX_RAW_BYTES) : rec.value.slice();
-        out.reportBadRecord({ raw, error, position: { topic: rec.topic, partition: rec.partition, offset: rec.offset } });
-        continue;
-      }
       out.collect(value, rec.timestamp);
     }
     if (r.head === r.queue.length) {
       r.queue = [];
       r.head = 0;
+      r.settled = [];
+      r.settledFrom = r.settledTo = 0;
       // Everything fetched is emitted: skip what the fetch skipped (markers, aborted records).
       r.next = Math.max(r.next, r.fetchedUpTo);
     }
@@ -158,7 +259,7 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
   return {
     addSplits(splits) {
       for (const s of splits.map(readKafkaSplit)) {
-        const r: Reading = { split: s, next: s.next, queue: [], head: 0, fetchFrom: s.next, fetchedUpTo: s.next, end: s.next, finished: false };
+        const r: Reading = { split: s, next: s.next, queue: [], head: 0, fetchFrom: s.next, fetchedUpTo: s.next, end: s.next, finished: false, settled: [], settledFrom: 0, settledTo: 0, awaiting: false };
         // A bounded split that starts at its stop has nothing to read.
         if (s.stop >= 0 && s.next >= s.stop) r.finished = true;
         readings.set(s.splitId, r);
@@ -184,14 +285,16 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
           output.releaseOutputForSplit(r.split.splitId);
         }
       }
+      // A serde's EddyError (the registry could not be asked) fails the reader during emit.
+      if (failure !== undefined) throw failure;
       fetch();
-      if (queued() > 0) return "more";
+      if (emittable()) return "more";
       if (noMoreSplits && [...readings.values()].every((r) => r.finished)) return "end";
       return "nothing";
     },
 
     isAvailable() {
-      if (failure !== undefined || queued() > 0 || (noMoreSplits && [...readings.values()].every((r) => r.finished))) return Promise.resolve();
+      if (failure !== undefined || emittable() || (noMoreSplits && [...readings.values()].every((r) => r.finished))) return Promise.resolve();
       fetch();
       return availability.wait();
     },

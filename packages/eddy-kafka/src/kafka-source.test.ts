@@ -260,3 +260,58 @@ test("a topic that does not exist fails the job from the enumerator with KAFKA_S
   assert.ok(e.failures[0] instanceof EddyError && e.failures[0].code === "KAFKA_SOURCE_FAILED" && /missing/.test(e.failures[0].message));
   e.enumerator.close?.();
 });
+
+test("reader, async deserializer: nothing of a partition is emitted while its batch awaits, a snapshot then holds the first record not emitted, results come in offset order (sync and async mixed), a rejection is a bad record with its position, an EddyError fails the reader", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("as", 2);
+  await broker.client().producer({}).send([0, 1, 2, 3, 4, 5].map((i) => rec("as", 0, `v${i}`, i)).concat([rec("as", 1, "w0", 0)]));
+  // Partition 0: odd offsets resolve when released (offset 3 rejects), even ones are synchronous; partition 1 synchronous.
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => (release = r));
+  const asked: number[] = [];
+  const source = KafkaSource.create<string>({
+    client: () => broker.client(),
+    topics: ["as"],
+    bounded: true,
+    deserializer: (r) => {
+      asked.push(r.offset);
+      const v = new TextDecoder().decode(r.value!);
+      if (r.partition === 1 || r.offset % 2 === 0) return v;
+      return gate.then(() => {
+        if (r.offset === 3) throw new TypeError("no schema 3");
+        return v;
+      });
+    },
+  });
+  const reader = source.createReader(readerContext());
+  reader.addSplits([0, 1].map((p) => ({ v: 1, splitId: `as-${p}`, topic: "as", partition: p, next: 0, stop: p === 0 ? 6 : 1 })));
+  reader.notifyNoMoreSplits();
+  const c = collector();
+  await drain(reader, c.output, () => (c.bySplit.get("as-1")?.length ?? 0) >= 1 && asked.includes(5));
+  await new Promise((r) => setTimeout(r, 30));
+  assert.equal(reader.pollNext(c.output), "nothing", "only the awaiting partition has records: not 'more' (no busy loop)");
+  assert.deepEqual(c.bySplit.get("as-0")!.map((x) => x.value), ["v0"], "v0 (sync) emitted; v1 awaits, and everything behind it");
+  assert.deepEqual(reader.snapshotState(1).map((s) => [s.splitId, s.next]), [["as-0", 1], ["as-1", 1]], "the barrier does not pass a record fetched but not emitted");
+  const available = reader.isAvailable();
+  release();
+  await available;
+  assert.equal(await drain(reader, c.output, () => false), "end");
+  assert.deepEqual(c.bySplit.get("as-0")!.map((x) => x.value), ["v0", "v1", "v2", "v4", "v5"]);
+  assert.deepEqual(c.bad.map((b) => [b.position, (b.error as Error).message]), [[{ topic: "as", partition: 0, offset: 3 }, "no schema 3"]]);
+  assert.deepEqual(reader.snapshotState(2).map((s) => [s.splitId, s.next]), [["as-0", 6], ["as-1", 1]]);
+  reader.close!();
+
+  // A rejection with an EddyError (the registry could not be asked) fails the reader: no bad record, nothing past it.
+  const failing = KafkaSource.create<string>({ client: () => broker.client(), topics: ["as"], bounded: true, deserializer: async (r) => {
+    if (r.offset === 2) throw new EddyError("SCHEMA_REGISTRY_FAILED", "registry down");
+    return "ok";
+  } });
+  const r2 = failing.createReader(readerContext());
+  r2.addSplits([{ v: 1, splitId: "as-0", topic: "as", partition: 0, next: 0, stop: 6 }]);
+  const c2 = collector();
+  await assert.rejects(drain(r2, c2.output, () => false), (e: unknown) => e instanceof EddyError && e.code === "SCHEMA_REGISTRY_FAILED");
+  assert.deepEqual(c2.bySplit.get("as-0")!.map((x) => x.value), ["ok", "ok"]);
+  assert.equal(c2.bad.length, 0);
+  assert.deepEqual(r2.snapshotState(3).map((s) => s.next), [2], "the failed record is not consumed");
+  r2.close!();
+});

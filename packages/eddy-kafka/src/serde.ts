@@ -4,26 +4,39 @@
  * (key, headers, topic, partition, offset, timestamp); what it throws goes to the source's error
  * policy with the record's topic, partition and offset.
  *
- * Not here yet: Avro / JSON Schema / Protobuf through a schema registry (issue 26).
+ * Functions may return a promise (a native Promise): the source then awaits the fetched records in
+ * offset order before emitting them, the sink awaits the record before taking the next one. Avro,
+ * JSON Schema and Protobuf through a schema registry are such serdes (schema-registry.ts).
+ *
+ * An EddyError thrown (or rejected) by a serde is not the record's fault (a registry that cannot be
+ * reached): it fails the task instead of going to the error policy.
  */
+import { EddyError } from "eddy";
 import type { ConsumerRecord } from "./client.ts";
+import { SchemaRegistrySerde } from "./schema-registry.ts";
 
 const encoder = new TextEncoder();
 /** Fatal: bytes that are not UTF-8 are a bad record, not a string with replacement characters. */
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
-/** A sink's value serializer: a built-in format or a function. */
-export type KafkaValueSerializer<T> = "json" | "string" | "bytes" | ((value: T) => Uint8Array | string | null);
+type Bytes = Uint8Array | string | null;
 
-/** A source's deserializer: a built-in format of the value, or a function of the whole record. */
-export type KafkaDeserializer<T> = "json" | "string" | "bytes" | ((record: ConsumerRecord) => T);
+/** A sink's value serializer: a built-in format, a schema registry serde, or a function (which may return a promise). */
+export type KafkaValueSerializer<T> = "json" | "string" | "bytes" | SchemaRegistrySerde<T> | ((value: T) => Bytes | Promise<Bytes>);
+
+/** A source's deserializer: a built-in format of the value, a schema registry serde, or a function of the whole record (which may return a promise). */
+export type KafkaDeserializer<T> = "json" | "string" | "bytes" | SchemaRegistrySerde<T> | ((record: ConsumerRecord) => T | Promise<T>);
+
+/** Whether an error a serde threw fails the task (an EddyError: the registry, not the record) rather than going to the error policy. */
+export const failsTask = (e: unknown): boolean => e instanceof EddyError;
 
 export function toBytes(x: Uint8Array | string | null): Uint8Array | null {
   return x === null ? null : typeof x === "string" ? encoder.encode(x) : x;
 }
 
-/** The function that serializes values per `serializer`. */
-export function valueSerializer<T>(serializer: KafkaValueSerializer<T>): (value: T) => Uint8Array | null {
+/** The function that serializes values (of records of `topic`) per `serializer`. */
+export function valueSerializer<T>(serializer: KafkaValueSerializer<T>): (value: T, topic: string) => Uint8Array | null | Promise<Uint8Array | null> {
+  if (serializer instanceof SchemaRegistrySerde) return (v, topic) => serializer.serialize(topic, v);
   switch (serializer) {
     case "json":
       return (v) => {
@@ -42,12 +55,16 @@ export function valueSerializer<T>(serializer: KafkaValueSerializer<T>): (value:
         return v as Uint8Array | null;
       };
     default:
-      return (v) => toBytes(serializer(v));
+      return (v) => {
+        const x = serializer(v);
+        return x instanceof Promise ? x.then(toBytes) : toBytes(x);
+      };
   }
 }
 
 /** The function that deserializes records per `deserializer`. */
-export function recordDeserializer<T>(deserializer: KafkaDeserializer<T>): (record: ConsumerRecord) => T {
+export function recordDeserializer<T>(deserializer: KafkaDeserializer<T>): (record: ConsumerRecord) => T | Promise<T> {
+  if (deserializer instanceof SchemaRegistrySerde) return (r) => deserializer.deserialize(r);
   switch (deserializer) {
     case "json":
       return (r) => {

@@ -8,3 +8,5 @@ export { FakeKafkaBroker, readCommitted, type FakeKafkaBrokerOptions } from "./f
 export { remoteFakeKafkaClient, serveFakeKafka, type FakeKafkaServer } from "./fake-remote.ts";
 /** How many clients the Confluent client's main-thread host holds for worker threads (those of a worker that exited are closed). */
 export { hostedClientCount } from "./confluent-thread-host.ts";
+/** A stand-in for a Confluent Schema Registry over loopback HTTP (the REST subset the serdes use; fake-schema-registry.ts). */
+export { serveFakeSchemaRegistry, type FakeSchemaRegistry } from "./fake-schema-registry.ts";

@@ -38,6 +38,7 @@ import { randomBytes } from "node:crypto";
 import { EddyError, type Committer, type SinkContext, type SinkWriter } from "eddy";
 import { KafkaClientError, kafkaErrorCode, type CommittedOffset, type KafkaClient, type KafkaClientFactory, type KafkaHeader, type KafkaProducer, type ProducerRecord, type TopicPartition } from "./client.ts";
 import { partitionForKey } from "./murmur2.ts";
+import { failsTask } from "./serde.ts";
 
 /** A record serialized, its partition not yet chosen (the committer chooses it when it writes). */
 export interface SerializedRecord {
@@ -156,18 +157,30 @@ export function readWriteAheadCommittable(c: unknown): WriteAheadCommittable {
   return w;
 }
 
+/**
+ * Takes a record serialized asynchronously: `take` once it is, in write order (the task writes
+ * nothing more until the promise `write` returned settles, and barriers wait for it). A serializer
+ * error of the record goes to `reportBadRecord`; an EddyError (the registry) fails the writer.
+ */
+export function whenSerialized(record: Promise<SerializedRecord>, value: unknown, context: SinkContext, take: (record: SerializedRecord) => void | Promise<void>): Promise<void> {
+  return record.then(take, (e: unknown) => {
+    if (failsTask(e)) throw e;
+    context.reportBadRecord(value, e);
+  });
+}
+
 const recordBytes = (r: SerializedRecord): number => (r.key?.byteLength ?? 0) + (r.value?.byteLength ?? 0) + r.headers.reduce((n, [k, v]) => n + k.length + v.byteLength, 0) + 64;
 
 export class WriteAheadWriter<T> implements SinkWriter<T> {
   readonly #c: WriteAheadConfig;
   readonly #context: SinkContext;
-  readonly #serialize: (value: T, timestamp: number | undefined) => SerializedRecord;
+  readonly #serialize: (value: T, timestamp: number | undefined) => SerializedRecord | Promise<SerializedRecord>;
   readonly #life = randomBytes(8).toString("hex");
   readonly #ancestry: Ancestry;
   #buffer: SerializedRecord[] = [];
   #bytes = 0;
 
-  constructor(config: WriteAheadConfig, context: SinkContext, serialize: (value: T, timestamp: number | undefined) => SerializedRecord) {
+  constructor(config: WriteAheadConfig, context: SinkContext, serialize: (value: T, timestamp: number | undefined) => SerializedRecord | Promise<SerializedRecord>) {
     this.#c = config;
     this.#context = context;
     this.#serialize = serialize;
@@ -175,14 +188,21 @@ export class WriteAheadWriter<T> implements SinkWriter<T> {
   }
 
   // hot path
-  write(value: T, timestamp: number | undefined): void {
-    let record: SerializedRecord;
+  write(value: T, timestamp: number | undefined): void | Promise<void> {
+    let record: SerializedRecord | Promise<SerializedRecord>;
     try {
       record = this.#serialize(value, timestamp);
     } catch (e) {
+      if (failsTask(e)) throw e;
       this.#context.reportBadRecord(value, e);
       return;
     }
+    // Asynchronous serializers: the task waits, and the barrier after it, so the record is in this interval's buffer.
+    if (record instanceof Promise) return whenSerialized(record, value, this.#context, (r) => this.#take(r));
+    this.#take(record);
+  }
+
+  #take(record: SerializedRecord): void {
     this.#bytes += recordBytes(record);
     if (this.#bytes > this.#c.maxBufferedBytes) {
       throw new EddyError(
