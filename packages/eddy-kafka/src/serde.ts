@@ -15,7 +15,12 @@ import { EddyError } from "eddy";
 import type { ConsumerRecord } from "./client.ts";
 import { SchemaRegistrySerde } from "./schema-registry.ts";
 
-const encoder = new TextEncoder();
+/**
+ * UTF-8 bytes of a string. Buffer.from, not TextEncoder: for the short strings of records it costs
+ * about half (TextEncoder.encode ~1 µs more per call in Node 20, measured on JSON records of ~60
+ * bytes); the bytes are the same (lone surrogates become U+FFFD in both).
+ */
+const utf8Bytes = (s: string): Uint8Array => Buffer.from(s, "utf8");
 /** Fatal: bytes that are not UTF-8 are a bad record, not a string with replacement characters. */
 const decoder = new TextDecoder("utf-8", { fatal: true });
 
@@ -31,7 +36,7 @@ export type KafkaDeserializer<T> = "json" | "string" | "bytes" | SchemaRegistryS
 export const failsTask = (e: unknown): boolean => e instanceof EddyError;
 
 export function toBytes(x: Uint8Array | string | null): Uint8Array | null {
-  return x === null ? null : typeof x === "string" ? encoder.encode(x) : x;
+  return x === null ? null : typeof x === "string" ? utf8Bytes(x) : x;
 }
 
 /** The function that serializes values (of records of `topic`) per `serializer`. */
@@ -42,12 +47,12 @@ export function valueSerializer<T>(serializer: KafkaValueSerializer<T>): (value:
       return (v) => {
         const text = JSON.stringify(v);
         if (text === undefined) throw new TypeError(`the value ${String(v)} has no JSON form`);
-        return encoder.encode(text);
+        return utf8Bytes(text);
       };
     case "string":
       return (v) => {
         if (typeof v !== "string") throw new TypeError(`the "string" serializer takes strings, got ${typeof v}`);
-        return encoder.encode(v);
+        return utf8Bytes(v);
       };
     case "bytes":
       return (v) => {
