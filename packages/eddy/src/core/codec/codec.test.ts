@@ -59,6 +59,7 @@ const leaf = fc.oneof(
   fc.bigInt({ min: -(1n << 200n), max: 1n << 200n }),
   fc.date({ noInvalidDate: false }),
   fc.uint8Array({ maxLength: 8 }),
+  fc.uint8Array({ maxLength: 8 }).map((bytes) => Buffer.from(bytes)), // Node's Buffer: decoded as a Buffer
   fc.float64Array({ maxLength: 3 }),
   fc.int16Array({ maxLength: 3 }),
   fc.bigInt64Array({ maxLength: 2 }),

@@ -21,7 +21,8 @@
  *     0x0e typed array u8 kind, varuint byteLength, bytes (elements little-endian); kind:
  *                      0 Uint8Array, 1 Int8Array, 2 Uint8ClampedArray, 3 Int16Array,
  *                      4 Uint16Array, 5 Int32Array, 6 Uint32Array, 7 Float32Array,
- *                      8 Float64Array, 9 BigInt64Array, 10 BigUint64Array
+ *                      8 Float64Array, 9 BigInt64Array, 10 BigUint64Array, 11 Node Buffer
+ *                      (decoded as a Buffer: the Kafka client's keys and values, `fs` reads)
  *
  * Objects carry their own enumerable string keys in `for…in` order (an own property whose value is
  * undefined keeps its key); symbol keys, non-index array properties and extra properties of Maps,
@@ -80,7 +81,9 @@ const TYPED_ARRAYS: readonly TypedArrayConstructor[] = [
   BigInt64Array,
   BigUint64Array,
 ];
-const TYPED_ARRAY_KIND = new Map<object, number>(TYPED_ARRAYS.map((ctor, kind) => [ctor.prototype, kind]));
+/** Node's Buffer (a Uint8Array subclass): the kind after TYPED_ARRAYS; made with Buffer.from, not its constructor. */
+const BUFFER_KIND = TYPED_ARRAYS.length;
+const TYPED_ARRAY_KIND = new Map<object, number>([...TYPED_ARRAYS.map((ctor, kind): [object, number] => [ctor.prototype, kind]), [Buffer.prototype, BUFFER_KIND]]);
 
 /**
  * Thrown inside the encoder and caught once per enclosing container, which appends its path
@@ -376,6 +379,7 @@ function decodeBigInt(input: ByteReader): bigint {
 
 function decodeTypedArray(input: ByteReader): unknown {
   const kind = input.u8();
+  if (kind === BUFFER_KIND) return Buffer.from(input.bytes(input.varuint())); // a copy, as below
   const ctor = TYPED_ARRAYS[kind];
   if (ctor === undefined) throw CodecError.corrupt(`unknown typed array kind ${kind}`);
   const byteLength = input.varuint();
