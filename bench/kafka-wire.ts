@@ -1,5 +1,5 @@
 /**
- * KafkaSource and KafkaSink (at-least-once) over the Confluent client against librdkafka's mock
+ * KafkaSource and KafkaSink (at-least-once, exactly-once) over the Confluent client against librdkafka's mock
  * cluster (test/kafka-mock.ts), each against the bare client doing the same work in the same run
  * (issue 26, "Measured": the connector should cost at most 30 % over the bare client):
  *
@@ -10,7 +10,10 @@
  * - bare producer: Producer (acks=all, idempotent, linger 5 ms, delivery reports), JSON.stringify
  *   and `produce` of each record (partition by murmur2 of the key), until every report is in;
  * - eddy KafkaSink at-least-once: fromSequence → the same records → KafkaSink({ bootstrapServers,
- *   key, serializer: "json" }), inline, parallelism 1, checkpoints every 1 s (each waits for acks).
+ *   key, serializer: "json" }), inline, parallelism 1, checkpoints every 1 s (each waits for acks);
+ * - eddy KafkaSink exactly-once: the same with delivery "exactly-once" (write-ahead, the Confluent
+ *   client's mode: each checkpoint interval's records written in one transaction with the marker
+ *   when the checkpoint completes; the mock accepts the transactional calls without isolating).
  *
  * Sources are reported twice: over the whole run (connecting, metadata, offsets included) and from
  * the first record to the last (the steady state a long-running job sees; Eddy's start — the
@@ -44,7 +47,7 @@ interface Event {
 const eventOf = (id: number): Event => ({ id, user: `user-${id % 1000}`, amount: (id % 9973) / 7 });
 
 const topics: Record<string, number> = { source: PARTITIONS };
-for (let i = 0; i < ROUNDS * 2; i++) topics[`sink-${i}`] = PARTITIONS;
+for (let i = 0; i < ROUNDS * 3; i++) topics[`sink-${i}`] = PARTITIONS;
 const mock = await startKafkaMock(topics);
 const bootstrap = mock.bootstrap;
 
@@ -109,13 +112,19 @@ async function eddySource(): Promise<void> {
   if (counted !== RECORDS) throw new Error(`eddy KafkaSource: ${counted} records`);
 }
 
-async function eddySink(topic: string): Promise<void> {
+async function eddySink(topic: string, exactlyOnce = false): Promise<void> {
   await runJob(
     defineJob("bench-kafka-wire-sink", (env) => {
       env
         .fromSequence(0, RECORDS - 1)
         .map(eventOf)
-        .sinkTo(KafkaSink.create<Event>({ bootstrapServers: bootstrap, topic, key: (e) => e.user, serializer: "json", delivery: "at-least-once" }));
+        .sinkTo(
+          KafkaSink.create<Event>(
+            exactlyOnce
+              ? { bootstrapServers: bootstrap, topic, key: (e) => e.user, serializer: "json", delivery: "exactly-once", transactionalIdPrefix: `bench-${topic}` }
+              : { bootstrapServers: bootstrap, topic, key: (e) => e.user, serializer: "json", delivery: "at-least-once" },
+          ),
+        );
     }),
     { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
   ).done;
@@ -127,10 +136,11 @@ async function written(topic: string): Promise<number> {
   return ends.reduce((a, b) => a + b, 0);
 }
 
-type Variant = "bare consumer" | "eddy KafkaSource" | "bare producer" | "eddy KafkaSink at-least-once";
+type Variant = "bare consumer" | "eddy KafkaSource" | "bare producer" | "eddy KafkaSink at-least-once" | "eddy KafkaSink exactly-once";
 const ALL: Record<Variant, { run: (topic: string) => Promise<void>; sink: boolean; baseline: Variant }> = {
   "bare producer": { run: bareProduce, sink: true, baseline: "bare producer" },
   "eddy KafkaSink at-least-once": { run: eddySink, sink: true, baseline: "bare producer" },
+  "eddy KafkaSink exactly-once": { run: (topic) => eddySink(topic, true), sink: true, baseline: "bare producer" },
   "bare consumer": { run: bareConsume, sink: false, baseline: "bare consumer" },
   "eddy KafkaSource": { run: eddySource, sink: false, baseline: "bare consumer" },
 };
