@@ -8,7 +8,7 @@ export type { KafkaCommittable, KafkaWriterState } from "./transactional-ids.ts"
 export type { SerializedRecord, WriteAheadCommittable } from "./write-ahead.ts";
 export { murmur2, partitionForKey } from "./murmur2.ts";
 export { utf8, type KafkaDeserializer, type KafkaValueSerializer } from "./serde.ts";
-export { schemaRegistry, SchemaRegistrySerde, type SchemaFormat, type SchemaRegistryOptions, type SubjectNameStrategy } from "./schema-registry.ts";
+export { schemaRegistry, type SchemaRegistrySerde, type SchemaFormat, type SchemaRegistryOptions, type SubjectNameStrategy } from "./schema-registry.ts";
 export { KafkaSource } from "./kafka-source.ts";
 export type { KafkaSourceOptions, KafkaStartingOffsets } from "./kafka-source-options.ts";
 export type { KafkaSplit } from "./kafka-split.ts";

@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { after, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { create, createMutableRegistry } from "@bufbuild/protobuf";
@@ -84,7 +85,7 @@ test("options: INVALID_KAFKA_OPTIONS for a missing url/client, a bad URL, basic 
   assert.throws(() => schemaRegistry.avro({ url: ["http://ok", "ftp://user:s3cret@host"] }), (e: unknown) => e instanceof Error && !e.message.includes("s3cret"));
 });
 
-test("HTTP stand-in: the real client's REST path (lookup by subject, schema by id, both cached), basic auth sent; an unknown id is the record's error; a refused password, HTTP 503 and a closed port are SCHEMA_REGISTRY_FAILED without the secret", async () => {
+test("HTTP stand-in: the real client's REST path (lookup by subject, schema by id, both cached), basic auth sent; an unknown id is the record's error; a refused password, HTTP 503, a registry that never answers and a closed port are SCHEMA_REGISTRY_FAILED without the secret", async () => {
   const registry = await serveFakeSchemaRegistry({ basicAuth: { username: "eddy", password: "s3cret" } });
   servers.push(registry);
   const id = registry.register("orders-value", "AVRO", ORDER_AVRO);
@@ -110,6 +111,18 @@ test("HTTP stand-in: the real client's REST path (lookup by subject, schema by i
   const fresh = schemaRegistry.avro(connection);
   await assert.rejects(fresh.deserialize(record("orders", encoded[0]!)), (e: unknown) => isCode("SCHEMA_REGISTRY_FAILED")(e) && /HTTP 503/.test((e as Error).message));
   registry.failWith = undefined;
+
+  // A registry that takes the connection and never answers: the request times out.
+  const held: Socket[] = [];
+  const silent = createNetServer((socket) => void held.push(socket));
+  await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+  try {
+    const mute = schemaRegistry.avro({ url: `http://127.0.0.1:${(silent.address() as AddressInfo).port}`, clientConfig: { maxRetries: 0, createAxiosDefaults: { timeout: 200 } } });
+    await assert.rejects(mute.deserialize(record("orders", encoded[0]!)), (e: unknown) => isCode("SCHEMA_REGISTRY_FAILED")(e) && /did not answer.*timeout/i.test((e as Error).message));
+  } finally {
+    for (const s of held) s.destroy();
+    await new Promise((resolve) => silent.close(resolve));
+  }
 
   const gone = await serveFakeSchemaRegistry();
   await gone.close();

@@ -52,7 +52,7 @@ export interface SchemaRegistryOptions {
    * (`"OAUTHBEARER"`, `issuerEndpointUrl`, `clientId`, `clientSecret`, `scope`, ...).
    */
   readonly bearerAuth?: Readonly<Record<string, unknown>>;
-  /** More of the client's ClientConfig, as is (`maxRetries`, `retriesWaitMs`, `cacheCapacity`, `createAxiosDefaults: { timeout }`, ...). */
+  /** More of the client's ClientConfig, as is (`maxRetries`, `retriesWaitMs`, `cacheCapacity`, `createAxiosDefaults: { timeout }` (default 30 s here), ...). */
   readonly clientConfig?: Readonly<Record<string, unknown>>;
   /** The record's key rather than its value: subject `<topic>-key`; a deserializer reads `record.key`. */
   readonly isKey?: boolean;
@@ -73,6 +73,9 @@ export interface SchemaRegistryOptions {
   /** More of the Confluent serde's config, as is (`ruleConfig`, Avro type options, JSON Schema `validate`, ...). */
   readonly serdeConfig?: Readonly<Record<string, unknown>>;
 }
+
+/** How long a request to the registry may take (axios's `timeout`), unless `clientConfig.createAxiosDefaults.timeout` says otherwise. */
+const DEFAULT_TIMEOUT_MS = 30_000;
 
 const NOT_INSTALLED_HINT = "install it next to eddy-kafka: `npm install @confluentinc/schemaregistry`";
 
@@ -176,7 +179,9 @@ export class SchemaRegistrySerde<T> {
     return (this.#client ??= loadModule().then((m) => {
       const o = this.#o;
       if (o.client !== undefined) return { m, client: (typeof o.client === "function" ? (o.client as () => object)() : o.client) as Client };
-      const config: Record<string, unknown> = { ...o.clientConfig, baseURLs: typeof o.url === "string" ? [o.url] : [...o.url!] };
+      // A registry that accepts connections and never answers would hold a batch forever: requests time out (default 30 s).
+      const axios = { timeout: DEFAULT_TIMEOUT_MS, ...(o.clientConfig?.createAxiosDefaults as object | undefined) };
+      const config: Record<string, unknown> = { ...o.clientConfig, createAxiosDefaults: axios, baseURLs: typeof o.url === "string" ? [o.url] : [...o.url!] };
       if (o.basicAuth !== undefined) config.basicAuthCredentials = { credentialsSource: "USER_INFO", userInfo: `${o.basicAuth.username}:${o.basicAuth.password}` };
       if (o.bearerAuth !== undefined) config.bearerAuthCredentials = o.bearerAuth;
       return { m, client: new m.SchemaRegistryClient(config as unknown as import("@confluentinc/schemaregistry").ClientConfig) };
