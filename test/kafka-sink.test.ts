@@ -6,7 +6,7 @@
  * Exactly-once twice: exactlyOnceMode "two-phase" (a transaction per interval, committed by
  * handle) and "write-ahead" (the records in the checkpoint, written with a marker once it completes).
  * - exactly-once, kill-and-compare: a worker exit or an exception at a random record, at
- *   parallelism 2, EDDY_KAFKA_ROUNDS rounds (3 here; `npm run soak:kafka` runs 20): equal, and no
+ *   parallelism 2, EDDY_KAFKA_ROUNDS rounds (10 per mode here, 20 in all in CI; `npm run soak:kafka` runs 20 per mode): equal, and no
  *   transaction left open;
  * - exactly-once, rescale: a job at parallelism 2 fails (a worker exit, once a checkpoint
  *   completed) and stays down; it resumes from its latest checkpoint at parallelism 1 and 3:
@@ -40,7 +40,7 @@ const EVENTS = 12_000;
 const WRITE_AHEAD_RESCALE_EVENTS = 60_000;
 
 const PARTITIONS = 4;
-const ROUNDS = Number(process.env.EDDY_KAFKA_ROUNDS ?? 3);
+const ROUNDS = Number(process.env.EDDY_KAFKA_ROUNDS ?? 10);
 const silent = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 const dec = new TextDecoder();
 
