@@ -21,7 +21,8 @@
  * milliseconds that a 100,000-record run does not amortize).
  *
  * Run: node -C eddy-source --import tsx bench/kafka-wire.ts [records=100000] [rounds=3]
- * (EDDY_BENCH_VARIANTS="eddy KafkaSource,bare consumer": only those, e.g. under a profiler.)
+ * (EDDY_BENCH_VARIANTS="eddy KafkaSource,bare consumer": only those, e.g. under a profiler;
+ * EDDY_BENCH_CHECKPOINT_MS: the jobs' checkpoint interval, 1000 by default.)
  * More than ~200,000 records: the mock drops the oldest records of a partition past about 70,000.
  */
 import { createRequire } from "node:module";
@@ -34,6 +35,8 @@ import { median } from "./stats.ts";
 const RECORDS = Number(process.argv[2] ?? 100_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
 const PARTITIONS = 4;
+/** The Eddy jobs' checkpoint interval (EDDY_BENCH_CHECKPOINT_MS; 1 s by default). Write-ahead writes an interval's records once its checkpoint completes. */
+const CHECKPOINT_MS = Number(process.env.EDDY_BENCH_CHECKPOINT_MS ?? 1_000);
 const quiet = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 /* eslint-disable @typescript-eslint/no-explicit-any */
 const K: any = createRequire(import.meta.resolve("eddy-kafka/package.json"))("@confluentinc/kafka-javascript");
@@ -107,7 +110,7 @@ async function eddySource(): Promise<void> {
     defineJob("bench-kafka-wire-source", (env) => {
       env.fromSource(KafkaSource.create<Event>({ bootstrapServers: bootstrap, topics: ["source"], deserializer: "json", bounded: true, maxRecordsPerFetch: 2000 }), WatermarkStrategy.noWatermarks(), "source").sinkTo(counting);
     }),
-    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
+    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: CHECKPOINT_MS }, logger: quiet },
   ).done;
   if (counted !== RECORDS) throw new Error(`eddy KafkaSource: ${counted} records`);
 }
@@ -126,7 +129,7 @@ async function eddySink(topic: string, exactlyOnce = false): Promise<void> {
           ),
         );
     }),
-    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: 1_000 }, logger: quiet },
+    { mode: "inline", parallelism: 1, checkpointing: { intervalMs: CHECKPOINT_MS }, logger: quiet },
   ).done;
 }
 
@@ -165,7 +168,7 @@ try {
       results.set(variant, [...(results.get(variant) ?? []), RECORDS / (ms / 1000)]);
     }
   }
-  console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), ${PARTITIONS} partitions, librdkafka's mock cluster (loopback), @confluentinc/kafka-javascript ${K.librdkafkaVersion ? `(librdkafka ${K.librdkafkaVersion})` : ""}, median of ${ROUNDS} rounds`);
+  console.log(`${RECORDS.toLocaleString("en-US")} records (JSON, ~60 bytes), checkpoints every ${CHECKPOINT_MS} ms, ${PARTITIONS} partitions, librdkafka's mock cluster (loopback), @confluentinc/kafka-javascript ${K.librdkafkaVersion ? `(librdkafka ${K.librdkafkaVersion})` : ""}, median of ${ROUNDS} rounds`);
   const rec = (n: number): string => `${Math.round(n).toLocaleString("en-US").padStart(10)} rec/s`;
   for (const [variant, { baseline, sink }] of Object.entries(VARIANTS) as [Variant, (typeof ALL)[Variant]][]) {
     const rate = median(results.get(variant)!);
