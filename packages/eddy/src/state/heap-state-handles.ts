@@ -25,6 +25,7 @@ import type {
   StateDescriptorBase,
   StateKind,
 } from "./descriptors.ts";
+import { appendedSize, sizeOf } from "./size-estimate.ts";
 import { Cell, cellHasExpired, purgeCell, VOID_NAMESPACE } from "./state-table.ts";
 import type { Namespace, StateTable } from "./state-table.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
@@ -103,7 +104,9 @@ export abstract class HeapKvState implements InternalKvState {
     if (has) {
       this.setCurrentNamespace(target);
       const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
-      cell.value = cell.value === undefined ? merged : this.mergeValues(cell.value, merged);
+      const old = cell.value;
+      cell.value = old === undefined ? merged : this.mergeValues(old, merged);
+      this.resized(old, cell.value);
     }
     this.setCurrentNamespace(saved);
   }
@@ -164,6 +167,16 @@ export abstract class HeapKvState implements InternalKvState {
   protected copyIn<V>(value: V): V {
     return this.deep ? copyValue(value) : value;
   }
+
+  /**
+   * The current cell's value went from `before` to `after`: the disk backend's size estimate of
+   * the current entry follows (an object changed in place, the same before and after, is not
+   * seen until the entry is loaded again).
+   */
+  protected resized(before: unknown, after: unknown): void {
+    // hot path
+    if (before !== after && this.table.sized) this.table.resizeCurrent(sizeOf(after) - sizeOf(before));
+  }
 }
 
 export class HeapValueState<T> extends HeapKvState implements InternalValueState<T> {
@@ -180,6 +193,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const stored = this.deep ? copyValue(value) : value;
     if (this.ttlMs !== 0) this.table.cleanupStep();
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    this.resized(cell.value, stored);
     cell.value = stored;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
   }
@@ -192,12 +206,15 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const current = this.rawCell();
     if (current !== undefined) {
       this.table.markCurrentDirty();
-      current.value = fns.add(current.value as T, value);
+      const before = current.value;
+      current.value = fns.add(before as T, value);
+      this.resized(before, current.value);
       return false;
     }
     const created = fns.create(value);
     if (created === undefined) return false;
     this.table.cellForWrite(this.ns, this.isVoid, undefined).value = created;
+    this.resized(undefined, created);
     return true;
   }
 
@@ -277,6 +294,7 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
+    this.resized(cell.value, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -322,6 +340,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
+    this.resized(cell.value, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -395,6 +414,8 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
       const values = cell.value as T[];
       for (let i = 0; i < copies.length; i++) values.push(copies[i]!);
     }
+    // The disk backend's size estimate: the elements appended (and their expiries), not the whole list.
+    if (this.table.sized) this.table.resizeCurrent((created ? sizeOf(copies) : appendedSize(copies)) + (this.ttlMs !== 0 ? 8 * copies.length : 0));
     if (this.ttlMs !== 0) {
       const exp = this.table.now() + this.ttlMs;
       const exps = cell.expiry as number[];
