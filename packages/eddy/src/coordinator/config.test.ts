@@ -58,7 +58,7 @@ test("unknown keys and bad values are refused, naming the key", () => {
 
 test("state backend keys: heap or disk, the disk backend's directory and cache size; bad values and disk keys without the disk backend are refused by name", () => {
   const keys = optionsFromConfig({ "state.backend": "disk", "state.backend.disk.dir": "/var/eddy/state", "state.backend.disk.cache-size": "5000" }).stateBackend;
-  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, cacheBytes: 256 * 2 ** 20, incremental: true, maxChainLength: 10 });
+  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, incremental: true, maxChainLength: 10 });
   // The keys refine what the job chose; state.backend=heap overrides it.
   const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: true, maxChainLength: 4 } as const;
   assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, cacheBytes: 4096, incremental: true, maxChainLength: 4 });

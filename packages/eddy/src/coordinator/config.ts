@@ -155,7 +155,7 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     },
   },
   "state.backend.disk.cache-size": {
-    description: "keys the disk backend keeps on the heap per operator subtask (default 100000)",
+    description: "keys the disk backend keeps on the heap per operator subtask (default 10000000; the bytes bound, state.backend.disk.cache-bytes, is usually reached first)",
     apply: (v, d) => {
       const n = int("state.backend.disk.cache-size", v);
       if (n < 1) throw invalid("state.backend.disk.cache-size", v, "a positive integer");
@@ -163,7 +163,7 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     },
   },
   "state.backend.disk.cache-bytes": {
-    description: "estimated heap bytes of the keys the disk backend keeps on the heap per operator subtask, e.g. 64m or 1g (default 256m; whichever of cache-size and cache-bytes is reached first bounds the cache)",
+    description: "estimated heap bytes of the keys the disk backend keeps on the heap per operator subtask, e.g. 64m or 1g (default 256m, at most an eighth of the worker's heap limit; whichever of cache-size and cache-bytes is reached first bounds the cache)",
     apply: (v, d) => {
       const m = /^(\d+)\s*(k|kb|m|mb|g|gb)?$/i.exec(v.trim());
       if (m === null || Number(m[1]) === 0) throw invalid("state.backend.disk.cache-bytes", v, "a positive size such as 268435456, 64m or 1g");

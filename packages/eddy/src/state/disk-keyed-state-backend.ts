@@ -6,8 +6,11 @@
  *   on the cached entries (HeapKeyedStateBackend with a TableSource per table). A key not cached
  *   is loaded from the store on first access (a synchronous LMDB read) and stays cached until
  *   evicted.
- * - The cache holds at most `cacheSize` keys (over all states of the subtask), evicted a quarter at
- *   a time by second chance (CLOCK, an approximation of least recently used): a use of a cached
+ * - The cache holds at most `cacheSize` keys (over all states of the subtask) and at most
+ *   `cacheBytes` of their estimated heap size (`KeyEntry.size`: size-estimate.ts at load, and
+ *   what each write adds or takes away, reported by the handles; never a walk per access),
+ *   whichever is reached first. It is evicted a quarter of the keys or a sixteenth of the bytes
+ *   at a time by second chance (CLOCK, an approximation of least recently used): a use of a cached
  *   key only sets its reference bit; eviction walks the keys in insertion order, giving a
  *   referenced key a second chance (bit cleared, moved to the end) and evicting the others. A use
  *   costs one Map lookup; strict LRU moved the key to the end of a Map on every record (a delete
@@ -42,6 +45,7 @@ import { closeSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, r
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
+import { getHeapStatistics } from "node:v8";
 import type { Database, RootDatabase, Transaction } from "lmdb";
 import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
@@ -66,10 +70,21 @@ import type { Namespace } from "./namespace.ts";
 const REFERENCED = 0x10000;
 const WRITE_BATCH = 4_096;
 
-/** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
-export const DEFAULT_DISK_CACHE_SIZE = 100_000;
-/** Default `state.backend.disk.cache-bytes`: estimated heap bytes of the cached entries per subtask. */
+/**
+ * Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. A backstop: by
+ * default the bytes bound is reached first (256 MiB hold ~1 M keys of the smallest entries).
+ */
+export const DEFAULT_DISK_CACHE_SIZE = 10_000_000;
+/**
+ * Default `state.backend.disk.cache-bytes`: estimated heap bytes of the cached entries per
+ * subtask, at most an eighth of the thread's heap limit (a worker given a small heap gets less).
+ */
 export const DEFAULT_DISK_CACHE_BYTES = 256 * 1024 * 1024;
+
+/** The cache's bound in bytes unless configured: DEFAULT_DISK_CACHE_BYTES, at most an eighth of this thread's heap limit. */
+export function defaultDiskCacheBytes(): number {
+  return Math.min(DEFAULT_DISK_CACHE_BYTES, Math.floor(getHeapStatistics().heap_size_limit / 8));
+}
 /**
  * Estimated heap bytes of a cached key besides its key and values (size-estimate.ts): the
  * KeyEntry, its slots in the table's group map and in the cache's second-chance Map, and the
@@ -82,9 +97,9 @@ export const DEFAULT_MAX_CHAIN_LENGTH = 10;
 export interface DiskStateBackendOptions {
   /** Root directory of the stores (`state.backend.disk.dir`); one directory per job and subtask below it. */
   readonly dir: string;
-  /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 100,000). */
+  /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 10,000,000). */
   readonly cacheSize?: number;
-  /** Estimated heap bytes of the keys kept on the heap per subtask (`state.backend.disk.cache-bytes`; default 256 MiB). */
+  /** Estimated heap bytes of the keys kept on the heap per subtask (`state.backend.disk.cache-bytes`; default defaultDiskCacheBytes()). */
   readonly cacheBytes?: number;
   /** Incremental checkpoints (`state.backend.disk.incremental`; default true). */
   readonly incremental?: boolean;
@@ -96,7 +111,7 @@ export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
   /** This subtask's own directory: emptied and owned by the backend. */
   readonly storeDir: string;
   readonly cacheSize: number;
-  /** Bound of the cached entries' estimated bytes (default DEFAULT_DISK_CACHE_BYTES). */
+  /** Bound of the cached entries' estimated bytes (default defaultDiskCacheBytes()). */
   readonly cacheBytes?: number;
   /** Checkpoints (not savepoints) write only what changed since the previous one (default false). */
   readonly incremental?: boolean;
@@ -163,7 +178,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #cacheBytes: number;
   /** An eviction goes on until at most this many keys are cached (a quarter of the cache out)... */
   readonly #keysAfterEvict: number;
-  /** ...and the cached entries' estimate is at most this (three quarters of cacheBytes). */
+  /**
+   * ...and the cached entries' estimate is at most this: a sixteenth of cacheBytes out (16 MiB
+   * of the default, ~30 K keys of q18: the pause of the former 100,000-key cache's quarter).
+   */
   readonly #bytesAfterEvict: number;
   /** The cached entries' estimated heap bytes: the sum of their `KeyEntry.size`. */
   #bytes = 0;
@@ -214,13 +232,13 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
     }
     this.#cacheSize = cacheSize;
-    const cacheBytes = options.cacheBytes ?? DEFAULT_DISK_CACHE_BYTES;
+    const cacheBytes = options.cacheBytes ?? defaultDiskCacheBytes();
     if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1) {
       throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
     }
     this.#cacheBytes = cacheBytes;
     this.#keysAfterEvict = cacheSize + 1 - Math.max(1, cacheSize >> 2); // from cacheSize + 1: a quarter goes
-    this.#bytesAfterEvict = Math.floor(cacheBytes * 0.75);
+    this.#bytesAfterEvict = cacheBytes - Math.ceil(cacheBytes / 16);
     this.#clock = options.clock;
     this.#dir = storeDir;
     this.#incremental = options.incremental === true;
@@ -397,7 +415,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /**
    * Evicts keys not referenced since the last pass (never `keep`, the key being used) into the
-   * write batch until the cache is down to three quarters of both its bounds (keys and bytes),
+   * write batch until the cache is a quarter of a key bound and a sixteenth of its byte bound
+   * under them (#keysAfterEvict, #bytesAfterEvict),
    * and writes the batch once full. Referenced keys met on the way get a second chance: their bit
    * is cleared and they move to the end, where the same pass meets them again (a Map iterator
    * visits what is added while it runs), so a pass ends at the latest once every key but `keep`
@@ -1116,8 +1135,9 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
   if (!Number.isInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
-  const cacheBytes = options.cacheBytes ?? DEFAULT_DISK_CACHE_BYTES;
-  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1) {
+  // Undefined: the default, resolved by each backend in its own thread (defaultDiskCacheBytes).
+  const cacheBytes = options.cacheBytes;
+  if (cacheBytes !== undefined && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1)) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
   }
   const incremental = options.incremental ?? true;

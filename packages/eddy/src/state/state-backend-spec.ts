@@ -5,7 +5,7 @@
  */
 import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
-import { DEFAULT_DISK_CACHE_BYTES, DEFAULT_DISK_CACHE_SIZE, DEFAULT_MAX_CHAIN_LENGTH, diskStateBackend } from "./disk-keyed-state-backend.ts";
+import { DEFAULT_DISK_CACHE_SIZE, DEFAULT_MAX_CHAIN_LENGTH, diskStateBackend } from "./disk-keyed-state-backend.ts";
 import { heapStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "./keyed-state-backend.ts";
 
@@ -19,8 +19,8 @@ export type StateBackendSpec =
       readonly dir: string;
       /** Keys on the heap per operator subtask. */
       readonly cacheSize: number;
-      /** Estimated heap bytes of those keys per operator subtask. */
-      readonly cacheBytes: number;
+      /** Estimated heap bytes of those keys per operator subtask (undefined: the default, resolved where the backend runs). */
+      readonly cacheBytes?: number;
       /** Checkpoints write only what changed (state.backend.disk.incremental). */
       readonly incremental: boolean;
       /** Deltas between two full bases (state.backend.disk.max-chain-length). */
@@ -31,9 +31,12 @@ export type StateBackendSpec =
 export interface DiskStateBackendInput {
   /** Root directory of the local stores (default ./.eddy/state); relative to the working directory. */
   readonly dir?: string;
-  /** Keys kept on the heap per operator subtask (default 100,000). */
+  /** Keys kept on the heap per operator subtask (default 10,000,000). */
   readonly cacheSize?: number;
-  /** Estimated heap bytes of the keys kept on the heap per operator subtask (default 256 MiB); whichever bound is reached first. */
+  /**
+   * Estimated heap bytes of the keys kept on the heap per operator subtask (default 256 MiB, at
+   * most an eighth of the worker's heap limit); whichever bound is reached first.
+   */
   readonly cacheBytes?: number;
   /** Incremental checkpoints (default true; savepoints are always full). */
   readonly incremental?: boolean;
@@ -63,8 +66,8 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
-  const cacheBytes = options.cacheBytes ?? DEFAULT_DISK_CACHE_BYTES;
-  if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1) {
+  const cacheBytes = options.cacheBytes;
+  if (cacheBytes !== undefined && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1)) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
   }
   const incremental = options.incremental ?? true;
@@ -73,7 +76,7 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
   if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
   }
-  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, cacheBytes, incremental, maxChainLength };
+  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, ...(cacheBytes === undefined ? {} : { cacheBytes }), incremental, maxChainLength };
 }
 
 /** The factory of a spec (undefined: the heap backend). */
