@@ -162,12 +162,6 @@ interface TableInfo {
   readonly table: StateTable;
   readonly id: number;
   readonly descriptor: StateDescriptorBase;
-  /**
-   * Cached keys created in this run of the cache and never written to the store or the write
-   * batch: removing their state needs no delete (a value cleared and set again on every record
-   * costs no store write).
-   */
-  readonly fresh: Set<MapKey>;
 }
 
 export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
@@ -320,15 +314,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const id = this.#tables.length;
     if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
     this.#ctx ??= ctx;
-    const fresh = new Set<MapKey>();
-    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id, fresh));
-    const info = { table, id, descriptor, fresh };
+    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id));
+    const info = { table, id, descriptor };
     this.#tables.push(info);
     this.#tablesByName.set(descriptor.name, info);
     return table;
   }
 
-  #sourceFor(id: number, fresh: Set<MapKey>): TableSource {
+  #sourceFor(id: number): TableSource {
     return {
       load: (mapKey, kgIndex, version, insert) => {
         const storeKey = this.#storeKey(kgIndex, id, mapKey);
@@ -356,7 +349,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       },
       created: (entry, kgIndex) => {
         this.#storeOnlyRestored = false;
-        fresh.add(entry.mapKey);
+        entry.fresh = true; // (KeyEntry.fresh)
         entry.size = ENTRY_BYTES + sizeOf(entry.key);
         this.#bytes += entry.size;
         if (!this.#lru.has(entry.mapKey)) this.#lru.set(entry.mapKey, kgIndex);
@@ -366,7 +359,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       removed: (entry, kgIndex) => {
         const { key, mapKey } = entry;
         this.#bytes -= entry.size;
-        if (!fresh.delete(mapKey)) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
+        if (!entry.fresh) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
         this.#recordChange(id, kgIndex, key, mapKey);
       },
       resized: (delta) => {
@@ -438,11 +431,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /** Takes `mapKey`'s entries out of every table, staging the changed ones for the store. */
   #evictKey(mapKey: MapKey, kgIndex: number): void {
-    for (const { table, id, fresh } of this.#tables) {
+    for (const { table, id } of this.#tables) {
       const entry = table.evict(mapKey, kgIndex);
       if (entry === undefined) continue;
       this.#bytes -= entry.size;
-      fresh.delete(mapKey);
       // An entry only read is what the store (or the write batch) already holds.
       if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
       // Changed since the last incremental snapshot (which saw it cached otherwise): the next one reads it from the store.
@@ -499,14 +491,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** Writes every cached entry back (they stay cached) and the write batch: the store alone is then complete. */
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
-    for (const { table, id, fresh } of this.#tables) {
+    for (const { table, id } of this.#tables) {
       for (const [mapKey, kgIndex] of table.heldKeys()) {
         const entry = table.peekHeld(mapKey, kgIndex)!;
-        if (!entry.dirty) continue;
+        if (!entry.dirty) continue; // (a fresh entry is dirty)
         puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(entry)]);
         entry.dirty = false;
+        entry.fresh = false;
       }
-      fresh.clear(); // all written now
     }
     this.#write(puts);
   }

@@ -107,6 +107,12 @@ export class KeyEntry extends Cell {
    * tables with a source (the disk backend bounds its cache by their sum); 0 otherwise.
    */
   size = 0;
+  /**
+   * The disk backend: created in this run of the cache and never written to the store or its
+   * write batch, so removing it needs no store delete (a value cleared and set again on every
+   * record costs no store write). False otherwise.
+   */
+  fresh = false;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
@@ -692,6 +698,7 @@ export class StateTable {
     e.dirty = entry.dirty;
     e.changedAt = entry.changedAt;
     e.size = entry.size;
+    e.fresh = entry.fresh;
     if (entry.hasVoid) {
       e.hasVoid = true;
       copyCellInto(kind, entry, e, copyValues);
