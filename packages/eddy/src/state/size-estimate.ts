@@ -6,8 +6,9 @@
  * array, Map or Set (and extrapolates to its length) and at most DEPTH levels of nesting, so a
  * list of a million elements costs what one of SAMPLE does. Strings count as one byte per
  * character plus a header (V8's one-byte strings), numbers as a boxed double, a shared object as
- * often as it is referenced. Calibrated against `process.memoryUsage().heapUsed` by
- * bench/disk-cache-bytes.ts (the q18-like record and a list of numbers within ±30 %).
+ * often as it is referenced (Nexmark's bids share their channel and URL strings: over-counted).
+ * Compared with `process.memoryUsage().heapUsed` by bench/disk-cache-bytes.ts: from 0.74 (lists
+ * of numbers) to 1.34 (a number per key) of the heap it stands for; docs/state-backends.md.
  */
 
 /** Elements of an array, Map or Set walked before extrapolating. */
