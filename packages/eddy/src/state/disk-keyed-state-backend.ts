@@ -408,9 +408,9 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
 
   /**
    * Evicts keys not referenced since the last pass (never `keep`, the key being used) into the
-   * write batch until the cache is a quarter of a key bound and a sixteenth of its byte bound
-   * under them (#keysAfterEvict, #bytesAfterEvict),
-   * and writes the batch once full. Referenced keys met on the way get a second chance: their bit
+   * write batch until the cache is a quarter of its key bound and a sixteenth of its byte bound
+   * under them (#keysAfterEvict, #bytesAfterEvict), and writes the batch once full. Referenced
+   * keys met on the way get a second chance: their bit
    * is cleared and they move to the end, where the same pass meets them again (a Map iterator
    * visits what is added while it runs), so a pass ends at the latest once every key but `keep`
    * is evicted.
