@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { ManualClock } from "../core/clock.ts";
-import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from "./descriptors.ts";
+import { ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor } from "./descriptors.ts";
 import { DiskKeyedStateBackend } from "./disk-keyed-state-backend.ts";
 import { sizeOf } from "./size-estimate.ts";
 
@@ -104,6 +104,91 @@ test("disk cache bytes: a value larger than the whole bound works, and the estim
   }
   assert.equal(b.cachedBytes, 0);
   b.dispose();
+});
+
+test("disk cache bytes: what writes of every kind add, clearing takes back exactly (cached, and after the keys went to the store and came back)", () => {
+  const sum = new ReducingStateDescriptor<string>("sum", (x, y) => `${x}${y}`);
+  const b = make(1 << 30);
+  const writeAll = (i: number): void => {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(text).update(`first-${i}`.repeat(1 + (i % 5)));
+    b.getState(text).update(`second-${i}`); // replaced by a smaller one
+    const l = b.getListState(items);
+    for (let j = 0; j <= i % 7; j++) l.add(`e${j}`.repeat(j + 1));
+    const m = b.getMapState(fields);
+    for (let j = 0; j <= i % 4; j++) m.put(`k${j}`, `v${j}`.repeat(i % 9));
+    m.put("k0", "replaced");
+    if (i % 4 > 0) m.remove("k1");
+    const r = b.getReducingState(sum);
+    for (const w of ["w1", "w2"]) {
+      r.setCurrentNamespace(w);
+      r.add(`${w}:${i}`);
+      r.add("+more");
+    }
+  };
+  const clearAll = (i: number): void => {
+    b.setCurrentKey(i, kgOf(i));
+    b.getState(text).clear();
+    b.getListState(items).clear();
+    b.getMapState(fields).clear();
+    const r = b.getReducingState(sum);
+    for (const w of ["w1", "w2"]) {
+      r.setCurrentNamespace(w);
+      r.clear();
+    }
+  };
+  for (let i = 0; i < 30; i++) writeAll(i);
+  assert.ok(b.cachedBytes > 30 * 240);
+  for (let i = 0; i < 30; i++) clearAll(i);
+  assert.equal(b.cachedBytes, 0, "cleared while cached");
+  // Written out and loaded back (the estimate then starts from the loaded values).
+  const small = make(1 << 30, 2);
+  for (let i = 0; i < 30; i++) {
+    small.setCurrentKey(i, kgOf(i));
+    small.getState(text).update(`v-${i}`.repeat(i));
+    small.getListState(items).add(`e-${i}`);
+  }
+  for (let i = 0; i < 30; i++) {
+    small.setCurrentKey(i, kgOf(i));
+    assert.equal(small.getState(text).value(), `v-${i}`.repeat(i));
+    small.getState(text).update("short");
+    small.getListState(items).add("more");
+    small.getState(text).clear();
+    small.getListState(items).clear();
+  }
+  assert.equal(small.cachedBytes, 0, "cleared after a round trip through the store");
+  b.dispose();
+  small.dispose();
+});
+
+test("disk cache bytes: clearing one window of a key takes back exactly what its writes added (the key's other window stays counted as before)", () => {
+  const windowItems = new ListStateDescriptor<string>("window-items");
+  const windowFields = new MapStateDescriptor<string, string>("window-fields");
+  const fill = (b: DiskKeyedStateBackend, namespace: string, n: number): void => {
+    const l = b.getListState(windowItems);
+    const m = b.getMapState(windowFields);
+    l.setCurrentNamespace(namespace);
+    m.setCurrentNamespace(namespace);
+    for (let j = 0; j < n; j++) l.add("e".repeat((j * 37) % 50)); // lengths a sample of 8 would not average right
+    for (let j = 0; j < n; j++) m.put(`k${j}`, "v".repeat((j * 13) % 40));
+    for (let j = 0; j < n; j += 3) m.remove(`k${j}`);
+    m.put("k1", "replaced");
+  };
+  const only = make(1 << 30);
+  only.setCurrentKey(0, kgOf(0));
+  fill(only, "w2", 5);
+  const both = make(1 << 30);
+  both.setCurrentKey(0, kgOf(0));
+  fill(both, "w1", 40);
+  fill(both, "w2", 5);
+  assert.ok(both.cachedBytes > only.cachedBytes + 2_000);
+  for (const s of [both.getListState(windowItems), both.getMapState(windowFields)]) {
+    s.setCurrentNamespace("w1");
+    s.clear();
+  }
+  assert.equal(both.cachedBytes, only.cachedBytes);
+  only.dispose();
+  both.dispose();
 });
 
 test("size estimate: strings by length, objects by their fields, a large array by a sample (fast)", () => {

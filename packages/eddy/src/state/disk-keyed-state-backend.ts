@@ -1004,12 +1004,13 @@ function decodeEntry(bytes: Buffer, mapKey: MapKey | undefined, version: number,
   }
 }
 
-/** The size estimate of an entry loaded from the store (what the writes since then add to). */
+/** The size estimate of an entry loaded from the store (what the writes since then add to); sets each cell's `valueSize`. */
 function loadedSize(entry: KeyEntry): number {
   let n = ENTRY_BYTES + sizeOf(entry.key);
-  if (entry.hasVoid) n += sizeOf(entry.value);
-  if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) n += NS_CELL_BYTES + sizeOf(ns) + sizeOf(cell.value) + (cell.expiry === undefined ? 0 : sizeOf(cell.expiry));
-  if (entry.expiry !== undefined) n += sizeOf(entry.expiry);
+  if (entry.hasVoid) n += entry.valueSize = sizeOf(entry.value) + (entry.expiry === undefined ? 0 : sizeOf(entry.expiry));
+  if (entry.nsCells !== undefined) {
+    for (const [ns, cell] of entry.nsCells) n += NS_CELL_BYTES + sizeOf(ns) + (cell.valueSize = sizeOf(cell.value) + (cell.expiry === undefined ? 0 : sizeOf(cell.expiry)));
+  }
   return n;
 }
 

@@ -52,10 +52,16 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     if (cell === undefined) return;
     this.table.markCurrentDirty();
     const map = cell.value as Map<UK, UV>;
-    if (this.table.sized && map.has(key)) this.table.resizeCurrent(-this.#entryBytes(key, map.get(key)));
+    if (this.table.sized && map.has(key)) this.#grew(cell, -this.#entryBytes(key, map.get(key)));
     map.delete(key);
     (cell.expiry as Map<UK, number> | undefined)?.delete(key);
     this.#dropIfEmpty(cell);
+  }
+
+  /** The disk backend's size estimate: the map cell grew by `delta` bytes. */
+  #grew(cell: Cell, delta: number): void {
+    cell.valueSize += delta;
+    this.table.resizeCurrent(delta);
   }
 
   /** Estimated bytes of one map entry (the disk backend's cache bound). */
@@ -150,14 +156,14 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     if (cell.value === undefined) {
       cell.value = new Map<UK, UV>();
       if (this.ttlMs !== 0) cell.expiry = new Map<UK, number>();
-      if (this.table.sized) this.table.resizeCurrent(sizeOf(cell.value) + (this.ttlMs !== 0 ? sizeOf(cell.expiry) : 0));
+      if (this.table.sized) this.#grew(cell, sizeOf(cell.value) + (this.ttlMs !== 0 ? sizeOf(cell.expiry) : 0));
     }
     const map = cell.value as Map<UK, UV>;
     if (this.table.sized) {
       // The disk backend's size estimate: the entry added, or the value replaced.
       const old = map.get(key);
-      if (old === undefined && !map.has(key)) this.table.resizeCurrent(this.#entryBytes(key, copy));
-      else if (old !== copy) this.table.resizeCurrent(sizeOf(copy) - sizeOf(old));
+      if (old === undefined && !map.has(key)) this.#grew(cell, this.#entryBytes(key, copy));
+      else if (old !== copy) this.#grew(cell, sizeOf(copy) - sizeOf(old));
     }
     map.set(key, copy);
     if (this.ttlMs !== 0) {

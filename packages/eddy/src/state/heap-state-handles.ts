@@ -104,9 +104,9 @@ export abstract class HeapKvState implements InternalKvState {
     if (has) {
       this.setCurrentNamespace(target);
       const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
-      const old = cell.value;
-      cell.value = old === undefined ? merged : this.mergeValues(old, merged);
-      this.resized(old, cell.value);
+      const value = cell.value === undefined ? merged : this.mergeValues(cell.value, merged);
+      this.resized(cell, value);
+      cell.value = value;
     }
     this.setCurrentNamespace(saved);
   }
@@ -169,13 +169,13 @@ export abstract class HeapKvState implements InternalKvState {
   }
 
   /**
-   * The current cell's value went from `before` to `after`: the disk backend's size estimate of
-   * the current entry follows (an object changed in place, the same before and after, is not
-   * seen until the entry is loaded again).
+   * The current `cell` is about to hold `value`: the disk backend's size estimate of the current
+   * entry follows (StateTable.revalue; an object changed in place and stored again is not seen
+   * until the entry is loaded again).
    */
-  protected resized(before: unknown, after: unknown): void {
+  protected resized(cell: Cell, value: unknown): void {
     // hot path
-    if (before !== after && this.table.sized) this.table.resizeCurrent(sizeOf(after) - sizeOf(before));
+    if (this.table.sized) this.table.revalue(cell, value);
   }
 }
 
@@ -193,7 +193,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const stored = this.deep ? copyValue(value) : value;
     if (this.ttlMs !== 0) this.table.cleanupStep();
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
-    this.resized(cell.value, stored);
+    this.resized(cell, stored);
     cell.value = stored;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
   }
@@ -206,15 +206,16 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const current = this.rawCell();
     if (current !== undefined) {
       this.table.markCurrentDirty();
-      const before = current.value;
-      current.value = fns.add(before as T, value);
-      this.resized(before, current.value);
+      const next = fns.add(current.value as T, value);
+      this.resized(current, next);
+      current.value = next;
       return false;
     }
     const created = fns.create(value);
     if (created === undefined) return false;
-    this.table.cellForWrite(this.ns, this.isVoid, undefined).value = created;
-    this.resized(undefined, created);
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    this.resized(cell, created);
+    cell.value = created;
     return true;
   }
 
@@ -294,7 +295,7 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
-    this.resized(cell.value, next);
+    this.resized(cell, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -340,7 +341,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
-    this.resized(cell.value, next);
+    this.resized(cell, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -415,7 +416,11 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
       for (let i = 0; i < copies.length; i++) values.push(copies[i]!);
     }
     // The disk backend's size estimate: the elements appended (and their expiries), not the whole list.
-    if (this.table.sized) this.table.resizeCurrent((created ? sizeOf(copies) : appendedSize(copies)) + (this.ttlMs !== 0 ? 8 * copies.length : 0));
+    if (this.table.sized) {
+      const added = (created ? sizeOf(copies) : appendedSize(copies)) + (this.ttlMs !== 0 ? 8 * copies.length : 0);
+      cell.valueSize += added;
+      this.table.resizeCurrent(added);
+    }
     if (this.ttlMs !== 0) {
       const exp = this.table.now() + this.ttlMs;
       const exps = cell.expiry as number[];

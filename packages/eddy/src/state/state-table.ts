@@ -74,6 +74,11 @@ export class KeyContext {
 }
 
 export class Cell {
+  /**
+   * The estimate of `value` (and its expiries) counted in its entry's `KeyEntry.size` (tables with
+   * a source only; 0 otherwise): what a write replacing the value takes back, and a removal.
+   */
+  valueSize = 0;
   constructor(
     /** value kinds: the value or accumulator; list: unknown[]; map: Map<unknown, unknown>. */
     public value: unknown,
@@ -133,6 +138,7 @@ export class KeyEntry extends Cell {
     this.value = value;
     this.expiresAt = Number.POSITIVE_INFINITY;
     this.expiry = undefined;
+    this.valueSize = 0;
   }
 
   clearVoid(): void {
@@ -140,6 +146,7 @@ export class KeyEntry extends Cell {
     this.value = undefined;
     this.expiresAt = Number.POSITIVE_INFINITY;
     this.expiry = undefined;
+    this.valueSize = 0;
   }
 
   isEmpty(): boolean {
@@ -274,6 +281,18 @@ export class StateTable {
   resizeCurrent(delta: number): void {
     const entry = this.currentEntry();
     if (entry !== undefined) this.resize(entry, delta);
+  }
+
+  /**
+   * `cell` of the current key's entry is about to hold `value` instead of what it holds: its
+   * `valueSize` and the entry's size follow (one estimate of the new value). Only when `sized`;
+   * the same object stored again changes nothing.
+   */
+  revalue(cell: Cell, value: unknown): void {
+    if (cell.value === value) return;
+    const size = sizeOf(value);
+    this.resizeCurrent(size - cell.valueSize);
+    cell.valueSize = size;
   }
 
   get ttl(): ResolvedTtl | undefined {
@@ -429,12 +448,12 @@ export class StateTable {
     this.markDirty(entry);
     const sized = this.#source !== undefined;
     if (isVoid) {
-      if (sized && entry.hasVoid) this.resize(entry, -sizeOf(entry.value));
+      if (sized && entry.hasVoid) this.resize(entry, -entry.valueSize);
       entry.clearVoid();
     } else {
       const cell = entry.nsCells?.get(ns);
       if (cell !== undefined) {
-        if (sized) this.resize(entry, -(NS_CELL_BYTES + sizeOf(ns) + sizeOf(cell.value)));
+        if (sized) this.resize(entry, -(NS_CELL_BYTES + sizeOf(ns) + cell.valueSize));
         entry.nsCells!.delete(ns);
       }
     }
@@ -617,15 +636,20 @@ export class StateTable {
   restoreCell(key: Key, mapKey: MapKey, kgIndex: number, ns: Namespace, cell: Cell): void {
     const entry = this.#groups[kgIndex]?.get(mapKey) ?? this.createEntry(key, mapKey, kgIndex);
     this.markDirty(entry);
+    const size = this.#source === undefined ? 0 : sizeOf(cell.value);
     if (this.#source !== undefined) {
-      const before = ns === VOID_NAMESPACE ? (entry.hasVoid ? sizeOf(entry.value) : 0) : entry.nsCells?.has(ns) === true ? NS_CELL_BYTES + sizeOf(ns) + sizeOf(entry.nsCells.get(ns)!.value) : 0;
-      this.resize(entry, (ns === VOID_NAMESPACE ? 0 : NS_CELL_BYTES + sizeOf(ns)) + sizeOf(cell.value) - before);
+      const before = ns === VOID_NAMESPACE ? (entry.hasVoid ? entry.valueSize : 0) : entry.nsCells?.has(ns) === true ? NS_CELL_BYTES + sizeOf(ns) + entry.nsCells.get(ns)!.valueSize : 0;
+      this.resize(entry, (ns === VOID_NAMESPACE ? 0 : NS_CELL_BYTES + sizeOf(ns)) + size - before);
     }
     if (ns === VOID_NAMESPACE) {
       entry.setVoid(cell.value);
       entry.expiresAt = cell.expiresAt;
       entry.expiry = cell.expiry;
-    } else (entry.nsCells ??= new Map()).set(ns, cell);
+      entry.valueSize = size;
+    } else {
+      cell.valueSize = size;
+      (entry.nsCells ??= new Map()).set(ns, cell);
+    }
     this.#cacheEpoch = -1;
   }
 
@@ -821,6 +845,7 @@ function copyCellInto(kind: StateKind, from: Cell, to: Cell, copyValues: boolean
   else if (kind === "map") value = new Map(value as Map<unknown, unknown>);
   else if (copyValues) value = copyValue(value);
   to.value = value;
+  to.valueSize = from.valueSize;
   to.expiresAt = from.expiresAt;
   to.expiry = expiry === undefined ? undefined : Array.isArray(expiry) ? expiry.slice() : new Map(expiry);
   return to;

@@ -61,10 +61,13 @@ export class VoidValueCursor<T> implements ValueCursor<T> {
     }
     if (entry === undefined) this.#entry = entry = this.#table.createEntry(this.#key, this.#mapKey, this.#kgIndex);
     else this.#table.markDirty(entry);
-    const before = entry.hasVoid ? entry.value : undefined;
-    if (entry.hasVoid) entry.value = value;
-    else entry.setVoid(value);
+    if (!entry.hasVoid) entry.setVoid(undefined);
     // The disk backend's size estimate (an accumulator changed in place is not seen: see HeapKvState.resized).
-    if (before !== value && this.#table.sized) this.#table.resize(entry, sizeOf(value) - sizeOf(before));
+    if (entry.value !== value && this.#table.sized) {
+      const size = sizeOf(value);
+      this.#table.resize(entry, size - entry.valueSize);
+      entry.valueSize = size;
+    }
+    entry.value = value;
   }
 }
