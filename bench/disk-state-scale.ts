@@ -21,7 +21,11 @@
  * not fit there (the ratio asked is delta / full, both measured in this run).
  *
  *   node -C eddy-source --import tsx bench/disk-state-scale.ts [--keys 50000000] [--value-bytes 180]
- *     [--cache 1000000] [--changed 0.01] [--dir /tmp]
+ *     [--cache 1000000] [--cache-bytes N] [--changed 0.01] [--dir /tmp]
+ *
+ * (--cache-bytes: the cache's bound in estimated bytes, `state.backend.disk.cache-bytes`; the
+ * backend's default when absent, 256 MiB. Runs recorded before that bound existed had the key
+ * bound only: give a large --cache-bytes to compare with them.)
  *
  * Disk needed: about 3× the state (the store, the restored store, the base file).
  */
@@ -37,7 +41,7 @@ import { chainKeyGroupCells, SHARED_BASE_KIND, SHARED_DELTA_KIND, SHARED_KEYED_S
 import { LocalCheckpointStorage } from "../packages/eddy/src/checkpoint/storage.ts";
 import type { StreamedSnapshotFile } from "../packages/eddy/src/checkpoint/untrusted-file.ts";
 import { ValueStateDescriptor } from "../packages/eddy/src/state/descriptors.ts";
-import { DiskKeyedStateBackend } from "../packages/eddy/src/state/disk-keyed-state-backend.ts";
+import { defaultDiskCacheBytes, DiskKeyedStateBackend } from "../packages/eddy/src/state/disk-keyed-state-backend.ts";
 import type { SharedFileRef } from "../packages/eddy/src/state/incremental-snapshot.ts";
 
 const { values } = parseArgs({
@@ -45,6 +49,7 @@ const { values } = parseArgs({
     keys: { type: "string", default: "50000000" },
     "value-bytes": { type: "string", default: "180" },
     cache: { type: "string", default: "1000000" },
+    "cache-bytes": { type: "string" },
     changed: { type: "string", default: "0.01" },
     dir: { type: "string", default: tmpdir() },
   },
@@ -52,6 +57,7 @@ const { values } = parseArgs({
 const KEYS = Number(values.keys);
 const VALUE_BYTES = Number(values["value-bytes"]);
 const CACHE = Number(values.cache);
+const CACHE_BYTES = values["cache-bytes"] === undefined ? defaultDiskCacheBytes() : Number(values["cache-bytes"]);
 const CHANGED = Number(values.changed);
 const RANGE = { start: 0, end: 127 };
 const kgOf = (k: number): number => k % 128;
@@ -106,8 +112,8 @@ async function persist(kind: string, name: string, write: (kg: number, out: Byte
 }
 
 try {
-  log(`${KEYS.toLocaleString("en")} keys, values ~${VALUE_BYTES} B, cache ${CACHE.toLocaleString("en")} keys, ${CHANGED * 100} % changed; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${home}`);
-  const backend = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, incremental: true, maxChainLength: 1_000 });
+  log(`${KEYS.toLocaleString("en")} keys, values ~${VALUE_BYTES} B, cache ${CACHE.toLocaleString("en")} keys and ${(CACHE_BYTES / 2 ** 20).toFixed(0)} MiB, ${CHANGED * 100} % changed; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${home}`);
+  const backend = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true, maxChainLength: 1_000 });
   // 1. load
   let t = performance.now();
   for (let k = 0; k < KEYS; k++) {
@@ -163,7 +169,7 @@ try {
   const readMs = performance.now() - t;
   sample();
   const meta = new Map(states.map((m) => [m.name, m]));
-  const restored = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "restored"), cacheSize: CACHE, incremental: true });
+  const restored = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "restored"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true });
   for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
     // As a job's restore does (executor/checkpoint-restore.ts): the chain's cells, decoded once, straight to the backend.
     const cells = chainKeyGroupCells(files, kg, (name) => meta.get(name));

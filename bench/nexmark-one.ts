@@ -5,7 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
- *     [--state-backend disk [--disk-cache-size N]] [--local-aggregation off]
+ *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE]] [--local-aggregation off]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -44,6 +44,7 @@ function stateBackendConfig(): Record<string, string> {
     "state.backend": "disk",
     "state.backend.disk.dir": dir,
     ...(args.diskCacheSize === undefined ? {} : { "state.backend.disk.cache-size": String(args.diskCacheSize) }),
+    ...(args.diskCacheBytes === undefined ? {} : { "state.backend.disk.cache-bytes": args.diskCacheBytes }),
   };
 }
 const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig() } };

@@ -23,6 +23,8 @@ export interface BenchArgs {
   readonly stateBackend: "heap" | "disk";
   /** `--disk-cache-size N`: keys the disk backend caches per state table (its default when absent). */
   readonly diskCacheSize: number | undefined;
+  /** `--disk-cache-bytes SIZE` (e.g. 64m): the disk backend's `state.backend.disk.cache-bytes` (its default when absent). */
+  readonly diskCacheBytes: string | undefined;
   /** `--local-aggregation on|off` (default on): the `pipeline.local-aggregation` key (docs/design/windows-state.md). */
   readonly localAggregation: boolean;
   /**
@@ -47,7 +49,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "local-aggregation", "seconds", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "disk-cache-bytes", "local-aggregation", "seconds", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -63,6 +65,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const stateBackend = values.get("state-backend") ?? "heap";
   if (stateBackend !== "heap" && stateBackend !== "disk") throw new RangeError(`--state-backend must be heap or disk, got '${stateBackend}'`);
   if (values.has("disk-cache-size") && stateBackend !== "disk") throw new RangeError("--disk-cache-size needs --state-backend disk");
+  if (values.has("disk-cache-bytes") && stateBackend !== "disk") throw new RangeError("--disk-cache-bytes needs --state-backend disk");
   const localAggregation = values.get("local-aggregation") ?? "on";
   if (localAggregation !== "on" && localAggregation !== "off") throw new RangeError(`--local-aggregation must be on or off, got '${localAggregation}'`);
   return {
@@ -77,6 +80,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     metrics: metrics === "on",
     stateBackend,
     diskCacheSize: values.has("disk-cache-size") ? count("disk-cache-size", 1) : undefined,
+    diskCacheBytes: values.get("disk-cache-bytes"),
     localAggregation: localAggregation === "on",
     seconds: values.has("seconds") ? count("seconds", 1) : undefined,
   };

@@ -60,11 +60,16 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   const keys = optionsFromConfig({ "state.backend": "disk", "state.backend.disk.dir": "/var/eddy/state", "state.backend.disk.cache-size": "5000" }).stateBackend;
   assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, incremental: true, maxChainLength: 10 });
   // The keys refine what the job chose; state.backend=heap overrides it.
-  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, incremental: true, maxChainLength: 4 } as const;
-  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, incremental: true, maxChainLength: 4 });
+  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: true, maxChainLength: 4 } as const;
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, cacheBytes: 4096, incremental: true, maxChainLength: 4 });
+  const cacheBytes = (value: string): number | undefined => {
+    const spec = resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-bytes": value }).stateBackend, fromJob);
+    return spec?.kind === "disk" ? spec.cacheBytes : undefined;
+  };
+  for (const [value, bytes] of [["1000", 1000], ["64m", 64 * 2 ** 20], ["2 GB", 2 * 2 ** 30], ["512k", 512 * 1024]] as const) assert.equal(cacheBytes(value), bytes, value);
   assert.deepEqual(
     resolveStateBackend(optionsFromConfig({ "state.backend.disk.incremental": "false", "state.backend.disk.max-chain-length": "0" }).stateBackend, fromJob),
-    { kind: "disk", dir: "/job/state", cacheSize: 10, incremental: false, maxChainLength: 0 },
+    { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: false, maxChainLength: 0 },
   );
   assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend": "heap" }).stateBackend, fromJob), { kind: "heap" });
   assert.equal(resolveStateBackend(undefined, undefined), undefined);
@@ -73,6 +78,9 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   refused({ "state.backend": "rocksdb" }, /'state\.backend' has the value 'rocksdb'; expected heap or disk/);
   refused({ "state.backend": "disk", "state.backend.disk.cache-size": "0" }, /'state\.backend\.disk\.cache-size' has the value '0'; expected a positive integer/);
   refused({ "state.backend": "disk", "state.backend.disk.cache-size": "many" }, /'state\.backend\.disk\.cache-size' has the value 'many'/);
+  refused({ "state.backend": "disk", "state.backend.disk.cache-bytes": "0" }, /'state\.backend\.disk\.cache-bytes' has the value '0'/);
+  refused({ "state.backend": "disk", "state.backend.disk.cache-bytes": "lots" }, /'state\.backend\.disk\.cache-bytes' has the value 'lots'/);
+  refused({ "state.backend.disk.cache-bytes": "64m" }, /state\.backend\.disk\.\* keys need the disk backend/);
   refused({ "state.backend.disk.dir": "/x" }, /state\.backend\.disk\.\* keys need the disk backend/);
   refused({ "state.backend.disk.incremental": "false" }, /state\.backend\.disk\.\* keys need the disk backend/);
   refused({ "state.backend": "disk", "state.backend.disk.incremental": "yes" }, /'state\.backend\.disk\.incremental' has the value 'yes'; expected true or false/);

@@ -21,7 +21,7 @@ export interface ConfiguredOptions {
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
   /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
-  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; incremental?: boolean; maxChainLength?: number };
+  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number };
 }
 
 interface KeySpec {
@@ -33,7 +33,7 @@ interface KeySpec {
 interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   restart: Record<string, string>;
-  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; incremental?: boolean; maxChainLength?: number };
+  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number };
 }
 
 /** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
@@ -155,11 +155,20 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     },
   },
   "state.backend.disk.cache-size": {
-    description: "keys the disk backend keeps on the heap per operator subtask (default 100000)",
+    description: "keys the disk backend keeps on the heap per operator subtask (default 10000000; the bytes bound, state.backend.disk.cache-bytes, is usually reached first)",
     apply: (v, d) => {
       const n = int("state.backend.disk.cache-size", v);
       if (n < 1) throw invalid("state.backend.disk.cache-size", v, "a positive integer");
       d.backend.cacheSize = n;
+    },
+  },
+  "state.backend.disk.cache-bytes": {
+    description: "estimated heap bytes of the keys the disk backend keeps on the heap per operator subtask, e.g. 64m or 1g (default 256m, at most an eighth of the worker's heap limit; whichever of cache-size and cache-bytes is reached first bounds the cache)",
+    apply: (v, d) => {
+      const m = /^(\d+)\s*(k|kb|m|mb|g|gb)?$/i.exec(v.trim());
+      if (m === null || Number(m[1]) === 0) throw invalid("state.backend.disk.cache-bytes", v, "a positive size such as 268435456, 64m or 1g");
+      const unit = m[2]?.toLowerCase()[0];
+      d.backend.cacheBytes = Number(m[1]) * (unit === "g" ? 2 ** 30 : unit === "m" ? 2 ** 20 : unit === "k" ? 2 ** 10 : 1);
     },
   },
   "state.backend.disk.incremental": {
@@ -215,7 +224,7 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
 export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fromJob: StateBackendSpec | undefined): StateBackendSpec | undefined {
   if (keys === undefined) return fromJob;
   const kind = keys.kind ?? fromJob?.kind ?? "heap";
-  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined;
+  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.cacheBytes !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined;
   if (kind === "heap") {
     if (diskKeys) throw new EddyError("INVALID_CONFIG", "state.backend.disk.* keys need the disk backend: add -D state.backend=disk (or env.setStateBackend(\"disk\"))");
     return { kind: "heap" };
@@ -224,6 +233,7 @@ export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fro
   return stateBackendSpec("disk", {
     dir: keys.dir ?? base?.dir,
     cacheSize: keys.cacheSize ?? base?.cacheSize,
+    cacheBytes: keys.cacheBytes ?? base?.cacheBytes,
     incremental: keys.incremental ?? base?.incremental,
     maxChainLength: keys.maxChainLength ?? base?.maxChainLength,
   });

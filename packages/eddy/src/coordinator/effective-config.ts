@@ -59,6 +59,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   if (backend.kind === "disk") {
     set("state.backend.disk.dir", backend.dir);
     set("state.backend.disk.cache-size", backend.cacheSize);
+    set("state.backend.disk.cache-bytes", backend.cacheBytes);
     set("state.backend.disk.incremental", backend.incremental);
     set("state.backend.disk.max-chain-length", backend.maxChainLength);
   }

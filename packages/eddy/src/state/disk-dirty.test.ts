@@ -30,6 +30,32 @@ const make = (cacheSize: number, clock = new ManualClock(0)): DiskKeyedStateBack
 
 const count = new ValueStateDescriptor<number>("count");
 
+test("disk backend: a key created and cleared while cached, never written out, costs no store delete (KeyEntry.fresh); one written out does", () => {
+  const b = make(1_000);
+  for (let round = 0; round < 3; round++) {
+    for (let i = 0; i < 50; i++) {
+      b.setCurrentKey(i, i % 4);
+      b.getState(count).update(i);
+      b.getState(count).clear();
+    }
+  }
+  b.numKeys("count"); // writes the cache and the write batch to the store
+  assert.equal(b.storeWrites, 0, "nothing written for keys that never left the cache");
+  for (let i = 0; i < 50; i++) {
+    b.setCurrentKey(i, i % 4);
+    b.getState(count).update(i);
+  }
+  b.numKeys("count"); // written: from now on their removal is a store delete
+  assert.equal(b.storeWrites, 50);
+  for (let i = 0; i < 50; i++) {
+    b.setCurrentKey(i, i % 4);
+    b.getState(count).clear();
+  }
+  assert.equal(b.numKeys("count"), 0);
+  assert.equal(b.storeWrites, 100, "50 puts, then 50 deletes");
+  b.dispose();
+});
+
 test("disk backend: keys only read are not written back when evicted; changed ones are", () => {
   const b = make(10);
   for (let i = 0; i < 200; i++) {

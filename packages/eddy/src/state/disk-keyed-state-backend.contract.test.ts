@@ -1,7 +1,8 @@
 /**
  * The keyed state backend contract (testing/keyed-state-backend-contract.ts) against the disk
  * backend: with a cache of 1 key (every key switch evicts to the store), of 1,000 keys (the test's
- * keys stay cached), and across backends both ways (snapshots are backend-neutral).
+ * keys stay cached), of 1,000 keys but 2 KiB (the byte bound evicts: a few keys fit), and across
+ * backends both ways (snapshots are backend-neutral).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,11 +17,12 @@ const root = mkdtempSync(join(tmpdir(), "eddy-disk-contract-"));
 after(() => rmSync(root, { recursive: true, force: true }));
 let n = 0;
 const disk =
-  (cacheSize: number): KeyedStateBackendFactory =>
+  (cacheSize: number, cacheBytes?: number): KeyedStateBackendFactory =>
   (options) =>
-    new DiskKeyedStateBackend({ ...options, storeDir: join(root, String(n++)), cacheSize });
+    new DiskKeyedStateBackend({ ...options, storeDir: join(root, String(n++)), cacheSize, ...(cacheBytes === undefined ? {} : { cacheBytes }) });
 
 keyedStateBackendContract("disk (cache 1)", disk(1));
 keyedStateBackendContract("disk (cache 1000)", disk(1000));
+keyedStateBackendContract("disk (cache 1000 keys, 2 KiB)", disk(1000, 2048));
 keyedStateBackendContract("disk → heap", disk(1), heapStateBackend);
 keyedStateBackendContract("heap → disk", heapStateBackend, disk(1));

@@ -6,8 +6,11 @@
  *   on the cached entries (HeapKeyedStateBackend with a TableSource per table). A key not cached
  *   is loaded from the store on first access (a synchronous LMDB read) and stays cached until
  *   evicted.
- * - The cache holds at most `cacheSize` keys (over all states of the subtask), evicted a quarter at
- *   a time by second chance (CLOCK, an approximation of least recently used): a use of a cached
+ * - The cache holds at most `cacheSize` keys (over all states of the subtask) and at most
+ *   `cacheBytes` of their estimated heap size (`KeyEntry.size`: size-estimate.ts at load, and
+ *   what each write adds or takes away, reported by the handles; never a walk per access),
+ *   whichever is reached first. It is evicted a quarter of the keys or a sixteenth of the bytes
+ *   at a time by second chance (CLOCK, an approximation of least recently used): a use of a cached
  *   key only sets its reference bit; eviction walks the keys in insertion order, giving a
  *   referenced key a second chance (bit cleared, moved to the end) and evicting the others. A use
  *   costs one Map lookup; strict LRU moved the key to the end of a Map on every record (a delete
@@ -42,6 +45,7 @@ import { closeSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, r
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
+import { getHeapStatistics } from "node:v8";
 import type { Database, RootDatabase, Transaction } from "lmdb";
 import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
@@ -57,7 +61,8 @@ import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendO
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
-import { Cell, KeyEntry, keyGroupOutOfRange, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
+import { Cell, KeyEntry, keyGroupOutOfRange, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
+import { sizeOf } from "./size-estimate.ts";
 import type { Namespace } from "./namespace.ts";
 
 /** Evicted entries (and removals) gathered before one write transaction (each LMDB commit costs ~0.1-0.4 ms). */
@@ -65,16 +70,37 @@ import type { Namespace } from "./namespace.ts";
 const REFERENCED = 0x10000;
 const WRITE_BATCH = 4_096;
 
-/** Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. */
-export const DEFAULT_DISK_CACHE_SIZE = 100_000;
+/**
+ * Default `state.backend.disk.cache-size`: keys kept on the heap per subtask. A backstop: by
+ * default the bytes bound is reached first (256 MiB hold ~1 M keys of the smallest entries).
+ */
+export const DEFAULT_DISK_CACHE_SIZE = 10_000_000;
+/**
+ * Default `state.backend.disk.cache-bytes`: estimated heap bytes of the cached entries per
+ * subtask, at most an eighth of the thread's heap limit (a worker given a small heap gets less).
+ */
+export const DEFAULT_DISK_CACHE_BYTES = 256 * 1024 * 1024;
+
+/** The cache's bound in bytes unless configured: DEFAULT_DISK_CACHE_BYTES, at most an eighth of this thread's heap limit. */
+export function defaultDiskCacheBytes(): number {
+  return Math.min(DEFAULT_DISK_CACHE_BYTES, Math.floor(getHeapStatistics().heap_size_limit / 8));
+}
+/**
+ * Estimated heap bytes of a cached key besides its key and values (size-estimate.ts): the
+ * KeyEntry, its slots in the table's group map and in the cache's second-chance Map, and the
+ * map identity of a composite key. bench/disk-cache-bytes.ts calibrates it.
+ */
+const ENTRY_BYTES = 240;
 /** Default `state.backend.disk.max-chain-length`: deltas after a base before the next full one. */
 export const DEFAULT_MAX_CHAIN_LENGTH = 10;
 
 export interface DiskStateBackendOptions {
   /** Root directory of the stores (`state.backend.disk.dir`); one directory per job and subtask below it. */
   readonly dir: string;
-  /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 100,000). */
+  /** Keys kept on the heap per subtask (`state.backend.disk.cache-size`; default 10,000,000). */
   readonly cacheSize?: number;
+  /** Estimated heap bytes of the keys kept on the heap per subtask (`state.backend.disk.cache-bytes`; default defaultDiskCacheBytes()). */
+  readonly cacheBytes?: number;
   /** Incremental checkpoints (`state.backend.disk.incremental`; default true). */
   readonly incremental?: boolean;
   /** Deltas after a full base before the next base (`state.backend.disk.max-chain-length`; default 10). */
@@ -85,6 +111,8 @@ export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
   /** This subtask's own directory: emptied and owned by the backend. */
   readonly storeDir: string;
   readonly cacheSize: number;
+  /** Bound of the cached entries' estimated bytes (default defaultDiskCacheBytes()). */
+  readonly cacheBytes?: number;
   /** Checkpoints (not savepoints) write only what changed since the previous one (default false). */
   readonly incremental?: boolean;
   /** Deltas between two full bases (default DEFAULT_MAX_CHAIN_LENGTH). */
@@ -134,12 +162,6 @@ interface TableInfo {
   readonly table: StateTable;
   readonly id: number;
   readonly descriptor: StateDescriptorBase;
-  /**
-   * Cached keys created in this run of the cache and never written to the store or the write
-   * batch: removing their state needs no delete (a value cleared and set again on every record
-   * costs no store write).
-   */
-  readonly fresh: Set<MapKey>;
 }
 
 export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
@@ -147,8 +169,16 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #dir: string;
   readonly #path: string;
   readonly #cacheSize: number;
-  /** How many keys one eviction takes out (a quarter of the cache, at least one). */
-  readonly #evictBatch: number;
+  readonly #cacheBytes: number;
+  /** An eviction goes on until at most this many keys are cached (a quarter of the cache out)... */
+  readonly #keysAfterEvict: number;
+  /**
+   * ...and the cached entries' estimate is at most this: a sixteenth of cacheBytes out (16 MiB
+   * of the default, ~30 K keys of q18: the pause of the former 100,000-key cache's quarter).
+   */
+  readonly #bytesAfterEvict: number;
+  /** The cached entries' estimated heap bytes: the sum of their `KeyEntry.size`. */
+  #bytes = 0;
   readonly #clock: Clock;
   /** Cached keys, least recently used first (a key's entries in every table count once). */
   readonly #lru = new Map<MapKey, number>();
@@ -196,7 +226,13 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
     }
     this.#cacheSize = cacheSize;
-    this.#evictBatch = Math.max(1, cacheSize >> 2);
+    const cacheBytes = options.cacheBytes ?? defaultDiskCacheBytes();
+    if (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1) {
+      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
+    }
+    this.#cacheBytes = cacheBytes;
+    this.#keysAfterEvict = cacheSize + 1 - Math.max(1, cacheSize >> 2); // from cacheSize + 1: a quarter goes
+    this.#bytesAfterEvict = cacheBytes - Math.ceil(cacheBytes / 16);
     this.#clock = options.clock;
     this.#dir = storeDir;
     this.#incremental = options.incremental === true;
@@ -243,6 +279,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     return this.#lru.size;
   }
 
+  /** Estimated heap bytes of the cached entries (tests, metrics). */
+  get cachedBytes(): number {
+    return this.#bytes;
+  }
+
   override setCurrentKey(key: Key, keyGroup: number): void {
     // hot path
     super.setCurrentKey(key, keyGroup);
@@ -261,30 +302,34 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const v = lru.get(mapKey);
     if (v === undefined) {
       lru.set(mapKey, keyGroup - this.keyGroupRange.start);
-      if (lru.size > this.#cacheSize) this.#evict(mapKey);
-    } else if (v < REFERENCED) lru.set(mapKey, v + REFERENCED);
+      if (lru.size > this.#cacheSize || this.#bytes > this.#cacheBytes) this.#evict(mapKey);
+    } else {
+      if (v < REFERENCED) lru.set(mapKey, v + REFERENCED);
+      // A write may have grown the cache past its bytes since (a list appended to).
+      if (this.#bytes > this.#cacheBytes) this.#evict(mapKey);
+    }
   }
 
   protected override createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
     const id = this.#tables.length;
     if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
     this.#ctx ??= ctx;
-    const fresh = new Set<MapKey>();
-    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id, fresh));
-    const info = { table, id, descriptor, fresh };
+    const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id));
+    const info = { table, id, descriptor };
     this.#tables.push(info);
     this.#tablesByName.set(descriptor.name, info);
     return table;
   }
 
-  #sourceFor(id: number, fresh: Set<MapKey>): TableSource {
+  #sourceFor(id: number): TableSource {
     return {
       load: (mapKey, kgIndex, version, insert) => {
         const storeKey = this.#storeKey(kgIndex, id, mapKey);
         let bytes: Buffer | undefined;
         const pending = this.#pending.size > 0 ? this.#pending.get(storeKey.toString("latin1")) : undefined;
         if (pending !== undefined) bytes = pending[1];
-        else {
+        // Nothing written to the store yet (it starts empty in every run): no lookup.
+        else if (this.#recordsWritten !== 0) {
           try {
             bytes = this.#db.getBinary(storeKey);
           } catch (e) {
@@ -295,19 +340,30 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         const entry = decodeEntry(bytes, mapKey, version, this.#dir);
         entry.dirty = false; // what the store (or the write batch) holds: nothing to write back
         entry.changedAt = -1; // unchanged since the last snapshot that saw it
-        if (insert && !this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
+        if (insert) {
+          entry.size = loadedSize(entry);
+          this.#bytes += entry.size;
+          if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
+        }
         return entry;
       },
-      created: (mapKey, kgIndex) => {
+      created: (entry, kgIndex) => {
         this.#storeOnlyRestored = false;
-        fresh.add(mapKey);
-        if (!this.#lru.has(mapKey)) this.#lru.set(mapKey, kgIndex);
+        entry.fresh = true; // (KeyEntry.fresh)
+        entry.size = ENTRY_BYTES + sizeOf(entry.key);
+        this.#bytes += entry.size;
+        if (!this.#lru.has(entry.mapKey)) this.#lru.set(entry.mapKey, kgIndex);
       },
       // A pending delete (unless nothing was ever written for the key); should the key come back,
       // its eviction replaces it by a put.
-      removed: (key, mapKey, kgIndex) => {
-        if (!fresh.delete(mapKey)) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
+      removed: (entry, kgIndex) => {
+        const { key, mapKey } = entry;
+        this.#bytes -= entry.size;
+        if (!entry.fresh) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
         this.#recordChange(id, kgIndex, key, mapKey);
+      },
+      resized: (delta) => {
+        this.#bytes += delta;
       },
       migrate: (step) => {
         this.#needBase = true; // every stored value changes
@@ -351,46 +407,39 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   /**
-   * Evicts a batch of keys not referenced since the last pass (never `keep`, the key being used)
-   * into the write batch, and writes the batch once full. Referenced keys met on the way get a
-   * second chance: their bit is cleared and they move to the end. When every key was referenced
-   * the keys given a second chance (now at the end, unreferenced) are evicted next.
+   * Evicts keys not referenced since the last pass (never `keep`, the key being used) into the
+   * write batch until the cache is a quarter of its key bound and a sixteenth of its byte bound
+   * under them (#keysAfterEvict, #bytesAfterEvict), and writes the batch once full. Referenced
+   * keys met on the way get a second chance: their bit
+   * is cleared and they move to the end, where the same pass meets them again (a Map iterator
+   * visits what is added while it runs), so a pass ends at the latest once every key but `keep`
+   * is evicted.
    */
   #evict(keep: MapKey | undefined): void {
     const lru = this.#lru;
-    const batch = this.#evictBatch;
-    const victims: [MapKey, number][] = [];
-    const spared: [MapKey, number][] = [];
+    const keys = this.#keysAfterEvict;
+    const bytes = this.#bytesAfterEvict;
     for (const [mapKey, v] of lru) {
-      if (victims.length >= batch) break;
+      if (lru.size <= keys && this.#bytes <= bytes) break;
       if (mapKey === keep) continue;
-      if (v >= REFERENCED) spared.push([mapKey, v - REFERENCED]);
-      else victims.push([mapKey, v]);
-    }
-    for (const [mapKey] of victims) lru.delete(mapKey);
-    for (const [mapKey, kgIndex] of spared) {
       lru.delete(mapKey);
-      lru.set(mapKey, kgIndex);
-    }
-    if (victims.length < batch) {
-      for (const [mapKey, v] of lru) {
-        if (victims.length >= batch) break;
-        if (mapKey !== keep && v < REFERENCED) victims.push([mapKey, v]);
-      }
-      for (let i = 0; i < victims.length; i++) lru.delete(victims[i]![0]);
-    }
-    for (const [mapKey, kgIndex] of victims) {
-      for (const { table, id, fresh } of this.#tables) {
-        const entry = table.evict(mapKey, kgIndex);
-        if (entry === undefined) continue;
-        fresh.delete(mapKey);
-        // An entry only read is what the store (or the write batch) already holds.
-        if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
-        // Changed since the last incremental snapshot (which saw it cached otherwise): the next one reads it from the store.
-        if (this.#incremental && entry.changedAt >= this.#ctx!.changeEpoch) this.#recordChange(id, kgIndex, entry.key, mapKey);
-      }
+      if (v >= REFERENCED) lru.set(mapKey, v - REFERENCED);
+      else this.#evictKey(mapKey, v);
     }
     if (this.#pending.size >= WRITE_BATCH) this.#write([]);
+  }
+
+  /** Takes `mapKey`'s entries out of every table, staging the changed ones for the store. */
+  #evictKey(mapKey: MapKey, kgIndex: number): void {
+    for (const { table, id } of this.#tables) {
+      const entry = table.evict(mapKey, kgIndex);
+      if (entry === undefined) continue;
+      this.#bytes -= entry.size;
+      // An entry only read is what the store (or the write batch) already holds.
+      if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
+      // Changed since the last incremental snapshot (which saw it cached otherwise): the next one reads it from the store.
+      if (this.#incremental && entry.changedAt >= this.#ctx!.changeEpoch) this.#recordChange(id, kgIndex, entry.key, mapKey);
+    }
   }
 
   /**
@@ -442,14 +491,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** Writes every cached entry back (they stay cached) and the write batch: the store alone is then complete. */
   #flush(): void {
     const puts: [Buffer, Buffer][] = [];
-    for (const { table, id, fresh } of this.#tables) {
+    for (const { table, id } of this.#tables) {
       for (const [mapKey, kgIndex] of table.heldKeys()) {
         const entry = table.peekHeld(mapKey, kgIndex)!;
-        if (!entry.dirty) continue;
+        if (!entry.dirty) continue; // (a fresh entry is dirty)
         puts.push([this.#storeKey(kgIndex, id, mapKey), this.#encode(entry)]);
         entry.dirty = false;
+        entry.fresh = false;
       }
-      fresh.clear(); // all written now
     }
     this.#write(puts);
   }
@@ -713,7 +762,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     if (!this.#storeOnlyRestored || this.#restoredGroups.has(kgIndex)) {
       this.#storeOnlyRestored = false;
       super.restoreKeyGroupCells(keyGroup, cells, states);
-      while (this.#lru.size > this.#cacheSize) this.#evict(undefined);
+      if (this.#lru.size > this.#cacheSize || this.#bytes > this.#cacheBytes) this.#evict(undefined);
       return;
     }
     this.#restoredGroups.add(kgIndex);
@@ -955,6 +1004,16 @@ function decodeEntry(bytes: Buffer, mapKey: MapKey | undefined, version: number,
   }
 }
 
+/** The size estimate of an entry loaded from the store (what the writes since then add to); sets each cell's `valueSize`. */
+function loadedSize(entry: KeyEntry): number {
+  let n = ENTRY_BYTES + sizeOf(entry.key);
+  if (entry.hasVoid) n += entry.valueSize = sizeOf(entry.value) + (entry.expiry === undefined ? 0 : sizeOf(entry.expiry));
+  if (entry.nsCells !== undefined) {
+    for (const [ns, cell] of entry.nsCells) n += NS_CELL_BYTES + sizeOf(ns) + (cell.valueSize = sizeOf(cell.value) + (cell.expiry === undefined ? 0 : sizeOf(cell.expiry)));
+  }
+  return n;
+}
+
 function visitStored(entry: KeyEntry, visit: CellVisitor): void {
   if (entry.hasVoid) visit(entry.key, VOID_NAMESPACE, entry.value, entry.expiresAt, entry.expiry);
   if (entry.nsCells !== undefined) for (const [ns, cell] of entry.nsCells) visit(entry.key, ns, cell.value, cell.expiresAt, cell.expiry);
@@ -1069,6 +1128,11 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
   if (!Number.isInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
+  // Undefined: the default, resolved by each backend in its own thread (defaultDiskCacheBytes).
+  const cacheBytes = options.cacheBytes;
+  if (cacheBytes !== undefined && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1)) {
+    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
+  }
   const incremental = options.incremental ?? true;
   const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
   if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
@@ -1080,7 +1144,7 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
     const jobDir = join(options.dir, safeName(scope?.job ?? "unscoped"));
     lockJobDir(jobDir);
     const sub = scope === undefined ? `pid${process.pid}-${unscoped++}` : `${safeName(scope.operatorId)}-${start}-${end}`;
-    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, incremental, maxChainLength });
+    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, cacheBytes, incremental, maxChainLength });
   };
 }
 

@@ -8,6 +8,7 @@
 import { copyValue } from "./copy-value.ts";
 import { checkUserKey } from "./descriptors.ts";
 import { HeapKvState, refreshAll } from "./heap-state-handles.ts";
+import { MAP_ENTRY_BYTES, sizeOf } from "./size-estimate.ts";
 import type { InternalMapState } from "./internal-state.ts";
 import type { Cell } from "./state-table.ts";
 
@@ -50,9 +51,22 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     const cell = this.#mapCell();
     if (cell === undefined) return;
     this.table.markCurrentDirty();
-    (cell.value as Map<UK, UV>).delete(key);
+    const map = cell.value as Map<UK, UV>;
+    if (this.table.sized && map.has(key)) this.#grew(cell, -this.#entryBytes(key, map.get(key)));
+    map.delete(key);
     (cell.expiry as Map<UK, number> | undefined)?.delete(key);
     this.#dropIfEmpty(cell);
+  }
+
+  /** The disk backend's size estimate: the map cell grew by `delta` bytes. */
+  #grew(cell: Cell, delta: number): void {
+    cell.valueSize += delta;
+    this.table.resizeCurrent(delta);
+  }
+
+  /** Estimated bytes of one map entry (the disk backend's cache bound). */
+  #entryBytes(key: UK, value: UV | undefined): number {
+    return MAP_ENTRY_BYTES + sizeOf(key) + sizeOf(value) + (this.ttlMs !== 0 ? MAP_ENTRY_BYTES + 8 : 0);
   }
 
   isEmpty(): boolean {
@@ -142,8 +156,16 @@ export class HeapMapState<UK, UV> extends HeapKvState implements InternalMapStat
     if (cell.value === undefined) {
       cell.value = new Map<UK, UV>();
       if (this.ttlMs !== 0) cell.expiry = new Map<UK, number>();
+      if (this.table.sized) this.#grew(cell, sizeOf(cell.value) + (this.ttlMs !== 0 ? sizeOf(cell.expiry) : 0));
     }
-    (cell.value as Map<UK, UV>).set(key, copy);
+    const map = cell.value as Map<UK, UV>;
+    if (this.table.sized) {
+      // The disk backend's size estimate: the entry added, or the value replaced.
+      const old = map.get(key);
+      if (old === undefined && !map.has(key)) this.#grew(cell, this.#entryBytes(key, copy));
+      else if (old !== copy) this.#grew(cell, sizeOf(copy) - sizeOf(old));
+    }
+    map.set(key, copy);
     if (this.ttlMs !== 0) {
       const exp = this.table.now() + this.ttlMs;
       (cell.expiry as Map<UK, number>).set(key, exp);

@@ -25,6 +25,7 @@ import type {
   StateDescriptorBase,
   StateKind,
 } from "./descriptors.ts";
+import { appendedSize, sizeOf } from "./size-estimate.ts";
 import { Cell, cellHasExpired, purgeCell, VOID_NAMESPACE } from "./state-table.ts";
 import type { Namespace, StateTable } from "./state-table.ts";
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state.ts";
@@ -103,7 +104,9 @@ export abstract class HeapKvState implements InternalKvState {
     if (has) {
       this.setCurrentNamespace(target);
       const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
-      cell.value = cell.value === undefined ? merged : this.mergeValues(cell.value, merged);
+      const value = cell.value === undefined ? merged : this.mergeValues(cell.value, merged);
+      this.resized(cell, value);
+      cell.value = value;
     }
     this.setCurrentNamespace(saved);
   }
@@ -164,6 +167,16 @@ export abstract class HeapKvState implements InternalKvState {
   protected copyIn<V>(value: V): V {
     return this.deep ? copyValue(value) : value;
   }
+
+  /**
+   * The current `cell` is about to hold `value`: the disk backend's size estimate of the current
+   * entry follows (StateTable.revalue; an object changed in place and stored again is not seen
+   * until the entry is loaded again).
+   */
+  protected resized(cell: Cell, value: unknown): void {
+    // hot path
+    if (this.table.sized) this.table.revalue(cell, value);
+  }
 }
 
 export class HeapValueState<T> extends HeapKvState implements InternalValueState<T> {
@@ -180,6 +193,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const stored = this.deep ? copyValue(value) : value;
     if (this.ttlMs !== 0) this.table.cleanupStep();
     const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    this.resized(cell, stored);
     cell.value = stored;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
   }
@@ -192,12 +206,16 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     const current = this.rawCell();
     if (current !== undefined) {
       this.table.markCurrentDirty();
-      current.value = fns.add(current.value as T, value);
+      const next = fns.add(current.value as T, value);
+      this.resized(current, next);
+      current.value = next;
       return false;
     }
     const created = fns.create(value);
     if (created === undefined) return false;
-    this.table.cellForWrite(this.ns, this.isVoid, undefined).value = created;
+    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    this.resized(cell, created);
+    cell.value = created;
     return true;
   }
 
@@ -289,6 +307,7 @@ export class HeapReducingState<T> extends HeapKvState implements InternalReducin
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
+    this.resized(cell, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -334,6 +353,7 @@ export class HeapAggregatingState<IN, ACC, OUT> extends HeapKvState implements I
     let cell = current;
     if (cell === undefined) cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
     else this.table.markCurrentDirty();
+    this.resized(cell, next);
     cell.value = next;
     if (this.ttlMs !== 0) cell.expiresAt = this.table.now() + this.ttlMs;
     return current === undefined;
@@ -406,6 +426,12 @@ export class HeapListState<T> extends HeapKvState implements InternalListState<T
     } else {
       const values = cell.value as T[];
       for (let i = 0; i < copies.length; i++) values.push(copies[i]!);
+    }
+    // The disk backend's size estimate: the elements appended (and their expiries), not the whole list.
+    if (this.table.sized) {
+      const added = (created ? sizeOf(copies) : appendedSize(copies)) + (this.ttlMs !== 0 ? 8 * copies.length : 0);
+      cell.valueSize += added;
+      this.table.resizeCurrent(added);
     }
     if (this.ttlMs !== 0) {
       const exp = this.table.now() + this.ttlMs;

@@ -1,7 +1,7 @@
 /**
  * Which keyed state backend a job runs with, as data (it travels to worker threads, which build
  * the factory there): `env.setStateBackend(kind, options)`, `-D state.backend=…`,
- * `state.backend.disk.dir`, `state.backend.disk.cache-size`. docs/state-backends.md.
+ * `state.backend.disk.dir`, `state.backend.disk.cache-size`, `state.backend.disk.cache-bytes`. docs/state-backends.md.
  */
 import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
@@ -19,6 +19,8 @@ export type StateBackendSpec =
       readonly dir: string;
       /** Keys on the heap per operator subtask. */
       readonly cacheSize: number;
+      /** Estimated heap bytes of those keys per operator subtask (undefined: the default, resolved where the backend runs). */
+      readonly cacheBytes?: number;
       /** Checkpoints write only what changed (state.backend.disk.incremental). */
       readonly incremental: boolean;
       /** Deltas between two full bases (state.backend.disk.max-chain-length). */
@@ -29,8 +31,13 @@ export type StateBackendSpec =
 export interface DiskStateBackendInput {
   /** Root directory of the local stores (default ./.eddy/state); relative to the working directory. */
   readonly dir?: string;
-  /** Keys kept on the heap per operator subtask (default 100,000). */
+  /** Keys kept on the heap per operator subtask (default 10,000,000). */
   readonly cacheSize?: number;
+  /**
+   * Estimated heap bytes of the keys kept on the heap per operator subtask (default 256 MiB, at
+   * most an eighth of the worker's heap limit); whichever bound is reached first.
+   */
+  readonly cacheBytes?: number;
   /** Incremental checkpoints (default true; savepoints are always full). */
   readonly incremental?: boolean;
   /** Incremental checkpoints after a full one before the next full one (default 10; 0: all full). */
@@ -44,12 +51,12 @@ export const DEFAULT_DISK_STATE_DIR = ".eddy/state";
 export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput = {}): StateBackendSpec {
   if (kind === "heap") {
     if (Object.values(options).some((v) => v !== undefined)) {
-      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, incremental and maxChainLength are the disk backend's)");
+      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, cacheBytes, incremental and maxChainLength are the disk backend's)");
     }
     return { kind: "heap" };
   }
   if (kind !== "disk") throw new EddyError("INVALID_STATE_BACKEND", `unknown state backend ${JSON.stringify(kind)}: use "heap" or "disk"`);
-  const known = ["dir", "cacheSize", "incremental", "maxChainLength"];
+  const known = ["dir", "cacheSize", "cacheBytes", "incremental", "maxChainLength"];
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the disk state backend (${known.join(", ")})`);
   }
@@ -59,17 +66,21 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
   if (!Number.isSafeInteger(cacheSize) || cacheSize < 1) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-size must be a positive integer, got ${String(cacheSize)}`);
   }
+  const cacheBytes = options.cacheBytes;
+  if (cacheBytes !== undefined && (!Number.isSafeInteger(cacheBytes) || cacheBytes < 1)) {
+    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
+  }
   const incremental = options.incremental ?? true;
   if (typeof incremental !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.incremental must be true or false, got ${String(incremental)}`);
   const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
   if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
   }
-  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, incremental, maxChainLength };
+  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, ...(cacheBytes === undefined ? {} : { cacheBytes }), incremental, maxChainLength };
 }
 
 /** The factory of a spec (undefined: the heap backend). */
 export function stateBackendFactory(spec: StateBackendSpec | undefined): KeyedStateBackendFactory {
   if (spec === undefined || spec.kind === "heap") return heapStateBackend;
-  return diskStateBackend({ dir: spec.dir, cacheSize: spec.cacheSize, incremental: spec.incremental, maxChainLength: spec.maxChainLength });
+  return diskStateBackend({ dir: spec.dir, cacheSize: spec.cacheSize, cacheBytes: spec.cacheBytes, incremental: spec.incremental, maxChainLength: spec.maxChainLength });
 }

@@ -49,6 +49,7 @@ import { EddyError } from "../core/errors.ts";
 import type { Key, MapKey } from "../core/key.ts";
 import { copyValue } from "./copy-value.ts";
 import type { ResolvedTtl, StateKind } from "./descriptors.ts";
+import { sizeOf } from "./size-estimate.ts";
 
 import { VOID_NAMESPACE, type KeyGroupRangeLike, type Namespace } from "./namespace.ts";
 
@@ -73,6 +74,11 @@ export class KeyContext {
 }
 
 export class Cell {
+  /**
+   * The estimate of `value` (and its expiries) counted in its entry's `KeyEntry.size` (tables with
+   * a source only; 0 otherwise): what a write replacing the value takes back, and a removal.
+   */
+  valueSize = 0;
   constructor(
     /** value kinds: the value or accumulator; list: unknown[]; map: Map<unknown, unknown>. */
     public value: unknown,
@@ -101,6 +107,17 @@ export class KeyEntry extends Cell {
    * made since the previous snapshot has the epoch that snapshot left behind).
    */
   changedAt = 0;
+  /**
+   * Estimated heap bytes of the entry, its key and its cells (size-estimate.ts), kept only by
+   * tables with a source (the disk backend bounds its cache by their sum); 0 otherwise.
+   */
+  size = 0;
+  /**
+   * The disk backend: created in this run of the cache and never written to the store or its
+   * write batch, so removing it needs no store delete (a value cleared and set again on every
+   * record costs no store write). False otherwise.
+   */
+  fresh = false;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
@@ -121,6 +138,7 @@ export class KeyEntry extends Cell {
     this.value = value;
     this.expiresAt = Number.POSITIVE_INFINITY;
     this.expiry = undefined;
+    this.valueSize = 0;
   }
 
   clearVoid(): void {
@@ -128,6 +146,7 @@ export class KeyEntry extends Cell {
     this.value = undefined;
     this.expiresAt = Number.POSITIVE_INFINITY;
     this.expiry = undefined;
+    this.valueSize = 0;
   }
 
   isEmpty(): boolean {
@@ -145,16 +164,21 @@ export interface TableSource {
    * `version`, or undefined when nothing is stored. `insert`: the table will hold it from now on.
    */
   load(mapKey: MapKey, kgIndex: number, version: number, insert: boolean): KeyEntry | undefined;
-  /** A key without stored state got an entry in the maps. */
-  created(mapKey: MapKey, kgIndex: number): void;
+  /** A key without stored state got an entry in the maps (the source sets its `size`). */
+  created(entry: KeyEntry, kgIndex: number): void;
   /** An entry became empty and left the maps: what is stored of the key must go. */
-  removed(key: Key, mapKey: MapKey, kgIndex: number): void;
+  removed(entry: KeyEntry, kgIndex: number): void;
+  /** The `size` of a cached entry changed by `delta` bytes (a write; see `StateTable.resize`). */
+  resized(delta: number): void;
   /**
    * `migrateValues`: applies `step` to every cell of stored keys the maps do not hold (those in
    * the maps were migrated already).
    */
   migrate(step: (cell: Cell) => void): void;
 }
+
+/** Estimated bytes of a namespace cell besides its namespace and value: the Cell and its slot in `nsCells`. */
+export const NS_CELL_BYTES = 96;
 
 /** Hops over empty key groups allowed per incremental cleanup step (bounds its cost). */
 const INCREMENTAL_GROUP_HOPS = 8;
@@ -236,6 +260,39 @@ export class StateTable {
 
   get numKeys(): number {
     return this.#numKeys;
+  }
+
+  /**
+   * Whether entries keep a size estimate (`KeyEntry.size`): the tables of the disk backend. The
+   * handles then report what each write adds or takes away (`resize`), estimated by sizeOf.
+   */
+  get sized(): boolean {
+    return this.#source !== undefined;
+  }
+
+  /** `entry` (private, in the maps) grew by `delta` estimated bytes (negative: shrank). Only when `sized`. */
+  resize(entry: KeyEntry, delta: number): void {
+    if (delta === 0) return;
+    entry.size += delta;
+    this.#source!.resized(delta);
+  }
+
+  /** As `resize`, for the current key's entry (none: nothing). */
+  resizeCurrent(delta: number): void {
+    const entry = this.currentEntry();
+    if (entry !== undefined) this.resize(entry, delta);
+  }
+
+  /**
+   * `cell` of the current key's entry is about to hold `value` instead of what it holds: its
+   * `valueSize` and the entry's size follow (one estimate of the new value). Only when `sized`;
+   * the same object stored again changes nothing.
+   */
+  revalue(cell: Cell, value: unknown): void {
+    if (cell.value === value) return;
+    const size = sizeOf(value);
+    this.resizeCurrent(size - cell.valueSize);
+    cell.valueSize = size;
   }
 
   get ttl(): ResolvedTtl | undefined {
@@ -355,7 +412,7 @@ export class StateTable {
     entry.changedAt = this.#ctx.changeEpoch;
     group.set(mapKey, entry);
     this.#numKeys++;
-    this.#source?.created(mapKey, kgIndex);
+    this.#source?.created(entry, kgIndex);
     // The cache may hold "no entry" for this very key.
     this.#cacheEpoch = -1;
     return entry;
@@ -378,6 +435,7 @@ export class StateTable {
     if (cell === undefined) {
       cell = new Cell(initialValue, Number.POSITIVE_INFINITY, undefined);
       (entry.nsCells ??= new Map()).set(ns, cell);
+      if (this.#source !== undefined) this.resize(entry, NS_CELL_BYTES + sizeOf(ns));
     }
     return cell;
   }
@@ -388,14 +446,23 @@ export class StateTable {
    */
   removeCell(entry: KeyEntry, ns: Namespace, isVoid: boolean, kgIndex: number): void {
     this.markDirty(entry);
-    if (isVoid) entry.clearVoid();
-    else entry.nsCells?.delete(ns);
+    const sized = this.#source !== undefined;
+    if (isVoid) {
+      if (sized && entry.hasVoid) this.resize(entry, -entry.valueSize);
+      entry.clearVoid();
+    } else {
+      const cell = entry.nsCells?.get(ns);
+      if (cell !== undefined) {
+        if (sized) this.resize(entry, -(NS_CELL_BYTES + sizeOf(ns) + cell.valueSize));
+        entry.nsCells!.delete(ns);
+      }
+    }
     if (!entry.isEmpty()) return;
     const group = this.#groups[kgIndex];
     if (group !== undefined && group.get(entry.mapKey) === entry) {
       group.delete(entry.mapKey);
       this.#numKeys--;
-      this.#source?.removed(entry.key, entry.mapKey, kgIndex);
+      this.#source?.removed(entry, kgIndex);
     }
     this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;
@@ -569,11 +636,20 @@ export class StateTable {
   restoreCell(key: Key, mapKey: MapKey, kgIndex: number, ns: Namespace, cell: Cell): void {
     const entry = this.#groups[kgIndex]?.get(mapKey) ?? this.createEntry(key, mapKey, kgIndex);
     this.markDirty(entry);
+    const size = this.#source === undefined ? 0 : sizeOf(cell.value);
+    if (this.#source !== undefined) {
+      const before = ns === VOID_NAMESPACE ? (entry.hasVoid ? entry.valueSize : 0) : entry.nsCells?.has(ns) === true ? NS_CELL_BYTES + sizeOf(ns) + entry.nsCells.get(ns)!.valueSize : 0;
+      this.resize(entry, (ns === VOID_NAMESPACE ? 0 : NS_CELL_BYTES + sizeOf(ns)) + size - before);
+    }
     if (ns === VOID_NAMESPACE) {
       entry.setVoid(cell.value);
       entry.expiresAt = cell.expiresAt;
       entry.expiry = cell.expiry;
-    } else (entry.nsCells ??= new Map()).set(ns, cell);
+      entry.valueSize = size;
+    } else {
+      cell.valueSize = size;
+      (entry.nsCells ??= new Map()).set(ns, cell);
+    }
     this.#cacheEpoch = -1;
   }
 
@@ -645,6 +721,8 @@ export class StateTable {
     const e = new KeyEntry(entry.key, entry.mapKey, this.#version);
     e.dirty = entry.dirty;
     e.changedAt = entry.changedAt;
+    e.size = entry.size;
+    e.fresh = entry.fresh;
     if (entry.hasVoid) {
       e.hasVoid = true;
       copyCellInto(kind, entry, e, copyValues);
@@ -767,6 +845,7 @@ function copyCellInto(kind: StateKind, from: Cell, to: Cell, copyValues: boolean
   else if (kind === "map") value = new Map(value as Map<unknown, unknown>);
   else if (copyValues) value = copyValue(value);
   to.value = value;
+  to.valueSize = from.valueSize;
   to.expiresAt = from.expiresAt;
   to.expiry = expiry === undefined ? undefined : Array.isArray(expiry) ? expiry.slice() : new Map(expiry);
   return to;

@@ -15,6 +15,7 @@
 import type { Key, MapKey } from "../core/key.ts";
 import { mapKeyOf } from "../core/key.ts";
 import type { ValueCursor } from "./keyed-state-backend.ts";
+import { sizeOf } from "./size-estimate.ts";
 import { keyGroupOutOfRange, VOID_NAMESPACE, type KeyEntry, type KeyGroupRangeLike, type StateTable } from "./state-table.ts";
 
 export class VoidValueCursor<T> implements ValueCursor<T> {
@@ -60,7 +61,13 @@ export class VoidValueCursor<T> implements ValueCursor<T> {
     }
     if (entry === undefined) this.#entry = entry = this.#table.createEntry(this.#key, this.#mapKey, this.#kgIndex);
     else this.#table.markDirty(entry);
-    if (entry.hasVoid) entry.value = value;
-    else entry.setVoid(value);
+    if (!entry.hasVoid) entry.setVoid(undefined);
+    // The disk backend's size estimate (an accumulator changed in place is not seen: see HeapKvState.resized).
+    if (entry.value !== value && this.#table.sized) {
+      const size = sizeOf(value);
+      this.#table.resize(entry, size - entry.valueSize);
+      entry.valueSize = size;
+    }
+    entry.value = value;
   }
 }
