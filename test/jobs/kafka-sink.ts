@@ -9,22 +9,20 @@
  * - EDDY_KAFKA_HOLD: a file; until it exists the job runs slowly (1 ms per 5 records), so that
  *   checkpoints complete while records flow (a path that never exists: slow throughout);
  * - EDDY_KAFKA_FAULT: `{ kind: "exit" | "process", atRecord, marker }`, fired once per marker file;
- * - EDDY_KAFKA_COMMITTED: a file the sink creates when it first commits (a checkpoint completed);
- *   when set, the job runs slowly (1 ms per record) until that file exists, and the fault fires at
- *   the first record from atRecord on once it exists: the job fails after a checkpoint, however
- *   slow the machine;
- * - EDDY_KAFKA_AFTER_CHECKPOINT: instead, the job's checkpoint directory: the same with "a
- *   checkpoint completed there" for "the sink committed" (a write-ahead commit, six round trips
- *   from a task thread that busy, may come only after the end of input); EDDY_KAFKA_SLOW_EVERY:
- *   sleep 1 ms every that many records instead of every record (shorter source polls: a task
- *   thread yields to its event loop between polls, and every I/O step of a checkpoint waits one).
+ * - EDDY_KAFKA_AFTER_CHECKPOINT: the job's checkpoint directory; when set, the job runs slowly
+ *   (1 ms every EDDY_KAFKA_SLOW_EVERY records) until a checkpoint completed there, and the fault
+ *   fires at the first record from atRecord on after that: the job fails after a checkpoint (as
+ *   long as the input outlasts the slow phase: a task thread yields to its event loop between
+ *   source polls, and every I/O step of a checkpoint waits for one, so sleeping less per record
+ *   makes checkpoints complete sooner). Waiting for the sink's first commit instead (a
+ *   marker file) was dropped: a commit six round trips long, from a thread that busy, came after
+ *   the end of the input under CI's load.
  */
 import { defineJob, WatermarkStrategy } from "eddy";
 import { KafkaSink, type DeliveryGuarantee } from "eddy-kafka";
 import { remoteFakeKafkaClient } from "eddy-kafka/testing";
-import { existsSync } from "node:fs";
 import { latestCheckpoint } from "./checkpointed.ts";
-import { faultyIdentity, fireOnce, markingFirstCommit, recordFaultFrom, type RecordFault } from "./fault-markers.ts";
+import { faultyIdentity, fireOnce, recordFaultFrom, type RecordFault } from "./fault-markers.ts";
 
 export const KEYS = 50;
 
@@ -48,13 +46,10 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
   const url = process.env.EDDY_KAFKA_URL ?? "";
   const topic = process.env.EDDY_KAFKA_TOPIC ?? "out";
   const delivery = (process.env.EDDY_KAFKA_DELIVERY ?? "exactly-once") as DeliveryGuarantee;
-  const committed = process.env.EDDY_KAFKA_COMMITTED || undefined;
   const checkpoints = process.env.EDDY_KAFKA_AFTER_CHECKPOINT || undefined;
-  const ready = committed !== undefined ? () => existsSync(committed) : checkpoints !== undefined ? () => latestCheckpoint(checkpoints) !== undefined : undefined;
+  const ready = checkpoints !== undefined ? () => latestCheckpoint(checkpoints) !== undefined : undefined;
   const late = fault !== undefined && ready !== undefined ? faultWhen(fault, ready) : undefined;
-  // With EDDY_KAFKA_COMMITTED (or _AFTER_CHECKPOINT) the job runs slowly (1 ms per record) until
-  // the sink's first commit (a completed checkpoint), so records are left to fail at however slow
-  // the machine; otherwise per EDDY_KAFKA_HOLD.
+  // With EDDY_KAFKA_AFTER_CHECKPOINT the job runs slowly until a checkpoint completed; otherwise per EDDY_KAFKA_HOLD.
   let released = false;
   const slowEvery = Number(process.env.EDDY_KAFKA_SLOW_EVERY || 1);
   const slow = ready !== undefined ? (n: number) => (released ||= n % 50 === 0 && ready(), released || n % slowEvery !== 0 || Atomics.wait(sleeper, 0, 0, 1), n) : faultyIdentity(fault, process.env.EDDY_KAFKA_HOLD || undefined, 5);
@@ -63,7 +58,7 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
     .map((n) => (late?.(n), slow(n)))
     .assignTimestampsAndWatermarks(timestamps)
     .sinkTo(
-      markingFirstCommit(KafkaSink.create<number>({
+      KafkaSink.create<number>({
         client: () => remoteFakeKafkaClient(url),
         topic,
         serializer: (n) => String(n),
@@ -73,7 +68,7 @@ export const kafkaSinkJob = defineJob("kafka-sink", (env) => {
         transactionalIdPrefix: process.env.EDDY_KAFKA_PREFIX || `eddy-test-${topic}`,
         maxBatchSize: 200,
         lingerMs: 2,
-      }), committed),
+      }),
       "kafka-out",
     );
 });
