@@ -222,9 +222,13 @@ class ConfluentKafkaClient implements KafkaClient {
     return c.get();
   }
 
-  #metadataAdmin(isolation: Isolation): Promise<Any> {
-    const existing = [...this.#admins.keys()].find((k) => k.startsWith(`${isolation}|eddy-metadata-`));
-    return existing !== undefined ? this.#admins.get(existing)!.get() : this.#admin(isolation);
+  /**
+   * A metadata consumer of `isolation`; of any isolation when undefined (metadata does not depend
+   * on it: one connection fewer at a source's start), else a new read_committed one.
+   */
+  #metadataAdmin(isolation?: Isolation): Promise<Any> {
+    const existing = [...this.#admins.keys()].find((k) => k.startsWith(`${isolation ?? ""}`) && k.includes("|eddy-metadata-"));
+    return existing !== undefined ? this.#admins.get(existing)!.get() : this.#admin(isolation ?? "read_committed");
   }
 
   #consumerDefaults(isolation: Isolation): Config {
@@ -236,9 +240,7 @@ class ConfluentKafkaClient implements KafkaClient {
   }
 
   async #metadata(topic: string | undefined): Promise<Any> {
-    // Metadata does not depend on the isolation level: any metadata consumer will do (one connection fewer at a source's start).
-    const existing = [...this.#admins.keys()].find((k) => k.includes("|eddy-metadata-"));
-    const c = await (existing !== undefined ? this.#admins.get(existing)!.get() : this.#admin("read_committed"));
+    const c = await this.#metadataAdmin();
     return call("metadata", (d) => c.getMetadata(topic === undefined ? { allTopics: true, timeout: this.#timeout } : { topic, allTopics: false, timeout: this.#timeout }, d));
   }
 
