@@ -19,6 +19,11 @@ import { DiskKeyedStateBackend, diskStateBackend, lockJobDir } from "./disk-keye
 import { HeapKeyedStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackend } from "./keyed-state-backend.ts";
 import { writeKeyGroups } from "../testing/keyed-state-backend-contract.ts";
+import type { Key } from "../core/key.ts";
+import type { InternalValueState } from "./internal-state.ts";
+import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
+import type { Namespace } from "./namespace.ts";
+import { Cell, VOID_NAMESPACE } from "./state-table.ts";
 
 const root = mkdtempSync(join(tmpdir(), "eddy-disk-test-"));
 after(() => rmSync(root, { recursive: true, force: true }));
@@ -261,4 +266,43 @@ test("disk backend: background TTL cleanup walks the store too, a bounded number
 test("disk backend: bad options are refused by name", () => {
   assert.throws(() => diskStateBackend({ dir: root, cacheSize: 0 }), /state\.backend\.disk\.cache-size must be a positive integer/);
   assert.throws(() => diskStateBackend({ dir: "" }), /needs a directory \(state\.backend\.disk\.dir\)/);
+});
+
+test("disk backend: a restore straight into the store writes every key's cells as given: cells of a key that do not come together, keys out of store order, string keys holding a NUL", () => {
+  const counts = metaOf(count);
+  const lists = metaOf(items);
+  const cell = (value: unknown): Cell => new Cell(value, Number.POSITIVE_INFINITY, undefined);
+  // Key group 1 of RANGE; keys the store orders differently from how they come.
+  const given: [KeyedStateMeta, Key, Namespace, unknown][] = [
+    [counts, 9, VOID_NAMESPACE, 90],
+    [counts, 7, 200, 72],
+    [counts, 3, VOID_NAMESPACE, 30],
+    [lists, "a\0b", VOID_NAMESPACE, ["x"]],
+    [counts, 7, 100, 71], // key 7's cells apart
+    [counts, "a\0", VOID_NAMESPACE, 1],
+    [counts, "a", VOID_NAMESPACE, 2],
+    [lists, "a", VOID_NAMESPACE, ["y", "z"]],
+    [counts, 7, VOID_NAMESPACE, 70],
+    [counts, "a\0b", VOID_NAMESPACE, 3],
+    [counts, "a", 5, 25], // "a" again, after other keys
+    [lists, "a\0b", 8, ["w"]], // and "a\0b" of the list state
+    // Tagged with its record's index, "a"'s name would sort between the two records of "a" (6, 10).
+    [counts, "a\0\0\0\x08", VOID_NAMESPACE, 4],
+  ];
+  for (const reversed of [false, true]) {
+    const b = make(1_000);
+    const cells = reversed ? [...given].reverse() : given;
+    b.restoreKeyGroupCells(1, (onCell) => { for (const [meta, key, namespace, value] of cells) onCell(meta, { key, namespace, cell: cell(value) }); }, [counts, lists]);
+    const read = (name: string): string[] => [...b.entries(name, 1)].map((e) => `${JSON.stringify(e.key)}/${String(e.namespace)}=${JSON.stringify(e.value)}`).sort();
+    const expected = (meta: KeyedStateMeta): string[] => given.filter(([m]) => m === meta).map(([, key, ns, value]) => `${JSON.stringify(key)}/${String(ns)}=${JSON.stringify(value)}`).sort();
+    assert.deepEqual(read("count"), expected(counts), reversed ? "cells given in reverse" : "cells as given");
+    assert.deepEqual(read("items"), expected(lists));
+    // And through the handles: a key's namespaces are one record in the store.
+    b.setCurrentKey(7, 1);
+    const state = b.getState(count) as unknown as InternalValueState<number>;
+    assert.equal(state.value(), 70);
+    state.setCurrentNamespace(100);
+    assert.equal(state.value(), 71);
+    b.dispose();
+  }
 });
