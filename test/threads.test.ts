@@ -4,6 +4,9 @@
  * group, order holds per channel, and failures end the job promptly with a clear error.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { runJob, type RunOptions } from "eddy/testing";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/internal.ts";
@@ -156,6 +159,19 @@ test("an exception in a worker fails the job with the operator, subtask and caus
     assert.equal(typeof e.subtask, "number");
     return true;
   });
+});
+
+test("a failed job's workers close their tasks before their threads are terminated (a thread terminated inside a native call aborts the process)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-close-"));
+  process.env[jobs.CLOSE_MARKER_DIR] = dir;
+  try {
+    const handle = runJob(jobs.closingSlowly, { parallelism: 2, mode: "threads" });
+    await assert.rejects(handle.done, /bad record 7777/);
+    assert.deepEqual(readdirSync(dir).sort(), ["closed-0", "closed-1"], "both subtasks finished closing");
+  } finally {
+    delete process.env[jobs.CLOSE_MARKER_DIR];
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("a worker that exits on its own is detected and fails the job", async () => {

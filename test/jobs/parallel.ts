@@ -4,6 +4,8 @@
  * "A job is a module"); a job defined inside a test file runs inline. Parallelism comes from the
  * run options, so each job runs at any setting.
  */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
 import { defineJob, recordCodec, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
 import { collectSink } from "eddy/testing";
@@ -220,5 +222,35 @@ export const customCodec = defineJob("custom-codec", (env) => {
     )
     .keyBy((r) => r.key)
     .process({ processElement: (r, _ctx, out) => out.collect(r) } as KeyedProcessFunction<string, { key: string; n: number; when: number }, unknown>)
+    .sinkTo(collectSink("out"));
+});
+
+/** Where `closingSlowly` writes its markers: `<dir>/closed-<subtask>`. */
+export const CLOSE_MARKER_DIR = "EDDY_TEST_CLOSE_MARKER_DIR";
+
+/**
+ * One subtask throws; every subtask's function takes 1.5 s to close (busy: a thread terminated
+ * meanwhile stops there, as one inside a native call closing a store would) and then writes a marker: the job's shutdown must let the
+ * tasks of the other worker close before it terminates that thread.
+ */
+export const closingSlowly = defineJob("closing-slowly", (env) => {
+  env
+    .fromSequence(0, 999_999_999) // the subtask that does not throw is still running when the other fails
+    .rebalance()
+    .process<number>({
+      subtask: -1,
+      open(ctx) {
+        this.subtask = ctx.subtaskIndex;
+      },
+      processElement(n, _ctx, out) {
+        if (n === 7_777) throw new Error("bad record 7777");
+        out.collect(n);
+      },
+      close() {
+        const until = Date.now() + 1_500;
+        while (Date.now() < until);
+        writeFileSync(join(process.env[CLOSE_MARKER_DIR]!, `closed-${this.subtask}`), "");
+      },
+    } as ProcessFunction<number, number> & { subtask: number })
     .sinkTo(collectSink("out"));
 });

@@ -86,6 +86,9 @@ export interface ThreadedCheckpointing extends Pick<JobMasterGateway, "acknowled
 /** Where a worker starts without a bundle: registers tsx, then runs thread-worker.ts. */
 const LOADER_ENTRY = new URL("../executor/thread-worker-entry.js", import.meta.url);
 
+/** How long a shut-down worker (cancelled, not stuck) gets to close its tasks before it is terminated. */
+const WORKER_END_TIMEOUT_MS = 10_000;
+
 interface WorkerState {
   readonly worker: Worker;
   /** The worker's task manager: every call is a message on its port. */
@@ -93,6 +96,11 @@ interface WorkerState {
   /** Resolves once the worker's state server is closed (or the worker has exited). */
   readonly serversClosed: Promise<void>;
   readonly closeServers: () => void;
+  /** Resolves once the worker's task manager ended (its tasks closed: finished, failed or cancelled) or the worker exited. */
+  readonly ended: Promise<void>;
+  readonly markEnded: () => void;
+  /** The watchdog found one of its tasks stuck in user code: it is terminated without waiting for its end. */
+  stuck: boolean;
   finished: boolean;
   sourceRecords: number;
   metrics: readonly SubtaskMetrics[];
@@ -239,7 +247,9 @@ export class ThreadedAttempt implements ExecutionAttempt {
       let serversClosed!: () => void;
       const closed = new Promise<void>((resolve) => (serversClosed = resolve));
       const gateway = remoteGateway<TaskManagerGateway>(TASK_MANAGER_METHODS, (message) => worker.postMessage(message));
-      const state: WorkerState = { worker, gateway, serversClosed: closed, closeServers: serversClosed, finished: false, sourceRecords: 0, metrics: [] };
+      let markEnded!: () => void;
+      const ended = new Promise<void>((resolve) => (markEnded = resolve));
+      const state: WorkerState = { worker, gateway, serversClosed: closed, closeServers: serversClosed, ended, markEnded, stuck: false, finished: false, sourceRecords: 0, metrics: [] };
       this.#workers.push(state);
       const jobMaster = this.#jobMasterFor(i, state);
       worker.on("message", (message: unknown) => {
@@ -262,6 +272,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
       });
       worker.on("exit", (code) => {
         state.closeServers();
+        state.markEnded();
         if (state.finished || this.#settled) return;
         this.#fail(
           new EddyError(
@@ -303,13 +314,18 @@ export class ThreadedAttempt implements ExecutionAttempt {
         state.metrics = metrics;
       }),
       taskManagerFinished: live((sourceRecords, metrics) => {
+        state.markEnded();
         state.finished = true;
         state.closeServers(); // closed before it said finished
         state.sourceRecords = sourceRecords;
         state.metrics = metrics;
         if (this.#workers.every((w) => w.finished)) void this.#succeed();
       }),
-      taskManagerFailed: live((error) => this.#fail(deserializeError(error, index))),
+      taskManagerFailed: (error) => {
+        // Also after the end: shutting down waits for it (a cancelled worker reports its end so).
+        state.markEnded();
+        if (!this.#settled) this.#fail(deserializeError(error, index));
+      },
       acknowledgeCheckpoint: live((taskId, checkpointId, ack) => checkpointing?.acknowledgeCheckpoint(taskId, checkpointId, ack)),
       declineCheckpoint: live((taskId, checkpointId, reason) => checkpointing?.declineCheckpoint(taskId, checkpointId, reason)),
       taskFinished: live((taskId) => checkpointing?.taskFinished(taskId)),
@@ -352,6 +368,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
     const chain = this.#plan.chains[stuck.chain];
     const worker = this.#workers[stuck.worker];
     if (chain === undefined || worker === undefined) return;
+    worker.stuck = true;
     let stack = await readThreadStack(worker.worker, 2_000);
     const bundle = this.#options.bundle;
     if (stack !== undefined && bundle !== undefined) stack = new StackMapper(bundle.url, bundle.sourceMap).map(stack);
@@ -395,7 +412,12 @@ export class ThreadedAttempt implements ExecutionAttempt {
     this.#sources.close();
     // Terminating a thread while its HTTP parser runs aborts the process: close the state servers
     // first (each worker answers once closed; a stuck one is terminated after a second anyway).
-    // A worker still running is cancelled first, so it does no more work meanwhile.
+    // A worker still running is cancelled first, so it does no more work meanwhile. So does
+    // terminating a thread inside a native call that then throws (node-addon-api's napi_throw in
+    // an environment being terminated is fatal: lmdb-js#200): a cancelled worker closes its tasks,
+    // and the disk state backend its LMDB store, so a worker is terminated only once its task
+    // manager reported its end — unless it is stuck in user code, or takes longer than
+    // WORKER_END_TIMEOUT_MS.
     await Promise.all(
       this.#workers.map(async (w) => {
         try {
@@ -405,6 +427,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
           // Already gone.
         }
         await Promise.race([w.serversClosed, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+        if (!w.stuck) await Promise.race([w.ended, new Promise((resolve) => setTimeout(resolve, WORKER_END_TIMEOUT_MS).unref())]);
         await w.worker.terminate().catch(() => undefined);
       }),
     );
