@@ -15,7 +15,9 @@
  *   first window containing p that the watermark has not passed, when the element creates p;
  *   when a window fires it registers the next window's end if that window holds any pane. So
  *   once a pane has a fire timer, every later window containing it fires in turn, the last of
- *   them (the one starting at p) included, and later elements of p register nothing.
+ *   them (the one starting at p) included, and later elements of p register nothing. When that
+ *   first window also holds pane p - slide, p registers nothing either: p - slide's firings reach
+ *   that window, and every window after it holds p until the one starting at p.
  * - with allowed lateness, cleanup timers (namespace = pane start) one past p + size - 1 +
  *   allowedLateness, the cleanup time of the last window that contains the pane; they delete the
  *   pane. Without allowed lateness no window fires again, so the final firing of the window
@@ -149,7 +151,14 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     // One past the last window's cleanup time, so that window's final firing (a timer at the
     // same time) still sees the pane. Without lateness, that firing deletes the pane.
     if (lateness !== 0) timers.registerEventTimeTimer(key, kg, pane, lastEnd + lateness + 1);
-    if (end <= lastEnd) timers.registerEventTimeTimer(key, kg, FIRE, end);
+    if (end > lastEnd) return;
+    // The previous pane's firings reach every window containing it that the watermark has not
+    // passed, and then the next one if it holds a pane (this one): so when the first window left
+    // to fire holds the previous pane too, this pane needs no fire timer of its own. One timer per
+    // key instead of one per pane when many panes wait for the watermark (event time running
+    // ahead of it, as when a job catches up).
+    if (end <= lastEnd - this.#slide && this.#hasPane(pane - this.#slide)) return;
+    timers.registerEventTimeTimer(key, kg, FIRE, end);
   }
 
   processWatermark(watermark: number): void {
