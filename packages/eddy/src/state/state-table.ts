@@ -450,10 +450,12 @@ export class StateTable {
     if (isVoid) {
       if (sized && entry.hasVoid) this.resize(entry, -entry.valueSize);
       entry.clearVoid();
+    } else if (!sized) {
+      entry.nsCells?.delete(ns); // one lookup (a window's cell: per pane or window fired)
     } else {
       const cell = entry.nsCells?.get(ns);
       if (cell !== undefined) {
-        if (sized) this.resize(entry, -(NS_CELL_BYTES + sizeOf(ns) + cell.valueSize));
+        this.resize(entry, -(NS_CELL_BYTES + sizeOf(ns) + cell.valueSize));
         entry.nsCells!.delete(ns);
       }
     }
