@@ -8,6 +8,8 @@
  *   completed (a worker thread ended as a kill would, or an exception while processing), recovery
  *   from the latest checkpoint — a delta whose chain lists shared files of checkpoints retention
  *   deleted — committed output equal to the failure-free run (heap, inline, no checkpoints).
+ *   The timers (each key's windows, and its end-of-input timer) come back from the chains'
+ *   `timers` sections: a base's, then the deltas' for the keys whose timers changed.
  *   EDDY_DISK_ROUNDS sets the rounds (default 3), EDDY_TEST_SEED the seed.
  * - Shared files under retention: after many incremental checkpoints with 2 retained, the shared
  *   directory holds exactly the files the retained checkpoints' chains list, each intact; a

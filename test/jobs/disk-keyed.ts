@@ -26,7 +26,8 @@ import { committingCollectSink } from "eddy/testing";
 import { fireOnce } from "./fault-markers.ts";
 
 export const RECORDS = Number(process.env.EDDY_DK_RECORDS ?? 200_000);
-export const KEYS = 1_000;
+/** EDDY_DK_KEYS: fewer keys for a small fixture (test/disk-incremental-v1.test.ts). */
+export const KEYS = Number(process.env.EDDY_DK_KEYS ?? 1_000);
 const WINDOW = 10_000;
 
 export interface Total {

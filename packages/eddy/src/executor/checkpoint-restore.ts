@@ -18,7 +18,7 @@ import type { Plan, PlanChain, PlanNode } from "../graph/plan.ts";
 import { decodeOperatorStates, keyedSection, operatorStateSection, type OperatorSnapshotMeta, type TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
 import type { OperatorRestore, RestoredKeyed } from "../runtime/checkpointing.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
-import { chainKeyGroupCells, chainKeyGroupReader } from "../checkpoint/format/keyed-chain.ts";
+import { chainKeyGroupCells, chainKeyGroupReader, chainTimers, checkChain } from "../checkpoint/format/keyed-chain.ts";
 import { readKeyGroup } from "../state/heap-snapshot.ts";
 
 /** A key group's timer part with no timers (event time, processing time). */
@@ -73,7 +73,7 @@ export class CheckpointRestore {
           for (const part of parts.get(node.operatorId) ?? []) {
             const keyed = part.meta.keyed;
             const intersects = keyed !== undefined && keyed.keyGroupRange.start <= range.end && keyed.keyGroupRange.end >= range.start;
-            // An incremental subtask without timers or operator state has no task file, only its chain.
+            // An incremental subtask without operator state has no task file, only its chain (with its timers since version 2).
             if (intersects) for (const ref of keyed.incremental?.chain ?? []) neededShared.set(ref.name, ref);
             if (part.file === null) continue;
             if (intersects || part.meta.operatorStates.length > 0) needed.set(part.file.name, part.file);
@@ -130,17 +130,24 @@ export class CheckpointRestore {
         for (const s of p.meta.keyed!.states) states.set(s.name, s);
         watermark = Math.min(watermark, p.meta.keyed!.watermark ?? Number.NEGATIVE_INFINITY);
       }
-      /** The old part holding `kg`, its task file's section of the group, and its chain if incremental. */
-      const partOf = (kg: number): { part: OldPart; bytes: Uint8Array | undefined; chain: readonly FileRef[] | undefined } | undefined => {
+      /**
+       * The old part holding `kg`, its task file's section of the group, and its chain's files if
+       * incremental; `timersInChain`: the chain (version 2) holds the timers too.
+       */
+      const partOf = (kg: number): { part: OldPart; bytes: Uint8Array | undefined; files: readonly SectionSource[] | undefined; timersInChain: boolean } | undefined => {
         const part = keyedParts.find((p) => kg >= p.meta.keyed!.keyGroupRange.start && kg <= p.meta.keyed!.keyGroupRange.end);
         if (part === undefined) return undefined;
         const bytes = part.file === null ? undefined : this.#file(part.file).section(keyedSection(node.operatorId), kg);
-        const chain = part.meta.keyed!.incremental?.chain;
-        // The state from the chain of shared files; the task file's section: an empty state part, then the timers.
-        if (chain !== undefined && bytes !== undefined && bytes[0] !== 0) {
+        const files = part.meta.keyed!.incremental?.chain.map((ref) => this.#sharedFile(ref));
+        const timersInChain = files !== undefined && checkChain(files) === 2;
+        // Version 2: nothing of the group in the task file. Version 1: the task file's section is an empty state part, then the timers.
+        if (timersInChain && bytes !== undefined) {
+          throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds key group ${kg} of '${node.name}', which its incremental chain should hold (state and timers)`);
+        }
+        if (files !== undefined && bytes !== undefined && bytes[0] !== 0) {
           throw new EddyError("CHECKPOINT_CORRUPT", `checkpoint file '${part.file!.name}' holds keyed state of '${node.name}' in key group ${kg}, which its incremental chain should hold`);
         }
-        return { part, bytes, chain };
+        return { part, bytes, files, timersInChain };
       };
       const readerOf = (bytes: Uint8Array): ByteReader => new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
       keyed = {
@@ -149,24 +156,25 @@ export class CheckpointRestore {
         keyGroup: (kg) => {
           const found = partOf(kg);
           if (found === undefined) return undefined;
-          const { bytes, chain } = found;
-          if (chain !== undefined) return chainKeyGroupReader(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name), bytes?.subarray(1));
+          const { bytes, files } = found;
+          if (files !== undefined) return chainKeyGroupReader(files, kg, (name) => states.get(name), bytes?.subarray(1));
           return bytes === undefined ? undefined : readerOf(bytes);
         },
         keyGroupCells: (kg) => {
           const found = partOf(kg);
           if (found === undefined) return undefined;
-          const { bytes, chain } = found;
-          if (chain === undefined) {
+          const { bytes, files, timersInChain } = found;
+          if (files === undefined) {
             // A full snapshot: the canonical bytes, decoded as the backend restores them.
             if (bytes === undefined) return undefined;
             const input = readerOf(bytes);
             const metaOf = (name: string): KeyedStateMeta | undefined => states.get(name);
             return { cells: (onCell) => readKeyGroup(input, metaOf, onCell), rest: input };
           }
-          const cells = chainKeyGroupCells(chain.map((ref) => this.#sharedFile(ref)), kg, (name) => states.get(name));
-          if (cells === undefined && bytes === undefined) return undefined;
-          return { cells, rest: bytes === undefined ? emptyTimers() : readerOf(bytes.subarray(1)) };
+          const cells = chainKeyGroupCells(files, kg, (name) => states.get(name));
+          const timers = timersInChain ? chainTimers(files, kg) : bytes === undefined ? undefined : readerOf(bytes.subarray(1));
+          if (cells === undefined && timers === undefined) return undefined;
+          return { cells, rest: timers ?? emptyTimers() };
         },
       };
     }

@@ -1,8 +1,8 @@
 /**
  * The asynchronous part of a checkpoint with an incremental keyed snapshot (serializeTaskSnapshot):
- * the shared file gets the state, the chain is settled with the file written, every key group is
- * released as it is done, and the work yields to the event loop between key groups — also when
- * the task file has no section for them (only timers go there).
+ * the shared file gets the state and the timers (sections `keyed` and `timers` per key group), the
+ * chain is settled with the file written, every key group is released as it is done, and the
+ * work yields to the event loop between key groups — the task file has no section for them.
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
@@ -22,11 +22,16 @@ test("an incremental keyed snapshot: shared sections per key group, chain settle
       keyGroupRange: { start: 0, end: 31 },
       states: [],
       watermark: 0,
-      hasKeyGroup: () => false, // no timers: the task file has no keyed section
+      hasKeyGroup: () => false, // incremental: the task file has no keyed section
       writeKeyGroup: () => assert.fail("the task file has nothing to write"),
       releaseKeyGroup: (kg) => void released.push(kg),
       release: () => {
         if (settled === "never") settled = undefined;
+      },
+      writeSharedTimers: (kg: number, out: ByteWriter) => {
+        if (kg % 4 !== 0 && kg !== 31) return false;
+        out.varuint(kg);
+        return true;
       },
       shared: {
         kind: "delta",
@@ -52,17 +57,27 @@ test("an incremental keyed snapshot: shared sections per key group, chain settle
     if (ticking) setImmediate(tick);
   };
   setImmediate(tick);
-  const written: { operatorIndex: number; kind: string; keyGroups: (number | undefined)[] }[] = [];
   const ref: SharedFileRef = { name: "task-0-0-0-delta-2-bb.kgs", size: 16, sha256: "1".repeat(64) };
-  const { sections, operators, sharedBytes } = await serializeTaskSnapshot([snapshot], async (operatorIndex, _id, kind, shared) => {
-    const keyGroups: (number | undefined)[] = [];
-    for await (const s of shared) keyGroups.push(s.keyGroup);
-    written.push({ operatorIndex, kind, keyGroups });
-    return ref;
-  });
-  ticking = false;
+  const written: { operatorIndex: number; kind: string; sections: string[] }[] = [];
+  let result: Awaited<ReturnType<typeof serializeTaskSnapshot>>;
+  try {
+    result = await serializeTaskSnapshot([snapshot], async (operatorIndex, _id, kind, shared) => {
+      const sections: string[] = [];
+      for await (const s of shared) sections.push(`${s.name} ${s.keyGroup}`);
+      written.push({ operatorIndex, kind, sections });
+      return ref;
+    });
+  } finally {
+    ticking = false;
+  }
+  const { sections, operators, sharedBytes } = result;
   assert.deepEqual(sections, []);
-  assert.deepEqual(written, [{ operatorIndex: 0, kind: "delta", keyGroups: Array.from({ length: 16 }, (_, i) => i * 2) }]);
+  const expected: string[] = [];
+  for (let kg = 0; kg < 32; kg++) {
+    if (kg % 2 === 0) expected.push(`keyed ${kg}`);
+    if (kg % 4 === 0 || kg === 31) expected.push(`timers ${kg}`);
+  }
+  assert.deepEqual(written, [{ operatorIndex: 0, kind: "delta", sections: expected }]);
   assert.deepEqual(settled, [previous, ref], "the chain: the previous one and the file written");
   assert.deepEqual(operators[0]!.keyed!.incremental, { chain: [previous, ref] });
   assert.equal(sharedBytes, 16);

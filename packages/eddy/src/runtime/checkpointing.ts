@@ -27,6 +27,7 @@ import type { SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
 import type { KeyedSnapshotOptions, KeyGroupCells } from "../state/keyed-state-backend.ts";
 import type { FileRef } from "../checkpoint/storage.ts";
 import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
+import { SHARED_TIMERS_SECTION } from "../checkpoint/format/timers.ts";
 
 /** The frozen keyed state and timers of one operator subtask. */
 export interface KeyedSnapshotPart {
@@ -40,8 +41,19 @@ export interface KeyedSnapshotPart {
   releaseKeyGroup(keyGroup: number): void;
   /** Ends the copy-on-write view; idempotent. */
   release(): void;
-  /** An incremental snapshot's state (state/incremental-snapshot.ts), written to a shared file before `release`. */
+  /**
+   * An incremental snapshot's state (state/incremental-snapshot.ts), written to a shared file
+   * before `release`, with the timers (`writeSharedTimers`); the task file then has no key-group
+   * sections (`hasKeyGroup` is false for every group).
+   */
   readonly shared?: SharedKeyedSnapshot;
+  /**
+   * With `shared`: writes the shared file's `timers` section of `keyGroup`
+   * (checkpoint/format/timers.ts: in a base every timer of the group, in a delta the keys whose
+   * timers changed) and returns true, or writes nothing and returns false when the group has
+   * none for it. Before `releaseKeyGroup` of the group.
+   */
+  writeSharedTimers?(keyGroup: number, out: ByteWriter): boolean;
 }
 
 /**
@@ -240,17 +252,22 @@ export async function serializeTaskSnapshot(
         // Not from the pool: the task file's sections are given back to it without these.
         const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
         /** Every key group in turn; yields the shared file's sections (incremental), which are written as they come. */
+        const writeSharedTimers = keyed.writeSharedTimers;
+        if (shared !== undefined && writeSharedTimers === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot without its timers`);
         const groups = async function* (): AsyncGenerator<TaskSnapshotSection> {
           for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
-            // Incremental: the state goes to the shared file, the task file keeps the timers. Every
-            // group is released and the slice checked whether or not the task file has a section for it.
+            // Incremental: the state and the timers go to the shared file (the task file has no
+            // key-group section then). Every group is released and the slice checked, whether or
+            // not anything was written for it.
             const sharedBytes = shared !== undefined && shared.writeKeyGroup(kg, sharedOut!) ? sharedOut!.take() : undefined;
+            const timerBytes = shared !== undefined && writeSharedTimers!(kg, sharedOut!) ? sharedOut!.take() : undefined;
             if (keyed.hasKeyGroup(kg)) {
               keyed.writeKeyGroup(kg, out);
               sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
             } else if (shared === undefined) continue;
             keyed.releaseKeyGroup(kg);
             if (sharedBytes !== undefined) yield { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedBytes };
+            if (timerBytes !== undefined) yield { name: SHARED_TIMERS_SECTION, keyGroup: kg, bytes: timerBytes };
             if (performance.now() - sliceStart >= SLICE_MS) {
               await new Promise<void>((resolve) => setImmediate(resolve));
               sliceStart = performance.now();
@@ -269,7 +286,7 @@ export async function serializeTaskSnapshot(
               { operator: s.operatorName },
             );
           }
-          // The file is opened with its first section: a delta with no changed key writes none.
+          // The file is opened with its first section: a delta with no changed key (state or timers) writes none.
           const sectionsOf = groups();
           const first = await sectionsOf.next();
           if (shared.kind === "delta" && first.done === true) incremental = { chain: [...previous] }; // nothing changed

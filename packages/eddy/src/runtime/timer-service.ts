@@ -28,14 +28,15 @@
 
 import type { Clock, ScheduledCallback } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
-import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
-import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
+import type { ByteWriter } from "../core/codec/bytes.ts";
 import { mapKeyOf } from "../core/key.ts";
-import type { Key } from "../core/key.ts";
+import type { Key, MapKey } from "../core/key.ts";
+import { writeTimerDeltaHeader, writeTimers, type RestoredTimer, type TimerDomain } from "../checkpoint/format/timers.ts";
 import { TimerQueue, type Timer, type TimerNamespace } from "./timer-queue.ts";
 
 export type { TimerNamespace } from "./timer-queue.ts";
-export type TimerDomain = "event" | "processing";
+export type { RestoredTimer, TimerDomain } from "../checkpoint/format/timers.ts";
+export { readTimers } from "../checkpoint/format/timers.ts";
 
 export type OnTimerCallback = (
   domain: TimerDomain,
@@ -77,6 +78,14 @@ export class InternalTimerService {
   #armed: ScheduledCallback | undefined = undefined;
   #armedAt = Number.NaN;
   #closed = false;
+  /**
+   * Per key-group index, the keys whose timers changed (registered, deleted, fired) since the
+   * last incremental snapshot took them; undefined until the first incremental snapshot, so a
+   * job that takes none (the heap backend, full checkpoints) records nothing. A delete marks its
+   * key even when it had no such timer (no lookup added to the delete; the delta then lists the
+   * key with its timers as they are).
+   */
+  #changed: (Map<MapKey, Key> | undefined)[] | undefined = undefined;
 
   constructor(options: InternalTimerServiceOptions) {
     const { start, end } = options.keyGroupRange;
@@ -100,20 +109,29 @@ export class InternalTimerService {
   }
 
   registerEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    this.#event.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
+    const timer = this.#event.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
+    if (timer !== undefined && this.#changed !== undefined) this.#markChanged(timer.kgIndex, timer.mapKey, key);
   }
 
   deleteEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    this.#event.remove(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+    const mapKey = mapKeyOf(key);
+    const index = this.#index(keyGroup);
+    this.#event.remove(mapKey, index, namespace, timestamp);
+    if (this.#changed !== undefined) this.#markChanged(index, mapKey, key);
   }
 
   registerProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
     const timer = this.#processing.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
-    if (timer !== undefined && this.#processing.peek() === timer) this.#arm();
+    if (timer === undefined) return;
+    if (this.#changed !== undefined) this.#markChanged(timer.kgIndex, timer.mapKey, key);
+    if (this.#processing.peek() === timer) this.#arm();
   }
 
   deleteProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    const wasHead = this.#processing.remove(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+    const mapKey = mapKeyOf(key);
+    const index = this.#index(keyGroup);
+    const wasHead = this.#processing.remove(mapKey, index, namespace, timestamp);
+    if (this.#changed !== undefined) this.#markChanged(index, mapKey, key);
     if (wasHead) this.#arm();
   }
 
@@ -131,6 +149,7 @@ export class InternalTimerService {
     const queue = this.#event;
     for (let t = queue.peek(); t !== undefined && t.timestamp <= watermark; t = queue.peek()) {
       queue.poll();
+      if (this.#changed !== undefined) this.#markChanged(t.kgIndex, t.mapKey, t.key);
       this.#onTimer("event", t.timestamp, t.key, t.keyGroup, t.namespace);
     }
   }
@@ -157,10 +176,19 @@ export class InternalTimerService {
   /**
    * The synchronous part of a snapshot: the live timers of both domains. Timer objects never
    * change after creation (but for their heap position), so copying the two heap arrays is
-   * enough for a frozen view; O(timers) pointer copies.
+   * enough for a frozen view; O(timers) pointer copies. `incremental` (a checkpoint written as a
+   * base or delta, checkpoint/format/timers.ts): the snapshot also takes the keys whose timers
+   * changed since the previous incremental snapshot, and recording starts over (the first
+   * incremental snapshot starts the recording; it must be a base, as it is: the first of a
+   * backend, and the first after a restore, are bases).
    */
-  snapshotTimers(): TimerSnapshot {
-    return new TimerSnapshot(this.keyGroupRange.start, this.#event.timers(), this.#processing.timers(), this.#currentWatermark);
+  snapshotTimers(incremental = false): TimerSnapshot {
+    let changed: (Map<MapKey, Key> | undefined)[] | undefined;
+    if (incremental) {
+      changed = this.#changed ?? [];
+      this.#changed = [];
+    }
+    return new TimerSnapshot(this.keyGroupRange.start, this.#event.timers(), this.#processing.timers(), this.#currentWatermark, changed);
   }
 
   /**
@@ -216,12 +244,20 @@ export class InternalTimerService {
     try {
       for (let t = queue.peek(); t !== undefined && t.timestamp <= now; t = queue.peek()) {
         queue.poll();
+        if (this.#changed !== undefined) this.#markChanged(t.kgIndex, t.mapKey, t.key);
         this.#onTimer("processing", t.timestamp, t.key, t.keyGroup, t.namespace);
       }
     } finally {
       this.#arm();
     }
   };
+
+  #markChanged(kgIndex: number, mapKey: MapKey, key: Key): void {
+    const changed = this.#changed!;
+    const keys = changed[kgIndex];
+    if (keys === undefined) changed[kgIndex] = new Map([[mapKey, key]]);
+    else keys.set(mapKey, key);
+  }
 
   #index(keyGroup: number): number {
     const { start, end } = this.keyGroupRange;
@@ -235,36 +271,27 @@ export class InternalTimerService {
   }
 }
 
-/** A restored timer, as `readTimers` reports it. */
-export interface RestoredTimer {
-  readonly domain: TimerDomain;
-  readonly timestamp: number;
-  /** Registration order in the snapshotted run (only compared with other restored timers). */
-  readonly seq: number;
-  readonly key: Key;
-  readonly keyGroup: number;
-  readonly namespace: TimerNamespace;
-}
-
 /**
- * The timers of one timer service at a snapshot, written per key group:
- *
- *   keyGroup := varuint nEvent, timer × nEvent, varuint nProcessing, timer × nProcessing
- *   timer    := value key, value namespace, f64 timestamp, f64 seq        (value: value-codec.ts)
+ * The timers of one timer service at a snapshot, written per key group in the layout of
+ * checkpoint/format/timers.ts; an incremental snapshot also carries the keys whose timers changed
+ * since the previous incremental snapshot, per key group (`writeKeyGroupChanges`).
  */
 export class TimerSnapshot {
   readonly watermark: number;
   readonly #start: number;
   readonly #event: readonly Timer[];
   readonly #processing: readonly Timer[];
+  /** Per key-group index, the keys whose timers changed (incremental snapshots only). */
+  readonly #changed: readonly (Map<MapKey, Key> | undefined)[] | undefined;
   #eventByGroup: Map<number, Timer[]> | undefined;
   #processingByGroup: Map<number, Timer[]> | undefined;
 
-  constructor(start: number, event: readonly Timer[], processing: readonly Timer[], watermark: number) {
+  constructor(start: number, event: readonly Timer[], processing: readonly Timer[], watermark: number, changed?: readonly (Map<MapKey, Key> | undefined)[]) {
     this.#start = start;
     this.#event = event;
     this.#processing = processing;
     this.watermark = watermark;
+    this.#changed = changed;
   }
 
   get size(): number {
@@ -285,6 +312,24 @@ export class TimerSnapshot {
     writeTimers(this.#eventByGroup.get(index) ?? [], out);
     writeTimers(this.#processingByGroup.get(index) ?? [], out);
   }
+
+  /**
+   * An incremental delta's `timers` section of `keyGroup` (checkpoint/format/timers.ts): the keys
+   * whose timers changed since the previous incremental snapshot and all their timers, and true;
+   * false (nothing written) when no key of the group changed. Only for a snapshot taken with
+   * `snapshotTimers(true)`.
+   */
+  writeKeyGroupChanges(keyGroup: number, out: ByteWriter): boolean {
+    const index = keyGroup - this.#start;
+    const changed = this.#changed?.[index];
+    if (changed === undefined || changed.size === 0) return false;
+    this.#eventByGroup ??= byGroup(this.#event);
+    this.#processingByGroup ??= byGroup(this.#processing);
+    writeTimerDeltaHeader([...changed.values()], out);
+    writeTimers((this.#eventByGroup.get(index) ?? []).filter((t) => changed.has(t.mapKey)), out);
+    writeTimers((this.#processingByGroup.get(index) ?? []).filter((t) => changed.has(t.mapKey)), out);
+    return true;
+  }
 }
 
 function byGroup(timers: readonly Timer[]): Map<number, Timer[]> {
@@ -295,28 +340,4 @@ function byGroup(timers: readonly Timer[]): Map<number, Timer[]> {
     else list.push(t);
   }
   return groups;
-}
-
-function writeTimers(timers: readonly Timer[], out: ByteWriter): void {
-  out.varuint(timers.length);
-  for (const t of timers) {
-    encodeValue(t.key, out);
-    encodeValue(t.namespace, out);
-    out.f64(t.timestamp);
-    out.f64(t.seq);
-  }
-}
-
-/** Reads one key group's timers written by `TimerSnapshot.writeKeyGroup` into `into`. */
-export function readTimers(keyGroup: number, input: ByteReader, into: RestoredTimer[]): void {
-  for (const domain of ["event", "processing"] as const) {
-    const n = input.varuint();
-    for (let i = 0; i < n; i++) {
-      const key = decodeValue(input) as Key;
-      const namespace = decodeValue(input) as TimerNamespace;
-      const timestamp = input.f64();
-      const seq = input.f64();
-      into.push({ domain, timestamp, seq, key, keyGroup, namespace });
-    }
-  }
 }

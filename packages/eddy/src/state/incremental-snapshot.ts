@@ -11,7 +11,9 @@
  * it, oldest first; restoring a key group applies them in order (checkpoint/format/keyed-chain.ts).
  * Files are shared between the checkpoints whose chains list them; the coordinator counts
  * references (checkpoint/shared-state-registry.ts) and deletes a file once no retained checkpoint
- * lists it. A base every `maxChainLength` deltas bounds the chain, and so restore time.
+ * lists it. A base every `maxChainLength` deltas bounds the chain, and so restore time. The same
+ * file carries the operator's timers, in `timers` sections beside the `keyed` ones (written by the
+ * task from the timer service, checkpoint/format/timers.ts), base or delta as the backend chose.
  *
  * Delta key group (one shared-file section):
  *

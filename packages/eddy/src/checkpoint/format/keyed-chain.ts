@@ -1,8 +1,13 @@
 /**
  * The shared files of incremental checkpoints (state/incremental-snapshot.ts) and how a key group
  * is read back from a chain of them. A shared file is a container file (container.ts: CRC-32 per
- * section and over the file; the manifest's FileRef adds size and SHA-256) of kind `keyed-base`
- * or `keyed-delta`, with one section `keyed` per key group that has anything.
+ * section and over the file; the manifest's FileRef adds size and SHA-256) of kind
+ * `keyed-base-2` or `keyed-delta-2`, with per key group a section `keyed` (its state) and a
+ * section `timers` (its timers, timers.ts), each only when the group has something for it.
+ * Version 1 (`keyed-base`, `keyed-delta`; read, no longer written) had the `keyed` sections only:
+ * its timers are in the task files. A chain is of one version; an Eddy that does not know a kind
+ * refuses the file (an Eddy before version 2 refuses `keyed-base-2` by its kind, so it never
+ * restores such a chain without its timers).
  *
  * Restore turns a chain into the canonical key group (heap-snapshot.ts) — the base's cells, then
  * per delta: drop every changed key, add its cells — so any backend restores it, at any
@@ -10,17 +15,32 @@
  */
 import { ByteReader, ByteWriter } from "../../core/codec/bytes.ts";
 import { defaultCodec } from "../../core/codec/default-codec.ts";
+import { EddyError } from "../../core/errors.ts";
 import { mapKeyOf, type MapKey } from "../../core/key.ts";
 import { readKeyGroup, writeCells, type RestoredCell } from "../../state/heap-snapshot.ts";
 import { readDeltaHeader } from "../../state/incremental-snapshot.ts";
 import type { KeyGroupCells } from "../../state/keyed-state-backend.ts";
 import type { KeyedStateMeta } from "../../state/keyed-state-meta.ts";
 import { checkpointCorrupt, type SectionSource } from "./container.ts";
+import { chainKeyGroupTimers } from "./timers.ts";
 
-export const SHARED_BASE_KIND = "keyed-base";
-export const SHARED_DELTA_KIND = "keyed-delta";
-/** The section name of a key group in a shared file. */
+/** The kinds written (version 2): state and timers. */
+export const SHARED_BASE_KIND = "keyed-base-2";
+export const SHARED_DELTA_KIND = "keyed-delta-2";
+/** The kinds of version 1 (state only; the timers in the task files): read, never written. */
+export const SHARED_BASE_KIND_1 = "keyed-base";
+export const SHARED_DELTA_KIND_1 = "keyed-delta";
+/** The section name of a key group's state in a shared file. */
 export const SHARED_KEYED_SECTION = "keyed";
+
+const VERSION_OF_KIND: Readonly<Record<string, { version: 1 | 2; delta: boolean }>> = {
+  [SHARED_BASE_KIND]: { version: 2, delta: false },
+  [SHARED_DELTA_KIND]: { version: 2, delta: true },
+  [SHARED_BASE_KIND_1]: { version: 1, delta: false },
+  [SHARED_DELTA_KIND_1]: { version: 1, delta: true },
+};
+
+const isDeltaFile = (file: SectionSource): boolean => VERSION_OF_KIND[file.kind]?.delta === true;
 
 /**
  * Writes the canonical state part of `keyGroup` as the chain `files` (a base, then deltas, all
@@ -56,7 +76,7 @@ export function chainKeyGroupCells(files: readonly SectionSource[], keyGroup: nu
   const inputs = sections.map((bytes, i) => {
     if (bytes === undefined) return undefined;
     const input = readerOf(bytes);
-    if (files[i]!.kind === SHARED_DELTA_KIND) {
+    if (isDeltaFile(files[i]!)) {
       try {
         for (const [name, keys] of readDeltaHeader(input)) {
           let changed = lastChange.get(name);
@@ -98,13 +118,36 @@ export function chainKeyGroupCells(files: readonly SectionSource[], keyGroup: nu
   };
 }
 
-function checkChain(files: readonly SectionSource[]): void {
+/**
+ * Checks the kinds of a chain (one base, then deltas, all of one version) and returns its version:
+ * 2 holds the timers (`chainTimers`), 1 leaves them to the task files.
+ */
+export function checkChain(files: readonly SectionSource[]): 1 | 2 {
+  let version: 1 | 2 | undefined;
   files.forEach((file, i) => {
-    const isDelta = file.kind === SHARED_DELTA_KIND;
-    if (isDelta === (i === 0) || (!isDelta && file.kind !== SHARED_BASE_KIND)) {
-      throw checkpointCorrupt(`shared checkpoint file '${file.fileName}' is a ${file.kind} at position ${i} of its chain (a chain is one ${SHARED_BASE_KIND}, then ${SHARED_DELTA_KIND} files)`);
+    const kind = VERSION_OF_KIND[file.kind];
+    if (kind === undefined) {
+      throw new EddyError(
+        "CHECKPOINT_UNSUPPORTED",
+        `shared checkpoint file '${file.fileName}' is of kind '${file.kind}', which this Eddy does not read (it reads ${SHARED_BASE_KIND} and ${SHARED_DELTA_KIND}, and ${SHARED_BASE_KIND_1} and ${SHARED_DELTA_KIND_1}): restore it with the Eddy that wrote it or a newer one`,
+      );
+    }
+    version ??= kind.version;
+    if (kind.delta === (i === 0) || kind.version !== version) {
+      const [base, delta] = version === 2 ? [SHARED_BASE_KIND, SHARED_DELTA_KIND] : [SHARED_BASE_KIND_1, SHARED_DELTA_KIND_1];
+      throw checkpointCorrupt(`shared checkpoint file '${file.fileName}' is a ${file.kind} at position ${i} of its chain (a chain is one ${base}, then ${delta} files)`);
     }
   });
+  return version ?? 2;
+}
+
+/**
+ * The timers of `keyGroup` in a version 2 chain (timers.ts `chainKeyGroupTimers`), in the
+ * layout the task files use; undefined when the chain has none for the group.
+ */
+export function chainTimers(files: readonly SectionSource[], keyGroup: number): ByteReader | undefined {
+  if (checkChain(files) !== 2) throw new EddyError("INTERNAL", "a version 1 chain has no timers: they are in its task files");
+  return chainKeyGroupTimers(files, keyGroup, (i) => isDeltaFile(files[i]!), (file, e) => corruptGroup(file, keyGroup, e));
 }
 
 function readerOf(bytes: Uint8Array): ByteReader {
@@ -135,7 +178,7 @@ function collectSections(
     if (bytes === undefined) continue;
     const input = readerOf(bytes);
     try {
-      if (file.kind === SHARED_DELTA_KIND) {
+      if (isDeltaFile(file)) {
         for (const [name, keys] of readDeltaHeader(input)) {
           const cells = states.get(name);
           if (cells !== undefined) for (const key of keys) cells.delete(mapKeyOf(key));
@@ -157,13 +200,18 @@ function collectSections(
   return states;
 }
 
-/** `materializeKeyGroup` followed by `rest` (the task file's key-group section after its empty state part: the timers), as one reader. */
+/**
+ * `materializeKeyGroup` followed by the group's timers, as one reader: a version 2 chain's own
+ * (`chainTimers`), or for version 1 `rest`, the task file's key-group section after its empty
+ * state part.
+ */
 export function chainKeyGroupReader(files: readonly SectionSource[], keyGroup: number, metaOf: (name: string) => KeyedStateMeta | undefined, rest: Uint8Array | undefined): ByteReader {
   const out = new ByteWriter(4096);
   materializeKeyGroup(files, keyGroup, metaOf, out);
-  if (rest === undefined) {
+  const timers = checkChain(files) === 2 ? chainTimers(files, keyGroup) : rest === undefined ? undefined : readerOf(rest);
+  if (timers === undefined) {
     out.varuint(0); // no event-time timers
     out.varuint(0); // no processing-time timers
-  } else out.bytes(rest);
+  } else out.bytes(timers.bytes(timers.remaining));
   return new ByteReader(out.finish());
 }

@@ -36,8 +36,10 @@ export interface OperatorSnapshotMeta {
     readonly watermark: number | null;
     /**
      * Incremental checkpoints (state/incremental-snapshot.ts): the keyed state is in these shared
-     * files (a base, then deltas, oldest first), and the task file's key-group sections hold an
-     * empty state part and the timers.
+     * files (a base, then deltas, oldest first). Their kinds say where the timers are
+     * (keyed-chain.ts): version 2 holds them too, and the task file has no key-group section of
+     * the operator; in version 1 the task file's key-group sections hold an empty state part and
+     * the timers.
      */
     readonly incremental?: { readonly chain: readonly FileRef[] };
   };

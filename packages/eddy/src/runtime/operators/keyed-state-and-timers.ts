@@ -5,6 +5,7 @@
  * instance per operator subtask.
  */
 import type { ScheduledCallback } from "../../core/clock.ts";
+import type { ByteWriter } from "../../core/codec/bytes.ts";
 import { EddyError } from "../../core/errors.ts";
 import { requireValidKey, type Key } from "../../core/key.ts";
 import { computeOperatorIndexForKeyGroup, KeyGroupAssigner } from "../../core/key-group.ts";
@@ -155,26 +156,39 @@ export class KeyedStateAndTimers {
     return { keys, timers: this.timers.numEventTimeTimers() + this.timers.numProcessingTimeTimers() };
   }
 
-  /** The synchronous part of a checkpoint: keyed state (copy-on-write) and timers. */
+  /**
+   * The synchronous part of a checkpoint: keyed state (copy-on-write) and timers. Incremental
+   * (the backend gave a `shared` part): the state and the timers both go to the shared file —
+   * in a base every timer, in a delta the keys whose timers changed since the previous
+   * incremental snapshot (which the timer service hands over here) — and the task file has no
+   * key-group sections. A failed snapshot makes the backend's next one a base, timers included.
+   */
   #snapshot(options: KeyedSnapshotOptions): KeyedSnapshotPart {
     const state = this.backend.snapshot(options);
-    const timers = this.timers.snapshotTimers();
     const shared = state.shared;
-    return {
+    const timers = this.timers.snapshotTimers(shared !== undefined);
+    const part: KeyedSnapshotPart = {
       keyGroupRange: this.backend.keyGroupRange,
       states: state.states,
       watermark: timers.watermark,
-      // Incremental: the state is in the shared file; the task file's key groups hold an empty state part and the timers.
-      shared,
-      hasKeyGroup: (kg) => (shared === undefined && state.hasKeyGroup(kg)) || timers.hasKeyGroup(kg),
+      hasKeyGroup: (kg) => shared === undefined && (state.hasKeyGroup(kg) || timers.hasKeyGroup(kg)),
       writeKeyGroup: (kg, out) => {
-        if (shared === undefined) state.writeKeyGroup(kg, out);
-        else out.varuint(0);
+        state.writeKeyGroup(kg, out);
         timers.writeKeyGroup(kg, out);
       },
       releaseKeyGroup: (kg) => state.releaseKeyGroup(kg),
       release: () => state.release(),
     };
+    if (shared === undefined) return part;
+    const writeSharedTimers =
+      shared.kind === "base"
+        ? (kg: number, out: ByteWriter): boolean => {
+            if (!timers.hasKeyGroup(kg)) return false;
+            timers.writeKeyGroup(kg, out);
+            return true;
+          }
+        : (kg: number, out: ByteWriter): boolean => timers.writeKeyGroupChanges(kg, out);
+    return { ...part, shared, writeSharedTimers };
   }
 
   #restore(restored: RestoredKeyed): void {
