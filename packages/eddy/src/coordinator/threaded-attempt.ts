@@ -89,6 +89,20 @@ const LOADER_ENTRY = new URL("../executor/thread-worker-entry.js", import.meta.u
 /** How long a shut-down worker (cancelled, not stuck) gets to close its tasks before it is terminated. */
 const WORKER_END_TIMEOUT_MS = 10_000;
 
+/** A worker inside one call of user code this long while being shut down is not closing its tasks. */
+const IN_USER_CODE_MS = 1_000;
+
+/** Until `w` reported its end, at most WORKER_END_TIMEOUT_MS, and no longer once it sits in one call of user code for IN_USER_CODE_MS. */
+async function waitForEnd(w: WorkerState): Promise<void> {
+  let ended = false;
+  void w.ended.then(() => (ended = true));
+  const inUserCode = new TaskWatchdog([w.board], IN_USER_CODE_MS);
+  const deadline = Date.now() + WORKER_END_TIMEOUT_MS;
+  while (!ended && Date.now() < deadline && inUserCode.check(Date.now()).length === 0) {
+    await Promise.race([w.ended, new Promise((resolve) => setTimeout(resolve, 50).unref())]);
+  }
+}
+
 interface WorkerState {
   readonly worker: Worker;
   /** The worker's task manager: every call is a message on its port. */
@@ -101,6 +115,8 @@ interface WorkerState {
   readonly markEnded: () => void;
   /** The watchdog found one of its tasks stuck in user code: it is terminated without waiting for its end. */
   stuck: boolean;
+  /** Its busy board (task-watchdog.ts): whether it is inside a call of user code, and since when. */
+  readonly board: SharedArrayBuffer;
   finished: boolean;
   sourceRecords: number;
   metrics: readonly SubtaskMetrics[];
@@ -249,7 +265,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
       const gateway = remoteGateway<TaskManagerGateway>(TASK_MANAGER_METHODS, (message) => worker.postMessage(message));
       let markEnded!: () => void;
       const ended = new Promise<void>((resolve) => (markEnded = resolve));
-      const state: WorkerState = { worker, gateway, serversClosed: closed, closeServers: serversClosed, ended, markEnded, stuck: false, finished: false, sourceRecords: 0, metrics: [] };
+      const state: WorkerState = { worker, gateway, serversClosed: closed, closeServers: serversClosed, ended, markEnded, stuck: false, board: boards[i]!, finished: false, sourceRecords: 0, metrics: [] };
       this.#workers.push(state);
       const jobMaster = this.#jobMasterFor(i, state);
       worker.on("message", (message: unknown) => {
@@ -416,8 +432,9 @@ export class ThreadedAttempt implements ExecutionAttempt {
     // terminating a thread inside a native call that then throws (node-addon-api's napi_throw in
     // an environment being terminated is fatal: lmdb-js#200): a cancelled worker closes its tasks,
     // and the disk state backend its LMDB store, so a worker is terminated only once its task
-    // manager reported its end — unless it is stuck in user code, or takes longer than
-    // WORKER_END_TIMEOUT_MS.
+    // manager reported its end — unless it is stuck in user code (found by the watchdog, or inside
+    // one call of user code for IN_USER_CODE_MS: it cannot see the cancellation, and it closes
+    // nothing meanwhile), or takes longer than WORKER_END_TIMEOUT_MS.
     await Promise.all(
       this.#workers.map(async (w) => {
         try {
@@ -427,7 +444,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
           // Already gone.
         }
         await Promise.race([w.serversClosed, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
-        if (!w.stuck) await Promise.race([w.ended, new Promise((resolve) => setTimeout(resolve, WORKER_END_TIMEOUT_MS).unref())]);
+        if (!w.stuck) await waitForEnd(w);
         await w.worker.terminate().catch(() => undefined);
       }),
     );
