@@ -93,9 +93,11 @@ async function failureFree(root: string): Promise<{ counted: string[]; windows: 
 async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "exit" | "none"; atRecord: number; marker: string; checkpoints: string; afterCheckpoint?: number }) {
   process.env.EDDY_DK_FAULT = fault === undefined ? "" : JSON.stringify(fault);
   const warnings: string[] = [];
+  const infos: string[] = [];
   const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
+  const info = (message: string, fields?: Record<string, unknown>): void => void infos.push(`${message} ${JSON.stringify(fields ?? {})}`);
   try {
-    const job = runJob(diskKeyed.diskKeyedJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options });
+    const job = runJob(diskKeyed.diskKeyedJob, { logger: { debug: () => {}, info, warn: note, error: note }, ...options });
     await job.done;
     return {
       totals: job.collected<diskKeyed.Total>("totals").map((t) => JSON.stringify(t)).sort(),
@@ -104,10 +106,51 @@ async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "ex
       restoredFrom: job.restoredFrom,
       sourceRecords: job.sourceRecords,
       warnings,
+      infos,
     };
   } finally {
     delete process.env.EDDY_DK_FAULT;
   }
+}
+
+/**
+ * One kill-and-compare round of the disk-keyed job at parallelism 2 with incremental checkpoints
+ * (one retained: when checkpoint n completes, n - 1 goes, and the shared files only it listed): a
+ * fault of `kind` at the first record from `atRecord` on after checkpoint 2 completed, one restart,
+ * committed output equal to `expected`.
+ */
+async function faultRound(
+  dir: string,
+  at: string,
+  expected: { totals: string[]; windows: string[] },
+  mode: "threads" | "inline",
+  kind: "process" | "exit",
+  atRecord: number,
+  config: Record<string, string>,
+): Promise<Awaited<ReturnType<typeof runDiskKeyed>>> {
+  const fault = { kind, atRecord, marker: join(dir, "fault"), checkpoints: join(dir, "checkpoints", "disk-kill"), afterCheckpoint: 2 };
+  const result = await runDiskKeyed(
+    {
+      mode,
+      parallelism: 2,
+      // Little in flight, so barriers are not seconds behind the source (with the default 16 K
+      // records per channel, checkpoint 2 could complete after the last record, and a late fault never fire).
+      channelCapacityRecords: 2_048,
+      batchRecords: 256,
+      checkpointing: { intervalMs: 10, retained: 1 },
+      checkpointDir: join(dir, "checkpoints"),
+      jobId: "disk-kill",
+      restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+      config: { ...disk(join(dir, "state")), ...config },
+    },
+    fault,
+  );
+  assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
+  assert.equal(result.restarts, 1, `${at}: ${result.warnings.join("\n")}`);
+  assert.ok(existsSync(join(dir, "state", "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
+  assert.deepEqual(result.totals, expected.totals, `${at}: committed totals differ from the failure-free run`);
+  assert.deepEqual(result.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
+  return result;
 }
 
 test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
@@ -119,7 +162,6 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
     const random = prng(seed);
     const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
     for (let round = 0; round < rounds; round++) {
-      const dir = join(root, `round-${round}`);
       // Anywhere in the first 90 %, after a checkpoint completed (the job waits for one).
       const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
       // Worker threads: a thread ended as a kill would, or an exception; inline (the restarted
@@ -131,30 +173,32 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
           ["inline", "process"],
         ] as const
       )[round % 3]!;
-      const fault = { kind, atRecord, marker: join(root, `fault-${round}`), checkpoints: join(dir, "checkpoints", "disk-kill"), afterCheckpoint: 2 };
-      const at = `seed ${seed}, round ${round}, ${mode}, fault '${fault.kind}' at record ${atRecord}`;
-      const stateDir = join(dir, "state");
-      const result = await runDiskKeyed(
-        {
-          mode,
-          parallelism: 2,
-          // One retained: when checkpoint n completes, n - 1 goes, and the shared files only it listed.
-          checkpointing: { intervalMs: 10, retained: 1 },
-          checkpointDir: join(dir, "checkpoints"),
-          jobId: "disk-kill",
-          restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
-          // Chains of up to 10 or 3 deltas: restores from a long chain, or from a recent base.
-          config: { ...disk(stateDir), "state.backend.disk.max-chain-length": round % 2 === 0 ? "10" : "3" },
-        },
-        fault,
-      );
-      assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
-      assert.equal(result.restarts, 1, `${at}: ${result.warnings.join("\n")}`);
-      assert.ok(existsSync(join(stateDir, "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
-      assert.deepEqual(result.totals, expected.totals, `${at}: committed totals differ from the failure-free run`);
-      assert.deepEqual(result.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
+      const at = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${atRecord}`;
+      // Chains of up to 10 or 3 deltas: restores from a long chain, or from a recent base.
+      const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, { "state.backend.disk.max-chain-length": round % 2 === 0 ? "10" : "3" });
       // Checkpoint 1 is a base and was deleted once 2 completed: a restore of 2 or later reads a chain listing its files.
       assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("local recovery on worker threads and inline: after a fault, each subtask rolls its own store back to the checkpoint instead of rebuilding it; committed output equals the failure-free run", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-disk-local-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
+    const random = prng(seed);
+    for (const [round, [mode, kind]] of ([["threads", "exit"], ["inline", "process"]] as const).entries()) {
+      const atRecord = 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
+      const at = `seed ${seed}, ${mode}, fault '${kind}' at record ${atRecord}`;
+      const config = { "state.backend.disk.local-recovery": "true", "state.backend.disk.max-chain-length": "3" };
+      const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, config);
+      const local = result.infos.filter((m) => m.startsWith("keyed state restored from the local store"));
+      const rebuilt = result.infos.filter((m) => m.startsWith("keyed state restored from the checkpoint's files"));
+      // Every keyed subtask (the job's keyed operators at parallelism 2) came back from its own store.
+      assert.ok(local.length >= 2 && rebuilt.length === 0, `${at}: local ${local.length}, rebuilt: ${rebuilt.join("; ")}`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -7,8 +7,8 @@
  * from EDDY_DK_FAULT (JSON { kind: "process" | "exit", atRecord, marker, checkpoints }) fires
  * once per marker, at the first record from `atRecord` on that comes after a checkpoint completed
  * (a `chk-<n>/_manifest` exists in the job's checkpoint directory `checkpoints`), so the restart
- * restores a checkpoint; the map sleeps 1 ms every 10 records until then, so checkpoints
- * complete on a busy machine too.
+ * restores a checkpoint; from `atRecord` on, the map sleeps 1 ms every 10 records until then, so
+ * checkpoints complete on a busy machine too.
  */
 import {
   defineJob,
@@ -86,7 +86,9 @@ export const diskKeyedJob = defineJob("disk-keyed", (env) => {
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
     .map((n: number) => {
       if (f !== undefined && !fired) {
-        if (!committed && n % 10 === 0) {
+        // Waits (slowly: a map that sleeps also slows the barriers behind its records) only once
+        // the fault is due: throttled from the first record, a late fault could outrun the input.
+        if (!committed && n >= f.atRecord && n % 10 === 0) {
           committed =
             existsSync(f.checkpoints) &&
             readdirSync(f.checkpoints).some((d) => /^chk-\d+$/.test(d) && Number(d.slice(4)) >= (f.afterCheckpoint ?? 0) && existsSync(join(f.checkpoints, d, "_manifest")));

@@ -58,10 +58,10 @@ test("unknown keys and bad values are refused, naming the key", () => {
 
 test("state backend keys: heap or disk, the disk backend's directory and cache size; bad values and disk keys without the disk backend are refused by name", () => {
   const keys = optionsFromConfig({ "state.backend": "disk", "state.backend.disk.dir": "/var/eddy/state", "state.backend.disk.cache-size": "5000" }).stateBackend;
-  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, incremental: true, maxChainLength: 10 });
+  assert.deepEqual(resolveStateBackend(keys, undefined), { kind: "disk", dir: "/var/eddy/state", cacheSize: 5_000, incremental: true, maxChainLength: 10, localRecovery: false });
   // The keys refine what the job chose; state.backend=heap overrides it.
-  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: true, maxChainLength: 4 } as const;
-  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, cacheBytes: 4096, incremental: true, maxChainLength: 4 });
+  const fromJob = { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: true, maxChainLength: 4, localRecovery: false } as const;
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-size": "20" }).stateBackend, fromJob), { kind: "disk", dir: "/job/state", cacheSize: 20, cacheBytes: 4096, incremental: true, maxChainLength: 4, localRecovery: false });
   const cacheBytes = (value: string): number | undefined => {
     const spec = resolveStateBackend(optionsFromConfig({ "state.backend.disk.cache-bytes": value }).stateBackend, fromJob);
     return spec?.kind === "disk" ? spec.cacheBytes : undefined;
@@ -69,7 +69,11 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   for (const [value, bytes] of [["1000", 1000], ["64m", 64 * 2 ** 20], ["2 GB", 2 * 2 ** 30], ["512k", 512 * 1024]] as const) assert.equal(cacheBytes(value), bytes, value);
   assert.deepEqual(
     resolveStateBackend(optionsFromConfig({ "state.backend.disk.incremental": "false", "state.backend.disk.max-chain-length": "0" }).stateBackend, fromJob),
-    { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: false, maxChainLength: 0 },
+    { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: false, maxChainLength: 0, localRecovery: false },
+  );
+  assert.deepEqual(
+    resolveStateBackend(optionsFromConfig({ "state.backend.disk.local-recovery": "true" }).stateBackend, fromJob),
+    { kind: "disk", dir: "/job/state", cacheSize: 10, cacheBytes: 4096, incremental: true, maxChainLength: 4, localRecovery: true },
   );
   assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend": "heap" }).stateBackend, fromJob), { kind: "heap" });
   assert.equal(resolveStateBackend(undefined, undefined), undefined);
@@ -86,4 +90,6 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   refused({ "state.backend": "disk", "state.backend.disk.incremental": "yes" }, /'state\.backend\.disk\.incremental' has the value 'yes'; expected true or false/);
   refused({ "state.backend": "disk", "state.backend.disk.max-chain-length": "-1" }, /'state\.backend\.disk\.max-chain-length' has the value '-1'/);
   refused({ "state.backend": "disk", "state.backend.disk.dir": " " }, /'state\.backend\.disk\.dir'/);
+  refused({ "state.backend": "disk", "state.backend.disk.local-recovery": "on" }, /'state\.backend\.disk\.local-recovery' has the value 'on'; expected true or false/);
+  refused({ "state.backend": "disk", "state.backend.disk.local-recovery": "true", "state.backend.disk.incremental": "false" }, /local-recovery needs incremental checkpoints/);
 });

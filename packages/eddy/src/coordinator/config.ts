@@ -21,7 +21,7 @@ export interface ConfiguredOptions {
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
   /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
-  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number };
+  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number; localRecovery?: boolean };
 }
 
 interface KeySpec {
@@ -33,7 +33,7 @@ interface KeySpec {
 interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   restart: Record<string, string>;
-  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number };
+  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number; localRecovery?: boolean };
 }
 
 /** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
@@ -183,6 +183,10 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       d.backend.maxChainLength = n;
     },
   },
+  "state.backend.disk.local-recovery": {
+    description: "true or false (default): keep each subtask's disk store so that a restore on the same machine rolls it back to the checkpoint instead of rebuilding it (needs incremental checkpoints)",
+    apply: (v, d) => void (d.backend.localRecovery = bool("state.backend.disk.local-recovery", v)),
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -224,7 +228,7 @@ export function optionsFromConfig(entries: Readonly<Record<string, string>>): Co
 export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fromJob: StateBackendSpec | undefined): StateBackendSpec | undefined {
   if (keys === undefined) return fromJob;
   const kind = keys.kind ?? fromJob?.kind ?? "heap";
-  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.cacheBytes !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined;
+  const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.cacheBytes !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined || keys.localRecovery !== undefined;
   if (kind === "heap") {
     if (diskKeys) throw new EddyError("INVALID_CONFIG", "state.backend.disk.* keys need the disk backend: add -D state.backend=disk (or env.setStateBackend(\"disk\"))");
     return { kind: "heap" };
@@ -236,6 +240,7 @@ export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fro
     cacheBytes: keys.cacheBytes ?? base?.cacheBytes,
     incremental: keys.incremental ?? base?.incremental,
     maxChainLength: keys.maxChainLength ?? base?.maxChainLength,
+    localRecovery: keys.localRecovery ?? base?.localRecovery,
   });
 }
 

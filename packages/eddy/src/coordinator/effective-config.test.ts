@@ -33,13 +33,14 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
 });
 
 test("the disk state backend shows with its directory and cache size", () => {
-  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "disk", dir: "/state", cacheSize: 5_000, cacheBytes: 2 ** 20, incremental: true, maxChainLength: 7 } });
+  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "disk", dir: "/state", cacheSize: 5_000, cacheBytes: 2 ** 20, incremental: true, maxChainLength: 7, localRecovery: true } });
   assert.equal(c["state.backend"], "disk");
   assert.equal(c["state.backend.disk.dir"], "/state");
   assert.equal(c["state.backend.disk.cache-size"], "5000");
   assert.equal(c["state.backend.disk.cache-bytes"], "1048576");
   assert.equal(c["state.backend.disk.incremental"], "true");
   assert.equal(c["state.backend.disk.max-chain-length"], "7");
+  assert.equal(c["state.backend.disk.local-recovery"], "true");
 });
 
 test("with checkpointing and a restart strategy: the resolved values, under keys config.ts accepts (or Flink's for parallelism)", () => {

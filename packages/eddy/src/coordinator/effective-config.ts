@@ -62,6 +62,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
     set("state.backend.disk.cache-bytes", backend.cacheBytes);
     set("state.backend.disk.incremental", backend.incremental);
     set("state.backend.disk.max-chain-length", backend.maxChainLength);
+    set("state.backend.disk.local-recovery", backend.localRecovery);
   }
   const r = s.restartStrategy ?? { type: "none" };
   set("restart-strategy.type", r.type);

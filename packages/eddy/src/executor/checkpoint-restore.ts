@@ -150,9 +150,25 @@ export class CheckpointRestore {
         return { part, bytes, files, timersInChain };
       };
       const readerOf = (bytes: Uint8Array): ByteReader => new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+      const only = keyedParts.length === 1 ? keyedParts[0]!.meta.keyed! : undefined;
+      const local =
+        only?.incremental !== undefined && only.keyGroupRange.start === range.start && only.keyGroupRange.end === range.end
+          ? {
+              checkpointId: this.checkpointId,
+              chain: only.incremental.chain,
+              timers: (kg: number): ByteReader | undefined => {
+                const found = partOf(kg);
+                if (found === undefined) return undefined;
+                const { bytes, files, timersInChain } = found;
+                if (timersInChain) return chainTimers(files!, kg);
+                return bytes === undefined ? undefined : readerOf(bytes.subarray(1));
+              },
+            }
+          : undefined;
       keyed = {
         states: [...states.values()],
         watermark,
+        ...(local === undefined ? {} : { local }),
         keyGroup: (kg) => {
           const found = partOf(kg);
           if (found === undefined) return undefined;

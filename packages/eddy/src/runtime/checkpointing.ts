@@ -23,7 +23,7 @@ import {
   type TaskSnapshotSection,
 } from "../checkpoint/format/task-snapshot.ts";
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
-import type { SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
+import type { SharedFileRef, SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
 import type { KeyedSnapshotOptions, KeyGroupCells } from "../state/keyed-state-backend.ts";
 import type { FileRef } from "../checkpoint/storage.ts";
 import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
@@ -100,6 +100,16 @@ export interface RestoredKeyed {
    * the bytes after the state part (the timers); undefined when the group is empty.
    */
   keyGroupCells?(keyGroup: number): { readonly cells: KeyGroupCells | undefined; readonly rest: ByteReader } | undefined;
+  /**
+   * Given when one old subtask of the same key-group range wrote the state as an incremental
+   * chain: the checkpoint and that chain (a backend may restore it from what it kept locally:
+   * KeyedStateBackend.restoreLocally), and the timers of a key group without its state.
+   */
+  readonly local?: {
+    readonly checkpointId: number;
+    readonly chain: readonly SharedFileRef[];
+    timers(keyGroup: number): ByteReader | undefined;
+  };
 }
 
 /** The synchronous snapshot of one operator subtask. */
@@ -191,7 +201,7 @@ export class OperatorCheckpointing {
     for (const action of this.#beforeBarrier) action();
     const operatorStates: OperatorStateSnapshot[] = [];
     for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
-    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.({ incremental }) : undefined, operatorStates };
+    return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.({ incremental, checkpointId }) : undefined, operatorStates };
   }
 
   notifyCheckpointComplete(checkpointId: number): void {

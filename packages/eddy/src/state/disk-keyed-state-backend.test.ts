@@ -155,7 +155,8 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   }
   assert.equal(b.numKeys("count"), 4); // writes the pending batch to the store
   // Damage every stored record from outside (LMDB allows a second handle in this process).
-  const db = openLmdb<Buffer, Buffer>({ path: b.storePath, keyEncoding: "binary", encoding: "binary" });
+  const env = openLmdb<Buffer, Buffer>({ path: b.storePath, keyEncoding: "binary", encoding: "binary", maxDbs: 8 });
+  const db = env.openDB<Buffer, Buffer>({ name: "state", keyEncoding: "binary", encoding: "binary" });
   const keys = [...db.getKeys()];
   assert.ok(keys.length >= 3);
   db.transactionSync(() => {
@@ -168,7 +169,7 @@ test("disk backend: an entry of a damaged store is reported as STATE_STORE_CORRU
   assert.equal(b.numKeys("count"), 4);
   b.setCurrentKey(0, kgOf(0));
   assert.throws(() => b.getState(count).value(), (e: unknown) => e instanceof EddyError && e.code === "STATE_STORE_CORRUPT" && e.message.includes(b.storeDir));
-  void db.close();
+  void env.close();
   b.dispose();
 });
 

@@ -47,6 +47,7 @@ import { join } from "node:path";
 import { createRequire } from "node:module";
 import { getHeapStatistics } from "node:v8";
 import type { Database, RootDatabase, Transaction } from "lmdb";
+import { LOCAL_MAX_DBS, UndoLog } from "./disk-local-recovery.ts";
 import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
@@ -57,7 +58,7 @@ import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 import { writeCells, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import { writeDeltaHeader, type SharedFileRef, type SharedKeyedSnapshot } from "./incremental-snapshot.ts";
-import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
@@ -127,6 +128,8 @@ export interface DiskStateBackendOptions {
   readonly incremental?: boolean;
   /** Deltas after a full base before the next base (`state.backend.disk.max-chain-length`; default 10). */
   readonly maxChainLength?: number;
+  /** Keep each subtask's store for a restore on this machine (`state.backend.disk.local-recovery`; default false; needs incremental). */
+  readonly localRecovery?: boolean;
 }
 
 export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
@@ -139,6 +142,11 @@ export interface DiskKeyedStateBackendOptions extends KeyedStateBackendOptions {
   readonly incremental?: boolean;
   /** Deltas between two full bases (default DEFAULT_MAX_CHAIN_LENGTH). */
   readonly maxChainLength?: number;
+  /**
+   * Local recovery (disk-local-recovery.ts): the directory is kept when the backend is disposed,
+   * and `restoreLocally` rolls the store back instead of a rebuild. Needs `incremental`.
+   */
+  readonly localRecovery?: boolean;
 }
 
 let loadedLmdb: typeof import("lmdb") | undefined;
@@ -187,9 +195,22 @@ interface TableInfo {
 }
 
 export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
-  readonly #db: RootDatabase<Buffer, Buffer>;
+  /** The LMDB environment and its database of state records: opened in the constructor, or (local recovery) by the restore or on first use. */
+  #root: RootDatabase<Buffer, Buffer> | undefined;
+  #state: Database<Buffer, Buffer> | undefined;
   readonly #dir: string;
-  readonly #path: string;
+  #path: string;
+  readonly #local: boolean;
+  /** Local recovery's undo sets (disk-local-recovery.ts). */
+  #log: UndoLog | undefined;
+  /** Local recovery: the write-back after the last snapshot finished, so a snapshot taken now is valid (disk-local-recovery.ts). */
+  #writeBackDone = true;
+  /** Local recovery: the checkpoint of the last snapshot begun (only its write-back makes the next one valid). */
+  #localLatest = -1;
+  /** The store may hold records (reads of keys not cached look there). */
+  #storeHolds = false;
+  /** What the last restore made of the local store (tests, the bench): used or why not, records applied, time taken. */
+  localRecovery: LocalRestoreOutcome | undefined;
   readonly #cacheSize: number;
   readonly #cacheBytes: number;
   /** An eviction goes on until at most this many keys are cached (a quarter of the cache out)... */
@@ -264,18 +285,133 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     if (!Number.isSafeInteger(this.#maxChainLength) || this.#maxChainLength < 0) {
       throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(options.maxChainLength)}`);
     }
+    this.#local = options.localRecovery === true;
+    if (this.#local && !this.#incremental) {
+      throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
+    }
+    this.#path = "";
+    // Local recovery: the directory is left as it is until a restore looks at it, or first use.
+    if (!this.#local) this.#openFresh();
+  }
+
+  /** The database of state records, opened (fresh) on first use. */
+  get #db(): Database<Buffer, Buffer> {
+    return this.#state ?? this.#openFresh();
+  }
+
+  /**
+   * Empties the directory and opens a new store in it. Without local recovery the store is never
+   * trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
+   */
+  #openFresh(): Database<Buffer, Buffer> {
+    const dir = this.#dir;
     try {
-      // Never trusted across runs: what a previous run left (possibly damaged) goes; a restore rebuilds it.
-      rmSync(storeDir, { recursive: true, force: true });
-      mkdirSync(storeDir, { recursive: true });
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
       // A file name of its own, as a precaution: lmdb shares an environment among every opener of
       // one path in the process (worker threads included), and a restarted subtask must never get
       // its failed predecessor's, should it still be open.
-      this.#path = join(storeDir, `store-${randomUUID()}.mdb`);
-      this.#db = lmdb().open<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true });
+      this.#path = join(dir, `store-${randomUUID()}.mdb`);
+      const root = this.#openEnv();
+      this.#root = root;
+      this.#state = root.openDB<Buffer, Buffer>({ name: "state", keyEncoding: "binary", encoding: "binary" });
+      if (this.#local) this.#log = UndoLog.create(root, this.#state, [this.keyGroupRange.start, this.keyGroupRange.end], this.#stateNames());
     } catch (e) {
-      throw storeFailed(storeDir, "open", e);
+      throw storeFailed(dir, "open", e);
     }
+    return this.#state;
+  }
+
+  #openEnv(): RootDatabase<Buffer, Buffer> {
+    return lmdb().open<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true, maxDbs: LOCAL_MAX_DBS });
+  }
+
+  /**
+   * Local recovery: rolls the store this subtask's directory holds back to checkpoint
+   * `checkpointId` (whose checkpoint lists `chain` and `states` for the subtask); or, when the
+   * store cannot be used for it (none, another lineage, another boot, marked failed, no complete
+   * and valid snapshot of the checkpoint, other states: disk-local-recovery.ts), opens a fresh
+   * store (the caller restores from the checkpoint's files). Returns (and keeps in
+   * `localRecovery`) which and why; undefined without local recovery. Before anything else.
+   */
+  restoreLocally(checkpointId: number, chain: readonly SharedFileRef[], states: readonly KeyedStateMeta[]): LocalRestoreOutcome | undefined {
+    if (!this.#local) return undefined;
+    if (this.#state !== undefined || this.#tables.length > 0) throw new EddyError("INTERNAL", "restoreLocally after the backend was used");
+    const started = performance.now();
+    const outcome = this.#rollBack(checkpointId, chain, states);
+    const ms = performance.now() - started;
+    if (typeof outcome === "string") {
+      this.localRecovery = { used: false, reason: `the local store in ${this.#dir} is not used: ${outcome}`, ms };
+      this.#openFresh();
+      return this.localRecovery;
+    }
+    this.localRecovery = { used: true, records: outcome, ms };
+    this.#needBase = true;
+    this.#storeOnlyRestored = false;
+    this.#storeHolds = true;
+    return this.localRecovery;
+  }
+
+  /** The records applied rolling the store back to `checkpointId`, or why it cannot be. */
+  #rollBack(checkpointId: number, chain: readonly SharedFileRef[], states: readonly KeyedStateMeta[]): number | string {
+    let names: string[];
+    try {
+      names = readdirSync(this.#dir);
+    } catch {
+      return "there is none";
+    }
+    if (names.includes(UNTRUSTED)) return `its last run marked it failed (${readMarker(this.#dir)})`;
+    const stores = names.filter((n) => /^store-[0-9a-f-]+\.mdb$/.test(n));
+    if (stores.length !== 1) return stores.length === 0 ? "there is none" : "there are several";
+    this.#path = join(this.#dir, stores[0]!);
+    let root: RootDatabase<Buffer, Buffer> | undefined;
+    try {
+      root = this.#openEnv();
+      const state = root.openDB<Buffer, Buffer>({ name: "state", keyEncoding: "binary", encoding: "binary" });
+      const meta = UndoLog.readMeta(root, [this.keyGroupRange.start, this.keyGroupRange.end]);
+      let why = typeof meta === "string" ? meta : undefined;
+      const log = typeof meta === "string" ? undefined : new UndoLog(root, state, meta);
+      why ??= log!.whyNot(checkpointId, chain);
+      // The checkpoint's states are the first the store numbered (those registered later had no state then).
+      const given = new Map(states.map((s) => [s.name, s]));
+      if (why === undefined && (states.length > log!.states.length || log!.states.slice(0, states.length).some((name) => !given.has(name)))) {
+        why = `it numbered other states (${log!.states.join(", ")}) than the checkpoint has (${states.map((s) => s.name).join(", ")})`;
+      }
+      if (why !== undefined) {
+        root.close() as unknown;
+        return why;
+      }
+      const records = log!.rollBack(checkpointId);
+      this.#root = root;
+      this.#state = state;
+      // Registered in the store's order: a state's id is part of its store keys.
+      for (const name of log!.states.slice(0, states.length)) this.tableForRestore(given.get(name)!);
+      log!.setStates(this.#stateNames());
+      this.#log = log;
+      return records;
+    } catch (e) {
+      try {
+        root?.close() as unknown;
+      } catch {
+        // the store is dropped anyway
+      }
+      return `it could not be read (${describeCause(e)})`;
+    }
+  }
+
+  /** Checkpoint `checkpointId` completed: local recovery no longer needs what came before it. */
+  notifyCheckpointComplete(checkpointId: number): void {
+    if (this.#disposed || this.#log === undefined) return;
+    try {
+      this.#log.completed(checkpointId);
+    } catch (e) {
+      throw writeFailed(this.#dir, e);
+    }
+  }
+
+  /** The states by id. */
+  #stateNames(): string[] {
+    return this.#tables.map((t) => t.descriptor.name);
   }
 
   /** The store's directory (tests). */
@@ -342,6 +478,13 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const info = { table, id, descriptor };
     this.#tables.push(info);
     this.#tablesByName.set(descriptor.name, info);
+    if (this.#log !== undefined) {
+      try {
+        this.#log.setStates(this.#stateNames());
+      } catch (e) {
+        throw writeFailed(this.#dir, e);
+      }
+    }
     return table;
   }
 
@@ -352,8 +495,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         let bytes: Buffer | undefined;
         const pending = this.#pending.size > 0 ? this.#pending.get(storeKey.toString("latin1")) : undefined;
         if (pending !== undefined) bytes = pending[1];
-        // Nothing written to the store yet (it starts empty in every run): no lookup.
-        else if (this.#recordsWritten !== 0) {
+        // Nothing written to the store yet (it starts empty unless recovered locally): no lookup.
+        else if (this.#storeHolds) {
           try {
             bytes = this.#db.getBinary(storeKey);
           } catch (e) {
@@ -486,6 +629,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** A write for the next batch (undefined: delete the key). */
   #stage(storeKey: Buffer, value: Buffer | undefined): void {
     this.#storeOnlyRestored = false;
+    this.#storeHolds = true;
     this.#pending.set(storeKey.toString("latin1"), [storeKey, value]);
   }
 
@@ -499,11 +643,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const names = [...pending.keys()].sort();
     const writes = names.map((name) => pending.get(name)!);
     pending.clear();
+    const db = this.#db;
+    const log = this.#log?.recording === true ? this.#log : undefined;
     try {
-      this.#db.transactionSync(() => {
+      db.transactionSync(() => {
         for (const [key, value] of writes) {
-          if (value === undefined) this.#db.removeSync(key);
-          else this.#db.putSync(key, value);
+          log?.recordBefore(key);
+          if (value === undefined) db.removeSync(key);
+          else db.putSync(key, value);
         }
       });
       this.#recordsWritten += writes.length;
@@ -578,6 +725,20 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * release()).
    */
   override snapshot(options?: KeyedSnapshotOptions): HeapKeyedStateSnapshot {
+    // Local recovery: writes from now on record their before-images for this snapshot.
+    const incremental = this.#incremental && options?.incremental === true;
+    const localId = incremental && this.#local ? options?.checkpointId : undefined;
+    const valid = this.#writeBackDone;
+    if (localId !== undefined) {
+      this.#writeBackDone = false;
+      this.#localLatest = localId;
+      try {
+        this.#db; // (opened)
+        this.#log!.begin(localId, valid);
+      } catch (e) {
+        throw writeFailed(this.#dir, e);
+      }
+    }
     const pending = new Map<string, Map<string, Buffer | undefined>>();
     for (const [name, [, value]] of this.#pending) {
       const prefix = name.slice(0, 4);
@@ -596,7 +757,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#view = view;
     try {
       const snapshot = super.snapshot();
-      if (this.#incremental && options?.incremental === true) snapshot.shared = this.#sharedPart(snapshot, view);
+      if (incremental) snapshot.shared = this.#sharedPart(snapshot, view, localId === undefined ? undefined : { checkpointId: localId, fullWriteBack: !valid });
       return snapshot;
     } catch (e) {
       if (view.open > 0) txn.done();
@@ -671,7 +832,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * recorded in `#changed` as changed outside the cache, read from the capture, the write batch
    * or the store as of the snapshot (absent: removed).
    */
-  #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView): SharedKeyedSnapshot {
+  #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView, local: { checkpointId: number; fullWriteBack: boolean } | undefined): SharedKeyedSnapshot {
     const base = this.#needBase || this.#chainLength >= this.#maxChainLength;
     const ctx = this.#ctx;
     const epoch = ctx?.changeEpoch ?? 0;
@@ -685,9 +846,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#needBase = false;
     this.#chainLength = base ? 0 : this.#chainLength + 1;
     let settled = false;
+    let localGroups = 0;
     const settle = (chain: readonly SharedFileRef[] | undefined): void => {
       if (settled) return;
       settled = true;
+      if (local !== undefined && !this.#disposed) this.#settleLocal(local.checkpointId, chain, local.fullWriteBack, localGroups === this.keyGroupRange.end - this.keyGroupRange.start + 1);
       if (chain === undefined) {
         // What this one recorded is lost: start over with a base (and record nothing until then).
         this.#needBase = true;
@@ -703,14 +866,106 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       release();
     };
     const now = this.#clock.now();
-    const writeKeyGroup = base
+    const writeGroup = base
       ? (kg: number, out: ByteWriter): boolean => {
           if (!snapshot.hasKeyGroup(kg)) return false;
           snapshot.writeKeyGroup(kg, out);
           return true;
         }
       : (kg: number, out: ByteWriter): boolean => this.#writeDelta(kg, out, view, snapshot, changed, epoch, now);
+    const writeKeyGroup =
+      local === undefined
+        ? writeGroup
+        : (kg: number, out: ByteWriter): boolean => {
+            const wrote = writeGroup(kg, out);
+            this.#localKeyGroup(kg, view, epoch, local.checkpointId, local.fullWriteBack);
+            localGroups++;
+            return wrote;
+          };
     return { kind: base ? "base" : "delta", previous, writeKeyGroup, settle };
+  }
+
+  /**
+   * Local recovery, key group `kg` of snapshot `checkpointId` (before the group is released): its
+   * `a` set — the write batch as of the snapshot, then the cached entries changed since the
+   * previous snapshot (`changedAt` ≥ `epoch`), as of the snapshot (cached entries win over the
+   * batch, as in the snapshot) — and the write-back of those entries not changed since the
+   * snapshot (`changedAt` ≤ `epoch`) that are still dirty, unless the whole cache is written back
+   * at the end (`fullWriteBack`). disk-local-recovery.ts says why.
+   */
+  #localKeyGroup(kg: number, view: StoreView, epoch: number, checkpointId: number, fullWriteBack: boolean): void {
+    const index = kg - this.keyGroupRange.start;
+    const records: [Buffer, Buffer | undefined][] = [];
+    if (view.pending.size > 0) {
+      for (const { id } of this.#tables) {
+        const batch = view.pending.get(this.#range(kg, id).start.toString("latin1"));
+        if (batch !== undefined) for (const [name, value] of batch) records.push([Buffer.from(name, "latin1"), value]);
+      }
+    }
+    const out = this.#writer;
+    for (const [id, cached] of view.cached) {
+      const table = this.#tables[id]!.table;
+      let entry: KeyEntry | undefined;
+      let voidCell: Cell | undefined;
+      let nsCells: Map<Namespace, Cell> | undefined;
+      const finish = (): void => {
+        if (entry === undefined) return;
+        const storeKey = this.#storeKey(index, id, entry.mapKey);
+        if (voidCell === undefined && nsCells === undefined) records.push([storeKey, undefined]);
+        else {
+          out.reset();
+          encodeRecord(entry.key, voidCell, nsCells, out);
+          records.push([storeKey, Buffer.from(out.written())]);
+        }
+        const live = fullWriteBack ? undefined : table.peekHeld(entry.mapKey, index);
+        if (live !== undefined && live.dirty && live.changedAt <= epoch) {
+          this.#stage(storeKey, this.#encode(live));
+          live.dirty = false;
+          live.fresh = false;
+        }
+        entry = voidCell = nsCells = undefined;
+      };
+      cached.forEachCell(
+        index,
+        (_key, ns, value, expiresAt, expiry) => {
+          const cell = new Cell(value, expiresAt, expiry);
+          if (ns === VOID_NAMESPACE) voidCell = cell;
+          else (nsCells ??= new Map()).set(ns, cell);
+        },
+        (e) => {
+          if (e.changedAt < epoch) return false;
+          finish();
+          entry = e;
+          return true;
+        },
+      );
+      finish();
+    }
+    try {
+      this.#log!.writeAt(checkpointId, records);
+    } catch (e) {
+      throw writeFailed(this.#dir, e);
+    }
+    if (this.#pending.size >= WRITE_BATCH) this.#write([]);
+  }
+
+  /**
+   * Local recovery: snapshot `checkpointId`'s file is written (`chain`) or failed (undefined).
+   * Written: the write-back ends (the write batch, or every dirty entry after an invalid
+   * snapshot) and the snapshot is recorded complete if every key group's `a` set was written.
+   */
+  #settleLocal(checkpointId: number, chain: readonly SharedFileRef[] | undefined, fullWriteBack: boolean, allGroups: boolean): void {
+    if (chain !== undefined && allGroups) {
+      if (fullWriteBack) this.#flush();
+      else this.#write([]);
+      // A later snapshot begun meanwhile found this write-back unfinished: only its own makes the next valid.
+      if (checkpointId === this.#localLatest) this.#writeBackDone = true;
+    }
+    try {
+      this.#log!.settle(checkpointId, chain, chain !== undefined && allGroups);
+    } catch (e) {
+      throw writeFailed(this.#dir, e);
+    }
   }
 
   /** A delta key group (incremental-snapshot.ts): false when nothing in it changed. */
@@ -852,6 +1107,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         }
       });
       this.#recordsWritten += order.length;
+      this.#storeHolds ||= order.length > 0;
     } catch (e) {
       throw writeFailed(this.#dir, e);
     } finally {
@@ -1030,13 +1286,14 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     return removed;
   }
 
+  /** Closes the store; its directory goes too, unless kept for local recovery. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
     try {
-      this.#db.close() as unknown;
+      this.#root?.close() as unknown;
     } finally {
-      rmSync(this.#dir, { recursive: true, force: true });
+      if (!this.#local) rmSync(this.#dir, { recursive: true, force: true });
     }
   }
 }
@@ -1118,7 +1375,9 @@ function decodeEntry(bytes: Buffer, mapKey: MapKey | undefined, version: number,
     }
     return entry;
   } catch (e) {
-    throw new EddyError("STATE_STORE_CORRUPT", `the disk state store in ${dir} holds an entry that cannot be decoded (${e instanceof Error ? e.message : String(e)}): the store is damaged`);
+    const message = `the disk state store in ${dir} holds an entry that cannot be decoded (${e instanceof Error ? e.message : String(e)}): the store is damaged`;
+    markUntrusted(dir, message);
+    throw new EddyError("STATE_STORE_CORRUPT", message);
   }
 }
 
@@ -1139,7 +1398,29 @@ function visitStored(entry: KeyEntry, visit: CellVisitor): void {
 
 function storeFailed(dir: string, what: string, e: unknown): EddyError {
   if (e instanceof EddyError) return e;
-  return new EddyError("STATE_STORE_FAILED", `the disk state store in ${dir} failed to ${what}: ${e instanceof Error ? e.message : String(e)}`);
+  const message = `the disk state store in ${dir} failed to ${what}: ${e instanceof Error ? e.message : String(e)}`;
+  markUntrusted(dir, message);
+  return new EddyError("STATE_STORE_FAILED", message);
+}
+
+/** A file in a store's directory that keeps local recovery from using the store: it failed. */
+const UNTRUSTED = "UNTRUSTED";
+
+/** Marks the store in `dir` as never to be recovered from (best effort: the directory may be gone). */
+function markUntrusted(dir: string, why: string): void {
+  try {
+    writeFileSync(join(dir, UNTRUSTED), why);
+  } catch {
+    // no directory: nothing to recover from either
+  }
+}
+
+function readMarker(dir: string): string {
+  try {
+    return readFileSync(join(dir, UNTRUSTED), "utf8").slice(0, 300);
+  } catch {
+    return "no reason recorded";
+  }
 }
 
 /** Bytes the room probe writes after a failed store write (LMDB grows its file by more than a batch). */
@@ -1182,6 +1463,7 @@ function writeFailed(dir: string, e: unknown): EddyError {
     rmSync(probe, { force: true });
   }
   const cause = e instanceof Error ? e.message : String(e);
+  markUntrusted(dir, `a write failed: ${cause}`);
   const space = free === undefined ? "" : `; the device has ${(free / 2 ** 20).toFixed(1)} MiB free`;
   if (refused !== undefined || (free !== undefined && free < LOW_SPACE_BYTES)) {
     const why = refused !== undefined ? `a test write there was refused with ${refused}` : "its device is nearly full";
@@ -1256,13 +1538,15 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
   if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
   }
+  const localRecovery = options.localRecovery ?? false;
+  if (localRecovery && !incremental) throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
   return (backendOptions) => {
     const scope = backendOptions.scope;
     const { start, end } = backendOptions.keyGroupRange;
     const jobDir = join(options.dir, safeName(scope?.job ?? "unscoped"));
     lockJobDir(jobDir);
     const sub = scope === undefined ? `pid${process.pid}-${unscoped++}` : `${safeName(scope.operatorId)}-${start}-${end}`;
-    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, cacheBytes, incremental, maxChainLength });
+    return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, cacheBytes, incremental, maxChainLength, localRecovery });
   };
 }
 

@@ -51,7 +51,7 @@ import type {
   InternalReducingState,
   InternalValueState,
 } from "./internal-state.ts";
-import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
+import type { SharedFileRef, SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import type { RestoredCell } from "./heap-snapshot.ts";
 import type { KeyGroupRangeLike, Namespace } from "./namespace.ts";
@@ -160,6 +160,28 @@ export interface KeyedStateBackend {
    * store). Optional: the heap backend holds nothing else. No other call follows.
    */
   dispose?(): void;
+  /**
+   * Local recovery (optional): restores checkpoint `checkpointId` — whose incremental chain for
+   * this subtask, with the same key-group range, is `chain`, holding `states` — from what the backend kept on this
+   * machine (`used`), or says why it cannot (the caller then restores the key groups from the
+   * checkpoint's files); undefined when the backend keeps nothing locally. Before anything else;
+   * timers are restored by the caller either way.
+   */
+  restoreLocally?(checkpointId: number, chain: readonly SharedFileRef[], states: readonly KeyedStateMeta[]): LocalRestoreOutcome | undefined;
+  /** Checkpoint `checkpointId` completed (optional: a backend keeping local state drops what is older). */
+  notifyCheckpointComplete?(checkpointId: number): void;
+}
+
+/** What a backend made of local recovery (KeyedStateBackend.restoreLocally). */
+export interface LocalRestoreOutcome {
+  /** The state came back from what the backend kept on this machine. */
+  readonly used: boolean;
+  /** Why not, when not used. */
+  readonly reason?: string;
+  /** Records the backend applied, when used. */
+  readonly records?: number;
+  /** Time taken (ms). */
+  readonly ms: number;
 }
 
 export interface KeyedSnapshotOptions {
@@ -168,6 +190,8 @@ export interface KeyedSnapshotOptions {
    * then `shared` holds its state and `writeKeyGroup` is not used for it (state/incremental-snapshot.ts).
    */
   readonly incremental?: boolean;
+  /** The checkpoint (or savepoint) the snapshot is for. */
+  readonly checkpointId?: number;
 }
 
 /** A backend's frozen view for one checkpoint. `release()` when done, also on failure; may be called twice. */

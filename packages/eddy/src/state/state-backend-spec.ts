@@ -25,6 +25,8 @@ export type StateBackendSpec =
       readonly incremental: boolean;
       /** Deltas between two full bases (state.backend.disk.max-chain-length). */
       readonly maxChainLength: number;
+      /** Stores kept for a restore on this machine (state.backend.disk.local-recovery). */
+      readonly localRecovery: boolean;
     };
 
 /** Options of `setStateBackend("disk", …)`. */
@@ -42,6 +44,12 @@ export interface DiskStateBackendInput {
   readonly incremental?: boolean;
   /** Incremental checkpoints after a full one before the next full one (default 10; 0: all full). */
   readonly maxChainLength?: number;
+  /**
+   * Keep each subtask's store so that a restore on the same machine rolls it back to the
+   * checkpoint instead of rebuilding it from the checkpoint's files (default false; needs
+   * incremental checkpoints).
+   */
+  readonly localRecovery?: boolean;
 }
 
 /** Where disk state lives unless `state.backend.disk.dir` says otherwise. */
@@ -51,12 +59,12 @@ export const DEFAULT_DISK_STATE_DIR = ".eddy/state";
 export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput = {}): StateBackendSpec {
   if (kind === "heap") {
     if (Object.values(options).some((v) => v !== undefined)) {
-      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, cacheBytes, incremental and maxChainLength are the disk backend's)");
+      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, cacheBytes, incremental, maxChainLength and localRecovery are the disk backend's)");
     }
     return { kind: "heap" };
   }
   if (kind !== "disk") throw new EddyError("INVALID_STATE_BACKEND", `unknown state backend ${JSON.stringify(kind)}: use "heap" or "disk"`);
-  const known = ["dir", "cacheSize", "cacheBytes", "incremental", "maxChainLength"];
+  const known = ["dir", "cacheSize", "cacheBytes", "incremental", "maxChainLength", "localRecovery"];
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the disk state backend (${known.join(", ")})`);
   }
@@ -76,11 +84,21 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
   if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
   }
-  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, ...(cacheBytes === undefined ? {} : { cacheBytes }), incremental, maxChainLength };
+  const localRecovery = options.localRecovery ?? false;
+  if (typeof localRecovery !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.local-recovery must be true or false, got ${String(localRecovery)}`);
+  if (localRecovery && !incremental) throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
+  return { kind: "disk", dir: isAbsolute(dir) ? dir : resolve(dir), cacheSize, ...(cacheBytes === undefined ? {} : { cacheBytes }), incremental, maxChainLength, localRecovery };
 }
 
 /** The factory of a spec (undefined: the heap backend). */
 export function stateBackendFactory(spec: StateBackendSpec | undefined): KeyedStateBackendFactory {
   if (spec === undefined || spec.kind === "heap") return heapStateBackend;
-  return diskStateBackend({ dir: spec.dir, cacheSize: spec.cacheSize, cacheBytes: spec.cacheBytes, incremental: spec.incremental, maxChainLength: spec.maxChainLength });
+  return diskStateBackend({
+    dir: spec.dir,
+    cacheSize: spec.cacheSize,
+    cacheBytes: spec.cacheBytes,
+    incremental: spec.incremental,
+    maxChainLength: spec.maxChainLength,
+    localRecovery: spec.localRecovery,
+  });
 }

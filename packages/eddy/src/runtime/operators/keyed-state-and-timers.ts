@@ -94,6 +94,8 @@ export class KeyedStateAndTimers {
     const checkpointing = ctx.checkpointing;
     if (checkpointing !== undefined) {
       checkpointing.setKeyed((options) => this.#snapshot(options));
+      const backend = this.backend;
+      if (backend.notifyCheckpointComplete !== undefined) checkpointing.addListener({ notifyCheckpointComplete: (id) => backend.notifyCheckpointComplete!(id) });
       const restored = checkpointing.restored?.keyed;
       if (restored !== undefined) this.#restore(restored);
     }
@@ -194,6 +196,23 @@ export class KeyedStateAndTimers {
   #restore(restored: RestoredKeyed): void {
     const { start, end } = this.backend.keyGroupRange;
     const timers: RestoredTimer[] = [];
+    const local = restored.local;
+    const outcome = local === undefined ? undefined : this.backend.restoreLocally?.(local.checkpointId, local.chain, restored.states);
+    if (outcome !== undefined) {
+      const fields = { operator: this.#ctx.operatorName, subtask: this.#ctx.subtaskIndex, checkpointId: local!.checkpointId, ms: Math.round(outcome.ms) };
+      if (outcome.used) this.#ctx.logger.info("keyed state restored from the local store", { ...fields, records: outcome.records });
+      else this.#ctx.logger.info(`keyed state restored from the checkpoint's files: ${outcome.reason ?? "local recovery not possible"}`, fields);
+    }
+    if (local !== undefined && outcome?.used === true) {
+      // The state is back from what the backend kept here; the timers come from the checkpoint.
+      for (let kg = start; kg <= end; kg++) {
+        const input = local.timers(kg);
+        if (input !== undefined) readTimers(kg, input, timers);
+      }
+      this.timers.restoreWatermark(restored.watermark);
+      this.timers.restoreTimers(timers);
+      return;
+    }
     for (let kg = start; kg <= end; kg++) {
       if (restored.keyGroupCells !== undefined) {
         const group = restored.keyGroupCells(kg);
