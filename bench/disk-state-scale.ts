@@ -12,8 +12,16 @@
  *      shared file with fsync (LocalCheckpointStorage) — the full checkpoint;
  *   3. `--changed` of the keys (uniform, default 1 %) read and updated (records/s), then an
  *      incremental snapshot, a delta on the chain, written the same way;
- *   4. restore: both files read back and verified, every key group's cells decoded from the chain
- *      and restored into a fresh disk backend (its LMDB store rebuilt), as a job's restore does.
+ *   4. with `--local-recovery`: the backend keeps undo sets for local recovery
+ *      (`state.backend.disk.local-recovery`) from the start; after the incremental checkpoint
+ *      another `--changed` of the keys are updated (work the restore has to undo), then the
+ *      process "dies" (the backend is dropped, nothing flushed) and a new backend on the same
+ *      directory rolls the store back to the incremental checkpoint (restoreLocally), as a job
+ *      restarted on this machine does; a key changed after the checkpoint is checked to read as
+ *      it was;
+ *   5. (unless `--no-rebuild`) restore: both files read back and verified, every key group's cells decoded from the chain
+ *      and restored into a fresh disk backend (its LMDB store rebuilt), as a job's restore does
+ *      without local recovery.
  *
  * Reported: bytes and time of each checkpoint and their ratio, the synchronous parts, restore
  * time, the process's peak V8 heap (used, sampled every 10,000 records and between phases) and
@@ -21,7 +29,7 @@
  * not fit there (the ratio asked is delta / full, both measured in this run).
  *
  *   node -C eddy-source --import tsx bench/disk-state-scale.ts [--keys 50000000] [--value-bytes 180]
- *     [--cache 1000000] [--cache-bytes N] [--changed 0.01] [--dir /tmp]
+ *     [--cache 1000000] [--cache-bytes N] [--changed 0.01] [--dir /tmp] [--local-recovery] [--no-rebuild]
  *
  * (--cache-bytes: the cache's bound in estimated bytes, `state.backend.disk.cache-bytes`; the
  * backend's default when absent, 256 MiB. Runs recorded before that bound existed had the key
@@ -52,8 +60,11 @@ const { values } = parseArgs({
     "cache-bytes": { type: "string" },
     changed: { type: "string", default: "0.01" },
     dir: { type: "string", default: tmpdir() },
+    "local-recovery": { type: "boolean", default: false },
+    "no-rebuild": { type: "boolean", default: false },
   },
 });
+const LOCAL = values["local-recovery"];
 const KEYS = Number(values.keys);
 const VALUE_BYTES = Number(values["value-bytes"]);
 const CACHE = Number(values.cache);
@@ -113,7 +124,7 @@ async function persist(kind: string, name: string, write: (kg: number, out: Byte
 
 try {
   log(`${KEYS.toLocaleString("en")} keys, values ~${VALUE_BYTES} B, cache ${CACHE.toLocaleString("en")} keys and ${(CACHE_BYTES / 2 ** 20).toFixed(0)} MiB, ${CHANGED * 100} % changed; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}; ${home}`);
-  const backend = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true, maxChainLength: 1_000 });
+  const backend = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true, maxChainLength: 1_000, localRecovery: LOCAL });
   // 1. load
   let t = performance.now();
   for (let k = 0; k < KEYS; k++) {
@@ -129,7 +140,7 @@ try {
 
   // 2. the full checkpoint (the chain's base)
   t = performance.now();
-  const base = backend.snapshot({ incremental: true });
+  const base = backend.snapshot({ incremental: true, checkpointId: 1 });
   const baseSyncMs = performance.now() - t;
   const full = await persist(SHARED_BASE_KIND, "scale-base-1-0.kgs", (kg, out) => base.shared!.writeKeyGroup(kg, out));
   base.shared!.settle([full.ref]);
@@ -151,7 +162,7 @@ try {
   }
   const updateMs = performance.now() - t;
   t = performance.now();
-  const inc = backend.snapshot({ incremental: true });
+  const inc = backend.snapshot({ incremental: true, checkpointId: 2 });
   const deltaSyncMs = performance.now() - t;
   const delta = await persist(SHARED_DELTA_KIND, "scale-delta-2-0.kgs", (kg, out) => inc.shared!.writeKeyGroup(kg, out));
   const chain = [full.ref, delta.ref];
@@ -159,39 +170,77 @@ try {
   const states = inc.states;
   inc.release();
   log(`${updates.toLocaleString("en")} updates ${s(updateMs)} (${rate(updates, updateMs)}, random keys: mostly store reads); incremental checkpoint ${mb(delta.bytes)} in ${s(delta.ms)} (sync part ${deltaSyncMs.toFixed(1)} ms); ${phase()}`);
-  backend.dispose();
 
-  // 4. restore from the chain into a fresh disk backend
-  t = performance.now();
-  // Verified in one pass each (SHA-256, CRCs); sections read one at a time as key groups are restored.
-  const files: StreamedSnapshotFile[] = [];
-  for (const ref of chain) files.push(await storage.openSharedFile(ref));
-  const readMs = performance.now() - t;
-  sample();
-  const meta = new Map(states.map((m) => [m.name, m]));
-  const restored = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "restored"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true });
-  for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
-    // As a job's restore does (executor/checkpoint-restore.ts): the chain's cells, decoded once, straight to the backend.
-    const cells = chainKeyGroupCells(files, kg, (name) => meta.get(name));
-    if (cells !== undefined) restored.restoreKeyGroupCells(kg, cells, states);
+  // 4. local recovery: more changes after the checkpoint, a crash, the store rolled back
+  let local: { ms: number; records: number; verifyMs: number } | undefined;
+  if (LOCAL) {
+    const after = 99_991;
+    let first = -1;
+    for (let i = 0; i < updates; i++) {
+      const k = (Math.floor(next() * KEYS) + after) % KEYS;
+      if (first < 0) first = k;
+      backend.setCurrentKey(k, kgOf(k));
+      backend.getState(STATE).update({ id: k, count: -1, pad: "changed after the checkpoint" });
+      if (i % 10_000 === 0) sample();
+    }
+    // The process dies here: the backend is dropped unflushed (its cache and write batch are lost).
+    // A job's restore reads and verifies the chain's files first (executor/checkpoint-restore.ts:
+    // the timers are in them), then the backend rolls its store back.
+    t = performance.now();
+    for (const ref of chain) await storage.openSharedFile(ref);
+    const verifyMs = performance.now() - t;
+    t = performance.now();
+    const back = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true, localRecovery: true });
+    const outcome = back.restoreLocally(2, chain, states)!;
+    const ms = performance.now() - t;
+    if (!outcome.used) throw new Error(`local recovery not used: ${outcome.reason}`);
+    back.setCurrentKey(first, kgOf(first));
+    const v = back.getState(STATE).value();
+    if (v?.id !== first || v.count < 0) throw new Error(`key ${first} after the rollback: ${JSON.stringify(v)?.slice(0, 80)}`);
+    local = { ms, records: outcome.records!, verifyMs };
+    log(`${updates.toLocaleString("en")} updates after the checkpoint, then the chain's files verified in ${s(verifyMs)} and local recovery in ${s(ms)} (${outcome.records!.toLocaleString("en")} records applied); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
+    back.dispose();
+  } else backend.dispose();
+
+  // 5. restore from the chain into a fresh disk backend
+  let restoreMs: number | undefined;
+  if (!values["no-rebuild"]) {
+    t = performance.now();
+    // Verified in one pass each (SHA-256, CRCs); sections read one at a time as key groups are restored.
+    const files: StreamedSnapshotFile[] = [];
+    for (const ref of chain) files.push(await storage.openSharedFile(ref));
+    const readMs = performance.now() - t;
     sample();
+    const meta = new Map(states.map((m) => [m.name, m]));
+    const restored = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "restored"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true });
+    for (let kg = RANGE.start; kg <= RANGE.end; kg++) {
+      // As a job's restore does (executor/checkpoint-restore.ts): the chain's cells, decoded once, straight to the backend.
+      const cells = chainKeyGroupCells(files, kg, (name) => meta.get(name));
+      if (cells !== undefined) restored.restoreKeyGroupCells(kg, cells, states);
+      sample();
+    }
+    restoreMs = performance.now() - t;
+    files.length = 0;
+    // Spot check: a key changed in phase 3 reads back with its count.
+    random = 12_345;
+    const k = Math.floor(next() * KEYS);
+    restored.setCurrentKey(k, kgOf(k));
+    const back = restored.getState(STATE).value();
+    if (back?.id !== k || back.count < 1) throw new Error(`restored key ${k}: ${JSON.stringify(back)?.slice(0, 80)}`);
+    log(`restore ${s(restoreMs)} (files read in ${s(readMs)}); restored store ${gb(dirBytes(join(home, "restored")))}; ${phase()}`);
+    restored.dispose();
   }
-  const restoreMs = performance.now() - t;
-  files.length = 0;
-  // Spot check: a key changed in phase 3 reads back with its count.
-  random = 12_345;
-  const k = Math.floor(next() * KEYS);
-  restored.setCurrentKey(k, kgOf(k));
-  const back = restored.getState(STATE).value();
-  if (back?.id !== k || back.count < 1) throw new Error(`restored key ${k}: ${JSON.stringify(back)?.slice(0, 80)}`);
-  log(`restore ${s(restoreMs)} (files read in ${s(readMs)}); restored store ${gb(dirBytes(join(home, "restored")))}; ${phase()}`);
-  restored.dispose();
 
   console.log(`\n| keys | value | full checkpoint | incremental (${CHANGED * 100} % changed) | incremental ÷ full (bytes, time) | restore | load | peak V8 heap | peak RSS |`);
   console.log("|---|---|---|---|---|---|---|---|---|");
   console.log(
-    `| ${KEYS.toLocaleString("en")} | ~${VALUE_BYTES} B | ${gb(full.bytes)}, ${s(full.ms)} | ${mb(delta.bytes)}, ${s(delta.ms)} | ${(delta.bytes / full.bytes).toFixed(4)}, ${(delta.ms / full.ms).toFixed(4)} | ${s(restoreMs)} | ${rate(KEYS, loadMs)} | ${gb(peakHeap)} | ${gb(peakRss())} |`,
+    `| ${KEYS.toLocaleString("en")} | ~${VALUE_BYTES} B | ${gb(full.bytes)}, ${s(full.ms)} | ${mb(delta.bytes)}, ${s(delta.ms)} | ${(delta.bytes / full.bytes).toFixed(4)}, ${(delta.ms / full.ms).toFixed(4)} | ${restoreMs === undefined ? "—" : s(restoreMs)} | ${rate(KEYS, loadMs)} | ${gb(peakHeap)} | ${gb(peakRss())} |`,
   );
+  if (local !== undefined) {
+    console.log(
+      `\nlocal recovery: the chain's files verified in ${s(local.verifyMs)}, the store rolled back to the incremental checkpoint in ${s(local.ms)} (${local.records.toLocaleString("en")} records applied): ${s(local.verifyMs + local.ms)} in all`,
+    );
+  }
   console.log(`\nsync parts: full ${baseSyncMs.toFixed(1)} ms, incremental ${deltaSyncMs.toFixed(1)} ms; updates ${rate(updates, updateMs)}; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 } finally {
   rmSync(home, { recursive: true, force: true });

@@ -5,7 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
- *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE]] [--local-aggregation off]
+ *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--local-aggregation off]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -45,6 +45,7 @@ function stateBackendConfig(): Record<string, string> {
     "state.backend.disk.dir": dir,
     ...(args.diskCacheSize === undefined ? {} : { "state.backend.disk.cache-size": String(args.diskCacheSize) }),
     ...(args.diskCacheBytes === undefined ? {} : { "state.backend.disk.cache-bytes": args.diskCacheBytes }),
+    ...(args.diskLocalRecovery ? { "state.backend.disk.local-recovery": "true" } : {}),
   };
 }
 const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig() } };

@@ -8,7 +8,7 @@
  * bench/nexmark/queries.ts) or the row says MISMATCH.
  *
  *   node -C eddy-source --import tsx bench/nexmark-state-backends.ts [--query q3,q5] [--events 2000000]
- *     [--rounds 3] [--parallelism 1] [--disk-cache-size N] [--disk-cache-bytes SIZE] [--checkpoint-interval 10s]
+ *     [--rounds 3] [--parallelism 1] [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery] [--checkpoint-interval 10s]
  */
 import { availableParallelism } from "node:os";
 import { parseBenchArgs } from "./nexmark/args.ts";
@@ -20,7 +20,7 @@ import { rate } from "./nexmark/table.ts";
 import { median } from "./stats.ts";
 
 const argv = process.argv.slice(2);
-const args = parseBenchArgs(argv.includes("--disk-cache-size") || argv.includes("--disk-cache-bytes") ? [...argv, "--state-backend", "disk"] : argv);
+const args = parseBenchArgs(argv.includes("--disk-cache-size") || argv.includes("--disk-cache-bytes") || argv.includes("--disk-local-recovery") ? [...argv, "--state-backend", "disk"] : argv);
 const stateful = Object.keys(BENCH_QUERIES).filter((q) => !benchQueryNamed(q).stateless);
 const queries = args.query === "all" ? stateful : args.query.split(",").map((q) => q.trim());
 for (const q of queries) benchQueryNamed(q);

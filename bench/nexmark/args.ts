@@ -25,6 +25,8 @@ export interface BenchArgs {
   readonly diskCacheSize: number | undefined;
   /** `--disk-cache-bytes SIZE` (e.g. 64m): the disk backend's `state.backend.disk.cache-bytes` (its default when absent). */
   readonly diskCacheBytes: string | undefined;
+  /** `--disk-local-recovery`: the disk backend's `state.backend.disk.local-recovery` (its undo sets kept during the run). */
+  readonly diskLocalRecovery: boolean;
   /** `--local-aggregation on|off` (default on): the `pipeline.local-aggregation` key (docs/design/windows-state.md). */
   readonly localAggregation: boolean;
   /**
@@ -34,7 +36,7 @@ export interface BenchArgs {
   readonly seconds: number | undefined;
 }
 
-const FLAGS = new Set(["json", "no-loop"]);
+const FLAGS = new Set(["json", "no-loop", "disk-local-recovery"]);
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const values = new Map<string, string>();
@@ -66,6 +68,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (stateBackend !== "heap" && stateBackend !== "disk") throw new RangeError(`--state-backend must be heap or disk, got '${stateBackend}'`);
   if (values.has("disk-cache-size") && stateBackend !== "disk") throw new RangeError("--disk-cache-size needs --state-backend disk");
   if (values.has("disk-cache-bytes") && stateBackend !== "disk") throw new RangeError("--disk-cache-bytes needs --state-backend disk");
+  if (values.has("disk-local-recovery") && stateBackend !== "disk") throw new RangeError("--disk-local-recovery needs --state-backend disk");
   const localAggregation = values.get("local-aggregation") ?? "on";
   if (localAggregation !== "on" && localAggregation !== "off") throw new RangeError(`--local-aggregation must be on or off, got '${localAggregation}'`);
   return {
@@ -81,6 +84,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     stateBackend,
     diskCacheSize: values.has("disk-cache-size") ? count("disk-cache-size", 1) : undefined,
     diskCacheBytes: values.get("disk-cache-bytes"),
+    diskLocalRecovery: values.has("disk-local-recovery"),
     localAggregation: localAggregation === "on",
     seconds: values.has("seconds") ? count("seconds", 1) : undefined,
   };

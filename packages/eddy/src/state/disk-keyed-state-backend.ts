@@ -47,7 +47,7 @@ import { join } from "node:path";
 import { createRequire } from "node:module";
 import { getHeapStatistics } from "node:v8";
 import type { Database, RootDatabase, Transaction } from "lmdb";
-import { LOCAL_MAX_DBS, UndoLog } from "./disk-local-recovery.ts";
+import { UndoLog } from "./disk-local-recovery.ts";
 import type { Clock } from "../core/clock.ts";
 import { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { decodeValue, encodeValue } from "../core/codec/value-codec.ts";
@@ -188,6 +188,15 @@ interface StoreView {
   readonly cached: Map<number, TableCapture>;
 }
 
+/** Local recovery's part of one snapshot: the `a` records #localKeyGroup gathers, written a batch at a time. */
+interface LocalPart {
+  readonly checkpointId: number;
+  /** The write-back before it was unfinished: every dirty entry is written back at the end instead. */
+  readonly fullWriteBack: boolean;
+  /** `a` records (disk-local-recovery.ts) gathered and not written yet: store key, record as of the snapshot (undefined: none). */
+  readonly at: [Buffer, Buffer | undefined][];
+}
+
 interface TableInfo {
   readonly table: StateTable;
   readonly id: number;
@@ -207,6 +216,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #writeBackDone = true;
   /** Local recovery: the checkpoint of the last snapshot begun (only its write-back makes the next one valid). */
   #localLatest = -1;
+
   /** The store may hold records (reads of keys not cached look there). */
   #storeHolds = false;
   /** What the last restore made of the local store (tests, the bench): used or why not, records applied, time taken. */
@@ -315,7 +325,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       const root = this.#openEnv();
       this.#root = root;
       this.#state = root.openDB<Buffer, Buffer>({ name: "state", keyEncoding: "binary", encoding: "binary" });
-      if (this.#local) this.#log = UndoLog.create(root, this.#state, [this.keyGroupRange.start, this.keyGroupRange.end], this.#stateNames());
+      if (this.#local) this.#log = UndoLog.create(dir, this.#state, [this.keyGroupRange.start, this.keyGroupRange.end], this.#stateNames());
     } catch (e) {
       throw storeFailed(dir, "open", e);
     }
@@ -323,7 +333,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   }
 
   #openEnv(): RootDatabase<Buffer, Buffer> {
-    return lmdb().open<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true, maxDbs: LOCAL_MAX_DBS });
+    return lmdb().open<Buffer, Buffer>({ path: this.#path, keyEncoding: "binary", encoding: "binary", noSync: true, noMemInit: true, maxDbs: 4 });
   }
 
   /**
@@ -368,9 +378,9 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     try {
       root = this.#openEnv();
       const state = root.openDB<Buffer, Buffer>({ name: "state", keyEncoding: "binary", encoding: "binary" });
-      const meta = UndoLog.readMeta(root, [this.keyGroupRange.start, this.keyGroupRange.end]);
-      let why = typeof meta === "string" ? meta : undefined;
-      const log = typeof meta === "string" ? undefined : new UndoLog(root, state, meta);
+      const opened = UndoLog.open(this.#dir, state, [this.keyGroupRange.start, this.keyGroupRange.end]);
+      let why = typeof opened === "string" ? opened : undefined;
+      const log = typeof opened === "string" ? undefined : opened;
       why ??= log!.whyNot(checkpointId, chain);
       // The checkpoint's states are the first the store numbered (those registered later had no state then).
       const given = new Map(states.map((s) => [s.name, s]));
@@ -474,6 +484,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const id = this.#tables.length;
     if (id > 0xffff) throw new EddyError("INVALID_STATE_BACKEND", "the disk state backend holds at most 65,536 states per operator");
     this.#ctx ??= ctx;
+    // Local recovery opens the store late (a restore may reuse it); a first state means processing is near: not in a snapshot's synchronous part.
+    if (this.#state === undefined) this.#openFresh();
     const table = new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, this.#sourceFor(id));
     const info = { table, id, descriptor };
     this.#tables.push(info);
@@ -648,10 +660,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     try {
       db.transactionSync(() => {
         for (const [key, value] of writes) {
-          log?.recordBefore(key);
+          log?.before(key);
           if (value === undefined) db.removeSync(key);
           else db.putSync(key, value);
         }
+        log?.flushBefore(); // before the commit: a write never lands without its before-image
       });
       this.#recordsWritten += writes.length;
     } catch (e) {
@@ -757,7 +770,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#view = view;
     try {
       const snapshot = super.snapshot();
-      if (incremental) snapshot.shared = this.#sharedPart(snapshot, view, localId === undefined ? undefined : { checkpointId: localId, fullWriteBack: !valid });
+      if (incremental) snapshot.shared = this.#sharedPart(snapshot, view, localId === undefined ? undefined : { checkpointId: localId, fullWriteBack: !valid, at: [] });
       return snapshot;
     } catch (e) {
       if (view.open > 0) txn.done();
@@ -832,7 +845,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * recorded in `#changed` as changed outside the cache, read from the capture, the write batch
    * or the store as of the snapshot (absent: removed).
    */
-  #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView, local: { checkpointId: number; fullWriteBack: boolean } | undefined): SharedKeyedSnapshot {
+  #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView, local: LocalPart | undefined): SharedKeyedSnapshot {
     const base = this.#needBase || this.#chainLength >= this.#maxChainLength;
     const ctx = this.#ctx;
     const epoch = ctx?.changeEpoch ?? 0;
@@ -850,7 +863,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     const settle = (chain: readonly SharedFileRef[] | undefined): void => {
       if (settled) return;
       settled = true;
-      if (local !== undefined && !this.#disposed) this.#settleLocal(local.checkpointId, chain, local.fullWriteBack, localGroups === this.keyGroupRange.end - this.keyGroupRange.start + 1);
+      if (local !== undefined && !this.#disposed) this.#settleLocal(local, chain, localGroups === this.keyGroupRange.end - this.keyGroupRange.start + 1);
       if (chain === undefined) {
         // What this one recorded is lost: start over with a base (and record nothing until then).
         this.#needBase = true;
@@ -878,7 +891,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         ? writeGroup
         : (kg: number, out: ByteWriter): boolean => {
             const wrote = writeGroup(kg, out);
-            this.#localKeyGroup(kg, view, epoch, local.checkpointId, local.fullWriteBack);
+            this.#localKeyGroup(kg, view, epoch, local);
             localGroups++;
             return wrote;
           };
@@ -893,9 +906,9 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * snapshot (`changedAt` ≤ `epoch`) that are still dirty, unless the whole cache is written back
    * at the end (`fullWriteBack`). disk-local-recovery.ts says why.
    */
-  #localKeyGroup(kg: number, view: StoreView, epoch: number, checkpointId: number, fullWriteBack: boolean): void {
+  #localKeyGroup(kg: number, view: StoreView, epoch: number, local: LocalPart): void {
     const index = kg - this.keyGroupRange.start;
-    const records: [Buffer, Buffer | undefined][] = [];
+    const { at: records, fullWriteBack } = local;
     if (view.pending.size > 0) {
       for (const { id } of this.#tables) {
         const batch = view.pending.get(this.#range(kg, id).start.toString("latin1"));
@@ -917,12 +930,6 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           encodeRecord(entry.key, voidCell, nsCells, out);
           records.push([storeKey, Buffer.from(out.written())]);
         }
-        const live = fullWriteBack ? undefined : table.peekHeld(entry.mapKey, index);
-        if (live !== undefined && live.dirty && live.changedAt <= epoch) {
-          this.#stage(storeKey, this.#encode(live));
-          live.dirty = false;
-          live.fresh = false;
-        }
         entry = voidCell = nsCells = undefined;
       };
       cached.forEachCell(
@@ -935,18 +942,39 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         (e) => {
           if (e.changedAt < epoch) return false;
           finish();
+          const live = table.peekHeld(e.mapKey, index);
+          if (live !== undefined && live.changedAt <= epoch) {
+            // Unchanged since the snapshot: its record is the live entry's (encoded once, for the
+            // `a` log and, if dirty, the write-back), and its captured cells need not be read.
+            const storeKey = this.#storeKey(index, id, e.mapKey);
+            const record = this.#encode(live);
+            records.push([storeKey, record]);
+            if (!fullWriteBack && live.dirty) {
+              this.#stage(storeKey, record);
+              live.dirty = false;
+              live.fresh = false;
+            }
+            return false;
+          }
           entry = e;
           return true;
         },
       );
       finish();
     }
+    if (records.length >= WRITE_BATCH) this.#writeLocal(local);
+    if (this.#pending.size >= WRITE_BATCH) this.#write([]);
+  }
+
+  /** Local recovery: writes the `a` records #localKeyGroup gathered (one transaction). */
+  #writeLocal(local: LocalPart): void {
     try {
-      this.#log!.writeAt(checkpointId, records);
+      this.#log!.writeAt(local.checkpointId, local.at);
     } catch (e) {
       throw writeFailed(this.#dir, e);
+    } finally {
+      local.at.length = 0;
     }
-    if (this.#pending.size >= WRITE_BATCH) this.#write([]);
   }
 
   /**
@@ -954,7 +982,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * Written: the write-back ends (the write batch, or every dirty entry after an invalid
    * snapshot) and the snapshot is recorded complete if every key group's `a` set was written.
    */
-  #settleLocal(checkpointId: number, chain: readonly SharedFileRef[] | undefined, fullWriteBack: boolean, allGroups: boolean): void {
+  #settleLocal(local: LocalPart, chain: readonly SharedFileRef[] | undefined, allGroups: boolean): void {
+    const { checkpointId, fullWriteBack } = local;
+    if (chain !== undefined && allGroups) this.#writeLocal(local);
+    local.at.length = 0;
     if (chain !== undefined && allGroups) {
       if (fullWriteBack) this.#flush();
       else this.#write([]);
@@ -1291,6 +1322,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     if (this.#disposed) return;
     this.#disposed = true;
     try {
+      this.#log?.close();
       this.#root?.close() as unknown;
     } finally {
       if (!this.#local) rmSync(this.#dir, { recursive: true, force: true });

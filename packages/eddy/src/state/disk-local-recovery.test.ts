@@ -5,7 +5,7 @@
  * removed before and after the snapshots; and a store that cannot be trusted is not used.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, test } from "node:test";
@@ -223,4 +223,55 @@ test("local recovery: a store is not used for another lineage's checkpoint, anot
   assert.equal(fresh.getState(count).value(), undefined);
   assert.deepEqual(contents(fresh), []);
   fresh.dispose();
+});
+
+test("local recovery: a torn last before-image (a write killed before its commit) is ignored; a damaged snapshot log means a rebuild", async () => {
+  const setup = async (): Promise<{ dir: string; chain: readonly SharedFileRef[]; expected: string[] }> => {
+    const dir = join(root, `t${n++}`);
+    const b = disk(dir, 2);
+    for (let k = 0; k < 6; k++) apply(b, { kind: "set", key: k, value: k });
+    const chain = (await begin(b, 1).finish())!;
+    for (let k = 0; k < 6; k++) apply(b, { kind: "set", key: k, value: k + 10 });
+    return { dir, chain, expected: [0, 1, 2, 3, 4, 5].map((k) => `count/${k}/=${k}`).sort() };
+  };
+  const restore = (dir: string, chain: readonly SharedFileRef[]): DiskKeyedStateBackend => {
+    const back = disk(dir, 2);
+    back.restoreLocally(1, chain, [metaOf(count)]);
+    return back;
+  };
+  // A torn record at the end of the before-images: what a kill between the append and the commit leaves.
+  let { dir, chain, expected } = await setup();
+  appendFileSync(join(dir, "undo", "b-1"), Buffer.from([200, 0, 0, 0, 1, 2]));
+  let back = restore(dir, chain);
+  assert.equal(back.localRecovery?.used, true, back.localRecovery?.reason);
+  assert.deepEqual(contents(back), expected);
+  back.dispose();
+  // A damaged record inside the snapshot's `a` log: rebuilt.
+  ({ dir, chain } = await setup());
+  const at = join(dir, "undo", "a-1");
+  const bytes = readFileSync(at);
+  bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
+  writeFileSync(at, bytes);
+  back = restore(dir, chain);
+  assert.equal(back.localRecovery?.used, false);
+  assert.match(back.localRecovery!.reason!, /could not be read .*a-1 is damaged/);
+  back.dispose();
+});
+
+test("local recovery: a key written to the store several times after the snapshot comes back as it was at the snapshot (its first before-image)", async () => {
+  const dir = join(root, `f${n++}`);
+  const b = disk(dir, 1);
+  apply(b, { kind: "set", key: 0, value: 1 });
+  apply(b, { kind: "set", key: 1, value: 1 }); // evicts key 0: the store holds 0 = 1
+  const chain = (await begin(b, 1).finish())!;
+  for (const value of [2, 3, 4]) {
+    apply(b, { kind: "set", key: 0, value }); // loads key 0, evicting key 1
+    apply(b, { kind: "read", key: 1 }); // evicts key 0: a store write of 0 = value
+    apply(b, { kind: "set", key: 2, value }); // and the batch written once it fills
+    b.numKeys("count"); // writes the batch: each round's writes in its own transaction
+  }
+  const back = disk(dir, 1);
+  assert.equal(back.restoreLocally(1, chain, [metaOf(count)])?.used, true, back.localRecovery?.reason);
+  assert.deepEqual(contents(back), ["count/0/=1", "count/1/=1"]);
+  back.dispose();
 });

@@ -4,12 +4,13 @@
  * last took part in rolls its store back to that checkpoint instead of rebuilding it from the
  * checkpoint's files. Work proportional to what changed since, not to the state's size.
  *
- * The store keeps, per snapshot it took (an *epoch*, named by its checkpoint id), two undo sets in
- * named databases of the store's LMDB environment:
- * - `b.<id>`, before-images: the first write of each store key after the snapshot records the
- *   record the store held before it (empty: none). Applied newest epoch first down to checkpoint
- *   L, they turn the store as it is into the store as it was when L's snapshot was taken.
- * - `a.<id>`, the state at the snapshot of every key the store did not hold as the state had it
+ * The store keeps, per snapshot it took (an *epoch*, named by its checkpoint id), two undo logs,
+ * append-only files in `undo/` beside the LMDB file:
+ * - `b-<id>`, before-images: every store write after the snapshot first appends the record the
+ *   store held for the key (or none), in the write's transaction before it commits. Applied
+ *   newest epoch first, each file from its end, down to checkpoint L, they turn the store as it is
+ *   into the store as it was when L's snapshot was taken (the oldest before-image of each key wins).
+ * - `a-<id>`, the state at the snapshot of every key the store did not hold as the state had it
  *   then (the cache's dirty entries and the write batch): written by the snapshot's asynchronous
  *   part, before its checkpoint is acknowledged. Applied last, they turn the store as of the
  *   snapshot into the state as of the snapshot.
@@ -21,31 +22,36 @@
  * *write-back*); an epoch whose previous write-back had not finished when it was taken is not
  * `valid` (restoring it rebuilds), and its own write-back writes every dirty entry back.
  *
- * What the store records of itself is in database `meta` (JSON): the machine's boot (a store left
- * by a machine crash is never trusted: it is written without sync), the key-group range, and the
- * epochs. A restore of checkpoint L uses the store only when an epoch of L is there, complete
- * (its `a` written and its shared file settled) and valid, with the same incremental chain as the
- * checkpoint lists for the subtask (names and SHA-256: the same lineage); and no marker says the
- * store failed. Epochs older than the last completed checkpoint are dropped.
+ * Records (little-endian): u32 payload length, u32 CRC-32 of the payload, payload = u16 key
+ * length, key, u8 has a value, value. A torn last record of a `b` log (a write that never committed) is ignored; any
+ * other damage, and a damaged `a` log, make the store unusable (the restore rebuilds).
+ *
+ * What the store records of itself is in `undo/meta.json` (replaced atomically): the machine's
+ * boot (a store left by a machine crash is never trusted: nothing is synced), the key-group range,
+ * the states by id, and the epochs. A restore of checkpoint L uses the store only when an epoch of
+ * L is there, complete (its `a` log written and its shared file settled) and valid, with the same
+ * incremental chain as the checkpoint lists for the subtask (names and SHA-256: the same lineage);
+ * and no marker says the store failed. Epochs older than the last completed checkpoint are dropped.
  */
-import { readFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from "node:fs";
 import { uptime } from "node:os";
-import type { Database, RootDatabase } from "lmdb";
+import { join } from "node:path";
+import { crc32 } from "node:zlib";
+import type { Database } from "lmdb";
+import { ByteWriter } from "../core/codec/bytes.ts";
 import { EddyError } from "../core/errors.ts";
 import type { SharedFileRef } from "./incremental-snapshot.ts";
 
-const META_VERSION = 1;
+const META_VERSION = 2;
 /** Epochs kept at most (checkpoints that never complete would grow them): the oldest go first. */
 export const MAX_EPOCHS = 32;
-/** LMDB named databases the environment may hold: state, meta, and two per epoch (plus margin). */
-export const LOCAL_MAX_DBS = 2 * MAX_EPOCHS + 8;
-const EMPTY = Buffer.alloc(0);
+const HEADER = 8;
 
 export interface EpochMeta {
   readonly checkpointId: number;
   /** The incremental chain the snapshot's checkpoint lists for this subtask, once written. */
   chain: readonly SharedFileRef[] | null;
-  /** Its `a` set is written and its chain settled. */
+  /** Its `a` log is written and its chain settled. */
   complete: boolean;
   /** The write-back before it had finished when it was taken (see the file comment). */
   readonly valid: boolean;
@@ -71,45 +77,86 @@ export function bootId(): string {
 
 type Db = Database<Buffer, Buffer>;
 
-/** The undo sets of a store and what it records of itself. Every method runs on the task thread. */
-export class UndoLog {
-  readonly #root: RootDatabase<Buffer, Buffer>;
-  readonly #state: Db;
-  readonly #metaDb: Database<string, string>;
-  readonly #meta: LocalMeta;
-  /** The epoch whose `b` set takes the before-images of writes now (the last snapshot's). */
-  #current: { readonly epoch: EpochMeta; readonly before: Db } | undefined;
-  readonly #dbs = new Map<string, Db>();
+/** Appends `key` and its record (undefined: none) to `out` as one log record. */
+function appendRecord(out: ByteWriter, key: Uint8Array, value: Uint8Array | undefined): void {
+  const payload = 2 + key.length + 1 + (value?.length ?? 0);
+  out.u32(payload);
+  const crcAt = out.length;
+  out.u32(0);
+  const start = out.length;
+  out.u16(key.length);
+  out.bytes(key);
+  out.u8(value === undefined ? 0 : 1);
+  if (value !== undefined) out.bytes(value);
+  const written = out.written();
+  const view = new DataView(written.buffer, written.byteOffset, written.byteLength);
+  view.setUint32(crcAt, crc32(written.subarray(start, start + payload)), true);
+}
 
-  constructor(root: RootDatabase<Buffer, Buffer>, state: Db, meta: LocalMeta) {
-    this.#root = root;
+/** A log's records in file order (key, record or undefined); a torn last record is left out when `tornTail` allows. */
+function readLog(path: string, tornTail: boolean): { key: Buffer; value: Buffer | undefined }[] {
+  const bytes = readFileSync(path);
+  const out: { key: Buffer; value: Buffer | undefined }[] = [];
+  let at = 0;
+  while (at < bytes.length) {
+    const intact = at + HEADER <= bytes.length && at + HEADER + bytes.readUInt32LE(at) <= bytes.length;
+    if (intact) {
+      const length = bytes.readUInt32LE(at);
+      const payload = bytes.subarray(at + HEADER, at + HEADER + length);
+      if (crc32(payload) === bytes.readUInt32LE(at + 4) && length >= 3) {
+        const keyLength = payload.readUInt16LE(0);
+        const key = payload.subarray(2, 2 + keyLength);
+        const value = payload[2 + keyLength] === 1 ? payload.subarray(3 + keyLength) : undefined;
+        out.push({ key, value });
+        at += HEADER + length;
+        continue;
+      }
+      // A bad record that is not the last: damage.
+      if (at + HEADER + length < bytes.length || !tornTail) throw new Error(`${path} is damaged at byte ${at}`);
+    } else if (!tornTail) throw new Error(`${path} ends in the middle of a record`);
+    break; // a write that never committed
+  }
+  return out;
+}
+
+/** The undo logs of a store and what it records of itself. Every method runs on the task thread. */
+export class UndoLog {
+  readonly #dir: string;
+  readonly #state: Db;
+  readonly #meta: LocalMeta;
+  /** The epoch whose `b` log takes the before-images of writes now (the last snapshot's), and its file. */
+  #current: { readonly epoch: EpochMeta; readonly fd: number } | undefined;
+  /** Before-images of the write transaction running, appended to the current `b` log before it commits. */
+  readonly #before = new ByteWriter(64 * 1024);
+
+  constructor(dir: string, state: Db, meta: LocalMeta) {
+    this.#dir = dir;
     this.#state = state;
-    this.#metaDb = root.openDB<string, string>({ name: "meta", keyEncoding: "binary", encoding: "string" }) as unknown as Database<string, string>;
     this.#meta = meta;
   }
 
-  /** A fresh store's log (no epoch), its meta written. */
-  static create(root: RootDatabase<Buffer, Buffer>, state: Db, keyGroups: readonly [number, number], states: readonly string[]): UndoLog {
-    const log = new UndoLog(root, state, { version: META_VERSION, bootId: bootId(), keyGroups, states: [...states], epochs: [] });
+  /** A fresh store's logs (no epoch) in `<storeDir>/undo`, its meta written. */
+  static create(storeDir: string, state: Db, keyGroups: readonly [number, number], states: readonly string[]): UndoLog {
+    const dir = join(storeDir, "undo");
+    mkdirSync(dir, { recursive: true });
+    const log = new UndoLog(dir, state, { version: META_VERSION, bootId: bootId(), keyGroups, states: [...states], epochs: [] });
     log.#writeMeta();
     return log;
   }
 
-  /** The meta a store left, if it is one this process may use for key groups `keyGroups`; else why not. */
-  static readMeta(root: RootDatabase<Buffer, Buffer>, keyGroups: readonly [number, number]): LocalMeta | string {
-    const db = root.openDB<string, string>({ name: "meta", keyEncoding: "binary", encoding: "string" }) as unknown as Database<string, string>;
-    const text = db.get(Buffer.from("meta") as unknown as string);
-    if (text === undefined) return "it records nothing of itself";
+  /** The logs a store left in `storeDir`, if this process may use them for key groups `keyGroups`; else why not. */
+  static open(storeDir: string, state: Db, keyGroups: readonly [number, number]): UndoLog | string {
+    const dir = join(storeDir, "undo");
     let meta: LocalMeta;
     try {
-      meta = JSON.parse(text) as LocalMeta;
-    } catch {
-      return "its record of itself does not parse";
+      meta = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as LocalMeta;
+    } catch (e) {
+      return existsSync(join(dir, "meta.json")) ? "its record of itself does not parse" : "it records nothing of itself";
     }
     if (meta.version !== META_VERSION) return `it is of version ${String(meta.version)}`;
     if (meta.bootId !== bootId()) return "it was written before the machine restarted";
     if (meta.keyGroups[0] !== keyGroups[0] || meta.keyGroups[1] !== keyGroups[1]) return `it holds key groups ${meta.keyGroups.join("-")}`;
-    return meta;
+    return new UndoLog(dir, state, meta);
   }
 
   get epochs(): readonly EpochMeta[] {
@@ -126,7 +173,7 @@ export class UndoLog {
     const states = this.#meta.states;
     if (states.length === names.length && states.every((s, i) => s === names[i])) return;
     this.#meta.states = [...names];
-    this.#root.transactionSync(() => this.#writeMeta());
+    this.#writeMeta();
   }
 
   /** Whether writes now record before-images. */
@@ -134,61 +181,77 @@ export class UndoLog {
     return this.#current !== undefined;
   }
 
-  #db(name: string): Db {
-    let db = this.#dbs.get(name);
-    if (db === undefined) this.#dbs.set(name, (db = this.#root.openDB<Buffer, Buffer>({ name, keyEncoding: "binary", encoding: "binary" })));
-    return db;
+  #path(kind: "a" | "b", checkpointId: number): string {
+    return join(this.#dir, `${kind}-${checkpointId}`);
   }
 
+  /** Replaces meta.json (written aside, then renamed: a kill leaves the old or the new one). */
   #writeMeta(): void {
-    this.#metaDb.putSync(Buffer.from("meta") as unknown as string, JSON.stringify(this.#meta));
+    const path = join(this.#dir, "meta.json");
+    writeFileSync(`${path}.tmp`, JSON.stringify(this.#meta));
+    renameSync(`${path}.tmp`, path);
+  }
+
+  #closeCurrent(): void {
+    if (this.#current !== undefined) closeSync(this.#current.fd);
+    this.#current = undefined;
   }
 
   /**
-   * The synchronous part of snapshot `checkpointId`: from now on writes record their
-   * before-images in its `b` set. `valid`: see EpochMeta. The oldest epochs beyond MAX_EPOCHS go.
+   * The synchronous part of snapshot `checkpointId`: from now on writes append their
+   * before-images to its `b` log. `valid`: see EpochMeta. The oldest epochs beyond MAX_EPOCHS go.
    */
   begin(checkpointId: number, valid: boolean): void {
     const epochs = this.#meta.epochs;
     const last = epochs[epochs.length - 1];
-    if (last !== undefined && checkpointId <= last.checkpointId) {
-      // A checkpoint id again (a restore resumed an older checkpoint's numbering): start over.
-      this.#dropEpochs(epochs.length);
-    }
+    // A checkpoint id again (a restore resumed an older checkpoint's numbering): start over.
+    if (last !== undefined && checkpointId <= last.checkpointId) this.#dropEpochs(epochs.length);
+    if (epochs.length >= MAX_EPOCHS) this.#dropEpochs(epochs.length - MAX_EPOCHS + 1);
+    this.#closeCurrent();
     const epoch: EpochMeta = { checkpointId, chain: null, complete: false, valid };
-    this.#root.transactionSync(() => {
-      if (epochs.length >= MAX_EPOCHS) this.#dropEpochs(epochs.length - MAX_EPOCHS + 1);
-      epochs.push(epoch);
-      this.#writeMeta();
-    });
-    this.#current = { epoch, before: this.#db(`b.${checkpointId}`) };
+    const fd = openSync(this.#path("b", checkpointId), "w");
+    epochs.push(epoch);
+    this.#writeMeta();
+    this.#current = { epoch, fd };
   }
 
-  /** Inside the write transaction, before `key` is written: its record now, if it is the key's first write of the epoch. */
-  recordBefore(key: Buffer): void {
-    const current = this.#current;
-    if (current === undefined) return;
-    const before = current.before;
-    if (before.doesExist(key)) return;
-    before.putSync(key, this.#state.getBinary(key) ?? EMPTY, { noOverwrite: true });
+  /** Inside a write transaction, before `key` is written: its record now goes to the before-images (see `commit`). */
+  before(key: Buffer): void {
+    if (this.#current === undefined) return;
+    appendRecord(this.#before, key, this.#state.getBinary(key));
   }
 
-  /** Part of snapshot `checkpointId`'s `a` set: each key's record as of the snapshot (undefined: none). */
+  /** Inside the write transaction, after its writes: appends its before-images to the current `b` log (before the commit). */
+  flushBefore(): void {
+    const out = this.#before;
+    if (out.length === 0) return;
+    try {
+      if (this.#current !== undefined) writeAll(this.#current.fd, out.written());
+    } finally {
+      out.reset();
+    }
+  }
+
+  /** Appends part of snapshot `checkpointId`'s `a` log: each key's record as of the snapshot (undefined: none). */
   writeAt(checkpointId: number, records: readonly (readonly [Buffer, Buffer | undefined])[]): void {
     if (records.length === 0) return;
-    const at = this.#db(`a.${checkpointId}`);
-    this.#root.transactionSync(() => {
-      for (const [key, value] of records) at.putSync(key, value ?? EMPTY);
-    });
+    const out = new ByteWriter(64 * 1024);
+    for (const [key, value] of records) appendRecord(out, key, value);
+    const fd = openSync(this.#path("a", checkpointId), "a");
+    try {
+      writeAll(fd, out.written());
+    } finally {
+      closeSync(fd);
+    }
   }
 
-  /** Snapshot `checkpointId`'s file is written (chain) or failed (undefined); `complete`: its `a` set is whole. */
+  /** Snapshot `checkpointId`'s file is written (chain) or failed (undefined); `complete`: its `a` log is whole. */
   settle(checkpointId: number, chain: readonly SharedFileRef[] | undefined, complete: boolean): void {
     const epoch = this.#meta.epochs.find((e) => e.checkpointId === checkpointId);
     if (epoch === undefined) return;
     epoch.chain = chain === undefined ? null : chain.map(({ name, size, sha256 }) => ({ name, size, sha256 }));
     epoch.complete = chain !== undefined && complete;
-    this.#root.transactionSync(() => this.#writeMeta());
+    this.#writeMeta();
   }
 
   /** Checkpoint `checkpointId` completed: no restore goes back before it, the epochs older go. */
@@ -196,21 +259,18 @@ export class UndoLog {
     const epochs = this.#meta.epochs;
     let n = 0;
     while (n < epochs.length && epochs[n]!.checkpointId < checkpointId) n++;
-    if (n === 0) return;
-    this.#root.transactionSync(() => this.#dropEpochs(n));
+    if (n > 0) this.#dropEpochs(n);
   }
 
-  /** Drops the `n` oldest epochs (their sets and their meta); the caller holds a write transaction or none. */
+  /** Drops the `n` oldest epochs: their meta first, then their logs. */
   #dropEpochs(n: number): void {
     const gone = this.#meta.epochs.splice(0, n);
-    for (const { checkpointId } of gone) {
-      for (const name of [`b.${checkpointId}`, `a.${checkpointId}`]) {
-        this.#db(name).dropSync();
-        this.#dbs.delete(name);
-      }
-      if (this.#current?.epoch.checkpointId === checkpointId) this.#current = undefined;
-    }
+    if (gone.some((e) => e.checkpointId === this.#current?.epoch.checkpointId)) this.#closeCurrent();
     this.#writeMeta();
+    for (const { checkpointId } of gone) {
+      rmSync(this.#path("a", checkpointId), { force: true });
+      rmSync(this.#path("b", checkpointId), { force: true });
+    }
   }
 
   /**
@@ -230,50 +290,70 @@ export class UndoLog {
   }
 
   /**
-   * Rolls the store back to checkpoint `checkpointId` (whyNot must be undefined): the `b` sets of
-   * it and every later epoch, newest first, then its `a` set; each epoch's sets are dropped in
-   * the transaction that applies them, so a kill part-way leaves a store the same call finishes.
-   * Afterwards the store holds the state of the checkpoint and one epoch of it, empty. Returns
-   * the records written.
+   * Rolls the store back to checkpoint `checkpointId` (whyNot must be undefined): the `b` logs of
+   * it and every later epoch, newest first and each from its end, then its `a` log; each epoch's
+   * logs are dropped once applied (in order, so a kill part-way leaves a store the same call
+   * finishes). Each log is applied in one transaction, its records sorted by key. Afterwards the
+   * store holds the state of the checkpoint and one epoch of it, empty. Returns the records written.
    */
   rollBack(checkpointId: number): number {
     const epochs = this.#meta.epochs;
     const at = epochs.findIndex((e) => e.checkpointId === checkpointId);
     if (at < 0) throw new EddyError("INTERNAL", `no local epoch of checkpoint ${checkpointId}`);
     const target = epochs[at]!;
+    this.#closeCurrent();
     let written = 0;
-    const apply = (db: Db): void => {
-      for (const { key, value } of db.getRange({})) {
-        if (value.length === 0) this.#state.removeSync(key);
-        else this.#state.putSync(key, value);
-        written++;
+    /** Writes `records`: for a key given more than once, the record `last` says (the last or the first). */
+    const apply = (records: { key: Buffer; value: Buffer | undefined }[], last: boolean): void => {
+      const byKey = new Map<string, Buffer | undefined>();
+      for (const { key, value } of records) {
+        const name = key.toString("latin1");
+        if (last || !byKey.has(name)) byKey.set(name, value);
       }
-    };
-    for (let i = epochs.length - 1; i >= at; i--) {
-      const { checkpointId: id } = epochs[i]!;
-      this.#root.transactionSync(() => {
-        apply(this.#db(`b.${id}`));
-        this.#db(`b.${id}`).dropSync();
-        this.#dbs.delete(`b.${id}`);
-        if (i > at) {
-          this.#db(`a.${id}`).dropSync();
-          this.#dbs.delete(`a.${id}`);
-          epochs.splice(i, 1);
-          this.#writeMeta();
+      const names = [...byKey.keys()].sort();
+      this.#state.transactionSync(() => {
+        for (const name of names) {
+          const key = Buffer.from(name, "latin1");
+          const value = byKey.get(name);
+          if (value === undefined) this.#state.removeSync(key);
+          else this.#state.putSync(key, value);
         }
       });
-    }
-    this.#root.transactionSync(() => {
-      apply(this.#db(`a.${checkpointId}`));
-      // Its `a` set, and what older epochs kept (no restore goes back before this one now).
-      for (const name of [`a.${checkpointId}`, ...epochs.slice(0, at).flatMap((e) => [`b.${e.checkpointId}`, `a.${e.checkpointId}`])]) {
-        this.#db(name).dropSync();
-        this.#dbs.delete(name);
+      written += names.length;
+    };
+    for (let i = epochs.length - 1; i >= at; i--) {
+      const id = epochs[i]!.checkpointId;
+      const path = this.#path("b", id);
+      // Its first write's before-image of each key is the record as of the snapshot.
+      if (existsSync(path)) apply(readLog(path, true), false);
+      if (i > at) {
+        epochs.splice(i, 1);
+        this.#writeMeta();
+        rmSync(this.#path("a", id), { force: true });
       }
-      epochs.splice(0, epochs.length, target);
-      this.#writeMeta();
-    });
-    this.#current = { epoch: target, before: this.#db(`b.${checkpointId}`) };
+      rmSync(path, { force: true });
+    }
+    const atPath = this.#path("a", checkpointId);
+    if (existsSync(atPath)) apply(readLog(atPath, false), true);
+    const older = epochs.slice(0, at);
+    epochs.splice(0, epochs.length, target);
+    this.#writeMeta();
+    rmSync(atPath, { force: true });
+    for (const { checkpointId: id } of older) {
+      rmSync(this.#path("a", id), { force: true });
+      rmSync(this.#path("b", id), { force: true });
+    }
+    this.#current = { epoch: target, fd: openSync(this.#path("b", checkpointId), "w") };
     return written;
   }
+
+  /** Closes the current log (the store closes). */
+  close(): void {
+    this.#closeCurrent();
+  }
+}
+
+function writeAll(fd: number, bytes: Uint8Array): void {
+  let done = 0;
+  while (done < bytes.length) done += writeSync(fd, bytes, done, bytes.length - done);
 }
