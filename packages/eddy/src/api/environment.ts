@@ -114,7 +114,7 @@ export class StreamExecutionEnvironment {
   /**
    * The keyed state backend of the job's keyed operators: "heap" (default: state on the V8 heap) or
    * "disk" (an embedded LMDB store per operator subtask with a cache of hot keys on the heap, for
-   * state larger than memory; options dir, cacheBytes, cacheSize, incremental, maxChainLength). A run's `-D state.backend…` keys win.
+   * state larger than memory; options dir, cacheBytes, cacheSize, incremental, maxChainLength, localRecovery). A run's `-D state.backend…` keys win.
    * docs/state-backends.md.
    */
   setStateBackend(kind: "heap"): this;
