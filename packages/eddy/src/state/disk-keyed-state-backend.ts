@@ -29,7 +29,11 @@
  *   heap-snapshot.ts, so snapshots of either backend restore into the other.
  * - The store is a cache of the last checkpoint, never trusted across runs: opening a backend
  *   deletes whatever its directory held, and a restore rebuilds it (a damaged store file cannot
- *   be read back after a restart). A job directory holds a LOCK file with the owning process's
+ *   be read back after a restart) — unless local recovery (`localRecovery`,
+ *   disk-local-recovery.ts) can roll the store its directory holds back to the checkpoint
+ *   restored: then the directory is kept when the backend is disposed, the store is opened by the
+ *   restore (`restoreLocally`) or before the first state is registered, and each snapshot of an
+ *   incremental checkpoint keeps undo logs and writes back the entries it changed. A job directory holds a LOCK file with the owning process's
  *   pid: a second live process is refused (STATE_DIR_LOCKED).
  * - Restore (`restoreKeyGroupCells`): into a fresh store, each key's decoded cells become its
  *   record, written in one sorted transaction per key group, not through the cache.
@@ -210,7 +214,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   readonly #dir: string;
   #path: string;
   readonly #local: boolean;
-  /** Local recovery's undo sets (disk-local-recovery.ts). */
+  /** Local recovery's undo logs (disk-local-recovery.ts). */
   #log: UndoLog | undefined;
   /** Local recovery: the write-back after the last snapshot finished, so a snapshot taken now is valid (disk-local-recovery.ts). */
   #writeBackDone = true;
