@@ -17,6 +17,9 @@
  *
  *   node -C eddy-source --import tsx bench/windows.ts [events=2000000] [rounds=3] [sliding60Events=events/4] [sessionEvents=events/2]
  *
+ * EDDY_BENCH_VARIANTS=sliding (any part of the variant names, comma-separated) runs only the
+ * variants whose name contains one of them.
+ *
  * The sliding 60 s / 1 s and session cases run on fewer events by default, to keep the default
  * run under ~3 minutes on two cores: sliding 60/1 emits about one window per event (each key
  * fires a window every second) and sessions are the slowest per event in Eddy. Rates are events
@@ -50,6 +53,7 @@ const ROUNDS = Number(process.argv[3] ?? 3);
 const SLIDING60_EVENTS = Number(process.argv[4] ?? Math.floor(EVENTS / 4));
 const SESSION_EVENTS = Number(process.argv[5] ?? Math.floor(EVENTS / 2));
 const KEYS = Number(process.env.EDDY_BENCH_KEYS ?? 1000);
+const ONLY = process.env.EDDY_BENCH_VARIANTS?.split(",").filter((s) => s !== "");
 process.env.EDDY_BENCH_KEYS = String(KEYS);
 
 const jobs = await import("./jobs/windows.ts");
@@ -296,12 +300,14 @@ interface Variant {
   readonly naive?: (events: number) => LoopResult;
 }
 
-const variants: Variant[] = [
+const allVariants: Variant[] = [
   { name: "tumbling 10 s", job: jobs.tumbling10s, events: EVENTS, loop: (n) => fixedWindowLoop(n, 10_000, 10_000) },
   { name: "sliding 10 s / 2 s", job: jobs.sliding10s2s, events: EVENTS, loop: (n) => paneWindowLoop(n, 10_000, 2_000), naive: (n) => fixedWindowLoop(n, 10_000, 2_000) },
   { name: "sliding 60 s / 1 s", job: jobs.sliding60s1s, events: SLIDING60_EVENTS, loop: (n) => paneWindowLoop(n, 60_000, 1_000), naive: (n) => fixedWindowLoop(n, 60_000, 1_000) },
   { name: `sessions (gap ${SESSION_GAP_MS / 1000} s)`, job: jobs.sessions, events: SESSION_EVENTS, loop: (n) => sessionLoop(n, SESSION_GAP_MS) },
 ];
+const variants = ONLY === undefined ? allVariants : allVariants.filter((v) => ONLY.some((part) => v.name.includes(part)));
+if (variants.length === 0) throw new Error(`EDDY_BENCH_VARIANTS=${process.env.EDDY_BENCH_VARIANTS}: no variant's name contains it`);
 
 console.log(
   `Eddy window bench: ${EVENTS.toLocaleString("en")} events (fewer, to bound the run time: sliding 60 s / 1 s ` +
