@@ -27,7 +27,7 @@ function harness(width = 1000, maxEntries = 100, offset = 0): OperatorTestHarnes
 const partials = (h: OperatorTestHarness<Ev, LocalPartial>) =>
   h.output().map((e) => (e.type === "record" ? { k: e.value.k, a: e.value.a, n: e.value.n, ts: e.timestamp } : e));
 
-test("local aggregation: one partial per (key, bucket), sent before the watermark, stamped with the bucket's last millisecond", () => {
+test("local aggregation: one partial per (key, bucket), sent before the watermark key by key, stamped with the bucket's last millisecond", () => {
   const h = harness();
   h.processElement({ key: "a", v: 1 }, 10).processElement({ key: "b", v: 2 }, 20).processElement({ key: "a", v: 3 }, 999);
   h.processElement({ key: "a", v: 4 }, 1000).processElement({ key: "a", v: 5 }, -1); // next bucket; a negative timestamp's bucket is [-1000, 0)
@@ -35,15 +35,31 @@ test("local aggregation: one partial per (key, bucket), sent before the watermar
   h.processWatermark(500);
   assert.deepEqual(partials(h), [
     { k: "a", a: 4, n: 2, ts: 999 },
-    { k: "b", a: 2, n: 1, ts: 999 },
     { k: "a", a: 4, n: 1, ts: 1999 },
     { k: "a", a: 5, n: 1, ts: -1 },
+    { k: "b", a: 2, n: 1, ts: 999 },
     { type: "watermark", watermark: 500 },
   ]);
   h.clearOutput();
   h.processElement({ key: "a", v: 7 }, 10); // a new partial after the flush, not added to the sent one
   h.processWatermark(600);
   assert.deepEqual(partials(h), [{ k: "a", a: 7, n: 1, ts: 999 }, { type: "watermark", watermark: 600 }]);
+});
+
+test("a flush sends its partials key by key, each key's in the order its buckets came; with more than 16 buckets, bucket by bucket", () => {
+  for (const buckets of [4, 16, 17, 30]) {
+    const h = harness(1000, 10_000);
+    // Elements of three keys, bucket after bucket, keys interleaved (c skips the even buckets).
+    for (let b = 0; b < buckets; b++) {
+      for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) h.processElement({ key, v: b }, b * 1000 + 5);
+    }
+    h.processWatermark(0);
+    const sent = h.records().map((p) => `${String(p.k)}${p.a as number}`);
+    const byBucket: string[] = [];
+    for (let b = 0; b < buckets; b++) for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) byBucket.push(`${key}${b}`);
+    const byKey = ["a", "b", "c"].flatMap((key) => byBucket.filter((p) => p.startsWith(key)));
+    assert.deepEqual(sent, buckets <= 16 ? byKey : byBucket, `${buckets} buckets`);
+  }
 });
 
 test("local aggregation: composite keys are one key by value; offsets shift the buckets", () => {
