@@ -33,7 +33,8 @@
  * locally in front of the keyBy, runtime/windows/local-window-aggregation.ts) and with
  * `.localAggregation(false)` ("no-local"); "local gain" is the first's rate over the second's.
  * Each round runs the loop(s), then Eddy, so load drift hits
- * both alike.
+ * both alike. "cpu l/e" is the same ratio in CPU time (the process's, user + system: Eddy's run as
+ * a whole, the loop's), which a machine shared with other work disturbs less than wall time.
  */
 import { availableParallelism } from "node:os";
 import type { JobDefinition } from "eddy";
@@ -265,6 +266,12 @@ function sessionLoop(events: number, gap: number): LoopResult {
   return { records, checksum, late };
 }
 
+/** CPU ms of the whole process (user + system) since `start`. */
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 interface EddyResult extends SinkTally {
   readonly ms: number;
   readonly lateDropped: number;
@@ -315,18 +322,22 @@ console.log(
     `${KEYS} keys, 1 ms of event time per event, disorder ±49 ms, watermark bound ${OUT_OF_ORDERNESS_MS} ms; ` +
     `inline, parallelism 1; ${availableParallelism()} cores; median of ${ROUNDS}\n`,
 );
-const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
+const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"cpu l/e".padStart(7)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
 const rows: string[] = [];
 for (const v of variants) {
   const eddyMs: number[] = [];
   const noLocalMs: number[] = [];
   const loopMs: number[] = [];
+  const eddyCpuMs: number[] = [];
+  const loopCpuMs: number[] = [];
   const naiveMs: number[] = [];
   let outputs = 0;
   let operator = "?";
   for (let round = 0; round < ROUNDS; round++) {
     const started = performance.now();
+    const loopCpu = process.cpuUsage();
     const expected = v.loop(v.events);
+    loopCpuMs.push(cpuMsSince(loopCpu));
     loopMs.push(performance.now() - started);
     if (v.naive !== undefined) {
       const naiveStarted = performance.now();
@@ -334,7 +345,9 @@ for (const v of variants) {
       naiveMs.push(performance.now() - naiveStarted);
       if (naive.records !== expected.records || naive.checksum !== expected.checksum) throw new Error(`${v.name}: the naive loop and the pane loop disagree`);
     }
+    const eddyCpu = process.cpuUsage();
     const got = await runEddy(v.job, v.events, true);
+    eddyCpuMs.push(cpuMsSince(eddyCpu));
     eddyMs.push(got.ms);
     const withoutLocal = await runEddy(v.job, v.events, false);
     noLocalMs.push(withoutLocal.ms);
@@ -355,7 +368,7 @@ for (const v of variants) {
   const naiveRate = naiveMs.length === 0 ? Number.NaN : (v.events * 1000) / median(naiveMs);
   const naiveCols = naiveMs.length === 0 ? `${"".padStart(11)} ${"".padStart(10)}` : `${fmt(naiveRate).padStart(11)} ${(naiveRate / eddyRate).toFixed(1).padStart(9)}×`;
   const noLocalRate = (v.events * 1000) / median(noLocalMs);
-  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${naiveCols} ${fmt(noLocalRate).padStart(11)} ${(eddyRate / noLocalRate).toFixed(2).padStart(9)}×  ${operator}`;
+  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${(median(eddyCpuMs) / median(loopCpuMs)).toFixed(1).padStart(6)}× ${naiveCols} ${fmt(noLocalRate).padStart(11)} ${(eddyRate / noLocalRate).toFixed(2).padStart(9)}×  ${operator}`;
   rows.push(row);
   console.error(`  done: ${row.trim()}`); // progress, in case a later variant is slow
 }
