@@ -3,12 +3,18 @@
  * cleanup timer (the last window containing it deletes it when it fires); with allowed lateness
  * each pane keeps one. A pane whose first window to fire holds the pane before it registers no
  * fire timer (the earlier pane's firings reach it). Either way nothing is left once the
- * watermark passes every window.
+ * watermark passes every window. And the firings against a replay of the windowing rules, on the
+ * heap backend and on the disk backend with a cache of one key.
  */
-import { test } from "node:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
+import { DiskKeyedStateBackend } from "../../state/disk-keyed-state-backend.ts";
+import type { KeyedStateBackendFactory } from "../../state/keyed-state-backend.ts";
 import { slidingPaneOperator } from "./sliding-pane-operator.ts";
 
 interface Ev {
@@ -118,56 +124,62 @@ function replay(ops: readonly Op[], size: number, slide: number, lateness: numbe
   return steps;
 }
 
+const storeRoot = mkdtempSync(join(tmpdir(), "eddy-sliding-panes-"));
+after(() => rmSync(storeRoot, { recursive: true, force: true }));
+let stores = 0;
+/** The disk backend with a cache of one key: every key switch evicts, so firings and sweeps read entries loaded again. */
+const diskOneKey: KeyedStateBackendFactory = (options) => new DiskKeyedStateBackend({ ...options, storeDir: join(storeRoot, String(stores++)), cacheSize: 1 });
+
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   { weight: 4, arbitrary: fc.record({ k: fc.integer({ min: 0, max: 2 }), ts: fc.integer({ min: 0, max: 300 }) }) },
   { weight: 1, arbitrary: fc.record({ dw: fc.integer({ min: 1, max: 90 }) }) },
 );
 
-for (const size of [30, 60]) {
-  for (const lateness of [0, 25]) {
-    test(`size ${size}, slide 10, allowed lateness ${lateness}: firings equal a replay of the rules, in end order across keys, whatever the bound on panes swept per advance`, () => {
-      fc.assert(
-        fc.property(fc.array(opArb, { maxLength: 120 }), fc.constantFrom(undefined, 0, 4), (body, maxSweptPanes) => {
-          const ops: Op[] = [...body, { dw: Infinity }];
-          const h = new OperatorTestHarness<{ k: number; ts: number }, string>(
-            slidingPaneOperator<{ k: number; ts: number }>({
-              size,
-              slide: 10,
-              offset: 0,
-              description: `SlidingEventTimeWindows(${size}, 10)`,
-              allowedLateness: lateness,
-              lateDataTag: undefined,
-              panes: {
-                create: (e) => [e.ts],
-                add: (acc, e) => ((acc as number[]).push(e.ts), acc),
-                merge: (a, b) => ((a as number[]).push(...(b as number[])), a),
-                result: (acc) => (acc as number[]).join(","),
-              },
-              windowFunction: (key, w, [v], out) => out.collect(`${String(key)} ${w.start}-${w.end}: ${String(v)}`),
-              maxSweptPanes,
-            }),
-            (e) => e.k,
-          ).open();
-          const expected = replay(ops, size, 10, lateness);
-          let watermark = Number.NEGATIVE_INFINITY;
-          for (const [i, op] of ops.entries()) {
-            const before = h.records().length;
-            if ("k" in op) h.processElement(op, op.ts);
-            else h.processWatermark((watermark = watermark === Number.NEGATIVE_INFINITY ? op.dw : watermark + op.dw));
-            const got = h.records().slice(before);
-            if ("k" in op) {
-              assert.deepEqual(got, expected[i], `element ${i}`);
-            } else {
-              const ends = got.map((r) => Number(/-(\d+):/.exec(r)![1]));
-              assert.deepEqual(ends, [...ends].sort((a, b) => a - b), `watermark ${i}: windows fire in end order`);
-              const byEndAndKey = (a: string, b: string): number => Number(/-(\d+):/.exec(a)![1]) - Number(/-(\d+):/.exec(b)![1]) || a.localeCompare(b);
-              assert.deepEqual([...got].sort(byEndAndKey), expected[i], `watermark ${i}`);
-            }
+for (const [size, lateness, backend] of [[30, 0, "heap"], [30, 25, "heap"], [60, 0, "heap"], [60, 25, "heap"], [30, 0, "disk"], [60, 25, "disk"]] as const) {
+  test(`size ${size}, slide 10, allowed lateness ${lateness}, ${backend} backend: firings equal a replay of the rules, in end order across keys, whatever the bound on panes swept per advance`, () => {
+    fc.assert(
+      fc.property(fc.array(opArb, { maxLength: 120 }), fc.constantFrom(undefined, 0, 4), (body, maxSweptPanes) => {
+        const ops: Op[] = [...body, { dw: Infinity }];
+        const h = new OperatorTestHarness<{ k: number; ts: number }, string>(
+          slidingPaneOperator<{ k: number; ts: number }>({
+            size,
+            slide: 10,
+            offset: 0,
+            description: `SlidingEventTimeWindows(${size}, 10)`,
+            allowedLateness: lateness,
+            lateDataTag: undefined,
+            panes: {
+              create: (e) => [e.ts],
+              add: (acc, e) => ((acc as number[]).push(e.ts), acc),
+              merge: (a, b) => ((a as number[]).push(...(b as number[])), a),
+              result: (acc) => (acc as number[]).join(","),
+            },
+            windowFunction: (key, w, [v], out) => out.collect(`${String(key)} ${w.start}-${w.end}: ${String(v)}`),
+            maxSweptPanes,
+          }),
+          (e) => e.k,
+          backend === "disk" ? { stateBackend: diskOneKey } : undefined,
+        ).open();
+        const expected = replay(ops, size, 10, lateness);
+        let watermark = Number.NEGATIVE_INFINITY;
+        for (const [i, op] of ops.entries()) {
+          const before = h.records().length;
+          if ("k" in op) h.processElement(op, op.ts);
+          else h.processWatermark((watermark = watermark === Number.NEGATIVE_INFINITY ? op.dw : watermark + op.dw));
+          const got = h.records().slice(before);
+          if ("k" in op) {
+            assert.deepEqual(got, expected[i], `element ${i}`);
+          } else {
+            const ends = got.map((r) => Number(/-(\d+):/.exec(r)![1]));
+            assert.deepEqual(ends, [...ends].sort((a, b) => a - b), `watermark ${i}: windows fire in end order`);
+            const byEndAndKey = (a: string, b: string): number => Number(/-(\d+):/.exec(a)![1]) - Number(/-(\d+):/.exec(b)![1]) || a.localeCompare(b);
+            assert.deepEqual([...got].sort(byEndAndKey), expected[i], `watermark ${i}`);
           }
-          assert.deepEqual(sizeOf(h as never), { keys: 0, timers: 0 });
-        }),
-        { numRuns: 150 },
-      );
-    });
-  }
+        }
+        assert.deepEqual(sizeOf(h as never), { keys: 0, timers: 0 });
+        h.close();
+      }),
+      { numRuns: backend === "disk" ? 40 : 150 },
+    );
+  });
 }
