@@ -17,9 +17,9 @@ interface Ev {
 
 const sum = { create: (e: Ev) => e.v, add: (acc: unknown, e: Ev) => (acc as number) + e.v, merge: (a: unknown, b: unknown) => (a as number) + (b as number) };
 
-function harness(width = 1000, maxEntries = 100, offset = 0): OperatorTestHarness<Ev, LocalPartial> {
+function harness(width = 1000, maxEntries = 100, offset = 0, byKey = false): OperatorTestHarness<Ev, LocalPartial> {
   return new OperatorTestHarness<Ev, LocalPartial>(
-    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", buckets: { kind: "buckets", width, offset }, keySelector: (e: Ev) => e.key, fold: sum, maxEntries }),
+    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", buckets: { kind: "buckets", width, offset }, keySelector: (e: Ev) => e.key, fold: sum, maxEntries, byKey }),
     undefined,
   ).open();
 }
@@ -27,7 +27,7 @@ function harness(width = 1000, maxEntries = 100, offset = 0): OperatorTestHarnes
 const partials = (h: OperatorTestHarness<Ev, LocalPartial>) =>
   h.output().map((e) => (e.type === "record" ? { k: e.value.k, a: e.value.a, n: e.value.n, ts: e.timestamp } : e));
 
-test("local aggregation: one partial per (key, bucket), sent before the watermark key by key, stamped with the bucket's last millisecond", () => {
+test("local aggregation: one partial per (key, bucket), sent before the watermark, stamped with the bucket's last millisecond", () => {
   const h = harness();
   h.processElement({ key: "a", v: 1 }, 10).processElement({ key: "b", v: 2 }, 20).processElement({ key: "a", v: 3 }, 999);
   h.processElement({ key: "a", v: 4 }, 1000).processElement({ key: "a", v: 5 }, -1); // next bucket; a negative timestamp's bucket is [-1000, 0)
@@ -35,9 +35,9 @@ test("local aggregation: one partial per (key, bucket), sent before the watermar
   h.processWatermark(500);
   assert.deepEqual(partials(h), [
     { k: "a", a: 4, n: 2, ts: 999 },
+    { k: "b", a: 2, n: 1, ts: 999 },
     { k: "a", a: 4, n: 1, ts: 1999 },
     { k: "a", a: 5, n: 1, ts: -1 },
-    { k: "b", a: 2, n: 1, ts: 999 },
     { type: "watermark", watermark: 500 },
   ]);
   h.clearOutput();
@@ -46,9 +46,9 @@ test("local aggregation: one partial per (key, bucket), sent before the watermar
   assert.deepEqual(partials(h), [{ k: "a", a: 7, n: 1, ts: 999 }, { type: "watermark", watermark: 600 }]);
 });
 
-test("a flush sends its partials key by key, each key's in the order its buckets came; with more than 16 buckets, bucket by bucket", () => {
-  for (const buckets of [4, 16, 17, 30]) {
-    const h = harness(1000, 10_000);
+test("in front of panes (byKey) a flush sends its partials key by key, each key's in the order its buckets came; with more than 16 buckets, or without byKey, bucket by bucket", () => {
+  for (const [buckets, byKey] of [[4, true], [16, true], [17, true], [30, true], [4, false]] as const) {
+    const h = harness(1000, 10_000, 0, byKey);
     // Elements of three keys, bucket after bucket, keys interleaved (c skips the even buckets).
     for (let b = 0; b < buckets; b++) {
       for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) h.processElement({ key, v: b }, b * 1000 + 5);
@@ -57,8 +57,8 @@ test("a flush sends its partials key by key, each key's in the order its buckets
     const sent = h.records().map((p) => `${String(p.k)}${p.a as number}`);
     const byBucket: string[] = [];
     for (let b = 0; b < buckets; b++) for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) byBucket.push(`${key}${b}`);
-    const byKey = ["a", "b", "c"].flatMap((key) => byBucket.filter((p) => p.startsWith(key)));
-    assert.deepEqual(sent, buckets <= 16 ? byKey : byBucket, `${buckets} buckets`);
+    const keyByKey = ["a", "b", "c"].flatMap((key) => byBucket.filter((p) => p.startsWith(key)));
+    assert.deepEqual(sent, byKey && buckets <= 16 ? keyByKey : byBucket, `${buckets} buckets, byKey ${String(byKey)}`);
   }
 });
 
