@@ -17,6 +17,9 @@
  *
  *   node -C eddy-source --import tsx bench/windows.ts [events=2000000] [rounds=3] [sliding60Events=events/4] [sessionEvents=events/2]
  *
+ * EDDY_BENCH_VARIANTS=sliding (any part of the variant names, comma-separated) runs only the
+ * variants whose name contains one of them.
+ *
  * The sliding 60 s / 1 s and session cases run on fewer events by default, to keep the default
  * run under ~3 minutes on two cores: sliding 60/1 emits about one window per event (each key
  * fires a window every second) and sessions are the slowest per event in Eddy. Rates are events
@@ -30,7 +33,8 @@
  * locally in front of the keyBy, runtime/windows/local-window-aggregation.ts) and with
  * `.localAggregation(false)` ("no-local"); "local gain" is the first's rate over the second's.
  * Each round runs the loop(s), then Eddy, so load drift hits
- * both alike.
+ * both alike. "cpu l/e" is the same ratio in CPU time (the process's, user + system: Eddy's run as
+ * a whole, the loop's), which a machine shared with other work disturbs less than wall time.
  */
 import { availableParallelism } from "node:os";
 import type { JobDefinition } from "eddy";
@@ -50,6 +54,7 @@ const ROUNDS = Number(process.argv[3] ?? 3);
 const SLIDING60_EVENTS = Number(process.argv[4] ?? Math.floor(EVENTS / 4));
 const SESSION_EVENTS = Number(process.argv[5] ?? Math.floor(EVENTS / 2));
 const KEYS = Number(process.env.EDDY_BENCH_KEYS ?? 1000);
+const ONLY = process.env.EDDY_BENCH_VARIANTS?.split(",").filter((s) => s !== "");
 process.env.EDDY_BENCH_KEYS = String(KEYS);
 
 const jobs = await import("./jobs/windows.ts");
@@ -261,6 +266,12 @@ function sessionLoop(events: number, gap: number): LoopResult {
   return { records, checksum, late };
 }
 
+/** CPU ms of the whole process (user + system) since `start`. */
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
 interface EddyResult extends SinkTally {
   readonly ms: number;
   readonly lateDropped: number;
@@ -296,12 +307,14 @@ interface Variant {
   readonly naive?: (events: number) => LoopResult;
 }
 
-const variants: Variant[] = [
+const allVariants: Variant[] = [
   { name: "tumbling 10 s", job: jobs.tumbling10s, events: EVENTS, loop: (n) => fixedWindowLoop(n, 10_000, 10_000) },
   { name: "sliding 10 s / 2 s", job: jobs.sliding10s2s, events: EVENTS, loop: (n) => paneWindowLoop(n, 10_000, 2_000), naive: (n) => fixedWindowLoop(n, 10_000, 2_000) },
   { name: "sliding 60 s / 1 s", job: jobs.sliding60s1s, events: SLIDING60_EVENTS, loop: (n) => paneWindowLoop(n, 60_000, 1_000), naive: (n) => fixedWindowLoop(n, 60_000, 1_000) },
   { name: `sessions (gap ${SESSION_GAP_MS / 1000} s)`, job: jobs.sessions, events: SESSION_EVENTS, loop: (n) => sessionLoop(n, SESSION_GAP_MS) },
 ];
+const variants = ONLY === undefined ? allVariants : allVariants.filter((v) => ONLY.some((part) => v.name.includes(part)));
+if (variants.length === 0) throw new Error(`EDDY_BENCH_VARIANTS=${process.env.EDDY_BENCH_VARIANTS}: no variant's name contains it`);
 
 console.log(
   `Eddy window bench: ${EVENTS.toLocaleString("en")} events (fewer, to bound the run time: sliding 60 s / 1 s ` +
@@ -309,18 +322,22 @@ console.log(
     `${KEYS} keys, 1 ms of event time per event, disorder ±49 ms, watermark bound ${OUT_OF_ORDERNESS_MS} ms; ` +
     `inline, parallelism 1; ${availableParallelism()} cores; median of ${ROUNDS}\n`,
 );
-const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
+const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"cpu l/e".padStart(7)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
 const rows: string[] = [];
 for (const v of variants) {
   const eddyMs: number[] = [];
   const noLocalMs: number[] = [];
   const loopMs: number[] = [];
+  const eddyCpuMs: number[] = [];
+  const loopCpuMs: number[] = [];
   const naiveMs: number[] = [];
   let outputs = 0;
   let operator = "?";
   for (let round = 0; round < ROUNDS; round++) {
     const started = performance.now();
+    const loopCpu = process.cpuUsage();
     const expected = v.loop(v.events);
+    loopCpuMs.push(cpuMsSince(loopCpu));
     loopMs.push(performance.now() - started);
     if (v.naive !== undefined) {
       const naiveStarted = performance.now();
@@ -328,7 +345,9 @@ for (const v of variants) {
       naiveMs.push(performance.now() - naiveStarted);
       if (naive.records !== expected.records || naive.checksum !== expected.checksum) throw new Error(`${v.name}: the naive loop and the pane loop disagree`);
     }
+    const eddyCpu = process.cpuUsage();
     const got = await runEddy(v.job, v.events, true);
+    eddyCpuMs.push(cpuMsSince(eddyCpu));
     eddyMs.push(got.ms);
     const withoutLocal = await runEddy(v.job, v.events, false);
     noLocalMs.push(withoutLocal.ms);
@@ -349,7 +368,7 @@ for (const v of variants) {
   const naiveRate = naiveMs.length === 0 ? Number.NaN : (v.events * 1000) / median(naiveMs);
   const naiveCols = naiveMs.length === 0 ? `${"".padStart(11)} ${"".padStart(10)}` : `${fmt(naiveRate).padStart(11)} ${(naiveRate / eddyRate).toFixed(1).padStart(9)}×`;
   const noLocalRate = (v.events * 1000) / median(noLocalMs);
-  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${naiveCols} ${fmt(noLocalRate).padStart(11)} ${(eddyRate / noLocalRate).toFixed(2).padStart(9)}×  ${operator}`;
+  const row = `${v.name.padEnd(22)} ${v.events.toLocaleString("en").padStart(11)} ${outputs.toLocaleString("en").padStart(11)} ${fmt(eddyRate).padStart(11)} ${fmt(loopRate).padStart(11)} ${(loopRate / eddyRate).toFixed(1).padStart(8)}× ${(median(eddyCpuMs) / median(loopCpuMs)).toFixed(1).padStart(6)}× ${naiveCols} ${fmt(noLocalRate).padStart(11)} ${(eddyRate / noLocalRate).toFixed(2).padStart(9)}×  ${operator}`;
   rows.push(row);
   console.error(`  done: ${row.trim()}`); // progress, in case a later variant is slow
 }

@@ -146,6 +146,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     if (bucket === undefined && !sessions) return undefined;
     const description = assigner.description;
     const noProcessingTime = { currentProcessingTime: (): number => Number.NaN }; // event time only
+    const paneSpec = this.#assigner.paneSpec?.();
     const local = localWindowAggregationOperator<T>({
       description,
       buckets:
@@ -155,10 +156,10 @@ export class WindowedStream<T, K extends Key, W extends Window> {
       keySelector: this.#input._keySelector,
       fold: panes,
       maxEntries: DEFAULT_LOCAL_AGGREGATION_ENTRIES,
+      byKey: paneSpec !== undefined,
     });
     const pre = this.#input._keyedAfterLocal<LocalPartial, Key>(`LocalAggregation(${description})`, local, partialKey);
     if (pre === undefined) return undefined;
-    const paneSpec = this.#assigner.paneSpec?.();
     const global =
       paneSpec !== undefined
         ? slidingPaneOperator<LocalPartial>({

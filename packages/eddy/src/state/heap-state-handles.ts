@@ -213,7 +213,8 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     }
     const created = fns.create(value);
     if (created === undefined) return false;
-    const cell = this.table.cellForWrite(this.ns, this.isVoid, undefined);
+    // Absent a moment ago, and `create` cannot reach the operator's state: no second lookup.
+    const cell = this.table.newCell(this.ns, this.isVoid, undefined);
     this.resized(cell, created);
     cell.value = created;
     return true;

@@ -48,8 +48,8 @@ export type InternalValueState<T> = ValueState<T> &
      * namespace order, into `namespaces[0..n)` and `values[0..n)` (what is past n is left as it
      * was: the arrays are the caller's scratch); returns n. The
      * current namespace is left as it was. For operators that own their values (as `accumulate`):
-     * the sliding pane operator reads a window's panes with it in one pass over the key's cells,
-     * instead of a namespace lookup per pane.
+     * the sliding pane operator reads a key's panes with it in one pass over the key's cells (those
+     * of the windows the key fires in one watermark advance), instead of a namespace lookup per pane.
      */
     valuesInRange(from: number, to: number, step: number, namespaces: number[], values: T[]): number;
   };

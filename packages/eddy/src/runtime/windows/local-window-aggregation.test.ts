@@ -17,9 +17,9 @@ interface Ev {
 
 const sum = { create: (e: Ev) => e.v, add: (acc: unknown, e: Ev) => (acc as number) + e.v, merge: (a: unknown, b: unknown) => (a as number) + (b as number) };
 
-function harness(width = 1000, maxEntries = 100, offset = 0): OperatorTestHarness<Ev, LocalPartial> {
+function harness(width = 1000, maxEntries = 100, offset = 0, byKey = false): OperatorTestHarness<Ev, LocalPartial> {
   return new OperatorTestHarness<Ev, LocalPartial>(
-    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", buckets: { kind: "buckets", width, offset }, keySelector: (e: Ev) => e.key, fold: sum, maxEntries }),
+    localWindowAggregationOperator<Ev>({ description: "TumblingEventTimeWindows(1000)", buckets: { kind: "buckets", width, offset }, keySelector: (e: Ev) => e.key, fold: sum, maxEntries, byKey }),
     undefined,
   ).open();
 }
@@ -44,6 +44,22 @@ test("local aggregation: one partial per (key, bucket), sent before the watermar
   h.processElement({ key: "a", v: 7 }, 10); // a new partial after the flush, not added to the sent one
   h.processWatermark(600);
   assert.deepEqual(partials(h), [{ k: "a", a: 7, n: 1, ts: 999 }, { type: "watermark", watermark: 600 }]);
+});
+
+test("in front of panes (byKey) a flush sends its partials key by key, each key's in the order its buckets came; with more than 16 buckets, or without byKey, bucket by bucket", () => {
+  for (const [buckets, byKey] of [[4, true], [16, true], [17, true], [30, true], [4, false]] as const) {
+    const h = harness(1000, 10_000, 0, byKey);
+    // Elements of three keys, bucket after bucket, keys interleaved (c skips the even buckets).
+    for (let b = 0; b < buckets; b++) {
+      for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) h.processElement({ key, v: b }, b * 1000 + 5);
+    }
+    h.processWatermark(0);
+    const sent = h.records().map((p) => `${String(p.k)}${p.a as number}`);
+    const byBucket: string[] = [];
+    for (let b = 0; b < buckets; b++) for (const key of ["a", "b", "c"]) if (key !== "c" || b % 2 === 1) byBucket.push(`${key}${b}`);
+    const keyByKey = ["a", "b", "c"].flatMap((key) => byBucket.filter((p) => p.startsWith(key)));
+    assert.deepEqual(sent, byKey && buckets <= 16 ? keyByKey : byBucket, `${buckets} buckets, byKey ${String(byKey)}`);
+  }
 });
 
 test("local aggregation: composite keys are one key by value; offsets shift the buckets", () => {

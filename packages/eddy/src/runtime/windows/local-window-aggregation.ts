@@ -13,7 +13,10 @@
  * windows (the union of intersecting intervals is one interval, so merging partial sessions gives
  * the sessions of all elements). The shuffle then carries one record
  * per (key, bucket) per flush instead of one per element, and the keyed side does one state
- * update per partial. Flink does this in SQL (local-global aggregation, with mini-batches); its
+ * update per partial. In front of sliding panes a flush of a few buckets sends key by key (a key's
+ * partials in the order its buckets came), so the pane operator updates one key's panes several
+ * times in a row, while they are in the CPU caches (tumbling windows, one partial per key and
+ * bucket, gain nothing from it: they keep bucket by bucket). Flink does this in SQL (local-global aggregation, with mini-batches); its
  * DataStream API has nothing like it.
  *
  * It holds nothing across a flush, so it has no state in checkpoints: it flushes
@@ -53,10 +56,24 @@ export interface LocalWindowAggregationSpec<IN> {
   readonly fold: Pick<PaneFunctions<IN>, "create" | "add" | "merge">;
   /** The partials held before a flush. */
   readonly maxEntries: number;
+  /**
+   * Buckets: a flush of up to MAX_GROUPED_BUCKETS buckets sends key by key, a key's partials in
+   * the order its buckets came (for sliding panes, whose keyed side then updates one key's panes in
+   * a row while they are in the CPU caches); otherwise bucket by bucket.
+   */
+  readonly byKey?: boolean;
 }
 
 /** Partials held at most before a flush, when the job does not say (WindowedStream.localAggregation). */
 export const DEFAULT_LOCAL_AGGREGATION_ENTRIES = 8192;
+
+/**
+ * Buckets a flush sends key by key at most (it looks each partial's key up in every later bucket);
+ * more are sent bucket by bucket. Sliding 10 s / 2 s in bench/windows.ts (1,000 keys): ~8 buckets
+ * a flush, 0.90-0.91x the CPU time with key by key; tumbling 10 s, the same flushes of one partial
+ * per key and bucket: 1.05x, so only panes ask for it.
+ */
+const MAX_GROUPED_BUCKETS = 16;
 
 export function localWindowAggregationOperator<IN>(spec: LocalWindowAggregationSpec<IN>) {
   return (ctx: OperatorContext, output: Output<LocalPartial>): OneInputOperator<IN> =>
@@ -171,6 +188,9 @@ class LocalBucketAggregation<IN> extends LocalAggregation<IN> {
   /** The bucket of the last element (most elements fall into the bucket of the one before). */
   #lastStart = Number.NaN;
   #last: Map<MapKey, LocalPartial> | undefined;
+  /** Scratch of `sendAll`: the buckets' starts and maps, in order. */
+  readonly #starts: number[] = [];
+  readonly #maps: (Map<MapKey, LocalPartial> | undefined)[] = [];
 
   constructor(spec: LocalWindowAggregationSpec<IN>, buckets: { width: number; offset: number }, ctx: OperatorContext, output: Output<LocalPartial>) {
     super(spec, ctx, output);
@@ -208,9 +228,34 @@ class LocalBucketAggregation<IN> extends LocalAggregation<IN> {
 
   protected sendAll(output: Output<LocalPartial>): void {
     const width = this.#width;
-    for (const [start, bucket] of this.#buckets) {
-      const timestamp = start + width - 1;
-      for (const partial of bucket.values()) output.collect(partial, timestamp);
+    const buckets = this.#buckets;
+    if (this.spec.byKey !== true || buckets.size > MAX_GROUPED_BUCKETS) {
+      for (const [start, bucket] of buckets) {
+        const timestamp = start + width - 1;
+        for (const partial of bucket.values()) output.collect(partial, timestamp);
+      }
+    } else {
+      // Key by key, a key's partials in the order of their buckets (see `byKey`).
+      const starts = this.#starts;
+      const maps = this.#maps;
+      let n = 0;
+      for (const [start, bucket] of buckets) {
+        starts[n] = start;
+        maps[n++] = bucket;
+      }
+      for (let b = 0; b < n; b++) {
+        for (const [mapKey, partial] of maps[b]!) {
+          output.collect(partial, starts[b]! + width - 1);
+          for (let later = b + 1; later < n; later++) {
+            const other = maps[later]!;
+            const next = other.get(mapKey);
+            if (next === undefined) continue;
+            output.collect(next, starts[later]! + width - 1);
+            other.delete(mapKey); // sent
+          }
+        }
+      }
+      maps.fill(undefined);
     }
     this.#buckets.clear();
     this.#last = undefined;

@@ -21,18 +21,29 @@
  * - with allowed lateness, cleanup timers (namespace = pane start) one past p + size - 1 +
  *   allowedLateness, the cleanup time of the last window that contains the pane; they delete the
  *   pane. Without allowed lateness no window fires again, so the final firing of the window
- *   starting at p deletes p instead: one timer per pane less. (Snapshots taken before this
- *   change may hold cleanup timers of such panes: they still delete the pane, or find it gone.)
+ *   starting at p deletes p instead (once the key's firings in that watermark advance are over):
+ *   one timer per pane less. (Snapshots taken before this change may hold cleanup timers of such
+ *   panes: they still delete the pane, or find it gone.)
  *
- * Pane accumulators are stored without copies (the operator owns them); a firing starts from a
- * copy of the first pane's accumulator before merging the others into it, so user merge/reduce
- * functions that mutate their first argument cannot corrupt stored panes.
+ * Firings read panes through a sweep (pane-sweep.ts): a key's panes read in one pass, windows
+ * merged from them in about three merges each, however many panes a window has. Event time runs
+ * ahead of the watermark, so one advance fires many windows per key, interleaved with other keys'
+ * (timers fire in time order, so windows are emitted in end order across keys, as before): the
+ * key's first firing in an advance opens its sweep with its panes up to the watermark, its later
+ * firings move it on, and the firing after which the key fires no more in this advance closes it,
+ * deleting then the panes its firings passed (without allowed lateness). No element arrives
+ * during an advance, so the panes do not change under a sweep. The sweeps hold at most
+ * MAX_SWEPT_PANES panes at once; past it a firing reads only its window's panes. A late element's
+ * firings share one sweep too.
+ *
+ * Pane accumulators are stored without copies (the operator owns them); a window's merge starts
+ * from copies (the sweep's ownership rules), so user merge/reduce functions that mutate their
+ * first argument cannot corrupt stored panes.
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
-import type { Key } from "../../core/key.ts";
+import { mapKeyOf, type Key, type MapKey } from "../../core/key.ts";
 import type { OutputTag } from "../../core/output-tag.ts";
 import { hasTimestamp } from "../../core/time.ts";
-import { copyValue } from "../../state/copy-value.ts";
 import { ValueStateDescriptor } from "../../state/descriptors.ts";
 import type { KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import type { Namespace } from "../../state/namespace.ts";
@@ -43,6 +54,7 @@ import type { AnyWindowFunction } from "./window-functions.ts";
 import { WindowFunctionRunner } from "./window-evaluation.ts";
 import { TimeWindow, windowStart } from "./windows.ts";
 import type { LocalPartial } from "./local-partial.ts";
+import { FIRST_PANE, LATER_PANES, PaneSweep } from "./pane-sweep.ts";
 
 /** How panes combine: `add` folds an element into a pane, `merge` combines two panes, `result` turns the merge into the output. */
 export interface PaneFunctions<IN> {
@@ -63,9 +75,17 @@ export interface SlidingPaneSpec<IN> {
   readonly windowFunction: AnyWindowFunction<unknown, unknown, Key, TimeWindow> | undefined;
   /** The elements are LocalPartials (local-window-aggregation.ts): a late one counts its elements. */
   readonly partials?: boolean;
+  /** Panes the sweeps of one watermark advance hold at most (default MAX_SWEPT_PANES; tests set it low). */
+  readonly maxSweptPanes?: number;
 }
 
 const FIRE: Namespace = "fire";
+
+/**
+ * Panes the sweeps of one watermark advance hold at most (plus one key's): ~24 bytes each, and
+ * the partial merges. Past it, a firing reads only its own window's panes (one sweep per firing).
+ */
+const MAX_SWEPT_PANES = 1 << 18;
 
 export function slidingPaneOperator<IN>(spec: SlidingPaneSpec<IN>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new SlidingPaneOperator(spec, ctx, output);
@@ -79,9 +99,16 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   readonly #keyed: KeyedStateAndTimers;
   readonly #backend: KeyedStateBackend;
   readonly #panes: InternalValueState<unknown>;
-  /** Scratch of `#fire`: the window's pane starts and accumulators. */
-  readonly #paneStarts: number[] = [];
-  readonly #paneAccs: unknown[] = [];
+  /**
+   * The keys firing during the current watermark advance, each with its panes read once (map
+   * identity → sweep; see the header). Empty outside `processWatermark`.
+   */
+  readonly #sweeps = new Map<MapKey, PaneSweep>();
+  /** Panes held by `#sweeps`. */
+  #sweptPanes = 0;
+  readonly #maxSweptPanes: number;
+  /** For one element's late firings, and firings past MAX_SWEPT_PANES: loaded, used, emptied. */
+  readonly #scratch: PaneSweep;
   readonly #function: WindowFunctionRunner<TimeWindow>;
   readonly #lateDropped;
   readonly #size: number;
@@ -97,12 +124,14 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#size = spec.size;
     this.#slide = spec.slide;
     this.#keySelector = requireKeySelector(ctx, 0);
-    this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, _key, _kg, namespace) => this.#onTimer(domain, timestamp, namespace));
+    this.#keyed = new KeyedStateAndTimers(ctx, (domain, timestamp, key, _kg, namespace) => this.#onTimer(domain, timestamp, key, namespace));
     this.#backend = this.#keyed.backend;
     this.#panes = this.#backend.getState(new ValueStateDescriptor<unknown>("window-panes", { copy: "none" }));
     // Panes have no per-window state, so a ProcessWindowFunction's windowState() is refused.
     this.#function = new WindowFunctionRunner<TimeWindow>(ctx, this.#keyed, output, spec.windowFunction, undefined);
     this.#lateDropped = ctx.counter(LATE_RECORDS_DROPPED);
+    this.#scratch = new PaneSweep(spec.panes.merge);
+    this.#maxSweptPanes = spec.maxSweptPanes ?? MAX_SWEPT_PANES;
   }
 
   open(): void {
@@ -136,11 +165,15 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       throw userFunctionError(this.#ctx, e);
     }
     // Windows containing the pane end at pane + slide - 1, ..., lastEnd. Those the watermark has
-    // passed (but not cleaned up) fire again now.
+    // passed (but not cleaned up) fire again now, from the key's panes read once.
     let end = pane + this.#slide - 1;
+    let sweep: PaneSweep | undefined;
     for (; end <= lastEnd && end <= watermark; end += this.#slide) {
-      if (end + lateness > watermark) this.#fire(end);
+      if (end + lateness <= watermark) continue;
+      sweep ??= this.#scratch.load(panes, end - this.#size + 1, Math.min(lastEnd, watermark), this.#slide);
+      this.#fire(end, sweep);
     }
+    sweep?.empty();
     // hot path: a pane that existed already has its timers: its cleanup timer (only its cleanup
     // deletes the pane), and a fire timer at the first window containing it that the watermark
     // has not passed (registered with the pane, then passed along the chain of firings).
@@ -162,7 +195,13 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   }
 
   processWatermark(watermark: number): void {
-    this.#keyed.timers.advanceWatermark(watermark);
+    try {
+      this.#keyed.timers.advanceWatermark(watermark);
+    } finally {
+      // Every key's firings ended within the advance (its last one closed its sweep) unless a
+      // user function threw.
+      if (this.#sweeps.size !== 0) this.#closeSweeps();
+    }
     this.#output.emitWatermark(watermark);
   }
 
@@ -180,27 +219,70 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     this.#function.close();
   }
 
-  #onTimer(domain: TimerDomain, timestamp: number, namespace: Namespace): void {
+  #onTimer(domain: TimerDomain, timestamp: number, key: Key, namespace: Namespace): void {
     if (domain !== "event") return;
     if (namespace === FIRE) {
-      const fired = this.#fire(timestamp);
+      // The key's firings in this advance run through one sweep over its panes, read at the first.
+      const mapKey = mapKeyOf(key);
+      const sweep = this.#sweeps.get(mapKey) ?? this.#openSweep(mapKey, timestamp);
+      const fired = this.#fire(timestamp, sweep);
       const first = timestamp - this.#size + 1;
       if (this.#spec.allowedLateness === 0 && (fired & FIRST_PANE) !== 0) {
-        // No later window contains the window's first pane, and this one never fires again.
-        this.#panes.setCurrentNamespace(first);
-        this.#panes.clear();
+        // No later window contains the window's first pane, and this one never fires again: it
+        // goes when the sweep closes.
+        sweep.passedPanes.push(first);
       }
       // Chain to the next window if it holds any pane: one of this window's but its first, or the
       // pane only the next window has.
       const next = timestamp + this.#slide;
-      if ((fired & LATER_PANES) !== 0 || this.#hasPane(timestamp + 1)) {
-        this.#keyed.timers.registerEventTimeTimer(this.#backend.getCurrentKey(), this.#backend.getCurrentKeyGroup(), FIRE, next);
+      const chained = (fired & LATER_PANES) !== 0 || (sweep.covers(timestamp + 1) ? sweep.holds(timestamp + 1) : this.#hasPane(timestamp + 1));
+      if (chained) {
+        this.#keyed.timers.registerEventTimeTimer(key, this.#backend.getCurrentKeyGroup(), FIRE, next);
       }
+      // The key fires again in this advance only at `next`; the scratch serves one firing.
+      if (!chained || next > this.#keyed.currentWatermark || sweep === this.#scratch) this.#closeSweep(mapKey, sweep);
       return;
     }
     // A pane's cleanup time: no window needs it any more.
     this.#panes.setCurrentNamespace(namespace);
     this.#panes.clear();
+  }
+
+  /**
+   * The sweep of the current key's firings in this advance, from the window ending at `end` on:
+   * its panes up to the watermark, read once. Past MAX_SWEPT_PANES, the scratch sweep with this
+   * window's panes only.
+   */
+  #openSweep(mapKey: MapKey, end: number): PaneSweep {
+    const from = end - this.#size + 1;
+    if (this.#sweptPanes >= this.#maxSweptPanes) return this.#scratch.load(this.#panes, from, end, this.#slide);
+    const sweep = new PaneSweep(this.#spec.panes.merge).load(this.#panes, from, this.#keyed.currentWatermark, this.#slide);
+    this.#sweeps.set(mapKey, sweep);
+    this.#sweptPanes += sweep.count;
+    return sweep;
+  }
+
+  /** The current key's firings in this advance are over: deletes its passed panes, drops its sweep. */
+  #closeSweep(mapKey: MapKey, sweep: PaneSweep): void {
+    const panes = this.#panes;
+    const passed = sweep.passedPanes;
+    for (let i = 0; i < passed.length; i++) {
+      panes.setCurrentNamespace(passed[i]!);
+      panes.clear();
+    }
+    if (sweep !== this.#scratch) {
+      this.#sweeps.delete(mapKey);
+      this.#sweptPanes -= sweep.count;
+    }
+    sweep.empty();
+  }
+
+  /** After a failed advance: drops every sweep (the job fails; nothing is deleted). */
+  #closeSweeps(): void {
+    for (const sweep of this.#sweeps.values()) sweep.empty();
+    this.#sweeps.clear();
+    this.#sweptPanes = 0;
+    this.#scratch.empty();
   }
 
   /** Whether the current key has pane `start`. */
@@ -210,27 +292,17 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   }
 
   /**
-   * Evaluates the window ending at `end` (inclusive) from its panes, if it has any. Returns which
-   * panes it found: FIRST_PANE (its first), LATER_PANES (any other), both or none (0).
+   * Evaluates the window ending at `end` (inclusive) from its panes in `sweep`, if it has any.
+   * Returns which panes it found: FIRST_PANE (its first), LATER_PANES (any other), both or none (0).
    */
-  #fire(end: number): number {
+  #fire(end: number, sweep: PaneSweep): number {
     const start = end - this.#size + 1;
-    const panes = this.#panes;
-    const fns = this.#spec.panes;
+    let found: number;
     let merged: unknown;
-    let found = 0;
     try {
-      // The window's panes (pane starts are start + i * slide) in one call, in start order.
-      const starts = this.#paneStarts;
-      const accs = this.#paneAccs;
-      const n = panes.valuesInRange(start, end, this.#slide, starts, accs);
-      for (let i = 0; i < n; i++) {
-        const acc = accs[i];
-        merged = i !== 0 ? fns.merge(merged, acc) : copyValue(acc);
-        found |= starts[i] === start ? FIRST_PANE : LATER_PANES;
-      }
+      found = sweep.moveTo(start, end);
       if (found === 0) return 0;
-      merged = fns.result(merged);
+      merged = this.#spec.panes.result(sweep.merged());
     } catch (e) {
       throw userFunctionError(this.#ctx, e);
     }
@@ -238,7 +310,3 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
     return found;
   }
 }
-
-/** What `#fire` found: the window's first pane, and any of its other panes. */
-const FIRST_PANE = 1;
-const LATER_PANES = 2;
