@@ -200,7 +200,14 @@ export class OperatorCheckpointing {
   snapshot(checkpointId: number, withKeyed = true, incremental = false): OperatorSnapshot {
     for (const action of this.#beforeBarrier) action();
     const operatorStates: OperatorStateSnapshot[] = [];
-    for (const [name, { mode, snapshot }] of this.#operatorStates) operatorStates.push({ name, mode, values: snapshot(checkpointId) });
+    for (const [name, { mode, snapshot }] of this.#operatorStates) {
+      const values = snapshot(checkpointId);
+      // Awaited by the asynchronous part, which may fail before it gets there (then nothing awaits
+      // it): handled here too, so a rejection (a sink's failed write) never crashes the thread as
+      // an unhandled one; the asynchronous part still sees it when it awaits.
+      if (!Array.isArray(values)) Promise.resolve(values).catch(() => {});
+      operatorStates.push({ name, mode, values });
+    }
     return { operatorId: this.operatorId, operatorName: this.operatorName, keyed: withKeyed ? this.#keyed?.({ incremental, checkpointId }) : undefined, operatorStates };
   }
 
