@@ -750,7 +750,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       this.#writeBackDone = false;
       this.#localLatest = localId;
       try {
-        this.#db; // (opened)
+        if (this.#state === undefined) this.#openFresh(); // no state registered yet: an empty store
         this.#log!.begin(localId, valid);
       } catch (e) {
         throw writeFailed(this.#dir, e);

@@ -150,7 +150,7 @@ export class UndoLog {
     let meta: LocalMeta;
     try {
       meta = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as LocalMeta;
-    } catch (e) {
+    } catch {
       return existsSync(join(dir, "meta.json")) ? "its record of itself does not parse" : "it records nothing of itself";
     }
     if (meta.version !== META_VERSION) return `it is of version ${String(meta.version)}`;
