@@ -172,7 +172,7 @@ try {
   log(`${updates.toLocaleString("en")} updates ${s(updateMs)} (${rate(updates, updateMs)}, random keys: mostly store reads); incremental checkpoint ${mb(delta.bytes)} in ${s(delta.ms)} (sync part ${deltaSyncMs.toFixed(1)} ms); ${phase()}`);
 
   // 4. local recovery: more changes after the checkpoint, a crash, the store rolled back
-  let local: { ms: number; records: number; verifyMs: number } | undefined;
+  let local: { ms: number; records: number; read: number; verifyMs: number } | undefined;
   if (LOCAL) {
     const after = 99_991;
     let first = -1;
@@ -197,8 +197,8 @@ try {
     back.setCurrentKey(first, kgOf(first));
     const v = back.getState(STATE).value();
     if (v?.id !== first || v.count < 0) throw new Error(`key ${first} after the rollback: ${JSON.stringify(v)?.slice(0, 80)}`);
-    local = { ms, records: outcome.records!, verifyMs };
-    log(`${updates.toLocaleString("en")} updates after the checkpoint, then the chain's files verified in ${s(verifyMs)} and local recovery in ${s(ms)} (${outcome.records!.toLocaleString("en")} records applied); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
+    local = { ms, records: outcome.records!, read: outcome.read!, verifyMs };
+    log(`${updates.toLocaleString("en")} updates after the checkpoint, then the chain's files verified in ${s(verifyMs)} and local recovery in ${s(ms)} (${outcome.read!.toLocaleString("en")} records read, ${outcome.records!.toLocaleString("en")} written); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
     back.dispose();
   } else backend.dispose();
 
@@ -238,7 +238,7 @@ try {
   );
   if (local !== undefined) {
     console.log(
-      `\nlocal recovery: the chain's files verified in ${s(local.verifyMs)}, the store rolled back to the incremental checkpoint in ${s(local.ms)} (${local.records.toLocaleString("en")} records applied): ${s(local.verifyMs + local.ms)} in all`,
+      `\nlocal recovery: the chain's files verified in ${s(local.verifyMs)}, the store rolled back to the incremental checkpoint in ${s(local.ms)} (${local.read.toLocaleString("en")} records read, ${local.records.toLocaleString("en")} written): ${s(local.verifyMs + local.ms)} in all`,
     );
   }
   console.log(`\nsync parts: full ${baseSyncMs.toFixed(1)} ms, incremental ${deltaSyncMs.toFixed(1)} ms; updates ${rate(updates, updateMs)}; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);

@@ -359,15 +359,15 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       this.#openFresh();
       return this.localRecovery;
     }
-    this.localRecovery = { used: true, records: outcome, ms };
+    this.localRecovery = { used: true, read: outcome.read, records: outcome.written, ms };
     this.#needBase = true;
     this.#storeOnlyRestored = false;
     this.#storeHolds = true;
     return this.localRecovery;
   }
 
-  /** The records applied rolling the store back to `checkpointId`, or why it cannot be. */
-  #rollBack(checkpointId: number, chain: readonly SharedFileRef[], states: readonly KeyedStateMeta[]): number | string {
+  /** The records read and written rolling the store back to `checkpointId`, or why it cannot be. */
+  #rollBack(checkpointId: number, chain: readonly SharedFileRef[], states: readonly KeyedStateMeta[]): { read: number; written: number } | string {
     let names: string[];
     try {
       names = readdirSync(this.#dir);

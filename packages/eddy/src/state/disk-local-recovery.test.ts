@@ -151,6 +151,22 @@ test("local recovery: a key changed before one snapshot and cached, unchanged an
   back.dispose();
 });
 
+test("local recovery: the rollback writes only the keys whose records differ from the checkpoint's (not those the write-back wrote and nothing changed since)", async () => {
+  const dir = join(root, `r${n++}`);
+  const b = disk(dir, 2);
+  apply(b, { kind: "set", key: 0, value: 10 });
+  apply(b, { kind: "set", key: 1, value: 11 });
+  const c1 = (await begin(b, 1).finish())!; // a-1 holds keys 0 and 1; the write-back writes them (b-1: their before-images, none)
+  apply(b, { kind: "set", key: 1, value: 21 }); // evicted dirty by keys 2 and 3 into the write batch: lost with the process
+  apply(b, { kind: "set", key: 2, value: 12 });
+  apply(b, { kind: "set", key: 3, value: 13 });
+  const back = disk(dir, 2);
+  assert.equal(back.restoreLocally(1, c1, [metaOf(count)])?.used, true, back.localRecovery?.reason);
+  assert.deepEqual(contents(back), ["count/0/=10", "count/1/=11"]);
+  assert.deepEqual([back.localRecovery!.read, back.localRecovery!.records], [4, 0], "read: two before-images, two a records; written: none, the store holds both already");
+  back.dispose();
+});
+
 test("local recovery: a snapshot taken before the previous write-back finished is not restored locally; the next one is again", async () => {
   const dir = join(root, `w${n++}`);
   const b = disk(dir, 2);

@@ -7,9 +7,9 @@
  * The store keeps, per snapshot it took (an *epoch*, named by its checkpoint id), two undo logs,
  * append-only files in `undo/` beside the LMDB file:
  * - `b-<id>`, before-images: every store write after the snapshot first appends the record the
- *   store held for the key (or none), in the write's transaction before it commits. Applied
- *   newest epoch first, each file from its end, down to checkpoint L, they turn the store as it is
- *   into the store as it was when L's snapshot was taken (the oldest before-image of each key wins).
+ *   store held for the key (or none), in the write's transaction before it commits. From the
+ *   newest epoch down to checkpoint L's, they turn the store as it is into the store as it was
+ *   when L's snapshot was taken (the oldest before-image of each key wins).
  * - `a-<id>`, the state at the snapshot of every key the store did not hold as the state had it
  *   then (the cache's dirty entries and the write batch): written by the snapshot's asynchronous
  *   part, before its checkpoint is acknowledged. Applied last, they turn the store as of the
@@ -290,61 +290,66 @@ export class UndoLog {
   }
 
   /**
-   * Rolls the store back to checkpoint `checkpointId` (whyNot must be undefined): the `b` logs of
-   * it and every later epoch, newest first and each from its end, then its `a` log; each epoch's
-   * logs are dropped once applied (in order, so a kill part-way leaves a store the same call
-   * finishes). Each log is applied in one transaction, its records sorted by key. Afterwards the
-   * store holds the state of the checkpoint and one epoch of it, empty. Returns the records written.
+   * Rolls the store back to checkpoint `checkpointId` (whyNot must be undefined). Each key's
+   * record as of the checkpoint is its `a` record if its `a` log has one, else its oldest
+   * before-image in the `b` logs of it and every later epoch (the first in a log is its oldest
+   * there, and an older epoch's wins over a newer's). Those records are written sorted by key in
+   * one transaction, skipping every key whose record the store already holds (a write-back
+   * wrote the key's `a` record and nothing changed it since: common, and a write saved is a page
+   * copied less). Then every later epoch and its logs go, and the checkpoint's epoch stays, with
+   * empty logs. A kill part-way leaves either the logs as they were (the transaction did not
+   * commit) or the store rolled back with logs that roll it back to the same records again.
+   * Returns the records read from the logs and the records written.
    */
-  rollBack(checkpointId: number): number {
+  rollBack(checkpointId: number): { read: number; written: number } {
     const epochs = this.#meta.epochs;
     const at = epochs.findIndex((e) => e.checkpointId === checkpointId);
     if (at < 0) throw new EddyError("INTERNAL", `no local epoch of checkpoint ${checkpointId}`);
     const target = epochs[at]!;
     this.#closeCurrent();
-    let written = 0;
-    /** Writes `records`: for a key given more than once, the record `last` says (the last or the first). */
-    const apply = (records: { key: Buffer; value: Buffer | undefined }[], last: boolean): void => {
-      const byKey = new Map<string, Buffer | undefined>();
-      for (const { key, value } of records) {
-        const name = key.toString("latin1");
-        if (last || !byKey.has(name)) byKey.set(name, value);
-      }
-      const names = [...byKey.keys()].sort();
-      this.#state.transactionSync(() => {
-        for (const name of names) {
-          const key = Buffer.from(name, "latin1");
-          const value = byKey.get(name);
-          if (value === undefined) this.#state.removeSync(key);
-          else this.#state.putSync(key, value);
-        }
-      });
-      written += names.length;
-    };
+    const records = new Map<string, Buffer | undefined>();
+    let read = 0;
     for (let i = epochs.length - 1; i >= at; i--) {
-      const id = epochs[i]!.checkpointId;
-      const path = this.#path("b", id);
-      // Its first write's before-image of each key is the record as of the snapshot.
-      if (existsSync(path)) apply(readLog(path, true), false);
-      if (i > at) {
-        epochs.splice(i, 1);
-        this.#writeMeta();
-        rmSync(this.#path("a", id), { force: true });
+      const path = this.#path("b", epochs[i]!.checkpointId);
+      if (!existsSync(path)) continue;
+      const seen = new Set<string>();
+      for (const { key, value } of readLog(path, true)) {
+        read++;
+        const name = key.toString("latin1");
+        if (seen.has(name)) continue;
+        seen.add(name);
+        records.set(name, value);
       }
-      rmSync(path, { force: true });
     }
     const atPath = this.#path("a", checkpointId);
-    if (existsSync(atPath)) apply(readLog(atPath, false), true);
-    const older = epochs.slice(0, at);
-    epochs.splice(0, epochs.length, target);
+    if (existsSync(atPath)) {
+      for (const { key, value } of readLog(atPath, false)) {
+        read++;
+        records.set(key.toString("latin1"), value);
+      }
+    }
+    let written = 0;
+    const names = [...records.keys()].sort();
+    const state = this.#state;
+    state.transactionSync(() => {
+      for (const name of names) {
+        const key = Buffer.from(name, "latin1");
+        const value = records.get(name);
+        const held = state.getBinary(key);
+        if (value === undefined ? held === undefined : held !== undefined && value.equals(held)) continue;
+        if (value === undefined) state.removeSync(key);
+        else state.putSync(key, value);
+        written++;
+      }
+    });
+    const gone = epochs.splice(0, epochs.length, target).filter((e) => e !== target);
     this.#writeMeta();
-    rmSync(atPath, { force: true });
-    for (const { checkpointId: id } of older) {
+    for (const { checkpointId: id } of [...gone, target]) {
       rmSync(this.#path("a", id), { force: true });
       rmSync(this.#path("b", id), { force: true });
     }
     this.#current = { epoch: target, fd: openSync(this.#path("b", checkpointId), "w") };
-    return written;
+    return { read, written };
   }
 
   /** Closes the current log (the store closes). */

@@ -178,7 +178,9 @@ export interface LocalRestoreOutcome {
   readonly used: boolean;
   /** Why not, when not used. */
   readonly reason?: string;
-  /** Records the backend applied, when used. */
+  /** Records the backend read from what it kept, when used. */
+  readonly read?: number;
+  /** Records it wrote to come back to the checkpoint, when used. */
   readonly records?: number;
   /** Time taken (ms). */
   readonly ms: number;

@@ -200,7 +200,7 @@ export class KeyedStateAndTimers {
     const outcome = local === undefined ? undefined : this.backend.restoreLocally?.(local.checkpointId, local.chain, restored.states);
     if (outcome !== undefined) {
       const fields = { operator: this.#ctx.operatorName, subtask: this.#ctx.subtaskIndex, checkpointId: local!.checkpointId, ms: Math.round(outcome.ms) };
-      if (outcome.used) this.#ctx.logger.info("keyed state restored from the local store", { ...fields, records: outcome.records });
+      if (outcome.used) this.#ctx.logger.info("keyed state restored from the local store", { ...fields, read: outcome.read, written: outcome.records });
       else this.#ctx.logger.info(`keyed state restored from the checkpoint's files: ${outcome.reason ?? "local recovery not possible"}`, fields);
     }
     if (local !== undefined && outcome?.used === true) {
