@@ -19,7 +19,7 @@
  *      directory rolls the store back to the incremental checkpoint (restoreLocally), as a job
  *      restarted on this machine does; a key changed after the checkpoint is checked to read as
  *      it was;
- *   5. (unless `--no-rebuild`) restore: both files read back and verified, every key group's cells decoded from the chain
+ *   5. (unless `--no-rebuild`) restore: both files opened by their index, every key group's cells decoded from the chain
  *      and restored into a fresh disk backend (its LMDB store rebuilt), as a job's restore does
  *      without local recovery.
  *
@@ -184,10 +184,10 @@ try {
       if (i % 10_000 === 0) sample();
     }
     // The process dies here: the backend is dropped unflushed (its cache and write batch are lost).
-    // A job's restore reads and verifies the chain's files first (executor/checkpoint-restore.ts:
+    // A job's restore opens the chain's files by their index first (executor/checkpoint-restore.ts:
     // the timers are in them), then the backend rolls its store back.
     t = performance.now();
-    for (const ref of chain) await storage.openSharedFile(ref);
+    for (const ref of chain) await storage.openSharedFile(ref, "index");
     const verifyMs = performance.now() - t;
     t = performance.now();
     const back = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock: new ManualClock(0), storeDir: join(home, "store"), cacheSize: CACHE, cacheBytes: CACHE_BYTES, incremental: true, localRecovery: true });
@@ -198,7 +198,7 @@ try {
     const v = back.getState(STATE).value();
     if (v?.id !== first || v.count < 0) throw new Error(`key ${first} after the rollback: ${JSON.stringify(v)?.slice(0, 80)}`);
     local = { ms, records: outcome.records!, read: outcome.read!, verifyMs };
-    log(`${updates.toLocaleString("en")} updates after the checkpoint, then the chain's files verified in ${s(verifyMs)} and local recovery in ${s(ms)} (${outcome.read!.toLocaleString("en")} records read, ${outcome.records!.toLocaleString("en")} written); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
+    log(`${updates.toLocaleString("en")} updates after the checkpoint, then the chain's files opened in ${s(verifyMs)} and local recovery in ${s(ms)} (${outcome.read!.toLocaleString("en")} records read, ${outcome.records!.toLocaleString("en")} written); store ${gb(dirBytes(join(home, "store")))}; ${phase()}`);
     back.dispose();
   } else backend.dispose();
 
@@ -206,9 +206,9 @@ try {
   let restoreMs: number | undefined;
   if (!values["no-rebuild"]) {
     t = performance.now();
-    // Verified in one pass each (SHA-256, CRCs); sections read one at a time as key groups are restored.
+    // As a job's restore opens them: by their index; sections read one at a time as key groups are restored, each checked by its CRC.
     const files: StreamedSnapshotFile[] = [];
-    for (const ref of chain) files.push(await storage.openSharedFile(ref));
+    for (const ref of chain) files.push(await storage.openSharedFile(ref, "index"));
     const readMs = performance.now() - t;
     sample();
     const meta = new Map(states.map((m) => [m.name, m]));
@@ -238,7 +238,7 @@ try {
   );
   if (local !== undefined) {
     console.log(
-      `\nlocal recovery: the chain's files verified in ${s(local.verifyMs)}, the store rolled back to the incremental checkpoint in ${s(local.ms)} (${local.read.toLocaleString("en")} records read, ${local.records.toLocaleString("en")} written): ${s(local.verifyMs + local.ms)} in all`,
+      `\nlocal recovery: the chain's files opened in ${s(local.verifyMs)}, the store rolled back to the incremental checkpoint in ${s(local.ms)} (${local.read.toLocaleString("en")} records read, ${local.records.toLocaleString("en")} written): ${s(local.verifyMs + local.ms)} in all`,
     );
   }
   console.log(`\nsync parts: full ${baseSyncMs.toFixed(1)} ms, incremental ${deltaSyncMs.toFixed(1)} ms; updates ${rate(updates, updateMs)}; load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);

@@ -12,13 +12,16 @@ import { link, mkdir, open, readdir, rename, rm, stat, type FileHandle } from "n
 import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
 import { EddyError } from "../core/errors.ts";
-import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile } from "./format/container.ts";
-import { MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile, StreamedSnapshotFile } from "./untrusted-file.ts";
+import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile, streamedIndexOf } from "./format/container.ts";
+import { forgetVerified, MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile, rememberVerified, StreamedSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
 /** Where savepoints go unless the run or the request says otherwise. */
 export const DEFAULT_SAVEPOINT_DIR = "./.eddy/savepoints";
+
+/** How much of a shared file its opening reads and checks (CheckpointStorage.openSharedFile). */
+export type SharedFileVerification = "whole" | "index";
 
 /** A file of a checkpoint as the manifest lists it. */
 export interface FileRef {
@@ -27,6 +30,12 @@ export interface FileRef {
   readonly size: number;
   /** SHA-256 of the whole file, hex (fileChecksum says why not a CRC). */
   readonly sha256: string;
+  /**
+   * Shared files (version 2) since 2026-12: SHA-256 of the file's index, its header and trailer
+   * (the last bytes, from the header on), hex: a restore that reads only some sections opens the
+   * file by it (`openSharedFile(ref, "index")`) and checks each section by its CRC.
+   */
+  readonly indexSha256?: string;
 }
 
 /**
@@ -68,10 +77,13 @@ export interface CheckpointStorage {
    */
   writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileRef>;
   /**
-   * A shared file, verified against the ref's size and SHA-256 and its CRCs (CHECKPOINT_MISSING,
-   * CHECKPOINT_CORRUPT) in one pass of bounded memory; its sections are then read one at a time.
+   * A shared file, verified (CHECKPOINT_MISSING, CHECKPOINT_CORRUPT); its sections are then read
+   * one at a time, each checked by its CRC. `whole` (the default): against the ref's size and
+   * SHA-256 and the file's CRC, in one pass of bounded memory. `index`: only its size and the
+   * SHA-256 of its index (FileRef.indexSha256) — for a restore that reads some sections, each
+   * checked as it is read — or whole when the ref has no index checksum.
    */
-  openSharedFile(ref: FileRef): Promise<StreamedSnapshotFile>;
+  openSharedFile(ref: FileRef, verify?: SharedFileVerification): Promise<StreamedSnapshotFile>;
   /** Deletes a shared file; idempotent. */
   deleteSharedFile(fileName: string): Promise<void>;
   /** Names of the shared files there are (temporary files of writes in progress left out). */
@@ -209,8 +221,10 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     const path = join(this.#sharedDir, fileName);
     await mkdir(this.#sharedDir, { recursive: true });
     try {
-      const { size, sha256 } = await writeStreamDurably(path, chunks);
-      return { name: fileName, size, sha256 };
+      const { size, sha256, last } = await writeStreamDurably(path, chunks);
+      rememberVerified(path, sha256, await stat(path));
+      const index = last === undefined ? undefined : streamedIndexOf(last);
+      return { name: fileName, size, sha256, ...(index === undefined ? {} : { indexSha256: fileChecksum(index) }) };
     } catch (e) {
       // A part written is nobody's (the name is unique); one that existed already is not ours to remove.
       if (errorCode(e) !== "EEXIST") await rm(path, { force: true });
@@ -218,12 +232,13 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     }
   }
 
-  openSharedFile(ref: FileRef): Promise<StreamedSnapshotFile> {
-    return openSharedFileIn(this.#sharedDir, ref);
+  openSharedFile(ref: FileRef, verify: SharedFileVerification = "whole"): Promise<StreamedSnapshotFile> {
+    return openSharedFileIn(this.#sharedDir, ref, verify);
   }
 
   async deleteSharedFile(fileName: string): Promise<void> {
     checkName(fileName, "shared checkpoint file name", "internal");
+    forgetVerified(join(this.#sharedDir, fileName));
     await rm(join(this.#sharedDir, fileName), { force: true });
   }
 
@@ -267,10 +282,10 @@ export async function readFileIn(dir: string, ref: FileRef): Promise<Uint8Array>
 }
 
 /** Shared file `ref` of the directory `dir`, verified and read section by section (StreamedSnapshotFile). */
-export function openSharedFileIn(dir: string, ref: FileRef): Promise<StreamedSnapshotFile> {
+export function openSharedFileIn(dir: string, ref: FileRef, verify: SharedFileVerification = "whole"): Promise<StreamedSnapshotFile> {
   checkName(ref.name, "snapshot file name", "external");
   const path = join(dir, ref.name);
-  return StreamedSnapshotFile.open(path, ref, `snapshot file '${path}' is missing`, ref.name);
+  return StreamedSnapshotFile.open(path, ref, `snapshot file '${path}' is missing`, ref.name, verify);
 }
 
 /**
@@ -282,9 +297,9 @@ export function snapshotDirectoryReader(dir: string): Pick<CheckpointStorage, "r
   const isCheckpoint = CHECKPOINT_DIR.test(basename(dir));
   return {
     readFile: (_checkpointId, ref) => readFileIn(dir, ref),
-    openSharedFile: (ref) =>
+    openSharedFile: (ref, verify) =>
       isCheckpoint
-        ? openSharedFileIn(join(dirname(dir), SHARED_DIR), ref)
+        ? openSharedFileIn(join(dirname(dir), SHARED_DIR), ref, verify)
         : Promise.reject(checkpointCorrupt(`the snapshot in '${dir}' lists shared file '${ref.name}', but a savepoint is self-contained (only checkpoints are incremental)`)),
   };
 }
@@ -518,13 +533,14 @@ const STREAM_WRITE_BYTES = 8 * 1024 * 1024;
 
 /**
  * Writes `chunks` as the new file `path` as they come, in writev calls of about STREAM_WRITE_BYTES,
- * and syncs it; its size and SHA-256, computed on the way. No size bound: the file is never held
- * whole, only the chunks of one writev.
+ * and syncs it; its size and SHA-256, computed on the way, and its last chunk. No size bound: the
+ * file is never held whole, only the chunks of one writev.
  */
-async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string }> {
+async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string; last: Uint8Array | undefined }> {
   const handle = await open(path, "wx");
   const hash = createHash("sha256");
   let size = 0;
+  let last: Uint8Array | undefined;
   try {
     let batch: Uint8Array[] = [];
     let batchBytes = 0;
@@ -532,6 +548,7 @@ async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array
       if (chunk.length === 0) continue;
       hash.update(chunk);
       size += chunk.length;
+      last = chunk;
       batch.push(chunk);
       batchBytes += chunk.length;
       if (batchBytes >= STREAM_WRITE_BYTES || batch.length >= WRITEV_CHUNKS) {
@@ -545,7 +562,7 @@ async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array
   } finally {
     await handle.close();
   }
-  return { size, sha256: hash.digest("hex") };
+  return { size, sha256: hash.digest("hex"), last };
 }
 
 /** Makes the directory's entries durable; Windows cannot open a directory, and needs none. */

@@ -7,7 +7,7 @@
  * a shared file of ~0.5 MB: eight times the bound. A damaged file is still CHECKPOINT_CORRUPT.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
+import { closeSync, fstatSync, futimesSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,6 +30,16 @@ const RANGE = { start: 0, end: 15 };
 const KEYS = 2_000;
 const state = new ValueStateDescriptor<{ id: number; pad: string }>("state");
 const storage = new LocalCheckpointStorage({ rootDir: root, jobId: "job" });
+
+/**
+ * Replaces the file at `path` by `bytes` as a new file (another inode): this process remembers the
+ * files it wrote or verified (untrusted-file.ts, verifiedFiles), and a change in place within the
+ * kernel's file-time tick would look unchanged to it.
+ */
+function replaceFile(path: string, bytes: Uint8Array): void {
+  writeFileSync(`${path}.new`, bytes);
+  renameSync(`${path}.new`, path);
+}
 
 const hasCode = (code: string, message: RegExp) => (e: unknown) => {
   assert.equal((e as { code?: string }).code, code, String(e));
@@ -97,16 +107,16 @@ test("a damaged streamed shared file is CHECKPOINT_CORRUPT: a wrong hash, a flip
   const sha = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
   const flipped = Buffer.from(good);
   flipped[Math.floor(good.length / 2)]! ^= 0x04;
-  writeFileSync(path, flipped);
+  replaceFile(path, flipped);
   await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/));
   // The same damage under a ref that matches it: the whole-file CRC catches it.
   await assert.rejects(storage.openSharedFile({ ...ref, sha256: sha(flipped) }), hasCode("CHECKPOINT_CORRUPT", new RegExp(`'${ref.name}' checksum mismatch: stored 0x`)));
-  writeFileSync(path, good);
+  replaceFile(path, good);
   truncateSync(path, good.length - 100);
   await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /is truncated: \d+ bytes, the manifest lists/));
-  writeFileSync(path, good);
+  replaceFile(path, good);
   const file = await storage.openSharedFile(ref);
-  writeFileSync(path, flipped); // changed after it was verified
+  replaceFile(path, flipped); // changed after it was verified
   const damaged = [...Array(16).keys()].map((kg) => {
     try {
       file.section(SHARED_KEYED_SECTION, kg);
@@ -118,4 +128,59 @@ test("a damaged streamed shared file is CHECKPOINT_CORRUPT: a wrong hash, a flip
   const errors = damaged.filter((e) => e !== undefined);
   assert.equal(errors.length, 1, "exactly the section holding the flipped byte");
   assert.ok(hasCode("CHECKPOINT_CORRUPT", /section 'keyed' \(key group \d+\) checksum mismatch/)(errors[0]));
+});
+
+test("a shared file opened by its index reads only its header and trailer: the index's SHA-256 is the ref's, each section read is checked by its CRC, a damaged index or a wrong ref is CHECKPOINT_CORRUPT", async () => {
+  const { ref } = await writeBase("task-0-0-0-base-3-cc.kgs");
+  const path = join(root, "job", "shared", ref.name);
+  const good = readFileSync(path);
+  const sha = (b: Uint8Array): string => createHash("sha256").update(b).digest("hex");
+  const headerLength = good.readUInt32LE(good.length - 12);
+  assert.equal(ref.indexSha256, sha(good.subarray(good.length - 12 - headerLength)), "the ref records the SHA-256 of the header and trailer");
+  // A body byte flipped: the index opens (the body is not read), the section holding it is refused.
+  const flipped = Buffer.from(good);
+  flipped[100]! ^= 0x04;
+  replaceFile(path, flipped);
+  const file = await storage.openSharedFile(ref, "index");
+  const failures = [...Array(16).keys()].filter((kg) => {
+    try {
+      file.section(SHARED_KEYED_SECTION, kg);
+      return false;
+    } catch (e) {
+      return hasCode("CHECKPOINT_CORRUPT", /section 'keyed' \(key group \d+\) checksum mismatch/)(e);
+    }
+  });
+  assert.deepEqual(failures, [0], "the first section, which holds byte 100, and only it");
+  // The same file opened whole: refused before any section is read.
+  await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/));
+  // A byte of the header changed (a section's key group renamed would lose it silently): refused.
+  const header = Buffer.from(good);
+  const at = header.lastIndexOf('"keyGroup":1');
+  header[at + '"keyGroup":'.length] = "9".charCodeAt(0);
+  replaceFile(path, header);
+  await assert.rejects(storage.openSharedFile(ref, "index"), hasCode("CHECKPOINT_CORRUPT", /index checksum mismatch: the manifest says sha256/));
+  replaceFile(path, good);
+  await assert.rejects(storage.openSharedFile({ ...ref, indexSha256: sha(Buffer.from("another")) }, "index"), hasCode("CHECKPOINT_CORRUPT", /index checksum mismatch/));
+  truncateSync(path, good.length - 1);
+  await assert.rejects(storage.openSharedFile(ref, "index"), hasCode("CHECKPOINT_CORRUPT", /is truncated: \d+ bytes, the manifest lists/));
+  // A ref without an index checksum (written before there was one) is verified whole.
+  replaceFile(path, flipped);
+  const { indexSha256: _, ...older } = ref;
+  await assert.rejects(storage.openSharedFile(older, "index"), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/));
+});
+
+test("a shared file this process wrote, unchanged, is verified without reading its body again; a section failing its CRC makes the next verification read it whole (a damaged file fails one attempt, not every one)", async () => {
+  const { ref } = await writeBase("task-0-0-0-base-4-dd.kgs");
+  const path = join(root, "job", "shared", ref.name);
+  // A byte of the body damaged in place, the file's times put back: to this process it looks as it wrote it.
+  const fd = openSync(path, "r+");
+  const before = fstatSync(fd);
+  writeSync(fd, Buffer.from([0xff]), 0, 1, 100);
+  futimesSync(fd, before.atime, (Math.trunc(before.mtimeMs) + 0.5) / 1000); // the same millisecond (mid-way: no float rounding out of it)
+  closeSync(fd);
+  const file = await storage.openSharedFile(ref); // whole, but known: only the header is read
+  assert.throws(() => file.section(SHARED_KEYED_SECTION, 0), hasCode("CHECKPOINT_CORRUPT", /section 'keyed' \(key group 0\) checksum mismatch/));
+  // The failure forgot the file: verified whole now, and refused.
+  await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/));
+  await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/), "and stays refused");
 });

@@ -22,7 +22,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type St
 import { open, type FileHandle } from "node:fs/promises";
 import { EddyError } from "../core/errors.ts";
 import { crc32 } from "node:zlib";
-import { checkpointCorrupt, checkSection, hex32, parseHeader, readHeaderLayout, sectionKey, type SectionEntry, type SectionSource } from "./format/container.ts";
+import { checkpointCorrupt, checkSection, hex32, MAX_HEADER_BYTES, parseHeader, readHeaderLayout, sectionKey, type SectionEntry, type SectionSource } from "./format/container.ts";
 
 /**
  * The largest task file read: 2 GiB − 1 byte, the largest Node's readFile took before, so every
@@ -62,6 +62,8 @@ export interface ExpectedFile {
   readonly size: number;
   /** Hex. */
   readonly sha256: string;
+  /** Hex: of a streamed file's index (FileRef.indexSha256). */
+  readonly indexSha256?: string;
 }
 
 /**
@@ -124,7 +126,11 @@ async function openExpected(path: string, label: string, missing: string): Promi
 
 /** The open file's size: a regular file of exactly the manifest's size, else CHECKPOINT_CORRUPT. */
 async function expectedSize(handle: FileHandle, expected: ExpectedFile, label: string): Promise<number> {
-  const size = regularFileSize(await handle.stat(), label);
+  return sizeAsExpected(await handle.stat(), expected, label);
+}
+
+function sizeAsExpected(stats: Stats, expected: ExpectedFile, label: string): number {
+  const size = regularFileSize(stats, label);
   if (size !== expected.size) {
     const fault = size < expected.size ? "is truncated" : "is too long";
     throw checkpointCorrupt(`${label} ${fault}: ${size} bytes, the manifest lists ${expected.size}`);
@@ -147,6 +153,10 @@ async function readHashing(handle: FileHandle, size: number, label: string, into
     at += bytesRead;
   }
   return hash.digest("hex");
+}
+
+function fileChecksumOf(bytes: Uint8Array): string {
+  return createHash("sha256").update(bytes).digest("hex");
 }
 
 function checkSha256(computed: string, expected: ExpectedFile, label: string): void {
@@ -195,11 +205,39 @@ function shrank(label: string, at: number, size: number): EddyError {
 }
 
 /**
+ * Shared files this process verified whole, or wrote (rememberVerified: their SHA-256 is of the
+ * bytes it wrote), by path, with what identified them then. A whole verification of such a file
+ * still the same (the ref's size and SHA-256; the same device, inode, size and modification
+ * time to the millisecond — the kernel's clock for file times is coarser) reads only its header: an attempt restarting after a worker failed
+ * (findLatestRestorable) does not read gigabytes of state it wrote a minute ago. Each section is
+ * still checked by its CRC as it is read, and one that fails forgets its file, so the next
+ * verification reads it whole and skips its checkpoint: a damaged file fails one attempt, never
+ * every attempt. A file deleted through the storage is forgotten.
+ */
+const verifiedFiles = new Map<string, { readonly sha256: string; readonly dev: number; readonly ino: number; readonly size: number; readonly mtimeMs: number }>();
+
+/** Records that the file at `path`, as `stats` shows it, has SHA-256 `sha256` (verified, or written by this process). */
+export function rememberVerified(path: string, sha256: string, stats: Stats): void {
+  verifiedFiles.set(path, { sha256, dev: stats.dev, ino: stats.ino, size: stats.size, mtimeMs: Math.trunc(stats.mtimeMs) });
+}
+
+export function forgetVerified(path: string): void {
+  verifiedFiles.delete(path);
+}
+
+function knownVerified(path: string, expected: ExpectedFile, stats: Stats): boolean {
+  const known = verifiedFiles.get(path);
+  return known !== undefined && known.sha256 === expected.sha256 && known.size === expected.size && known.dev === stats.dev && known.ino === stats.ino && known.size === stats.size && known.mtimeMs === Math.trunc(stats.mtimeMs);
+}
+
+/**
  * A shared file of an incremental checkpoint, verified and then read section by section: never
  * held in memory whole, so its size is not bounded by MAX_SNAPSHOT_FILE_BYTES (a section is, as
  * it is read whole). `open` checks it as `readSnapshotFile` does (a regular file, not a link, of
  * the manifest's size) and reads it once in chunks, computing its SHA-256 and its whole-file
- * CRC-32 and keeping only its header; `section` then reads one section by its offset, checking
+ * CRC-32 and keeping only its header — or, opened by its index (`verify` "index", for a restore
+ * that reads only some sections), reads only the header and trailer and checks their SHA-256
+ * against the manifest's indexSha256; `section` then reads one section by its offset, checking
  * that the file is still a regular file of that size, and verifies the section's own CRC. A file
  * changed between the two is caught by that CRC (a section's bytes are never used unchecked).
  */
@@ -222,18 +260,38 @@ export class StreamedSnapshotFile implements SectionSource {
     this.#index = new Map(entries.map((e) => [sectionKey(e.name, e.keyGroup), e]));
   }
 
-  /** Opens and verifies the file at `path` (see the class comment); `fileName` names it in errors. */
-  static async open(path: string, expected: ExpectedFile, missing: string, fileName = path): Promise<StreamedSnapshotFile> {
+  /**
+   * Opens and verifies the file at `path` (see the class comment); `fileName` names it in errors.
+   * `index` (when `expected` has an indexSha256): only the index is read and checked, not the body.
+   */
+  static async open(path: string, expected: ExpectedFile, missing: string, fileName = path, verify: "whole" | "index" = "whole"): Promise<StreamedSnapshotFile> {
     const label = `snapshot file '${path}'`;
     const fail = (what: string): EddyError => checkpointCorrupt(`checkpoint file '${fileName}' ${what}`);
     const handle = await openExpected(path, label, missing);
     try {
-      const size = await expectedSize(handle, expected, label);
+      const stats = await handle.stat();
+      const size = sizeAsExpected(stats, expected, label);
       const head = new Uint8Array(Math.min(16, size));
       const tail = new Uint8Array(Math.min(12, size));
       await readFully(handle, head, 0, label, size);
       await readFully(handle, tail, size - tail.length, label, size);
       const layout = readHeaderLayout(size, head, tail, fail);
+      if (verify === "index" && expected.indexSha256 !== undefined) {
+        if (layout.version !== 2) throw fail(`is of version ${layout.version}, but its manifest entry has an index checksum (only streamed files, version 2, have one)`);
+        if (layout.headerLength > MAX_HEADER_BYTES) throw fail(`has a header of ${layout.headerLength} bytes, more than the ${MAX_HEADER_BYTES} a header may have`);
+        const index = new Uint8Array(size - layout.headerStart);
+        await readFully(handle, index, layout.headerStart, label, size);
+        const computed = fileChecksumOf(index);
+        if (computed !== expected.indexSha256) throw checkpointCorrupt(`${label} index checksum mismatch: the manifest says sha256 ${expected.indexSha256}, the file's index has ${computed}`);
+        const { kind, meta, entries } = parseHeader(index.subarray(0, layout.headerLength), layout.bodyLength, fail);
+        return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
+      }
+      if (knownVerified(path, expected, stats)) {
+        const header = new Uint8Array(layout.headerLength);
+        await readFully(handle, header, layout.headerStart, label, size);
+        const { kind, meta, entries } = parseHeader(header, layout.bodyLength, fail);
+        return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
+      }
       // One pass: SHA-256 of everything, CRC-32 up to the stored one, and the header's bytes kept.
       const header = new Uint8Array(layout.headerLength);
       const hash = createHash("sha256");
@@ -254,6 +312,7 @@ export class StreamedSnapshotFile implements SectionSource {
       const stored = new DataView(tail.buffer).getUint32(tail.length - 8, true);
       if (stored !== crc >>> 0) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(crc >>> 0)}`);
       const { kind, meta, entries } = parseHeader(header, layout.bodyLength, fail);
+      rememberVerified(path, expected.sha256, stats);
       return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
     } finally {
       await handle.close();
@@ -280,7 +339,12 @@ export class StreamedSnapshotFile implements SectionSource {
         if (read === 0) throw shrank(label, start + at, size);
         at += read;
       }
-      return checkSection(this.fileName, entry, bytes);
+      try {
+        return checkSection(this.fileName, entry, bytes);
+      } catch (e) {
+        forgetVerified(this.#path);
+        throw e;
+      }
     } finally {
       closeSync(fd);
     }

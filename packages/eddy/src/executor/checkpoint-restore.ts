@@ -88,11 +88,13 @@ export class CheckpointRestore {
         files.set(ref.name, SnapshotFile.parse(bytes, { fileName: ref.name, expectKind: "task" }));
       }),
     );
-    // Verified in one pass each (SHA-256, CRCs), then read a section at a time as key groups are restored.
+    // Opened by their index (its SHA-256 in the ref), then read a section at a time as key groups
+    // are restored, each section checked by its CRC: a state restored locally reads only its
+    // timers, not gigabytes of state. (Files without an index checksum are verified whole first.)
     const shared = new Map<string, SectionSource>();
     await Promise.all(
       [...neededShared.values()].map(async (ref) => {
-        shared.set(ref.name, await storage.openSharedFile(ref));
+        shared.set(ref.name, await storage.openSharedFile(ref, "index"));
       }),
     );
     return new CheckpointRestore(manifest, parts, files, shared);

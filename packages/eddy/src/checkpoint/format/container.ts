@@ -211,6 +211,18 @@ export async function* encodeSnapshotFileStream(kind: string, meta: unknown, sec
   yield tail;
 }
 
+/**
+ * The index of a version-2 file — its header and trailer, the file's last H + 12 bytes — when
+ * `last` (the last chunk of a file as encodeSnapshotFileStream yields it) is exactly that; else
+ * undefined. Its SHA-256 (FileRef.indexSha256) lets a reader trust the index without reading the
+ * body: every section it then reads is checked by the CRC-32 the index lists for it.
+ */
+export function streamedIndexOf(last: Uint8Array): Uint8Array | undefined {
+  if (last.length < TRAILER_V2_BYTES || !matchesAt(last, END_MAGIC, last.length - 4)) return undefined;
+  const headerLength = new DataView(last.buffer, last.byteOffset, last.byteLength).getUint32(last.length - TRAILER_V2_BYTES, true);
+  return headerLength + TRAILER_V2_BYTES === last.length ? last : undefined;
+}
+
 /** Where a file's header and body lie, from its first 16 and last 12 bytes (`readHeaderLayout`). */
 export interface HeaderLayout {
   readonly version: number;

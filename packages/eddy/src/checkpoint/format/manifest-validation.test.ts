@@ -98,6 +98,9 @@ test("an incremental chain must list well-formed shared files, and only in a che
   rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = [ref])), "CHECKPOINT_CORRUPT", /malformed incremental chain/);
   rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, name: "../shared/x.kgs" }] })), "CHECKPOINT_CORRUPT", /names file .*not a plain file name/);
   rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, sha256: "x" }] })), "CHECKPOINT_CORRUPT", /invalid sha256/);
+  validateManifest(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, indexSha256: SHA }] })), WHERE);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, indexSha256: 7 }] })), "CHECKPOINT_CORRUPT", /invalid indexSha256 7/);
+  rejects(checkpoint((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [{ ...ref, indexSha256: SHA.slice(1) }] })), "CHECKPOINT_CORRUPT", /invalid indexSha256/);
   rejects(hostile((m) => (m.tasks[1].operators[0].keyed.incremental = { chain: [ref] })), "CHECKPOINT_CORRUPT", /a savepoint is self-contained/);
 });
 

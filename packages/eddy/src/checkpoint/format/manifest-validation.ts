@@ -134,6 +134,10 @@ function validateFileRef(file: unknown, task: string, corrupt: (what: string) =>
   if (!isIndex(size)) throw corrupt(`file '${name}' has an invalid size ${show(size)}`);
   if (size > maxSize) throw corrupt(`file '${name}' has ${size} bytes, more than the ${maxSize} a snapshot file may have`);
   if (typeof sha256 !== "string" || !SHA256.test(sha256)) throw corrupt(`file '${name}' has an invalid sha256 ${show(sha256)} (needs 64 hex digits)`);
+  const { indexSha256 } = file;
+  if (indexSha256 !== undefined && (typeof indexSha256 !== "string" || !SHA256.test(indexSha256))) {
+    throw corrupt(`file '${name}' has an invalid indexSha256 ${show(indexSha256)} (needs 64 hex digits)`);
+  }
 }
 
 /** A task's operator meta as far as `check` validated it (OperatorSnapshotMeta, runtime/checkpointing.ts). */
