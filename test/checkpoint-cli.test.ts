@@ -14,7 +14,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { committedFiles, damageTaskFile, latestCheckpoint } from "./jobs/checkpointed.ts";
@@ -104,6 +104,9 @@ test("the disk backend with local recovery: eddy run killed with SIGKILL, resume
     assert.doesNotMatch(resumed.stderr, /keyed state restored from the checkpoint's files/);
     assert.deepEqual(committedFiles(out, "counted"), expected.counted, "committed counts over both runs");
     assert.deepEqual(committedFiles(out, "windows"), expected.windows, "committed windows over both runs");
+    // The resumed run finished: its stores went with it (a killed process leaves them; that is what the resume used).
+    assert.match(resumed.stderr, /removed the job's local state stores: it ended/);
+    assert.deepEqual(readdirSync(join(dir, "state")), [], "no store outlives the job");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

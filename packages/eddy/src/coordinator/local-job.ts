@@ -7,10 +7,11 @@
  * one subtask and the job can be rebuilt on a worker (its module exports this definition; see
  * job-ref.ts), else inline. A manual clock means inline: it cannot be shared across threads.
  */
-import { stateBackendFactory } from "../state/state-backend-spec.ts";
+import { stateBackendFactory, type StateBackendSpec } from "../state/state-backend-spec.ts";
+import { removeJobStores } from "../state/disk-keyed-state-backend.ts";
 import { availableParallelism } from "node:os";
 import { SystemClock, type Clock } from "../core/clock.ts";
-import { EddyError } from "../core/errors.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
 import { silentLogger, type Logger, type LogLevel } from "../core/logger.ts";
 import { failureFields } from "../core/user-frames.ts";
 import { resolveJob, type JobDefinition } from "../api/define-job.ts";
@@ -302,7 +303,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     localAggregation,
     stateBackend,
   });
-  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration });
+  const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration, onEnded: localStoresAtEnd(stateBackend, plan.jobName, logger) });
   if (supervisedConfig !== undefined && restartStrategy !== undefined) {
     handle.supervise(
       new AttemptSupervisor({
@@ -329,6 +330,29 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     handle.runOnce(placeJob().then((ref) => handle.attempting(ref === undefined ? runInline() : runThreaded(ref))));
   }
   return handle;
+}
+
+/**
+ * Local recovery keeps each disk-backend subtask's store across attempts and processes
+ * (state.backend.disk.local-recovery): a job that ended for good (finished, stopped, cancelled)
+ * removes them; one that failed keeps them for a restart from its last checkpoint
+ * (`--from-checkpoint`), saying where. Undefined without local recovery.
+ */
+function localStoresAtEnd(backend: StateBackendSpec | undefined, jobName: string, logger: Logger): ((status: JobStatus) => void) | undefined {
+  if (backend?.kind !== "disk" || backend.localRecovery !== true) return undefined;
+  const { dir } = backend;
+  return (status) => {
+    if (status === "failed") {
+      logger.info("the local state stores are kept for a restart from the last checkpoint (state.backend.disk.local-recovery)", { job: jobName, dir });
+      return;
+    }
+    try {
+      const removed = removeJobStores(dir, jobName);
+      if (removed !== undefined) logger.info("removed the job's local state stores: it ended", { job: jobName, dir: removed });
+    } catch (e) {
+      logger.warn("could not remove the job's local state stores", { job: jobName, dir, error: describeCause(e) });
+    }
+  };
 }
 
 /**
@@ -360,6 +384,7 @@ class LocalJobExecution implements JobExecution {
   readonly #configuration: Readonly<Record<string, string>>;
   /** Set once, when `done` settles. */
   #endedAtMs: number | undefined;
+  readonly #onEnded: ((status: JobStatus) => void) | undefined;
 
   constructor(o: {
     jobId: string;
@@ -369,6 +394,8 @@ class LocalJobExecution implements JobExecution {
     results: ReadonlyMap<string, unknown[]>;
     logger: Logger;
     configuration: Readonly<Record<string, string>>;
+    /** Called once with how the job ended. */
+    onEnded?: ((status: JobStatus) => void) | undefined;
   }) {
     this.id = o.jobId;
     this.name = this.jobName = o.plan.jobName;
@@ -378,6 +405,7 @@ class LocalJobExecution implements JobExecution {
     this.#results = o.results;
     this.#logger = o.logger;
     this.#configuration = o.configuration;
+    this.#onEnded = o.onEnded;
     this.#metrics = new JobMetricsRegistry(this, Date.now);
   }
 
@@ -422,7 +450,10 @@ class LocalJobExecution implements JobExecution {
     done.then(
       () => void (this.#status = this.#stopping !== undefined ? "stopped" : "finished"),
       (e: unknown) => void (this.#status = e instanceof EddyError && e.code === "JOB_CANCELLED" ? "cancelled" : "failed"),
-    ).finally(() => void (this.#endedAtMs = Date.now()));
+    ).finally(() => {
+      this.#endedAtMs = Date.now();
+      this.#onEnded?.(this.#status);
+    });
   }
 
   /** An attempt failed with `e`; the job restarts after it or not. */

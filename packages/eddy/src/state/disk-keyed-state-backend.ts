@@ -45,7 +45,7 @@
  *   changed since the previous snapshot: cached entries by `KeyEntry.changedAt`, keys that left
  *   the cache by `#changed`), which the task writes to a shared file; docs/design/disk-state.md.
  */
-import { closeSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, ftruncateSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { createRequire } from "node:module";
@@ -1552,6 +1552,24 @@ export function lockJobDir(jobDir: string): void {
 
 
 let unscoped = 0;
+
+/**
+ * Local recovery: a job that ended for good (finished, stopped or cancelled) needs no store to
+ * restart from, so its directory `<dir>/<job>` goes (the stores of every subtask, the lock).
+ * Not while another live process holds its lock. Returns the directory removed, or undefined.
+ */
+export function removeJobStores(dir: string, jobName: string): string | undefined {
+  const jobDir = join(dir, safeName(jobName));
+  let owner: number | undefined;
+  try {
+    owner = Number(readFileSync(join(jobDir, "LOCK"), "utf8"));
+  } catch {
+    if (!existsSync(jobDir)) return undefined;
+  }
+  if (owner !== undefined && owner !== process.pid && isPidAlive(owner)) return undefined;
+  rmSync(jobDir, { recursive: true, force: true });
+  return jobDir;
+}
 
 /**
  * The disk backend's factory (`env.setStateBackend("disk", options)`, `-D state.backend=disk`):
