@@ -11,9 +11,10 @@ import { randomUUID } from "node:crypto";
 import { link, mkdir, open, readdir, rename, rm, stat, type FileHandle } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { createHash } from "node:crypto";
+import type { Stats } from "node:fs";
 import { EddyError } from "../core/errors.ts";
 import { CONTAINER_BYTES, MAX_HEADER_BYTES, SnapshotFile, checkpointCorrupt, encodeSnapshotFile, streamedIndexOf } from "./format/container.ts";
-import { forgetVerified, MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile, rememberVerified, StreamedSnapshotFile } from "./untrusted-file.ts";
+import { fileChecksum, forgetVerified, MAX_SNAPSHOT_FILE_BYTES, readManifestFile, readSnapshotFile, rememberVerified, StreamedSnapshotFile } from "./untrusted-file.ts";
 
 /** Default `rootDir`, relative to the working directory; the caller resolves it. */
 export const DEFAULT_CHECKPOINT_ROOT_DIR = "./.eddy/checkpoints";
@@ -22,6 +23,8 @@ export const DEFAULT_SAVEPOINT_DIR = "./.eddy/savepoints";
 
 /** How much of a shared file its opening reads and checks (CheckpointStorage.openSharedFile). */
 export type SharedFileVerification = "whole" | "index";
+
+export { fileChecksum };
 
 /** A file of a checkpoint as the manifest lists it. */
 export interface FileRef {
@@ -90,17 +93,6 @@ export interface CheckpointStorage {
   listSharedFiles(): Promise<string[]>;
 }
 
-/**
- * The checksum a FileRef records: SHA-256, which identifies the content. (A CRC-32 of a whole
- * snapshot file would not: the file ends with the CRC-32 of what precedes it, so the CRC of the
- * whole file is one constant for every file — the CRC residue — and a seeded CRC is constant for
- * every file of one length. The files' own CRCs catch damage; the ref catches a wrong file.)
- */
-export function fileChecksum(...chunks: readonly Uint8Array[]): string {
-  const hash = createHash("sha256");
-  for (const chunk of chunks) hash.update(chunk);
-  return hash.digest("hex");
-}
 
 /** Names of job ids and checkpoint files: one path segment, never hidden, never a path. */
 export const FILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -221,8 +213,8 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     const path = join(this.#sharedDir, fileName);
     await mkdir(this.#sharedDir, { recursive: true });
     try {
-      const { size, sha256, last } = await writeStreamDurably(path, chunks);
-      rememberVerified(path, sha256, await stat(path));
+      const { size, sha256, last, stats } = await writeStreamDurably(path, chunks);
+      rememberVerified(path, sha256, stats);
       const index = last === undefined ? undefined : streamedIndexOf(last);
       return { name: fileName, size, sha256, ...(index === undefined ? {} : { indexSha256: fileChecksum(index) }) };
     } catch (e) {
@@ -533,14 +525,15 @@ const STREAM_WRITE_BYTES = 8 * 1024 * 1024;
 
 /**
  * Writes `chunks` as the new file `path` as they come, in writev calls of about STREAM_WRITE_BYTES,
- * and syncs it; its size and SHA-256, computed on the way, and its last chunk. No size bound: the
+ * and syncs it; its size and SHA-256, computed on the way, its last chunk, and its stats once synced. No size bound: the
  * file is never held whole, only the chunks of one writev.
  */
-async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string; last: Uint8Array | undefined }> {
+async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string; last: Uint8Array | undefined; stats: Stats }> {
   const handle = await open(path, "wx");
   const hash = createHash("sha256");
   let size = 0;
   let last: Uint8Array | undefined;
+  let stats: Stats;
   try {
     let batch: Uint8Array[] = [];
     let batchBytes = 0;
@@ -559,10 +552,11 @@ async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array
     }
     await writeAll(handle, batch, path);
     await handle.sync();
+    stats = await handle.stat();
   } finally {
     await handle.close();
   }
-  return { size, sha256: hash.digest("hex"), last };
+  return { size, sha256: hash.digest("hex"), last, stats };
 }
 
 /** Makes the directory's entries durable; Windows cannot open a directory, and needs none. */

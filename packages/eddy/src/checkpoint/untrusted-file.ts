@@ -22,7 +22,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type St
 import { open, type FileHandle } from "node:fs/promises";
 import { EddyError } from "../core/errors.ts";
 import { crc32 } from "node:zlib";
-import { checkpointCorrupt, checkSection, hex32, MAX_HEADER_BYTES, parseHeader, readHeaderLayout, sectionKey, type SectionEntry, type SectionSource } from "./format/container.ts";
+import { checkpointCorrupt, checkSection, hex32, MAX_HEADER_BYTES, parseHeader, readHeaderLayout, sectionKey, type HeaderLayout, type SectionEntry, type SectionSource } from "./format/container.ts";
 
 /**
  * The largest task file read: 2 GiB − 1 byte, the largest Node's readFile took before, so every
@@ -155,8 +155,16 @@ async function readHashing(handle: FileHandle, size: number, label: string, into
   return hash.digest("hex");
 }
 
-function fileChecksumOf(bytes: Uint8Array): string {
-  return createHash("sha256").update(bytes).digest("hex");
+/**
+ * The checksum a FileRef records: SHA-256, which identifies the content. (A CRC-32 of a whole
+ * snapshot file would not: the file ends with the CRC-32 of what precedes it, so the CRC of the
+ * whole file is one constant for every file — the CRC residue — and a seeded CRC is constant for
+ * every file of one length. The files' own CRCs catch damage; the ref catches a wrong file.)
+ */
+export function fileChecksum(...chunks: readonly Uint8Array[]): string {
+  const hash = createHash("sha256");
+  for (const chunk of chunks) hash.update(chunk);
+  return hash.digest("hex");
 }
 
 function checkSha256(computed: string, expected: ExpectedFile, label: string): void {
@@ -276,43 +284,24 @@ export class StreamedSnapshotFile implements SectionSource {
       await readFully(handle, head, 0, label, size);
       await readFully(handle, tail, size - tail.length, label, size);
       const layout = readHeaderLayout(size, head, tail, fail);
+      if (layout.headerLength > MAX_HEADER_BYTES) throw fail(`has a header of ${layout.headerLength} bytes, more than the ${MAX_HEADER_BYTES} a header may have`);
+      // The header's bytes: checked by the index's SHA-256, by an earlier whole pass, or by one now.
+      let header: Uint8Array;
       if (verify === "index" && expected.indexSha256 !== undefined) {
         if (layout.version !== 2) throw fail(`is of version ${layout.version}, but its manifest entry has an index checksum (only streamed files, version 2, have one)`);
-        if (layout.headerLength > MAX_HEADER_BYTES) throw fail(`has a header of ${layout.headerLength} bytes, more than the ${MAX_HEADER_BYTES} a header may have`);
         const index = new Uint8Array(size - layout.headerStart);
         await readFully(handle, index, layout.headerStart, label, size);
-        const computed = fileChecksumOf(index);
+        const computed = fileChecksum(index);
         if (computed !== expected.indexSha256) throw checkpointCorrupt(`${label} index checksum mismatch: the manifest says sha256 ${expected.indexSha256}, the file's index has ${computed}`);
-        const { kind, meta, entries } = parseHeader(index.subarray(0, layout.headerLength), layout.bodyLength, fail);
-        return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
-      }
-      if (knownVerified(path, expected, stats)) {
-        const header = new Uint8Array(layout.headerLength);
+        header = index.subarray(0, layout.headerLength);
+      } else if (knownVerified(path, expected, stats)) {
+        header = new Uint8Array(layout.headerLength);
         await readFully(handle, header, layout.headerStart, label, size);
-        const { kind, meta, entries } = parseHeader(header, layout.bodyLength, fail);
-        return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
+      } else {
+        header = await verifyWhole(handle, layout, size, tail, expected, label, fail);
+        rememberVerified(path, expected.sha256, stats);
       }
-      // One pass: SHA-256 of everything, CRC-32 up to the stored one, and the header's bytes kept.
-      const header = new Uint8Array(layout.headerLength);
-      const hash = createHash("sha256");
-      let crc = 0;
-      const chunk = new Uint8Array(Math.min(CHUNK_BYTES, size));
-      for (let at = 0; at < size; ) {
-        const { bytesRead } = await handle.read(chunk, 0, Math.min(CHUNK_BYTES, size - at), at);
-        if (bytesRead === 0) throw shrank(label, at, size);
-        const bytes = chunk.subarray(0, bytesRead);
-        hash.update(bytes);
-        if (at < layout.crcAt) crc = crc32(bytes.subarray(0, Math.min(bytesRead, layout.crcAt - at)), crc);
-        const from = Math.max(at, layout.headerStart);
-        const to = Math.min(at + bytesRead, layout.headerStart + layout.headerLength);
-        if (from < to) header.set(bytes.subarray(from - at, to - at), from - layout.headerStart);
-        at += bytesRead;
-      }
-      checkSha256(hash.digest("hex"), expected, label);
-      const stored = new DataView(tail.buffer).getUint32(tail.length - 8, true);
-      if (stored !== crc >>> 0) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(crc >>> 0)}`);
       const { kind, meta, entries } = parseHeader(header, layout.bodyLength, fail);
-      rememberVerified(path, expected.sha256, stats);
       return new StreamedSnapshotFile(path, fileName, size, kind, meta, layout.bodyStart, entries);
     } finally {
       await handle.close();
@@ -349,6 +338,32 @@ export class StreamedSnapshotFile implements SectionSource {
       closeSync(fd);
     }
   }
+}
+
+/**
+ * One pass over the whole file: its SHA-256 checked against `expected`, its CRC-32 against the
+ * stored one (in `tail`, its last bytes); returns the header's bytes, kept on the way.
+ */
+async function verifyWhole(handle: FileHandle, layout: HeaderLayout, size: number, tail: Uint8Array, expected: ExpectedFile, label: string, fail: (what: string) => EddyError): Promise<Uint8Array> {
+  const header = new Uint8Array(layout.headerLength);
+  const hash = createHash("sha256");
+  let crc = 0;
+  const chunk = new Uint8Array(Math.min(CHUNK_BYTES, size));
+  for (let at = 0; at < size; ) {
+    const { bytesRead } = await handle.read(chunk, 0, Math.min(CHUNK_BYTES, size - at), at);
+    if (bytesRead === 0) throw shrank(label, at, size);
+    const bytes = chunk.subarray(0, bytesRead);
+    hash.update(bytes);
+    if (at < layout.crcAt) crc = crc32(bytes.subarray(0, Math.min(bytesRead, layout.crcAt - at)), crc);
+    const from = Math.max(at, layout.headerStart);
+    const to = Math.min(at + bytesRead, layout.headerStart + layout.headerLength);
+    if (from < to) header.set(bytes.subarray(from - at, to - at), from - layout.headerStart);
+    at += bytesRead;
+  }
+  checkSha256(hash.digest("hex"), expected, label);
+  const stored = new DataView(tail.buffer, tail.byteOffset, tail.byteLength).getUint32(tail.length - 8, true);
+  if (stored !== crc >>> 0) throw fail(`checksum mismatch: stored ${hex32(stored)}, computed ${hex32(crc >>> 0)}`);
+  return header;
 }
 
 async function readFully(handle: FileHandle, into: Uint8Array, position: number, label: string, size: number): Promise<void> {

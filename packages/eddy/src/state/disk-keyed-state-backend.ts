@@ -1513,6 +1513,20 @@ function safeName(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) || "_";
 }
 
+/** The directory of job `jobName`'s stores under the backend's `dir`. */
+function jobDirOf(dir: string, jobName: string): string {
+  return join(dir, safeName(jobName));
+}
+
+/** The pid in the job directory's LOCK, or undefined when there is none (or it cannot be read). */
+function lockOwner(jobDir: string): number | undefined {
+  try {
+    return Number(readFileSync(join(jobDir, "LOCK"), "utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Takes the job directory's LOCK for this process: created atomically (link of a complete temp
  * file) holding the pid; held by a live other process → STATE_DIR_LOCKED; by a dead one → taken
@@ -1532,12 +1546,8 @@ export function lockJobDir(jobDir: string): void {
     } finally {
       unlinkSync(tmp);
     }
-    let owner: number;
-    try {
-      owner = Number(readFileSync(lock, "utf8"));
-    } catch {
-      continue; // removed meanwhile: try again
-    }
+    const owner = lockOwner(jobDir);
+    if (owner === undefined) continue; // removed meanwhile: try again
     if (owner === process.pid) return;
     if (isPidAlive(owner)) {
       throw new EddyError(
@@ -1559,13 +1569,9 @@ let unscoped = 0;
  * Not while another live process holds its lock. Returns the directory removed, or undefined.
  */
 export function removeJobStores(dir: string, jobName: string): string | undefined {
-  const jobDir = join(dir, safeName(jobName));
-  let owner: number | undefined;
-  try {
-    owner = Number(readFileSync(join(jobDir, "LOCK"), "utf8"));
-  } catch {
-    if (!existsSync(jobDir)) return undefined;
-  }
+  const jobDir = jobDirOf(dir, jobName);
+  if (!existsSync(jobDir)) return undefined;
+  const owner = lockOwner(jobDir);
   if (owner !== undefined && owner !== process.pid && isPidAlive(owner)) return undefined;
   rmSync(jobDir, { recursive: true, force: true });
   return jobDir;
@@ -1597,7 +1603,7 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
   return (backendOptions) => {
     const scope = backendOptions.scope;
     const { start, end } = backendOptions.keyGroupRange;
-    const jobDir = join(options.dir, safeName(scope?.job ?? "unscoped"));
+    const jobDir = jobDirOf(options.dir, scope?.job ?? "unscoped");
     lockJobDir(jobDir);
     const sub = scope === undefined ? `pid${process.pid}-${unscoped++}` : `${safeName(scope.operatorId)}-${start}-${end}`;
     return new DiskKeyedStateBackend({ ...backendOptions, storeDir: join(jobDir, sub), cacheSize, cacheBytes, incremental, maxChainLength, localRecovery });
