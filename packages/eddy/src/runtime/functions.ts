@@ -24,6 +24,11 @@ export type MapFunction<IN, OUT> = (value: IN) => OUT;
 export type FilterFunction<T> = (value: T) => boolean;
 export type FlatMapFunction<IN, OUT> = (value: IN, out: Collector<OUT>) => void;
 export type ReduceFunction<T> = (accumulator: T, value: T) => T;
+/**
+ * The key of a record: a string, a finite number, a bigint, or a non-empty array of those. Keys
+ * are compared by value; the engine keeps the value returned (in state, timers and its key
+ * cache), so a selector returns a new array per record and never changes one it returned.
+ */
 export type KeySelector<T, K> = (value: T) => K;
 
 export interface TimerService {

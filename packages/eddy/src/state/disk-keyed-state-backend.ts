@@ -461,7 +461,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   override setCurrentKey(key: Key, keyGroup: number): void {
     // hot path
     super.setCurrentKey(key, keyGroup);
-    this.#touch(mapKeyOf(key), keyGroup);
+    this.#touch(this.currentMapKey, keyGroup);
   }
 
   override getVoidValueCursor<T>(descriptor: ValueStateDescriptor<T>): VoidValueCursor<T> {

@@ -10,7 +10,7 @@
 import type { Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import { mapKeyOf } from "../core/key.ts";
-import type { Key } from "../core/key.ts";
+import type { Key, MapKey } from "../core/key.ts";
 import type {
   AggregatingStateDescriptor,
   ListStateDescriptor,
@@ -34,6 +34,7 @@ import type { ByteReader } from "../core/codec/bytes.ts";
 import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
+import { KeyRows } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
@@ -68,6 +69,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly keyGroupRange: KeyGroupRangeLike;
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
+  /** The current key's row, per record (key-rows.ts). */
+  readonly #rows = new KeyRows();
   readonly #states = new Map<string, RegisteredState>();
   /**
    * The handles of the descriptors asked for most recently, by identity: functions often ask for
@@ -108,12 +111,19 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     }
     const ctx = this.#ctx;
     ctx.key = key;
-    ctx.mapKey = mapKeyOf(key);
+    const row = this.#rows.rowOf(key, ctx.tables);
+    ctx.row = row;
+    ctx.mapKey = row === undefined ? mapKeyOf(key) : row.mapKey;
     ctx.keyGroup = keyGroup;
     ctx.kgIndex = keyGroup - range.start;
     ctx.epoch++;
     const everyRecord = this.#everyRecord;
     if (everyRecord !== undefined) for (let i = 0; i < everyRecord.length; i++) everyRecord[i]!.cleanupStep();
+  }
+
+  /** The current key's map identity (mapKeyOf), as the tables use it. */
+  protected get currentMapKey(): MapKey {
+    return this.#ctx.mapKey;
   }
 
   getCurrentKey(): Key {

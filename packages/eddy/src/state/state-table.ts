@@ -15,9 +15,10 @@
  * Costs: current-key lookup is one Map.get per (state, record), cached until the next
  * setCurrentKey; the VOID namespace is a field of the entry, other namespaces one more Map.get.
  * Keys that are int32 numbers also go through a direct-mapped cache of entries (slot: the key's
- * low bits), filled by lookups, which holds only entries that are in their group map: the two
- * places that take entries out of a group map or replace them (`removeCell`, `#copyEntry`) update
- * it.
+ * low bits), filled by lookups, which holds only entries that are in their group map; string and
+ * composite keys through their key row (key-rows.ts), shared by the tables of one backend, which
+ * lists each table's entry of the key. The places that take entries out of a group map or replace
+ * them (`removeCell`, `evict`, `#copyEntry`) update both (`#replaceHot`).
  *
  * Snapshots (copy-on-write, per key group and per entry, as Flink's CopyOnWriteStateMap does):
  * - `capture()` costs O(key groups), not O(keys): it bumps the table's version and records, per
@@ -48,6 +49,7 @@ import type { Clock } from "../core/clock.ts";
 import { EddyError } from "../core/errors.ts";
 import type { Key, MapKey } from "../core/key.ts";
 import { copyValue } from "./copy-value.ts";
+import type { KeyRow } from "./key-rows.ts";
 import type { ResolvedTtl, StateKind } from "./descriptors.ts";
 import { sizeOf } from "./size-estimate.ts";
 
@@ -65,6 +67,10 @@ export class KeyContext {
   kgIndex = -1;
   /** Bumped on every `setCurrentKey`; tables cache their current entry per epoch. */
   epoch = 0;
+  /** The current key's row (key-rows.ts): its map identity and each table's entry; undefined: the key has none. */
+  row: KeyRow | undefined = undefined;
+  /** Tables made with this context so far: the next one's `rowIndex`. */
+  tables = 0;
   /**
    * Bumped by every snapshot that takes part in incremental checkpoints; written into each entry
    * changed (`KeyEntry.changedAt`), so a snapshot knows which cached entries changed since the
@@ -118,6 +124,8 @@ export class KeyEntry extends Cell {
    * record costs no store write). False otherwise.
    */
   fresh = false;
+  /** The key row that lists this entry (key-rows.ts), so it can be taken out when it leaves its table. */
+  row: KeyRow | undefined = undefined;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
@@ -234,6 +242,8 @@ export class StateTable {
   readonly #byValue: boolean;
   /** Where keys not in the maps are (undefined: nowhere; the maps hold everything). */
   readonly #source: TableSource | undefined;
+  /** This table's index in the key rows' `entries` (unique among the tables of its key context). */
+  readonly #rowIndex: number;
 
   constructor(
     readonly name: string,
@@ -246,6 +256,7 @@ export class StateTable {
     source?: TableSource,
   ) {
     this.#source = source;
+    this.#rowIndex = ctx.tables++;
     this.#ttl = ttl;
     this.#entriesPerAccess = ttl?.cleanupEntriesPerAccess ?? 0;
     this.#range = range;
@@ -319,7 +330,8 @@ export class StateTable {
     if (this.#cacheEpoch !== ctx.epoch) {
       const kgIndex = ctx.kgIndex;
       if (kgIndex < 0) throw noCurrentKey(this.name);
-      this.#cacheEntry = this.entryAt(ctx.mapKey, kgIndex);
+      const row = ctx.row;
+      this.#cacheEntry = row === undefined ? this.entryAt(ctx.mapKey, kgIndex) : this.#entryInRow(row, kgIndex);
       this.#cacheEpoch = ctx.epoch;
     }
     return this.#cacheEntry;
@@ -348,6 +360,24 @@ export class StateTable {
       }
     } else entry = this.#groups[kgIndex]?.get(mapKey);
     if (entry === undefined) return this.#source === undefined ? undefined : this.#load(mapKey, kgIndex);
+    return this.#unshared(entry, kgIndex);
+  }
+
+  /** `entryAt` of the current key through its row: the row's entry of this table, else the map's (then listed in the row). */
+  #entryInRow(row: KeyRow, kgIndex: number): KeyEntry | undefined {
+    // hot path
+    if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
+    let entry = row.entries[this.#rowIndex];
+    if (entry === undefined) {
+      entry = this.#groups[kgIndex]?.get(row.mapKey);
+      if (entry === undefined) {
+        if (this.#source === undefined) return undefined;
+        entry = this.#load(row.mapKey, kgIndex);
+        if (entry === undefined) return undefined;
+      }
+      row.entries[this.#rowIndex] = entry;
+      entry.row = row;
+    }
     return this.#unshared(entry, kgIndex);
   }
 
@@ -448,6 +478,11 @@ export class StateTable {
     }
     const ctx = this.#ctx;
     const created = this.createEntry(ctx.key, ctx.mapKey, ctx.kgIndex);
+    const row = ctx.row;
+    if (row !== undefined) {
+      row.entries[this.#rowIndex] = created;
+      created.row = row;
+    }
     this.#cacheEpoch = ctx.epoch;
     this.#cacheEntry = created;
     return created;
@@ -760,10 +795,18 @@ export class StateTable {
     return e;
   }
 
-  /** Puts `by` in the entry cache's slot where `entry` is (if it is there): it left its group map, or `by` took its place. */
+  /**
+   * Puts `by` where `entry` is in the entry cache and in its key row (if it is there): it left its
+   * group map, or `by` took its place.
+   */
   #replaceHot(entry: KeyEntry, by: KeyEntry | undefined): void {
     const mapKey = entry.mapKey;
     if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = by;
+    const row = entry.row;
+    if (row !== undefined && row.entries[this.#rowIndex] === entry) {
+      row.entries[this.#rowIndex] = by;
+      if (by !== undefined) by.row = row;
+    }
   }
 
   /** Range check for key groups handed in by callers other than the current-key path. */

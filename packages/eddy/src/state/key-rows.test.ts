@@ -1,0 +1,76 @@
+/**
+ * Key rows (key-rows.ts): which keys get one, that equal keys share it and others never do, and
+ * the pause after a period of misses. That the tables keep their rows right under writes,
+ * removals and snapshots is tested through the backend (heap-snapshot.test.ts, rows sharing a
+ * slot; heap-state-model.test.ts, the disk backend evicting).
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { mapKeyOf, type Key } from "../core/key.ts";
+import { KeyRows, rowSlotOf } from "./key-rows.ts";
+
+test("equal string and composite keys share one row with the key's map identity; other keys, tables or parts get none", () => {
+  const rows = new KeyRows();
+  const row = rows.rowOf(["Google", 20_000], 3);
+  assert.ok(row !== undefined);
+  assert.equal(row.mapKey, mapKeyOf(["Google", 20_000]));
+  // A fresh array with equal parts: the same row, so the same map identity object.
+  assert.equal(rows.rowOf(["Google", 20_000], 3), row);
+  assert.equal(rows.rowOf(["Google", -0 + 20_000], 3), row);
+  const s = rows.rowOf("channel-7", 3);
+  assert.equal(s?.mapKey, "channel-7");
+  assert.equal(rows.rowOf("channel-7", 3), s);
+  // One table: nothing to share. Numbers, bigints and nested keys: the tables' own paths.
+  assert.equal(rows.rowOf("channel-7", 1), undefined);
+  for (const key of [7, 1.5, 7n, [[1, 2], 3], [1n, "a"]] as Key[]) assert.equal(rows.rowOf(key, 3), undefined, JSON.stringify(key, (_, v) => (typeof v === "bigint" ? `${v}n` : v)));
+});
+
+test("keys that differ get different rows, also in the same slot", () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.oneof(fc.string({ maxLength: 6 }), fc.array(fc.oneof(fc.string({ maxLength: 3 }), fc.integer({ min: -5, max: 5 }), fc.double({ noNaN: true, noDefaultInfinity: true })), { minLength: 1, maxLength: 3 })), {
+        maxLength: 40,
+      }),
+      (keys) => {
+        const rows = new KeyRows();
+        for (const key of keys as Key[]) {
+          const row = rows.rowOf(key, 2)!;
+          assert.equal(row.mapKey, mapKeyOf(key), "a row's identity is its key's");
+          assert.equal(rows.rowOf(key, 2), row, "asked again at once: the same row");
+        }
+      },
+    ),
+    { numRuns: 300 },
+  );
+  // ["1"] and [1], ["a", "b"] and ["a,b"], 0 and -0 (one key).
+  const rows = new KeyRows();
+  assert.notEqual(rows.rowOf(["1"], 2)?.mapKey, rows.rowOf([1], 2)?.mapKey);
+  assert.notEqual(rows.rowOf(["a", "b"], 2)?.mapKey, rows.rowOf(["a,b"], 2)?.mapKey);
+  assert.equal(rowSlotOf([0, "x"]), rowSlotOf([-0, "x"]));
+  // Two keys of one slot take it in turn; each gets its own row.
+  const bySlot = new Map<number, string>();
+  let pair: [string, string] | undefined;
+  for (let i = 0; pair === undefined; i++) {
+    const key = `k${i}`;
+    const mate = bySlot.get(rowSlotOf(key));
+    if (mate !== undefined) pair = [mate, key];
+    else bySlot.set(rowSlotOf(key), key);
+  }
+  const first = rows.rowOf(pair[0], 2)!;
+  const second = rows.rowOf(pair[1], 2)!;
+  assert.equal(first.mapKey, pair[0]);
+  assert.equal(second.mapKey, pair[1]);
+  assert.notEqual(rows.rowOf(pair[0], 2), first, "the slot went to the other key: a new row");
+});
+
+test("rows pause for 65,536 lookups after a period of 4,096 in which most missed, then come back", () => {
+  const rows = new KeyRows();
+  for (let i = 0; i < 4096; i++) assert.ok(rows.rowOf(`once-${i}`, 2) !== undefined);
+  assert.equal(rows.rowOf("again", 2), undefined, "paused");
+  for (let i = 1; i < 65_536; i++) rows.rowOf("again", 2);
+  const back = rows.rowOf("again", 2);
+  assert.ok(back !== undefined, "in use again");
+  // Recurring keys keep them: a period of hits does not pause.
+  for (let i = 0; i < 10_000; i++) assert.ok(rows.rowOf(`hot-${i % 4}`, 2) !== undefined);
+});
