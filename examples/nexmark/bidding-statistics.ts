@@ -129,11 +129,12 @@ export function addBid(s: BiddingStatistics, rank: PriceRank, bidderMask: number
 export function biddingStatistics<K, R>(
   toResult: (key: K, stats: BiddingStatistics, lastDateTime: number) => R,
 ): KeyedProcessFunction<K, BidFacts, R> {
-  // Rows are replaced, never mutated, so state need not copy them.
-  const statistics = new ValueStateDescriptor<BiddingStatistics>("bidding-statistics", { copy: "none" });
+  // One row per group for the counts and the latest bid time, as Flink's planner keeps one
+  // accumulator row per group for all of a GROUP BY's aggregates. Rows are replaced, never
+  // mutated, so state need not copy them.
+  const row = new ValueStateDescriptor<GroupRow>("bidding-statistics", { copy: "none" });
   const bidderBands = new MapStateDescriptor<number, number>("bidder-price-bands");
   const auctionBands = new MapStateDescriptor<number, number>("auction-price-bands");
-  const lastBid = new ValueStateDescriptor<number>("last-bid-date-time");
   /** Marks `bit` for `value` in `bands`; returns the mask before. */
   const mark = (bands: MapState<number, number>, value: number, bit: number) => {
     const mask = bands.get(value) ?? 0;
@@ -146,13 +147,18 @@ export function biddingStatistics<K, R>(
       const bit = 1 << rank;
       const bidder = mark(ctx.getMapState(bidderBands), bid.bidder, bit);
       const auction = mark(ctx.getMapState(auctionBands), bid.auction, bit);
-      const state = ctx.getState(statistics);
-      const next = addBid(state.value() ?? NO_BIDS, rank, bidder, auction);
-      state.update(next);
-      const last = ctx.getState(lastBid);
-      const lastDateTime = Math.max(last.value() ?? bid.dateTime, bid.dateTime);
-      last.update(lastDateTime);
-      out.collect(toResult(ctx.getCurrentKey(), next, lastDateTime));
+      const state = ctx.getState(row);
+      const before = state.value();
+      const stats = addBid(before?.stats ?? NO_BIDS, rank, bidder, auction);
+      const lastDateTime = before === undefined || bid.dateTime > before.lastDateTime ? bid.dateTime : before.lastDateTime;
+      state.update({ stats, lastDateTime });
+      out.collect(toResult(ctx.getCurrentKey(), stats, lastDateTime));
     },
   };
+}
+
+/** A group's state besides its distinct values: its counts and the dateTime of its latest bid. */
+interface GroupRow {
+  readonly stats: BiddingStatistics;
+  readonly lastDateTime: number;
 }
