@@ -268,6 +268,59 @@ for (const lateness of [0, 700]) {
   }
 }
 
+for (const fn of ["aggregate", "reduce"] as const) {
+  test(`${fn === "aggregate" ? "an AggregateFunction whose merge" : "a ReduceFunction that"} reuses its second argument (Flink allows it) gives the sliding windows a pure one gives, late firings included`, async () => {
+    // Flink's AggregateFunction.merge "may reuse any of the given accumulators as the target for
+    // the merge", and a ReduceFunction's second argument is, in Flink's windows, the element: stored
+    // panes and the pane sweep's partial merges must never be handed over as either.
+    const reusesSecond: AggregateFunction<Ev, { sum: number }, number> = {
+      ...sumAggregate,
+      add: (e, acc) => {
+        acc.sum += e.v;
+        return acc;
+      },
+      merge: (a, b) => {
+        b.sum += a.sum;
+        return b;
+      },
+    };
+    const reduceIntoSecond = (a: Ev, b: Ev): Ev => {
+      (b as { v: number }).v += a.v;
+      return b;
+    };
+    const input = events(2000, 4, 20, 3300, 1234);
+    const bound = 200;
+    const lateness = 600;
+    const job = defineJob("merge-reuses-second", (env) => {
+      const windowed = env
+        .fromCollection(input.map((e) => ({ ...e })))
+        .assignTimestampsAndWatermarks(punctuated<Ev>(bound))
+        .keyBy((e) => e.key)
+        .window(SlidingEventTimeWindows.of<Ev>(1000, 250))
+        .allowedLateness(lateness);
+      const out =
+        fn === "aggregate"
+          ? windowed.aggregate(reusesSecond, (key, w, [sum], o: Collector<Out>) => o.collect({ key, start: w.start, end: w.end, result: sum }))
+          : windowed.reduce(reduceIntoSecond, (key, w, [r]: [Ev], o: Collector<Out>) => o.collect({ key, start: w.start, end: w.end, result: r.v }));
+      out.sinkTo(collectSink("out"));
+    });
+    const handle = runJob(job);
+    await handle.done;
+    assert.ok(handle.plan.nodes.some((n) => n.name.includes("panes")), "the pane operator ran");
+    const expected = lateOracle(input, 1000, 250, bound, lateness);
+    assert.ok(expected.late.length > 0 && [...expected.firings.values()].some((n) => n > 1), "the input has late records and windows that fire again");
+    const finals = new Map<string, number>();
+    const firings = new Map<string, number>();
+    for (const o of handle.collected<Out>("out")) {
+      const id = `${o.key}|${o.start}`;
+      finals.set(id, o.result);
+      firings.set(id, (firings.get(id) ?? 0) + 1);
+    }
+    assert.deepEqual(finals, expected.finals);
+    assert.deepEqual(firings, expected.firings);
+  });
+}
+
 test("a session that bridges three sessions merges them all, contents and all", async () => {
   // Key a: sessions [0,10), [12,22), [24,34); then an element at 9 with a gap of 25 ([9,34))
   // touches all three and merges them into [0,34).

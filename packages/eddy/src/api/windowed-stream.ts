@@ -186,11 +186,18 @@ export class WindowedStream<T, K extends Key, W extends Window> {
     return stream;
   }
 
-  /** How reduce/aggregate contents combine as panes; undefined when they cannot (no merge). */
+  /**
+   * How reduce/aggregate contents combine as panes; undefined when they cannot (no merge).
+   *
+   * `merge` hands the user function a copy of its second argument: panes and the pane sweep's
+   * partial merges are still needed after a merge, and Flink lets AggregateFunction.merge reuse
+   * either accumulator as its target (and a ReduceFunction's second argument is, in Flink's
+   * windows, the element, which it may change). The first argument is always the sweep's own.
+   */
   #paneFunctions(contents: WindowContents<T>): PaneFunctions<T> | undefined {
     if (contents.kind === "reduce") {
       const reduce = contents.reduce;
-      return { create: (v) => copyValue(v), add: (acc, v) => reduce(acc as T, v), merge: (a, b) => reduce(a as T, b as T), result: (acc) => acc };
+      return { create: (v) => copyValue(v), add: (acc, v) => reduce(acc as T, v), merge: (a, b) => reduce(a as T, copyValue(b) as T), result: (acc) => acc };
     }
     if (contents.kind === "aggregate") {
       const f = contents.aggregate;
@@ -199,7 +206,7 @@ export class WindowedStream<T, K extends Key, W extends Window> {
       return {
         create: (v) => f.add(v, f.createAccumulator()),
         add: (acc, v) => f.add(v, acc),
-        merge: (a, b) => merge.call(f, a, b),
+        merge: (a, b) => merge.call(f, a, copyValue(b)),
         result: (acc) => f.getResult(acc),
       };
     }

@@ -15,10 +15,11 @@
  * size/slide - 1. It needs `merge` to be associative, as evaluating windows from panes always did
  * (the panes regroup the elements); the order of panes is kept (front before back).
  *
- * Ownership, as the operator's firings had it: a pane's accumulator (the stored object) is only
- * ever the second argument of `merge`; every first argument is a copy or a merge the sweep made,
- * and a window's merge starts from a copy, so user functions that mutate their first argument
- * change neither stored panes nor the sweep's partial merges.
+ * Ownership: a pane's accumulator (the stored object) and the sweep's partial merges are only
+ * ever the second argument of `merge`, which the pane functions copy before the user's function
+ * sees it (windowed-stream.ts: Flink lets a merge reuse either argument); every first argument is a
+ * copy or a merge the sweep made, and a window's merge starts from a copy, so user functions that
+ * mutate either argument change neither stored panes nor the sweep's partial merges.
  *
  * Valid while the key's panes do not change: the operator empties a sweep when the key's firings
  * of the watermark advance end (no element arrives during one), and the late-element sweep right

@@ -37,8 +37,8 @@
  * firings share one sweep too.
  *
  * Pane accumulators are stored without copies (the operator owns them); a window's merge starts
- * from copies (the sweep's ownership rules), so user merge/reduce functions that mutate their
- * first argument cannot corrupt stored panes.
+ * from copies and merges copies into it (the sweep's ownership rules), so user merge/reduce
+ * functions that mutate either argument cannot corrupt stored panes.
  */
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import { mapKeyOf, type Key, type MapKey } from "../../core/key.ts";
