@@ -33,7 +33,7 @@ import type {
 import type { ByteReader } from "../core/codec/bytes.ts";
 import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
-import { KeyContext, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
+import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { KeyRows } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
@@ -70,7 +70,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
   /** The current key's row, per record (key-rows.ts). */
-  readonly #rows = new KeyRows();
+  readonly #rows = new KeyRows<KeyEntry>();
   readonly #states = new Map<string, RegisteredState>();
   /**
    * The handles of the descriptors asked for most recently, by identity: functions often ask for

@@ -11,7 +11,7 @@ import { mapKeyOf, type Key } from "../core/key.ts";
 import { KeyRows, rowSlotOf } from "./key-rows.ts";
 
 test("equal string and composite keys share one row with the key's map identity; other keys, tables or parts get none", () => {
-  const rows = new KeyRows();
+  const rows = new KeyRows<unknown>();
   const row = rows.rowOf(["Google", 20_000], 3);
   assert.ok(row !== undefined);
   assert.equal(row.mapKey, mapKeyOf(["Google", 20_000]));
@@ -33,7 +33,7 @@ test("keys that differ get different rows, also in the same slot", () => {
         maxLength: 40,
       }),
       (keys) => {
-        const rows = new KeyRows();
+        const rows = new KeyRows<unknown>();
         for (const key of keys as Key[]) {
           const row = rows.rowOf(key, 2)!;
           assert.equal(row.mapKey, mapKeyOf(key), "a row's identity is its key's");
@@ -44,7 +44,7 @@ test("keys that differ get different rows, also in the same slot", () => {
     { numRuns: 300 },
   );
   // ["1"] and [1], ["a", "b"] and ["a,b"], 0 and -0 (one key).
-  const rows = new KeyRows();
+  const rows = new KeyRows<unknown>();
   assert.notEqual(rows.rowOf(["1"], 2)?.mapKey, rows.rowOf([1], 2)?.mapKey);
   assert.notEqual(rows.rowOf(["a", "b"], 2)?.mapKey, rows.rowOf(["a,b"], 2)?.mapKey);
   assert.equal(rowSlotOf([0, "x"]), rowSlotOf([-0, "x"]));
@@ -65,7 +65,7 @@ test("keys that differ get different rows, also in the same slot", () => {
 });
 
 test("rows pause for 65,536 lookups after a period of 4,096 in which most missed, then come back", () => {
-  const rows = new KeyRows();
+  const rows = new KeyRows<unknown>();
   for (let i = 0; i < 4096; i++) assert.ok(rows.rowOf(`once-${i}`, 2) !== undefined);
   assert.equal(rows.rowOf("again", 2), undefined, "paused");
   for (let i = 1; i < 65_536; i++) rows.rowOf("again", 2);

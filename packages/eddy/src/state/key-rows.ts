@@ -25,12 +25,14 @@
  * do the keys of a backend with one table, or any while most keys miss (KeyRows).
  */
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
-import type { KeyEntry } from "./state-table.ts";
 
-/** A recurring key's resolution, shared by the tables of one backend (see the file comment). */
-export class KeyRow {
+/**
+ * A recurring key's resolution, shared by the tables of one backend (see the file comment). `E`:
+ * the tables' entries (state-table.ts's KeyEntry; generic so this file does not import it).
+ */
+export class KeyRow<E> {
   /** Each table's entry of the key, by the table's `rowIndex`; undefined: not known. */
-  readonly entries: (KeyEntry | undefined)[];
+  readonly entries: (E | undefined)[];
   constructor(
     /** The key (a composite key's array is kept as the selector returned it: keys are never mutated). */
     readonly key: string | readonly Key[],
@@ -38,7 +40,7 @@ export class KeyRow {
     readonly mapKey: MapKey,
     tables: number,
   ) {
-    this.entries = new Array<KeyEntry | undefined>(tables).fill(undefined);
+    this.entries = new Array<E | undefined>(tables).fill(undefined);
   }
 }
 
@@ -64,8 +66,8 @@ const PAUSE = 65536;
  * states, ~10 K recurring [channel, day] keys) gained ~25 % per core, q18 (one state, a
  * [bidder, auction] key per bid) lost ~19 % with rows on.
  */
-export class KeyRows {
-  #slots: (KeyRow | undefined)[] | undefined = undefined;
+export class KeyRows<E> {
+  #slots: (KeyRow<E> | undefined)[] | undefined = undefined;
   #lookups = 0;
   #misses = 0;
   /** Lookups left before rows are used again (0: in use). */
@@ -77,7 +79,7 @@ export class KeyRows {
    * parts), with fewer than two tables, and while rows are paused. `tables`: how many tables the
    * backend has.
    */
-  rowOf(key: Key, tables: number): KeyRow | undefined {
+  rowOf(key: Key, tables: number): KeyRow<E> | undefined {
     if (tables < 2) return undefined;
     if (this.#paused > 0) {
       this.#paused--;
@@ -90,11 +92,11 @@ export class KeyRows {
       this.#lookups = 0;
       this.#misses = 0;
     }
-    const slots = this.#slots ?? (this.#slots = new Array<KeyRow | undefined>(ROW_SLOTS).fill(undefined));
+    const slots = this.#slots ?? (this.#slots = new Array<KeyRow<E> | undefined>(ROW_SLOTS).fill(undefined));
     const row = slots[slot];
     if (row !== undefined && sameKey(row.key, key)) return row;
     this.#misses++;
-    const made = new KeyRow(key as string | readonly Key[], mapKeyOf(key), tables);
+    const made = new KeyRow<E>(key as string | readonly Key[], mapKeyOf(key), tables);
     slots[slot] = made;
     return made;
   }

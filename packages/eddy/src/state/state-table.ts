@@ -68,7 +68,7 @@ export class KeyContext {
   /** Bumped on every `setCurrentKey`; tables cache their current entry per epoch. */
   epoch = 0;
   /** The current key's row (key-rows.ts): its map identity and each table's entry; undefined: the key has none. */
-  row: KeyRow | undefined = undefined;
+  row: KeyRow<KeyEntry> | undefined = undefined;
   /** Tables made with this context so far: the next one's `rowIndex`. */
   tables = 0;
   /**
@@ -125,7 +125,7 @@ export class KeyEntry extends Cell {
    */
   fresh = false;
   /** The key row that lists this entry (key-rows.ts), so it can be taken out when it leaves its table. */
-  row: KeyRow | undefined = undefined;
+  row: KeyRow<KeyEntry> | undefined = undefined;
   constructor(
     readonly key: Key,
     readonly mapKey: MapKey,
@@ -364,7 +364,7 @@ export class StateTable {
   }
 
   /** `entryAt` of the current key through its row: the row's entry of this table, else the map's (then listed in the row). */
-  #entryInRow(row: KeyRow, kgIndex: number): KeyEntry | undefined {
+  #entryInRow(row: KeyRow<KeyEntry>, kgIndex: number): KeyEntry | undefined {
     // hot path
     if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
     let entry = row.entries[this.#rowIndex];
