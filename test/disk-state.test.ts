@@ -116,6 +116,9 @@ async function runDiskKeyed(options: RunOptions, fault?: { kind: "process" | "ex
   }
 }
 
+/** The share of the input in which a round's fault record is drawn (see the first test's rounds). */
+const FAULT_SPAN = 0.75;
+
 /**
  * One kill-and-compare round of the disk-keyed job at parallelism 2 with incremental checkpoints
  * (one retained: when checkpoint n completes, n - 1 goes, and the shared files only it listed): a
@@ -168,8 +171,10 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
     const random = prng(seed);
     const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
     for (let round = 0; round < rounds; round++) {
-      // Anywhere in the first 90 %, after a checkpoint completed (the job waits for one).
-      const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
+      // Anywhere in the first 75 %, after a checkpoint completed (the job waits for one). Later,
+      // a loaded machine may complete checkpoint 2 only after the last record, and the fault
+      // never fires (seen once in CI at 88.6 %, inline, with local recovery).
+      const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * FAULT_SPAN);
       // Worker threads: a thread ended as a kill would, or an exception; inline (the restarted
       // subtask's predecessor is never torn down by a thread exit): an exception.
       const [mode, kind] = (
@@ -199,7 +204,7 @@ test("local recovery on worker threads and inline: after a fault, each subtask r
     const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 2);
     for (let round = 0; round < rounds; round++) {
       const [mode, kind] = ([["threads", "exit"], ["inline", "process"], ["threads", "process"]] as const)[round % 3]!;
-      const atRecord = 1 + Math.floor(random() * diskKeyed.RECORDS * 0.9);
+      const atRecord = 1 + Math.floor(random() * diskKeyed.RECORDS * FAULT_SPAN);
       const at = `seed ${seed}, ${mode}, fault '${kind}' at record ${atRecord}`;
       const config = { "state.backend.disk.local-recovery": "true", "state.backend.disk.max-chain-length": "3" };
       const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, config);
