@@ -10,7 +10,8 @@
  *
  * A row is a recurring key's resolution: its map identity (one string object for as long as the
  * row lives, so its hash is computed once and the tables that stored it compare it by pointer)
- * and each table's entry of the key (`entries`, by `StateTable.rowIndex`). The backend finds the
+ * and each table's entry of the key (`entries`, by the table's index among the backend's tables,
+ * StateTable's `#rowIndex`). The backend finds the
  * row of the current key in a direct-mapped array by a hash of the key computed here in JS (the
  * characters of a string, the parts of a composite key) and compares the key itself, so a row is
  * never wrong, only missing: a miss makes a new row, which takes the slot.
@@ -31,7 +32,7 @@ import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
  * the tables' entries (state-table.ts's KeyEntry; generic so this file does not import it).
  */
 export class KeyRow<E> {
-  /** Each table's entry of the key, by the table's `rowIndex`; undefined: not known. */
+  /** Each table's entry of the key, by the table's index (StateTable's `#rowIndex`); undefined: not known. */
   readonly entries: (E | undefined)[];
   constructor(
     /** The key (a composite key's array is kept as the selector returned it: keys are never mutated). */
@@ -44,7 +45,7 @@ export class KeyRow<E> {
   }
 }
 
-/** Slots of a backend's row array (a power of two): 128 KB of slots once a key has a row. */
+/** Slots of a backend's row array (a power of two): 64-128 KB of slots once a key has a row. */
 const ROW_SLOTS = 16384;
 const ROW_MASK = ROW_SLOTS - 1;
 /** Characters of a string that enter its hash (the first ones; the length always does). */

@@ -359,8 +359,19 @@ export class StateTable {
         }
       }
     } else entry = this.#groups[kgIndex]?.get(mapKey);
-    if (entry === undefined) return this.#source === undefined ? undefined : this.#load(mapKey, kgIndex);
+    if (entry === undefined) return this.#loadOrNone(mapKey, kgIndex);
     return this.#unshared(entry, kgIndex);
+  }
+
+  /** A key the maps do not hold: the source's entry (put in the maps), or undefined without a source or stored state. */
+  #loadOrNone(mapKey: MapKey, kgIndex: number): KeyEntry | undefined {
+    return this.#source === undefined ? undefined : this.#load(mapKey, kgIndex);
+  }
+
+  /** Lists `entry` (in this table's maps) as this table's entry in the key's row. */
+  #list(row: KeyRow<KeyEntry>, entry: KeyEntry): void {
+    row.entries[this.#rowIndex] = entry;
+    entry.row = row;
   }
 
   /** `entryAt` of the current key through its row: the row's entry of this table, else the map's (then listed in the row). */
@@ -369,14 +380,9 @@ export class StateTable {
     if (this.#pending[kgIndex] !== undefined) this.#materialize(kgIndex);
     let entry = row.entries[this.#rowIndex];
     if (entry === undefined) {
-      entry = this.#groups[kgIndex]?.get(row.mapKey);
-      if (entry === undefined) {
-        if (this.#source === undefined) return undefined;
-        entry = this.#load(row.mapKey, kgIndex);
-        if (entry === undefined) return undefined;
-      }
-      row.entries[this.#rowIndex] = entry;
-      entry.row = row;
+      entry = this.#groups[kgIndex]?.get(row.mapKey) ?? this.#loadOrNone(row.mapKey, kgIndex);
+      if (entry === undefined) return undefined;
+      this.#list(row, entry);
     }
     return this.#unshared(entry, kgIndex);
   }
@@ -478,11 +484,7 @@ export class StateTable {
     }
     const ctx = this.#ctx;
     const created = this.createEntry(ctx.key, ctx.mapKey, ctx.kgIndex);
-    const row = ctx.row;
-    if (row !== undefined) {
-      row.entries[this.#rowIndex] = created;
-      created.row = row;
-    }
+    if (ctx.row !== undefined) this.#list(ctx.row, created);
     this.#cacheEpoch = ctx.epoch;
     this.#cacheEntry = created;
     return created;
@@ -804,8 +806,8 @@ export class StateTable {
     if (this.#hot !== undefined && isHotKey(mapKey) && this.#hot[mapKey & HOT_MASK] === entry) this.#hot[mapKey & HOT_MASK] = by;
     const row = entry.row;
     if (row !== undefined && row.entries[this.#rowIndex] === entry) {
-      row.entries[this.#rowIndex] = by;
-      if (by !== undefined) by.row = row;
+      if (by === undefined) row.entries[this.#rowIndex] = undefined;
+      else this.#list(row, by);
     }
   }
 
