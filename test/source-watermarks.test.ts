@@ -5,11 +5,14 @@
  * minimum over its partitions, so no record is late and the windows equal a batch recomputation.
  * Through the reader's main output, one generator sees both partitions: the slow partition's
  * records fall behind the watermark and are dropped as late (why Flink has per-split watermarks).
+ * The same holds when the source's dead letters are read (`onError("dead-letter")` and
+ * `deadLetters()`: a side-output edge of the source besides its chained Timestamps/Watermarks).
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
   defineJob,
+  type DeadLetter,
   staticSplitEnumerator,
   TumblingEventTimeWindows,
   type ReaderOutput,
@@ -48,9 +51,10 @@ const reading = (p: Partition, i: number): Reading => ({ partition: p.id, ts: p.
 
 /**
  * All partitions on one reader, read round-robin a record at a time (as a Kafka reader interleaves
- * its partitions); each partition's split output is released when the partition is done.
+ * its partitions); each partition's split output is released when the partition is done. With
+ * `bad`, each partition starts with input the reader cannot read (reported through its output).
  */
-function partitionsSource(perSplit: boolean): Source<Reading, Partition> {
+function partitionsSource(perSplit: boolean, bad = false): Source<Reading, Partition> {
   return {
     boundedness: "bounded",
     maxParallelism: 1,
@@ -63,6 +67,7 @@ function partitionsSource(perSplit: boolean): Source<Reading, Partition> {
           for (let round = 0; round < 100 && open.length > 0; round++) {
             for (const split of [...open]) {
               const target = perSplit ? output.createOutputForSplit(split.partition.id) : output;
+              if (bad && split.next === 0) target.reportBadRecord({ raw: "?", error: new Error("unreadable"), position: { partition: split.partition.id } });
               target.collect(reading(split.partition, split.next++));
               if (split.next === split.partition.records) {
                 open.splice(open.indexOf(split), 1);
@@ -82,11 +87,12 @@ function partitionsSource(perSplit: boolean): Source<Reading, Partition> {
   };
 }
 
-async function countsPerWindow(perSplit: boolean): Promise<{ counts: string[]; late: number }> {
+async function countsPerWindow(perSplit: boolean, deadLetters = false): Promise<{ counts: string[]; late: number; dead: DeadLetter[] }> {
   const job = defineJob("per-split-watermarks", (env) => {
-    env
-      // Watermarks after every record, so the test does not depend on when periodic emission runs.
-      .fromSource(partitionsSource(perSplit), punctuated<Reading>(0), "partitions")
+    // Watermarks after every record, so the test does not depend on when periodic emission runs.
+    const readings = env.fromSource(partitionsSource(perSplit, deadLetters), punctuated<Reading>(0), "partitions");
+    if (deadLetters) readings.onError("dead-letter").deadLetters().sinkTo(collectSink<DeadLetter>("dead letters"));
+    readings
       .keyBy((r) => r.partition)
       .window(TumblingEventTimeWindows.of<Reading>(WINDOW_MS))
       .aggregate(
@@ -98,7 +104,7 @@ async function countsPerWindow(perSplit: boolean): Promise<{ counts: string[]; l
   const handle = runJob(job, { parallelism: 1 });
   await handle.done;
   const counts = handle.collected<Count>("counts").map((c) => `${c.partition}@${c.start}:${c.count}`);
-  return { counts: counts.sort(), late: lateRecordsDropped(handle.metrics()) };
+  return { counts: counts.sort(), late: lateRecordsDropped(handle.metrics()), dead: handle.collected<DeadLetter>("dead letters") };
 }
 
 /** The batch answer: records per partition and window. */
@@ -118,6 +124,13 @@ test("split outputs: the source's watermark is the minimum over its partitions, 
   const { counts, late } = await countsPerWindow(true);
   assert.equal(late, 0);
   assert.deepEqual(counts, oracle());
+});
+
+test("split outputs with the source's dead letters read (onError('dead-letter'), deadLetters()): still the minimum over its partitions, no record is late; bad input reaches the dead letters", async () => {
+  const { counts, late, dead } = await countsPerWindow(true, true);
+  assert.equal(late, 0);
+  assert.deepEqual(counts, oracle());
+  assert.deepEqual(dead.map((d) => [d.operator, d.raw, d.position]).sort(), PARTITIONS.map((p) => ["partitions", "?", { partition: p.id }]).sort());
 });
 
 test("the main output: one generator over both partitions, the slow partition's records are late and dropped", async () => {

@@ -621,8 +621,11 @@ export class TaskExecutor {
             sourceOutput,
           );
           // fromSource chains its Timestamps/Watermarks operator to the source: it takes the
-          // records of each split with the split's own watermark generator.
-          sourceFed = headNode.outputs.length === 1 && headNode.outputs[0]!.chained ? headNode.outputs[0]!.target : undefined;
+          // records of each split with the split's own watermark generator. The source's main
+          // output is that one edge; any other output is a side output (its dead letters, read
+          // through deadLetters()), which bad records reach through the source's output as before.
+          const mainOutputs = headNode.outputs.filter((e) => e.sideTag === undefined);
+          sourceFed = mainOutputs.length === 1 && mainOutputs[0]!.chained ? mainOutputs[0]!.target : undefined;
           const next = sourceFed === undefined ? undefined : operators.get(sourceFed);
           const splits = next !== undefined && "openSplit" in next ? (next as SplitAwareOperator<unknown>) : undefined;
           head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad), splits };
