@@ -61,6 +61,10 @@ export class ParquetPart<T> implements PartFile<T> {
     return this.#handed + this.#bytes.index;
   }
 
+  holdsAtLeast(bytes: number): boolean {
+    return this.size >= bytes;
+  }
+
   // hot path
   append(value: T): void {
     const columns = this.#layout.columns;

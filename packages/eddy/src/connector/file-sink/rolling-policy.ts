@@ -32,7 +32,10 @@ export interface RollingPolicy {
 
 /** What the policy looks at of an in-progress part. */
 export interface PartProgress {
+  /** Bytes written to the part. */
   readonly size: number;
+  /** Whether the part holds at least `bytes` bytes (`size >= bytes`, cheaper on the hot path). */
+  holdsAtLeast(bytes: number): boolean;
   readonly openedAtMs: number;
   readonly lastWriteAtMs: number;
 }
@@ -55,7 +58,7 @@ export function rollingPolicy(options: RollingPolicyOptions | undefined, bulk: b
 }
 
 /** After a record was written to the part. */
-export const shouldRollOnEvent = (policy: RollingPolicy, part: PartProgress): boolean => part.size >= policy.maxPartSizeBytes;
+export const shouldRollOnEvent = (policy: RollingPolicy, part: PartProgress): boolean => part.holdsAtLeast(policy.maxPartSizeBytes);
 
 /** At any moment (a time check between records, or a barrier). */
 export const shouldRollOnTime = (policy: RollingPolicy, part: PartProgress, nowMs: number): boolean =>
