@@ -87,6 +87,9 @@ const FIRE: Namespace = "fire";
  */
 const MAX_SWEPT_PANES = 1 << 18;
 
+/** Emptied sweeps kept for reuse (a few hundred bytes each): a watermark advance fires thousands of keys. */
+const MAX_FREE_SWEEPS = 4096;
+
 export function slidingPaneOperator<IN>(spec: SlidingPaneSpec<IN>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new SlidingPaneOperator(spec, ctx, output);
 }
@@ -109,6 +112,8 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   readonly #maxSweptPanes: number;
   /** For one element's late firings, and firings past MAX_SWEPT_PANES: loaded, used, emptied. */
   readonly #scratch: PaneSweep;
+  /** Emptied sweeps for the next keys' firings: a key's sweep lives for one advance, so they are reused, not made. */
+  readonly #freeSweeps: PaneSweep[] = [];
   readonly #function: WindowFunctionRunner<TimeWindow>;
   readonly #lateDropped;
   readonly #size: number;
@@ -256,7 +261,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
   #openSweep(mapKey: MapKey, end: number): PaneSweep {
     const from = end - this.#size + 1;
     if (this.#sweptPanes >= this.#maxSweptPanes) return this.#scratch.load(this.#panes, from, end, this.#slide);
-    const sweep = new PaneSweep(this.#spec.panes.merge).load(this.#panes, from, this.#keyed.currentWatermark, this.#slide);
+    const sweep = (this.#freeSweeps.pop() ?? new PaneSweep(this.#spec.panes.merge)).load(this.#panes, from, this.#keyed.currentWatermark, this.#slide);
     this.#sweeps.set(mapKey, sweep);
     this.#sweptPanes += sweep.count;
     return sweep;
@@ -275,6 +280,7 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       this.#sweptPanes -= sweep.count;
     }
     sweep.empty();
+    if (sweep !== this.#scratch && this.#freeSweeps.length < MAX_FREE_SWEEPS) this.#freeSweeps.push(sweep);
   }
 
   /** After a failed advance: drops every sweep (the job fails; nothing is deleted). */
