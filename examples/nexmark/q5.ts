@@ -28,6 +28,7 @@
  */
 import {
   defineJob,
+  ListStateDescriptor,
   SlidingEventTimeWindows,
   Time,
   ValueStateDescriptor,
@@ -49,35 +50,37 @@ export interface Q5Result {
 const WINDOW_MS = Time.seconds(10);
 const SLIDE_MS = Time.seconds(2);
 
-interface Hottest {
-  readonly num: number;
-  readonly auctions: number[];
-}
-
-/** Per window (the key: its end): the auctions with the highest count, emitted when it closes. */
+/**
+ * Per window (the key: its end): the auctions with the highest count, emitted when it closes. The
+ * highest count and the auctions that have it are two states, so a tie appends one number to a
+ * list state instead of copying every tied auction in and out of one value state.
+ */
 export function hottestAuctions(): KeyedProcessFunction<number, Q5Result, Q5Result> {
-  const hottest = new ValueStateDescriptor<Hottest>("hottest");
+  const maxCount = new ValueStateDescriptor<number>("max-count");
+  const hottest = new ListStateDescriptor<number>("hottest-auctions");
   return {
     processElement(count, ctx) {
-      const state = ctx.getState(hottest);
-      const best = state.value();
-      if (best === undefined) {
-        state.update({ num: count.num, auctions: [count.auction] });
-        ctx.timerService().registerEventTimeTimer(count.endtime - 1);
-      } else if (count.num > best.num) {
-        state.update({ num: count.num, auctions: [count.auction] });
-      } else if (count.num === best.num) {
-        best.auctions.push(count.auction);
-        state.update(best);
+      const max = ctx.getState(maxCount);
+      const best = max.value();
+      if (best !== undefined && count.num < best) return;
+      const auctions = ctx.getListState(hottest);
+      if (count.num === best) {
+        auctions.add(count.auction);
+        return;
       }
+      if (best === undefined) ctx.timerService().registerEventTimeTimer(count.endtime - 1);
+      max.update(count.num);
+      auctions.update([count.auction]);
     },
     onTimer(_timestamp, ctx, out) {
-      const state = ctx.getState(hottest);
-      const best = state.value();
-      if (best === undefined) return;
+      const max = ctx.getState(maxCount);
+      const num = max.value();
+      if (num === undefined) return;
+      const auctions = ctx.getListState(hottest);
       const endtime = ctx.getCurrentKey();
-      for (const auction of best.auctions) out.collect({ auction, num: best.num, starttime: endtime - WINDOW_MS, endtime });
-      state.clear();
+      for (const auction of auctions.get()) out.collect({ auction, num, starttime: endtime - WINDOW_MS, endtime });
+      max.clear();
+      auctions.clear();
     },
   };
 }
