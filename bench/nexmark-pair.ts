@@ -1,0 +1,103 @@
+/**
+ * A/B of two checkouts on one Nexmark query, measured in pairs: in each round the query runs in
+ * both checkouts at the same time, one process per core, so both runs see the same machine.
+ *
+ * Why: this VM's speed moves by ±20 % from one minute to the next (other tenants), so runs of A
+ * and B one after another differ by more than most changes do. Run together, both are slowed
+ * alike, and the ratio of a pair is stable to a few per cent (2026-12-04: q10 and q5 changes of
+ * ~10 % showed as 1.00-1.15× per pair where alternated runs spread over 0.7-1.5×). Sides swap every
+ * round, in case one core is the faster. Each run is bench/nexmark-one.ts without its loop; the
+ * figure is events per CPU-second of the process (all its threads), and each run's output must
+ * equal the hand-written loop's in the first round of each side (the checksum column).
+ *
+ *   node -C eddy-source --import tsx bench/nexmark-pair.ts --a ../wt-base --b . --query q5 \
+ *     [--events 3000000] [--rounds 5] [-- <more nexmark-one.ts flags>]
+ *
+ * `--a` and `--b` are checkouts with their node_modules (a `git worktree` with links to this
+ * checkout's node_modules will do). Needs two cores: with one, the pair only shares it.
+ */
+import { spawn } from "node:child_process";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { median } from "./stats.ts";
+
+const { values, positionals } = parseArgs({
+  options: {
+    a: { type: "string" },
+    b: { type: "string" },
+    query: { type: "string" },
+    events: { type: "string", default: "3000000" },
+    rounds: { type: "string", default: "5" },
+  },
+  allowPositionals: true,
+});
+if (values.a === undefined || values.b === undefined || values.query === undefined) {
+  throw new Error("usage: bench/nexmark-pair.ts --a <checkout> --b <checkout> --query <q> [--events N] [--rounds N] [-- flags]");
+}
+const rounds = Number(values.rounds);
+const events = Number(values.events);
+if (!(Number.isInteger(rounds) && rounds > 0) || !(Number.isInteger(events) && events > 0)) throw new Error("--rounds and --events take positive integers");
+
+interface Run {
+  readonly perCpuSecond: number;
+  readonly sameAsLoop: boolean | undefined;
+}
+
+interface Fold {
+  readonly count: number;
+  readonly checksum: number;
+}
+
+/** What bench/nexmark-one.ts prints (the fields read here). */
+interface Measurement {
+  readonly events: number;
+  readonly cpuMs: number;
+  readonly eddy: Fold;
+  /** Which of the fold's figures equal the loop's when the job is right (some depend on timing). */
+  readonly comparison?: { readonly count: boolean; readonly checksum: boolean };
+  readonly loop?: { readonly fold: Fold };
+}
+
+/** The job's output against the hand-written loop's, as far as the query's comparison goes; undefined without a loop. */
+function sameAsLoop(r: Measurement): boolean | undefined {
+  if (r.loop === undefined || r.comparison === undefined) return undefined;
+  return (!r.comparison.count || r.eddy.count === r.loop.fold.count) && (!r.comparison.checksum || r.eddy.checksum === r.loop.fold.checksum);
+}
+
+function runOne(checkout: string, withLoop: boolean): Promise<Run> {
+  const args = ["-C", "eddy-source", "--import", "tsx", "bench/nexmark-one.ts", "--query", values.query!, "--events", String(events), "--json"];
+  if (!withLoop) args.push("--no-loop");
+  args.push(...positionals);
+  return new Promise((done, fail) => {
+    const child = spawn(process.execPath, args, { cwd: resolve(checkout), stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+    child.on("error", fail);
+    child.on("close", (code) => {
+      const last = out.trim().split("\n").pop() ?? "";
+      if (code !== 0 || !last.startsWith("{")) return fail(new Error(`${checkout}: nexmark-one exited ${code}\n${err.slice(-2000)}`));
+      const r = JSON.parse(last) as Measurement;
+      done({ perCpuSecond: r.events / (r.cpuMs / 1000), sameAsLoop: withLoop ? sameAsLoop(r) : undefined });
+    });
+  });
+}
+
+const k = (n: number): string => `${(n / 1000).toFixed(0)} K`;
+console.log(`${values.query}, ${events.toLocaleString("en")} events, ${rounds} pairs: A ${resolve(values.a)}, B ${resolve(values.b)}`);
+console.log("| round | A events/CPU-s | B events/CPU-s | B ÷ A | first started |");
+console.log("|---|---|---|---|---|");
+const ratios: number[] = [];
+for (let round = 0; round < rounds; round++) {
+  const aFirst = round % 2 === 0;
+  const started = aFirst ? [runOne(values.a, round === 0), runOne(values.b, round === 0)] : [runOne(values.b, round === 1), runOne(values.a, round === 1)];
+  const [first, second] = await Promise.all(started);
+  const [a, b] = aFirst ? [first!, second!] : [second!, first!];
+  for (const [side, run] of [["A", a], ["B", b]] as const) {
+    if (run.sameAsLoop === false) throw new Error(`side ${side}: output differs from the hand-written loop`);
+  }
+  ratios.push(b.perCpuSecond / a.perCpuSecond);
+  console.log(`| ${round + 1} | ${k(a.perCpuSecond)} | ${k(b.perCpuSecond)} | ${(b.perCpuSecond / a.perCpuSecond).toFixed(3)} | ${aFirst ? "A" : "B"} |`);
+}
+console.log(`median B ÷ A: ${median(ratios).toFixed(3)} (range ${Math.min(...ratios).toFixed(3)}-${Math.max(...ratios).toFixed(3)})`);
