@@ -4,11 +4,12 @@
  *
  * Why: this VM's speed moves by ±20 % from one minute to the next (other tenants), so runs of A
  * and B one after another differ by more than most changes do. Run together, both are slowed
- * alike, and the ratio of a pair is stable to a few per cent (2026-12-04: q10 and q5 changes of
- * ~10 % showed as 1.00-1.15× per pair where alternated runs spread over 0.7-1.5×). Sides swap every
- * round, in case one core is the faster. Each run is bench/nexmark-one.ts without its loop; the
- * figure is events per CPU-second of the process (all its threads), and each run's output must
- * equal the hand-written loop's in the first round of each side (the checksum column).
+ * alike (2026-12-04: the same checkout on both sides gave pairs of 0.96-1.07×, median 0.995, where
+ * runs one after another spread over 0.7-1.5×; still, a busy host can push a single pair to
+ * ±15 %: use the median of 5 or more). Sides swap every round, in case one core is the faster.
+ * Each run is bench/nexmark-one.ts without its loop; the figure is events per CPU-second of the
+ * process (all its threads). Before the timed rounds each side runs once with its hand-written
+ * loop, and its output must equal the loop's.
  *
  *   node -C eddy-source --import tsx bench/nexmark-pair.ts --a ../wt-base --b . --query q5 \
  *     [--events 3000000] [--rounds 5] [-- <more nexmark-one.ts flags>]
@@ -40,6 +41,7 @@ if (!(Number.isInteger(rounds) && rounds > 0) || !(Number.isInteger(events) && e
 
 interface Run {
   readonly perCpuSecond: number;
+  /** Undefined when run without the loop. */
   readonly sameAsLoop: boolean | undefined;
 }
 
@@ -88,15 +90,18 @@ const k = (n: number): string => `${(n / 1000).toFixed(0)} K`;
 console.log(`${values.query}, ${events.toLocaleString("en")} events, ${rounds} pairs: A ${resolve(values.a)}, B ${resolve(values.b)}`);
 console.log("| round | A events/CPU-s | B events/CPU-s | B ÷ A | first started |");
 console.log("|---|---|---|---|---|");
+// First, each side once with its hand-written loop, to check its output (not timed: a run that
+// ends with a loop beside a run that does not shares the machine unevenly).
+const checks = await Promise.all([runOne(values.a, true), runOne(values.b, true)]);
+checks.forEach((run, i) => {
+  if (run.sameAsLoop === false) throw new Error(`side ${i === 0 ? "A" : "B"}: output differs from the hand-written loop`);
+});
 const ratios: number[] = [];
 for (let round = 0; round < rounds; round++) {
   const aFirst = round % 2 === 0;
-  const started = aFirst ? [runOne(values.a, round === 0), runOne(values.b, round === 0)] : [runOne(values.b, round === 1), runOne(values.a, round === 1)];
+  const started = aFirst ? [runOne(values.a, false), runOne(values.b, false)] : [runOne(values.b, false), runOne(values.a, false)];
   const [first, second] = await Promise.all(started);
   const [a, b] = aFirst ? [first!, second!] : [second!, first!];
-  for (const [side, run] of [["A", a], ["B", b]] as const) {
-    if (run.sameAsLoop === false) throw new Error(`side ${side}: output differs from the hand-written loop`);
-  }
   ratios.push(b.perCpuSecond / a.perCpuSecond);
   console.log(`| ${round + 1} | ${k(a.perCpuSecond)} | ${k(b.perCpuSecond)} | ${(b.perCpuSecond / a.perCpuSecond).toFixed(3)} | ${aFirst ? "A" : "B"} |`);
 }

@@ -89,6 +89,7 @@ export class RowPart<T> implements PartFile<T> {
     if (encoder.header !== undefined) this.#appendText(encoder.header);
   }
 
+  /** Exact: writes the records' text held back into the buffer first. */
   get size(): number {
     this.#writeTexts();
     return this.#handed + this.#pos;

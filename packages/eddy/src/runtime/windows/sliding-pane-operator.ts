@@ -87,8 +87,13 @@ const FIRE: Namespace = "fire";
  */
 const MAX_SWEPT_PANES = 1 << 18;
 
-/** Emptied sweeps kept for reuse (a few hundred bytes each): a watermark advance fires thousands of keys. */
+/**
+ * Emptied sweeps kept for reuse (a watermark advance fires thousands of keys), each only if it held
+ * at most MAX_POOLED_PANES panes: its arrays are as long as the most it ever held, so the pool
+ * stays under 4,096 × 64 × 3 slots (~6 MB) however many panes a key has.
+ */
 const MAX_FREE_SWEEPS = 4096;
+const MAX_POOLED_PANES = 64;
 
 export function slidingPaneOperator<IN>(spec: SlidingPaneSpec<IN>) {
   return (ctx: OperatorContext, output: Output<unknown>): OneInputOperator<IN> => new SlidingPaneOperator(spec, ctx, output);
@@ -279,8 +284,9 @@ class SlidingPaneOperator<IN> implements OneInputOperator<IN> {
       this.#sweeps.delete(mapKey);
       this.#sweptPanes -= sweep.count;
     }
+    const pooled = sweep !== this.#scratch && sweep.count <= MAX_POOLED_PANES && this.#freeSweeps.length < MAX_FREE_SWEEPS;
     sweep.empty();
-    if (sweep !== this.#scratch && this.#freeSweeps.length < MAX_FREE_SWEEPS) this.#freeSweeps.push(sweep);
+    if (pooled) this.#freeSweeps.push(sweep);
   }
 
   /** After a failed advance: drops every sweep (the job fails; nothing is deleted). */
