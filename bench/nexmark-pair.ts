@@ -20,6 +20,8 @@
 import { spawn } from "node:child_process";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import type { Measurement } from "./nexmark/measurement.ts";
+import { foldsDiffer } from "./nexmark/report.ts";
 import { median } from "./stats.ts";
 
 const { values, positionals } = parseArgs({
@@ -45,25 +47,9 @@ interface Run {
   readonly sameAsLoop: boolean | undefined;
 }
 
-interface Fold {
-  readonly count: number;
-  readonly checksum: number;
-}
-
-/** What bench/nexmark-one.ts prints (the fields read here). */
-interface Measurement {
-  readonly events: number;
-  readonly cpuMs: number;
-  readonly eddy: Fold;
-  /** Which of the fold's figures equal the loop's when the job is right (some depend on timing). */
-  readonly comparison?: { readonly count: boolean; readonly checksum: boolean };
-  readonly loop?: { readonly fold: Fold };
-}
-
 /** The job's output against the hand-written loop's, as far as the query's comparison goes; undefined without a loop. */
 function sameAsLoop(r: Measurement): boolean | undefined {
-  if (r.loop === undefined || r.comparison === undefined) return undefined;
-  return (!r.comparison.count || r.eddy.count === r.loop.fold.count) && (!r.comparison.checksum || r.eddy.checksum === r.loop.fold.checksum);
+  return r.loop === undefined ? undefined : !foldsDiffer(r.comparison, r.eddy, r.loop.fold);
 }
 
 function runOne(checkout: string, withLoop: boolean): Promise<Run> {
