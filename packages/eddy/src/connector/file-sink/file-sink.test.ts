@@ -25,11 +25,26 @@ function withDir(fn: (dir: string) => Promise<void>): () => Promise<void> {
     try {
       await fn(dir);
     } finally {
-      // A closed writer closes its files asynchronously (a part being opened may still appear):
-      // retry on ENOTEMPTY instead of failing the test on its cleanup.
-      rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 20 });
+      await removeDir(dir);
     }
   };
+}
+
+/**
+ * A closed writer closes its files asynchronously, and a part it was opening may still appear after
+ * the harness's (synchronous) close. rmSync's own retries only retry the last rmdir, never the
+ * listing, so a file that appears between the two fails every retry: remove the whole tree again.
+ */
+async function removeDir(dir: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+      return;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "ENOTEMPTY" || attempt === 50) throw e;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
 }
 
 /** Every file under `dir`, relative, sorted. */
