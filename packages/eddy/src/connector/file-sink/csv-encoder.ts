@@ -11,9 +11,14 @@
  * not cover (not an object or array, a function or symbol field) is handed to csv-stringify, so
  * errors are csv-stringify's too. csv-encoder.test.ts compares the two on random records.
  */
+import { compileFunction, mayCompile } from "../../core/codegen.ts";
 
-/** The encoder for these columns (names, or `{ key }` objects), or undefined when csv-stringify must do it. */
-export function defaultCsvEncoder(columns: unknown, csvOptions: object | undefined): ((record: unknown) => string | undefined) | undefined {
+/**
+ * The encoder for these columns (names, or `{ key }` objects), or undefined when csv-stringify
+ * must do it. `compile` false: the general path only (what a process that forbids compiled code
+ * gets; tests compare both with csv-stringify).
+ */
+export function defaultCsvEncoder(columns: unknown, csvOptions: object | undefined, compile = true): ((record: unknown) => string | undefined) | undefined {
   if (csvOptions !== undefined && Object.keys(csvOptions).length > 0) return undefined;
   let keys: string[] | undefined;
   if (columns !== undefined) {
@@ -25,7 +30,7 @@ export function defaultCsvEncoder(columns: unknown, csvOptions: object | undefin
       keys.push(key);
     }
   }
-  return (record) => {
+  const generic = (record: unknown): string | undefined => {
     if (record === null || typeof record !== "object") return undefined;
     let line = "";
     if (Array.isArray(record)) {
@@ -46,6 +51,35 @@ export function defaultCsvEncoder(columns: unknown, csvOptions: object | undefin
     }
     return `${line}\n`;
   };
+  return (compile && keys !== undefined && keyedEncoder(keys, generic)) || generic;
+}
+
+/**
+ * The encoder of object records for `keys`, compiled: a property load per column by its name
+ * (the generic path's `record[keys[i]]` is a keyed load with a changing key) and one template
+ * for the line instead of a concatenation per field; numbers and strings are handled inline,
+ * other values by `csvField`, arrays and non-objects by `generic`. About 35 % less CPU per
+ * Nexmark q10 row (~430 → ~270 ns). Undefined where the process forbids compiled code.
+ */
+function keyedEncoder(keys: readonly string[], generic: (record: unknown) => string | undefined): ((record: unknown) => string | undefined) | undefined {
+  if (!mayCompile()) return undefined;
+  const lines: string[] = ["if (record === null || typeof record !== \"object\" || Array.isArray(record)) return generic(record);"];
+  keys.forEach((key, i) => {
+    // Field names enter the code only through JSON.stringify (core/codegen.ts).
+    lines.push(
+      `const v${i} = record[${JSON.stringify(key)}];`,
+      `let f${i};`,
+      `if (typeof v${i} === "number") f${i} = "" + v${i};`,
+      `else if (typeof v${i} === "string") f${i} = needsQuotes.test(v${i}) ? quoted(v${i}) : v${i};`,
+      `else if ((f${i} = csvField(v${i})) === undefined) return undefined;`,
+    );
+  });
+  lines.push(`return ${keys.map((_, i) => `f${i}`).join(' + "," + ')} + "\\n";`);
+  const make = compileFunction<(generic: unknown, csvField: unknown, needsQuotes: RegExp, quoted: unknown) => (record: unknown) => string | undefined>(
+    ["generic", "csvField", "needsQuotes", "quoted"],
+    `return function encodeCsvRecord(record) {\n${lines.join("\n")}\n};`,
+  );
+  return make?.(generic, csvField, NEEDS_QUOTES, quoted);
 }
 
 const NEEDS_QUOTES = /[",\n\r]/;
@@ -72,6 +106,10 @@ function csvField(value: unknown): string | undefined {
     default:
       return undefined;
   }
-  if (!NEEDS_QUOTES.test(text)) return text;
+  return NEEDS_QUOTES.test(text) ? quoted(text) : text;
+}
+
+/** `text` (which needs quoting) quoted, its quotes doubled. */
+function quoted(text: string): string {
   return `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`;
 }
