@@ -33,6 +33,7 @@ import { dirname, extname, join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Plugin } from "esbuild";
 import { describeCause } from "../core/errors.ts";
+import { constantTopLevel, sourceVarNames } from "./bundle-constants.ts";
 
 export interface WorkerBundle {
   /** The bundle, a file URL a Worker can start from. */
@@ -46,6 +47,8 @@ export type WorkerCode = { readonly bundle: WorkerBundle } | { readonly bundle: 
 
 /** Set to "tsx" to make workers load through the TypeScript loader (e.g. to compare, or debug). */
 export const WORKER_LOADER_ENV = "EDDY_WORKER_LOADER";
+/** Set to "off" to keep esbuild's top-level `var`s (bundle-constants.ts), e.g. to compare. */
+export const WORKER_CONSTANTS_ENV = "EDDY_WORKER_CONSTANTS";
 
 /** ".ts" when Eddy runs from its sources (this repository), ".js" when from its build (dist/). */
 const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
@@ -84,11 +87,12 @@ let outDir: string | undefined;
  */
 export async function workerCode(modules: readonly string[]): Promise<WorkerCode> {
   if (process.env[WORKER_LOADER_ENV] === "tsx") return { bundle: undefined, reason: `${WORKER_LOADER_ENV}=tsx` };
-  const key = modules.join("\n");
+  const constants = process.env[WORKER_CONSTANTS_ENV] !== "off";
+  const key = `${constants}\n${modules.join("\n")}`;
   let pending = builds.get(key);
   // A failure is remembered like a bundle: built again only once an input changed.
   if (pending === undefined || !unchanged(await pending)) {
-    pending = buildBundle(modules);
+    pending = buildBundle(modules, constants);
     builds.set(key, pending);
   }
   const built = await pending;
@@ -108,19 +112,20 @@ function unchanged(built: Built): boolean {
   return true;
 }
 
-async function buildBundle(modules: readonly string[]): Promise<Built> {
+async function buildBundle(modules: readonly string[], constants: boolean): Promise<Built> {
   const seen = new Map<string, [number, number]>();
   const inputs = () => [...seen].map(([file, [mtimeMs, size]]) => [file, mtimeMs, size] as const);
   try {
-    return { bundle: await writeBundle(modules, seen), failure: "", inputs: inputs() };
+    return { bundle: await writeBundle(modules, constants, seen), failure: "", inputs: inputs() };
   } catch (e) {
     return { bundle: undefined, failure: describeCause(e), inputs: inputs() };
   }
 }
 
-async function writeBundle(modules: readonly string[], seen: Map<string, [number, number]>): Promise<WorkerBundle> {
+async function writeBundle(modules: readonly string[], constants: boolean, seen: Map<string, [number, number]>): Promise<WorkerBundle> {
   const { build } = await import("esbuild");
   const dir = (outDir ??= privateDir());
+  const sourceVars = new Set<string>();
   const files = modules.map((url) => fileURLToPath(url));
   const entry = [
     `import { preloadModules } from ${JSON.stringify(PRELOAD)};`,
@@ -145,21 +150,22 @@ async function writeBundle(modules: readonly string[], seen: Map<string, [number
     sourcemap: "external",
     legalComments: "none",
     logLevel: "silent",
-    plugins: [workerPlugin(seen)],
+    plugins: [workerPlugin(seen, sourceVars)],
   });
-  const code = result.outputFiles.find((f) => f.path === outfile);
-  const map = result.outputFiles.find((f) => f.path === `${outfile}.map`);
-  if (code === undefined || map === undefined) throw new Error("esbuild produced no bundle");
-  const name = `worker-${createHash("sha256").update(code.contents).digest("hex").slice(0, 20)}.mjs`;
+  const built = result.outputFiles.find((f) => f.path === outfile);
+  const builtMap = result.outputFiles.find((f) => f.path === `${outfile}.map`);
+  if (built === undefined || builtMap === undefined) throw new Error("esbuild produced no bundle");
+  const { code, map } = constants ? constantTopLevel(built.text, builtMap.text, sourceVars) : { code: built.text, map: builtMap.text };
+  const name = `worker-${createHash("sha256").update(code).digest("hex").slice(0, 20)}.mjs`;
   const path = join(dir, name);
   // Paths in the map are relative to the bundle's directory; the file name does not matter.
   // Written aside and renamed: a worker of a running job may be reading a bundle of that name.
-  writeAtomically(`${path}.map`, map.contents);
-  writeAtomically(path, code.contents);
+  writeAtomically(`${path}.map`, map);
+  writeAtomically(path, code);
   return { url: pathToFileURL(path).href, sourceMap: `${path}.map` };
 }
 
-function writeAtomically(path: string, contents: Uint8Array): void {
+function writeAtomically(path: string, contents: string): void {
   const partial = `${path}.${process.pid}.${++partialFiles}.partial`;
   writeFileSync(partial, contents);
   renameSync(partial, path);
@@ -196,7 +202,7 @@ function inNodeModules(path: string): boolean {
   return path.split(sep).includes("node_modules");
 }
 
-function workerPlugin(seen: Map<string, [number, number]>): Plugin {
+function workerPlugin(seen: Map<string, [number, number]>, sourceVars: Set<string>): Plugin {
   return {
     name: "eddy-worker",
     setup(b) {
@@ -216,6 +222,7 @@ function workerPlugin(seen: Map<string, [number, number]>): Plugin {
         seen.set(args.path, [stat.mtimeMs, stat.size]);
         const source = readFileSync(args.path, "utf8");
         checkBundlable(source, args.path);
+        sourceVarNames(source, sourceVars);
         return { contents: withImportMeta(source, args.path), loader: loaderOf(args.path), resolveDir: dirname(args.path) };
       });
     },
