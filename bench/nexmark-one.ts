@@ -18,7 +18,7 @@ import { eventRangeFromSettings } from "./nexmark/event-range.ts";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
 import { mergeFolds, type OutputFold } from "./output-fold.ts";
-import { benchQueryNamed } from "./nexmark/queries.ts";
+import { benchQueryNamed, OUTPUT_DIR_ENV } from "./nexmark/queries.ts";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
 
 const args = parseBenchArgs(process.argv.slice(2));
@@ -50,15 +50,26 @@ function stateBackendConfig(): Record<string, string> {
 }
 const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig() } };
 
+/** For a query whose output is files: a directory each for the job and the loop, removed at exit. */
+function outputDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-nexmark-bench-out-"));
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+const jobOutput = query.readOutput === undefined ? undefined : outputDir();
+if (jobOutput !== undefined) process.env[OUTPUT_DIR_ENV] = jobOutput;
+
 /** Runs the job over `events` events; CPU of the whole process (every thread) while it ran. */
-async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number }> {
+async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number; maxRssKb: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
   const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, localAggregation: args.localAggregation, ...runOptions, jobId: `${args.query}-${events}` });
   const result = await handle.done;
   const cpu = process.cpuUsage(cpuBefore);
-  const fold = mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
-  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold, checkpoints: handle.checkpoints().length };
+  // Before reading back a query's output files, which is not the job's memory.
+  const maxRssKb = process.resourceUsage().maxRSS;
+  const fold = jobOutput !== undefined ? query.readOutput!(jobOutput) : mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
+  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold, checkpoints: handle.checkpoints().length, maxRssKb };
 }
 
 // The same job over no events first: what starting it costs (building the workers' bundle of the
@@ -66,14 +77,16 @@ async function measureJob(events: number): Promise<{ cpuMs: number; result: JobR
 // amortises. The measured job then finds the bundle built.
 const empty = await measureJob(0);
 const job = await measureJob(args.events);
-const peakRssMb = process.resourceUsage().maxRSS / 1024;
+const peakRssMb = job.maxRssKb / 1024;
 
 let loop: Measurement["loop"];
 if (query.handLoop !== undefined && !args.noLoop) {
   const range = eventRangeFromSettings();
+  const dir = query.readOutput === undefined ? "" : outputDir();
   const started = performance.now();
-  const fold = query.handLoop(range, args.parallelism);
-  loop = { ms: performance.now() - started, fold };
+  const folded = query.handLoop(range, args.parallelism, dir);
+  const ms = performance.now() - started;
+  loop = { ms, fold: folded ?? query.readOutput!(dir) };
 }
 
 const measurement: Measurement = {
