@@ -76,7 +76,6 @@ return ${keys.map((_, i) => `f${i}`).join(' + "," + ')} + "\\n";
   return make?.(generic, csvField);
 }
 
-const NEEDS_QUOTES = /[",\n\r]/;
 
 /** One field; undefined for a value csv-stringify refuses (functions, symbols). */
 function csvField(value: unknown): string | undefined {
@@ -100,6 +99,9 @@ function csvField(value: unknown): string | undefined {
     default:
       return undefined;
   }
-  if (!NEEDS_QUOTES.test(text)) return text;
-  return `"${text.includes('"') ? text.replaceAll('"', '""') : text}"`;
+  // Four indexOf scans (memchr-like) beat one regex test: ~60 against ~95 ns for a q10 bid's
+  // ~68-character padding.
+  const quote = text.indexOf('"');
+  if (quote < 0 && text.indexOf(",") < 0 && text.indexOf("\n") < 0 && text.indexOf("\r") < 0) return text;
+  return `"${quote < 0 ? text : text.replaceAll('"', '""')}"`;
 }
