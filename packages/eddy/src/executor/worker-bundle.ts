@@ -18,6 +18,10 @@
  *   a TypeScript loader); then, or whenever the build fails, workers fall back to the loader
  *   (slower start, same behaviour).
  *
+ * esbuild declares every top-level binding `var`; those never assigned again are made `const` after
+ * the build (bundle-constants.ts), which V8 folds into optimised code (unless
+ * EDDY_WORKER_CONSTANTS=off).
+ *
  * Bundles live in a private temporary directory (mode 0700, named after the process id) removed
  * when the process exits, or by the next process to build one if this one was killed. A bundle is
  * named by the hash of its content and reused while none of its input files changed. The
