@@ -5,14 +5,15 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, utimesSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { runJob } from "eddy/testing";
 import type { Logger } from "../core/logger.ts";
-import { checkBundlable, removeStaleDirs, withImportMeta, workerCode, WORKER_CONSTANTS_ENV, WORKER_LOADER_ENV } from "./worker-bundle.ts";
+import { checkBundlable, removeStaleDirs, withImportMeta, workerCode, WORKER_CONSTANTS_CACHE_ENV, WORKER_CONSTANTS_ENV, WORKER_LOADER_ENV } from "./worker-bundle.ts";
 
 const JOBS = new URL("../../../../test/jobs/", import.meta.url);
 
@@ -96,6 +97,45 @@ test(`a bundle declares its never-reassigned top-level bindings const (bundle-co
     assert.ok(converted > 300 && converted === off.vars - on.vars && on.vars < off.vars / 10, JSON.stringify({ on, off }));
   } finally {
     delete process.env[WORKER_CONSTANTS_ENV];
+  }
+});
+
+test("which statements become const is remembered across processes in a private directory, checked by its checksum", async () => {
+  const url = new URL("bundled.ts", JOBS).href;
+  const input = fileURLToPath(url);
+  const { atime, mtime } = statSync(input);
+  let touched = 0;
+  /** Builds again (an input's mtime moved) and counts the bundle's top-level consts. */
+  const rebuild = async () => {
+    utimesSync(input, atime, new Date(mtime.getTime() + 5_000 * ++touched));
+    const code = await workerCode([url]);
+    assert.ok(code.bundle !== undefined, "reason" in code ? code.reason : "");
+    return readFileSync(fileURLToPath(code.bundle.url), "utf8").match(/^const /gm)?.length ?? 0;
+  };
+  const dir = join(tmpdir(), `eddy-constants-cache-test-${process.pid}`);
+  process.env[WORKER_CONSTANTS_CACHE_ENV] = dir;
+  try {
+    const converted = await rebuild();
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+    const entries = readdirSync(dir).filter((n) => n.endsWith(".json"));
+    assert.equal(entries.length, 1);
+    const entry = join(dir, entries[0]!);
+    // A valid entry is used as it is: one that says "nothing" leaves the bundle as esbuild wrote it.
+    const nothing = JSON.stringify([]);
+    writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: createHash("sha256").update(nothing).digest("hex") }));
+    const fromCache = await rebuild();
+    assert.ok(fromCache < converted - 300, `${fromCache} consts from an empty entry, ${converted} worked out`);
+    // One whose checksum does not match is worked out again.
+    writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: "0".repeat(64) }));
+    assert.equal(await rebuild(), converted);
+    // A directory others can read is not used.
+    chmodSync(dir, 0o755);
+    writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: createHash("sha256").update(nothing).digest("hex") }));
+    assert.equal(await rebuild(), converted);
+  } finally {
+    delete process.env[WORKER_CONSTANTS_CACHE_ENV];
+    rmSync(dir, { recursive: true, force: true });
+    utimesSync(input, atime, mtime);
   }
 });
 

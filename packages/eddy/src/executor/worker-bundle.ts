@@ -30,14 +30,14 @@
  */
 import { isPidAlive } from "../core/pid.ts";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, extname, join, resolve, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Plugin } from "esbuild";
 import { describeCause } from "../core/errors.ts";
-import { constantTopLevel, sourceVarNames } from "./bundle-constants.ts";
+import { applyConstants, constantStatements, sourceVarNames } from "./bundle-constants.ts";
 
 export interface WorkerBundle {
   /** The bundle, a file URL a Worker can start from. */
@@ -53,6 +53,8 @@ export type WorkerCode = { readonly bundle: WorkerBundle } | { readonly bundle: 
 export const WORKER_LOADER_ENV = "EDDY_WORKER_LOADER";
 /** Set to "off" to keep esbuild's top-level `var`s (bundle-constants.ts), e.g. to compare. */
 export const WORKER_CONSTANTS_ENV = "EDDY_WORKER_CONSTANTS";
+/** Where bundle-constants' results are remembered across processes (default: a per-user directory in the temporary directory). */
+export const WORKER_CONSTANTS_CACHE_ENV = "EDDY_WORKER_CONSTANTS_CACHE";
 
 /** ".ts" when Eddy runs from its sources (this repository), ".js" when from its build (dist/). */
 const OWN_EXTENSION = extname(fileURLToPath(import.meta.url));
@@ -159,7 +161,7 @@ async function writeBundle(modules: readonly string[], constants: boolean, seen:
   const built = result.outputFiles.find((f) => f.path === outfile);
   const builtMap = result.outputFiles.find((f) => f.path === `${outfile}.map`);
   if (built === undefined || builtMap === undefined) throw new Error("esbuild produced no bundle");
-  const { code, map } = constants ? constantTopLevel(built.text, builtMap.text, sourceVars) : { code: built.text, map: builtMap.text };
+  const { code, map } = constants ? withConstants(built.text, builtMap.text, sourceVars) : { code: built.text, map: builtMap.text };
   const name = `worker-${createHash("sha256").update(code).digest("hex").slice(0, 20)}.mjs`;
   const path = join(dir, name);
   // Paths in the map are relative to the bundle's directory; the file name does not matter.
@@ -175,6 +177,83 @@ function writeAtomically(path: string, contents: string): void {
   renameSync(partial, path);
 }
 let partialFiles = 0;
+
+/**
+ * The bundle with its never-reassigned top-level bindings `const` (bundle-constants.ts). Finding
+ * them costs ~0.8 s of CPU in a fresh process (acorn parsing ~0.8 MB cold), and processes that run
+ * the same job build the same bundle (a job resumed from a checkpoint, a test suite), so the result
+ * is remembered across processes: one small file per bundle, named by the hash of the bundle, the
+ * source `var` names and the transform's own code, holding the statements' offsets and their
+ * checksum, in a directory only this user can use. Anything unreadable there is worked out again.
+ */
+function withConstants(code: string, map: string, sourceVars: ReadonlySet<string>): { code: string; map: string } {
+  const dir = constantsCacheDir();
+  const file =
+    dir === undefined
+      ? undefined
+      : join(dir, `${createHash("sha256").update(TRANSFORM_SOURCE).update(`\0${[...sourceVars].sort().join(",")}\0`).update(code).digest("hex").slice(0, 40)}.json`);
+  let offsets = file === undefined ? undefined : cachedOffsets(file);
+  if (offsets === undefined) {
+    offsets = constantStatements(code, sourceVars);
+    if (file !== undefined) {
+      try {
+        const text = JSON.stringify(offsets);
+        writeAtomically(file, JSON.stringify({ offsets: text, sha256: createHash("sha256").update(text).digest("hex") }));
+        pruneConstantsCache(dir!);
+      } catch {
+        // Best effort: the next process works them out again.
+      }
+    }
+  }
+  return applyConstants(code, map, offsets);
+}
+
+/** bundle-constants' own code: a change to it must not reuse offsets it worked out before. */
+const TRANSFORM_SOURCE = (() => {
+  try {
+    return readFileSync(new URL(`./bundle-constants${OWN_EXTENSION}`, import.meta.url));
+  } catch {
+    return Buffer.from(String(Math.random()));
+  }
+})();
+const CONSTANTS_CACHE_ENTRIES = 200;
+
+/** The per-user cache directory, or undefined if it is not ours alone (then nothing is cached). */
+export function constantsCacheDir(): string | undefined {
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
+  const dir = process.env[WORKER_CONSTANTS_CACHE_ENV] || join(tmpdir(), `eddy-bundle-constants-${uid}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") return undefined;
+  }
+  try {
+    const s = lstatSync(dir);
+    return s.isDirectory() && s.uid === uid && (s.mode & 0o077) === 0 ? dir : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function cachedOffsets(file: string): number[] | undefined {
+  try {
+    const { offsets, sha256 } = JSON.parse(readFileSync(file, "utf8")) as { offsets?: unknown; sha256?: unknown };
+    if (typeof offsets !== "string" || sha256 !== createHash("sha256").update(offsets).digest("hex")) return undefined;
+    const parsed: unknown = JSON.parse(offsets);
+    return Array.isArray(parsed) && parsed.every((o) => Number.isSafeInteger(o) && o >= 0) ? (parsed as number[]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Keeps the newest entries. */
+function pruneConstantsCache(dir: string): void {
+  const names = readdirSync(dir).filter((n) => n.endsWith(".json"));
+  if (names.length <= CONSTANTS_CACHE_ENTRIES) return;
+  const byAge = names.map((n) => ({ n, t: statSync(join(dir, n)).mtimeMs })).sort((a, b) => a.t - b.t);
+  for (const { n } of byAge.slice(0, names.length - CONSTANTS_CACHE_ENTRIES / 2)) unlinkSync(join(dir, n));
+}
 
 const DIR_PREFIX = "eddy-worker-";
 
