@@ -219,7 +219,7 @@ const TRANSFORM_SOURCE = (() => {
 const CONSTANTS_CACHE_ENTRIES = 200;
 
 /** The per-user cache directory, or undefined if it is not ours alone (then nothing is cached). */
-export function constantsCacheDir(): string | undefined {
+function constantsCacheDir(): string | undefined {
   const uid = process.getuid?.();
   if (uid === undefined) return undefined;
   const dir = process.env[WORKER_CONSTANTS_CACHE_ENV] || join(tmpdir(), `eddy-bundle-constants-${uid}`);
