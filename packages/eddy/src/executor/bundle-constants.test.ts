@@ -10,7 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { build } from "esbuild";
-import { constantTopLevel, readVlq, sourceVarNames, writeVlq } from "./bundle-constants.ts";
+import { applyConstants, constantStatements, readVlq, sourceVarNames, writeVlq, type ConstantBundle } from "./bundle-constants.ts";
+
+/** `code` with its eligible top-level `var`s made `const`, and `map` shifted to match (as worker-bundle.ts does). */
+function constantTopLevel(code: string, map: string, sourceVars: ReadonlySet<string>): ConstantBundle {
+  return applyConstants(code, map, constantStatements(code, sourceVars));
+}
 
 /** The names a transformed bundle declares with `const` at top level. */
 function constNames(code: string): string[] {

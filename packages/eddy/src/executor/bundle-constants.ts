@@ -42,11 +42,6 @@ export function sourceVarNames(source: string, into: Set<string>): void {
   }
 }
 
-/** `code` (an ES module) with its eligible top-level `var`s made `const`, and `map` shifted to match. */
-export function constantTopLevel(code: string, map: string, sourceVars: ReadonlySet<string>): ConstantBundle {
-  return applyConstants(code, map, constantStatements(code, sourceVars));
-}
-
 /**
  * Where the `var` statements that can become `const` start in `code` (offsets, ascending): the
  * expensive half (parsing and walking the bundle, ~0.2 s warm for Eddy's ~0.8 MB), which

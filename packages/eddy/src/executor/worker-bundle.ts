@@ -191,7 +191,7 @@ function withConstants(code: string, map: string, sourceVars: ReadonlySet<string
   const file =
     dir === undefined
       ? undefined
-      : join(dir, `${createHash("sha256").update(TRANSFORM_SOURCE).update(`\0${[...sourceVars].sort().join(",")}\0`).update(code).digest("hex").slice(0, 40)}.json`);
+      : join(dir, `${createHash("sha256").update(bundleConstantsSource()).update(`\0${[...sourceVars].sort().join(",")}\0`).update(code).digest("hex").slice(0, 40)}.json`);
   let offsets = file === undefined ? undefined : cachedOffsets(file);
   if (offsets === undefined) {
     offsets = constantStatements(code, sourceVars);
@@ -208,14 +208,15 @@ function withConstants(code: string, map: string, sourceVars: ReadonlySet<string
   return applyConstants(code, map, offsets);
 }
 
-/** bundle-constants' own code: a change to it must not reuse offsets it worked out before. */
-const TRANSFORM_SOURCE = (() => {
+/** bundle-constants' own code (read at the first build): a change to it must not reuse offsets it worked out before. */
+let transformSource: Buffer | undefined;
+function bundleConstantsSource(): Buffer {
   try {
-    return readFileSync(new URL(`./bundle-constants${OWN_EXTENSION}`, import.meta.url));
+    return (transformSource ??= readFileSync(new URL(`./bundle-constants${OWN_EXTENSION}`, import.meta.url)));
   } catch {
-    return Buffer.from(String(Math.random()));
+    return (transformSource = Buffer.from(String(Math.random())));
   }
-})();
+}
 const CONSTANTS_CACHE_ENTRIES = 200;
 
 /** The per-user cache directory, or undefined if it is not ours alone (then nothing is cached). */
