@@ -36,7 +36,7 @@ import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { KeyRows } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
-import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells } from "./keyed-state-backend.ts";
+import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateEntry, KeyGroupCells } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export { VOID_NAMESPACE } from "./state-table.ts";
@@ -44,13 +44,7 @@ export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
 export type HeapKeyedStateBackendOptions = KeyedStateBackendOptions;
 
-/** One stored (key, namespace) value of a state, as `entries()` reports it. */
-export interface KeyedStateEntry {
-  readonly key: Key;
-  readonly namespace: Namespace;
-  /** As stored: the value or accumulator; a fresh array for list state; a fresh Map for map state. */
-  readonly value: unknown;
-}
+export type { KeyedStateEntry } from "./keyed-state-backend.ts";
 
 interface RegisteredState {
   readonly table: StateTable;

@@ -230,7 +230,7 @@ export class HeapValueState<T> extends HeapKvState implements InternalValueState
     // At most this many step namespaces lie in the range.
     const most = Math.floor((to - from) / step) + 1;
     // A pass over the key's cells in insertion order, which hands out the stored namespaces (a
-    // lookup by an epoch-ms namespace boxes it: a double). The range's panes are usually the
+    // lookup by a namespace that is not a small integer boxes it: a double). The range's panes are usually the
     // key's oldest cells (earlier panes are gone once their last window fired; later ones were
     // made later), so the pass ends once it found `most`. A key with many more cells than that
     // (windows waiting for a watermark) whose range is not found among its first cells is looked

@@ -129,6 +129,12 @@ export interface KeyedStateBackend {
    */
   keysOf(stateName: string, namespace?: Namespace): { readonly key: Key; readonly keyGroup: number }[];
   /**
+   * Every visible (key, namespace, value) of a state in one key group of this backend's range
+   * (expired values and elements left out), taken as the iteration goes: do not write to the
+   * state meanwhile (collect first). An unknown state is UNKNOWN_STATE.
+   */
+  entries(stateName: string, keyGroup: number): Iterable<KeyedStateEntry>;
+  /**
    * One key's value without moving the current key (queryable state): what the handle's read
    * would return, or undefined when nothing is stored. Neither refreshes TTL nor cleans up.
    */
@@ -184,6 +190,14 @@ export interface LocalRestoreOutcome {
   readonly records?: number;
   /** Time taken (ms). */
   readonly ms: number;
+}
+
+/** One stored (key, namespace) value of a state, as `entries()` reports it. */
+export interface KeyedStateEntry {
+  readonly key: Key;
+  readonly namespace: Namespace;
+  /** As stored: the value or accumulator; a fresh array for list state; a fresh Map for map state. */
+  readonly value: unknown;
 }
 
 export interface KeyedSnapshotOptions {

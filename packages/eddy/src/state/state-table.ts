@@ -467,8 +467,8 @@ export class StateTable {
   /**
    * `cellForWrite` for a namespace cell the caller just found absent (a read of the current key's
    * cell that missed, with nothing written since): creates it without looking it up again. The
-   * sliding pane operator creates its panes so (`accumulate`): a lookup of an epoch-ms namespace
-   * (hashing a heap number, in a key's map that is usually out of the CPU caches) less per pane.
+   * sliding pane operator creates its panes so (`accumulate`): a lookup less per pane, in a key's
+   * map that is usually out of the CPU caches.
    */
   newCell(ns: Namespace, isVoid: boolean, initialValue: unknown): Cell {
     if (isVoid) return this.cellForWrite(ns, true, initialValue);

@@ -13,8 +13,7 @@ import { HeapKeyedStateBackend } from "../../state/heap-keyed-state-backend.ts";
 import { FIRST_PANE, LATER_PANES, PaneSweep } from "./pane-sweep.ts";
 
 const MAX_PARALLELISM = 128;
-const SLIDE = 1_000;
-const BASE = 1_700_000_000_000; // epoch-ms pane starts, as the operator has them
+const BASE = 1_700_000_000; // pane numbers, as the operator has them (epoch-ms starts ÷ a 1 s slide)
 
 /** Concatenation into the first argument: associative, not commutative, mutating. */
 const concat = (a: unknown, b: unknown): unknown => {
@@ -24,10 +23,10 @@ const concat = (a: unknown, b: unknown): unknown => {
 
 function panesOf(made: readonly number[]) {
   const backend = new HeapKeyedStateBackend({ keyGroupRange: { start: 0, end: MAX_PARALLELISM - 1 }, clock: new ManualClock(0) });
-  const state = backend.getState(new ValueStateDescriptor<unknown>("window-panes", { copy: "none" }));
+  const state = backend.getState(new ValueStateDescriptor<unknown>("window-pane-numbers", { copy: "none" }));
   backend.setCurrentKey("k", assignToKeyGroup("k", MAX_PARALLELISM));
   for (const i of made) {
-    state.setCurrentNamespace(BASE + i * SLIDE);
+    state.setCurrentNamespace(BASE + i);
     state.update([i, i + 0.5]); // a pane of two elements
   }
   return state;
@@ -44,23 +43,23 @@ test("a forward sweep gives each window the merge of its panes in order, with th
         const state = panesOf(made);
         const stored = new Map(made.map((i) => [i, [i, i + 0.5]]));
         const last = first + steps.reduce((a, b) => a + b, 0) + width - 1;
-        const sweep = new PaneSweep(concat).load(state, BASE + first * SLIDE, BASE + last * SLIDE, SLIDE);
+        const sweep = new PaneSweep(concat).load(state, BASE + first, BASE + last);
         assert.equal(sweep.count, made.filter((i) => i >= first && i <= last).length);
         let from = first;
         for (const step of steps) {
           from += step;
           const to = from + width - 1;
-          const found = sweep.moveTo(BASE + from * SLIDE, BASE + to * SLIDE);
+          const found = sweep.moveTo(BASE + from, BASE + to);
           const panes = made.filter((i) => i >= from && i <= to).sort((a, b) => a - b);
           const expectFound = (panes.includes(from) ? FIRST_PANE : 0) | (panes.some((i) => i !== from) ? LATER_PANES : 0);
           assert.equal(found, expectFound, `window [${from}, ${to}]`);
           const merged = sweep.merged();
           assert.deepEqual(merged, panes.length === 0 ? undefined : panes.flatMap((i) => [i, i + 0.5]), `window [${from}, ${to}]`);
           if (merged !== undefined) (merged as number[]).push(-1); // what the user does with a window's value is no business of the sweep's
-          if (to < last) assert.equal(sweep.holds(BASE + (to + 1) * SLIDE), made.includes(to + 1), `holds pane ${to + 1}`);
+          if (to < last) assert.equal(sweep.holds(BASE + (to + 1)), made.includes(to + 1), `holds pane ${to + 1}`);
         }
         for (const i of made) {
-          state.setCurrentNamespace(BASE + i * SLIDE);
+          state.setCurrentNamespace(BASE + i);
           assert.deepEqual(state.value(), stored.get(i), `stored pane ${i}`);
         }
       },
@@ -76,10 +75,10 @@ test("a window of many panes costs a few merges, not one per pane", () => {
   const sweep = new PaneSweep((a, b) => {
     merges++;
     return concat(a, b);
-  }).load(state, BASE, BASE + 399 * SLIDE, SLIDE);
+  }).load(state, BASE, BASE + 399);
   const windows = 400 - PANES + 1;
   for (let i = 0; i < windows; i++) {
-    sweep.moveTo(BASE + i * SLIDE, BASE + (i + PANES - 1) * SLIDE);
+    sweep.moveTo(BASE + i, BASE + (i + PANES - 1));
     sweep.merged();
   }
   // Two stacks: each pane enters the back once and moves to the front once, plus one merge per window.
@@ -88,11 +87,11 @@ test("a window of many panes costs a few merges, not one per pane", () => {
 
 test("a sweep refuses to move back or past what it loaded, and keeps nothing once emptied", () => {
   const state = panesOf([0, 1, 2, 3]);
-  const sweep = new PaneSweep(concat).load(state, BASE, BASE + 3 * SLIDE, SLIDE);
-  sweep.moveTo(BASE + SLIDE, BASE + 2 * SLIDE);
-  assert.throws(() => sweep.moveTo(BASE, BASE + SLIDE), /moved back/);
-  assert.throws(() => sweep.moveTo(BASE + 2 * SLIDE, BASE + 4 * SLIDE), /past what it loaded/);
-  assert.equal(sweep.covers(BASE + 3 * SLIDE), true);
+  const sweep = new PaneSweep(concat).load(state, BASE, BASE + 3);
+  sweep.moveTo(BASE + 1, BASE + 2);
+  assert.throws(() => sweep.moveTo(BASE, BASE + 1), /moved back/);
+  assert.throws(() => sweep.moveTo(BASE + 2, BASE + 4), /past what it loaded/);
+  assert.equal(sweep.covers(BASE + 3), true);
   sweep.empty();
   assert.equal(sweep.count, 0);
   assert.equal(sweep.covers(BASE), false);

@@ -35,13 +35,16 @@ export const LATER_PANES = 2;
 
 export class PaneSweep {
   readonly #merge: (a: unknown, b: unknown) => unknown;
-  /** Loaded pane starts, increasing, in [0, count); `accs[i]` is pane i's stored accumulator. */
-  readonly #starts: number[] = [];
+  /**
+   * Loaded pane numbers (consecutive panes: consecutive numbers; the operator's namespaces),
+   * increasing, in [0, count); `accs[i]` is pane i's stored accumulator.
+   */
+  readonly #numbers: number[] = [];
   readonly #accs: unknown[] = [];
   #count = 0;
-  /** The range read by `load`: every pane of the key with a start in it is loaded. */
+  /** The range read by `load`: every pane of the key numbered in it is loaded. */
   #loadedTo = Number.NEGATIVE_INFINITY;
-  /** The current window's first pane start; windows only move forward. */
+  /** The current window's first pane number; windows only move forward. */
   #from = Number.NEGATIVE_INFINITY;
   /** The current window's panes are [lo, hi): the front [lo, mid), the back [mid, hi). */
   #lo = 0;
@@ -70,11 +73,11 @@ export class PaneSweep {
   }
 
   /**
-   * Reads the current key's panes with starts in [from, to] (`step` apart: the slide) from
-   * `panes`, in one pass over the key's cells, and places the window before the first of them.
+   * Reads the current key's panes numbered from `from` to `to` from `panes`, in one pass over the
+   * key's cells, and places the window before the first of them.
    */
-  load(panes: InternalValueState<unknown>, from: number, to: number, step: number): this {
-    this.#count = panes.valuesInRange(from, to, step, this.#starts, this.#accs);
+  load(panes: InternalValueState<unknown>, from: number, to: number): this {
+    this.#count = panes.valuesInRange(from, to, 1, this.#numbers, this.#accs);
     this.#loadedTo = to;
     this.#from = from;
     this.#lo = this.#mid = this.#hi = 0;
@@ -102,7 +105,7 @@ export class PaneSweep {
   }
 
   /**
-   * Makes the window the panes with starts in [from, to], both at or after the current window's;
+   * Makes the window the panes numbered from `from` to `to`, both at or after the current window's;
    * returns FIRST_PANE (it holds pane `from`) | LATER_PANES (it holds others), 0 when it is empty.
    * May call `merge` (user code: the caller reports what it throws).
    */
@@ -111,12 +114,12 @@ export class PaneSweep {
       throw new EddyError("INTERNAL", `pane sweep moved back or past what it loaded: [${from}, ${to}] after ${this.#from}, loaded to ${this.#loadedTo}`);
     }
     this.#from = from;
-    const starts = this.#starts;
+    const numbers = this.#numbers;
     const n = this.#count;
     let lo = this.#lo;
-    while (lo < n && starts[lo]! < from) lo++;
+    while (lo < n && numbers[lo]! < from) lo++;
     let hi = this.#hi > lo ? this.#hi : lo;
-    while (hi < n && starts[hi]! <= to) hi++;
+    while (hi < n && numbers[hi]! <= to) hi++;
     const merge = this.#merge;
     const accs = this.#accs;
     if (lo >= this.#mid) {
@@ -138,7 +141,7 @@ export class PaneSweep {
     this.#lo = lo;
     this.#hi = hi;
     if (lo === hi) return 0;
-    const first = starts[lo] === from;
+    const first = numbers[lo] === from;
     return (first ? FIRST_PANE : 0) | (hi - lo > (first ? 1 : 0) ? LATER_PANES : 0);
   }
 
@@ -153,12 +156,12 @@ export class PaneSweep {
     return this.#mid === this.#hi ? front : this.#merge(front, this.#back);
   }
 
-  /** Whether the key has pane `start`, a start after the current window's last and within the loaded range. */
-  holds(start: number): boolean {
-    const starts = this.#starts;
+  /** Whether the key has pane `number`, after the current window's last and within the loaded range. */
+  holds(number: number): boolean {
+    const numbers = this.#numbers;
     const n = this.#count;
     let i = this.#hi;
-    while (i < n && starts[i]! < start) i++;
-    return i < n && starts[i] === start;
+    while (i < n && numbers[i]! < number) i++;
+    return i < n && numbers[i] === number;
   }
 }

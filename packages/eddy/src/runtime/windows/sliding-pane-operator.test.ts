@@ -14,7 +14,10 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { OperatorTestHarness } from "../../testing/operator-harness.ts";
 import { DiskKeyedStateBackend } from "../../state/disk-keyed-state-backend.ts";
-import type { KeyedStateBackendFactory } from "../../state/keyed-state-backend.ts";
+import type { KeyedStateBackend, KeyedStateBackendFactory } from "../../state/keyed-state-backend.ts";
+import { heapStateBackend } from "../../state/heap-keyed-state-backend.ts";
+import { ValueStateDescriptor } from "../../state/descriptors.ts";
+import { assignToKeyGroup } from "../../core/key-group.ts";
 import { slidingPaneOperator } from "./sliding-pane-operator.ts";
 
 interface Ev {
@@ -69,6 +72,38 @@ test("a pane after a gap registers its own fire timer; a pane whose first unfire
   late.processElement({ key: "b", ts: 15 }, 15);
   late.processWatermark(1_000);
   assert.deepEqual(late.records(), ["b -20-10: 1", "b -10-20: 1", "b 0-30: 1", "b -10-20: 2", "b 0-30: 2", "b 10-40: 1"]);
+});
+
+
+test("panes a snapshot holds under their start ('window-panes') move to their numbers when the operator starts; a start off this slide joins the pane holding it", () => {
+  let backend: KeyedStateBackend | undefined;
+  const legacy: KeyedStateBackendFactory = (options) => {
+    backend = heapStateBackend(options);
+    const byStart = backend.getState(new ValueStateDescriptor<number>("window-panes", { copy: "none" }));
+    for (const [key, start, n] of [["a", 0, 1], ["a", 10, 3], ["a", 15, 2], ["b", -10, 4]] as const) {
+      backend.setCurrentKey(key, assignToKeyGroup(key, 128));
+      byStart.setCurrentNamespace(start);
+      byStart.update(n);
+    }
+    return backend;
+  };
+  new OperatorTestHarness<Ev, unknown>(
+    slidingPaneOperator<Ev>({
+      size: 30,
+      slide: 10,
+      offset: 0,
+      description: "SlidingEventTimeWindows(30, 10)",
+      allowedLateness: 0,
+      lateDataTag: undefined,
+      panes: { create: () => 1, add: (n) => (n as number) + 1, merge: (a, b) => (a as number) + (b as number), result: (n) => n },
+      windowFunction: undefined,
+    }),
+    (e) => e.key,
+    { stateBackend: legacy, maxParallelism: 128 },
+  ).open();
+  const cells = (name: string) => [...Array.from({ length: 128 }, (_, kg) => [...backend!.entries(name, kg)]).flat()].map((e) => `${String(e.key)} ${e.namespace}: ${String(e.value)}`).sort();
+  assert.deepEqual(cells("window-pane-numbers"), ["a 0: 1", "a 1: 5", "b -1: 4"]);
+  assert.deepEqual(cells("window-panes"), []);
 });
 
 
