@@ -4,7 +4,7 @@
  * module the bundle cannot keep makes workers fall back to the TypeScript loader.
  */
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -125,9 +125,14 @@ test("which statements become const is remembered across processes in a private 
     writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: createHash("sha256").update(nothing).digest("hex") }));
     const fromCache = await rebuild();
     assert.ok(fromCache < converted - 300, `${fromCache} consts from an empty entry, ${converted} worked out`);
-    // One whose checksum does not match is worked out again.
+    // One whose checksum does not match is worked out again; writing it removes what a process
+    // that died mid-write left, and nothing a live process is writing.
+    const dead = `${entries[0]}.${spawnSync(process.execPath, ["-e", ""]).pid}.1.partial`;
+    const live = `${entries[0]}.${process.pid}.999.partial`;
+    for (const n of [dead, live]) writeFileSync(join(dir, n), "{");
     writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: "0".repeat(64) }));
     assert.equal(await rebuild(), converted);
+    assert.deepEqual(readdirSync(dir).filter((n) => n.endsWith(".partial")), [live]);
     // A directory others can read is not used.
     chmodSync(dir, 0o755);
     writeFileSync(entry, JSON.stringify({ offsets: nothing, sha256: createHash("sha256").update(nothing).digest("hex") }));

@@ -173,9 +173,16 @@ async function writeBundle(modules: readonly string[], constants: boolean, seen:
 
 function writeAtomically(path: string, contents: string): void {
   const partial = `${path}.${process.pid}.${++partialFiles}.partial`;
-  writeFileSync(partial, contents);
-  renameSync(partial, path);
+  try {
+    writeFileSync(partial, contents);
+    renameSync(partial, path);
+  } catch (e) {
+    rmSync(partial, { force: true });
+    throw e;
+  }
 }
+/** `<name>.<pid>.<n>.partial`: what writeAtomically writes before the rename. */
+const PARTIAL_FILE = /\.(\d+)\.\d+\.partial$/;
 let partialFiles = 0;
 
 /**
@@ -248,9 +255,14 @@ function cachedOffsets(file: string): number[] | undefined {
   }
 }
 
-/** Keeps the newest entries. */
+/** Keeps the newest entries; removes what processes that died mid-write left (their `.partial` files). */
 function pruneConstantsCache(dir: string): void {
-  const names = readdirSync(dir).filter((n) => n.endsWith(".json"));
+  const all = readdirSync(dir);
+  for (const n of all) {
+    const pid = PARTIAL_FILE.exec(n)?.[1];
+    if (pid !== undefined && !isPidAlive(Number(pid))) rmSync(join(dir, n), { force: true });
+  }
+  const names = all.filter((n) => n.endsWith(".json"));
   if (names.length <= CONSTANTS_CACHE_ENTRIES) return;
   const byAge = names.map((n) => ({ n, t: statSync(join(dir, n)).mtimeMs })).sort((a, b) => a.t - b.t);
   for (const { n } of byAge.slice(0, names.length - CONSTANTS_CACHE_ENTRIES / 2)) unlinkSync(join(dir, n));
