@@ -40,6 +40,7 @@ import { StackMapper } from "../executor/source-map-stack.ts";
 import { readThreadStack } from "./thread-stack.ts";
 import { profileThread, type ThreadProfile } from "./thread-profile.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "../executor/task-watchdog.ts";
+import { commandLineConditions } from "../executor/conditions.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -256,7 +257,8 @@ export class ThreadedAttempt implements ExecutionAttempt {
       const worker = new Worker(this.#options.bundle === undefined ? LOADER_ENTRY : new URL(this.#options.bundle.url), {
         workerData: init,
         transferList: ports[i]!.filter((p): p is MessagePort => p !== undefined),
-        execArgv: process.env.EDDY_WORKER_EXEC_ARGV === undefined ? [] : process.env.EDDY_WORKER_EXEC_ARGV.split(" "),
+        // Not the main thread's flags (its loaders, profilers), only its module conditions (conditions.ts).
+        execArgv: [...commandLineConditions().map((c) => `--conditions=${c}`), ...(process.env.EDDY_WORKER_EXEC_ARGV === undefined ? [] : process.env.EDDY_WORKER_EXEC_ARGV.split(" "))],
         name: `eddy-worker-${i}`,
         ...(this.#options.maxWorkerHeapMb === undefined ? {} : { resourceLimits: { maxOldGenerationSizeMb: this.#options.maxWorkerHeapMb } }),
       });

@@ -38,6 +38,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Plugin } from "esbuild";
 import { describeCause } from "../core/errors.ts";
 import { applyConstants, constantStatements, sourceVarNames } from "./bundle-constants.ts";
+import { processConditions } from "./conditions.ts";
 
 export interface WorkerBundle {
   /** The bundle, a file URL a Worker can start from. */
@@ -147,9 +148,9 @@ async function writeBundle(modules: readonly string[], constants: boolean, seen:
     format: "esm",
     platform: "node",
     target: "node20",
-    // Node's own resolution: no bundler-only "module" condition or field; Eddy's sources when
-    // this process runs them.
-    conditions: OWN_EXTENSION === ".ts" ? [SOURCE_CONDITION] : [],
+    // Node's own resolution: no bundler-only "module" condition or field; the conditions this
+    // process resolves with (conditions.ts), and Eddy's sources when this process runs them.
+    conditions: [...new Set([...processConditions(), ...(OWN_EXTENSION === ".ts" ? [SOURCE_CONDITION] : [])])],
     mainFields: ["main"],
     write: false,
     outfile,

@@ -1,0 +1,2 @@
+/** What `#variant` resolves to without the `eddy-test-variant` condition (package.json here). */
+export default "b";
