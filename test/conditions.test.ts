@@ -8,7 +8,6 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { commandLineConditions, processConditions } from "../packages/eddy/src/executor/conditions.ts";
 
 const RUN = fileURLToPath(new URL("jobs/conditions/run.ts", import.meta.url));
 
@@ -17,12 +16,6 @@ function run(args: readonly string[], env: Record<string, string> = {}): { main:
   const out = execFileSync(process.execPath, [...args, "--import", "tsx", RUN], { encoding: "utf8", env: { ...process.env, ...env, NODE_OPTIONS: nodeOptions }, timeout: 60_000 });
   return JSON.parse(out) as { main: string; workers: string[]; records: number };
 }
-
-test("the conditions of the command line and of NODE_OPTIONS are read as node reads them", () => {
-  assert.deepEqual(commandLineConditions(["-C", "x", "--conditions=y", "--conditions", "z", "--import", "tsx", "-C", "x"]), ["x", "y", "z"]);
-  assert.deepEqual(processConditions(["-C", "x"], " --conditions=y  -C x --max-old-space-size=100 --conditions z"), ["x", "y", "z"]);
-  assert.deepEqual(processConditions([], ""), []);
-});
 
 for (const loader of ["bundle", "tsx"] as const) {
   const env: Record<string, string> = loader === "tsx" ? { EDDY_WORKER_LOADER: "tsx" } : {};
