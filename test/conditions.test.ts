@@ -19,10 +19,11 @@ function run(args: readonly string[], env: Record<string, string> = {}): { main:
 
 for (const loader of ["bundle", "tsx"] as const) {
   const env: Record<string, string> = loader === "tsx" ? { EDDY_WORKER_LOADER: "tsx" } : {};
-  test(`workers (${loader === "bundle" ? "bundled" : "through the TypeScript loader"}) resolve with the process's conditions: command line${loader === "bundle" ? ", NODE_OPTIONS" : ""}, none`, () => {
+  test(`workers (${loader === "bundle" ? "bundled" : "through the TypeScript loader"}) resolve with the process's conditions: command line${loader === "bundle" ? ", NODE_OPTIONS, none" : ""}`, () => {
     assert.deepEqual(run(["-C", "eddy-test-variant"], env), { main: "a", workers: ["a"], records: 8 });
     // (NODE_OPTIONS reaches workers by itself: the loader's case needs no check.)
     if (loader === "bundle") assert.deepEqual(run([], { ...env, NODE_OPTIONS: "--conditions=eddy-test-variant" }), { main: "a", workers: ["a"], records: 8 });
-    assert.deepEqual(run([], env), { main: "b", workers: ["b"], records: 8 });
+    // Without the condition: the fixture's other variant (once is enough to show it differs).
+    if (loader === "bundle") assert.deepEqual(run([], env), { main: "b", workers: ["b"], records: 8 });
   });
 }
