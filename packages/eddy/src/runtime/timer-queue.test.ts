@@ -191,3 +191,15 @@ test("a bucket of many keys deduplicates, deletes and fires in registration orde
     assert.equal(queue.size, count - 1, "the 2000 timers but the one polled to end the loop");
   }
 });
+
+test("a registration at the timestamp of a bucket that fired (or was emptied by deletes) goes into a new bucket in the queue", () => {
+  const queue = new TimerQueue();
+  queue.add("a", 0, 0, "w", 5);
+  assert.equal(queue.poll()?.key, "a", "the bucket of 5 leaves the queue");
+  assert.notEqual(queue.add("b", 0, 0, "w", 5), undefined);
+  queue.add("c", 0, 0, "w", 7);
+  queue.remove(mapKeyOf("c"), 0, "w", 7);
+  assert.notEqual(queue.add("d", 0, 0, "w", 7), undefined);
+  assert.deepEqual(drain(queue), ["w@5", "w@7"]);
+  assert.equal(queue.size, 0);
+});

@@ -137,6 +137,12 @@ export class TimerQueue {
   #ts = new Float64Array(64);
   #size = 0;
   #seq = 0;
+  /**
+   * The bucket the last `add` used; may have left the queue since (heapIndex -1). Registrations
+   * come in runs at one timestamp (every key firing at t chains to t + slide; windows of many keys
+   * end together), and a lookup by an epoch-ms timestamp hashes a double.
+   */
+  #lastBucket: Bucket | undefined = undefined;
   /** The timer the last `add` returned or found; may have fired or been deleted since. */
   #last: Timer | undefined = undefined;
 
@@ -164,7 +170,8 @@ export class TimerQueue {
       return undefined;
     }
     const mapKey = mapKeyOf(key);
-    let bucket = this.#buckets.get(timestamp);
+    const lastBucket = this.#lastBucket;
+    let bucket = lastBucket !== undefined && lastBucket.heapIndex >= 0 && same(lastBucket.timestamp, timestamp) ? lastBucket : this.#buckets.get(timestamp);
     if (bucket !== undefined) {
       const found = bucket.find(mapKey, kgIndex, ns);
       if (found !== undefined) {
@@ -179,6 +186,7 @@ export class TimerQueue {
       this.#heap.push(bucket);
       this.#siftUp(at, bucket);
     }
+    this.#lastBucket = bucket;
     const timer = new Timer(timestamp, this.#seq++, key, mapKey, keyGroup, kgIndex, ns);
     bucket.append(timer);
     this.#size++;
