@@ -46,12 +46,15 @@ test("the v1 pane savepoint holds panes under their start, and cleanup timers", 
   assert.ok([...reader.timers("sliding-late")].some((t) => t.namespace !== "fire"), "cleanup timers namespaced by pane start");
 });
 
+/** Where a restore puts its state: the heap backend, or the disk backend (its store in the run's directory). */
+const BACKENDS = { heap: () => ({}), disk: (dir: string) => ({ "state.backend": "disk", "state.backend.disk.dir": join(dir, "state") }) };
+
 for (const sp of savepoints) {
-  for (const parallelism of [2, 1, 3]) {
-    test(`pane savepoint ${sp.version}/${sp.name} restores at parallelism ${parallelism} with the output of an uninterrupted run`, async () => {
+  for (const [parallelism, backend] of [[2, "heap"], [1, "heap"], [3, "heap"], [2, "disk"]] as const) {
+    test(`pane savepoint ${sp.version}/${sp.name} restores at parallelism ${parallelism} on the ${backend} backend with the output of an uninterrupted run`, async () => {
       const dir = mkdtempSync(join(tmpdir(), "eddy-pane-savepoint-"));
       try {
-        const out = await run({ parallelism, checkpointing: { intervalMs: 3_600_000 }, checkpointDir: join(dir, "checkpoints"), jobId: "panes-restored", fromSavepoint: sp.path });
+        const out = await run({ parallelism, config: BACKENDS[backend](dir), checkpointing: { intervalMs: 3_600_000 }, checkpointDir: join(dir, "checkpoints"), jobId: "panes-restored", fromSavepoint: sp.path });
         for (const name of OUTPUTS) assert.deepEqual(out[name], oracle[name], name);
       } finally {
         rmSync(dir, { recursive: true, force: true });
@@ -59,18 +62,6 @@ for (const sp of savepoints) {
     });
   }
 }
-
-test("pane savepoint v1/mid restores on the disk state backend with the output of an uninterrupted run", async () => {
-  const v1 = savepoints.find((s) => s.version === "v1" && s.name === "mid")!;
-  const dir = mkdtempSync(join(tmpdir(), "eddy-pane-savepoint-"));
-  try {
-    const config = { "state.backend": "disk", "state.backend.disk.dir": join(dir, "state") };
-    const out = await run({ parallelism: 2, config, checkpointing: { intervalMs: 3_600_000 }, checkpointDir: join(dir, "checkpoints"), jobId: "panes-disk", fromSavepoint: v1.path });
-    for (const name of OUTPUTS) assert.deepEqual(out[name], oracle[name], name);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
 
 test("a job restored from v1 snapshots its panes under their numbers, and restores from that with the same output", async () => {
   const v1 = savepoints.find((s) => s.version === "v1" && s.name === "mid")!;
