@@ -32,11 +32,19 @@
  * column shows which operator ran. Eddy runs twice per round: as the job is (windows aggregate
  * locally in front of the keyBy, runtime/windows/local-window-aggregation.ts) and with
  * `.localAggregation(false)` ("no-local"); "local gain" is the first's rate over the second's.
- * Each round runs the loop(s), then Eddy, so load drift hits
- * both alike. "cpu l/e" is the same ratio in CPU time (the process's, user + system: Eddy's run as
- * a whole, the loop's), which a machine shared with other work disturbs less than wall time.
+ *
+ * Every measurement (the loop, the naive loop, Eddy, Eddy without local aggregation) runs in a
+ * process of its own, so none inherits another's heap, garbage or compiled code: run one after the
+ * other in one process, whichever ran later in a round ran up to 1.5× slower or faster (measured
+ * 2026-12-04, docs/benchmarks-history.md). Rounds alternate the order (loops first, then Eddy
+ * first), so load drift hits both alike. "cpu l/e" is the same ratio in CPU time (the child
+ * process's, user + system, over the measured part: Eddy's run as a whole, the loop), which a
+ * machine shared with other work disturbs less than wall time.
  */
+import { execFile } from "node:child_process";
 import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 import type { JobDefinition } from "eddy";
 import { runJob } from "eddy/testing";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
@@ -316,11 +324,54 @@ const allVariants: Variant[] = [
 const variants = ONLY === undefined ? allVariants : allVariants.filter((v) => ONLY.some((part) => v.name.includes(part)));
 if (variants.length === 0) throw new Error(`EDDY_BENCH_VARIANTS=${process.env.EDDY_BENCH_VARIANTS}: no variant's name contains it`);
 
+/** What one child process measured: one run of a loop or of Eddy. */
+interface Measurement extends SinkTally {
+  readonly ms: number;
+  readonly cpuMs: number;
+  /** Late events: the loop's count of skipped window updates, or Eddy's dropped records. */
+  readonly late: number;
+  readonly operator?: string;
+}
+
+type Which = "loop" | "naive" | "eddy" | "no-local";
+
+/** Runs one measurement in this process (the child's side). */
+async function measureHere(v: Variant, which: Which): Promise<Measurement> {
+  const cpu = process.cpuUsage();
+  if (which === "loop" || which === "naive") {
+    const started = performance.now();
+    const r = (which === "loop" ? v.loop : v.naive!)(v.events);
+    return { ms: performance.now() - started, cpuMs: cpuMsSince(cpu), records: r.records, checksum: r.checksum, late: r.late };
+  }
+  const r = await runEddy(v.job, v.events, which === "eddy");
+  return { ms: r.ms, cpuMs: cpuMsSince(cpu), records: r.records, checksum: r.checksum, late: r.lateDropped, operator: r.operator };
+}
+
+/** Set in a child: "<variant index>:<which>". */
+const CHILD_ENV = "EDDY_BENCH_WINDOWS_CHILD";
+const execFileAsync = promisify(execFile);
+
+/** Runs one measurement in a fresh process with this one's flags and arguments. */
+async function measureInChild(index: number, which: Which): Promise<Measurement> {
+  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    env: { ...process.env, [CHILD_ENV]: `${index}:${which}` },
+    maxBuffer: 1024 * 1024,
+  });
+  return JSON.parse(stdout.trim().split("\n").at(-1)!) as Measurement;
+}
+
+const child = process.env[CHILD_ENV];
+if (child !== undefined) {
+  const [index, which] = child.split(":") as [string, Which];
+  process.stdout.write(`${JSON.stringify(await measureHere(allVariants[Number(index)]!, which))}\n`);
+  process.exit(0);
+}
+
 console.log(
   `Eddy window bench: ${EVENTS.toLocaleString("en")} events (fewer, to bound the run time: sliding 60 s / 1 s ` +
     `${SLIDING60_EVENTS.toLocaleString("en")}, sessions ${SESSION_EVENTS.toLocaleString("en")}), ` +
     `${KEYS} keys, 1 ms of event time per event, disorder ±49 ms, watermark bound ${OUT_OF_ORDERNESS_MS} ms; ` +
-    `inline, parallelism 1; ${availableParallelism()} cores; median of ${ROUNDS}\n`,
+    `inline, parallelism 1; ${availableParallelism()} cores; median of ${ROUNDS}; every measurement in a process of its own, rounds alternating loops-first and Eddy-first\n`,
 );
 const header = `${"variant".padEnd(22)} ${"events".padStart(11)} ${"windows out".padStart(11)} ${"eddy ev/s".padStart(11)} ${"loop ev/s".padStart(11)} ${"loop/eddy".padStart(9)} ${"cpu l/e".padStart(7)} ${"naive ev/s".padStart(11)} ${"naive/eddy".padStart(10)} ${"no-local".padStart(11)} ${"local gain".padStart(10)}  operator`;
 const rows: string[] = [];
@@ -333,34 +384,35 @@ for (const v of variants) {
   const naiveMs: number[] = [];
   let outputs = 0;
   let operator = "?";
+  const index = allVariants.indexOf(v);
   for (let round = 0; round < ROUNDS; round++) {
-    const started = performance.now();
-    const loopCpu = process.cpuUsage();
-    const expected = v.loop(v.events);
-    loopCpuMs.push(cpuMsSince(loopCpu));
-    loopMs.push(performance.now() - started);
-    if (v.naive !== undefined) {
-      const naiveStarted = performance.now();
-      const naive = v.naive(v.events);
-      naiveMs.push(performance.now() - naiveStarted);
+    const loops: Which[] = v.naive === undefined ? ["loop"] : ["loop", "naive"];
+    const order: Which[] = round % 2 === 0 ? [...loops, "eddy", "no-local"] : ["eddy", "no-local", ...loops];
+    const got = new Map<Which, Measurement>();
+    for (const which of order) got.set(which, await measureInChild(index, which));
+    const expected = got.get("loop")!;
+    loopMs.push(expected.ms);
+    loopCpuMs.push(expected.cpuMs);
+    const naive = got.get("naive");
+    if (naive !== undefined) {
+      naiveMs.push(naive.ms);
       if (naive.records !== expected.records || naive.checksum !== expected.checksum) throw new Error(`${v.name}: the naive loop and the pane loop disagree`);
     }
-    const eddyCpu = process.cpuUsage();
-    const got = await runEddy(v.job, v.events, true);
-    eddyCpuMs.push(cpuMsSince(eddyCpu));
-    eddyMs.push(got.ms);
-    const withoutLocal = await runEddy(v.job, v.events, false);
+    const eddy = got.get("eddy")!;
+    const withoutLocal = got.get("no-local")!;
+    eddyMs.push(eddy.ms);
+    eddyCpuMs.push(eddy.cpuMs);
     noLocalMs.push(withoutLocal.ms);
-    for (const [what, run] of [["eddy", got], ["eddy without local aggregation", withoutLocal]] as const) {
-      if (expected.late !== 0 || run.lateDropped !== 0) throw new Error(`${v.name}: late events (loop ${expected.late}, ${what} ${run.lateDropped}); the workload should have none`);
+    for (const [what, run] of [["eddy", eddy], ["eddy without local aggregation", withoutLocal]] as const) {
+      if (expected.late !== 0 || run.late !== 0) throw new Error(`${v.name}: late events (loop ${expected.late}, ${what} ${run.late}); the workload should have none`);
       if (run.records !== expected.records || run.checksum !== expected.checksum) {
         throw new Error(
           `${v.name}: ${what} emitted ${run.records} windows (checksum ${run.checksum}), the loop ${expected.records} (checksum ${expected.checksum})`,
         );
       }
     }
-    outputs = got.records;
-    operator = got.operator;
+    outputs = eddy.records;
+    operator = eddy.operator ?? "?";
   }
   const eddyRate = (v.events * 1000) / median(eddyMs);
   const loopRate = (v.events * 1000) / median(loopMs);
