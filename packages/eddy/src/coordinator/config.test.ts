@@ -38,6 +38,8 @@ test("configuration keys map onto run options, with units", () => {
     { watchdogTimeoutMs: 90_000, maxWorkerHeapMb: 2_048, checkpointing: { intervalMs: 1_000, allowRecoveryBehindCommitted: true } },
   );
   assert.deepEqual(optionsFromConfig({ "taskmanager.memory.task.heap.size": "512m" }), { maxWorkerHeapMb: 512 });
+  assert.deepEqual(optionsFromConfig({ "pipeline.auto-watermark-interval": "20ms" }), { autoWatermarkIntervalMs: 20 });
+  assert.deepEqual(optionsFromConfig({ "pipeline.auto-watermark-interval": "1s" }), { autoWatermarkIntervalMs: 1_000 });
 });
 
 test("unknown keys and bad values are refused, naming the key", () => {
@@ -48,6 +50,8 @@ test("unknown keys and bad values are refused, naming the key", () => {
   assert.throws(() => optionsFromConfig({ "execution.checkpointing.timeout": "1s" }), code("INVALID_CONFIG", /need execution\.checkpointing\.interval/));
   assert.throws(() => optionsFromConfig({ "restart-strategy.fixed-delay.attempts": "3" }), code("INVALID_CONFIG", /restart-strategy\.type/));
   assert.throws(() => optionsFromConfig({ "state.checkpoints.num-retained": "-1" }), code("INVALID_CONFIG", /num-retained/));
+  assert.throws(() => optionsFromConfig({ "pipeline.auto-watermark-interval": "0ms" }), code("INVALID_CONFIG", /auto-watermark-interval.*positive/));
+  assert.throws(() => optionsFromConfig({ "pipeline.auto-watermark-interval": "often" }), code("INVALID_CONFIG", /auto-watermark-interval/));
   assert.throws(() => optionsFromConfig({ "taskmanager.memory.task.heap.size": "512" }), code("INVALID_CONFIG", /heap\.size.*512m or 2g/));
   assert.throws(() => optionsFromConfig({ "execution.watchdog.timeout": "forever" }), code("INVALID_CONFIG", /watchdog/));
   assert.throws(

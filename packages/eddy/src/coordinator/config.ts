@@ -18,6 +18,8 @@ export interface ConfiguredOptions {
   maxWorkerHeapMb?: number;
   metricsEnabled?: boolean;
   localAggregation?: boolean;
+  /** pipeline.auto-watermark-interval: wins over the job's `env.setAutoWatermarkInterval`. */
+  autoWatermarkIntervalMs?: number;
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
   /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
@@ -130,6 +132,14 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   "pipeline.local-aggregation": {
     description: "windows by reduce/aggregate pre-aggregate in front of the keyBy (default true; false sends every element on at once; docs/design/windows-state.md)",
     apply: (v, d) => void (d.localAggregation = bool("pipeline.local-aggregation", v)),
+  },
+  "pipeline.auto-watermark-interval": {
+    description: "how often periodic watermark generators (forBoundedOutOfOrderness) emit, in processing time (default 200ms; lower it for backfills of many keys and short windows, docs/performance.md)",
+    apply: (v, d) => {
+      const interval = ms("pipeline.auto-watermark-interval", v);
+      if (!(interval > 0)) throw invalid("pipeline.auto-watermark-interval", v, "a positive duration such as 200ms");
+      d.autoWatermarkIntervalMs = interval;
+    },
   },
   "rest.port": {
     description: "port of the job's control API (GET /metrics, savepoints...): a fixed one for Prometheus to scrape (default 0: any free port)",

@@ -16,6 +16,7 @@ const base: ResolvedSettings = {
   maxWorkerHeapMb: undefined,
   metricsEnabled: false,
   localAggregation: true,
+  autoWatermarkIntervalMs: 200,
 };
 
 test("without checkpointing: no checkpoint keys, no restarts; keys given that startJob does not resolve are listed as given, sorted", () => {
@@ -23,6 +24,7 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
   assert.deepEqual(c, {
     "execution.watchdog.timeout": "60000ms",
     "metrics.enabled": "false",
+    "pipeline.auto-watermark-interval": "200ms",
     "pipeline.local-aggregation": "true",
     "rest.port": "9249",
     "restart-strategy.type": "none",

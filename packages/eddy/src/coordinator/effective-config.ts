@@ -25,6 +25,7 @@ export interface ResolvedSettings {
   readonly maxWorkerHeapMb: number | undefined;
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
+  readonly autoWatermarkIntervalMs: number;
   readonly stateBackend?: StateBackendSpec | undefined;
 }
 
@@ -54,6 +55,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("taskmanager.memory.task.heap.size", s.maxWorkerHeapMb === undefined ? undefined : `${s.maxWorkerHeapMb}m`);
   set("metrics.enabled", s.metricsEnabled);
   set("pipeline.local-aggregation", s.localAggregation);
+  set("pipeline.auto-watermark-interval", ms(s.autoWatermarkIntervalMs));
   const backend = s.stateBackend ?? { kind: "heap" };
   set("state.backend", backend.kind);
   if (backend.kind === "disk") {

@@ -189,6 +189,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
   const localAggregation = options.localAggregation ?? configured.localAggregation ?? true;
+  const autoWatermarkIntervalMs = configured.autoWatermarkIntervalMs ?? env.getAutoWatermarkInterval();
   const stateBackend = resolveStateBackend(configured.stateBackend, env.getStateBackend());
   const checkpointConfig =
     checkpointInput === false ? undefined : checkpointInput !== undefined ? resolveCheckpointConfig(checkpointInput) : env.getCheckpointConfig();
@@ -200,7 +201,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       clock: options.clock ?? new SystemClock(),
       logger,
       services,
-      autoWatermarkIntervalMs: env.getAutoWatermarkInterval(),
+      autoWatermarkIntervalMs,
       batchRecords,
       channelCapacityRecords: options.channelCapacityRecords ?? batchRecords * 16,
       maxRecordsPerSlice: batchRecords * 8,
@@ -248,6 +249,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       metricsEnabled,
       localAggregation,
+      autoWatermarkIntervalMs,
       stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
@@ -301,6 +303,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
     metricsEnabled,
     localAggregation,
+    autoWatermarkIntervalMs,
     stateBackend,
   });
   const handle = new LocalJobExecution({ jobId, plan, token, savepointRoot, results, logger, configuration, onEnded: localStoresAtEnd(stateBackend, plan.jobName, logger) });

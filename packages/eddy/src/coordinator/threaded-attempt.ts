@@ -65,6 +65,8 @@ export interface ThreadedOptions {
   /** Per-record metrics (`metrics.enabled`). */
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
+  /** How often periodic watermark generators emit (the key or the job's setting, resolved). */
+  readonly autoWatermarkIntervalMs: number;
   /** The keyed state backend (undefined: heap), built by each worker. */
   readonly stateBackend: StateBackendSpec | undefined;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
@@ -248,6 +250,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         metricsIntervalMs: this.#options.metricsIntervalMs,
         metricsEnabled: this.#options.metricsEnabled,
         localAggregation: this.#options.localAggregation,
+        autoWatermarkIntervalMs: this.#options.autoWatermarkIntervalMs,
         stateBackend: this.#options.stateBackend,
         logLevel: this.#options.logLevel,
         checkpointing: this.#options.checkpointing?.workers,

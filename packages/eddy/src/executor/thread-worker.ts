@@ -223,7 +223,7 @@ async function run(): Promise<void> {
     clock: new SystemClock(),
     logger,
     services,
-    autoWatermarkIntervalMs: env.getAutoWatermarkInterval(),
+    autoWatermarkIntervalMs: init.autoWatermarkIntervalMs,
     batchRecords: init.batchRecords,
     flushTimeoutMs: init.flushTimeoutMs,
     maxRecordsPerSlice: init.maxRecordsPerSlice,
