@@ -174,6 +174,8 @@ export class TaskExecutor {
   #idleWaiters: (() => void)[] = [];
   /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes). */
   #expedited = 0;
+  /** The same work, for `settled`. */
+  readonly #inFlight = new Set<Promise<unknown>>();
   /** The id of the job's final checkpoint once triggered, and whether it completed. */
   #finalCheckpointId: number | undefined;
   #finalCommitted = false;
@@ -274,11 +276,30 @@ export class TaskExecutor {
    */
   expedite<T>(work: Promise<T>): Promise<T> {
     this.#expedited++;
+    this.#inFlight.add(work);
     const done = (): void => {
       this.#expedited--;
+      this.#inFlight.delete(work);
     };
     work.then(done, done);
     return work;
+  }
+
+  /**
+   * Resolves once the work handed to `expedite` (checkpoint files being written) has settled, or
+   * after `timeoutMs`. A worker thread waits for this before it reports its end: the coordinator
+   * terminates it then, and terminating a thread while it is inside an fs call aborts the whole
+   * process (Node 20: `Assertion failed: (req_wrap) != nullptr` in fs's AsyncDestCall).
+   */
+  async settled(timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.#inFlight.size > 0) {
+      const left = deadline - performance.now();
+      if (left <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...this.#inFlight]), new Promise((resolve) => (timer = setTimeout(resolve, left)))]);
+      clearTimeout(timer);
+    }
   }
 
   /** Wakes the loop if it sleeps: new mail, channel data or credit. Cheap; call freely. */

@@ -36,6 +36,12 @@ import { BusyTaskBoard } from "./task-watchdog.ts";
 const init = workerData as WorkerInit;
 const port = parentPort!;
 
+/**
+ * How long a worker whose tasks ended waits for the checkpoint files it is still writing before it
+ * reports its end (below the coordinator's WORKER_END_TIMEOUT_MS, after which it terminates anyway).
+ */
+const IN_FLIGHT_AT_END_MS = 5_000;
+
 /** The coordinator, reached through the gateway protocol: every call is a message on the port. */
 const jobMaster = remoteGateway<JobMasterGateway>(JOB_MASTER_METHODS, (message) => port.postMessage(message));
 
@@ -257,7 +263,8 @@ async function run(): Promise<void> {
   metricsTimer.unref();
   try {
     // What tasks wrote before a failure is still theirs to show (print() lines, as inline).
-    const result = await executor.done.finally(() => forwarder.flush());
+    // Checkpoint files still being written finish first, failed or cancelled too (see settled).
+    const result = await executor.done.finally(() => forwarder.flush()).finally(() => executor.settled(IN_FLIGHT_AT_END_MS));
     // Closed before the coordinator hears of the end (it may terminate this thread then).
     await queryable.close();
     jobMaster.taskManagerFinished(result.sourceRecords, executor.metrics());
