@@ -1,27 +1,11 @@
 /**
  * Numbers from an endless paced source, summed per key (keyed state in every subtask, so each
- * writes a task file at every checkpoint), into a sink whose writers close slowly (1 s, longer than a checkpoint file takes, logged
- * as "close-start <subtask>" and "close-end <subtask>" to EDDY_SLOW_STORAGE_LOG): the job
- * test/worker-shutdown.test.ts cancels while its checkpoint files are being written.
+ * writes a task file at every checkpoint): the job test/worker-shutdown.test.ts cancels while its
+ * checkpoint files are being written.
  */
-import { appendFileSync } from "node:fs";
-import { setTimeout as sleep } from "node:timers/promises";
-import { defineJob, WatermarkStrategy, type Sink } from "eddy";
+import { defineJob, WatermarkStrategy } from "eddy";
+import { collectSink } from "eddy/testing";
 import { pacedNumbers } from "./paced-source.ts";
-
-const slowClosingSink: Sink<number> = {
-  createWriter(context) {
-    const log = process.env.EDDY_SLOW_STORAGE_LOG!;
-    return {
-      write() {},
-      async close() {
-        appendFileSync(log, `close-start ${context.subtaskIndex}\n`);
-        await sleep(1_000);
-        appendFileSync(log, `close-end ${context.subtaskIndex}\n`);
-      },
-    };
-  },
-};
 
 export default defineJob("worker-shutdown", (env) => {
   env
@@ -29,5 +13,5 @@ export default defineJob("worker-shutdown", (env) => {
     .keyBy((n) => n % 10)
     .reduce((a, b) => a + b)
     .uid("sums")
-    .sinkTo(slowClosingSink);
+    .sinkTo(collectSink("sums"));
 });

@@ -276,24 +276,18 @@ export class TaskExecutor {
    */
   expedite<T>(work: Promise<T>): Promise<T> {
     this.#expedited++;
+    this.#inFlight.add(work);
     const done = (): void => {
       this.#expedited--;
+      this.#inFlight.delete(work);
     };
-    work.then(done, done);
-    return this.#holdExit(work);
-  }
-
-  /** Tracks `work` until it settles, for `settled`. Returns `work`. */
-  #holdExit<T>(work: Promise<T>): Promise<T> {
-    this.#inFlight.add(work);
-    const done = (): void => void this.#inFlight.delete(work);
     work.then(done, done);
     return work;
   }
 
   /**
-   * Resolves once the work handed to `expedite` (checkpoint files being written) and to operators'
-   * `holdExit` (a sink writer's asynchronous close) has settled, or after `timeoutMs`. A worker thread waits for this before it reports its end: the coordinator
+   * Resolves once the work handed to `expedite` (checkpoint files being written) has settled, or
+   * after `timeoutMs`. A worker thread waits for this before it reports its end: the coordinator
    * terminates it then, and terminating a thread while it is inside an fs call aborts the whole
    * process (Node 20: `Assertion failed: (req_wrap) != nullptr` in fs's AsyncDestCall).
    */
@@ -610,7 +604,6 @@ export class TaskExecutor {
             job: services,
             autoWatermarkIntervalMs,
             localAggregation: this.#options.localAggregation,
-            holdExit: (work) => void this.#holdExit(Promise.resolve(work)),
             counter: (name) => counters.counter(node.metricName, name),
             metrics: group,
             errorPolicy: t.errorPolicy,

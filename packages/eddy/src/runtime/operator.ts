@@ -124,12 +124,6 @@ export interface OperatorContext {
    * `background` work (a commit) holds back only its end. A rejection fails the task.
    */
   awaitWork(work: PromiseLike<unknown>, kind: "blocking" | "background"): void;
-  /**
-   * Work still running after the operator closed (a sink writer's asynchronous close): a worker
-   * thread waits for it, a few seconds at most, before it reports its end and is terminated
-   * (TaskExecutor.settled). Undefined where nothing terminates the thread (inline, harnesses).
-   */
-  holdExit?(work: PromiseLike<unknown>): void;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

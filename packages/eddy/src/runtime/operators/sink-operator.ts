@@ -252,9 +252,7 @@ export function sinkOperator<T>(sink: Sink<T>) {
         const closing = (what: string, f: () => unknown): void => {
           const closed = call(f);
           if (isThenable(closed)) {
-            const settled = Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn(`sink ${what} failed to close`, { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
-            // Not awaited by the task, but a worker thread is not terminated in the middle of it.
-            ctx.holdExit?.(settled);
+            Promise.resolve(closed).catch((e: unknown) => ctx.logger.warn(`sink ${what} failed to close`, { operator: ctx.operatorName, subtask: ctx.subtaskIndex, error: describeCause(e) }));
           }
         };
         try {
