@@ -172,9 +172,7 @@ export class TaskExecutor {
   /** Every operator subtask's checkpointing, by a name for messages. */
   readonly #checkpointings: [string, OperatorCheckpointing][] = [];
   #idleWaiters: (() => void)[] = [];
-  /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes). */
-  #expedited = 0;
-  /** The same work, for `settled`. */
+  /** Asynchronous I/O in flight that should not wait for the next regular yield (checkpoint writes); `settled` waits for it. */
   readonly #inFlight = new Set<Promise<unknown>>();
   /** The id of the job's final checkpoint once triggered, and whether it completed. */
   #finalCheckpointId: number | undefined;
@@ -275,12 +273,8 @@ export class TaskExecutor {
    * are written in several steps). Returns `work`.
    */
   expedite<T>(work: Promise<T>): Promise<T> {
-    this.#expedited++;
     this.#inFlight.add(work);
-    const done = (): void => {
-      this.#expedited--;
-      this.#inFlight.delete(work);
-    };
+    const done = (): void => void this.#inFlight.delete(work);
     work.then(done, done);
     return work;
   }
@@ -389,7 +383,7 @@ export class TaskExecutor {
         }
         // Under load, batches fill; a partly filled batch waits at most the flush timeout.
         for (let i = 0; i < tasks.length; i++) tasks[i]!.flushOlderThan(now - flushTimeoutMs);
-        if (now - lastYield >= yieldIntervalMs || this.#expedited !== 0) {
+        if (now - lastYield >= yieldIntervalMs || this.#inFlight.size !== 0) {
           // Let timers, I/O and frames from other threads in; a job never starves the event loop.
           await new Promise<void>((resolve) => setImmediate(resolve));
           lastYield = performance.now();
