@@ -25,7 +25,7 @@
  * it mostly come from one thread.
  */
 import { availableParallelism, cpus, loadavg } from "node:os";
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads";
+import { isMainThread, parentPort, workerData } from "node:worker_threads";
 import { nexmarkConfig, nexmarkEvent, type Auction, type Bid } from "eddy";
 import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
 import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
@@ -33,10 +33,9 @@ import { CATEGORY, expand } from "../examples/nexmark/q20.ts";
 import { digestQ20 } from "./nexmark/digests.ts";
 import { q20Loop } from "./nexmark/stateful-loops.ts";
 import { emptyFold, foldDigest, mergeFolds, type OutputFold } from "./output-fold.ts";
+import { awaitStart, intFlag, Ring, runThreads, type ThreadWiring } from "./hand-threads.ts";
 import { median } from "./stats.ts";
 
-/** Bytes of each ring (a power of two). */
-const RING_BYTES = 1 << 21;
 /** Records per frame at most (Eddy's batch between threads). */
 const FRAME_RECORDS = 1024;
 /** Largest frame: 1,024 auctions of ~500 bytes fit. */
@@ -48,15 +47,9 @@ const BIDS = 2;
 const END = 3;
 
 interface ThreadJob {
-  readonly index: number;
-  readonly threads: number;
   readonly events: number;
   /** Consecutive ids a thread generates before the other's turn (1: every other id). */
   readonly block: number;
-  /** rings[from][to], from ≠ to: a header of two int32 (bytes written, bytes read), then the data. */
-  readonly rings: (SharedArrayBuffer | undefined)[][];
-  /** [0]: threads ready, [1]: go. */
-  readonly start: SharedArrayBuffer;
 }
 
 interface ThreadResult {
@@ -67,77 +60,6 @@ interface ThreadResult {
   /** Time spent waiting for room in the output ring, and for the other thread at the end. */
   readonly blockedMs: number;
   readonly endWaitMs: number;
-}
-
-/**
- * One direction of the exchange: a single-producer, single-consumer ring of frames, each
- * `u32 length, 4 bytes padding, u8 kind, 3 bytes padding, u32 records, body, padding to 8 bytes`,
- * so that every frame and body starts 8-byte aligned (a codec may view its columns in place).
- */
-class Ring {
-  readonly #head: Int32Array;
-  readonly #data: Uint8Array;
-  readonly #mask: number;
-  readonly #header = new Uint8Array(16);
-  readonly #headerView = new DataView(this.#header.buffer);
-  #pending = 0;
-
-  constructor(sab: SharedArrayBuffer) {
-    this.#head = new Int32Array(sab, 0, 2);
-    this.#data = new Uint8Array(sab, 8, sab.byteLength - 8);
-    this.#mask = sab.byteLength - 8 - 1;
-  }
-
-  /** Sends one frame; false (nothing sent) when the ring lacks room. */
-  write(kind: number, records: number, body: Uint8Array): boolean {
-    const w = Atomics.load(this.#head, 0);
-    const used = (w - Atomics.load(this.#head, 1)) | 0;
-    const length = 8 + ((body.length + 7) & ~7);
-    if (this.#mask + 1 - used < length + 8) return false;
-    this.#headerView.setUint32(0, length, true);
-    this.#headerView.setUint8(8, kind);
-    this.#headerView.setUint32(12, records, true);
-    this.#copyIn(this.#header, w);
-    this.#copyIn(body, (w + 16) | 0);
-    Atomics.store(this.#head, 0, (w + 8 + length) | 0);
-    return true;
-  }
-
-  /**
-   * The next frame (kind, padding, records, body), or undefined when none is there: a view of the
-   * ring where the frame is contiguous (decoded in place, as Eddy's channels decode), else a copy
-   * in `spill`. Valid until `release`.
-   */
-  peek(spill: Uint8Array): Uint8Array | undefined {
-    const r = Atomics.load(this.#head, 1);
-    if (Atomics.load(this.#head, 0) === r) return undefined;
-    this.#copyOut(this.#header, 4, r);
-    const length = this.#headerView.getUint32(0, true);
-    this.#pending = 8 + length;
-    const offset = (r + 8) & this.#mask;
-    if (offset + length <= this.#mask + 1) return this.#data.subarray(offset, offset + length);
-    this.#copyOut(spill, length, (r + 8) | 0);
-    return spill.subarray(0, length);
-  }
-
-  /** Frees the frame `peek` returned. */
-  release(): void {
-    Atomics.store(this.#head, 1, (Atomics.load(this.#head, 1) + this.#pending) | 0);
-  }
-
-  #copyIn(src: Uint8Array, at: number): void {
-    const offset = at & this.#mask;
-    const first = Math.min(src.length, this.#mask + 1 - offset);
-    this.#data.set(first === src.length ? src : src.subarray(0, first), offset);
-    if (first < src.length) this.#data.set(src.subarray(first), 0);
-  }
-
-  #copyOut(into: Uint8Array, length: number, at: number): void {
-    const offset = at & this.#mask;
-    const first = Math.min(length, this.#mask + 1 - offset);
-    into.set(this.#data.subarray(offset, offset + first), 0);
-    if (first < length) into.set(this.#data.subarray(0, length - first), first);
-  }
 }
 
 /** q20's join, with the Eddy job's state (examples/nexmark/q20.ts, expandBids). */
@@ -175,7 +97,7 @@ function owner(id: number, threads: number): number {
 }
 
 /** One thread's share: generate, route, exchange, join. */
-function runThread(job: ThreadJob): ThreadResult {
+function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
   const { index, threads, events } = job;
   const config = nexmarkConfig();
   const join = new Q20Join();
@@ -227,8 +149,7 @@ function runThread(job: ThreadJob): ThreadResult {
   };
 
   const flags = new Int32Array(job.start);
-  Atomics.add(flags, 0, 1);
-  Atomics.wait(flags, 1, 0);
+  awaitStart(job);
   const started = performance.now();
   const { block } = job;
   for (let id = index * block, k = 1; id < events; k++) {
@@ -263,41 +184,16 @@ function runThread(job: ThreadJob): ThreadResult {
 }
 
 if (!isMainThread) {
-  parentPort!.postMessage(runThread(workerData as ThreadJob));
+  parentPort!.postMessage(runThread(workerData as ThreadJob & ThreadWiring));
 } else {
   const argv = process.argv.slice(2);
-  const flag = (name: string, fallback: number): number => {
-    const at = argv.indexOf(name);
-    const value = at < 0 ? fallback : Number(argv[at + 1]!.replaceAll("_", ""));
-    if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
-    return value;
-  };
-  const events = flag("--events", 4_000_000);
-  const rounds = flag("--rounds", 5);
-  const block = flag("--block", 1);
+  const events = intFlag(argv, "--events", 4_000_000);
+  const rounds = intFlag(argv, "--rounds", 5);
+  const block = intFlag(argv, "--block", 1);
 
   /** Runs q20 on `threads` worker threads at once; the slowest thread's time, start-up excluded. */
   const run = async (threads: number): Promise<{ ms: number; fold: OutputFold; crossed: number; waited: number; blockedMs: number; endWaitMs: number }> => {
-    const rings = Array.from({ length: threads }, (_, from) =>
-      Array.from({ length: threads }, (_, to) => (from === to ? undefined : new SharedArrayBuffer(8 + RING_BYTES))),
-    );
-    const start = new SharedArrayBuffer(8);
-    const flags = new Int32Array(start);
-    // Worker threads do not inherit the main thread's loader hooks: register tsx, then load this file.
-    const entry = `import { register } from ${JSON.stringify(import.meta.resolve("tsx/esm/api"))}; register(); await import(${JSON.stringify(import.meta.url)});`;
-    const workers = Array.from({ length: threads }, (_, index) => new Worker(new URL(`data:text/javascript,${encodeURIComponent(entry)}`), { workerData: { index, threads, events, block, rings, start } satisfies ThreadJob }));
-    const results = workers.map(
-      (w) =>
-        new Promise<ThreadResult>((resolve, reject) => {
-          w.once("message", resolve);
-          w.once("error", reject);
-        }),
-    );
-    while (Atomics.load(flags, 0) < threads) await new Promise((r) => setTimeout(r, 5));
-    Atomics.store(flags, 1, 1);
-    Atomics.notify(flags, 1);
-    const done = await Promise.all(results);
-    await Promise.all(workers.map((w) => w.terminate()));
+    const done = await runThreads<ThreadJob, ThreadResult>(import.meta.url, threads, { events, block });
     return {
       ms: Math.max(...done.map((d) => d.ms)),
       fold: mergeFolds(done.map((d) => d.fold)),
