@@ -3,7 +3,13 @@
  * share: the rings two threads exchange frames through, without Eddy's channels, and starting a
  * query's threads at once.
  */
+import { availableParallelism, cpus, loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
+import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
+import type { BatchCodec } from "../packages/eddy/src/core/codec/codec.ts";
+import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
+import { mergeFolds, type OutputFold } from "./output-fold.ts";
+import { median } from "./stats.ts";
 
 /** Data bytes of each ring (a power of two). */
 export const RING_BYTES = 1 << 21;
@@ -134,4 +140,156 @@ export class Ring {
     into.set(this.#data.subarray(offset, offset + first), 0);
     if (first < length) into.set(this.#data.subarray(0, length - first), first);
   }
+}
+
+/** The thread owning key `id` of `threads` (a multiplicative hash, so not simply the id's parity). */
+export function owner(id: number, threads: number): number {
+  return (Math.imul(id, 0x9e3779b1) >>> 16) % threads;
+}
+
+/** Largest frame: 1,024 auctions of ~500 bytes fit. */
+const MAX_FRAME_BYTES = 1 << 20;
+
+/**
+ * One thread's side of the exchange with the other: frames of records of a kind (1-255), each kind
+ * encoded by a codec of its own per direction (as each of Eddy's channels has its own), decoded in
+ * place; and signals, frames that carry one unsigned 32-bit number instead of records.
+ */
+export class Exchange {
+  /** Records sent. */
+  crossed = 0;
+  /** Time spent waiting for room in the output ring. */
+  blockedMs = 0;
+  readonly #out: Ring;
+  readonly #input: Ring;
+  readonly #encoders = new Map<number, BatchCodec>();
+  readonly #decoders = new Map<number, BatchCodec>();
+  readonly #writer = new ByteWriter(64 * 1024);
+  readonly #spill = new Uint8Array(MAX_FRAME_BYTES);
+  readonly #signals: ReadonlySet<number>;
+
+  /** `signals`: the kinds that carry a number rather than records. */
+  constructor(wiring: ThreadWiring, signals: readonly number[], readonly onFrame: (kind: number, records: readonly unknown[] | number) => void) {
+    const other = 1 - wiring.index;
+    this.#out = new Ring(wiring.rings[wiring.index]![other]!);
+    this.#input = new Ring(wiring.rings[other]![wiring.index]!);
+    this.#signals = new Set(signals);
+  }
+
+  /** Hands every frame waiting in the input ring to `onFrame`; true if there was one. */
+  drain(): boolean {
+    let any = false;
+    for (let f = this.#input.peek(this.#spill); f !== undefined; f = this.#input.peek(this.#spill)) {
+      any = true;
+      const kind = f[0]!;
+      const records = (f[4]! | (f[5]! << 8) | (f[6]! << 16) | (f[7]! << 24)) >>> 0;
+      if (this.#signals.has(kind)) this.onFrame(kind, records);
+      else {
+        // The body's length is not sent: the padding after it is never read (the codec reads `records`).
+        const reader = new ByteReader(f.buffer, f.byteOffset + 8, f.byteOffset + f.length);
+        this.onFrame(kind, codecOf(this.#decoders, kind).decode(reader, records));
+      }
+      this.#input.release();
+    }
+    return any;
+  }
+
+  /** Sends `values` as one frame of `kind` and empties the array; drains input while the ring is full. */
+  send(kind: number, values: unknown[]): void {
+    this.#writer.reset();
+    if (values.length > 0) codecOf(this.#encoders, kind).encode(values, this.#writer);
+    this.#write(kind, values.length, this.#writer.written());
+    this.crossed += values.length;
+    values.length = 0;
+  }
+
+  /** Sends the number `value` (an unsigned 32-bit integer) as a frame of `kind`. */
+  signal(kind: number, value: number): void {
+    this.#write(kind, value, EMPTY);
+  }
+
+  #write(kind: number, records: number, body: Uint8Array): void {
+    if (body.length + 8 > MAX_FRAME_BYTES) throw new RangeError(`a frame of ${body.length} bytes`);
+    if (this.#out.write(kind, records, body)) return;
+    const t = performance.now();
+    while (!this.#out.write(kind, records, body)) this.drain();
+    this.blockedMs += performance.now() - t;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+function codecOf(codecs: Map<number, BatchCodec>, kind: number): BatchCodec {
+  let codec = codecs.get(kind);
+  if (codec === undefined) codecs.set(kind, (codec = defaultCodec()));
+  return codec;
+}
+
+/** What every thread of a hand-written query posts back. */
+export interface ThreadResult {
+  /** From the start signal to the thread's last output, start-up excluded. */
+  readonly ms: number;
+  readonly fold: OutputFold;
+  /** Records this thread sent to the other. */
+  readonly crossed: number;
+  /** Waiting for room in the output ring, and for the other thread at the end. */
+  readonly blockedMs: number;
+  readonly endWaitMs: number;
+  /** Query-specific counts, summed over the threads and printed per round. */
+  readonly counts?: Readonly<Record<string, number>>;
+}
+
+/** What every hand-written scaling bench's worker gets besides its wiring. */
+export interface ThreadJob {
+  readonly events: number;
+  /** Consecutive ids a thread generates before the other's turn (1: every other id). */
+  readonly block: number;
+}
+
+/**
+ * The main side of a hand-written scaling bench: `--events`, `--rounds` and `--block` from the
+ * command line, then rounds alternating one thread and two (which goes first alternates too), each
+ * run's output checked against `expected` (the query's loop), and the median ratio.
+ */
+export async function compareThreads(url: string, title: string, expected: (events: number) => OutputFold, extra: Record<string, unknown> = {}): Promise<void> {
+  const argv = process.argv.slice(2);
+  const events = intFlag(argv, "--events", 4_000_000);
+  const rounds = intFlag(argv, "--rounds", 5);
+  const block = intFlag(argv, "--block", 1);
+  console.log(
+    `${title}: ${events.toLocaleString("en")} events${block === 1 ? "" : ` (in blocks of ${block.toLocaleString("en")} ids per thread)`}, median of ${rounds} alternated rounds; ` +
+      `${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
+  );
+  const want = expected(events);
+  const ones: number[] = [];
+  const twos: number[] = [];
+  let crossed = 0;
+  for (let r = 0; r < rounds; r++) {
+    for (const threads of r % 2 === 0 ? [1, 2] : [2, 1]) {
+      const done = await runThreads<ThreadJob, ThreadResult>(url, threads, { ...extra, events, block });
+      const ms = Math.max(...done.map((d) => d.ms));
+      const fold = mergeFolds(done.map((d) => d.fold));
+      if (fold.count !== want.count || fold.checksum !== want.checksum) {
+        throw new Error(`${threads} thread(s): ${JSON.stringify(fold)}, the loop: ${JSON.stringify(want)}`);
+      }
+      (threads === 1 ? ones : twos).push(ms);
+      const sent = done.reduce((n, d) => n + d.crossed, 0);
+      if (threads === 2) crossed = sent;
+      const counts = new Map<string, number>();
+      for (const d of done) for (const [name, n] of Object.entries(d.counts ?? {})) counts.set(name, (counts.get(name) ?? 0) + n);
+      const notes = [...counts].map(([name, n]) => `${n.toLocaleString("en")} ${name}`);
+      if (threads === 2) {
+        notes.push(
+          `${sent.toLocaleString("en")} records crossed (waited for room ${Math.max(...done.map((d) => d.blockedMs)).toFixed(0)} ms, ` +
+            `for the other thread at the end ${Math.max(...done.map((d) => d.endWaitMs)).toFixed(0)} ms)`,
+        );
+      }
+      console.log(`  round ${r + 1}, ${threads} thread${threads === 1 ? " " : "s"}: ${ms.toFixed(0).padStart(6)} ms, ${((events / ms) * 1000 / 1e6).toFixed(2)} M events/s${notes.length > 0 ? `; ${notes.join("; ")}` : ""}`);
+    }
+  }
+  const [one, two] = [median(ones)!, median(twos)!];
+  console.log(
+    `\nmedian: 1 thread ${one.toFixed(0)} ms, 2 threads ${two.toFixed(0)} ms: **${(one / two).toFixed(2)}×** ` +
+      `(${crossed.toLocaleString("en")} records crossed, ${((crossed / events) * 100).toFixed(1)} per 100 events; output ${want.count.toLocaleString("en")} rows, the loop's); load now ${loadavg()[0]!.toFixed(1)}`,
+  );
 }
