@@ -38,17 +38,23 @@ interface OpenAuction {
  * loop breaks ties by auction id; the job's registration order can differ when a bid that arrived
  * before its auction registered the same timestamp first, so only the categories are compared.
  */
-const closesBefore = (a: OpenAuction, b: OpenAuction): boolean => a.expires < b.expires || (a.expires === b.expires && a.id < b.id);
+const closesBefore = (a: Closing, b: Closing): boolean => a.expires < b.expires || (a.expires === b.expires && a.id < b.id);
 
-/** Open auctions as a binary min-heap by closing order. */
-class ClosingQueue {
-  readonly #heap: OpenAuction[] = [];
+/** What orders an open auction in a ClosingQueue. */
+export interface Closing {
+  readonly id: number;
+  readonly expires: number;
+}
 
-  peek(): OpenAuction | undefined {
+/** Open auctions as a binary min-heap by closing order (also bench/hand-join-scaling.ts's q4). */
+export class ClosingQueue<T extends Closing = OpenAuction> {
+  readonly #heap: T[] = [];
+
+  peek(): T | undefined {
     return this.#heap[0];
   }
 
-  push(a: OpenAuction): void {
+  push(a: T): void {
     const heap = this.#heap;
     let i = heap.length;
     heap.push(a);
@@ -61,7 +67,7 @@ class ClosingQueue {
     heap[i] = a;
   }
 
-  pop(): OpenAuction | undefined {
+  pop(): T | undefined {
     const heap = this.#heap;
     const head = heap[0];
     const last = heap.pop();
@@ -125,18 +131,20 @@ export function forEachWinningBid({ firstEventId, events, config }: EventRange, 
   for (let a = closing.pop(); a !== undefined; a = closing.pop()) close(a);
 }
 
+/** q4's second step (averagePrice) on a plain Map: adds a winning price to its category's sum; the running average. */
+export function addWinningPrice(sums: Map<number, { sum: number; count: number }>, category: number, price: number): Q4Result {
+  let total = sums.get(category);
+  if (total === undefined) sums.set(category, (total = { sum: 0, count: 0 }));
+  total.sum += price;
+  total.count++;
+  return { category, final: Math.trunc(total.sum / total.count) };
+}
+
 /** q4: each auction closing with a winning bid updates its category's running average. */
 export function q4Loop(range: EventRange, digest: Digest<Q4Result>): OutputFold {
   const fold = emptyFold();
   const sums = new Map<number, { sum: number; count: number }>();
-  forEachWinningBid(range, (auction, bid) => {
-    let total = sums.get(auction.category);
-    if (total === undefined) sums.set(auction.category, (total = { sum: 0, count: 0 }));
-    total.sum += bid.price;
-    total.count++;
-    const r: Q4Result = { category: auction.category, final: Math.trunc(total.sum / total.count) };
-    foldDigest(fold, digest(r));
-  });
+  forEachWinningBid(range, (auction, bid) => foldDigest(fold, digest(addWinningPrice(sums, auction.category, bid.price))));
   return fold;
 }
 

@@ -62,18 +62,21 @@ export function averagePrice(): KeyedProcessFunction<number, WinningPrice, Q4Res
 }
 
 /** What q4 reads of an auction: its lifetime and category. */
-interface CategorizedAuction extends AuctionLifetime {
+export interface CategorizedAuction extends AuctionLifetime {
   readonly category: number;
 }
 
 /** q4 reads only the winning price, so a higher price wins and ties need no order. */
-const higherPrice = (b: TimedBid, best: TimedBid | undefined): boolean => best === undefined || b.price > best.price;
+export const higherPrice = (b: TimedBid, best: TimedBid | undefined): boolean => best === undefined || b.price > best.price;
+
+// Only the fields the join reads cross its keyBy (docs/performance.md, "Project before a keyBy").
+export const categorizedAuction = (a: Auction): CategorizedAuction => ({ id: a.id, category: a.category, dateTime: a.dateTime, expires: a.expires });
+export const timedBid = (b: Bid): TimedBid => ({ auction: b.auction, price: b.price, dateTime: b.dateTime });
 
 export function q4(env: StreamExecutionEnvironment): DataStream<Q4Result> {
   const events = nexmarkEvents(env);
-  // Only the fields the join reads cross its keyBy (docs/performance.md, "Project before a keyBy").
-  const auctions = auctionsOf(events).map((a: Auction): CategorizedAuction => ({ id: a.id, category: a.category, dateTime: a.dateTime, expires: a.expires }));
-  const bids = bidsOf(events).map((b: Bid): TimedBid => ({ auction: b.auction, price: b.price, dateTime: b.dateTime }));
+  const auctions = auctionsOf(events).map(categorizedAuction);
+  const bids = bidsOf(events).map(timedBid);
   return auctions
     .connect(bids)
     .keyBy(
