@@ -43,167 +43,39 @@
  * harness gives each source subtask a contiguous range), so an auction and the bids that follow
  * it mostly come from one thread.
  */
-import { availableParallelism, cpus, loadavg } from "node:os";
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { nexmarkConfig, nexmarkEvent, type Auction, type Bid, type NexmarkEvent } from "eddy";
-import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
-import type { BatchCodec } from "../packages/eddy/src/core/codec/codec.ts";
-import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
+import { nexmarkConfig, type Auction, type Bid } from "eddy";
 import { categorizedAuction, higherPrice, timedBid, type CategorizedAuction, type WinningPrice } from "../examples/nexmark/q4.ts";
 import { CATEGORY, expand } from "../examples/nexmark/q20.ts";
 import { inLifetime, type TimedBid } from "../examples/nexmark/winning-bids.ts";
 import { digestQ20, digestQ4Category } from "./nexmark/digests.ts";
 import { q20Loop } from "./nexmark/stateful-loops.ts";
 import { addWinningPrice, ClosingQueue, q4Loop } from "./nexmark/updating-loops.ts";
-import { emptyFold, foldDigest, mergeFolds, type OutputFold } from "./output-fold.ts";
-import { awaitStart, intFlag, Ring, runThreads, type ThreadWiring } from "./hand-threads.ts";
-import { median } from "./stats.ts";
+import { emptyFold, foldDigest } from "./output-fold.ts";
+import { awaitStart, compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
 
-/** Records per frame at most (Eddy's batch between threads). */
-const FRAME_RECORDS = 1024;
-/** Largest frame: 1,024 auctions of ~500 bytes fit. */
-const MAX_FRAME_BYTES = 1 << 20;
-/** Events generated between two looks at the input ring (and, in q4, two watermarks). */
-const POLL_EVERY = 1024;
 // Frame kinds. Each kind of records is an edge with a codec of its own at each end.
 const AUCTIONS = 1;
 const BIDS = 2;
-const END = 3;
 /** q4's winning prices, for the thread owning their category. */
-const PRICES = 4;
-/** q4: the sender's event time (a float64 body): every record it sends later is stamped at or after it. */
-const WATERMARK = 5;
+const PRICES = 3;
+/** q4 (a signal): the sender's event time; every record it sends later is stamped at or after it. */
+const WATERMARK = 4;
 
 const QUERIES = ["q20", "q4"] as const;
 type Query = (typeof QUERIES)[number];
 
-interface ThreadJob {
+interface JoinJob extends ThreadJob {
   readonly query: Query;
-  readonly events: number;
-  /** Consecutive ids a thread generates before the other's turn (1: every other id). */
-  readonly block: number;
 }
 
-interface ThreadResult {
-  readonly ms: number;
-  readonly fold: OutputFold;
-  readonly crossed: number;
-  /** Bids that arrived before their auction and waited for it. */
-  readonly waited: number;
-  /** Time spent waiting for room in the output ring, and for the other thread at the end. */
-  readonly blockedMs: number;
-  readonly endWaitMs: number;
+interface JoinResult extends ThreadResult {
   /** q4: the last average of each category this thread owns, [category, final]. */
   readonly finals?: readonly (readonly [number, number])[];
 }
 
-/** The thread owning key `id` of `threads` (a multiplicative hash, so not simply the id's parity). */
-function owner(id: number, threads: number): number {
-  return (Math.imul(id, 0x9e3779b1) >>> 16) % threads;
-}
-
-/**
- * One thread's end of the exchange with the other: frames out through one ring and in through
- * the other, one codec per edge (frame kind) and direction, as each of Eddy's channels has its own.
- */
-class Exchange {
-  crossed = 0;
-  /** Time spent waiting for room in the output ring. */
-  blockedMs = 0;
-  otherDone = false;
-  readonly #out: Ring;
-  readonly #input: Ring;
-  readonly #flags: Int32Array;
-  readonly #encoders: BatchCodec[] = [];
-  readonly #decoders: BatchCodec[] = [];
-  readonly #writer = new ByteWriter(64 * 1024);
-  readonly #spill = new Uint8Array(MAX_FRAME_BYTES);
-  readonly #onRecords: (kind: number, values: unknown[]) => void;
-  readonly #onWatermark: (time: number) => void;
-
-  constructor(wiring: ThreadWiring, onRecords: (kind: number, values: unknown[]) => void, onWatermark: (time: number) => void = () => {}) {
-    const other = 1 - wiring.index;
-    this.#out = new Ring(wiring.rings[wiring.index]![other]!);
-    this.#input = new Ring(wiring.rings[other]![wiring.index]!);
-    this.#flags = new Int32Array(wiring.start);
-    this.#onRecords = onRecords;
-    this.#onWatermark = onWatermark;
-  }
-
-  /** Hands every frame waiting in the input ring to the callbacks; true if there was one. */
-  drain(): boolean {
-    let any = false;
-    const input = this.#input;
-    for (let f = input.peek(this.#spill); f !== undefined; f = input.peek(this.#spill)) {
-      any = true;
-      const kind = f[0]!;
-      if (kind === END) this.otherDone = true;
-      else {
-        const records = f[4]! | (f[5]! << 8) | (f[6]! << 16) | (f[7]! << 24);
-        // The body's length is not sent: the padding after it is never read (the codec reads `records`).
-        const reader = new ByteReader(f.buffer, f.byteOffset + 8, f.byteOffset + f.length);
-        if (kind === WATERMARK) this.#onWatermark(reader.f64());
-        else this.#onRecords(kind, (this.#decoders[kind] ??= defaultCodec()).decode(reader, records));
-      }
-      input.release();
-    }
-    return any;
-  }
-
-  /** Sends `values` as one frame of `kind` and empties them. */
-  send(kind: number, values: unknown[]): void {
-    const writer = this.#writer;
-    writer.reset();
-    if (values.length > 0) (this.#encoders[kind] ??= defaultCodec()).encode(values, writer);
-    this.#write(kind, values.length, writer.written());
-    this.crossed += values.length;
-    values.length = 0;
-  }
-
-  sendWatermark(time: number): void {
-    this.#writer.reset();
-    this.#writer.f64(time);
-    this.#write(WATERMARK, 0, this.#writer.written());
-  }
-
-  /** Takes in the other thread's frames until `done`; the time this waited. */
-  waitFor(done: () => boolean): number {
-    const t = performance.now();
-    while (!done()) if (!this.drain()) Atomics.wait(this.#flags, 1, 1, 0.05);
-    return performance.now() - t;
-  }
-
-  /** Sends END and takes in the other thread's frames until its END; the time this waited. */
-  finish(): number {
-    this.send(END, []);
-    return this.waitFor(() => this.otherDone);
-  }
-
-  /** Writes a frame, taking in input while the ring is full. */
-  #write(kind: number, records: number, body: Uint8Array): void {
-    if (body.length + 8 > MAX_FRAME_BYTES) throw new RangeError(`a frame of ${body.length} bytes`);
-    if (!this.#out.write(kind, records, body)) {
-      const t = performance.now();
-      while (!this.#out.write(kind, records, body)) this.drain();
-      this.blockedMs += performance.now() - t;
-    }
-  }
-}
-
-/**
- * This thread's share of the event ids, in order: `block` consecutive ids, then the other
- * thread's `block` (all of them with one thread); `poll` every POLL_EVERY events.
- */
-function generate(job: ThreadJob & ThreadWiring, each: (e: NexmarkEvent) => void, poll: () => void): void {
-  const config = nexmarkConfig();
-  const { index, threads, events, block } = job;
-  for (let id = index * block, k = 1; id < events; k++) {
-    const e = nexmarkEvent(id, config);
-    id = (id + 1) % block === 0 ? id + 1 + (threads - 1) * block : id + 1;
-    each(e);
-    if (k % POLL_EVERY === 0) poll();
-  }
-}
+/** Counted per run: bids that arrived before their auction and waited for it. */
+const WAITED = "bids waited for their auction";
 
 /** q20's join, with the Eddy job's state (examples/nexmark/q20.ts, expandBids). */
 class Q20Join {
@@ -235,7 +107,7 @@ class Q20Join {
 }
 
 /** q20 on one thread's share: generate, route, exchange, join. */
-function runQ20(job: ThreadJob & ThreadWiring): ThreadResult {
+function runQ20(job: JoinJob & ThreadWiring): JoinResult {
   const { index } = job;
   const join = new Q20Join();
   const exchange =
@@ -277,7 +149,7 @@ function runQ20(job: ThreadJob & ThreadWiring): ThreadResult {
     endWaitMs = exchange.finish();
   }
   const ms = performance.now() - started;
-  return { ms, fold: join.fold, crossed: exchange?.crossed ?? 0, waited: join.waited, blockedMs: exchange?.blockedMs ?? 0, endWaitMs };
+  return { ms, fold: join.fold, crossed: exchange?.crossed ?? 0, blockedMs: exchange?.blockedMs ?? 0, endWaitMs, counts: { [WAITED]: join.waited } };
 }
 
 /** An open auction and its best bid so far (mutated in place). */
@@ -377,7 +249,7 @@ class AveragePrices {
  * auctions when both threads' event time has passed their expiry, route winning prices by
  * category, average.
  */
-function runQ4(job: ThreadJob & ThreadWiring): ThreadResult {
+function runQ4(job: JoinJob & ThreadWiring): JoinResult {
   const { index } = job;
   const averages = new AveragePrices();
   const prices: WinningPrice[] = [];
@@ -396,7 +268,8 @@ function runQ4(job: ThreadJob & ThreadWiring): ThreadResult {
         else if (kind === BIDS) for (const b of values as TimedBid[]) winning.bid(b);
         else for (const w of values as WinningPrice[]) averages.add(w);
       },
-      (time) => (otherTime = time),
+      (_kind, time) => (otherTime = time),
+      [WATERMARK],
     );
   }
   const auctions: CategorizedAuction[] = [];
@@ -432,7 +305,7 @@ function runQ4(job: ThreadJob & ThreadWiring): ThreadResult {
     () => {
       if (exchange !== undefined) {
         flush();
-        exchange.sendWatermark(time);
+        exchange.signal(WATERMARK, time);
         exchange.drain();
       }
       winning.advance(Math.min(time, otherTime));
@@ -442,7 +315,7 @@ function runQ4(job: ThreadJob & ThreadWiring): ThreadResult {
   let endWaitMs = 0;
   if (exchange !== undefined) {
     flush();
-    exchange.sendWatermark(Number.POSITIVE_INFINITY);
+    exchange.signal(WATERMARK, Number.POSITIVE_INFINITY);
     endWaitMs += exchange.waitFor(() => otherTime === Number.POSITIVE_INFINITY);
   }
   winning.advance(Number.POSITIVE_INFINITY);
@@ -451,70 +324,38 @@ function runQ4(job: ThreadJob & ThreadWiring): ThreadResult {
     endWaitMs += exchange.finish();
   }
   const ms = performance.now() - started;
-  return { ms, fold: averages.fold, crossed: exchange?.crossed ?? 0, waited: winning.waited, blockedMs: exchange?.blockedMs ?? 0, endWaitMs, finals: averages.finals() };
+  return { ms, fold: averages.fold, crossed: exchange?.crossed ?? 0, blockedMs: exchange?.blockedMs ?? 0, endWaitMs, counts: { [WAITED]: winning.waited }, finals: averages.finals() };
 }
 
 if (!isMainThread) {
-  const job = workerData as ThreadJob & ThreadWiring;
+  const job = workerData as JoinJob & ThreadWiring;
   parentPort!.postMessage(job.query === "q4" ? runQ4(job) : runQ20(job));
 } else {
   const argv = process.argv.slice(2);
-  const events = intFlag(argv, "--events", 4_000_000);
-  const rounds = intFlag(argv, "--rounds", 5);
-  const block = intFlag(argv, "--block", 1);
   const queryAt = argv.indexOf("--query");
   const query = (queryAt < 0 ? "q20" : argv[queryAt + 1]) as Query;
   if (!QUERIES.includes(query)) throw new RangeError(`--query must be one of ${QUERIES.join(", ")}`);
-
-  /** Runs the query on `threads` worker threads at once; the slowest thread's time, start-up excluded. */
-  const run = async (threads: number) => {
-    const done = await runThreads<ThreadJob, ThreadResult>(import.meta.url, threads, { query, events, block });
-    return {
-      ms: Math.max(...done.map((d) => d.ms)),
-      fold: mergeFolds(done.map((d) => d.fold)),
-      crossed: done.reduce((n, d) => n + d.crossed, 0),
-      waited: done.reduce((n, d) => n + d.waited, 0),
-      blockedMs: Math.max(...done.map((d) => d.blockedMs)),
-      endWaitMs: Math.max(...done.map((d) => d.endWaitMs)),
-      finals: new Map(done.flatMap((d) => d.finals ?? [])),
-    };
-  };
-
-  console.log(
-    `${query} by hand, one thread and two exchanging records: ${events.toLocaleString("en")} events${block === 1 ? "" : ` (in blocks of ${block.toLocaleString("en")} ids per thread)`}, median of ${rounds} alternated rounds; ` +
-      `${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
-  );
-  const range = { firstEventId: 0, events, config: nexmarkConfig() };
-  /** q4: each category's last average, as the loop emitted it. */
-  const expectedFinals = new Map<number, number>();
-  const expected =
-    query === "q4"
-      ? q4Loop(range, (r) => {
-          expectedFinals.set(r.category, r.final);
-          return digestQ4Category(r);
-        })
-      : q20Loop(range, digestQ20);
-  const ones: number[] = [];
-  const twos: number[] = [];
-  let crossed = 0;
-  for (let r = 0; r < rounds; r++) {
-    for (const threads of r % 2 === 0 ? [1, 2] : [2, 1]) {
-      const got = await run(threads);
-      if (got.fold.count !== expected.count || got.fold.checksum !== expected.checksum) {
-        throw new Error(`${threads} thread(s): ${JSON.stringify(got.fold)}, the ${query} loop: ${JSON.stringify(expected)}`);
-      }
-      if (query === "q4" && JSON.stringify([...got.finals].sort()) !== JSON.stringify([...expectedFinals].sort())) {
-        throw new Error(`${threads} thread(s): final averages ${JSON.stringify([...got.finals])}, the q4 loop's: ${JSON.stringify([...expectedFinals])}`);
-      }
-      (threads === 1 ? ones : twos).push(got.ms);
-      if (threads === 2) crossed = got.crossed;
-      const waits = `; ${got.waited.toLocaleString("en")} bids waited for their auction` + (threads === 1 ? "" : ` (waited for room ${got.blockedMs.toFixed(0)} ms, for the other thread at the end ${got.endWaitMs.toFixed(0)} ms)`);
-      console.log(`  round ${r + 1}, ${threads} thread${threads === 1 ? " " : "s"}: ${got.ms.toFixed(0).padStart(6)} ms, ${((events / got.ms) * 1000 / 1e6).toFixed(2)} M events/s${waits}`);
-    }
-  }
-  const [one, two] = [median(ones)!, median(twos)!];
-  console.log(
-    `\nmedian: 1 thread ${one.toFixed(0)} ms, 2 threads ${two.toFixed(0)} ms: **${(one / two).toFixed(2)}×** ` +
-      `(${crossed.toLocaleString("en")} records crossed, ${((crossed / events) * 100).toFixed(0)} % of the events; output ${expected.count.toLocaleString("en")} rows, the ${query} loop's); load now ${loadavg()[0]!.toFixed(1)}`,
+  await compareThreads<JoinResult>(
+    import.meta.url,
+    `${query} by hand, one thread and two exchanging records`,
+    (events) => {
+      const range = { firstEventId: 0, events, config: nexmarkConfig() };
+      if (query === "q20") return { fold: q20Loop(range, digestQ20) };
+      /** Each category's last average, as the loop emitted it. */
+      const finals = new Map<number, number>();
+      const fold = q4Loop(range, (r) => {
+        finals.set(r.category, r.final);
+        return digestQ4Category(r);
+      });
+      const want = JSON.stringify([...finals].sort());
+      return {
+        fold,
+        check: (done) => {
+          const got = JSON.stringify(done.flatMap((d) => d.finals ?? []).sort());
+          return got === want ? undefined : `final averages ${got}, the q4 loop's: ${want}`;
+        },
+      };
+    },
+    { query },
   );
 }

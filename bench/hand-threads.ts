@@ -5,6 +5,7 @@
  */
 import { availableParallelism, cpus, loadavg } from "node:os";
 import { Worker } from "node:worker_threads";
+import { nexmarkConfig, nexmarkEvent, type NexmarkEvent } from "eddy";
 import { ByteReader, ByteWriter } from "../packages/eddy/src/core/codec/bytes.ts";
 import type { BatchCodec } from "../packages/eddy/src/core/codec/codec.ts";
 import { defaultCodec } from "../packages/eddy/src/core/codec/default-codec.ts";
@@ -149,65 +150,101 @@ export function owner(id: number, threads: number): number {
 
 /** Largest frame: 1,024 auctions of ~500 bytes fit. */
 const MAX_FRAME_BYTES = 1 << 20;
+/** Records per frame at most (Eddy's batch between threads). */
+export const FRAME_RECORDS = 1024;
+/** Events generated between two looks at the input ring. */
+export const POLL_EVERY = 1024;
+/** The frame kind that ends a thread's output (`finish`); a query's kinds are 1-255. */
+const END = 0;
 
 /**
- * One thread's side of the exchange with the other: frames of records of a kind (1-255), each kind
- * encoded by a codec of its own per direction (as each of Eddy's channels has its own), decoded in
- * place; and signals, frames that carry one unsigned 32-bit number instead of records.
+ * One thread's end of the exchange with the other: frames out through one ring and in through the
+ * other. A frame of records of a kind is encoded by a codec of its own per direction (each kind is
+ * an edge, as each of Eddy's channels has its own codec) and decoded in place; a frame of a
+ * `signals` kind carries one number (a float64 body) instead: a watermark, a progress mark.
  */
 export class Exchange {
   /** Records sent. */
   crossed = 0;
   /** Time spent waiting for room in the output ring. */
   blockedMs = 0;
+  /** The other thread has finished (its END arrived). */
+  otherDone = false;
   readonly #out: Ring;
   readonly #input: Ring;
-  readonly #encoders = new Map<number, BatchCodec>();
-  readonly #decoders = new Map<number, BatchCodec>();
+  readonly #flags: Int32Array;
+  readonly #encoders: BatchCodec[] = [];
+  readonly #decoders: BatchCodec[] = [];
   readonly #writer = new ByteWriter(64 * 1024);
   readonly #spill = new Uint8Array(MAX_FRAME_BYTES);
-  readonly #signals: ReadonlySet<number>;
+  readonly #signals: readonly boolean[];
 
-  /** `signals`: the kinds that carry a number rather than records. */
-  constructor(wiring: ThreadWiring, signals: readonly number[], readonly onFrame: (kind: number, records: readonly unknown[] | number) => void) {
+  constructor(
+    wiring: ThreadWiring,
+    readonly onRecords: (kind: number, values: unknown[]) => void,
+    readonly onSignal: (kind: number, value: number) => void = () => {},
+    signals: readonly number[] = [],
+  ) {
     const other = 1 - wiring.index;
     this.#out = new Ring(wiring.rings[wiring.index]![other]!);
     this.#input = new Ring(wiring.rings[other]![wiring.index]!);
-    this.#signals = new Set(signals);
+    this.#flags = new Int32Array(wiring.start);
+    const isSignal: boolean[] = [];
+    for (const kind of signals) isSignal[kind] = true;
+    this.#signals = isSignal;
   }
 
-  /** Hands every frame waiting in the input ring to `onFrame`; true if there was one. */
+  /** Hands every frame waiting in the input ring to the callbacks; true if there was one. */
   drain(): boolean {
     let any = false;
-    for (let f = this.#input.peek(this.#spill); f !== undefined; f = this.#input.peek(this.#spill)) {
+    const input = this.#input;
+    for (let f = input.peek(this.#spill); f !== undefined; f = input.peek(this.#spill)) {
       any = true;
       const kind = f[0]!;
-      const records = (f[4]! | (f[5]! << 8) | (f[6]! << 16) | (f[7]! << 24)) >>> 0;
-      if (this.#signals.has(kind)) this.onFrame(kind, records);
+      if (kind === END) this.otherDone = true;
       else {
+        const records = f[4]! | (f[5]! << 8) | (f[6]! << 16) | (f[7]! << 24);
         // The body's length is not sent: the padding after it is never read (the codec reads `records`).
         const reader = new ByteReader(f.buffer, f.byteOffset + 8, f.byteOffset + f.length);
-        this.onFrame(kind, codecOf(this.#decoders, kind).decode(reader, records));
+        if (this.#signals[kind] === true) this.onSignal(kind, reader.f64());
+        else this.onRecords(kind, (this.#decoders[kind] ??= defaultCodec()).decode(reader, records));
       }
-      this.#input.release();
+      input.release();
     }
     return any;
   }
 
-  /** Sends `values` as one frame of `kind` and empties the array; drains input while the ring is full. */
+  /** Sends `values` as one frame of `kind` and empties them. */
   send(kind: number, values: unknown[]): void {
-    this.#writer.reset();
-    if (values.length > 0) codecOf(this.#encoders, kind).encode(values, this.#writer);
-    this.#write(kind, values.length, this.#writer.written());
+    const writer = this.#writer;
+    writer.reset();
+    if (values.length > 0) (this.#encoders[kind] ??= defaultCodec()).encode(values, writer);
+    this.#write(kind, values.length, writer.written());
     this.crossed += values.length;
     values.length = 0;
   }
 
-  /** Sends the number `value` (an unsigned 32-bit integer) as a frame of `kind`. */
+  /** Sends the number `value` as a frame of `kind` (one of the constructor's `signals`). */
   signal(kind: number, value: number): void {
-    this.#write(kind, value, EMPTY);
+    this.#writer.reset();
+    this.#writer.f64(value);
+    this.#write(kind, 0, this.#writer.written());
   }
 
+  /** Takes in the other thread's frames until `done`; the time this waited. */
+  waitFor(done: () => boolean): number {
+    const t = performance.now();
+    while (!done()) if (!this.drain()) Atomics.wait(this.#flags, 1, 1, 0.05);
+    return performance.now() - t;
+  }
+
+  /** Sends END and takes in the other thread's frames until its END; the time this waited. */
+  finish(): number {
+    this.send(END, []);
+    return this.waitFor(() => this.otherDone);
+  }
+
+  /** Writes a frame, taking in input while the ring is full. */
   #write(kind: number, records: number, body: Uint8Array): void {
     if (body.length + 8 > MAX_FRAME_BYTES) throw new RangeError(`a frame of ${body.length} bytes`);
     if (this.#out.write(kind, records, body)) return;
@@ -217,12 +254,19 @@ export class Exchange {
   }
 }
 
-const EMPTY = new Uint8Array(0);
-
-function codecOf(codecs: Map<number, BatchCodec>, kind: number): BatchCodec {
-  let codec = codecs.get(kind);
-  if (codec === undefined) codecs.set(kind, (codec = defaultCodec()));
-  return codec;
+/**
+ * This thread's share of the event ids, in order: `block` consecutive ids, then the other
+ * thread's `block` (all of them with one thread); `poll` every POLL_EVERY events.
+ */
+export function generate(job: ThreadJob & ThreadWiring, each: (e: NexmarkEvent) => void, poll: () => void): void {
+  const config = nexmarkConfig();
+  const { index, threads, events, block } = job;
+  for (let id = index * block, k = 1; id < events; k++) {
+    const e = nexmarkEvent(id, config);
+    id = (id + 1) % block === 0 ? id + 1 + (threads - 1) * block : id + 1;
+    each(e);
+    if (k % POLL_EVERY === 0) poll();
+  }
 }
 
 /** What every thread of a hand-written query posts back. */
@@ -246,12 +290,20 @@ export interface ThreadJob {
   readonly block: number;
 }
 
+/** What a bench checks each run against: the query's loop's output, and anything else it keeps. */
+export interface Expected<R extends ThreadResult> {
+  readonly fold: OutputFold;
+  /** A further check of one run's thread results: a description of what differs, or undefined. */
+  readonly check?: (done: readonly R[]) => string | undefined;
+}
+
 /**
  * The main side of a hand-written scaling bench: `--events`, `--rounds` and `--block` from the
  * command line, then rounds alternating one thread and two (which goes first alternates too), each
- * run's output checked against `expected` (the query's loop), and the median ratio.
+ * run's output checked against `expected` (the query's loop), and the median ratio. `data` goes
+ * to every thread beside its ThreadJob.
  */
-export async function compareThreads(url: string, title: string, expected: (events: number) => OutputFold, extra: Record<string, unknown> = {}): Promise<void> {
+export async function compareThreads<R extends ThreadResult>(url: string, title: string, expected: (events: number) => Expected<R>, data: object = {}): Promise<void> {
   const argv = process.argv.slice(2);
   const events = intFlag(argv, "--events", 4_000_000);
   const rounds = intFlag(argv, "--rounds", 5);
@@ -260,18 +312,20 @@ export async function compareThreads(url: string, title: string, expected: (even
     `${title}: ${events.toLocaleString("en")} events${block === 1 ? "" : ` (in blocks of ${block.toLocaleString("en")} ids per thread)`}, median of ${rounds} alternated rounds; ` +
       `${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
   );
-  const want = expected(events);
+  const { fold: want, check } = expected(events);
   const ones: number[] = [];
   const twos: number[] = [];
   let crossed = 0;
   for (let r = 0; r < rounds; r++) {
     for (const threads of r % 2 === 0 ? [1, 2] : [2, 1]) {
-      const done = await runThreads<ThreadJob, ThreadResult>(url, threads, { ...extra, events, block });
+      const done = await runThreads<ThreadJob, R>(url, threads, { ...data, events, block });
       const ms = Math.max(...done.map((d) => d.ms));
       const fold = mergeFolds(done.map((d) => d.fold));
       if (fold.count !== want.count || fold.checksum !== want.checksum) {
         throw new Error(`${threads} thread(s): ${JSON.stringify(fold)}, the loop: ${JSON.stringify(want)}`);
       }
+      const differs = check?.(done);
+      if (differs !== undefined) throw new Error(`${threads} thread(s): ${differs}`);
       (threads === 1 ? ones : twos).push(ms);
       const sent = done.reduce((n, d) => n + d.crossed, 0);
       if (threads === 2) crossed = sent;

@@ -24,23 +24,19 @@
  *   node -C eddy-source --import tsx bench/hand-window-scaling.ts [--events 4000000] [--rounds 5] [--block 1]
  */
 import { isMainThread, parentPort, workerData } from "node:worker_threads";
-import { nexmarkConfig, nexmarkEvent } from "eddy";
+import { nexmarkConfig } from "eddy";
 import type { Q5Result } from "../examples/nexmark/q5.ts";
 import { digestQ5 } from "./nexmark/digests.ts";
 import { q5Loop } from "./nexmark/stateful-loops.ts";
-import { awaitStart, compareThreads, Exchange, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
+import { awaitStart, compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
 import { emptyFold, foldDigest } from "./output-fold.ts";
 
 const SLIDE_MS = 2_000;
 const PANES = 5;
-/** Records per frame at most (Eddy's batch between threads). */
-const FRAME_RECORDS = 1024;
 /** Partials the local aggregation holds before it sends them (Eddy's bound). */
 const LOCAL_PARTIALS = 8192;
-/** Events generated between two looks at the input ring. */
-const POLL_EVERY = 1024;
 /** Progress and fired signals at the end of input: every pane and every window. */
-const DONE = 0xffff_ffff;
+const DONE = Number.POSITIVE_INFINITY;
 
 const PARTIALS = 1;
 const COUNTS = 2;
@@ -59,10 +55,9 @@ interface Partial {
 
 /** One thread's share: generate, pre-aggregate, exchange, count per window, pick the hottest. */
 function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
-  const { index, threads, events, block } = job;
-  const config = nexmarkConfig();
+  const { index, threads } = job;
   const fold = emptyFold();
-  const exchange = threads === 2 ? new Exchange(job, [PROGRESS, FIRED], (kind, records) => onFrame(kind, records)) : undefined;
+  const exchange = threads === 2 ? new Exchange(job, onRecords, onSignal, [PROGRESS, FIRED]) : undefined;
   /** Pane number → bids per auction this thread owns (its own bids and the other's partials). */
   const panes = new Map<number, Map<number, number>>();
   /** The local aggregation: bids per auction of the other thread's, in pane `localPane`. */
@@ -83,17 +78,19 @@ function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
   let otherDone = threads === 1;
 
   /**
-   * Takes one frame of the other thread's. Signals are only noted: windows fire from the thread's
-   * own loop (`pump`), never inside a drain, which also runs while a send waits for room (a window
-   * fired there would send its counts and signal ahead of the frame waiting).
+   * The other thread's frames. Signals are only noted: windows fire from the thread's own loop
+   * (`pump`), never inside a drain, which also runs while a send waits for room (a window fired
+   * there would send its counts and signal ahead of the frame waiting).
    */
-  function onFrame(kind: number, records: readonly unknown[] | number): void {
+  function onRecords(kind: number, records: unknown[]): void {
     if (kind === PARTIALS) for (const p of records as Partial[]) add(p.k, p.p, p.n);
-    else if (kind === COUNTS) for (const c of records as Q5Result[]) hot(c);
-    else if (kind === PROGRESS) {
-      otherProgress = records as number;
+    else for (const c of records as Q5Result[]) hot(c);
+  }
+  function onSignal(kind: number, value: number): void {
+    if (kind === PROGRESS) {
+      otherProgress = value;
       if (otherProgress === DONE) otherDone = true;
-    } else if (kind === FIRED) otherFired = records as number;
+    } else otherFired = value;
   }
   function pump(): boolean {
     const any = exchange!.drain();
@@ -164,10 +161,11 @@ function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
 
   awaitStart(job);
   const started = performance.now();
-  for (let id = index * block, k = 1; id < events; k++) {
-    const b = nexmarkEvent(id, config).bid;
-    id = (id + 1) % block === 0 ? id + 1 + (threads - 1) * block : id + 1;
-    if (b !== undefined) {
+  generate(
+    job,
+    (e) => {
+      const b = e.bid;
+      if (b === undefined) return;
       const pane = Math.floor(b.dateTime / SLIDE_MS);
       if (pane !== current) {
         if (exchange !== undefined) {
@@ -184,19 +182,19 @@ function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
         local.set(b.auction, (local.get(b.auction) ?? 0) + 1);
         if (local.size === LOCAL_PARTIALS) flushLocal();
       }
-    }
-    if (exchange !== undefined && k % POLL_EVERY === 0) pump();
-  }
+    },
+    () => exchange !== undefined && pump(),
+  );
   let endWaitMs = 0;
   if (exchange !== undefined && local.size > 0) flushLocal();
   exchange?.signal(PROGRESS, DONE);
   current = DONE;
   fire();
   if (exchange !== undefined) {
-    const t = performance.now();
-    const flags = new Int32Array(job.start);
-    while (emitted !== DONE) if (!pump()) Atomics.wait(flags, 1, 1, 0.05);
-    endWaitMs = performance.now() - t;
+    endWaitMs = exchange.waitFor(() => {
+      pump();
+      return emitted === DONE;
+    });
   } else emit();
   return { ms: performance.now() - started, fold, crossed: exchange?.crossed ?? 0, blockedMs: exchange?.blockedMs ?? 0, endWaitMs };
 }
@@ -204,5 +202,5 @@ function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
 if (!isMainThread) {
   parentPort!.postMessage(runThread(workerData as ThreadJob & ThreadWiring));
 } else {
-  await compareThreads(import.meta.url, "q5 by hand, one thread and two exchanging partial counts and window counts", (events) => q5Loop({ firstEventId: 0, events, config: nexmarkConfig() }));
+  await compareThreads(import.meta.url, "q5 by hand, one thread and two exchanging partial counts and window counts", (events) => ({ fold: q5Loop({ firstEventId: 0, events, config: nexmarkConfig() }) }));
 }
