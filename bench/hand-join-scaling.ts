@@ -52,7 +52,7 @@ import { digestQ20, digestQ4Category } from "./nexmark/digests.ts";
 import { q20Loop } from "./nexmark/stateful-loops.ts";
 import { addWinningPrice, ClosingQueue, q4Loop } from "./nexmark/updating-loops.ts";
 import { emptyFold, foldDigest } from "./output-fold.ts";
-import { awaitStart, compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
+import { compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
 
 // Frame kinds. Each kind of records is an edge with a codec of its own at each end.
 const AUCTIONS = 1;
@@ -120,9 +120,7 @@ function runQ20(job: JoinJob & ThreadWiring): JoinResult {
   const auctions: Auction[] = [];
   const bids: Bid[] = [];
 
-  awaitStart(job);
-  const started = performance.now();
-  generate(
+  const started = generate(
     job,
     (e) => {
       const a = e.auction;
@@ -282,9 +280,7 @@ function runQ4(job: JoinJob & ThreadWiring): JoinResult {
   /** This thread's event time: the time of the last event it generated. */
   let time = Number.NEGATIVE_INFINITY;
 
-  awaitStart(job);
-  const started = performance.now();
-  generate(
+  const started = generate(
     job,
     (e) => {
       if (e.auction !== undefined) {

@@ -13,7 +13,7 @@ import { mergeFolds, type OutputFold } from "./output-fold.ts";
 import { median } from "./stats.ts";
 
 /** Data bytes of each ring (a power of two). */
-export const RING_BYTES = 1 << 21;
+const RING_BYTES = 1 << 21;
 
 /** Shared memory for `threads` threads: rings[from][to] (from ≠ to), and the start gate. */
 export interface ThreadWiring {
@@ -58,14 +58,14 @@ export async function runThreads<D extends object, R>(url: string, threads: numb
 }
 
 /** In a worker: reports this thread ready and waits for the others. */
-export function awaitStart(wiring: ThreadWiring): void {
+function awaitStart(wiring: ThreadWiring): void {
   const flags = new Int32Array(wiring.start);
   Atomics.add(flags, 0, 1);
   Atomics.wait(flags, 1, 0);
 }
 
 /** Parses `--name N` (a positive integer, `_` allowed between digits). */
-export function intFlag(argv: readonly string[], name: string, fallback: number): number {
+function intFlag(argv: readonly string[], name: string, fallback: number): number {
   const at = argv.indexOf(name);
   const value = at < 0 ? fallback : Number(argv[at + 1]!.replaceAll("_", ""));
   if (!Number.isSafeInteger(value) || value < 1) throw new RangeError(`${name} must be a positive integer`);
@@ -153,7 +153,7 @@ const MAX_FRAME_BYTES = 1 << 20;
 /** Records per frame at most (Eddy's batch between threads). */
 export const FRAME_RECORDS = 1024;
 /** Events generated between two looks at the input ring. */
-export const POLL_EVERY = 1024;
+const POLL_EVERY = 1024;
 /** The frame kind that ends a thread's output (`finish`); a query's kinds are 1-255. */
 const END = 0;
 
@@ -255,11 +255,14 @@ export class Exchange {
 }
 
 /**
- * This thread's share of the event ids, in order: `block` consecutive ids, then the other
- * thread's `block` (all of them with one thread); `poll` every POLL_EVERY events.
+ * Once every thread is ready, this thread's share of the event ids, in order: `block` consecutive
+ * ids, then the other thread's `block` (all of them with one thread); `poll` every POLL_EVERY
+ * events. Returns when the generation started (performance.now()), start-up excluded.
  */
-export function generate(job: ThreadJob & ThreadWiring, each: (e: NexmarkEvent) => void, poll: () => void): void {
+export function generate(job: ThreadJob & ThreadWiring, each: (e: NexmarkEvent) => void, poll: () => void): number {
   const config = nexmarkConfig();
+  awaitStart(job);
+  const started = performance.now();
   const { index, threads, events, block } = job;
   for (let id = index * block, k = 1; id < events; k++) {
     const e = nexmarkEvent(id, config);
@@ -267,6 +270,7 @@ export function generate(job: ThreadJob & ThreadWiring, each: (e: NexmarkEvent) 
     each(e);
     if (k % POLL_EVERY === 0) poll();
   }
+  return started;
 }
 
 /** What every thread of a hand-written query posts back. */

@@ -28,7 +28,7 @@ import { nexmarkConfig } from "eddy";
 import type { Q5Result } from "../examples/nexmark/q5.ts";
 import { digestQ5 } from "./nexmark/digests.ts";
 import { q5Loop } from "./nexmark/stateful-loops.ts";
-import { awaitStart, compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
+import { compareThreads, Exchange, FRAME_RECORDS, generate, owner, type ThreadJob, type ThreadResult, type ThreadWiring } from "./hand-threads.ts";
 import { emptyFold, foldDigest } from "./output-fold.ts";
 
 const SLIDE_MS = 2_000;
@@ -159,9 +159,7 @@ function runThread(job: ThreadJob & ThreadWiring): ThreadResult {
     local.clear();
   };
 
-  awaitStart(job);
-  const started = performance.now();
-  generate(
+  const started = generate(
     job,
     (e) => {
       const b = e.bid;
