@@ -49,10 +49,10 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
     throw new Error(`injected storage fault in ${op}`);
   };
   return {
-    async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
+    async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[] | AsyncIterable<Uint8Array>, written?: (chunks: readonly Uint8Array[]) => void): Promise<FileRef> {
       if (fault !== undefined && discarded.has(checkpointId)) appendFileSync(`${fault.marker}.reused`, `${checkpointId}\n`);
       maybeFail("writeFile", checkpointId);
-      return inner.writeFile(checkpointId, fileName, chunks);
+      return inner.writeFile(checkpointId, fileName, chunks, written);
     },
     async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
       maybeFail("commitManifest", checkpointId);

@@ -50,11 +50,14 @@ export interface FileRef {
 export interface CheckpointStorage {
   /**
    * Stores a file of a not yet committed checkpoint, replacing one of the same name. The file is
-   * `chunks` one after another (a file is built from pieces; see encodeSnapshotFileChunks). The
-   * caller reuses the chunks' memory once the promise settles: an implementation must not read
-   * them after that (copy what it keeps, e.g. for a retry in the background).
+   * `chunks` one after another: an array (a file built from pieces; see encodeSnapshotFileChunks),
+   * or a stream (encodeSnapshotFileStream), written as it comes, a bounded amount at a time, so
+   * the file is never held whole. Refused with `CHECKPOINT_FILE_TOO_LARGE` (nothing left behind)
+   * when the file is, or grows, larger than a restore reads. The caller reuses a chunk's memory
+   * once `written` heard of it, or the promise settled: an implementation must not read it after
+   * that (copy what it keeps, e.g. for a retry in the background).
    */
-  writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef>;
+  writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[] | AsyncIterable<Uint8Array>, written?: (chunks: readonly Uint8Array[]) => void): Promise<FileRef>;
   /**
    * Makes the checkpoint exist, atomically, after all its files are written. Refuses with
    * `CHECKPOINT_ALREADY_COMMITTED` if it has a manifest already (a stale coordinator lost).
@@ -121,9 +124,15 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     return join(this.#jobDir, `chk-${checkpointId}`);
   }
 
-  async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[]): Promise<FileRef> {
+  async writeFile(checkpointId: number, fileName: string, chunks: readonly Uint8Array[] | AsyncIterable<Uint8Array>, written?: (chunks: readonly Uint8Array[]) => void): Promise<FileRef> {
     checkName(fileName, "checkpoint file name", "internal");
     const dir = this.checkpointDir(checkpointId);
+    const name = join(dir, fileName);
+    // Refused before anything is written, when the size is known.
+    if (Array.isArray(chunks)) {
+      const size = chunks.reduce((n, c) => n + c.length, 0);
+      if (size > MAX_SNAPSHOT_FILE_BYTES) throw tooLarge(name, size, MAX_SNAPSHOT_FILE_BYTES);
+    }
     // Best effort against a late writer: readFile's CRC check catches one that slips past.
     if (await this.hasManifest(checkpointId)) {
       throw new EddyError("CHECKPOINT_ALREADY_COMMITTED", `cannot write '${fileName}': checkpoint ${checkpointId} is already complete`);
@@ -131,14 +140,14 @@ export class LocalCheckpointStorage implements CheckpointStorage {
     await mkdir(dir, { recursive: true });
     const tmp = join(dir, tempName(fileName));
     try {
-      await writeDurably(tmp, chunks, join(dir, fileName));
-      await rename(tmp, join(dir, fileName));
+      const { size, sha256 } = await writeStreamDurably(tmp, chunks, { maxBytes: MAX_SNAPSHOT_FILE_BYTES, name, written });
+      await rename(tmp, name);
+      // The directory entry becomes durable with commitManifest's directory fsync.
+      return { name: fileName, size, sha256 };
     } catch (e) {
       await rm(tmp, { force: true });
-      throw storageFull(e, join(dir, fileName)) ?? e;
+      throw storageFull(e, name) ?? e;
     }
-    // The directory entry becomes durable with commitManifest's directory fsync.
-    return { name: fileName, size: chunks.reduce((n, c) => n + c.length, 0), sha256: fileChecksum(...chunks) };
   }
 
   async commitManifest(checkpointId: number, manifest: unknown): Promise<void> {
@@ -491,8 +500,7 @@ export function* writevBatches(chunks: readonly Uint8Array[], maxBytes = WRITEV_
 async function writeDurably(path: string, chunks: readonly Uint8Array[], name = path): Promise<void> {
   const size = chunks.reduce((n, c) => n + c.length, 0);
   if (size > MAX_SNAPSHOT_FILE_BYTES) {
-    // A restore refuses such a file (it reads files whole): a checkpoint listing it could never be restored.
-    throw new EddyError("CHECKPOINT_FILE_TOO_LARGE", `checkpoint file '${name}' would be ${size} bytes, more than the ${MAX_SNAPSHOT_FILE_BYTES} a restore reads: not written; raise the parallelism so that each subtask's timers and operator state are smaller`);
+    throw tooLarge(name, size, MAX_SNAPSHOT_FILE_BYTES);
   }
   const handle = await open(path, "wx");
   try {
@@ -501,6 +509,14 @@ async function writeDurably(path: string, chunks: readonly Uint8Array[], name = 
   } finally {
     await handle.close();
   }
+}
+
+/** A restore refuses such a file (it reads task files whole): a checkpoint listing it could never be restored. */
+function tooLarge(name: string, size: number, maxBytes: number): EddyError {
+  return new EddyError(
+    "CHECKPOINT_FILE_TOO_LARGE",
+    `checkpoint file '${name}' would be ${size} bytes or more, more than the ${maxBytes} a restore reads: not written; raise the parallelism so that each subtask's state is smaller, or use the disk state backend (its checkpoints are incremental)`,
+  );
 }
 
 /** Appends `chunks` to `handle`'s file (at its position), short writes resumed. */
@@ -528,7 +544,12 @@ const STREAM_WRITE_BYTES = 8 * 1024 * 1024;
  * and syncs it; its size and SHA-256, computed on the way, its last chunk, and its stats once synced. No size bound: the
  * file is never held whole, only the chunks of one writev.
  */
-async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<{ size: number; sha256: string; last: Uint8Array | undefined; stats: Stats }> {
+async function writeStreamDurably(
+  path: string,
+  chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
+  options: { readonly maxBytes?: number; readonly name?: string; readonly written?: (chunks: readonly Uint8Array[]) => void } = {},
+): Promise<{ size: number; sha256: string; last: Uint8Array | undefined; stats: Stats }> {
+  const { maxBytes = Number.POSITIVE_INFINITY, name = path, written } = options;
   const handle = await open(path, "wx");
   const hash = createHash("sha256");
   let size = 0;
@@ -541,16 +562,19 @@ async function writeStreamDurably(path: string, chunks: AsyncIterable<Uint8Array
       if (chunk.length === 0) continue;
       hash.update(chunk);
       size += chunk.length;
+      if (size > maxBytes) throw tooLarge(name, size, maxBytes);
       last = chunk;
       batch.push(chunk);
       batchBytes += chunk.length;
       if (batchBytes >= STREAM_WRITE_BYTES || batch.length >= WRITEV_CHUNKS) {
         await writeAll(handle, batch, path);
+        written?.(batch);
         batch = [];
         batchBytes = 0;
       }
     }
     await writeAll(handle, batch, path);
+    written?.(batch);
     await handle.sync();
     stats = await handle.stat();
   } finally {

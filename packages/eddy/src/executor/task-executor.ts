@@ -10,9 +10,9 @@
  */
 import type { Clock } from "../core/clock.ts";
 import type { CheckpointBarrier } from "../core/elements.ts";
-import { encodeSnapshotFileChunks, encodeSnapshotFileStream } from "../checkpoint/format/container.ts";
+import { encodeSnapshotFileStream } from "../checkpoint/format/container.ts";
 import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
-import { OperatorCheckpointing, releaseSectionBuffers, serializeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type WriteSharedKeyedFile } from "../runtime/checkpointing.ts";
+import { OperatorCheckpointing, writeTaskSnapshot, type OperatorRestore, type OperatorSnapshot, type WriteSharedKeyedFile } from "../runtime/checkpointing.ts";
 import { SHARED_BASE_KIND, SHARED_DELTA_KIND } from "../checkpoint/format/keyed-chain.ts";
 import { randomBytes } from "node:crypto";
 import type { OperatorSnapshotMeta, TaskSnapshotHandle } from "../checkpoint/format/task-snapshot.ts";
@@ -432,16 +432,7 @@ export class TaskExecutor {
         // Streamed: each key group's section is written as it is serialized, never the whole file in memory.
         return cp.storage.writeSharedFile(name, encodeSnapshotFileStream(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, { taskId, subtask, checkpointId: id, operatorId }, sharedSections));
       };
-      const { sections, operators, operatorBytes, sharedBytes } = await serializeTaskSnapshot(snapshots, writeShared);
-      let file: FileRef | null = null;
-      try {
-        if (sections.length > 0) {
-          const chunks = encodeSnapshotFileChunks("task", { taskId, chain: chain.index, subtask, checkpointId: id, operators }, sections);
-          file = await cp.storage.writeFile(id, `task-${chain.index}-${subtask}.snap`, chunks);
-        }
-      } finally {
-        releaseSectionBuffers(sections);
-      }
+      const { file, operators, operatorBytes, sharedBytes } = await writeTaskSnapshot(snapshots, cp.storage, id, `task-${chain.index}-${subtask}.snap`, (ops) => ({ taskId, chain: chain.index, subtask, checkpointId: id, operators: ops }), writeShared);
       const handle: TaskSnapshotHandle = { taskId, chain: chain.index, subtask, file, operators };
       cp.acknowledgeCheckpoint(taskId, id, {
         state: handle,

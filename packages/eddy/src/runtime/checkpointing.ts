@@ -8,7 +8,7 @@
  *
  * A snapshot has two parts (docs/design/checkpoint-protocol.md, "Wiring"): `snapshot()` runs
  * synchronously between two records on the task thread and only freezes what is there
- * (copy-on-write; O(key groups) for keyed state); `writeTaskSnapshot` turns the frozen parts into
+ * (copy-on-write; O(key groups) for keyed state); `taskSnapshotSections` turns the frozen parts into
  * bytes later, yielding to the event loop while the task goes on processing.
  */
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
@@ -25,7 +25,8 @@ import {
 import type { KeyedStateMeta } from "../state/keyed-state-meta.ts";
 import type { SharedFileRef, SharedKeyedSnapshot } from "../state/incremental-snapshot.ts";
 import type { KeyedSnapshotOptions, KeyGroupCells } from "../state/keyed-state-backend.ts";
-import type { FileRef } from "../checkpoint/storage.ts";
+import type { CheckpointStorage, FileRef } from "../checkpoint/storage.ts";
+import { encodeSnapshotFileStream } from "../checkpoint/format/container.ts";
 import { SHARED_KEYED_SECTION } from "../checkpoint/format/keyed-chain.ts";
 import { SHARED_TIMERS_SECTION } from "../checkpoint/format/timers.ts";
 
@@ -240,59 +241,74 @@ const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
  */
 export type WriteSharedKeyedFile = (operatorIndex: number, operatorId: string, kind: "base" | "delta", sections: AsyncIterable<TaskSnapshotSection>) => Promise<FileRef>;
 
+/** What serializing a task's snapshot learns besides the task file's sections: complete once every section is yielded. */
+export interface TaskSnapshotSummary {
+  readonly operators: OperatorSnapshotMeta[];
+  /** Bytes per operator id, its shared file's included. */
+  readonly operatorBytes: Record<string, number>;
+  /** Bytes of the shared files written (incremental keyed state). */
+  sharedBytes: number;
+}
+
 /**
- * The asynchronous part: serializes the frozen operator snapshots of one task into sections and
- * metadata, key group by key group, yielding to the event loop every few milliseconds so the task
- * keeps processing. Releases every keyed part, also on failure. A keyed part with a `shared`
- * (incremental) snapshot has its state written to a shared file by `writeShared`, before it is
- * released; its metadata lists the chain.
+ * The asynchronous part: serializes the frozen operator snapshots of one task into the sections
+ * of its task file, key group by key group, yielding to the event loop every few milliseconds so
+ * the task keeps processing; `summary` gets the metadata once the last section is yielded. The
+ * sections are views of pooled buffers (`SectionBufferReturn` gives them back as they are
+ * written), so a caller that writes them as they come holds a few buffers, not the whole state.
+ * Releases every keyed part, also on failure. A keyed part with a `shared` (incremental) snapshot
+ * has its state written to a shared file by `writeShared`, before it is released; its metadata
+ * lists the chain.
  */
-export async function serializeTaskSnapshot(
+export async function* taskSnapshotSections(
   snapshots: readonly OperatorSnapshot[],
+  summary: TaskSnapshotSummary,
   writeShared?: WriteSharedKeyedFile,
-): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[]; operatorBytes: Record<string, number>; sharedBytes: number }> {
-  const sections: TaskSnapshotSection[] = [];
-  const operators: OperatorSnapshotMeta[] = [];
-  const operatorBytes: Record<string, number> = {};
-  let sharedBytes = 0;
+): AsyncGenerator<TaskSnapshotSection> {
+  const { operators, operatorBytes } = summary;
   try {
     let sliceStart = performance.now();
-    // Sections are views of a few large buffers (`take`), written to the file as they are.
+    // Sections are views of a few large buffers (`take`).
     const out = new ByteWriter(SECTION_BUFFER_BYTES, sectionBuffers);
     for (const [operatorIndex, s] of snapshots.entries()) {
-      const firstSection = sections.length;
+      let bytes = 0;
       const keyed = s.keyed;
       let incremental: { chain: FileRef[] } | undefined;
-      let ownSharedBytes = 0;
       if (keyed !== undefined) {
         const shared = keyed.shared;
         // Not from the pool: the task file's sections are given back to it without these.
         const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
-        /** Every key group in turn; yields the shared file's sections (incremental), which are written as they come. */
         const writeSharedTimers = keyed.writeSharedTimers;
         if (shared !== undefined && writeSharedTimers === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot without its timers`);
-        const groups = async function* (): AsyncGenerator<TaskSnapshotSection> {
+        /** Every key group in turn: the task file's sections and (incremental) the shared file's. */
+        const groups = async function* (): AsyncGenerator<{ readonly shared: boolean; readonly section: TaskSnapshotSection }> {
           for (let kg = keyed.keyGroupRange.start; kg <= keyed.keyGroupRange.end; kg++) {
             // Incremental: the state and the timers go to the shared file (the task file has no
             // key-group section then). Every group is released and the slice checked, whether or
             // not anything was written for it.
             const sharedBytes = shared !== undefined && shared.writeKeyGroup(kg, sharedOut!) ? sharedOut!.take() : undefined;
             const timerBytes = shared !== undefined && writeSharedTimers!(kg, sharedOut!) ? sharedOut!.take() : undefined;
+            let own: TaskSnapshotSection | undefined;
             if (keyed.hasKeyGroup(kg)) {
               keyed.writeKeyGroup(kg, out);
-              sections.push({ name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() });
+              own = { name: keyedSection(s.operatorId), keyGroup: kg, bytes: out.take() };
             } else if (shared === undefined) continue;
             keyed.releaseKeyGroup(kg);
-            if (sharedBytes !== undefined) yield { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedBytes };
-            if (timerBytes !== undefined) yield { name: SHARED_TIMERS_SECTION, keyGroup: kg, bytes: timerBytes };
+            if (own !== undefined) yield { shared: false, section: own };
+            if (sharedBytes !== undefined) yield { shared: true, section: { name: SHARED_KEYED_SECTION, keyGroup: kg, bytes: sharedBytes } };
+            if (timerBytes !== undefined) yield { shared: true, section: { name: SHARED_TIMERS_SECTION, keyGroup: kg, bytes: timerBytes } };
             if (performance.now() - sliceStart >= SLICE_MS) {
               await new Promise<void>((resolve) => setImmediate(resolve));
               sliceStart = performance.now();
             }
           }
         };
-        if (shared === undefined) for await (const _ of groups());
-        else {
+        if (shared === undefined) {
+          for await (const { section } of groups()) {
+            bytes += section.bytes.byteLength;
+            yield section;
+          }
+        } else {
           if (writeShared === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot, but nothing writes shared files here`);
           // Before anything is written: a delta on a snapshot whose file failed is never written.
           const previous = await shared.previous;
@@ -303,8 +319,16 @@ export async function serializeTaskSnapshot(
               { operator: s.operatorName },
             );
           }
+          // The task file's sections of this operator (none, as the part promises) wait for its shared file.
+          const own: TaskSnapshotSection[] = [];
+          const sharedSections = async function* (): AsyncGenerator<TaskSnapshotSection> {
+            for await (const { shared: toShared, section } of groups()) {
+              if (toShared) yield section;
+              else own.push(section);
+            }
+          };
           // The file is opened with its first section: a delta with no changed key (state or timers) writes none.
-          const sectionsOf = groups();
+          const sectionsOf = sharedSections();
           const first = await sectionsOf.next();
           if (shared.kind === "delta" && first.done === true) incremental = { chain: [...previous] }; // nothing changed
           else {
@@ -313,10 +337,15 @@ export async function serializeTaskSnapshot(
               yield* sectionsOf;
             };
             const ref = await writeShared(operatorIndex, s.operatorId, shared.kind, all());
-            ownSharedBytes = ref.size;
+            bytes += ref.size;
+            summary.sharedBytes += ref.size;
             incremental = { chain: [...previous, ref] };
           }
           shared.settle(incremental.chain);
+          for (const section of own) {
+            bytes += section.bytes.byteLength;
+            yield section;
+          }
         }
         keyed.release();
       }
@@ -324,10 +353,11 @@ export async function serializeTaskSnapshot(
       const operatorValues = await Promise.all(s.operatorStates.map((o) => o.values));
       if (s.operatorStates.length > 0) {
         encodeValue(operatorValues, out);
-        sections.push({ name: operatorStateSection(s.operatorId), bytes: out.take() });
+        const section = { name: operatorStateSection(s.operatorId), bytes: out.take() };
+        bytes += section.bytes.byteLength;
+        yield section;
       }
-      operatorBytes[s.operatorId] = sections.slice(firstSection).reduce((n, section) => n + section.bytes.byteLength, 0) + ownSharedBytes;
-      sharedBytes += ownSharedBytes;
+      operatorBytes[s.operatorId] = bytes;
       operators.push({
         operatorId: s.operatorId,
         operatorName: s.operatorName,
@@ -347,7 +377,112 @@ export async function serializeTaskSnapshot(
   } finally {
     for (const s of snapshots) s.keyed?.release();
   }
-  return { sections, operators, operatorBytes, sharedBytes };
+}
+
+/**
+ * The asynchronous part of a task's checkpoint, written: its task file `fileName` in checkpoint
+ * `checkpointId`, written as its sections are serialized (format version 2, the header — `meta`
+ * given the operators' metadata — after them), each pooled buffer given back once its bytes are
+ * on disk, so the task holds a few buffers whatever the size of its state; no file (null) when
+ * the task has nothing to write. Shared files (incremental keyed state) by `writeShared`.
+ */
+export async function writeTaskSnapshot(
+  snapshots: readonly OperatorSnapshot[],
+  storage: Pick<CheckpointStorage, "writeFile">,
+  checkpointId: number,
+  fileName: string,
+  meta: (operators: readonly OperatorSnapshotMeta[]) => unknown,
+  writeShared?: WriteSharedKeyedFile,
+): Promise<TaskSnapshotSummary & { readonly file: FileRef | null }> {
+  const summary: TaskSnapshotSummary = { operators: [], operatorBytes: {}, sharedBytes: 0 };
+  const buffers = new SectionBufferReturn();
+  const sections = taskSnapshotSections(snapshots, summary, writeShared);
+  try {
+    // Opened with its first section.
+    const first = await sections.next();
+    if (first.done === true) return { ...summary, file: null };
+    const all = async function* (): AsyncGenerator<TaskSnapshotSection> {
+      yield first.value;
+      yield* sections;
+    };
+    const chunks = encodeSnapshotFileStream("task", () => meta(summary.operators), all(), (bytes) => buffers.handed(bytes));
+    const file = await storage.writeFile(checkpointId, fileName, chunks, (written) => buffers.written(written));
+    return { ...summary, file };
+  } finally {
+    // Ends the serialization if the write stopped it (or never began it): its parts are released.
+    await sections.return(undefined);
+    buffers.close();
+  }
+}
+
+/**
+ * `taskSnapshotSections` gathered: every section in memory (for tests and tools; a task writes
+ * them as they come). Give the sections' buffers back with `releaseSectionBuffers` once done.
+ */
+export async function serializeTaskSnapshot(
+  snapshots: readonly OperatorSnapshot[],
+  writeShared?: WriteSharedKeyedFile,
+): Promise<{ sections: TaskSnapshotSection[]; operators: OperatorSnapshotMeta[]; operatorBytes: Record<string, number>; sharedBytes: number }> {
+  const summary: TaskSnapshotSummary = { operators: [], operatorBytes: {}, sharedBytes: 0 };
+  const sections: TaskSnapshotSection[] = [];
+  for await (const section of taskSnapshotSections(snapshots, summary, writeShared)) sections.push(section);
+  return { sections, ...summary };
+}
+
+/**
+ * Gives the pooled buffers of streamed sections back as soon as they may be reused: every section
+ * in a buffer written (`written`) and the writer gone on to another buffer (it never goes back).
+ * `close()` gives back the rest once nothing reads the sections any more (the file is written, or
+ * failed). Holding every section of a large state until the file is written cost more than the
+ * memory: V8 counts buffers as external memory, and each 64 MiB more of it started a full
+ * collection of the (large) heap — q18 at 12 M events, checkpoints every 10 s: 103.7 s, against
+ * 27.0 s with the buffers reused as written (docs/benchmarks.md).
+ */
+export class SectionBufferReturn {
+  readonly #pool: BufferPool;
+  /** Per pooled buffer, its sections handed out and not yet written. */
+  readonly #unwritten = new Map<ArrayBufferLike, number>();
+  /** The buffer the writer writes into, as far as the sections show. */
+  #current: ArrayBufferLike | undefined = undefined;
+
+  /** `pool`: the sections' (the checkpoint writer's, unless a test gives its own). */
+  constructor(pool: BufferPool = sectionBuffers) {
+    this.#pool = pool;
+  }
+
+  /** A section about to be written. */
+  handed(bytes: Uint8Array): void {
+    if (bytes.byteLength === 0) return;
+    const buffer = bytes.buffer;
+    this.#unwritten.set(buffer, (this.#unwritten.get(buffer) ?? 0) + 1);
+    if (buffer === this.#current) return;
+    const previous = this.#current;
+    this.#current = buffer;
+    if (previous !== undefined && this.#unwritten.get(previous) === 0) this.#giveBack(previous);
+  }
+
+  /** Chunks now on disk (others than handed sections are ignored). */
+  written(chunks: readonly Uint8Array[]): void {
+    for (const chunk of chunks) {
+      const buffer = chunk.buffer;
+      const n = this.#unwritten.get(buffer);
+      if (n === undefined || chunk.byteLength === 0) continue;
+      this.#unwritten.set(buffer, n - 1);
+      if (n === 1 && buffer !== this.#current) this.#giveBack(buffer);
+    }
+  }
+
+  /** Nothing reads the sections handed out any more. */
+  close(): void {
+    this.#pool.release(this.#unwritten.keys());
+    this.#unwritten.clear();
+    this.#current = undefined;
+  }
+
+  #giveBack(buffer: ArrayBufferLike): void {
+    this.#unwritten.delete(buffer);
+    this.#pool.release([buffer]);
+  }
 }
 
 /**

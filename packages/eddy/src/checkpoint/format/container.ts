@@ -177,9 +177,16 @@ export function encodeSnapshotFile(kind: string, meta: unknown, sections: readon
  * Encodes a file of version 2 as a stream: the preamble, each section's bytes as `sections`
  * yields it (not copied: a consumer may hold several before writing them), then the header and
  * trailer. Nothing but the header's entries is kept, so memory is bounded by
- * the largest section whatever the file's size.
+ * the largest section whatever the file's size. `meta` may be a function, called after the last
+ * section: metadata learned while the sections were made (a task file's). `handed` hears of each
+ * section's bytes as they are yielded (SectionBufferReturn counts them).
  */
-export async function* encodeSnapshotFileStream(kind: string, meta: unknown, sections: AsyncIterable<SnapshotSection> | Iterable<SnapshotSection>): AsyncGenerator<Uint8Array> {
+export async function* encodeSnapshotFileStream(
+  kind: string,
+  meta: unknown,
+  sections: AsyncIterable<SnapshotSection> | Iterable<SnapshotSection>,
+  handed?: (bytes: Uint8Array) => void,
+): AsyncGenerator<Uint8Array> {
   const head = new Uint8Array(PREAMBLE_BYTES);
   const headView = new DataView(head.buffer);
   head.set(MAGIC, 0);
@@ -199,9 +206,10 @@ export async function* encodeSnapshotFileStream(kind: string, meta: unknown, sec
     entries.push({ name, keyGroup, offset: bodyBytes, length: bytes.length, crc32: crc32(bytes) });
     bodyBytes += bytes.length;
     crc = crc32(bytes, crc);
+    handed?.(bytes);
     yield bytes;
   }
-  const header = encodeHeader(kind, meta, entries);
+  const header = encodeHeader(kind, typeof meta === "function" ? (meta as () => unknown)() : meta, entries);
   const tail = new Uint8Array(header.length + TRAILER_V2_BYTES);
   const tailView = new DataView(tail.buffer);
   tail.set(header, 0);

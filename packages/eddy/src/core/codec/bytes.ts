@@ -90,41 +90,55 @@ export function varuintSize(value: number): number {
 }
 
 /**
- * Buffers of one size kept for reuse. A fresh buffer is expensive where it is first written: the
- * first touch of each 4 KiB page is a page fault, measured at ~17 µs per page on the 2-core
- * development VM (a fresh 40 MB buffer: ~170 ms to fill the first time, 3 ms the second). Large
- * writers that run again and again (checkpoint serialization) take their buffers from a pool and
- * give them back when the bytes are written. The pool keeps at most `maxRetainedBytes`.
+ * Buffers kept for reuse, in sizes `bufferBytes` × 2^k. A fresh buffer is expensive twice over:
+ * the first touch of each 4 KiB page is a page fault, measured at ~17 µs per page on the 2-core
+ * development VM (a fresh 40 MB buffer: ~170 ms to fill the first time, 3 ms the second); and V8
+ * counts buffers as external memory, each 64 MiB more of which starts a full collection of the
+ * heap (seconds, for a task holding gigabytes of keyed state). Large writers that run again and
+ * again (checkpoint serialization) take their buffers from a pool and give them back when the
+ * bytes are written; one that outgrows its buffer (a key group larger than it) takes the next size.
+ * The pool keeps at most `maxRetainedBytes`.
  */
 export class BufferPool {
-  readonly #free: ArrayBuffer[] = [];
+  /** Free buffers by size class k (byteLength `bufferBytes` × 2^k). */
+  readonly #free: ArrayBuffer[][] = [];
+  #retained = 0;
 
   constructor(
     readonly bufferBytes: number,
     readonly maxRetainedBytes: number,
   ) {}
 
-  /** A buffer of at least `minBytes`: a pooled one when it fits one, else a fresh one. Not zeroed. */
+  /** A buffer of at least `minBytes` (`bufferBytes` × 2^k): a pooled one when there is one of that size, else a fresh one. Not zeroed. */
   acquire(minBytes: number): ArrayBuffer {
-    if (minBytes <= this.bufferBytes) return this.#free.pop() ?? new ArrayBuffer(this.bufferBytes);
-    return new ArrayBuffer(minBytes);
+    let k = 0;
+    while (this.bufferBytes * 2 ** k < minBytes) k++;
+    const buffer = this.#free[k]?.pop();
+    if (buffer === undefined) return new ArrayBuffer(this.bufferBytes * 2 ** k);
+    this.#retained -= buffer.byteLength;
+    return buffer;
   }
 
   /**
    * Takes back buffers nothing uses any more (the caller promises: no view of them is read or
-   * written again). Buffers of another size, and those beyond the limit, are left to the GC.
+   * written again). Buffers of other sizes, and those beyond the limit, are left to the GC.
    */
   release(buffers: Iterable<ArrayBufferLike>): void {
     for (const buffer of buffers) {
-      if (!(buffer instanceof ArrayBuffer) || buffer.byteLength !== this.bufferBytes) continue;
-      if ((this.#free.length + 1) * this.bufferBytes > this.maxRetainedBytes) return;
-      if (!this.#free.includes(buffer)) this.#free.push(buffer);
+      if (!(buffer instanceof ArrayBuffer)) continue;
+      const k = Math.log2(buffer.byteLength / this.bufferBytes);
+      if (!Number.isInteger(k) || k < 0) continue;
+      if (this.#retained + buffer.byteLength > this.maxRetainedBytes) continue;
+      const free = (this.#free[k] ??= []);
+      if (free.includes(buffer)) continue;
+      free.push(buffer);
+      this.#retained += buffer.byteLength;
     }
   }
 
   /** Bytes held for reuse. */
   get retainedBytes(): number {
-    return this.#free.length * this.bufferBytes;
+    return this.#retained;
   }
 }
 
