@@ -60,7 +60,7 @@ export default function faultyStorage(location: CheckpointLocation): CheckpointS
       return inner.commitManifest(checkpointId, manifest);
     },
     readManifest: (id) => inner.readManifest(id),
-    writeSharedFile: (name, chunks) => inner.writeSharedFile(name, chunks),
+    writeSharedFile: (name, chunks, written) => inner.writeSharedFile(name, chunks, written),
     openSharedFile: (ref) => inner.openSharedFile(ref),
     deleteSharedFile: (name) => inner.deleteSharedFile(name),
     listSharedFiles: () => inner.listSharedFiles(),

@@ -79,9 +79,9 @@ export interface CheckpointStorage {
    * checkpoint whose chain includes it, it is never rewritten (names are unique). `chunks` are
    * written as they come (a stream: encodeSnapshotFileStream), a bounded amount at a time, so
    * the file's size is not bounded by memory. Chunks are held (not copied) until written: their
-   * memory must not be reused before the promise settles.
+   * memory must not be reused before `written` heard of them, or the promise settled.
    */
-  writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileRef>;
+  writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, written?: (chunks: readonly Uint8Array[]) => void): Promise<FileRef>;
   /**
    * A shared file, verified (CHECKPOINT_MISSING, CHECKPOINT_CORRUPT); its sections are then read
    * one at a time, each checked by its CRC. `whole` (the default): against the ref's size and
@@ -217,12 +217,12 @@ export class LocalCheckpointStorage implements CheckpointStorage {
    * crash is listed by no manifest, and is deleted as an orphan when the job next starts; the
    * directory entry is made durable by `commitManifest` before any manifest lists the file.
    */
-  async writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>): Promise<FileRef> {
+  async writeSharedFile(fileName: string, chunks: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, written?: (chunks: readonly Uint8Array[]) => void): Promise<FileRef> {
     checkName(fileName, "shared checkpoint file name", "internal");
     const path = join(this.#sharedDir, fileName);
     await mkdir(this.#sharedDir, { recursive: true });
     try {
-      const { size, sha256, last, stats } = await writeStreamDurably(path, chunks);
+      const { size, sha256, last, stats } = await writeStreamDurably(path, chunks, { written });
       rememberVerified(path, sha256, stats);
       const index = last === undefined ? undefined : streamedIndexOf(last);
       return { name: fileName, size, sha256, ...(index === undefined ? {} : { indexSha256: fileChecksum(index) }) };

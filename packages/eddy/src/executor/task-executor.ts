@@ -427,10 +427,12 @@ export class TaskExecutor {
     const run = async (): Promise<void> => {
       // Incremental keyed state: one shared file per operator and checkpoint, named uniquely
       // (shared-state-registry.ts reads the checkpoint id back from the name).
-      const writeShared: WriteSharedKeyedFile = (operatorIndex, operatorId, kind, sharedSections) => {
+      const writeShared: WriteSharedKeyedFile = (operatorIndex, operatorId, kind, sharedSections, buffers) => {
         const name = `task-${chain.index}-${subtask}-${operatorIndex}-${kind}-${id}-${randomBytes(6).toString("hex")}.kgs`;
         // Streamed: each key group's section is written as it is serialized, never the whole file in memory.
-        return cp.storage.writeSharedFile(name, encodeSnapshotFileStream(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, { taskId, subtask, checkpointId: id, operatorId }, sharedSections));
+        const meta = { taskId, subtask, checkpointId: id, operatorId };
+        const chunks = encodeSnapshotFileStream(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, meta, sharedSections, (bytes) => buffers.handed(bytes));
+        return cp.storage.writeSharedFile(name, chunks, (written) => buffers.written(written));
       };
       const { file, operators, operatorBytes, sharedBytes } = await writeTaskSnapshot(snapshots, cp.storage, id, `task-${chain.index}-${subtask}.snap`, (ops) => ({ taskId, chain: chain.index, subtask, checkpointId: id, operators: ops }), writeShared);
       const handle: TaskSnapshotHandle = { taskId, chain: chain.index, subtask, file, operators };

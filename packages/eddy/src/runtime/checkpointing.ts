@@ -239,7 +239,14 @@ const sectionBuffers = new BufferPool(SECTION_BUFFER_BYTES, 64 * 1024 * 1024);
  * Writes the shared file of an incremental keyed snapshot (state/incremental-snapshot.ts): operator
  * `operatorIndex` of the task, kind `base` or `delta`, one section per key group.
  */
-export type WriteSharedKeyedFile = (operatorIndex: number, operatorId: string, kind: "base" | "delta", sections: AsyncIterable<TaskSnapshotSection>) => Promise<FileRef>;
+export type WriteSharedKeyedFile = (
+  operatorIndex: number,
+  operatorId: string,
+  kind: "base" | "delta",
+  sections: AsyncIterable<TaskSnapshotSection>,
+  /** The sections' buffers: told of each section as the file takes it, and of the bytes written. */
+  buffers: SectionBufferReturn,
+) => Promise<FileRef>;
 
 /** What serializing a task's snapshot learns besides the task file's sections: complete once every section is yielded. */
 export interface TaskSnapshotSummary {
@@ -276,8 +283,8 @@ export async function* taskSnapshotSections(
       let incremental: { chain: FileRef[] } | undefined;
       if (keyed !== undefined) {
         const shared = keyed.shared;
-        // Not from the pool: the task file's sections are given back to it without these.
-        const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES);
+        // Its own writer (and buffers) for the shared file, written at the same time as the task file.
+        const sharedOut = shared === undefined ? undefined : new ByteWriter(SECTION_BUFFER_BYTES, sectionBuffers);
         const writeSharedTimers = keyed.writeSharedTimers;
         if (shared !== undefined && writeSharedTimers === undefined) throw new EddyError("INTERNAL", `operator '${s.operatorName}' took an incremental snapshot without its timers`);
         /** Every key group in turn: the task file's sections and (incremental) the shared file's. */
@@ -336,7 +343,14 @@ export async function* taskSnapshotSections(
               if (first.done !== true) yield first.value;
               yield* sectionsOf;
             };
-            const ref = await writeShared(operatorIndex, s.operatorId, shared.kind, all());
+            const buffers = new SectionBufferReturn();
+            let ref: FileRef;
+            try {
+              ref = await writeShared(operatorIndex, s.operatorId, shared.kind, all(), buffers);
+            } finally {
+              await sectionsOf.return(undefined);
+              buffers.close();
+            }
             bytes += ref.size;
             summary.sharedBytes += ref.size;
             incremental = { chain: [...previous, ref] };

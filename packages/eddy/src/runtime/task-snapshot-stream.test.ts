@@ -11,7 +11,8 @@ import { join } from "node:path";
 import { test } from "node:test";
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { LocalCheckpointStorage } from "../checkpoint/storage.ts";
-import { SnapshotFile } from "../checkpoint/format/container.ts";
+import { encodeSnapshotFileStream, SnapshotFile } from "../checkpoint/format/container.ts";
+import type { SharedFileRef } from "../state/incremental-snapshot.ts";
 import { keyedSection } from "../checkpoint/format/task-snapshot.ts";
 import { SectionBufferReturn, writeTaskSnapshot, type OperatorSnapshot } from "./checkpointing.ts";
 
@@ -107,6 +108,52 @@ test("a task file of ~120 MB of keyed state is streamed: buffers held stay far b
     assert.equal(bytes.byteLength, 1 + groupBytes);
   }
   assert.equal(read.section(keyedSection("op"), 7), undefined);
+});
+
+test("an incremental snapshot's shared file of ~120 MB is streamed the same way: its buffers go back as written", async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "eddy-task-stream-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const storage = new LocalCheckpointStorage({ rootDir: dir, jobId: "job" });
+  const groups = 48;
+  const groupBytes = 2.5 * MiB;
+  let chain: readonly SharedFileRef[] | undefined;
+  const snapshot: OperatorSnapshot = {
+    operatorId: "op",
+    operatorName: "Op",
+    operatorStates: [],
+    keyed: {
+      keyGroupRange: { start: 0, end: groups - 1 },
+      states: [],
+      watermark: 0,
+      hasKeyGroup: () => false,
+      writeKeyGroup: () => assert.fail("incremental: nothing in the task file"),
+      releaseKeyGroup: () => {},
+      release: () => {},
+      writeSharedTimers: () => false,
+      shared: {
+        kind: "base",
+        previous: Promise.resolve([]),
+        writeKeyGroup: (kg: number, out: ByteWriter) => {
+          for (let i = 0; i < groupBytes / 8; i++) out.f64(kg + i);
+          return true;
+        },
+        settle: (c) => void (chain = c),
+      },
+    },
+  };
+  let maxHeld = 0;
+  const base = process.memoryUsage().arrayBuffers;
+  // As the task executor writes it.
+  const { file } = await writeTaskSnapshot([snapshot], storage, 1, "task-0-0.snap", (ops) => ({ operators: ops }), (_index, _id, kind, sections, buffers) =>
+    storage.writeSharedFile(`task-0-0-0-${kind}-1-aa.kgs`, encodeSnapshotFileStream(kind, {}, sections, (bytes) => buffers.handed(bytes)), (written) => {
+      maxHeld = Math.max(maxHeld, process.memoryUsage().arrayBuffers - base);
+      buffers.written(written);
+    }),
+  );
+  assert.equal(file, null, "no section of the task file");
+  assert.equal(chain?.length, 1);
+  assert.ok(chain![0]!.size > groups * groupBytes);
+  assert.ok(maxHeld < 90 * MiB, `held ${Math.round(maxHeld / MiB)} MiB of buffers while writing a ${Math.round(chain![0]!.size / MiB)} MiB shared file`);
 });
 
 test("a task with nothing to write writes no file; a write that fails leaves no file and releases every keyed part", async (t) => {
