@@ -448,6 +448,58 @@ describe("defaultCodec", () => {
   });
 });
 
+describe("defaultCodec: lists (arrays as values: list state, a value that is an array of records)", () => {
+  const bid = (i: number) => ({ auction: i % 7, bidder: i * 31, price: i * 1.5, channel: `ch-${i % 3}`, url: `https://x/${i}`, extra: "é".repeat(i % 4) });
+
+  test("arrays of records are written column-wise once per batch: round-trip exact, and far smaller than value by value", () => {
+    const batch = Array.from({ length: 500 }, (_, i) => Array.from({ length: i % 11 }, (_, j) => bid(i * 10 + j)));
+    const codec = defaultCodec();
+    assert.deepStrictEqual(roundTrip(codec, batch), batch);
+    const lists = encoded(codec, batch).byteLength;
+    // The same arrays inside records the codec cannot shape (a symbol-free but irregular mix) go value by value.
+    const valueByValue = batch.reduce((n, list) => n + encoded(codec, [new Map([[0, list]])]).byteLength, 0);
+    assert.ok(lists * 2 < valueByValue, `${lists} bytes as lists, ${valueByValue} value by value`);
+  });
+
+  test("empty arrays, holes (undefined, as the value codec reads them), mixed elements, arrays beside records and numbers, nested arrays", () => {
+    const sparse = [1, , 3]; // eslint-disable-line no-sparse-arrays
+    const batch: unknown[] = [[], sparse, [1, "a", null, undefined, { x: 1 }, [2, [3, []]]], { a: [1, 2] }, 7, "s", [[[]]], [new Map([[1, 2]])]];
+    const decoded = roundTrip(defaultCodec(), batch);
+    assert.deepStrictEqual(decoded[1], [1, undefined, 3]);
+    assert.ok(1 in (decoded[1] as unknown[]), "a hole comes back as undefined");
+    assertSameValues(decoded, batch.map((v) => (v === sparse ? [1, undefined, 3] : v)));
+  });
+
+  test("arrays nested deeper than the lists limit go value by value and still round-trip; an array subclass is refused as before", () => {
+    let deep: unknown = [1];
+    for (let i = 0; i < 20; i++) deep = [deep, i];
+    const decoded = roundTrip(defaultCodec(), [deep, [deep]]);
+    assert.deepStrictEqual(decoded[0], deep);
+    assert.deepStrictEqual(decoded[1], [deep]);
+    class Tagged extends Array<number> {}
+    assert.match(encodeError(defaultCodec(), [[1], Tagged.from([1, 2])]).message, /instance of class Tagged.*record 1 of the batch/);
+  });
+
+  test("a corrupt lists group is refused, never a huge allocation: more elements than bytes, nesting past the limit", () => {
+    const codec = defaultCodec();
+    const w = new ByteWriter();
+    w.varuint(1); // one group
+    w.u8(4); // lists
+    w.varuint(2 ** 30); // a list claiming 2^30 elements, with no bytes behind it
+    assert.throws(() => codec.decode(new ByteReader(w.finish()), 1), (e: unknown) => e instanceof CodecError && /list elements|truncated|corrupt/i.test(e.message));
+    const nested = new ByteWriter();
+    for (let depth = 0; depth < 12; depth++) {
+      nested.varuint(1);
+      nested.u8(4);
+      nested.varuint(1);
+    }
+    nested.varuint(1);
+    nested.u8(1);
+    nested.f64(1);
+    assert.throws(() => codec.decode(new ByteReader(nested.finish()), 1), (e: unknown) => e instanceof CodecError && /nested deeper/.test(e.message));
+  });
+});
+
 describe("recordCodec", () => {
   test("wraps a failing user encoder and decoder", () => {
     const codec = recordCodec<number>({
