@@ -7,7 +7,7 @@
  * a shared file of ~0.5 MB: eight times the bound. A damaged file is still CHECKPOINT_CORRUPT.
  */
 import assert from "node:assert/strict";
-import { closeSync, fstatSync, futimesSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, futimesSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, truncateSync, writeFileSync, writeSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -184,3 +184,27 @@ test("a shared file this process wrote, unchanged, is verified without reading i
   await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/));
   await assert.rejects(storage.openSharedFile(ref), hasCode("CHECKPOINT_CORRUPT", /checksum mismatch: the manifest says sha256/), "and stays refused");
 });
+
+test("a task file streamed past the bound a restore reads whole stops there: CHECKPOINT_FILE_TOO_LARGE, nothing left behind, no chunk reported written that was not", async () => {
+  const chunk = new Uint8Array(16 * 1024).fill(7);
+  let pulled = 0;
+  const written: Uint8Array[] = [];
+  async function* chunks() {
+    for (; pulled < 64; pulled++) yield chunk; // 1 MiB in all, 16× the bound
+  }
+  await assert.rejects(
+    storage.writeFile(9, "task-0-0.snap", chunks(), (batch) => void written.push(...batch)),
+    hasCode("CHECKPOINT_FILE_TOO_LARGE", /task-0-0\.snap' would be 81920 bytes or more, more than the 65536/),
+  );
+  assert.ok(pulled <= 5, `stopped at the chunk that crossed the bound (pulled ${pulled})`);
+  assert.equal(written.length, 0, "nothing was reported written: the first batch never reached the disk");
+  assert.deepEqual(readdirSafe(storage.checkpointDir(9)), [], "neither the file nor its temporary file");
+});
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}

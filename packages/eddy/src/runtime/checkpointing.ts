@@ -449,8 +449,8 @@ export async function serializeTaskSnapshot(
  * `close()` gives back the rest once nothing reads the sections any more (the file is written, or
  * failed). Holding every section of a large state until the file is written cost more than the
  * memory: V8 counts buffers as external memory, and each 64 MiB more of it started a full
- * collection of the (large) heap — q18 at 12 M events, checkpoints every 10 s: 103.7 s, against
- * 27.0 s with the buffers reused as written (docs/benchmarks.md).
+ * collection of the (large) heap — q18 at 12 M events, checkpoints every 10 s: 80-104 s before
+ * (20.2 s without checkpoints), 26-37 s with the buffers reused as written (docs/benchmarks.md).
  */
 export class SectionBufferReturn {
   readonly #pool: BufferPool;

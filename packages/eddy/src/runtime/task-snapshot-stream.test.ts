@@ -1,7 +1,7 @@
 /**
  * A task's checkpoint file is written as its sections are serialized, and the pooled buffers go
  * back to the pool as their bytes reach the disk: the task holds a few buffers, not its whole
- * state (holding it made V8 start a full collection for each 64 MiB of buffers: q18 ran 3-4×
+ * state (holding it made V8 start a full collection for each 64 MiB of buffers: q18 ran 4-5×
  * longer with checkpoints on). Also the pool's size classes (a key group larger than a buffer).
  */
 import assert from "node:assert/strict";
