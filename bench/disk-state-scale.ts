@@ -117,7 +117,7 @@ async function persist(kind: string, name: string, write: (kg: number, out: Byte
       sample();
     }
   }
-  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(kind, {}, sections()));
+  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(kind, () => ({}), sections()));
   sample();
   return { bytes: ref.size, ms: performance.now() - start, ref };
 }

@@ -65,7 +65,7 @@ async function writeBase(name: string) {
       }
     }
   }
-  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(SHARED_BASE_KIND, { test: true }, sections()));
+  const ref = await storage.writeSharedFile(name, encodeSnapshotFileStream(SHARED_BASE_KIND, () => ({ test: true }), sections()));
   snapshot.shared!.settle([ref]);
   const states = snapshot.states;
   snapshot.release();

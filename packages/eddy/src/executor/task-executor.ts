@@ -430,7 +430,7 @@ export class TaskExecutor {
       const writeShared: WriteSharedKeyedFile = (operatorIndex, operatorId, kind, sharedSections, buffers) => {
         const name = `task-${chain.index}-${subtask}-${operatorIndex}-${kind}-${id}-${randomBytes(6).toString("hex")}.kgs`;
         // Streamed: each key group's section is written as it is serialized, never the whole file in memory.
-        const meta = { taskId, subtask, checkpointId: id, operatorId };
+        const meta = () => ({ taskId, subtask, checkpointId: id, operatorId });
         const chunks = encodeSnapshotFileStream(kind === "base" ? SHARED_BASE_KIND : SHARED_DELTA_KIND, meta, sharedSections, (bytes) => buffers.handed(bytes));
         return cp.storage.writeSharedFile(name, chunks, (written) => buffers.written(written));
       };

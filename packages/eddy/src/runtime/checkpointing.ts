@@ -480,7 +480,7 @@ export class SectionBufferReturn {
     for (const chunk of chunks) {
       const buffer = chunk.buffer;
       const n = this.#unwritten.get(buffer);
-      if (n === undefined || chunk.byteLength === 0) continue;
+      if (n === undefined) continue;
       this.#unwritten.set(buffer, n - 1);
       if (n === 1 && buffer !== this.#current) this.#giveBack(buffer);
     }

@@ -8,15 +8,34 @@ import assert from "node:assert/strict";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { test } from "node:test";
+import { test, type TestContext } from "node:test";
 import { BufferPool, ByteReader, ByteWriter } from "../core/codec/bytes.ts";
 import { LocalCheckpointStorage } from "../checkpoint/storage.ts";
 import { encodeSnapshotFileStream, SnapshotFile } from "../checkpoint/format/container.ts";
 import type { SharedFileRef } from "../state/incremental-snapshot.ts";
 import { keyedSection } from "../checkpoint/format/task-snapshot.ts";
-import { SectionBufferReturn, writeTaskSnapshot, type OperatorSnapshot } from "./checkpointing.ts";
+import { SectionBufferReturn, writeTaskSnapshot, type KeyedSnapshotPart, type OperatorSnapshot } from "./checkpointing.ts";
 
 const MiB = 1024 * 1024;
+const GROUPS = 48;
+const GROUP_BYTES = 2.5 * MiB; // several groups per 4 MiB buffer, some straddling two
+
+/** Checkpoint storage in a fresh directory, removed after the test. */
+async function tempStorage(t: TestContext): Promise<LocalCheckpointStorage> {
+  const dir = await mkdtemp(join(tmpdir(), "eddy-task-stream-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return new LocalCheckpointStorage({ rootDir: dir, jobId: "job" });
+}
+
+/** Operator "op" with a keyed part over key groups 0..groups-1: `keyed` says how it writes them. */
+function keyedSnapshot(groups: number, keyed: Pick<KeyedSnapshotPart, "hasKeyGroup" | "writeKeyGroup"> & Partial<KeyedSnapshotPart>, operatorStates: OperatorSnapshot["operatorStates"] = []): OperatorSnapshot {
+  return {
+    operatorId: "op",
+    operatorName: "Op",
+    operatorStates,
+    keyed: { keyGroupRange: { start: 0, end: groups - 1 }, states: [], watermark: 0, releaseKeyGroup: () => {}, release: () => {}, ...keyed },
+  };
+}
 
 test("the buffer pool keeps buffers in sizes bufferBytes × 2^k: a larger request takes the next size, and gets a released one back", () => {
   const pool = new BufferPool(1024, 16 * 1024);
@@ -58,29 +77,20 @@ test("section buffers go back once every section in them is written and the writ
 });
 
 test("a task file of ~120 MB of keyed state is streamed: buffers held stay far below the file's size, and the file reads back section for section", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "eddy-task-stream-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const storage = new LocalCheckpointStorage({ rootDir: dir, jobId: "job" });
-  const groups = 48;
-  const groupBytes = 2.5 * MiB; // several groups per 4 MiB buffer, some straddling two
+  const storage = await tempStorage(t);
   const released: number[] = [];
-  const snapshot: OperatorSnapshot = {
-    operatorId: "op",
-    operatorName: "Op",
-    operatorStates: [{ name: "offsets", mode: "split", values: [1, 2, 3] }],
-    keyed: {
-      keyGroupRange: { start: 0, end: groups - 1 },
-      states: [],
-      watermark: 0,
+  const snapshot = keyedSnapshot(
+    GROUPS,
+    {
       hasKeyGroup: (kg) => kg !== 7,
       writeKeyGroup: (kg: number, out: ByteWriter) => {
         out.varuint(kg);
-        for (let i = 0; i < groupBytes / 8; i++) out.f64(kg * 1e6 + i);
+        for (let i = 0; i < GROUP_BYTES / 8; i++) out.f64(kg * 1e6 + i);
       },
       releaseKeyGroup: (kg) => void released.push(kg),
-      release: () => {},
     },
-  };
+    [{ name: "offsets", mode: "split", values: [1, 2, 3] }],
+  );
   let maxHeld = 0;
   const base = process.memoryUsage().arrayBuffers;
   const measured: typeof storage = Object.create(storage) as typeof storage;
@@ -91,10 +101,10 @@ test("a task file of ~120 MB of keyed state is streamed: buffers held stay far b
     });
   const { file, operators } = await writeTaskSnapshot([snapshot], measured, 3, "task-0-0.snap", (ops) => ({ operators: ops }));
   assert.ok(file !== null);
-  assert.ok(file.size > groups * groupBytes * 0.95, `file of ${file.size} bytes`);
+  assert.ok(file.size > GROUPS * GROUP_BYTES * 0.95, `file of ${file.size} bytes`);
   // The pool keeps up to 64 MiB; the stream holds one write batch (8 MiB) and the writer's buffer besides.
   assert.ok(maxHeld < 90 * MiB, `held ${Math.round(maxHeld / MiB)} MiB of buffers while writing a ${Math.round(file.size / MiB)} MiB file`);
-  assert.equal(released.length, groups - 1);
+  assert.equal(released.length, GROUPS - 1);
   assert.equal(operators.length, 1);
   assert.equal(operators[0]!.operatorStates[0]!.count, 3);
   const read = SnapshotFile.parse(await storage.readFile(3, file), { fileName: file.name, expectKind: "task" });
@@ -105,79 +115,50 @@ test("a task file of ~120 MB of keyed state is streamed: buffers held stay far b
     const reader = new ByteReader(bytes.buffer as ArrayBuffer, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
     assert.equal(reader.varuint(), kg);
     assert.equal(reader.f64(), kg * 1e6);
-    assert.equal(bytes.byteLength, 1 + groupBytes);
+    assert.equal(bytes.byteLength, 1 + GROUP_BYTES);
   }
   assert.equal(read.section(keyedSection("op"), 7), undefined);
 });
 
 test("an incremental snapshot's shared file of ~120 MB is streamed the same way: its buffers go back as written", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "eddy-task-stream-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const storage = new LocalCheckpointStorage({ rootDir: dir, jobId: "job" });
-  const groups = 48;
-  const groupBytes = 2.5 * MiB;
+  const storage = await tempStorage(t);
   let chain: readonly SharedFileRef[] | undefined;
-  const snapshot: OperatorSnapshot = {
-    operatorId: "op",
-    operatorName: "Op",
-    operatorStates: [],
-    keyed: {
-      keyGroupRange: { start: 0, end: groups - 1 },
-      states: [],
-      watermark: 0,
-      hasKeyGroup: () => false,
-      writeKeyGroup: () => assert.fail("incremental: nothing in the task file"),
-      releaseKeyGroup: () => {},
-      release: () => {},
-      writeSharedTimers: () => false,
-      shared: {
-        kind: "base",
-        previous: Promise.resolve([]),
-        writeKeyGroup: (kg: number, out: ByteWriter) => {
-          for (let i = 0; i < groupBytes / 8; i++) out.f64(kg + i);
-          return true;
-        },
-        settle: (c) => void (chain = c),
+  const snapshot = keyedSnapshot(GROUPS, {
+    hasKeyGroup: () => false,
+    writeKeyGroup: () => assert.fail("incremental: nothing in the task file"),
+    writeSharedTimers: () => false,
+    shared: {
+      kind: "base",
+      previous: Promise.resolve([]),
+      writeKeyGroup: (kg: number, out: ByteWriter) => {
+        for (let i = 0; i < GROUP_BYTES / 8; i++) out.f64(kg + i);
+        return true;
       },
+      settle: (c) => void (chain = c),
     },
-  };
+  });
   let maxHeld = 0;
   const base = process.memoryUsage().arrayBuffers;
   // As the task executor writes it.
   const { file } = await writeTaskSnapshot([snapshot], storage, 1, "task-0-0.snap", (ops) => ({ operators: ops }), (_index, _id, kind, sections, buffers) =>
-    storage.writeSharedFile(`task-0-0-0-${kind}-1-aa.kgs`, encodeSnapshotFileStream(kind, {}, sections, (bytes) => buffers.handed(bytes)), (written) => {
+    storage.writeSharedFile(`task-0-0-0-${kind}-1-aa.kgs`, encodeSnapshotFileStream(kind, () => ({}), sections, (bytes) => buffers.handed(bytes)), (written) => {
       maxHeld = Math.max(maxHeld, process.memoryUsage().arrayBuffers - base);
       buffers.written(written);
     }),
   );
   assert.equal(file, null, "no section of the task file");
   assert.equal(chain?.length, 1);
-  assert.ok(chain![0]!.size > groups * groupBytes);
+  assert.ok(chain![0]!.size > GROUPS * GROUP_BYTES);
   assert.ok(maxHeld < 90 * MiB, `held ${Math.round(maxHeld / MiB)} MiB of buffers while writing a ${Math.round(chain![0]!.size / MiB)} MiB shared file`);
 });
 
 test("a task with nothing to write writes no file; a write that fails leaves no file and releases every keyed part", async (t) => {
-  const dir = await mkdtemp(join(tmpdir(), "eddy-task-stream-"));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  const storage = new LocalCheckpointStorage({ rootDir: dir, jobId: "job" });
+  const storage = await tempStorage(t);
   const empty = await writeTaskSnapshot([{ operatorId: "op", operatorName: "Op", operatorStates: [], keyed: undefined }], storage, 1, "task-0-0.snap", (ops) => ({ operators: ops }));
   assert.equal(empty.file, null);
   assert.equal(empty.operators.length, 1);
   let releasedWhole = 0;
-  const keyed: OperatorSnapshot = {
-    operatorId: "op",
-    operatorName: "Op",
-    operatorStates: [],
-    keyed: {
-      keyGroupRange: { start: 0, end: 3 },
-      states: [],
-      watermark: 0,
-      hasKeyGroup: () => true,
-      writeKeyGroup: (kg: number, out: ByteWriter) => out.varuint(kg),
-      releaseKeyGroup: () => {},
-      release: () => void releasedWhole++,
-    },
-  };
+  const keyed = keyedSnapshot(4, { hasKeyGroup: () => true, writeKeyGroup: (kg: number, out: ByteWriter) => out.varuint(kg), release: () => void releasedWhole++ });
   const failing = { writeFile: () => Promise.reject(new Error("disk on fire")) };
   await assert.rejects(writeTaskSnapshot([keyed], failing, 2, "task-0-0.snap", (ops) => ({ operators: ops })), /disk on fire/);
   assert.ok(releasedWhole >= 1, "the keyed part is released although the serialization never finished");

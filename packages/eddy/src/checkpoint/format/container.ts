@@ -177,13 +177,13 @@ export function encodeSnapshotFile(kind: string, meta: unknown, sections: readon
  * Encodes a file of version 2 as a stream: the preamble, each section's bytes as `sections`
  * yields it (not copied: a consumer may hold several before writing them), then the header and
  * trailer. Nothing but the header's entries is kept, so memory is bounded by
- * the largest section whatever the file's size. `meta` may be a function, called after the last
- * section: metadata learned while the sections were made (a task file's). `handed` hears of each
+ * the largest section whatever the file's size. `meta` gives the header's metadata, asked for
+ * after the last section (a task file's is learned while its sections are made). `handed` hears of each
  * section's bytes as they are yielded (SectionBufferReturn counts them).
  */
 export async function* encodeSnapshotFileStream(
   kind: string,
-  meta: unknown,
+  meta: () => unknown,
   sections: AsyncIterable<SnapshotSection> | Iterable<SnapshotSection>,
   handed?: (bytes: Uint8Array) => void,
 ): AsyncGenerator<Uint8Array> {
@@ -209,7 +209,7 @@ export async function* encodeSnapshotFileStream(
     handed?.(bytes);
     yield bytes;
   }
-  const header = encodeHeader(kind, typeof meta === "function" ? (meta as () => unknown)() : meta, entries);
+  const header = encodeHeader(kind, meta(), entries);
   const tail = new Uint8Array(header.length + TRAILER_V2_BYTES);
   const tailView = new DataView(tail.buffer);
   tail.set(header, 0);
