@@ -60,7 +60,7 @@ const jobOutput = query.readOutput === undefined ? undefined : outputDir();
 if (jobOutput !== undefined) process.env[OUTPUT_DIR_ENV] = jobOutput;
 
 /** Runs the job over `events` events; CPU of the whole process (every thread) while it ran. */
-async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: number; maxRssKb: number }> {
+async function measureJob(events: number): Promise<{ cpuMs: number; result: JobResult; fold: OutputFold; checkpoints: ReturnType<ReturnType<typeof runJob>["checkpoints"]>; maxRssKb: number }> {
   process.env.NEXMARK_EVENTS = String(events);
   const cpuBefore = process.cpuUsage();
   const handle = runJob(nexmarkQuery, { parallelism: args.parallelism, mode: args.mode, metricsEnabled: args.metrics, localAggregation: args.localAggregation, ...runOptions, jobId: `${args.query}-${events}` });
@@ -69,7 +69,7 @@ async function measureJob(events: number): Promise<{ cpuMs: number; result: JobR
   // Before reading back a query's output files, which is not the job's memory.
   const maxRssKb = process.resourceUsage().maxRSS;
   const fold = jobOutput !== undefined ? query.readOutput!(jobOutput) : mergeFolds(handle.collected<OutputFold>(FOLD_COLLECT_NAME));
-  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold, checkpoints: handle.checkpoints().length, maxRssKb };
+  return { cpuMs: (cpu.user + cpu.system) / 1000, result, fold, checkpoints: handle.checkpoints(), maxRssKb };
 }
 
 // The same job over no events first: what starting it costs (building the workers' bundle of the
@@ -78,6 +78,7 @@ async function measureJob(events: number): Promise<{ cpuMs: number; result: JobR
 const empty = await measureJob(0);
 const job = await measureJob(args.events);
 const peakRssMb = job.maxRssKb / 1024;
+const round = (x: number) => Math.round(x * 10) / 10;
 
 let loop: Measurement["loop"];
 if (query.handLoop !== undefined && !args.noLoop) {
@@ -99,7 +100,8 @@ const measurement: Measurement = {
   cpuMs: job.cpuMs,
   startupCpuMs: empty.cpuMs,
   peakRssMb,
-  checkpoints: job.checkpoints,
+  checkpoints: job.checkpoints.length,
+  checkpointCosts: job.checkpoints.map((c) => ({ ms: c.durationMs, syncMs: round(c.syncMs), asyncMs: round(c.asyncMs), mb: round(c.bytes / 1048576) })),
   eddy: job.fold,
   comparison: query.comparison(args.parallelism),
   loop,

@@ -19,6 +19,8 @@ export interface Measurement {
   readonly peakRssMb: number;
   /** Checkpoints the job completed (with --checkpoint-interval; 0 without). */
   readonly checkpoints: number;
+  /** Per completed checkpoint: trigger to completion, the task thread's part (sync) and the writing (async), both maxima over subtasks, and MiB written. */
+  readonly checkpointCosts?: readonly { readonly ms: number | undefined; readonly syncMs: number; readonly asyncMs: number; readonly mb: number }[];
   readonly eddy: OutputFold;
   /** What of `eddy` and `loop.fold` is to be compared at this parallelism. */
   readonly comparison: OutputComparison;
