@@ -105,7 +105,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     }
     const ctx = this.#ctx;
     ctx.key = key;
-    const row = this.#rows.rowOf(key, ctx.tables);
+    const row = this.#rows.rowOf(key, ctx.tables, keyGroup);
     ctx.row = row;
     ctx.mapKey = row === undefined ? mapKeyOf(key) : row.mapKey;
     ctx.keyGroup = keyGroup;
@@ -113,6 +113,12 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     ctx.epoch++;
     const everyRecord = this.#everyRecord;
     if (everyRecord !== undefined) for (let i = 0; i < everyRecord.length; i++) everyRecord[i]!.cleanupStep();
+  }
+
+  knownKeyGroup(selected: unknown): number {
+    // hot path
+    const row = this.#rows.find(selected, this.#ctx.tables);
+    return row === undefined ? -1 : row.keyGroup;
   }
 
   /** The current key's map identity (mapKeyOf), as the tables use it. */

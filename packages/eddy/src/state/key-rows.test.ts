@@ -12,18 +12,18 @@ import { KeyRows, rowSlotOf } from "./key-rows.ts";
 
 test("equal string and composite keys share one row with the key's map identity; other keys, tables or parts get none", () => {
   const rows = new KeyRows<unknown>();
-  const row = rows.rowOf(["Google", 20_000], 3);
+  const row = rows.rowOf(["Google", 20_000], 3, 0);
   assert.ok(row !== undefined);
   assert.equal(row.mapKey, mapKeyOf(["Google", 20_000]));
   // A fresh array with equal parts: the same row, so the same map identity object.
-  assert.equal(rows.rowOf(["Google", 20_000], 3), row);
-  assert.equal(rows.rowOf(["Google", -0 + 20_000], 3), row);
-  const s = rows.rowOf("channel-7", 3);
+  assert.equal(rows.rowOf(["Google", 20_000], 3, 0), row);
+  assert.equal(rows.rowOf(["Google", -0 + 20_000], 3, 0), row);
+  const s = rows.rowOf("channel-7", 3, 0);
   assert.equal(s?.mapKey, "channel-7");
-  assert.equal(rows.rowOf("channel-7", 3), s);
+  assert.equal(rows.rowOf("channel-7", 3, 0), s);
   // One table: nothing to share. Numbers, bigints and nested keys: the tables' own paths.
-  assert.equal(rows.rowOf("channel-7", 1), undefined);
-  for (const key of [7, 1.5, 7n, [[1, 2], 3], [1n, "a"]] as Key[]) assert.equal(rows.rowOf(key, 3), undefined, JSON.stringify(key, (_, v) => (typeof v === "bigint" ? `${v}n` : v)));
+  assert.equal(rows.rowOf("channel-7", 1, 0), undefined);
+  for (const key of [7, 1.5, 7n, [[1, 2], 3], [1n, "a"]] as Key[]) assert.equal(rows.rowOf(key, 3, 0), undefined, JSON.stringify(key, (_, v) => (typeof v === "bigint" ? `${v}n` : v)));
 });
 
 test("keys that differ get different rows, also in the same slot", () => {
@@ -35,9 +35,9 @@ test("keys that differ get different rows, also in the same slot", () => {
       (keys) => {
         const rows = new KeyRows<unknown>();
         for (const key of keys as Key[]) {
-          const row = rows.rowOf(key, 2)!;
+          const row = rows.rowOf(key, 2, 0)!;
           assert.equal(row.mapKey, mapKeyOf(key), "a row's identity is its key's");
-          assert.equal(rows.rowOf(key, 2), row, "asked again at once: the same row");
+          assert.equal(rows.rowOf(key, 2, 0), row, "asked again at once: the same row");
         }
       },
     ),
@@ -45,8 +45,8 @@ test("keys that differ get different rows, also in the same slot", () => {
   );
   // ["1"] and [1], ["a", "b"] and ["a,b"], 0 and -0 (one key).
   const rows = new KeyRows<unknown>();
-  assert.notEqual(rows.rowOf(["1"], 2)?.mapKey, rows.rowOf([1], 2)?.mapKey);
-  assert.notEqual(rows.rowOf(["a", "b"], 2)?.mapKey, rows.rowOf(["a,b"], 2)?.mapKey);
+  assert.notEqual(rows.rowOf(["1"], 2, 0)?.mapKey, rows.rowOf([1], 2, 0)?.mapKey);
+  assert.notEqual(rows.rowOf(["a", "b"], 2, 0)?.mapKey, rows.rowOf(["a,b"], 2, 0)?.mapKey);
   assert.equal(rowSlotOf([0, "x"]), rowSlotOf([-0, "x"]));
   // Two keys of one slot take it in turn; each gets its own row.
   const bySlot = new Map<number, string>();
@@ -57,20 +57,45 @@ test("keys that differ get different rows, also in the same slot", () => {
     if (mate !== undefined) pair = [mate, key];
     else bySlot.set(rowSlotOf(key), key);
   }
-  const first = rows.rowOf(pair[0], 2)!;
-  const second = rows.rowOf(pair[1], 2)!;
+  const first = rows.rowOf(pair[0], 2, 0)!;
+  const second = rows.rowOf(pair[1], 2, 0)!;
   assert.equal(first.mapKey, pair[0]);
   assert.equal(second.mapKey, pair[1]);
-  assert.notEqual(rows.rowOf(pair[0], 2), first, "the slot went to the other key: a new row");
+  assert.notEqual(rows.rowOf(pair[0], 2, 0), first, "the slot went to the other key: a new row");
+});
+
+test("find: the row of an equal key with its key group, for a selector's unchecked result; never one it would not have made", () => {
+  const rows = new KeyRows<unknown>();
+  const row = rows.rowOf(["Google", 20_000], 3, 41)!;
+  const other = rows.rowOf("channel-7", 3, 9)!;
+  const found = rows.find(["Google", 20_000], 3);
+  assert.equal(found, row);
+  assert.equal(found?.keyGroup, 41);
+  assert.equal(rows.find("channel-7", 3)?.keyGroup, 9);
+  assert.equal(rows.find("channel-7", 3), other);
+  // What has no row is not found, and nothing is made: unseen keys, other parts, invalid results.
+  for (const selected of [["Google", 20_001], ["Google"], "channel-8", 7, null, undefined, {}, { length: 2 }, [Number.NaN, "a"], [{}, 1], [null], [[1]]]) {
+    assert.equal(rows.find(selected, 3), undefined, String(selected));
+  }
+  assert.equal(rows.find(["Google", 20_000], 1), undefined, "one table: no rows");
+  // The next rowOf of the key found takes the row without a second probe; another key probes.
+  const again = ["Google", 20_000];
+  assert.equal(rows.find(again, 3), row);
+  assert.equal(rows.rowOf(again as Key[], 3, 41), row);
+  assert.equal(rows.find("channel-7", 3), other);
+  assert.equal(rows.rowOf(["Google", 20_000], 3, 41), row, "a different key after a find: its own lookup");
+  // NaN never equals itself, so a row of a NaN part is never found (it would be made again).
+  rows.rowOf([Number.NaN, "x"], 3, 1);
+  assert.equal(rows.find([Number.NaN, "x"], 3), undefined);
 });
 
 test("rows pause for 65,536 lookups after a period of 4,096 in which most missed, then come back", () => {
   const rows = new KeyRows<unknown>();
-  for (let i = 0; i < 4096; i++) assert.ok(rows.rowOf(`once-${i}`, 2) !== undefined);
-  assert.equal(rows.rowOf("again", 2), undefined, "paused");
-  for (let i = 1; i < 65_536; i++) rows.rowOf("again", 2);
-  const back = rows.rowOf("again", 2);
+  for (let i = 0; i < 4096; i++) assert.ok(rows.rowOf(`once-${i}`, 2, 0) !== undefined);
+  assert.equal(rows.rowOf("again", 2, 0), undefined, "paused");
+  for (let i = 1; i < 65_536; i++) rows.rowOf("again", 2, 0);
+  const back = rows.rowOf("again", 2, 0);
   assert.ok(back !== undefined, "in use again");
   // Recurring keys keep them: a period of hits does not pause.
-  for (let i = 0; i < 10_000; i++) assert.ok(rows.rowOf(`hot-${i % 4}`, 2) !== undefined);
+  for (let i = 0; i < 10_000; i++) assert.ok(rows.rowOf(`hot-${i % 4}`, 2, 0) !== undefined);
 });

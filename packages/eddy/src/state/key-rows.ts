@@ -39,6 +39,8 @@ export class KeyRow<E> {
     readonly key: string | readonly Key[],
     /** `mapKeyOf(key)`, the one string object every lookup through this row uses. */
     readonly mapKey: MapKey,
+    /** The key's key group: a record whose key finds this row needs neither validating nor hashing. */
+    readonly keyGroup: number,
     tables: number,
   ) {
     this.entries = new Array<E | undefined>(tables).fill(undefined);
@@ -73,14 +75,40 @@ export class KeyRows<E> {
   #misses = 0;
   /** Lookups left before rows are used again (0: in use). */
   #paused = 0;
+  /** What the last `find` found (once: the next `rowOf` takes it), so the row is not looked up twice. */
+  #foundKey: unknown = undefined;
+  #found: KeyRow<E> | undefined = undefined;
 
   /**
-   * hot path: the row of `key` (valid), made when its slot holds none or another key's; undefined
-   * for keys without rows (numbers, bigints, composite keys with other than string and number
-   * parts), with fewer than two tables, and while rows are paused. `tables`: how many tables the
-   * backend has.
+   * hot path: the row of `selected`, a key selector's result not validated yet, if its slot holds
+   * a row of an equal key (part for part, ===); undefined otherwise, and for anything without rows.
+   * A row's key was valid and in the backend's range when the row was made, and validity and key
+   * group depend only on the parts, so the row's key group is `selected`'s. A row found is counted
+   * as a lookup and handed to the next `rowOf(selected)` without a second probe.
    */
-  rowOf(key: Key, tables: number): KeyRow<E> | undefined {
+  find(selected: unknown, tables: number): KeyRow<E> | undefined {
+    if (tables < 2 || this.#paused > 0) return undefined;
+    if (typeof selected !== "string" && !Array.isArray(selected)) return undefined;
+    const row = this.#slots?.[rowSlotOf(selected as Key)];
+    if (row === undefined || !sameKey(row.key, selected as Key)) return undefined;
+    this.#count(false);
+    this.#foundKey = selected;
+    this.#found = row;
+    return row;
+  }
+
+  /**
+   * hot path: the row of `key` (valid, of key group `keyGroup`), made when its slot holds none or
+   * another key's; undefined for keys without rows (numbers, bigints, composite keys with other
+   * than string and number parts), with fewer than two tables, and while rows are paused.
+   * `tables`: how many tables the backend has.
+   */
+  rowOf(key: Key, tables: number, keyGroup: number): KeyRow<E> | undefined {
+    if (this.#foundKey !== undefined) {
+      const found = this.#foundKey === key ? this.#found : undefined;
+      this.#foundKey = this.#found = undefined;
+      if (found !== undefined) return found;
+    }
     if (tables < 2) return undefined;
     if (this.#paused > 0) {
       this.#paused--;
@@ -88,18 +116,26 @@ export class KeyRows<E> {
     }
     const slot = rowSlotOf(key);
     if (slot < 0) return undefined;
+    const slots = this.#slots ?? (this.#slots = new Array<KeyRow<E> | undefined>(ROW_SLOTS).fill(undefined));
+    const row = slots[slot];
+    if (row !== undefined && sameKey(row.key, key)) {
+      this.#count(false);
+      return row;
+    }
+    this.#count(true);
+    const made = new KeyRow<E>(key as string | readonly Key[], mapKeyOf(key), keyGroup, tables);
+    slots[slot] = made;
+    return made;
+  }
+
+  /** Counts a lookup (a miss: `missed`); pauses rows after a period in which most lookups missed. */
+  #count(missed: boolean): void {
+    if (missed) this.#misses++;
     if (++this.#lookups === MISS_PERIOD) {
       if (2 * this.#misses > MISS_PERIOD) this.#paused = PAUSE;
       this.#lookups = 0;
       this.#misses = 0;
     }
-    const slots = this.#slots ?? (this.#slots = new Array<KeyRow<E> | undefined>(ROW_SLOTS).fill(undefined));
-    const row = slots[slot];
-    if (row !== undefined && sameKey(row.key, key)) return row;
-    this.#misses++;
-    const made = new KeyRow<E>(key as string | readonly Key[], mapKeyOf(key), tables);
-    slots[slot] = made;
-    return made;
   }
 }
 

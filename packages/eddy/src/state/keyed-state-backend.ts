@@ -92,6 +92,13 @@ export interface KeyedStateBackend {
    * every handle. Throws an internal error when `keyGroup` is not in the range.
    */
   setCurrentKey(key: Key, keyGroup: number): void;
+  /**
+   * hot path: the key group of `selected` (a key selector's result, not validated) when it equals
+   * a key this backend resolved recently — which was valid and in range then, as `selected` is —
+   * so that the caller may skip validating and hashing it; -1 when not known (the caller does
+   * both). Never wrong, only missing. The next `setCurrentKey(selected, …)` reuses the lookup.
+   */
+  knownKeyGroup(selected: unknown): number;
   /** The current key; throws NO_CURRENT_KEY before the first `setCurrentKey`. */
   getCurrentKey(): Key;
   getCurrentKeyGroup(): number;
