@@ -154,9 +154,9 @@ test("a savepoint copied to another directory reads back exactly what the job he
   assert.deepEqual(
     perKeyOp.keyedStates.map((s) => [s.name, s.kind, s.format, s.codec?.id, s.codec?.version]).sort(),
     [
-      ["by-rest", "map", "eddy.default/2", undefined, undefined],
-      ["count", "value", "eddy.default/2", "count", 2],
-      ["thousands", "list", "eddy.default/2", undefined, undefined],
+      ["by-rest", "map", "eddy.default/3", undefined, undefined],
+      ["count", "value", "eddy.default/3", "count", 2],
+      ["thousands", "list", "eddy.default/3", undefined, undefined],
     ],
   );
   assert.equal(perKeyOp.hasTimers, true);
@@ -293,7 +293,7 @@ test("eddy savepoint inspect prints the operators and their states, or one JSON 
   };
   const text = await run([dir]);
   assert.equal(text.code, 0, text.stderr);
-  for (const expected of ["job          savepoint-reader", "Operator per-key", "Operator numbers", "keyed state 'count': value, codec count v2, format eddy.default/2", "'thousands'", "'by-rest'", "operator state 'source-splits': split, 1 values", "subtask 1: key groups 64-127"]) {
+  for (const expected of ["job          savepoint-reader", "Operator per-key", "Operator numbers", "keyed state 'count': value, codec count v2, format eddy.default/3", "'thousands'", "'by-rest'", "operator state 'source-splits': split, 1 values", "subtask 1: key groups 64-127"]) {
     assert.ok(text.stdout.includes(expected), `${JSON.stringify(expected)} in:\n${text.stdout}`);
   }
   const json = await run([dir, "--json"]);

@@ -43,10 +43,10 @@ test("the same snapshot restores into descriptors with the new options (returnEx
 
 test("the current code writes the fixture's metadata, but for the cell format, and bytes that restore to the same state at every time (the TTL format did not change)", async () => {
   const now = await ttlKeyGroupFixture(join(import.meta.dirname, ".."));
-  // The cells' codec is eddy.default/2 since 2026-12-05 (lists column-wise); the fixture's eddy.default/1 still restores.
+  // The cells' codec is eddy.default/3 since 2026-12-05 (lists, then maps column-wise); the fixture's eddy.default/1 still restores.
   const states = (JSON.parse(JSON.stringify(now.states)) as { format: string }[]).map((m) => ({ ...m, format: "eddy.default/1" }));
   assert.deepEqual(states, FIXTURE.states);
-  assert.ok((now.states as { format: string }[]).every((m) => m.format === "eddy.default/2"));
+  assert.ok((now.states as { format: string }[]).every((m) => m.format === "eddy.default/3"));
   const view = (bytes: string, states: unknown[], nowMs: number) => {
     const b = heapStateBackend({ keyGroupRange: { start: 0, end: 127 }, clock: new ManualClock(nowMs) });
     const raw = Buffer.from(bytes, "base64");

@@ -6,7 +6,7 @@
  *   keyGroup := varuint numStates, state × numStates       (only states with cells in the group)
  *   state    := string name, varuint numCells, keys, namespaces, payloads, [ttl × numCells]
  *   keys, namespaces, payloads := one batch of numCells values in the default codec
- *                 ("eddy.default/2", core/codec/default-codec.ts: column-wise per record shape,
+ *                 ("eddy.default/3", core/codec/default-codec.ts: column-wise per record shape,
  *                 so field names and repeated strings are written once per batch, not per cell)
  *   ttl      := f64 expiresAt, then by kind:                 (only for states with a TTL)
  *                 list: varuint n, f64 × n (per element)

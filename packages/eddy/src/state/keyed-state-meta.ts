@@ -21,7 +21,7 @@ export interface KeyedStateMeta {
 }
 
 /** The byte format of every keyed state's cells in snapshots (the default codec's id). */
-export const CELL_FORMAT = "eddy.default/2";
+export const CELL_FORMAT = "eddy.default/3";
 
 export function metaOf(descriptor: StateDescriptorBase): KeyedStateMeta {
   const { name, kind, ttl, copy, codec, queryableName } = descriptor;

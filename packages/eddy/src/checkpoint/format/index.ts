@@ -10,7 +10,7 @@
  * | container: magic, JSON header, sections with CRC-32, trailer | container.ts | 1 | 1 |
  * | manifest (`eddy.checkpoint`): the checkpoint's operators, tasks and enumerators | manifest.ts, manifest-reader.ts, manifest-validation.ts | 1 | 1 (`readManifest` picks the reader) |
  * | task snapshot: per-operator metadata, keyed sections per key group, operator-state sections | task-snapshot.ts | (the container's) | (the container's) |
- * | keyed state cells, per key group (`CELL_FORMAT`) | state/keyed-state-meta.ts, state/heap-snapshot.ts | `eddy.default/2` | `eddy.default/2`, `eddy.default/1` (manifest-validation.ts lists them) |
+ * | keyed state cells, per key group (`CELL_FORMAT`) | state/keyed-state-meta.ts, state/heap-snapshot.ts | `eddy.default/3` | `eddy.default/3`, `/2`, `/1` (manifest-validation.ts lists them) |
  * | timers, per key group after the cells (task files) or in `timers` sections (shared files) | timers.ts | (the cells') | (the cells') |
  * | shared files of incremental checkpoints: `keyed` and `timers` sections per key group, base or delta | keyed-chain.ts, timers.ts, state/incremental-snapshot.ts | kinds `keyed-base-2`, `keyed-delta-2` | those, and `keyed-base`, `keyed-delta` (version 1: the timers in the task files) |
  *

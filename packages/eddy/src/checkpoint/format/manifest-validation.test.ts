@@ -152,7 +152,7 @@ test("keyed states need a readable format, a known kind, and a well-formed TTL a
   rejects(
     state((s) => (s.format = "eddy.arrow/3")),
     "CHECKPOINT_UNSUPPORTED",
-    /state 'count' of operator 'count' is written in format 'eddy.arrow\/3', which this Eddy cannot read \(it reads eddy.default\/2, eddy.default\/1\)/,
+    /state 'count' of operator 'count' is written in format 'eddy.arrow\/3', which this Eddy cannot read \(it reads eddy.default\/3, eddy.default\/2, eddy.default\/1\)/,
   );
   rejects(state((s) => delete s.format), "CHECKPOINT_CORRUPT", /state 'count' of operator 'count' has no cell format/);
   rejects(state((s) => (s.kind = "queue")), "CHECKPOINT_CORRUPT", /state 'count' of operator 'count' has unknown kind "queue"/);

@@ -36,8 +36,11 @@ import type { CheckpointManifest } from "./manifest.ts";
 import type { OperatorStateMode } from "./task-snapshot.ts";
 
 /** Cell formats this Eddy decodes; a new format adds its id here and a reader in state/. */
-/** "eddy.default/1" is "eddy.default/2" without its lists group: the same decoder reads both. */
-const READABLE_CELL_FORMATS: readonly string[] = [CELL_FORMAT, "eddy.default/1"];
+/**
+ * "eddy.default/1" and "/2" are "eddy.default/3" without the groups added since (/2 added lists,
+ * /3 maps and int32s): the same decoder reads all three.
+ */
+const READABLE_CELL_FORMATS: readonly string[] = [CELL_FORMAT, "eddy.default/2", "eddy.default/1"];
 /** Exhaustive: a new StateKind does not compile until it is listed here. */
 const STATE_KINDS: Readonly<Record<StateKind, true>> = { value: true, list: true, map: true, reducing: true, aggregating: true };
 const TTL_UPDATE_TYPES = ["onCreateAndWrite", "onReadAndWrite"];

@@ -587,6 +587,12 @@ export class ByteReader {
     return this.#u8[this.#pos++] as number;
   }
 
+  /** The byte `ahead` bytes after the position, without reading it. */
+  peekU8(ahead: number): number {
+    this.need(ahead + 1);
+    return this.#u8[this.#pos + ahead] as number;
+  }
+
   u16(): number {
     this.need(2);
     const v = this.#view.getUint16(this.#pos, true);

@@ -448,6 +448,29 @@ describe("defaultCodec", () => {
   });
 });
 
+/**
+ * A lists (4) or maps (5) group claiming 2^30 elements with no bytes behind them, and one nested
+ * 12 deep, are refused as corrupt (`tooMany` names the first error), never allocated.
+ */
+function assertCorruptNestingRefused(kind: 4 | 5, tooMany: RegExp): void {
+  const codec = defaultCodec();
+  const w = new ByteWriter();
+  w.varuint(1); // one group
+  w.u8(kind);
+  w.varuint(2 ** 30); // a list or map claiming 2^30 elements
+  assert.throws(() => codec.decode(new ByteReader(w.finish()), 1), (e: unknown) => e instanceof CodecError && tooMany.test(e.message));
+  const nested = new ByteWriter();
+  for (let depth = 0; depth < 12; depth++) {
+    nested.varuint(1);
+    nested.u8(kind);
+    nested.varuint(1);
+  }
+  nested.varuint(1);
+  nested.u8(1);
+  nested.f64(1);
+  assert.throws(() => codec.decode(new ByteReader(nested.finish()), 1), (e: unknown) => e instanceof CodecError && /nested deeper/.test(e.message));
+}
+
 describe("defaultCodec: lists (arrays as values: list state, a value that is an array of records)", () => {
   const bid = (i: number) => ({ auction: i % 7, bidder: i * 31, price: i * 1.5, channel: `ch-${i % 3}`, url: `https://x/${i}`, extra: "é".repeat(i % 4) });
 
@@ -456,8 +479,8 @@ describe("defaultCodec: lists (arrays as values: list state, a value that is an 
     const codec = defaultCodec();
     assert.deepStrictEqual(roundTrip(codec, batch), batch);
     const lists = encoded(codec, batch).byteLength;
-    // The same arrays inside records the codec cannot shape (a symbol-free but irregular mix) go value by value.
-    const valueByValue = batch.reduce((n, list) => n + encoded(codec, [new Map([[0, list]])]).byteLength, 0);
+    // The same arrays inside a value the codec does not take apart (a Set) go value by value.
+    const valueByValue = batch.reduce((n, list) => n + encoded(codec, [new Set([list])]).byteLength, 0);
     assert.ok(lists * 2 < valueByValue, `${lists} bytes as lists, ${valueByValue} value by value`);
   });
 
@@ -481,22 +504,74 @@ describe("defaultCodec: lists (arrays as values: list state, a value that is an 
   });
 
   test("a corrupt lists group is refused, never a huge allocation: more elements than bytes, nesting past the limit", () => {
+    assertCorruptNestingRefused(4, /list elements|truncated|corrupt/i);
+  });
+});
+
+describe("defaultCodec: maps and int32 numbers (eddy.default/3)", () => {
+  test("maps are written as sizes and two nested batches: round-trip exact (order, key types, nested values), smaller than entry by entry", () => {
+    // A map state's cells: q16's bidder → price-band masks, of very different sizes.
+    const batch = Array.from({ length: 300 }, (_, i) => new Map(Array.from({ length: (i * 37) % 50 }, (_, j) => [i * 1000 + j * 7, (j % 7) + 1] as [number, number])));
     const codec = defaultCodec();
-    const w = new ByteWriter();
-    w.varuint(1); // one group
-    w.u8(4); // lists
-    w.varuint(2 ** 30); // a list claiming 2^30 elements, with no bytes behind it
-    assert.throws(() => codec.decode(new ByteReader(w.finish()), 1), (e: unknown) => e instanceof CodecError && /list elements|truncated|corrupt/i.test(e.message));
-    const nested = new ByteWriter();
-    for (let depth = 0; depth < 12; depth++) {
-      nested.varuint(1);
-      nested.u8(4);
-      nested.varuint(1);
+    const decoded = roundTrip(codec, batch) as Map<number, number>[];
+    assert.deepStrictEqual(decoded, batch);
+    for (let i = 0; i < batch.length; i++) assert.deepEqual([...decoded[i]!.keys()], [...batch[i]!.keys()], "insertion order kept");
+    const columns = encoded(codec, batch).byteLength;
+    const entryByEntry = batch.reduce((n, map) => n + encoded(codec, [new Set([map])]).byteLength, 0);
+    assert.ok(columns < entryByEntry, `${columns} bytes as maps, ${entryByEntry} entry by entry`);
+    // Keys and values of any kind, empty maps, maps beside other groups, maps in lists and lists in maps.
+    const mixed: unknown[] = [
+      new Map(),
+      new Map<unknown, unknown>([["a", { x: 1, y: "z" }], [2, [1, 2]], [-0, -0], [Number.NaN, null], [true, undefined], [10n, new Date(5)]]),
+      new Map([[{ k: 1 }, new Map([[1, new Map([[2, 3]])]])]]),
+      [new Map([[1, 2]]), new Map()],
+      { m: new Map([[1, "one"]]) },
+      7,
+      "s",
+    ];
+    const back = roundTrip(defaultCodec(), mixed);
+    assert.deepStrictEqual(back, mixed);
+    assert.ok(Object.is((back[1] as Map<unknown, unknown>).get(0), -0), "−0 as a value stays −0");
+    // Maps of numbers to numbers take a path of their own (int32 or float64 columns, scratch kept
+    // between batches); a non-number anywhere, even the last entry, takes the general path.
+    const reused = defaultCodec();
+    const numeric = [new Map([[1, 2], [3, 4]]), new Map([[1.5, -0], [2 ** 40, Number.NaN]]), new Map(), new Map([[-7, 2 ** 31]])];
+    const numericBack = roundTrip(reused, numeric) as Map<number, number>[];
+    assert.deepStrictEqual(numericBack, numeric);
+    assert.ok(Object.is(numericBack[1]!.get(1.5), -0));
+    const lateString = [new Map([[1, 2], [3, 4]]), new Map<number, unknown>([[5, 6], [7, "eight"]])];
+    assert.deepStrictEqual(roundTrip(reused, lateString), lateString);
+    const smaller = [new Map([[9, 9]])];
+    assert.deepStrictEqual(roundTrip(reused, smaller), smaller, "the scratch of a larger batch leaks nothing into a smaller one");
+  });
+
+  test("maps nested past the limit go value by value; a Map subclass is refused as before; a map cycle is refused", () => {
+    let deep: Map<number, unknown> = new Map([[0, 1]]);
+    for (let i = 0; i < 20; i++) deep = new Map([[i, deep]]);
+    assert.deepStrictEqual(roundTrip(defaultCodec(), [deep, new Map([[1, deep]])]), [deep, new Map([[1, deep]])]);
+    class Tagged extends Map<number, number> {}
+    assert.match(encodeError(defaultCodec(), [new Map(), new Tagged([[1, 2]])]).message, /instance of class Tagged.*record 1 of the batch/);
+    const cyclic = new Map<number, unknown>();
+    cyclic.set(1, cyclic);
+    assert.match(encodeError(defaultCodec(), [cyclic]).message, /cyclic/);
+  });
+
+  test("a batch of integers is written as int32 (half the bytes) and decoded as small integers; −0, fractions and large numbers keep float64", () => {
+    const ints = Array.from({ length: 1000 }, (_, i) => i * 2_000_003 - 1_000_000_000);
+    const codec = defaultCodec();
+    assert.deepStrictEqual(roundTrip(codec, ints), ints);
+    const floats = ints.map((v) => v + 0.5);
+    assert.deepStrictEqual(roundTrip(codec, floats), floats);
+    assert.ok(encoded(codec, ints).byteLength * 1.9 < encoded(codec, floats).byteLength);
+    for (const odd of [[1, -0, 2], [1, 2 ** 31], [1, -(2 ** 31) - 1], [1, Number.NaN], [1, Infinity]]) {
+      const back = roundTrip(codec, odd) as number[];
+      for (let i = 0; i < odd.length; i++) assert.ok(Object.is(back[i], odd[i]), `${String(odd[i])} in ${String(odd)}`);
+      assert.equal(encoded(codec, odd).byteLength, encoded(codec, odd.map((v) => v + 0.5)).byteLength, "float64, not int32");
     }
-    nested.varuint(1);
-    nested.u8(1);
-    nested.f64(1);
-    assert.throws(() => codec.decode(new ByteReader(nested.finish()), 1), (e: unknown) => e instanceof CodecError && /nested deeper/.test(e.message));
+  });
+
+  test("a corrupt maps group is refused, never a huge allocation: more entries than bytes, nesting past the limit", () => {
+    assertCorruptNestingRefused(5, /map entries|truncated|corrupt/i);
   });
 });
 

@@ -12,7 +12,7 @@
 import type { ByteReader, ByteWriter } from "./bytes.ts";
 
 export interface BatchCodec {
-  /** Stable id of the wire format, e.g. "eddy.default/2". A format change gets a new id. */
+  /** Stable id of the wire format, e.g. "eddy.default/3". A format change gets a new id. */
   readonly id: string;
   /**
    * Appends the encoding of `values` to `out`, starting at its current offset (not necessarily
