@@ -34,7 +34,7 @@ import type { ByteReader } from "../core/codec/bytes.ts";
 import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
 import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
-import { KeyRows } from "./key-rows.ts";
+import { KeyRows, MAX_ROWS } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateEntry, KeyGroupCells } from "./keyed-state-backend.ts";
 import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
@@ -64,7 +64,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #clock: Clock;
   readonly #ctx = new KeyContext();
   /** The current key's row, per record (key-rows.ts). */
-  readonly #rows = new KeyRows<KeyEntry>();
+  readonly #rows: KeyRows<KeyEntry>;
   readonly #states = new Map<string, RegisteredState>();
   /**
    * The handles of the descriptors asked for most recently, by identity: functions often ask for
@@ -81,7 +81,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   #backgroundCleanupAnnounced = false;
   readonly #onQueryable: ((queryableName: string, stateName: string) => void) | undefined;
 
-  constructor(options: HeapKeyedStateBackendOptions) {
+  /** `maxKeyRows`: how many key rows to keep (key-rows.ts); tests drop them sooner. */
+  constructor(options: HeapKeyedStateBackendOptions, maxKeyRows = MAX_ROWS) {
+    this.#rows = new KeyRows<KeyEntry>(maxKeyRows);
     const { start, end } = options.keyGroupRange;
     if (!Number.isInteger(start) || !Number.isInteger(end) || start < 0 || end < start) {
       throw new EddyError("INVALID_KEY_GROUP_RANGE", `invalid key-group range [${start}, ${end}]`);

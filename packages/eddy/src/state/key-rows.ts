@@ -9,12 +9,18 @@
  * ns for a fresh 10-20 character string, against ~25 ns for a string whose hash is cached.
  *
  * A row is a recurring key's resolution: its map identity (one string object for as long as the
- * row lives, so its hash is computed once and the tables that stored it compare it by pointer)
- * and each table's entry of the key (`entries`, by the table's index among the backend's tables,
- * StateTable's `#rowIndex`). The backend finds the
- * row of the current key in a direct-mapped array by a hash of the key computed here in JS (the
- * characters of a string, the parts of a composite key) and compares the key itself, so a row is
- * never wrong, only missing: a miss makes a new row, which takes the slot.
+ * row lives, so its hash is computed once and the tables that stored it compare it by pointer),
+ * its key group, and each table's entry of the key (`entries`, by the table's index among the
+ * backend's tables, StateTable's `#rowIndex`). The backend finds the row of the current key in a
+ * trie of JS Maps, one level per part of the key (a string key: one level). The parts are the
+ * Map keys, so a string part is hashed once in its life (V8 keeps a string's hash in the string)
+ * and a number part hashes cheaply; Maps compare parts as SameValueZero, which for the parts a
+ * valid key has (strings, finite numbers; 0 and −0 one key) is the keys' own equality. A row is
+ * never wrong, only missing: rows are dropped all at once when there are more than MAX_ROWS, and
+ * made again as keys recur. (Until 2026-12-05 rows sat in a direct-mapped array of 16,384 slots,
+ * by a hash of the key's characters computed in JS: q16's ~10,000 keys missed 13 % of lookups
+ * there, each miss building the key's map identity again, and hashing the characters cost more
+ * than the trie's Map probes: q16 took ~9 % less CPU with the trie, medians of 4 alternated runs.)
  *
  * Invariant (kept by StateTable): `row.entries[i]`, when set, is the entry table i's group map
  * holds for the key; an entry that leaves its map (removed, evicted, replaced by a copy) is taken
@@ -47,30 +53,32 @@ export class KeyRow<E> {
   }
 }
 
-/** Slots of a backend's row array (a power of two): 64-128 KB of slots once a key has a row. */
-const ROW_SLOTS = 16384;
-const ROW_MASK = ROW_SLOTS - 1;
-/** Characters of a string that enter its hash (the first ones; the length always does). */
-const HASHED_CHARS = 32;
-const M = 0x5bd1e995;
-
+/** Rows a backend keeps at most; one more drops them all (they are made again as keys recur). */
+export const MAX_ROWS = 65536;
 /** Lookups per period of the rows' miss count (see KeyRows). */
 const MISS_PERIOD = 4096;
 /** Lookups that go without rows after a period in which most lookups missed. */
 const PAUSE = 65536;
 
+/** A level of the composite keys' trie: a part → the next level, or at the last part → its row. */
+type Level = Map<unknown, unknown>;
+
 /**
- * The rows of one backend: a direct-mapped array, allocated at the first key that has a row.
+ * The rows of one backend: a Map of string keys, and per length of composite key a trie of Maps,
+ * one level per part.
  *
- * Rows pay off where a key has several tables to find it in and recurs while its row is still in
- * its slot. They cost a hash and a slot per record, and a miss allocates a row. So a backend with
- * one table has none, and rows pause for PAUSE lookups when more than half of a period's lookups
- * missed (keys spread wider than the slots, or seen once): measured on Nexmark, q16 (three
- * states, ~10 K recurring [channel, day] keys) gained ~25 % per core, q18 (one state, a
- * [bidder, auction] key per bid) lost ~19 % with rows on.
+ * Rows pay off where a key has several tables to find it in and recurs. They cost a probe per part
+ * and record, and a miss allocates a row. So a backend with one table has none, and rows pause
+ * for PAUSE lookups when more than half of a period's lookups missed (keys seen once): measured on
+ * Nexmark, q16 (three states, ~10 K recurring [channel, day] keys) gained ~25 % per core, q18 (one
+ * state, a [bidder, auction] key per bid) lost ~19 % with rows on.
  */
 export class KeyRows<E> {
-  #slots: (KeyRow<E> | undefined)[] | undefined = undefined;
+  readonly #maxRows: number;
+  #strings = new Map<string, KeyRow<E>>();
+  /** By length: the trie of the composite keys of that many parts. */
+  #composites: (Level | undefined)[] = [];
+  #rows = 0;
   #lookups = 0;
   #misses = 0;
   /** Lookups left before rows are used again (0: in use). */
@@ -79,18 +87,25 @@ export class KeyRows<E> {
   #foundKey: unknown = undefined;
   #found: KeyRow<E> | undefined = undefined;
 
+  /** `maxRows`: MAX_ROWS but in tests, which drop rows sooner. */
+  constructor(maxRows = MAX_ROWS) {
+    this.#maxRows = maxRows;
+  }
+
   /**
-   * hot path: the row of `selected`, a key selector's result not validated yet, if its slot holds
-   * a row of an equal key (part for part, ===); undefined otherwise, and for anything without rows.
-   * A row's key was valid and in the backend's range when the row was made, and validity and key
-   * group depend only on the parts, so the row's key group is `selected`'s. A row found is counted
-   * as a lookup and handed to the next `rowOf(selected)` without a second probe.
+   * hot path: the row of `selected`, a key selector's result not validated yet, if a key equal to
+   * it (part for part, as SameValueZero) has one; undefined otherwise, and for anything without
+   * rows. A row is made only for a valid key in the backend's range, and validity and key group
+   * depend only on the parts, so the row's key group is `selected`'s (an invalid part — NaN, an
+   * object — equals no valid key's part, so it finds nothing). A row found is counted as a lookup
+   * and handed to the next `rowOf(selected)` without a second probe.
    */
   find(selected: unknown, tables: number): KeyRow<E> | undefined {
     if (tables < 2 || this.#paused > 0) return undefined;
-    if (typeof selected !== "string" && !Array.isArray(selected)) return undefined;
-    const row = this.#slots?.[rowSlotOf(selected as Key)];
-    if (row === undefined || !sameKey(row.key, selected as Key)) return undefined;
+    let row: KeyRow<E> | undefined;
+    if (typeof selected === "string") row = this.#strings.get(selected);
+    else if (Array.isArray(selected)) row = this.#probe(selected);
+    if (row === undefined) return undefined;
     this.#count(false);
     this.#foundKey = selected;
     this.#found = row;
@@ -98,10 +113,10 @@ export class KeyRows<E> {
   }
 
   /**
-   * hot path: the row of `key` (valid, of key group `keyGroup`), made when its slot holds none or
-   * another key's; undefined for keys without rows (numbers, bigints, composite keys with other
-   * than string and number parts), with fewer than two tables, and while rows are paused.
-   * `tables`: how many tables the backend has.
+   * hot path: the row of `key` (valid, of key group `keyGroup`), made when it has none; undefined
+   * for keys without rows (numbers, bigints, composite keys with other than string and number
+   * parts), with fewer than two tables, and while rows are paused. `tables`: how many tables the
+   * backend has.
    */
   rowOf(key: Key, tables: number, keyGroup: number): KeyRow<E> | undefined {
     if (this.#foundKey !== undefined) {
@@ -114,18 +129,43 @@ export class KeyRows<E> {
       this.#paused--;
       return undefined;
     }
-    const slot = rowSlotOf(key);
-    if (slot < 0) return undefined;
-    const slots = this.#slots ?? (this.#slots = new Array<KeyRow<E> | undefined>(ROW_SLOTS).fill(undefined));
-    const row = slots[slot];
-    if (row !== undefined && sameKey(row.key, key)) {
-      this.#count(false);
-      return row;
+    let row: KeyRow<E> | undefined;
+    if (typeof key === "string") row = this.#strings.get(key);
+    else if (typeof key === "object" && hasRowParts(key)) row = this.#probe(key);
+    else return undefined;
+    this.#count(row === undefined);
+    if (row !== undefined) return row;
+    if (this.#rows === this.#maxRows) {
+      this.#strings = new Map();
+      this.#composites = [];
+      this.#rows = 0;
     }
-    this.#count(true);
+    this.#rows++;
     const made = new KeyRow<E>(key as string | readonly Key[], mapKeyOf(key), keyGroup, tables);
-    slots[slot] = made;
+    if (typeof key === "string") this.#strings.set(key, made);
+    else this.#insert(key, made);
     return made;
+  }
+
+  /** The row of composite key `key`, or undefined. */
+  #probe(key: readonly unknown[]): KeyRow<E> | undefined {
+    const last = key.length - 1;
+    let level = this.#composites[key.length];
+    for (let p = 0; p < last && level !== undefined; p++) level = level.get(key[p]) as Level | undefined;
+    return level?.get(key[last]) as KeyRow<E> | undefined;
+  }
+
+  /** Puts `row` as the row of composite key `key` (which has none). */
+  #insert(key: readonly Key[], row: KeyRow<E>): void {
+    const last = key.length - 1;
+    let level = this.#composites[key.length];
+    if (level === undefined) this.#composites[key.length] = level = new Map();
+    for (let p = 0; p < last; p++) {
+      let next = level.get(key[p]) as Level | undefined;
+      if (next === undefined) level.set(key[p], (next = new Map()));
+      level = next;
+    }
+    level.set(key[last], row);
   }
 
   /** Counts a lookup (a miss: `missed`); pauses rows after a period in which most lookups missed. */
@@ -139,44 +179,12 @@ export class KeyRows<E> {
   }
 }
 
-/**
- * hot path: the slot of `key`'s row: a hash of the key's characters or parts (equal keys, equal
- * slots), or -1 for keys without rows.
- */
-export function rowSlotOf(key: Key): number {
-  let h: number;
-  if (typeof key === "string") h = mixString(0, key);
-  else if (typeof key === "object") {
-    h = key.length;
-    for (let p = 0; p < key.length; p++) {
-      const part = key[p];
-      if (typeof part === "string") h = mixString(h, part);
-      else if (typeof part === "number") {
-        h = Math.imul(h ^ (part | 0), M);
-        h = Math.imul(h ^ ((part / 4294967296) | 0), M);
-      } else return -1;
-      h ^= h >>> 15;
-    }
-  } else return -1;
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) & ROW_MASK;
-}
-
-function mixString(h: number, s: string): number {
-  const n = s.length < HASHED_CHARS ? s.length : HASHED_CHARS;
-  h = Math.imul(h ^ s.length, M);
-  for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), M);
-  return h;
-}
-
-/**
- * Whether a row's key is `key`: === per part, the keys' own equality for strings and numbers (0
- * and -0 are one key, as for mapKeyOf).
- */
-function sameKey(rowKey: string | readonly Key[], key: Key): boolean {
-  if (typeof rowKey === "string") return rowKey === key;
-  if (typeof key !== "object" || key.length !== rowKey.length) return false;
-  for (let p = 0; p < rowKey.length; p++) if (rowKey[p] !== key[p]) return false;
+/** Whether a composite key (valid) has rows: at least one part, every part a string or a number. */
+function hasRowParts(key: readonly Key[]): boolean {
+  if (key.length === 0) return false;
+  for (let p = 0; p < key.length; p++) {
+    const t = typeof key[p];
+    if (t !== "string" && t !== "number") return false;
+  }
   return true;
 }
