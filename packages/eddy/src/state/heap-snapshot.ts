@@ -95,6 +95,8 @@ export function writeCells(capture: Pick<TableCapture, "forEachCell">, index: nu
   const payloads: unknown[] = [];
   const expiresAts: number[] = [];
   const expiries: Cell["expiry"][] = [];
+  // keepFrozen: a map cell changed since the capture comes as a FrozenMap (only without TTL, so
+  // never one unexpiredElements reads), which the default codec writes as the Map it was.
   capture.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
     if (hasTtl && expiresAt <= now) return;
     if (hasTtl && expiry !== undefined && now !== Number.NEGATIVE_INFINITY) {
@@ -112,7 +114,7 @@ export function writeCells(capture: Pick<TableCapture, "forEachCell">, index: nu
       expiresAts.push(expiresAt);
       expiries.push(expiry);
     }
-  });
+  }, undefined, true);
   out.varuint(keys.length);
   codec.encode(keys, out);
   codec.encode(namespaces, out);

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { ByteReader, ByteWriter } from "./bytes.ts";
 import { CodecError, recordCodec, type BatchCodec } from "./codec.ts";
 import { defaultCodec } from "./default-codec.ts";
+import { FrozenMap } from "./frozen-map.ts";
 import { decodeValue, encodeValue, valueCodec } from "./value-codec.ts";
 
 // ---------------------------------------------------------------------------------------------
@@ -543,6 +544,16 @@ describe("defaultCodec: maps and int32 numbers (eddy.default/3)", () => {
     assert.deepStrictEqual(roundTrip(reused, lateString), lateString);
     const smaller = [new Map([[9, 9]])];
     assert.deepStrictEqual(roundTrip(reused, smaller), smaller, "the scratch of a larger batch leaks nothing into a smaller one");
+  });
+
+  test("a FrozenMap (a snapshot's frozen map cell) is written byte for byte as the Map it was, and decoded as that Map", () => {
+    const maps = [new Map([[1, 2], [3, 4]]), new Map<unknown, unknown>([["k", { v: 1 }], [2, [3]]]), new Map(), new Map([[1.5, -0]])];
+    for (const batch of [maps, [maps[0]!], [maps[1]!, 7, "s"]]) {
+      const frozen = batch.map((v) => (v instanceof Map ? new FrozenMap(v) : v));
+      assert.deepEqual(encoded(defaultCodec(), frozen), encoded(defaultCodec(), batch));
+      assert.deepStrictEqual(roundTrip(defaultCodec(), frozen), batch);
+    }
+    assert.deepStrictEqual(new FrozenMap(maps[1]!).toMap(), maps[1]);
   });
 
   test("maps nested past the limit go value by value; a Map subclass is refused as before; a map cycle is refused", () => {

@@ -68,6 +68,7 @@ import { asCorrupt, CodecError, type BatchCodec } from "./codec.ts";
 import { isPlainObject } from "../plain-object.ts";
 import { compileFunction, mayCompile } from "../codegen.ts";
 import { decodeValue, encodeValue, findUnencodable } from "./value-codec.ts";
+import { FrozenMap } from "./frozen-map.ts";
 
 const enum GroupKind {
   Shape = 0,
@@ -234,6 +235,9 @@ class DefaultCodec implements BatchCodec {
           if (listDepth < MAX_LIST_DEPTH && Object.getPrototypeOf(v) === Array.prototype) g = lists ??= newGroup(GroupKind.Lists, groups);
         } else if (v instanceof Map) {
           if (listDepth < MAX_LIST_DEPTH && Object.getPrototypeOf(v) === Map.prototype) g = maps ??= newGroup(GroupKind.Maps, groups);
+        } else if (v instanceof FrozenMap) {
+          // A snapshot's frozen map state cell: written as the Map it was. Only ever at the top.
+          if (listDepth < MAX_LIST_DEPTH) g = maps ??= newGroup(GroupKind.Maps, groups);
         } else if (isPlainObject(v)) {
           if (last !== undefined && hasKeys(v, last.keys)) g = last;
           else {
@@ -363,7 +367,7 @@ class DefaultCodec implements BatchCodec {
       case GroupKind.Maps: {
         // Each map's size, then all keys as one nested batch and all values as another (a map
         // state's cells: column-wise, not entry by entry through the value codec).
-        const maps = g.records as Map<unknown, unknown>[];
+        const maps = g.records as (Map<unknown, unknown> | FrozenMap)[];
         let total = 0;
         for (let i = 0; i < m; i++) {
           const n = maps[i]!.size;
@@ -375,9 +379,17 @@ class DefaultCodec implements BatchCodec {
         const values = new Array<unknown>(total);
         let at = 0;
         for (let i = 0; i < m; i++) {
-          for (const [k, v] of maps[i]!) {
-            keys[at] = k;
-            values[at++] = v;
+          const map = maps[i]!;
+          if (map instanceof FrozenMap) {
+            for (let j = 0; j < map.keys.length; j++) {
+              keys[at] = map.keys[j];
+              values[at++] = map.values[j];
+            }
+          } else {
+            for (const [k, v] of map) {
+              keys[at] = k;
+              values[at++] = v;
+            }
           }
         }
         this.#encode(keys, out, listDepth + 1);
@@ -640,7 +652,7 @@ class NumericEntries {
    * Writes the keys' batch and the values' batch of `maps` (`total` entries) if every key and
    * value is a number — the bytes the general path writes; false, writing nothing, otherwise.
    */
-  write(maps: readonly Map<unknown, unknown>[], m: number, total: number, out: ByteWriter): boolean {
+  write(maps: readonly (Map<unknown, unknown> | FrozenMap)[], m: number, total: number, out: ByteWriter): boolean {
     let keys = this.#keys;
     let values = this.#values;
     if (keys.length < total) {
@@ -655,7 +667,20 @@ class NumericEntries {
     let intValues = true;
     let at = 0;
     for (let i = 0; i < m; i++) {
-      for (const [k, v] of maps[i]!) {
+      const map = maps[i]!;
+      if (map instanceof FrozenMap) {
+        for (let j = 0; j < map.keys.length; j++) {
+          const k = map.keys[j];
+          const v = map.values[j];
+          if (typeof k !== "number" || typeof v !== "number") return false;
+          if (intKeys && ((k | 0) !== k || (k === 0 && 1 / k < 0))) intKeys = false;
+          if (intValues && ((v | 0) !== v || (v === 0 && 1 / v < 0))) intValues = false;
+          keys[at] = k;
+          values[at++] = v;
+        }
+        continue;
+      }
+      for (const [k, v] of map) {
         if (typeof k !== "number" || typeof v !== "number") return false;
         if (intKeys && ((k | 0) !== k || (k === 0 && 1 / k < 0))) intKeys = false;
         if (intValues && ((v | 0) !== v || (v === 0 && 1 / v < 0))) intValues = false;
