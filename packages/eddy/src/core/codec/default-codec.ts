@@ -673,8 +673,8 @@ class NumericEntries {
           const k = map.keys[j];
           const v = map.values[j];
           if (typeof k !== "number" || typeof v !== "number") return false;
-          if (intKeys && ((k | 0) !== k || (k === 0 && 1 / k < 0))) intKeys = false;
-          if (intValues && ((v | 0) !== v || (v === 0 && 1 / v < 0))) intValues = false;
+          if (intKeys && !isInt32(k)) intKeys = false;
+          if (intValues && !isInt32(v)) intValues = false;
           keys[at] = k;
           values[at++] = v;
         }
@@ -682,8 +682,8 @@ class NumericEntries {
       }
       for (const [k, v] of map) {
         if (typeof k !== "number" || typeof v !== "number") return false;
-        if (intKeys && ((k | 0) !== k || (k === 0 && 1 / k < 0))) intKeys = false;
-        if (intValues && ((v | 0) !== v || (v === 0 && 1 / v < 0))) intValues = false;
+        if (intKeys && !isInt32(k)) intKeys = false;
+        if (intValues && !isInt32(v)) intValues = false;
         keys[at] = k;
         values[at++] = v;
       }
@@ -719,18 +719,20 @@ function writeNumbers(values: readonly unknown[], n: number, out: ByteWriter): b
   for (let i = 0; i < n; i++) {
     const v = values[i];
     if (typeof v !== "number") return false;
-    if (int32 && ((v | 0) !== v || (v === 0 && 1 / v < 0))) int32 = false;
+    if (int32 && !isInt32(v)) int32 = false;
   }
   writeNumberColumn(values as number[], n, int32, out);
   return true;
 }
 
-/** Whether every one of the first `m` numbers is an int32 other than −0 (what i32Array keeps exactly). */
+/** Whether `v` is an int32 other than −0: what i32Array keeps exactly. */
+function isInt32(v: number): boolean {
+  return (v | 0) === v && (v !== 0 || 1 / v > 0);
+}
+
+/** Whether every one of the first `m` numbers isInt32. */
 function allInt32(values: readonly number[], m: number): boolean {
-  for (let i = 0; i < m; i++) {
-    const v = values[i]!;
-    if ((v | 0) !== v || (v === 0 && 1 / v < 0)) return false;
-  }
+  for (let i = 0; i < m; i++) if (!isInt32(values[i]!)) return false;
   return true;
 }
 
@@ -909,7 +911,7 @@ function columnKind(column: readonly unknown[], m: number, depth: number): Colum
       for (let i = 0; i < m; i++) {
         const v = column[i];
         if (typeof v !== "number") return ColumnKind.Value;
-        if (int32 && ((v | 0) !== v || (v === 0 && 1 / v < 0))) int32 = false;
+        if (int32 && !isInt32(v)) int32 = false;
       }
       return int32 ? ColumnKind.I32 : ColumnKind.F64;
     }
