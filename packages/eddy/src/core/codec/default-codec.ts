@@ -666,6 +666,8 @@ class NumericEntries {
     let intKeys = true;
     let intValues = true;
     let at = 0;
+    // The two loops are written out: one per-entry callback for both (a Map's or a FrozenMap's
+    // entries) measured 30-39 ns per entry against 21-25.
     for (let i = 0; i < m; i++) {
       const map = maps[i]!;
       if (map instanceof FrozenMap) {
