@@ -10,12 +10,15 @@
  * - a restore from an older checkpoint whose messages were acknowledged since fails with
  *   NATS_POSITION_GONE (unfiltered and per subject filter, on a work queue; on an interest stream
  *   after a later restore replaced the consumer);
- * - a bounded job over a work queue leaves it empty (its final checkpoint's acknowledgements).
+ * - a bounded job over a work queue leaves it empty (its final checkpoint's acknowledgements);
+ * - deliveries that never reach the reader (taken here by another client pulling from its
+ *   consumer, as a dropped connection loses those in flight) are read again, not skipped.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { defineJob, EddyError, WatermarkStrategy, type SourceReader } from "eddy";
 import { NatsSource, type NatsSplit } from "eddy/nats";
+import { jetstream } from "@nats-io/jetstream";
 import { natsAdmin, natsForTests, until } from "./nats-client.ts";
 import { readerOutputOf, runJob } from "eddy/testing";
 import { drive, openReader, splitsOf } from "./source-driver.ts";
@@ -226,3 +229,31 @@ test("interest stream, a subject filter: a restore from a checkpoint older than 
     tooOld.close?.();
   }
 });
+
+for (const retention of ["workqueue", "limits"] as const) {
+  test(`${retention} stream: deliveries of the reader's consumer that never reach it (another client pulls 40 from the consumer, as a dropped connection loses those in flight) are read again, in order, not skipped and not acknowledged unread`, async () => {
+    const stream = `LOST_${retention.toUpperCase()}`;
+    await nats.admin.addStream(stream, [stream.toLowerCase()], { retention });
+    await nats.admin.publishAll(stream.toLowerCase(), numbers(1, 2_000));
+    // An ack wait longer than the test: the server does not deliver the taken messages again by itself.
+    const source = NatsSource.string({ connection: { servers: nats.server.url }, stream, bounded: true, acknowledge: { consumer: "job", ackWaitMs: 600_000 }, fetchMessages: 100 });
+    const reader = openReader(source, splitsOf(source));
+    try {
+      const first = await drive(reader, 300);
+      const taken: number[] = [];
+      const thief = await jetstream(nats.admin.nc).consumers.get(stream, "job");
+      for await (const m of await thief.fetch({ max_messages: 40, expires: 2_000 })) taken.push(m.seq);
+      assert.equal(taken.length, 40, "the other client took 40 deliveries of the reader's consumer");
+      const all = [...first.values, ...(await drive(reader)).values];
+      const missing = taken.filter((seq) => !all.includes(String(seq)));
+      assert.deepEqual(missing, [], `${all.length} messages read: the taken ones are missing`);
+      assert.deepEqual(all, numbers(1, 2_000), "every message once, in stream order");
+      reader.snapshotState(1);
+      reader.notifyCheckpointComplete!(1);
+      await until("every message acknowledged", async () => [...(await consumers(stream)).values()].some((c) => c.floor === 2_000));
+      if (retention === "workqueue") await until("the work queue empty", async () => (await nats.admin.count(stream)) === 0);
+    } finally {
+      reader.close?.();
+    }
+  });
+}

@@ -17,6 +17,10 @@
  * never one past it. A failed fetch replaces the consumer at the acknowledged position (messages
  * in flight are not lost to the ack wait); what it delivers again below the emitted position goes
  * to the ledger without being emitted, and below the acknowledged position is acknowledged at once.
+ * A gap in the consumer's delivery sequence (deliveries that never reached the reader: lost in
+ * flight with a dropped connection, or taken by another client pulling from the job's consumer)
+ * replaces the consumer the same way, before anything past the gap is queued: every message
+ * below the emitted position was emitted, so the ledger may acknowledge it.
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { EddyError } from "../../core/errors.ts";
@@ -58,6 +62,8 @@ interface SplitReading {
   /** With acknowledgements: the consumer in use (name, creation time), and the delivery sequence of the last message it delivered that was emitted (0: none yet). */
   incarnation: { readonly consumer: string; readonly created: string } | undefined;
   emittedDelivery: number;
+  /** With acknowledgements: the delivery sequence of the last message the consumer in use delivered to the reader (0: none yet). */
+  receivedDelivery: number;
   /** With acknowledgements: the connection was re-established, so acknowledgements may have been lost with the old one: replace the consumer before the next fetch. */
   replaceConsumer: boolean;
 }
@@ -183,6 +189,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
     ledger.explicit = opened.explicit;
     r.incarnation = { consumer: opened.name, created: opened.created };
     r.emittedDelivery = 0;
+    r.receivedDelivery = 0;
     r.consumer = opened.consumer;
   };
 
@@ -217,6 +224,18 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       for await (const m of messages) {
         received++;
         const seq = m.info.streamSequence;
+        if (ledger !== undefined) {
+          // The consumer is new (openDurable creates one each time): its deliveries count from 1.
+          if (m.info.deliverySequence !== r.receivedDelivery + 1) {
+            // Deliveries in between never arrived: their messages wait on this consumer,
+            // unacknowledged, until the ack wait; skipping them would let a later checkpoint's
+            // acknowledgements cover them unread. A new consumer delivers them again.
+            r.consumer = undefined;
+            messages.stop();
+            break;
+          }
+          r.receivedDelivery = m.info.deliverySequence;
+        }
         if (ledger === undefined || seq > r.queuedUpTo) {
           r.queue.push(m);
           r.queuedUpTo = seq;
@@ -326,7 +345,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
       // Restored splits come from a checkpoint: checked like any persisted input.
       for (const s of splits) {
         const split = parseNatsSplit(s);
-        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0, serverPending: 0, ledger: undefined, incarnation: undefined, emittedDelivery: 0, replaceConsumer: false });
+        readings.push({ split, next: split.next, stopAt: split.stopAt, consumer: undefined, queuedUpTo: 0, queue: [], head: 0, fetching: false, fetchedAll: false, failures: 0, serverPending: 0, ledger: undefined, incarnation: undefined, emittedDelivery: 0, receivedDelivery: 0, replaceConsumer: false });
       }
       notify();
     },
