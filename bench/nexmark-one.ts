@@ -5,7 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
- *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--local-aggregation off]
+ *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--local-aggregation off] [--sink discard]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -18,13 +18,14 @@ import { eventRangeFromSettings } from "./nexmark/event-range.ts";
 import { FOLD_COLLECT_NAME } from "./folding-sink.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
 import { mergeFolds, type OutputFold } from "./output-fold.ts";
-import { benchQueryNamed, OUTPUT_DIR_ENV } from "./nexmark/queries.ts";
+import { benchQueryNamed, OUTPUT_DIR_ENV, SINK_ENV } from "./nexmark/queries.ts";
 import { nexmarkQuery, QUERY_ENV } from "./jobs/nexmark.ts";
 
 const args = parseBenchArgs(process.argv.slice(2));
 const query = benchQueryNamed(args.query);
 // Read by the job when it is built, here and on every worker thread.
 process.env[QUERY_ENV] = args.query;
+process.env[SINK_ENV] = args.sink;
 
 /** With --checkpoint-interval: exactly-once checkpoints into a directory removed at exit. */
 function checkpointOptions(): RunOptions {

@@ -18,7 +18,10 @@
  * --local-aggregation on | off (default on: the `pipeline.local-aggregation` key); --seconds S (run
  * each query over as many events as its job processes in about S seconds, from a probe run over
  * --events without the loop: long enough for checkpoints to complete during the run, as in Flink's
- * published runs; the row's events column says how many).
+ * published runs; the row's events column says how many); --sink digest | discard (default digest:
+ * the sink folds a digest of every row, checked against the loop's; discard: the job's sink and
+ * the loop keep each row without reading it, as the blackhole sink of Flink's Nexmark runs does,
+ * and only the rows' count is compared).
  *
  * Every round of every query runs in a child process of its own (bench/nexmark-one.ts), so the peak
  * RSS is that query's: the job's worker threads and the coordinator, measured before its loop runs.
@@ -58,7 +61,7 @@ if (!args.json) {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(
     `Nexmark on Eddy: ${args.seconds === undefined ? `${args.events.toLocaleString("en")} events` : `~${args.seconds} s of events per query (probe: ${args.events.toLocaleString("en")})`}, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
-      `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; sink: ${args.sink === "digest" ? "digest of every row (checked against the loop's)" : "rows discarded unread (only their count checked)"}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
   );
   console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
   console.log(TABLE_HEADER);

@@ -34,6 +34,13 @@ export interface BenchArgs {
    * over `events`), e.g. for checkpoints to complete during the run; undefined: `events` for all.
    */
   readonly seconds: number | undefined;
+  /**
+   * `--sink digest|discard` (default digest). digest: the sink folds a digest of every field of
+   * every row, and the loop the same, so the output is checked against the loop's. discard: the
+   * sink and the loop keep a reference to each row without reading it (what Flink's Nexmark
+   * runs do: their blackhole sink discards rows unread); only the rows' count is compared.
+   */
+  readonly sink: "digest" | "discard";
 }
 
 const FLAGS = new Set(["json", "no-loop", "disk-local-recovery"]);
@@ -51,7 +58,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "disk-cache-bytes", "local-aggregation", "seconds", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "disk-cache-bytes", "local-aggregation", "seconds", "sink", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -69,6 +76,8 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (values.has("disk-cache-size") && stateBackend !== "disk") throw new RangeError("--disk-cache-size needs --state-backend disk");
   if (values.has("disk-cache-bytes") && stateBackend !== "disk") throw new RangeError("--disk-cache-bytes needs --state-backend disk");
   if (values.has("disk-local-recovery") && stateBackend !== "disk") throw new RangeError("--disk-local-recovery needs --state-backend disk");
+  const sink = values.get("sink") ?? "digest";
+  if (sink !== "digest" && sink !== "discard") throw new RangeError(`--sink must be digest or discard, got '${sink}'`);
   const localAggregation = values.get("local-aggregation") ?? "on";
   if (localAggregation !== "on" && localAggregation !== "off") throw new RangeError(`--local-aggregation must be on or off, got '${localAggregation}'`);
   return {
@@ -87,5 +96,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     diskLocalRecovery: values.has("disk-local-recovery"),
     localAggregation: localAggregation === "on",
     seconds: values.has("seconds") ? count("seconds", 1) : undefined,
+    sink,
   };
 }

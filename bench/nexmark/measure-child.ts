@@ -16,6 +16,7 @@ export async function measureInChild(query: string, args: BenchArgs, override: P
   if (a.checkpointInterval !== undefined) childArgs.push("--checkpoint-interval", a.checkpointInterval);
   if (!a.metrics) childArgs.push("--metrics", "off");
   if (!a.localAggregation) childArgs.push("--local-aggregation", "off");
+  if (a.sink !== "digest") childArgs.push("--sink", a.sink);
   if (a.stateBackend !== "heap") childArgs.push("--state-backend", a.stateBackend);
   if (a.diskCacheSize !== undefined && a.stateBackend === "disk") childArgs.push("--disk-cache-size", String(a.diskCacheSize));
   if (a.diskCacheBytes !== undefined && a.stateBackend === "disk") childArgs.push("--disk-cache-bytes", a.diskCacheBytes);

@@ -69,6 +69,24 @@ export interface BenchQuery {
 /** The directory a query with `readOutput` writes into, set before the job is built (worker threads inherit it). */
 export const OUTPUT_DIR_ENV = "EDDY_BENCH_OUTPUT_DIR";
 
+/** `--sink` (bench/nexmark/args.ts), set before the job is built (worker threads inherit it): "discard" drops rows unread. */
+export const SINK_ENV = "EDDY_BENCH_SINK";
+
+/**
+ * Where `--sink discard` puts each row: a field of an exported object, so that neither the job
+ * nor the loop can have the row's allocation optimised away (a row that escapes nowhere may not
+ * be built at all), while nothing reads the row's fields.
+ */
+export const discardedRow: { last: unknown } = { last: undefined };
+
+/** The digest of `--sink discard`: keeps the row (see `discardedRow`), reads none of it. */
+function discardUnread(row: unknown): number {
+  discardedRow.last = row;
+  return 0;
+}
+
+const DISCARDED = "--sink discard: rows kept unread, as Flink's blackhole sink does; only their count is compared";
+
 /** A comparison and the digest that makes it: job sink and loop fold the same one. */
 interface DigestComparison<T> extends OutputComparison {
   readonly digest: (record: T) => number;
@@ -86,8 +104,11 @@ interface QuerySpec<T> {
 
 /** Hides the result type T once the sink, the loop and the digest are known to agree on it. */
 function benchQuery<T>(spec: QuerySpec<T>): BenchQuery {
-  const compare = (parallelism: number): DigestComparison<T> =>
-    spec.comparison?.(parallelism) ?? { digest: spec.digest, count: true, checksum: true };
+  const compare = (parallelism: number): DigestComparison<T> => {
+    const digested = spec.comparison?.(parallelism) ?? { digest: spec.digest, count: true, checksum: true };
+    if (process.env[SINK_ENV] !== "discard") return digested;
+    return { digest: discardUnread, count: digested.count, checksum: false, note: digested.note === undefined ? DISCARDED : `${DISCARDED}; ${digested.note}` };
+  };
   const { handLoop } = spec;
   return {
     stateless: spec.stateless,
