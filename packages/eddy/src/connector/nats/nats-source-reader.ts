@@ -64,7 +64,11 @@ interface SplitReading {
   emittedDelivery: number;
   /** With acknowledgements: the delivery sequence of the last message the consumer in use delivered to the reader (0: none yet). */
   receivedDelivery: number;
-  /** With acknowledgements: the connection was re-established, so acknowledgements may have been lost with the old one: replace the consumer before the next fetch. */
+  /**
+   * With acknowledgements: replace the consumer before the next fetch, because the connection was
+   * re-established (acknowledgements may have been lost with the old one) or deliveries of the
+   * consumer never reached the reader (a gap in its delivery sequence).
+   */
   replaceConsumer: boolean;
 }
 
@@ -230,7 +234,7 @@ export function natsSourceReader<T>(config: NatsSourceConfig<T>, context: Source
             // Deliveries in between never arrived: their messages wait on this consumer,
             // unacknowledged, until the ack wait; skipping them would let a later checkpoint's
             // acknowledgements cover them unread. A new consumer delivers them again.
-            r.consumer = undefined;
+            r.replaceConsumer = true;
             messages.stop();
             break;
           }
