@@ -5,7 +5,7 @@
  * round; by hand:
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
- *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--local-aggregation off] [--sink discard]
+ *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--heap-incremental] [--local-aggregation off] [--sink discard]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -38,7 +38,7 @@ const checkpointing = checkpointOptions();
 
 /** With --state-backend disk: the disk backend, its store in a directory removed at exit. */
 function stateBackendConfig(): Record<string, string> {
-  if (args.stateBackend === "heap") return {};
+  if (args.stateBackend === "heap") return args.heapIncremental ? { "state.backend.heap.incremental": "true" } : {};
   const dir = mkdtempSync(join(tmpdir(), "eddy-nexmark-bench-state-"));
   process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
   return {

@@ -15,6 +15,7 @@
  * query, fields in bench/nexmark/report.ts); --no-loop; --metrics on | off (default on: per-record
  * metrics, the `metrics.enabled` key); --state-backend heap | disk (default heap) and
  * --disk-cache-size N (keys the disk backend caches per state; its default when absent);
+ * --heap-incremental (the heap backend's incremental checkpoints, `state.backend.heap.incremental`);
  * --local-aggregation on | off (default on: the `pipeline.local-aggregation` key); --seconds S (run
  * each query over as many events as its job processes in about S seconds, from a probe run over
  * --events without the loop: long enough for checkpoints to complete during the run, as in Flink's
@@ -61,7 +62,7 @@ if (!args.json) {
   const cpu = cpus()[0]?.model ?? "unknown CPU";
   console.log(
     `Nexmark on Eddy: ${args.seconds === undefined ? `${args.events.toLocaleString("en")} events` : `~${args.seconds} s of events per query (probe: ${args.events.toLocaleString("en")})`}, parallelism ${args.parallelism} (${args.mode === "threads" ? "worker threads" : "inline, one thread"}), ` +
-      `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; sink: ${args.sink === "digest" ? "digest of every row (checked against the loop's)" : "rows discarded unread (only their count checked)"}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
+      `median of ${args.rounds}; ${args.stateBackend} state backend${args.diskCacheSize === undefined ? "" : ` (cache ${args.diskCacheSize} keys)`}${args.heapIncremental ? " (incremental checkpoints)" : ""}; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; sink: ${args.sink === "digest" ? "digest of every row (checked against the loop's)" : "rows discarded unread (only their count checked)"}; ${availableParallelism()} cores (${cpu}), Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`,
   );
   console.log("Per core: events / CPU-seconds of the whole process; loop: one thread. ✓/✗: issue 5's targets (≥ 3× Flink V2 per core; stateless: loop ≤ 3× Eddy per core).\n");
   console.log(TABLE_HEADER);

@@ -123,7 +123,8 @@ const FAULT_SPAN = 0.75;
  * One kill-and-compare round of the disk-keyed job at parallelism 2 with incremental checkpoints
  * (one retained: when checkpoint n completes, n - 1 goes, and the shared files only it listed): a
  * fault of `kind` at the first record from `atRecord` on after checkpoint 2 completed, one restart,
- * committed output equal to `expected`.
+ * committed output equal to `expected`. On the disk backend with a cache of 8 under `dir`, with
+ * `config` on top; on the heap backend when `config` says `state.backend: heap`.
  */
 async function faultRound(
   dir: string,
@@ -147,7 +148,7 @@ async function faultRound(
       checkpointDir: join(dir, "checkpoints"),
       jobId: "disk-kill",
       restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
-      config: { ...disk(join(dir, "state")), ...config },
+      config: { ...(config["state.backend"] === "heap" ? {} : disk(join(dir, "state"))), ...config },
     },
     fault,
   );
@@ -156,7 +157,7 @@ async function faultRound(
   if (config["state.backend.disk.local-recovery"] === "true") {
     // Kept across the attempts (the restores say so), removed once the job finished: nothing left to restart.
     assert.ok(!existsSync(join(dir, "state", "disk-keyed")), `${at}: the job's local stores outlived it`);
-  } else assert.ok(existsSync(join(dir, "state", "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
+  } else if (config["state.backend"] !== "heap") assert.ok(existsSync(join(dir, "state", "disk-keyed", "LOCK")), `${at}: the job ran on the disk backend`);
   assert.deepEqual(result.totals, expected.totals, `${at}: committed totals differ from the failure-free run`);
   assert.deepEqual(result.windows, expected.windows, `${at}: committed windows differ from the failure-free run`);
   return result;
@@ -188,6 +189,29 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
       // Chains of up to 10 or 3 deltas: restores from a long chain, or from a recent base.
       const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, { "state.backend.disk.max-chain-length": round % 2 === 0 ? "10" : "3" });
       // Checkpoint 1 is a base and was deleted once 2 completed: a restore of 2 or later reads a chain listing its files.
+      assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test("the heap backend with incremental checkpoints (state.backend.heap.incremental), on worker threads and inline: a fault at a random point, recovery from a chain of deltas, committed output equals the failure-free run", async () => {
+  const root = mkdtempSync(join(tmpdir(), "eddy-heap-inc-kill-"));
+  try {
+    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
+    const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
+    const random = prng(seed);
+    const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
+    for (let round = 0; round < rounds; round++) {
+      const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * FAULT_SPAN);
+      const [mode, kind] = ([["threads", "exit"], ["inline", "process"], ["threads", "process"]] as const)[round % 3]!;
+      const at = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${atRecord}`;
+      const dir = join(root, `round-${round}`);
+      const config = { "state.backend": "heap", "state.backend.heap.incremental": "true", "state.backend.heap.max-chain-length": round % 2 === 0 ? "10" : "3" };
+      const result = await faultRound(dir, at, expected, mode, kind, atRecord, config);
+      // Checkpoint 1 is the chain's base, deleted once 2 completed: a restore of 2 or later reads a
+      // chain listing its file and deltas (the rescale test below checks that deltas are listed).
       assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
     }
   } finally {
@@ -346,8 +370,10 @@ test("incremental checkpoints under retention: the shared directory holds exactl
   }
 });
 
-test("an incremental checkpoint of the disk backend restores into the heap backend at another parallelism, and into the disk backend: the failure-free totals", async () => {
+for (const from of ["disk", "heap"] as const) {
+test(`an incremental checkpoint of the ${from} backend restores into the heap backend at another parallelism, and into the disk backend: the failure-free totals`, async () => {
   const root = mkdtempSync(join(tmpdir(), "eddy-disk-inc-rescale-"));
+  const backend = from === "disk" ? disk(join(root, "state")) : { "state.backend.heap.incremental": "true" };
   try {
     const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
     const checkpointDir = join(root, "checkpoints");
@@ -355,7 +381,7 @@ test("an incremental checkpoint of the disk backend restores into the heap backe
     const storage = new LocalCheckpointStorage({ rootDir: checkpointDir, jobId: "disk-inc" });
     // Slow until checkpoint 3: the checkpoints kept hold chains of a base and deltas.
     await runDiskKeyed(
-      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 3 }, checkpointDir, jobId: "disk-inc", config: disk(join(root, "state")) },
+      { mode: "threads", parallelism: 2, checkpointing: { intervalMs: 10, retained: 3 }, checkpointDir, jobId: "disk-inc", config: backend },
       { kind: "none", atRecord: 0, marker: join(root, "unused"), checkpoints: jobDir, afterCheckpoint: 3 },
     );
     let chosen: number | undefined;
@@ -375,6 +401,7 @@ test("an incremental checkpoint of the disk backend restores into the heap backe
     rmSync(root, { recursive: true, force: true });
   }
 });
+}
 
 test("a restore that skips deleted intermediate checkpoints: their directories gone, the newest chain's shared files restore the failure-free output", async () => {
   const root = mkdtempSync(join(tmpdir(), "eddy-disk-skip-"));

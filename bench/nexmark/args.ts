@@ -27,6 +27,8 @@ export interface BenchArgs {
   readonly diskCacheBytes: string | undefined;
   /** `--disk-local-recovery`: the disk backend's `state.backend.disk.local-recovery` (its undo sets kept during the run). */
   readonly diskLocalRecovery: boolean;
+  /** `--heap-incremental`: the heap backend's `state.backend.heap.incremental` (checkpoints write the keys changed since the previous one). */
+  readonly heapIncremental: boolean;
   /** `--local-aggregation on|off` (default on): the `pipeline.local-aggregation` key (docs/design/windows-state.md). */
   readonly localAggregation: boolean;
   /**
@@ -43,7 +45,7 @@ export interface BenchArgs {
   readonly sink: "digest" | "discard";
 }
 
-const FLAGS = new Set(["json", "no-loop", "disk-local-recovery"]);
+const FLAGS = new Set(["json", "no-loop", "disk-local-recovery", "heap-incremental"]);
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const values = new Map<string, string>();
@@ -76,6 +78,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   if (values.has("disk-cache-size") && stateBackend !== "disk") throw new RangeError("--disk-cache-size needs --state-backend disk");
   if (values.has("disk-cache-bytes") && stateBackend !== "disk") throw new RangeError("--disk-cache-bytes needs --state-backend disk");
   if (values.has("disk-local-recovery") && stateBackend !== "disk") throw new RangeError("--disk-local-recovery needs --state-backend disk");
+  if (values.has("heap-incremental") && stateBackend !== "heap") throw new RangeError("--heap-incremental needs the heap backend (the disk backend's checkpoints are incremental by default)");
   const sink = values.get("sink") ?? "digest";
   if (sink !== "digest" && sink !== "discard") throw new RangeError(`--sink must be digest or discard, got '${sink}'`);
   const localAggregation = values.get("local-aggregation") ?? "on";
@@ -94,6 +97,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     diskCacheSize: values.has("disk-cache-size") ? count("disk-cache-size", 1) : undefined,
     diskCacheBytes: values.get("disk-cache-bytes"),
     diskLocalRecovery: values.has("disk-local-recovery"),
+    heapIncremental: values.has("heap-incremental"),
     localAggregation: localAggregation === "on",
     seconds: values.has("seconds") ? count("seconds", 1) : undefined,
     sink,

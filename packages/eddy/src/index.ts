@@ -67,7 +67,7 @@ export {
   type StateCodec,
 } from "./state/descriptors.ts";
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from "./state/state.ts";
-export type { DiskStateBackendInput, StateBackendKind } from "./state/state-backend-spec.ts";
+export type { DiskStateBackendInput, HeapStateBackendInput, StateBackendKind } from "./state/state-backend-spec.ts";
 export type {
   BadRecord,
   Boundedness,

@@ -8,7 +8,7 @@ import { checkParallelism, MAX_MAX_PARALLELISM } from "../core/key-group.ts";
 import type { WatermarkStrategy } from "../core/watermark-strategy.ts";
 import type { SourceTransformation } from "../graph/transformation.ts";
 import { timestampsAndWatermarksOperator } from "../runtime/operators/timestamps-and-watermarks-operator.ts";
-import { stateBackendSpec, type DiskStateBackendInput, type StateBackendKind, type StateBackendSpec } from "../state/state-backend-spec.ts";
+import { stateBackendSpec, type DiskStateBackendInput, type HeapStateBackendInput, type StateBackendKind, type StateBackendSpec } from "../state/state-backend-spec.ts";
 import { DataStream } from "./data-stream.ts";
 import { JobBuilder } from "./job-builder.ts";
 
@@ -114,12 +114,13 @@ export class StreamExecutionEnvironment {
   /**
    * The keyed state backend of the job's keyed operators: "heap" (default: state on the V8 heap) or
    * "disk" (an embedded LMDB store per operator subtask with a cache of hot keys on the heap, for
-   * state larger than memory; options dir, cacheBytes, cacheSize, incremental, maxChainLength, localRecovery). A run's `-D state.backend…` keys win.
+   * state larger than memory; options dir, cacheBytes, cacheSize, incremental, maxChainLength, localRecovery). The heap backend
+   * takes incremental and maxChainLength (incremental checkpoints; default off). A run's `-D state.backend…` keys win.
    * docs/state-backends.md.
    */
-  setStateBackend(kind: "heap"): this;
+  setStateBackend(kind: "heap", options?: HeapStateBackendInput): this;
   setStateBackend(kind: "disk", options?: DiskStateBackendInput): this;
-  setStateBackend(kind: StateBackendKind, options?: DiskStateBackendInput): this {
+  setStateBackend(kind: StateBackendKind, options?: DiskStateBackendInput | HeapStateBackendInput): this {
     this.#stateBackend = stateBackendSpec(kind, options);
     return this;
   }

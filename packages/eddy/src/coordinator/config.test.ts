@@ -2,6 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { EddyError } from "../core/errors.ts";
 import { optionsFromConfig, resolveStateBackend } from "./config.ts";
+import { stateBackendSpec, type StateBackendSpec } from "../state/state-backend-spec.ts";
 
 test("configuration keys map onto run options, with units", () => {
   assert.deepEqual(
@@ -96,4 +97,23 @@ test("state backend keys: heap or disk, the disk backend's directory and cache s
   refused({ "state.backend": "disk", "state.backend.disk.dir": " " }, /'state\.backend\.disk\.dir'/);
   refused({ "state.backend": "disk", "state.backend.disk.local-recovery": "on" }, /'state\.backend\.disk\.local-recovery' has the value 'on'; expected true or false/);
   refused({ "state.backend": "disk", "state.backend.disk.local-recovery": "true", "state.backend.disk.incremental": "false" }, /local-recovery needs incremental checkpoints/);
+});
+
+test("heap backend keys: state.backend.heap.incremental and max-chain-length, over what the job chose; refused with the disk backend and when bad", () => {
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.heap.incremental": "true" }).stateBackend, undefined), { kind: "heap", incremental: true });
+  assert.deepEqual(
+    resolveStateBackend(optionsFromConfig({ "state.backend": "heap", "state.backend.heap.incremental": "true", "state.backend.heap.max-chain-length": "3" }).stateBackend, undefined),
+    { kind: "heap", incremental: true, maxChainLength: 3 },
+  );
+  const fromJob = { kind: "heap", incremental: true, maxChainLength: 5 } as const;
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.heap.incremental": "false" }).stateBackend, fromJob), { kind: "heap", incremental: false, maxChainLength: 5 });
+  assert.deepEqual(resolveStateBackend(optionsFromConfig({ "state.backend.heap.max-chain-length": "0" }).stateBackend, fromJob), { kind: "heap", incremental: true, maxChainLength: 0 });
+  const refused = (entries: Record<string, string>, fromJobSpec: StateBackendSpec | undefined, message: RegExp): void =>
+    assert.throws(() => resolveStateBackend(optionsFromConfig(entries).stateBackend, fromJobSpec), (e: unknown) => e instanceof EddyError && message.test(e.message));
+  refused({ "state.backend": "disk", "state.backend.heap.incremental": "true" }, undefined, /state\.backend\.heap\.\* keys need the heap backend/);
+  refused({ "state.backend.heap.incremental": "true" }, { kind: "disk", dir: "/d", cacheSize: 1, incremental: true, maxChainLength: 1, localRecovery: false }, /need the heap backend/);
+  refused({ "state.backend.heap.incremental": "on" }, undefined, /'state\.backend\.heap\.incremental' has the value 'on'; expected true or false/);
+  refused({ "state.backend.heap.max-chain-length": "-2" }, undefined, /'state\.backend\.heap\.max-chain-length' has the value '-2'/);
+  assert.throws(() => stateBackendSpec("heap", { cacheSize: 4 }), (e: unknown) => e instanceof EddyError && /unknown option 'cacheSize' of the heap state backend/.test(e.message));
+  assert.throws(() => stateBackendSpec("heap", { maxChainLength: 1.5 }), (e: unknown) => e instanceof EddyError && /max-chain-length must be a non-negative integer/.test(e.message));
 });

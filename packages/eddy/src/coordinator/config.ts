@@ -22,8 +22,21 @@ export interface ConfiguredOptions {
   autoWatermarkIntervalMs?: number;
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
   restPort?: number;
-  /** The keyed state backend keys (state.backend, state.backend.disk.*), each checked; see resolveStateBackend. */
-  stateBackend?: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number; localRecovery?: boolean };
+  /** The keyed state backend keys (state.backend, state.backend.disk.*, state.backend.heap.*), each checked; see resolveStateBackend. */
+  stateBackend?: BackendKeys;
+}
+
+/** The state.backend* keys of a run, each checked (the heap* ones are `state.backend.heap.*`). */
+export interface BackendKeys {
+  kind?: "heap" | "disk";
+  dir?: string;
+  cacheSize?: number;
+  cacheBytes?: number;
+  incremental?: boolean;
+  maxChainLength?: number;
+  localRecovery?: boolean;
+  heapIncremental?: boolean;
+  heapMaxChainLength?: number;
 }
 
 interface KeySpec {
@@ -35,7 +48,7 @@ interface KeySpec {
 interface Draft extends Omit<ConfiguredOptions, "checkpointing" | "restartStrategy"> {
   checkpoint: { -readonly [K in keyof CheckpointConfigInput]?: CheckpointConfigInput[K] };
   restart: Record<string, string>;
-  backend: { kind?: "heap" | "disk"; dir?: string; cacheSize?: number; cacheBytes?: number; incremental?: boolean; maxChainLength?: number; localRecovery?: boolean };
+  backend: BackendKeys;
 }
 
 /** What a duration looks like, for messages: the one syntax of configuration keys and flags. */
@@ -197,6 +210,18 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
     description: "true or false (default): keep each subtask's disk store so that a restore on the same machine rolls it back to the checkpoint instead of rebuilding it (needs incremental checkpoints)",
     apply: (v, d) => void (d.backend.localRecovery = bool("state.backend.disk.local-recovery", v)),
   },
+  "state.backend.heap.incremental": {
+    description: "true or false (default): checkpoints of the heap backend write only what changed since the previous one (savepoints are always full)",
+    apply: (v, d) => void (d.backend.heapIncremental = bool("state.backend.heap.incremental", v)),
+  },
+  "state.backend.heap.max-chain-length": {
+    description: "with state.backend.heap.incremental: incremental checkpoints after a full one before the next full one (default 10; 0: every checkpoint full)",
+    apply: (v, d) => {
+      const n = int("state.backend.heap.max-chain-length", v);
+      if (n < 0) throw invalid("state.backend.heap.max-chain-length", v, "a non-negative integer");
+      d.backend.heapMaxChainLength = n;
+    },
+  },
   "restart-strategy.type": { description: "none, fixed-delay, exponential-delay or failure-rate", apply: (v, d) => void (d.restart.type = v.trim()) },
   "restart-strategy.fixed-delay.attempts": { description: "restarts allowed", apply: (v, d) => void (d.restart.attempts = v) },
   "restart-strategy.fixed-delay.delay": { description: "wait before each restart", apply: (v, d) => void (d.restart.delay = v) },
@@ -239,10 +264,13 @@ export function resolveStateBackend(keys: ConfiguredOptions["stateBackend"], fro
   if (keys === undefined) return fromJob;
   const kind = keys.kind ?? fromJob?.kind ?? "heap";
   const diskKeys = keys.dir !== undefined || keys.cacheSize !== undefined || keys.cacheBytes !== undefined || keys.incremental !== undefined || keys.maxChainLength !== undefined || keys.localRecovery !== undefined;
+  const heapKeys = keys.heapIncremental !== undefined || keys.heapMaxChainLength !== undefined;
   if (kind === "heap") {
     if (diskKeys) throw new EddyError("INVALID_CONFIG", "state.backend.disk.* keys need the disk backend: add -D state.backend=disk (or env.setStateBackend(\"disk\"))");
-    return { kind: "heap" };
+    const job = fromJob?.kind === "heap" ? fromJob : undefined;
+    return stateBackendSpec("heap", { incremental: keys.heapIncremental ?? job?.incremental, maxChainLength: keys.heapMaxChainLength ?? job?.maxChainLength });
   }
+  if (heapKeys) throw new EddyError("INVALID_CONFIG", "state.backend.heap.* keys need the heap backend; the disk backend's are state.backend.disk.incremental and state.backend.disk.max-chain-length");
   const base = fromJob?.kind === "disk" ? fromJob : undefined;
   return stateBackendSpec("disk", {
     dir: keys.dir ?? base?.dir,

@@ -45,6 +45,13 @@ test("the disk state backend shows with its directory and cache size", () => {
   assert.equal(c["state.backend.disk.local-recovery"], "true");
 });
 
+test("the heap backend's incremental checkpoints show when chosen", () => {
+  const c = effectiveConfiguration({ ...base, stateBackend: { kind: "heap", incremental: true, maxChainLength: 4 } });
+  assert.equal(c["state.backend"], "heap");
+  assert.equal(c["state.backend.heap.incremental"], "true");
+  assert.equal(c["state.backend.heap.max-chain-length"], "4");
+});
+
 test("with checkpointing and a restart strategy: the resolved values, under keys config.ts accepts (or Flink's for parallelism)", () => {
   const c = effectiveConfiguration({
     ...base,

@@ -65,6 +65,9 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
     set("state.backend.disk.incremental", backend.incremental);
     set("state.backend.disk.max-chain-length", backend.maxChainLength);
     set("state.backend.disk.local-recovery", backend.localRecovery);
+  } else {
+    set("state.backend.heap.incremental", backend.incremental);
+    set("state.backend.heap.max-chain-length", backend.maxChainLength);
   }
   const r = s.restartStrategy ?? { type: "none" };
   set("restart-strategy.type", r.type);

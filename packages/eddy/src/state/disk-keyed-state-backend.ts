@@ -60,10 +60,10 @@ import { isPidAlive } from "../core/pid.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
-import { writeCells, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
-import { writeDeltaHeader, type SharedFileRef, type SharedKeyedSnapshot } from "./incremental-snapshot.ts";
+import type { HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
+import type { SharedFileRef, SharedKeyedSnapshot } from "./incremental-snapshot.ts";
+import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
-import { defaultCodec } from "../core/codec/default-codec.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import { Cell, KeyEntry, keyGroupOutOfRange, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
@@ -256,7 +256,6 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #disposed = false;
   #recordsWritten = 0;
   readonly #incremental: boolean;
-  readonly #maxChainLength: number;
   /** The key context every table shares (from the first createTable): its changeEpoch marks changes per snapshot. */
   #ctx: KeyContext | undefined = undefined;
   /**
@@ -267,12 +266,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   #changed: (Map<MapKey, Key> | undefined)[][] = [];
   /** Records made into #changed (an upper bound of its keys). */
   #changedKeys = 0;
-  /** The next incremental snapshot must be a base (nothing to chain on, or the changes were lost track of). */
-  #needBase = true;
-  /** Deltas since the last base. */
-  #chainLength = 0;
-  /** The chain the last incremental snapshot completes, once its file is written (undefined: it failed). */
-  #chain: Promise<readonly SharedFileRef[] | undefined> = Promise.resolve(undefined);
+  /** Base or delta, and the chain each incremental snapshot extends. */
+  readonly #chain: SnapshotChain;
   /** Nothing but restored key groups was ever written to the store, nor cached: a restore may go straight to the store. */
   #storeOnlyRestored = true;
   /** Key groups (indexes) restored straight into the store. */
@@ -295,10 +290,11 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#clock = options.clock;
     this.#dir = storeDir;
     this.#incremental = options.incremental === true;
-    this.#maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
-    if (!Number.isSafeInteger(this.#maxChainLength) || this.#maxChainLength < 0) {
+    const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
+    if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
       throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(options.maxChainLength)}`);
     }
+    this.#chain = new SnapshotChain(maxChainLength);
     this.#local = options.localRecovery === true;
     if (this.#local && !this.#incremental) {
       throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
@@ -360,7 +356,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       return this.localRecovery;
     }
     this.localRecovery = { used: true, read: outcome.read, records: outcome.written, ms };
-    this.#needBase = true;
+    this.#chain.restart();
     this.#storeOnlyRestored = false;
     this.#storeHolds = true;
     return this.localRecovery;
@@ -549,7 +545,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         this.#bytes += delta;
       },
       migrate: (step) => {
-        this.#needBase = true; // every stored value changes
+        this.#chain.restart(); // every stored value changes
         this.#migrateStored(id, step);
       },
     };
@@ -631,7 +627,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * restore or a failure): a job without checkpoints never grows this.
    */
   #recordChange(id: number, kgIndex: number, key: Key, mapKey: MapKey): void {
-    if (!this.#incremental || this.#needBase) return;
+    if (!this.#incremental || this.#chain.needsBase) return;
     const groups = (this.#changed[id] ??= []);
     (groups[kgIndex] ??= new Map()).set(mapKey, key);
     this.#changedKeys++;
@@ -850,45 +846,24 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * or the store as of the snapshot (absent: removed).
    */
   #sharedPart(snapshot: HeapKeyedStateSnapshot, view: StoreView, local: LocalPart | undefined): SharedKeyedSnapshot {
-    const base = this.#needBase || this.#chainLength >= this.#maxChainLength;
     const ctx = this.#ctx;
     const epoch = ctx?.changeEpoch ?? 0;
     if (ctx !== undefined) ctx.changeEpoch++;
     const changed = this.#changed;
     this.#changed = [];
     this.#changedKeys = 0;
-    const previous = base ? Promise.resolve([]) : this.#chain;
-    let complete!: (chain: readonly SharedFileRef[] | undefined) => void;
-    this.#chain = new Promise((resolve) => (complete = resolve));
-    this.#needBase = false;
-    this.#chainLength = base ? 0 : this.#chainLength + 1;
-    let settled = false;
     let localGroups = 0;
-    const settle = (chain: readonly SharedFileRef[] | undefined): void => {
-      if (settled) return;
-      settled = true;
+    const { base, previous, settle } = this.#chain.begin(snapshot, (chain) => {
       if (local !== undefined && !this.#disposed) this.#settleLocal(local, chain, localGroups === this.keyGroupRange.end - this.keyGroupRange.start + 1);
       if (chain === undefined) {
-        // What this one recorded is lost: start over with a base (and record nothing until then).
-        this.#needBase = true;
+        // What this one recorded is lost: the next is a base (and nothing is recorded until then).
         this.#changed = [];
         this.#changedKeys = 0;
       }
-      complete(chain);
-    };
-    // A snapshot released without settling (it failed before its file was written) counts as failed.
-    const release = snapshot.release.bind(snapshot);
-    snapshot.release = () => {
-      settle(undefined);
-      release();
-    };
+    });
     const now = this.#clock.now();
     const writeGroup = base
-      ? (kg: number, out: ByteWriter): boolean => {
-          if (!snapshot.hasKeyGroup(kg)) return false;
-          snapshot.writeKeyGroup(kg, out);
-          return true;
-        }
+      ? (kg: number, out: ByteWriter): boolean => writeBaseKeyGroup(snapshot, kg, out)
       : (kg: number, out: ByteWriter): boolean => this.#writeDelta(kg, out, view, snapshot, changed, epoch, now);
     const writeKeyGroup =
       local === undefined
@@ -1006,8 +981,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
   /** A delta key group (incremental-snapshot.ts): false when nothing in it changed. */
   #writeDelta(kg: number, out: ByteWriter, view: StoreView, snapshot: HeapKeyedStateSnapshot, changed: (Map<MapKey, Key> | undefined)[][], epoch: number, now: number): boolean {
     const index = kg - this.keyGroupRange.start;
-    const headers: { name: string; keys: Key[] }[] = [];
-    const bodies: { meta: KeyedStateMeta; cells: Parameters<CellVisitor>[]; dropExpired: boolean }[] = [];
+    const changes: StateChanges[] = [];
     for (const [id, cached] of view.cached) {
       const info = this.#tables[id]!;
       const outside = changed[id]?.[index];
@@ -1034,19 +1008,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       }
       if (keys.length === 0) continue;
       const name = info.descriptor.name;
-      headers.push({ name, keys });
       const meta = snapshot.states.find((m) => m.name === name)!;
-      bodies.push({ meta, cells, dropExpired: info.table.ttl?.cleanupFullSnapshot === true });
+      changes.push({ meta, keys, cells, dropExpired: info.table.ttl?.cleanupFullSnapshot === true });
     }
-    if (headers.length === 0) return false;
-    writeDeltaHeader(headers, out);
-    out.varuint(bodies.length);
-    const codec = defaultCodec();
-    for (const { meta, cells, dropExpired } of bodies) {
-      out.string(meta.name);
-      writeCells({ forEachCell: (_index, visit) => { for (const c of cells) visit(...c); } }, index, meta, dropExpired ? now : Number.NEGATIVE_INFINITY, codec, out);
-    }
-    return true;
+    return writeDeltaKeyGroup(changes, index, now, out);
   }
 
   /** The record of a key as of a snapshot: its write batch (a delete: undefined), else its store transaction. */
@@ -1072,7 +1037,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
    * into the cache, then evictions down to the cache size.
    */
   override restoreKeyGroupCells(keyGroup: number, cells: KeyGroupCells, states: readonly KeyedStateMeta[]): void {
-    this.#needBase = true; // the first incremental snapshot after a restore is a base
+    this.#chain.restart(); // the first incremental snapshot after a restore is a base
     const kgIndex = this.checkRestoredKeyGroup(keyGroup);
     if (!this.#storeOnlyRestored || this.#restoredGroups.has(kgIndex)) {
       this.#storeOnlyRestored = false;

@@ -30,10 +30,12 @@ import type {
   InternalReducingState,
   InternalValueState,
 } from "./internal-state.ts";
-import type { ByteReader } from "../core/codec/bytes.ts";
-import { HeapKeyedStateSnapshot, readKeyGroup } from "./heap-snapshot.ts";
+import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
+import { HeapKeyedStateSnapshot, readKeyGroup, type CapturedState } from "./heap-snapshot.ts";
+import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
+import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
-import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
+import { KeyContext, type CellVisitor, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { KeyRows, MAX_ROWS } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateEntry, KeyGroupCells } from "./keyed-state-backend.ts";
@@ -42,7 +44,15 @@ import type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 export { VOID_NAMESPACE } from "./state-table.ts";
 export type { KeyGroupRangeLike, Namespace } from "./state-table.ts";
 
-export type HeapKeyedStateBackendOptions = KeyedStateBackendOptions;
+export interface HeapKeyedStateBackendOptions extends KeyedStateBackendOptions {
+  /**
+   * Incremental checkpoints (`state.backend.heap.incremental`): a checkpoint (never a savepoint)
+   * writes a base of every key group, then deltas of the keys changed or removed since the
+   * previous one, `maxChainLength` of them before the next base. Undefined: every checkpoint is
+   * full.
+   */
+  readonly incrementalCheckpoints?: { readonly maxChainLength: number };
+}
 
 export type { KeyedStateEntry } from "./keyed-state-backend.ts";
 
@@ -80,6 +90,15 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #onBackgroundCleanup: (() => void) | undefined;
   #backgroundCleanupAnnounced = false;
   readonly #onQueryable: ((queryableName: string, stateName: string) => void) | undefined;
+  /** Base or delta of the next incremental snapshot; undefined: every snapshot is full. */
+  readonly #chain: SnapshotChain | undefined;
+  /**
+   * Keys removed since the previous incremental snapshot, per state (registration order) and
+   * group index, by map identity: a delta writes them as changed keys without cells. Changed
+   * keys still held are found by `KeyEntry.changedAt`. Recorded only while the next snapshot can
+   * be a delta.
+   */
+  #removed: (Map<MapKey, Key> | undefined)[][] = [];
 
   /** `maxKeyRows`: how many key rows to keep (key-rows.ts); tests drop them sooner. */
   constructor(options: HeapKeyedStateBackendOptions, maxKeyRows = MAX_ROWS) {
@@ -93,6 +112,14 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.#operator = options.operatorName;
     this.#onQueryable = options.onQueryable;
     this.#onBackgroundCleanup = options.onBackgroundCleanup;
+    const incremental = options.incrementalCheckpoints;
+    if (incremental !== undefined) {
+      const { maxChainLength } = incremental;
+      if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
+        throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
+      }
+      this.#chain = new SnapshotChain(maxChainLength);
+    }
   }
 
   /**
@@ -190,14 +217,70 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * The synchronous part of a snapshot: freezes every state (copy-on-write per key group, O(key
    * groups)); the returned snapshot serializes it later while processing goes on.
    */
-  snapshot(_options?: KeyedSnapshotOptions): HeapKeyedStateSnapshot {
+  snapshot(options?: KeyedSnapshotOptions): HeapKeyedStateSnapshot {
     const captured = [...this.#states.values()].map(({ table, descriptor }) => ({
       meta: metaOf(descriptor),
       capture: this.captureTable(table),
       dropExpired: table.ttl?.cleanupFullSnapshot === true,
     }));
     const hasTtl = captured.some((c) => c.dropExpired);
-    return new HeapKeyedStateSnapshot(this.keyGroupRange, captured, hasTtl ? this.#clock.now() : 0);
+    const now = hasTtl ? this.#clock.now() : 0;
+    const snapshot = new HeapKeyedStateSnapshot(this.keyGroupRange, captured, now);
+    if (this.#chain !== undefined && options?.incremental === true) snapshot.shared = this.#sharedPart(this.#chain, snapshot, captured, now);
+    return snapshot;
+  }
+
+  /**
+   * The incremental part of a snapshot (synchronous, O(1) besides the captures): a base when the
+   * chain must restart (the first snapshot, after a restore or a failed one, or `maxChainLength`
+   * deltas since the last base), else a delta: per key group and state, the captured entries
+   * changed since the previous snapshot (`changedAt` at least this snapshot's epoch: one changed
+   * after the capture shows its captured cells, which may be unchanged, and is written all the
+   * same) and the keys removed since then that the capture does not hold.
+   */
+  #sharedPart(chain: SnapshotChain, snapshot: HeapKeyedStateSnapshot, captured: readonly CapturedState[], now: number): SharedKeyedSnapshot {
+    const ctx = this.#ctx;
+    const epoch = ctx.changeEpoch++;
+    const removed = this.#removed;
+    this.#removed = [];
+    const { base, previous, settle } = chain.begin(snapshot, (written) => {
+      if (written === undefined) this.#removed = []; // the next is a base
+    });
+    const writeKeyGroup = base
+      ? (kg: number, out: ByteWriter): boolean => writeBaseKeyGroup(snapshot, kg, out)
+      : (kg: number, out: ByteWriter): boolean => {
+          const index = kg - this.keyGroupRange.start;
+          const changes: StateChanges[] = [];
+          for (let id = 0; id < captured.length; id++) {
+            const { meta, capture, dropExpired } = captured[id]!;
+            const gone = removed[id]?.[index];
+            const keys: Key[] = [];
+            const cells: Parameters<CellVisitor>[] = [];
+            const held = gone === undefined ? undefined : new Set<MapKey>();
+            capture.forEachCell(
+              index,
+              (key, ns, value, expiresAt, expiry) => cells.push([key, ns, value, expiresAt, expiry]),
+              (entry) => {
+                if (entry.changedAt < epoch) return false;
+                held?.add(entry.mapKey);
+                keys.push(entry.key);
+                return true;
+              },
+              true,
+            );
+            if (gone !== undefined) for (const [mapKey, key] of gone) if (!held!.has(mapKey)) keys.push(key);
+            if (keys.length > 0) changes.push({ meta, keys, cells, dropExpired });
+          }
+          return writeDeltaKeyGroup(changes, index, now, out);
+        };
+    return { kind: base ? "base" : "delta", previous, writeKeyGroup, settle };
+  }
+
+  /** Key `entry` of state `id` left its table: the next delta writes it as removed (unless it comes back). */
+  #recordRemoved(id: number, entry: KeyEntry, kgIndex: number): void {
+    if (this.#chain!.needsBase) return;
+    const groups = (this.#removed[id] ??= []);
+    (groups[kgIndex] ??= new Map()).set(entry.mapKey, entry.key);
   }
 
   /**
@@ -211,6 +294,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   restoreKeyGroupCells(keyGroup: number, cells: KeyGroupCells, _states: readonly KeyedStateMeta[]): void {
+    this.#chain?.restart(); // the first incremental snapshot after a restore is a base
     const kgIndex = this.checkRestoredKeyGroup(keyGroup);
     cells((meta, { key, namespace, cell }) => {
       this.tableForRestore(meta).restoreCell(key, mapKeyOf(key), kgIndex, namespace, cell);
@@ -236,7 +320,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   /** Makes the table of a newly registered (or restored) state (a subclass gives it a source). */
   protected createTable(descriptor: StateDescriptorBase, ctx: KeyContext, clock: Clock): StateTable {
-    return new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy);
+    const id = this.#states.size; // its index in the snapshot's captures
+    const onRemoved = this.#chain === undefined ? undefined : (entry: KeyEntry, kgIndex: number): void => this.#recordRemoved(id, entry, kgIndex);
+    return new StateTable(descriptor.name, descriptor.kind, descriptor.ttl, this.keyGroupRange, ctx, clock, descriptor.copy, undefined, onRemoved);
   }
 
   /** Number of keys holding any value of the state (expired ones not cleaned yet included). */

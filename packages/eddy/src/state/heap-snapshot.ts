@@ -30,7 +30,7 @@ import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
 import { Cell, type Namespace, type TableCapture } from "./state-table.ts";
 
-interface CapturedState {
+export interface CapturedState {
   readonly meta: KeyedStateMeta;
   readonly capture: TableCapture;
   /** Leave out what expired (the TTL's cleanup.fullSnapshot). */

@@ -3,7 +3,7 @@
  * checkpoints"): what a backend's snapshot gives besides the canonical format, and the byte
  * layout of a change set.
  *
- * A backend that checkpoints incrementally (the disk backend) writes its keyed state, per operator
+ * A backend that checkpoints incrementally (the disk backend; the heap backend when asked) writes its keyed state, per operator
  * subtask and checkpoint, into one *shared file* instead of the task's snapshot file: either a
  * **base** (every key group in the canonical format of heap-snapshot.ts) or a **delta** (per key
  * group, only the keys whose state changed since the previous snapshot of the chain). A

@@ -42,7 +42,7 @@ export { HeapKeyedStateBackend, heapStateBackend } from "./heap-keyed-state-back
 export { DiskKeyedStateBackend, diskStateBackend } from "./disk-keyed-state-backend.ts";
 export type { DiskKeyedStateBackendOptions, DiskStateBackendOptions } from "./disk-keyed-state-backend.ts";
 export { stateBackendFactory, stateBackendSpec } from "./state-backend-spec.ts";
-export type { DiskStateBackendInput, StateBackendKind, StateBackendSpec } from "./state-backend-spec.ts";
+export type { DiskStateBackendInput, HeapStateBackendInput, StateBackendKind, StateBackendSpec } from "./state-backend-spec.ts";
 export type { HeapKeyedStateBackendOptions, KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 export type {
   InternalAggregatingState,

@@ -1,18 +1,24 @@
 /**
  * Which keyed state backend a job runs with, as data (it travels to worker threads, which build
  * the factory there): `env.setStateBackend(kind, options)`, `-D state.backend=…`,
- * `state.backend.disk.dir`, `state.backend.disk.cache-size`, `state.backend.disk.cache-bytes`. docs/state-backends.md.
+ * `state.backend.disk.*`, `state.backend.heap.*`. docs/state-backends.md.
  */
 import { isAbsolute, resolve } from "node:path";
 import { EddyError } from "../core/errors.ts";
 import { DEFAULT_DISK_CACHE_SIZE, DEFAULT_MAX_CHAIN_LENGTH, diskStateBackend } from "./disk-keyed-state-backend.ts";
-import { heapStateBackend } from "./heap-keyed-state-backend.ts";
+import { HeapKeyedStateBackend, heapStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "./keyed-state-backend.ts";
 
 export type StateBackendKind = "heap" | "disk";
 
 export type StateBackendSpec =
-  | { readonly kind: "heap" }
+  | {
+      readonly kind: "heap";
+      /** Checkpoints write only what changed (state.backend.heap.incremental); absent: false. */
+      readonly incremental?: boolean;
+      /** Deltas between two full bases (state.backend.heap.max-chain-length); absent: the default. */
+      readonly maxChainLength?: number;
+    }
   | {
       readonly kind: "disk";
       /** Root of the stores (absolute once resolved by the coordinator). */
@@ -52,18 +58,41 @@ export interface DiskStateBackendInput {
   readonly localRecovery?: boolean;
 }
 
+/** Options of `setStateBackend("heap", …)`. */
+export interface HeapStateBackendInput {
+  /**
+   * Incremental checkpoints (default false; savepoints are always full): a checkpoint writes a
+   * full base, then the keys changed or removed since the previous checkpoint.
+   */
+  readonly incremental?: boolean;
+  /** Incremental checkpoints after a full one before the next full one (default 10; 0: all full). */
+  readonly maxChainLength?: number;
+}
+
 /** Where disk state lives unless `state.backend.disk.dir` says otherwise. */
 export const DEFAULT_DISK_STATE_DIR = ".eddy/state";
 
 /** Checks a backend choice and its options, refusing what is unknown or bad by name; resolves the directory. */
-export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput = {}): StateBackendSpec {
+export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput | HeapStateBackendInput = {}): StateBackendSpec {
   if (kind === "heap") {
-    if (Object.values(options).some((v) => v !== undefined)) {
-      throw new EddyError("INVALID_STATE_BACKEND", "the heap state backend takes no options (dir, cacheSize, cacheBytes, incremental, maxChainLength and localRecovery are the disk backend's)");
+    const known = ["incremental", "maxChainLength"];
+    for (const [name, value] of Object.entries(options)) {
+      if (value !== undefined && !known.includes(name)) {
+        throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the heap state backend (incremental, maxChainLength; dir, cacheSize, cacheBytes and localRecovery are the disk backend's)`);
+      }
     }
-    return { kind: "heap" };
+    const { incremental, maxChainLength } = options;
+    if (incremental !== undefined && typeof incremental !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.incremental must be true or false, got ${String(incremental)}`);
+    if (maxChainLength !== undefined && (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0)) {
+      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
+    }
+    return { kind: "heap", ...(incremental === undefined ? {} : { incremental }), ...(maxChainLength === undefined ? {} : { maxChainLength }) };
   }
   if (kind !== "disk") throw new EddyError("INVALID_STATE_BACKEND", `unknown state backend ${JSON.stringify(kind)}: use "heap" or "disk"`);
+  return diskSpec(options);
+}
+
+function diskSpec(options: DiskStateBackendInput): StateBackendSpec {
   const known = ["dir", "cacheSize", "cacheBytes", "incremental", "maxChainLength", "localRecovery"];
   for (const name of Object.keys(options)) {
     if (!known.includes(name)) throw new EddyError("INVALID_STATE_BACKEND", `unknown option '${name}' of the disk state backend (${known.join(", ")})`);
@@ -92,7 +121,12 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput =
 
 /** The factory of a spec (undefined: the heap backend). */
 export function stateBackendFactory(spec: StateBackendSpec | undefined): KeyedStateBackendFactory {
-  if (spec === undefined || spec.kind === "heap") return heapStateBackend;
+  if (spec === undefined) return heapStateBackend;
+  if (spec.kind === "heap") {
+    if (spec.incremental !== true) return heapStateBackend;
+    const incrementalCheckpoints = { maxChainLength: spec.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH };
+    return (options) => new HeapKeyedStateBackend({ ...options, incrementalCheckpoints });
+  }
   return diskStateBackend({
     dir: spec.dir,
     cacheSize: spec.cacheSize,

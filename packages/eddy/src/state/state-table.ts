@@ -245,6 +245,8 @@ export class StateTable {
   readonly #byValue: boolean;
   /** Where keys not in the maps are (undefined: nowhere; the maps hold everything). */
   readonly #source: TableSource | undefined;
+  /** Told of every entry that became empty and left the maps (the heap backend's incremental snapshots). */
+  readonly #onRemoved: ((entry: KeyEntry, kgIndex: number) => void) | undefined;
   /** This table's index in the key rows' `entries` (unique among the tables of its key context). */
   readonly #rowIndex: number;
 
@@ -257,8 +259,10 @@ export class StateTable {
     clock: Clock,
     copy: "deep" | "none" = "deep",
     source?: TableSource,
+    onRemoved?: (entry: KeyEntry, kgIndex: number) => void,
   ) {
     this.#source = source;
+    this.#onRemoved = onRemoved;
     this.#rowIndex = ctx.tables++;
     this.#ttl = ttl;
     this.#entriesPerAccess = ttl?.cleanupEntriesPerAccess ?? 0;
@@ -526,6 +530,7 @@ export class StateTable {
       group.delete(entry.mapKey);
       this.#numKeys--;
       this.#source?.removed(entry, kgIndex);
+      this.#onRemoved?.(entry, kgIndex);
     }
     this.#replaceHot(entry, undefined);
     if (this.#cacheEntry === entry) this.#cacheEntry = undefined;

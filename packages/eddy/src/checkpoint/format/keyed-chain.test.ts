@@ -1,9 +1,11 @@
 /**
- * Incremental snapshots of the disk backend, read back through their chains (issue 29): after
- * random writes, clears, evictions, window state and TTL'd values, every chain (a base and the
- * deltas after it) restores into the heap backend exactly what a full snapshot taken at the same
- * moment restores; a base comes every `maxChainLength` deltas and after a failed snapshot; a delta
- * of few changed keys is a small fraction of a base; a damaged shared file is refused by name.
+ * Incremental snapshots of the disk backend (issue 29) and of the heap backend
+ * (`state.backend.heap.incremental`), read back through their chains: after random writes,
+ * clears, evictions (disk), window state, TTL'd values and background TTL cleanup, every chain (a
+ * base and the deltas after it) restores into the heap and the disk backend exactly what a full
+ * snapshot taken at the same moment restores; a base comes every `maxChainLength` deltas and
+ * after a failed snapshot; a delta of few changed keys is a small fraction of a base; a damaged
+ * shared file is refused by name.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -35,8 +37,20 @@ const map = new MapStateDescriptor<string, number>("map");
 const windowSum = new ReducingStateDescriptor<number>("window", (a, b) => a + b);
 const expiring = new ValueStateDescriptor<number>("expiring", { ttl: { ttlMs: 50 } });
 
+/** The backends whose incremental snapshots are checked: the disk backend with a small cache, the heap backend. */
+const BACKENDS = {
+  disk: (name: string, clock: ManualClock, cacheSize: number, maxChainLength?: number): HeapKeyedStateBackend =>
+    new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, name), cacheSize, incremental: true, maxChainLength }),
+  heap: (_name: string, clock: ManualClock, _cacheSize: number, maxChainLength = 10): HeapKeyedStateBackend =>
+    new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock, incrementalCheckpoints: { maxChainLength } }),
+} as const;
+
+const dispose = (b: HeapKeyedStateBackend): void => {
+  if (b instanceof DiskKeyedStateBackend) b.dispose();
+};
+
 /** One random change to key `k` (value, list, map, windows, TTL'd value; writes and clears). */
-function change(b: DiskKeyedStateBackend, k: number, r: number): void {
+function change(b: HeapKeyedStateBackend, k: number, r: number): void {
   b.setCurrentKey(k, kgOf(k));
   const op = Math.floor(r * 10);
   if (op === 0) b.getState(value).update({ n: Math.floor(r * 1_000_000) });
@@ -106,11 +120,12 @@ function restoreChainCells(files: readonly SnapshotFile[], states: readonly Keye
   return b;
 }
 
-test("incremental snapshots: every chain restores what a full snapshot of the same moment restores; bases every maxChainLength deltas and after a failure", () => {
+for (const [backend, create] of Object.entries(BACKENDS)) {
+test(`incremental snapshots of the ${backend} backend: every chain restores what a full snapshot of the same moment restores; bases every maxChainLength deltas and after a failure`, () => {
   const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
   const random = prng(seed);
   const clock = new ManualClock(0);
-  const b = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, "random"), cacheSize: 25, incremental: true, maxChainLength: 3 });
+  const b = create(`random-${backend}`, clock, 25, 3);
   let files: SnapshotFile[] = [];
   let refs: SharedFileRef[] = [];
   const kinds: string[] = [];
@@ -120,6 +135,8 @@ test("incremental snapshots: every chain restores what a full snapshot of the sa
     const changes = round === 0 ? KEYS * 3 : 20 + Math.floor(random() * 120);
     for (let i = 0; i < changes; i++) change(b, round === 0 ? i % KEYS : Math.floor(random() * KEYS), random());
     clock.advance(Math.floor(random() * 30));
+    // Expired keys of the TTL'd state removed in the background, between records.
+    if (round % 3 === 2) b.cleanupExpired(Math.floor(random() * 100));
     if (round === 8) {
       // A snapshot that fails before its file is written: the next one must be a base.
       const failed = b.snapshot({ incremental: true });
@@ -145,18 +162,18 @@ test("incremental snapshots: every chain restores what a full snapshot of the sa
     full.release();
     assert.deepEqual(actual, expected, `${at}: the chain of ${files.length} files restores what the full snapshot does`);
     assert.deepEqual(contents(restoreChainCells(files, incremental.states, clock, undefined)), expected, `${at}: the chain's cells into the heap backend`);
-    const disk = restoreChainCells(files, incremental.states, clock, `cells-${round}`) as DiskKeyedStateBackend;
+    const disk = restoreChainCells(files, incremental.states, clock, `cells-${backend}-${round}`) as DiskKeyedStateBackend;
     assert.deepEqual(contents(disk), expected, `${at}: the chain's cells straight into a disk backend's store`);
     assert.equal(disk.cachedKeys, 0, `${at}: restored into the store, not the cache`);
     disk.dispose();
   }
   assert.deepEqual(kinds, ["base", "delta", "delta", "delta", "base", "delta", "delta", "delta", "failed", "base", "delta", "delta", "delta", "base"], `seed ${seed}`);
-  b.dispose();
+  dispose(b);
 });
 
-test("incremental snapshots: a delta of 1 % of the keys is a small fraction of the base; a savepoint (no incremental option) stays full", () => {
+test(`incremental snapshots of the ${backend} backend: a delta of 1 % of the keys is a small fraction of the base; a savepoint (no incremental option) stays full`, () => {
   const clock = new ManualClock(0);
-  const b = new DiskKeyedStateBackend({ keyGroupRange: RANGE, clock, storeDir: join(root, "sizes"), cacheSize: 100, incremental: true });
+  const b = create(`sizes-${backend}`, clock, 100);
   const N = 5_000;
   for (let k = 0; k < N; k++) {
     b.setCurrentKey(k, kgOf(k));
@@ -180,7 +197,17 @@ test("incremental snapshots: a delta of 1 % of the keys is a small fraction of t
   const savepoint = b.snapshot();
   assert.equal(savepoint.shared, undefined, "a snapshot not asked to be incremental has no shared part");
   savepoint.release();
-  b.dispose();
+  dispose(b);
+});
+}
+
+test("the heap backend without incrementalCheckpoints never takes an incremental snapshot, and records no removed keys", () => {
+  const clock = new ManualClock(0);
+  const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
+  for (let k = 0; k < 100; k++) change(b, k, 0.05);
+  const snapshot = b.snapshot({ incremental: true });
+  assert.equal(snapshot.shared, undefined);
+  snapshot.release();
 });
 
 test("a damaged shared file is refused by name (CHECKPOINT_CORRUPT), never restored into wrong state", () => {
