@@ -60,7 +60,7 @@ import { isPidAlive } from "../core/pid.ts";
 import { mapKeyOf, type Key, type MapKey } from "../core/key.ts";
 import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts";
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
-import type { HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
+import { CellColumns, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import type { SharedFileRef, SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
@@ -985,33 +985,28 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     for (const [id, cached] of view.cached) {
       const info = this.#tables[id]!;
       const outside = changed[id]?.[index];
+      const name = info.descriptor.name;
+      const meta = snapshot.states.find((m) => m.name === name)!;
       const keys: Key[] = [];
-      const cells: Parameters<CellVisitor>[] = [];
+      const cells = new CellColumns(meta, info.table.ttl?.cleanupFullSnapshot === true ? now : Number.NEGATIVE_INFINITY);
       const seen = new Set<MapKey>();
-      cached.forEachCell(
-        index,
-        (key, ns, value, expiresAt, expiry) => cells.push([key, ns, value, expiresAt, expiry]),
-        (entry) => {
-          if (entry.changedAt < epoch && outside?.has(entry.mapKey) !== true) return false;
-          seen.add(entry.mapKey);
-          keys.push(entry.key);
-          return true;
-        },
-      );
+      cached.forEachCell(index, cells.add, (entry) => {
+        if (entry.changedAt < epoch && outside?.has(entry.mapKey) !== true) return false;
+        seen.add(entry.mapKey);
+        keys.push(entry.key);
+        return true;
+      });
       if (outside !== undefined) {
         for (const [mapKey, key] of outside) {
           if (seen.has(mapKey)) continue;
           keys.push(key);
           const record = this.#recordAt(view, index, id, mapKey);
-          if (record !== undefined) visitStored(decodeEntry(record, mapKey, 0, this.#dir), (...cell) => cells.push(cell));
+          if (record !== undefined) visitStored(decodeEntry(record, mapKey, 0, this.#dir), cells.add);
         }
       }
-      if (keys.length === 0) continue;
-      const name = info.descriptor.name;
-      const meta = snapshot.states.find((m) => m.name === name)!;
-      changes.push({ meta, keys, cells, dropExpired: info.table.ttl?.cleanupFullSnapshot === true });
+      if (keys.length > 0) changes.push({ meta, keys, cells });
     }
-    return writeDeltaKeyGroup(changes, index, now, out);
+    return writeDeltaKeyGroup(changes, out);
   }
 
   /** The record of a key as of a snapshot: its write batch (a delete: undefined), else its store transaction. */

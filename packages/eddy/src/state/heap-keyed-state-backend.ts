@@ -31,11 +31,11 @@ import type {
   InternalValueState,
 } from "./internal-state.ts";
 import type { ByteReader, ByteWriter } from "../core/codec/bytes.ts";
-import { HeapKeyedStateSnapshot, readKeyGroup, type CapturedState } from "./heap-snapshot.ts";
+import { CellColumns, HeapKeyedStateSnapshot, readKeyGroup, type CapturedState } from "./heap-snapshot.ts";
 import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
-import { KeyContext, type CellVisitor, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
+import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { KeyRows, MAX_ROWS } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateEntry, KeyGroupCells } from "./keyed-state-backend.ts";
@@ -255,11 +255,11 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
             const { meta, capture, dropExpired } = captured[id]!;
             const gone = removed[id]?.[index];
             const keys: Key[] = [];
-            const cells: Parameters<CellVisitor>[] = [];
+            const cells = new CellColumns(meta, dropExpired ? now : Number.NEGATIVE_INFINITY);
             const held = gone === undefined ? undefined : new Set<MapKey>();
             capture.forEachCell(
               index,
-              (key, ns, value, expiresAt, expiry) => cells.push([key, ns, value, expiresAt, expiry]),
+              cells.add,
               (entry) => {
                 if (entry.changedAt < epoch) return false;
                 held?.add(entry.mapKey);
@@ -269,9 +269,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
               true,
             );
             if (gone !== undefined) for (const [mapKey, key] of gone) if (!held!.has(mapKey)) keys.push(key);
-            if (keys.length > 0) changes.push({ meta, keys, cells, dropExpired });
+            if (keys.length > 0) changes.push({ meta, keys, cells });
           }
-          return writeDeltaKeyGroup(changes, index, now, out);
+          return writeDeltaKeyGroup(changes, out);
         };
     return { kind: base ? "base" : "delta", previous, writeKeyGroup, settle };
   }

@@ -89,37 +89,63 @@ export class HeapKeyedStateSnapshot {
 
 /** `now`: what expired by then is left out (-Infinity: nothing is). Captured cells are never modified. */
 export function writeCells(capture: Pick<TableCapture, "forEachCell">, index: number, meta: KeyedStateMeta, now: number, codec: BatchCodec, out: ByteWriter): void {
-  const hasTtl = meta.ttl !== undefined;
-  const keys: Key[] = [];
-  const namespaces: Namespace[] = [];
-  const payloads: unknown[] = [];
-  const expiresAts: number[] = [];
-  const expiries: Cell["expiry"][] = [];
+  const columns = new CellColumns(meta, now);
   // keepFrozen: a map cell changed since the capture comes as a FrozenMap (only without TTL, so
   // never one unexpiredElements reads), which the default codec writes as the Map it was.
-  capture.forEachCell(index, (key, ns, value, expiresAt, expiry) => {
+  capture.forEachCell(index, columns.add, undefined, true);
+  columns.write(codec, out);
+}
+
+/**
+ * The cells of one state in one key group, gathered column-wise as `state` of the file comment
+ * writes them: `add` (a CellVisitor) takes a cell, leaving out what expired at `now` (-Infinity:
+ * nothing), and `write` writes them all.
+ */
+export class CellColumns {
+  readonly #meta: KeyedStateMeta;
+  readonly #now: number;
+  readonly #hasTtl: boolean;
+  readonly #keys: Key[] = [];
+  readonly #namespaces: Namespace[] = [];
+  readonly #payloads: unknown[] = [];
+  readonly #expiresAts: number[] = [];
+  readonly #expiries: Cell["expiry"][] = [];
+
+  constructor(meta: KeyedStateMeta, now: number) {
+    this.#meta = meta;
+    this.#now = now;
+    this.#hasTtl = meta.ttl !== undefined;
+  }
+
+  readonly add = (key: Key, ns: Namespace, value: unknown, expiresAt: number, expiry: Cell["expiry"]): void => {
+    const hasTtl = this.#hasTtl;
+    const now = this.#now;
     if (hasTtl && expiresAt <= now) return;
     if (hasTtl && expiry !== undefined && now !== Number.NEGATIVE_INFINITY) {
-      const live = unexpiredElements(meta.kind, value, expiry, now);
+      const live = unexpiredElements(this.#meta.kind, value, expiry, now);
       if (live !== undefined) {
         if (live.empty) return;
         value = live.value;
         expiry = live.expiry;
       }
     }
-    keys.push(key);
-    namespaces.push(ns);
-    payloads.push(value);
+    this.#keys.push(key);
+    this.#namespaces.push(ns);
+    this.#payloads.push(value);
     if (hasTtl) {
-      expiresAts.push(expiresAt);
-      expiries.push(expiry);
+      this.#expiresAts.push(expiresAt);
+      this.#expiries.push(expiry);
     }
-  }, undefined, true);
-  out.varuint(keys.length);
-  codec.encode(keys, out);
-  codec.encode(namespaces, out);
-  codec.encode(payloads, out);
-  for (let i = 0; i < expiresAts.length; i++) writeTtl(meta.kind, expiresAts[i]!, expiries[i], out);
+  };
+
+  write(codec: BatchCodec, out: ByteWriter): void {
+    out.varuint(this.#keys.length);
+    codec.encode(this.#keys, out);
+    codec.encode(this.#namespaces, out);
+    codec.encode(this.#payloads, out);
+    const expiresAts = this.#expiresAts;
+    for (let i = 0; i < expiresAts.length; i++) writeTtl(this.#meta.kind, expiresAts[i]!, this.#expiries[i], out);
+  }
 }
 
 /**

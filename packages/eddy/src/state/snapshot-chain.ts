@@ -5,10 +5,9 @@
 import type { ByteWriter } from "../core/codec/bytes.ts";
 import { defaultCodec } from "../core/codec/default-codec.ts";
 import type { Key } from "../core/key.ts";
-import { writeCells, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
+import type { CellColumns, HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import { writeDeltaHeader, type SharedFileRef } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
-import type { CellVisitor } from "./state-table.ts";
 
 /**
  * One backend's chain of incremental snapshots: whether the next is a base or a delta, and the
@@ -86,24 +85,23 @@ export function writeBaseKeyGroup(snapshot: HeapKeyedStateSnapshot, keyGroup: nu
 /** The changes of one state in one key group: its changed keys and, as of the snapshot, their cells. */
 export interface StateChanges {
   readonly meta: KeyedStateMeta;
+  /** Every changed key (a key removed is changed and has no cells). */
   readonly keys: readonly Key[];
-  readonly cells: readonly Parameters<CellVisitor>[];
-  /** Leave out what expired at `now` (the TTL's cleanup.fullSnapshot). */
-  readonly dropExpired: boolean;
+  readonly cells: CellColumns;
 }
 
 /**
- * Writes a delta key group (the layout of the file comment) of group index `index` from the
- * states with changes, or nothing and returns false when none has any.
+ * Writes a delta key group (the layout of incremental-snapshot.ts) from the states with changes,
+ * or nothing and returns false when none has any.
  */
-export function writeDeltaKeyGroup(changes: readonly StateChanges[], index: number, now: number, out: ByteWriter): boolean {
+export function writeDeltaKeyGroup(changes: readonly StateChanges[], out: ByteWriter): boolean {
   if (changes.length === 0) return false;
   writeDeltaHeader(changes.map(({ meta, keys }) => ({ name: meta.name, keys })), out);
   out.varuint(changes.length);
   const codec = defaultCodec();
-  for (const { meta, cells, dropExpired } of changes) {
+  for (const { meta, cells } of changes) {
     out.string(meta.name);
-    writeCells({ forEachCell: (_index, visit) => { for (const c of cells) visit(...c); } }, index, meta, dropExpired ? now : Number.NEGATIVE_INFINITY, codec, out);
+    cells.write(codec, out);
   }
   return true;
 }
