@@ -9,7 +9,8 @@
  * task (keyBy edges between single subtasks are chained). Per-stage input counts are exact when the committed output is: the counting
  * stage emits each record once with its running count per key, and the window stage's sums are
  * those counts. The seed is printed on failure; EDDY_TEST_SEED replays a run, EDDY_CHK_ROUNDS runs
- * more rounds (`npm run soak:checkpoints`: 500).
+ * more rounds (`npm run soak:checkpoints`: 500), EDDY_CHK_HEAP_INCREMENTAL=1 runs them with the
+ * heap backend's incremental checkpoints (`npm run soak:checkpoints-incremental`).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -42,6 +43,13 @@ interface Output {
   readonly windows: string[];
 }
 
+/**
+ * EDDY_CHK_HEAP_INCREMENTAL=1 (`npm run soak:checkpoints-incremental`): every run on the heap
+ * backend's incremental checkpoints, with chains of at most 3 deltas.
+ */
+const HEAP_INCREMENTAL: Record<string, string> =
+  process.env.EDDY_CHK_HEAP_INCREMENTAL === "1" ? { "state.backend.heap.incremental": "true", "state.backend.heap.max-chain-length": "3" } : {};
+
 async function run(
   options: RunOptions,
   fault: Fault | undefined,
@@ -51,7 +59,7 @@ async function run(
   const warnings: string[] = [];
   const note = (message: string, fields?: Record<string, unknown>): void => void warnings.push(`${message} ${JSON.stringify(fields ?? {})}`);
   try {
-    const handle = runJob(checkpointed.countingJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options });
+    const handle = runJob(checkpointed.countingJob, { logger: { debug: () => {}, info: () => {}, warn: note, error: note }, ...options, config: { ...HEAP_INCREMENTAL, ...options.config } });
     await handle.done;
     return {
       warnings,

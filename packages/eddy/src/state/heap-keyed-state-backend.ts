@@ -276,6 +276,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return { kind: base ? "base" : "delta", previous, writeKeyGroup, settle };
   }
 
+  /** Keys recorded as removed for the next incremental snapshot (tests). */
+  get removedKeysRecorded(): number {
+    let n = 0;
+    for (const groups of this.#removed) for (const group of groups ?? []) n += group?.size ?? 0;
+    return n;
+  }
+
   /** Key `entry` of state `id` left its table: the next delta writes it as removed (unless it comes back). */
   #recordRemoved(id: number, entry: KeyEntry, kgIndex: number): void {
     if (this.#chain!.needsBase) return;

@@ -201,13 +201,34 @@ test(`incremental snapshots of the ${backend} backend: a delta of 1 % of the key
 });
 }
 
-test("the heap backend without incrementalCheckpoints never takes an incremental snapshot, and records no removed keys", () => {
+test("the heap backend records removed keys only while the next snapshot can be a delta (a job without checkpoints does not grow), and never without incrementalCheckpoints", () => {
   const clock = new ManualClock(0);
-  const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
-  for (let k = 0; k < 100; k++) change(b, k, 0.05);
-  const snapshot = b.snapshot({ incremental: true });
-  assert.equal(snapshot.shared, undefined);
+  const churn = (b: HeapKeyedStateBackend): void => {
+    for (let k = 0; k < 2_000; k++) {
+      b.setCurrentKey(k, kgOf(k));
+      b.getState(value).update({ n: k });
+      if (k % 3 === 0) b.getState(value).clear();
+    }
+  };
+  const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock, incrementalCheckpoints: { maxChainLength: 10 } });
+  churn(b);
+  assert.equal(b.removedKeysRecorded, 0, "before any snapshot the next one is a base: nothing to record");
+  const base = b.snapshot({ incremental: true });
+  base.shared!.settle([{ name: "b", size: 1, sha256: "0".repeat(64) }]);
+  base.release();
+  churn(b);
+  assert.equal(b.removedKeysRecorded, 667, "after a base, every key cleared is recorded");
+  const failed = b.snapshot({ incremental: true });
+  failed.release(); // never written
+  churn(b);
+  assert.equal(b.removedKeysRecorded, 0, "after a failed snapshot the next one is a base: nothing recorded");
+  const full = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
+  churn(full);
+  const snapshot = full.snapshot({ incremental: true });
+  assert.equal(snapshot.shared, undefined, "without incrementalCheckpoints every snapshot is full");
   snapshot.release();
+  churn(full);
+  assert.equal(full.removedKeysRecorded, 0);
 });
 
 test("a damaged shared file is refused by name (CHECKPOINT_CORRUPT), never restored into wrong state", () => {
