@@ -14,9 +14,14 @@
  * - The same with local recovery (`state.backend.disk.local-recovery`): every keyed subtask must
  *   come back by rolling its own store back (the log says so), with the failure-free output
  *   (EDDY_DISK_ROUNDS rounds too, default 2: threads with a thread exit, inline with an exception).
+ * - The same kill-and-compare with the heap backend's incremental checkpoints
+ *   (`state.backend.heap.incremental`, chains of at most 10 or 3 deltas): recovery from a chain of
+ *   the heap backend's deltas gives the failure-free output.
  * - Shared files under retention: after many incremental checkpoints with 2 retained, the shared
  *   directory holds exactly the files the retained checkpoints' chains list, each intact; a
  *   damaged shared file makes recovery skip the checkpoints that list it, naming the file.
+ * - An incremental checkpoint of either backend whose chain lists a delta restores into the heap
+ *   backend at parallelism 3 and into the disk backend at 1: the failure-free totals.
  * - A restore that skips deleted intermediate checkpoints: the newest checkpoint's chain lists
  *   deltas of checkpoints whose directories are gone (deleted by hand here, as retention or an
  *   operator would): the restore reads their shared files, never their directories, and the job
