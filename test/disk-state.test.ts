@@ -168,7 +168,18 @@ async function faultRound(
   return result;
 }
 
-test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run", async () => {
+/** The kill-and-compare rounds' backends: the disk backend with a cache of 8, and the heap backend with incremental checkpoints. */
+const KILL_BACKENDS: Record<string, (chain: string) => Record<string, string>> = {
+  "disk backend on worker threads and inline (1,000 keys, a cache of 8)": (chain) => ({ "state.backend.disk.max-chain-length": chain }),
+  "the heap backend with incremental checkpoints (state.backend.heap.incremental), on worker threads and inline": (chain) => ({
+    "state.backend": "heap",
+    "state.backend.heap.incremental": "true",
+    "state.backend.heap.max-chain-length": chain,
+  }),
+};
+
+for (const [name, backend] of Object.entries(KILL_BACKENDS)) {
+test(`${name}: a fault at a random point, recovery from the latest checkpoint, committed output equals the failure-free run`, async () => {
   const root = mkdtempSync(join(tmpdir(), "eddy-disk-kill-"));
   try {
     const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
@@ -192,37 +203,16 @@ test("disk backend on worker threads and inline (1,000 keys, a cache of 8): a fa
       )[round % 3]!;
       const at = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${atRecord}`;
       // Chains of up to 10 or 3 deltas: restores from a long chain, or from a recent base.
-      const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, { "state.backend.disk.max-chain-length": round % 2 === 0 ? "10" : "3" });
-      // Checkpoint 1 is a base and was deleted once 2 completed: a restore of 2 or later reads a chain listing its files.
+      const result = await faultRound(join(root, `round-${round}`), at, expected, mode, kind, atRecord, backend(round % 2 === 0 ? "10" : "3"));
+      // Checkpoint 1 is a base and was deleted once 2 completed: a restore of 2 or later reads a
+      // chain listing its file and deltas (the rescale tests below check that deltas are listed).
       assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
 });
-
-test("the heap backend with incremental checkpoints (state.backend.heap.incremental), on worker threads and inline: a fault at a random point, recovery from a chain of deltas, committed output equals the failure-free run", async () => {
-  const root = mkdtempSync(join(tmpdir(), "eddy-heap-inc-kill-"));
-  try {
-    const expected = await runDiskKeyed({ mode: "inline", checkpointing: false });
-    const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
-    const random = prng(seed);
-    const rounds = Number(process.env.EDDY_DISK_ROUNDS ?? 3);
-    for (let round = 0; round < rounds; round++) {
-      const atRecord = round === 0 ? Math.floor(diskKeyed.RECORDS * 0.5) : 1 + Math.floor(random() * diskKeyed.RECORDS * FAULT_SPAN);
-      const [mode, kind] = ([["threads", "exit"], ["inline", "process"], ["threads", "process"]] as const)[round % 3]!;
-      const at = `seed ${seed}, round ${round}, ${mode}, fault '${kind}' at record ${atRecord}`;
-      const dir = join(root, `round-${round}`);
-      const config = { "state.backend": "heap", "state.backend.heap.incremental": "true", "state.backend.heap.max-chain-length": round % 2 === 0 ? "10" : "3" };
-      const result = await faultRound(dir, at, expected, mode, kind, atRecord, config);
-      // Checkpoint 1 is the chain's base, deleted once 2 completed: a restore of 2 or later reads a
-      // chain listing its file and deltas (the rescale test below checks that deltas are listed).
-      assert.ok(result.restoredFrom[0] != null && result.restoredFrom[0] >= 2, `${at}: restored from checkpoint ${String(result.restoredFrom[0])}, one of those from checkpoint 2 on`);
-    }
-  } finally {
-    rmSync(root, { recursive: true, force: true });
-  }
-});
+}
 
 test("local recovery on worker threads and inline: after a fault, each subtask rolls its own store back to the checkpoint instead of rebuilding it; committed output equals the failure-free run", async () => {
   const root = mkdtempSync(join(tmpdir(), "eddy-disk-local-"));

@@ -62,7 +62,7 @@ import type { StateDescriptorBase, ValueStateDescriptor } from "./descriptors.ts
 import { HeapKeyedStateBackend, type KeyedStateEntry } from "./heap-keyed-state-backend.ts";
 import { CellColumns, type HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import type { SharedFileRef, SharedKeyedSnapshot } from "./incremental-snapshot.ts";
-import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
+import { checkMaxChainLength, SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
@@ -290,11 +290,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
     this.#clock = options.clock;
     this.#dir = storeDir;
     this.#incremental = options.incremental === true;
-    const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
-    if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
-      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(options.maxChainLength)}`);
-    }
-    this.#chain = new SnapshotChain(maxChainLength);
+    this.#chain = new SnapshotChain(options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH, "state.backend.disk.max-chain-length");
     this.#local = options.localRecovery === true;
     if (this.#local && !this.#incremental) {
       throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
@@ -1554,10 +1550,7 @@ export function diskStateBackend(options: DiskStateBackendOptions): KeyedStateBa
     throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.cache-bytes must be a positive integer, got ${String(cacheBytes)}`);
   }
   const incremental = options.incremental ?? true;
-  const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
-  if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
-    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
-  }
+  const maxChainLength = checkMaxChainLength(options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH, "state.backend.disk.max-chain-length");
   const localRecovery = options.localRecovery ?? false;
   if (localRecovery && !incremental) throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
   return (backendOptions) => {

@@ -113,13 +113,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.#onQueryable = options.onQueryable;
     this.#onBackgroundCleanup = options.onBackgroundCleanup;
     const incremental = options.incrementalCheckpoints;
-    if (incremental !== undefined) {
-      const { maxChainLength } = incremental;
-      if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
-        throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
-      }
-      this.#chain = new SnapshotChain(maxChainLength);
-    }
+    if (incremental !== undefined) this.#chain = new SnapshotChain(incremental.maxChainLength, "state.backend.heap.max-chain-length");
   }
 
   /**

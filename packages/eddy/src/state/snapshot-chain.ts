@@ -4,10 +4,20 @@
  */
 import type { ByteWriter } from "../core/codec/bytes.ts";
 import { defaultCodec } from "../core/codec/default-codec.ts";
+import { EddyError } from "../core/errors.ts";
 import type { Key } from "../core/key.ts";
 import type { CellColumns, HeapKeyedStateSnapshot } from "./heap-snapshot.ts";
 import { writeDeltaHeader, type SharedFileRef } from "./incremental-snapshot.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
+
+/**
+ * `value` as a chain's `maxChainLength` (deltas after a base before the next base; 0: every
+ * snapshot a base), or INVALID_STATE_BACKEND naming the configuration key `key` it came from.
+ */
+export function checkMaxChainLength(value: number, key: string): number {
+  if (!Number.isSafeInteger(value) || value < 0) throw new EddyError("INVALID_STATE_BACKEND", `${key} must be a non-negative integer, got ${String(value)}`);
+  return value;
+}
 
 /**
  * One backend's chain of incremental snapshots: whether the next is a base or a delta, and the
@@ -23,9 +33,9 @@ export class SnapshotChain {
   /** The chain the last snapshot completes, once its file is written (undefined: it failed). */
   #chain: Promise<readonly SharedFileRef[] | undefined> = Promise.resolve(undefined);
 
-  /** `maxChainLength`: deltas after a base before the next base (0: every snapshot a base). */
-  constructor(maxChainLength: number) {
-    this.#maxChainLength = maxChainLength;
+  /** `maxChainLength`: deltas after a base before the next base (checkMaxChainLength; `key` names it in the error). */
+  constructor(maxChainLength: number, key: string) {
+    this.#maxChainLength = checkMaxChainLength(maxChainLength, key);
   }
 
   /**

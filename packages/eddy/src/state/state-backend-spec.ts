@@ -8,6 +8,7 @@ import { EddyError } from "../core/errors.ts";
 import { DEFAULT_DISK_CACHE_SIZE, DEFAULT_MAX_CHAIN_LENGTH, diskStateBackend } from "./disk-keyed-state-backend.ts";
 import { HeapKeyedStateBackend, heapStateBackend } from "./heap-keyed-state-backend.ts";
 import type { KeyedStateBackendFactory } from "./keyed-state-backend.ts";
+import { checkMaxChainLength } from "./snapshot-chain.ts";
 
 export type StateBackendKind = "heap" | "disk";
 
@@ -83,9 +84,7 @@ export function stateBackendSpec(kind: unknown, options: DiskStateBackendInput |
     }
     const { incremental, maxChainLength } = options;
     if (incremental !== undefined && typeof incremental !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.incremental must be true or false, got ${String(incremental)}`);
-    if (maxChainLength !== undefined && (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0)) {
-      throw new EddyError("INVALID_STATE_BACKEND", `state.backend.heap.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
-    }
+    if (maxChainLength !== undefined) checkMaxChainLength(maxChainLength, "state.backend.heap.max-chain-length");
     return { kind: "heap", ...(incremental === undefined ? {} : { incremental }), ...(maxChainLength === undefined ? {} : { maxChainLength }) };
   }
   if (kind !== "disk") throw new EddyError("INVALID_STATE_BACKEND", `unknown state backend ${JSON.stringify(kind)}: use "heap" or "disk"`);
@@ -109,10 +108,7 @@ function diskSpec(options: DiskStateBackendInput): StateBackendSpec {
   }
   const incremental = options.incremental ?? true;
   if (typeof incremental !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.incremental must be true or false, got ${String(incremental)}`);
-  const maxChainLength = options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH;
-  if (!Number.isSafeInteger(maxChainLength) || maxChainLength < 0) {
-    throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.max-chain-length must be a non-negative integer, got ${String(maxChainLength)}`);
-  }
+  const maxChainLength = checkMaxChainLength(options.maxChainLength ?? DEFAULT_MAX_CHAIN_LENGTH, "state.backend.disk.max-chain-length");
   const localRecovery = options.localRecovery ?? false;
   if (typeof localRecovery !== "boolean") throw new EddyError("INVALID_STATE_BACKEND", `state.backend.disk.local-recovery must be true or false, got ${String(localRecovery)}`);
   if (localRecovery && !incremental) throw new EddyError("INVALID_STATE_BACKEND", "state.backend.disk.local-recovery needs incremental checkpoints (state.backend.disk.incremental: true)");
