@@ -31,6 +31,17 @@ function finalByKey<T extends { key: unknown }>(xs: T[], pick: (x: T) => number)
   return m;
 }
 
+for (const parallelism of [2, 3]) {
+  test(`a join fed by two edges of one task reads them in the order they were written (threads, parallelism ${parallelism})`, async () => {
+    // Every probe's build was written before it, by the same source subtask: none may reach the
+    // join first, whichever thread the join's subtask is on (RecordWriter.group, StreamTask's
+    // lower-seq-first read). Before, the sparse builds' batches to another thread waited to fill
+    // or time out, and most probes sent there arrived first.
+    const early = await collect<number>(jobs.buildsThenProbes, { parallelism, mode: "threads", expectMode: "threads" });
+    assert.deepEqual(early, []);
+  });
+}
+
 for (const parallelism of [1, 2, 4, 8]) {
   test(`keyBy at parallelism ${parallelism}: every key on the subtask owning its key group`, async () => {
     const out = await collect<jobs.Tagged>(jobs.keyedRouting, { parallelism, mode: "threads" });

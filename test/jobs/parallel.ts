@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
-import { defineJob, recordCodec, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
+import { defineJob, recordCodec, ValueStateDescriptor, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
 import { collectSink } from "eddy/testing";
 
 export const RECORDS = 20_000;
@@ -252,5 +252,39 @@ export const closingSlowly = defineJob("closing-slowly", (env) => {
         writeFileSync(join(process.env[CLOSE_MARKER_DIR]!, `closed-${this.subtask}`), "");
       },
     } as ProcessFunction<number, number> & { subtask: number })
+    .sinkTo(collectSink("out"));
+});
+
+/** Numbers per source subtask range in `buildsThenProbes`: a build every BUILD_EVERY numbers. */
+export const BUILD_EVERY = 20;
+export const ORDER_RECORDS = 240_000;
+
+/**
+ * A join fed by two edges of one source task, like Nexmark's auctions and bids: each number
+ * n ≡ 0 (mod BUILD_EVERY) is a build with key n / BUILD_EVERY, every other n a probe of the build
+ * written just before it (in the same source subtask: the ranges fromSequence gives each subtask
+ * start at multiples of BUILD_EVERY). Emits each probe that reached the join before its build.
+ * Builds are sparse and probes dense, as auctions and bids: batched per edge and sent as they
+ * filled, a build's batch to the other thread went out long after the probes written after it.
+ */
+export const buildsThenProbes = defineJob("builds-then-probes", (env) => {
+  const numbers = env.fromSequence(0, ORDER_RECORDS - 1);
+  const builds = numbers.filter((n) => n % BUILD_EVERY === 0).map((n) => n / BUILD_EVERY);
+  const probes = numbers.filter((n) => n % BUILD_EVERY !== 0).map((n) => Math.floor(n / BUILD_EVERY));
+  const built = new ValueStateDescriptor<boolean>("built");
+  builds
+    .connect(probes)
+    .keyBy(
+      (k) => k,
+      (k) => k,
+    )
+    .process<number>({
+      processElement1(_build, ctx) {
+        ctx.getState(built).update(true);
+      },
+      processElement2(probe, ctx, out) {
+        if (ctx.getState(built).value() === undefined) out.collect(probe);
+      },
+    })
     .sinkTo(collectSink("out"));
 });

@@ -17,6 +17,13 @@ export interface RecordBatch {
   readonly timestamps: ArrayLike<number>;
   /** Each record's key group, when the edge is keyed and the partitioner computed them. */
   readonly keyGroups?: ArrayLike<number> | undefined;
+  /**
+   * Where the sending task pushed this batch among all the batches it pushed, on any edge (a
+   * uint32 that wraps): a task fed by two edges of one upstream task (a join of auctions and bids
+   * from one source) reads the batch pushed first first (see RecordWriter, StreamTask). Absent on
+   * batches no RecordWriter sent.
+   */
+  readonly seq?: number;
 }
 
 /** Event time has reached `timestamp`: no more records with a timestamp ≤ it are expected. */

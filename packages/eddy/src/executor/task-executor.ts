@@ -518,6 +518,8 @@ export class TaskExecutor {
         );
         const counters = new CounterRegistry();
         const writers: RecordWriter[] = [];
+        /** The downstream operator and input of each writer: writers to the same operator push together (RecordWriter.group). */
+        const writerTargets = new Map<RecordWriter, { node: PlanNode; inputIndex: number }>();
         const operators = new Map<PlanNode, AnyOperator>();
         const checkpointings = new Map<PlanNode, OperatorCheckpointing>();
         const cp = deployment.checkpoints;
@@ -561,6 +563,7 @@ export class TaskExecutor {
               for (let r = 0; r < edge.target.parallelism; r++) channels.push(deployment.outputChannel(edge, subtask, r));
               const writer = new RecordWriter(channels, selector, this.#options.batchRecords);
               writers.push(writer);
+              writerTargets.set(writer, { node: edge.target, inputIndex: edge.inputIndex });
               const network = new NetworkTarget(writer);
               target = network;
               probe = { records: () => network.recordsOut, watermark: () => network.watermark };
@@ -649,6 +652,8 @@ export class TaskExecutor {
 
         const inputs: TaskInput[] = [];
         const perInput = [0, 0];
+        /** The upstream subtask of each input, as "chain/subtask": inputs sharing one are peers. */
+        const senders: string[] = [];
         for (const edge of headNode.inputs) {
           for (let s = 0; s < edge.source.parallelism; s++) {
             inputs.push({
@@ -656,10 +661,23 @@ export class TaskExecutor {
               inputIndex: edge.inputIndex,
               channelIndex: perInput[edge.inputIndex]!++,
             });
+            senders.push(`${this.#plan.chains.findIndex((c) => c.nodes.includes(edge.source))}/${s}`);
           }
         }
+        for (let i = 0; i < inputs.length; i++) {
+          const peers = senders.flatMap((sender, j) => (j !== i && sender === senders[i] ? [j] : []));
+          if (peers.length > 0) inputs[i] = { ...inputs[i]!, peers };
+        }
 
-        if (writers.length > 1) for (const w of writers) w.siblings = writers.filter((other) => other !== w);
+        if (writers.length > 1) {
+          const sequence = { value: 0 };
+          for (const w of writers) {
+            w.siblings = writers.filter((other) => other !== w);
+            w.sequence = sequence;
+            const group = writers.filter((other) => writerTargets.get(other)!.node === writerTargets.get(w)!.node);
+            if (group.length > 1) w.group = group.sort((a, b) => writerTargets.get(a)!.inputIndex - writerTargets.get(b)!.inputIndex);
+          }
+        }
         const sourceIdle = new SourceIdleTime(performance.now());
         const task = new StreamTask({
           name: chain.name,

@@ -63,6 +63,12 @@ export interface TaskInput {
   readonly inputIndex: 0 | 1;
   /** Index of this channel among the channels of its logical input (for the valve). */
   readonly channelIndex: number;
+  /**
+   * The other inputs fed by the same upstream subtask (over another edge of the same upstream
+   * task), when there are any: their batches carry comparable `seq`s, and the one pushed first is
+   * read first.
+   */
+  readonly peers?: readonly number[];
 }
 
 export interface StreamTaskOptions {
@@ -434,9 +440,10 @@ export class StreamTask {
     const deadline = this.#sliceDeadline();
     const work = this.#o.pendingWork;
     while (processed < budget && this.#state === "running" && this.#writable() && work.blocking === 0) {
-      const index = this.#nextInput;
-      const input = inputs[index]!;
+      let index = this.#nextInput;
       this.#nextInput = index + 1 === n ? 0 : index + 1;
+      if (inputs[index]!.peers !== undefined) index = this.#pushedFirst(index);
+      const input = inputs[index]!;
       const element = this.#aligning && this.#aligner!.isBlocked(index) ? undefined : input.channel.poll();
       if (element === undefined) {
         if (++idleScans >= n) return;
@@ -446,6 +453,33 @@ export class StreamTask {
       processed += this.#handle(element, input, index);
       if (deadline !== Number.POSITIVE_INFINITY && performance.now() >= deadline) return;
     }
+  }
+
+  /**
+   * Of input `index` and its peers (the inputs fed by the same upstream subtask), the one whose
+   * next batch that subtask pushed first; `index` when its next element is not a records batch.
+   * Between peers, batches are then read in the order they were pushed (see RecordWriter.group),
+   * as if the edges were one. Only what has arrived counts: this never waits for a peer.
+   */
+  #pushedFirst(index: number): number {
+    const inputs = this.#o.inputs;
+    const blocked = (i: number): boolean => this.#aligning && this.#aligner!.isBlocked(i);
+    if (blocked(index)) return index;
+    let firstSeq = inputs[index]!.channel.headSeq();
+    if (firstSeq === undefined) return index;
+    let first = index;
+    const peers = inputs[index]!.peers!;
+    for (let p = 0; p < peers.length; p++) {
+      const peer = peers[p]!;
+      if (blocked(peer)) continue;
+      const seq = inputs[peer]!.channel.headSeq();
+      // uint32 sequence numbers that wrap: compare their difference as an int32.
+      if (seq !== undefined && ((seq - firstSeq) | 0) < 0) {
+        first = peer;
+        firstSeq = seq;
+      }
+    }
+    return first;
   }
 
   /** Handles one element; returns the number of records it carried. */

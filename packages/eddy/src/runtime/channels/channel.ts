@@ -10,6 +10,11 @@ export interface InputChannel {
   poll(): StreamElement | undefined;
   /** Whether `poll` would return an element. */
   readonly hasData: boolean;
+  /**
+   * The `seq` of the element `poll` would return when that is a records batch with one, else
+   * undefined. Called only between elements: the element polled last has been handled.
+   */
+  headSeq(): number | undefined;
   /** Encoded bytes received so far (channels that cross threads). */
   readonly bytesIn?: number;
 }

@@ -11,7 +11,7 @@ import { ByteWriter } from "../../core/codec/bytes.ts";
 import { defaultCodec } from "../../core/codec/default-codec.ts";
 import { MAX_MAX_PARALLELISM } from "../../core/key-group.ts";
 import type { StreamElement } from "../../core/elements.ts";
-import { decodeElementFrame, encodeElementFrame, FRAME_HEADER_BYTES } from "./frames.ts";
+import { decodeElementFrame, encodeElementFrame, FRAME_HEADER_BYTES, recordsFrameSeq } from "./frames.ts";
 
 const codec = defaultCodec();
 
@@ -50,6 +50,7 @@ const recordsElement: fc.Arbitrary<RecordsElement> = fc.integer({ min: 0, max: 3
     values: fc.array(fc.record({ key: fc.integer({ min: -5, max: 5000 }), value: fc.oneof(fc.integer(), fc.double()) }), { minLength: n, maxLength: n }),
     timestamps: timestampsOf(n),
     keyGroups: fc.option(fc.array(fc.integer({ min: 0, max: MAX_MAX_PARALLELISM - 1 }), { minLength: n, maxLength: n }), { nil: undefined }),
+    seq: fc.integer({ min: 0, max: 2 ** 32 - 1 }),
   }).map((r) => ({ kind: "records" as const, ...r })),
 );
 
@@ -64,6 +65,10 @@ test("records round-trip exactly: values, timestamps bit for bit (NaN, -0), key 
       for (let i = 0; i < element.timestamps.length; i++) assert.ok(Object.is(d.timestamps[i], element.timestamps[i]), `timestamp ${i}: ${d.timestamps[i]} vs ${element.timestamps[i]}`);
       if (element.keyGroups === undefined) assert.equal(d.keyGroups, undefined);
       else assert.deepEqual(Array.from(d.keyGroups!), element.keyGroups);
+      // The batch's place among its sender's pushes, also readable without decoding (StreamTask
+      // compares the heads of a join's two inputs this way).
+      assert.equal(d.seq, element.seq);
+      assert.equal(recordsFrameSeq(roundTrip(element).frame), element.seq);
     }),
     { numRuns: 300 },
   );
@@ -88,6 +93,14 @@ test("timestamps decoded from an earlier frame keep their values when later fram
   assert.deepEqual(Array.from(second.timestamps), [20, 20]);
   assert.equal(third.timestamps.length, 5000);
   assert.ok(Array.from(third.timestamps).every((t) => t === 10));
+});
+
+test("only a records frame has a seq: every other frame reads as none", () => {
+  for (const element of [{ kind: "watermark", timestamp: 5 }, { kind: "barrier", checkpointId: 3, timestampMs: 9, isSavepoint: false }, { kind: "end" }] as StreamElement[]) {
+    assert.equal(recordsFrameSeq(roundTrip(element).frame), undefined, element.kind);
+  }
+  // A batch no RecordWriter numbered travels as 0.
+  assert.equal(recordsFrameSeq(roundTrip({ kind: "records", values: [1], timestamps: [0] }).frame), 0);
 });
 
 test("watermarks, statuses, barriers and end of input round-trip", () => {

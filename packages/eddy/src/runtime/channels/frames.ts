@@ -9,14 +9,15 @@
  *   u8  type        1 records, 2 watermark, 3 status, 4 barrier, 5 end (16 is reserved for
  *                   credit frames of transports that carry credit in band; the ring carries
  *                   credit in shared memory)
- *   u8  version     2
+ *   u8  version     3
  *   u16 flags       records: bit 0 = key groups follow the timestamps; bit 1 = one timestamp
  *                   stands for all records; 0 otherwise
  *   u32 channel     channel id, unique per job (see `channelId`)
  *
  * then by type:
  *
- *   records    u32 count, pad to 8, timestamps: f64 × count (NaN = none), or one f64 when
+ *   records    u32 count, u32 seq (the batch's RecordBatch.seq; 0 when it has none),
+ *              timestamps: f64 × count (NaN = none), or one f64 when
  *              flag bit 1 is set (every record has that timestamp, bit for bit),
  *              [pad to 2, u16 × count key groups if flag bit 0], codec payload
  *   watermark  f64 timestamp (±Infinity allowed)
@@ -29,7 +30,7 @@ import { ByteReader, ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError } from "../../core/codec/codec.ts";
 import { END_OF_INPUT, STATUS_ACTIVE, STATUS_IDLE, type StreamElement } from "../../core/elements.ts";
 
-export const FRAME_VERSION = 2;
+export const FRAME_VERSION = 3;
 export const FRAME_HEADER_BYTES = 8;
 
 export const FrameType = {
@@ -93,7 +94,7 @@ export function encodeElementFrame(channel: number, element: StreamElement, code
       const one = n > 0 && oneTimestamp(timestamps, n);
       header(writer, FrameType.records, channel, (keyGroups === undefined ? 0 : FLAG_KEY_GROUPS) | (one ? FLAG_ONE_TIMESTAMP : 0));
       writer.u32(n);
-      writer.align(8);
+      writer.u32(element.seq ?? 0);
       if (one) writer.f64(timestamps[0]!);
       else writer.f64Array(timestamps, n);
       // Key groups are below the max parallelism, at most 2^15.
@@ -119,6 +120,18 @@ export function encodeElementFrame(channel: number, element: StreamElement, code
   }
 }
 
+/** Offset of a records frame's `seq` (after the header and the count). */
+const SEQ_OFFSET = FRAME_HEADER_BYTES + 4;
+
+/**
+ * The `seq` of a records frame, read from its header without decoding it; undefined for any other
+ * frame (or one too short to be a records frame: decoding it will say why).
+ */
+export function recordsFrameSeq(frame: Uint8Array): number | undefined {
+  if (frame.length < SEQ_OFFSET + 4 || frame[0] !== FrameType.records) return undefined;
+  return (frame[SEQ_OFFSET]! | (frame[SEQ_OFFSET + 1]! << 8) | (frame[SEQ_OFFSET + 2]! << 16) | (frame[SEQ_OFFSET + 3]! << 24)) >>> 0;
+}
+
 /**
  * Decodes a frame for `channel`. Typed arrays of a records element (timestamps, key groups) may be
  * views of `frame`'s memory; the values never are. Throws CodecError CORRUPT_FRAME for anything
@@ -139,7 +152,7 @@ export function decodeElementFrame(frame: Uint8Array, codec: BatchCodec, channel
     case FrameType.records: {
       if ((flags & ~(FLAG_KEY_GROUPS | FLAG_ONE_TIMESTAMP)) !== 0) throw CodecError.corrupt(`unknown record frame flags ${flags}`);
       const n = reader.u32();
-      reader.align(8);
+      const seq = reader.u32();
       const one = (flags & FLAG_ONE_TIMESTAMP) !== 0;
       const timestamp = one ? reader.f64() : 0;
       const listed = one ? undefined : reader.f64Array(n);
@@ -149,7 +162,7 @@ export function decodeElementFrame(frame: Uint8Array, codec: BatchCodec, channel
         throw CodecError.corrupt(`codec '${codec.id}' decoded ${values.length} records, the frame holds ${n}`);
       }
       // After the values, so a corrupt count is refused before anything of its size is allocated.
-      return { kind: "records", values, timestamps: listed ?? timestampsOf(timestamp, n), keyGroups };
+      return { kind: "records", values, timestamps: listed ?? timestampsOf(timestamp, n), keyGroups, seq };
     }
     case FrameType.watermark:
       reader.align(8);

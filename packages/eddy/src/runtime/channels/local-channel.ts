@@ -29,6 +29,11 @@ export class LocalChannel implements InputChannel, OutputChannel {
     return element;
   }
 
+  headSeq(): number | undefined {
+    const head = this.#queue.peek();
+    return head !== undefined && head.kind === "records" ? head.seq : undefined;
+  }
+
   get hasData(): boolean {
     return this.#queue.size > 0;
   }

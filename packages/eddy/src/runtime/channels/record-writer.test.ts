@@ -8,9 +8,12 @@ import { RecordWriter } from "./record-writer.ts";
 /** Every push of every channel, in order: which channel, and the batch's records. */
 type Log = [string, unknown[]][];
 
-function channel(name: string, log: Log, crossesThreads = false): OutputChannel {
+function channel(name: string, log: Log, crossesThreads = false, seqs?: number[]): OutputChannel {
   const push = (element: StreamElement): void => {
-    if (element.kind === "records") log.push([name, [...element.values]]);
+    if (element.kind === "records") {
+      log.push([name, [...element.values]]);
+      seqs?.push(element.seq!);
+    }
   };
   // A channel to another thread encodes what it sends and counts the bytes (remote-channel.ts).
   return crossesThreads ? { push, isWritable: true, bytesOut: 0 } : { push, isWritable: true };
@@ -50,4 +53,60 @@ test("without siblings a full batch sends only itself", () => {
   a.write(2, 0);
   a.write(3, 0);
   assert.deepEqual(log, [["a", [2, 3]]]);
+});
+
+test("writers to one operator push their batches for a receiver together, in the operator's input order, numbered in push order", () => {
+  const log: Log = [];
+  const seqs: number[] = [];
+  // A join's two inputs (auctions first), each with a channel to a task on this thread (0) and
+  // one to another thread (1), plus a writer to another operator.
+  const auctions = new RecordWriter([channel("auctions-0", log, false, seqs), channel("auctions-1", log, true, seqs)], byParity, 4);
+  const bids = new RecordWriter([channel("bids-0", log, false, seqs), channel("bids-1", log, true, seqs)], byParity, 4);
+  const other = new RecordWriter([channel("other", log, true, seqs)], one, 4);
+  const sequence = { value: 0 };
+  for (const w of [auctions, bids, other]) w.sequence = sequence;
+  auctions.group = [auctions, bids];
+  bids.group = [auctions, bids];
+  auctions.siblings = [bids, other];
+  bids.siblings = [auctions, other];
+  other.siblings = [auctions, bids];
+
+  other.write(1, 0);
+  auctions.write(11, 0); // to the other thread
+  bids.write(201, 0);
+  bids.write(203, 0);
+  bids.write(205, 0);
+  assert.deepEqual(log, []);
+  bids.write(207, 0); // full: the auction to the same receiver goes first, though it crosses threads
+  assert.deepEqual(log, [
+    ["auctions-1", [11]],
+    ["bids-1", [201, 203, 205, 207]],
+  ]);
+  // Whichever of the two flushes, the first input's batch goes first.
+  bids.write(200, 0);
+  auctions.write(10, 0);
+  bids.flush();
+  assert.deepEqual(log.slice(2), [
+    ["auctions-0", [10]],
+    ["bids-0", [200]],
+  ]);
+  auctions.write(13, 0);
+  bids.write(209, 0);
+  auctions.flushOlderThan(Number.POSITIVE_INFINITY);
+  assert.deepEqual(log.slice(4), [
+    ["auctions-1", [13]],
+    ["bids-1", [209]],
+  ]);
+  // The other operator's batch waited for its own flush; the task's pushes are numbered 1, 2, …
+  other.flush();
+  assert.deepEqual(log.at(-1), ["other", [1]]);
+  assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7]);
+});
+
+test("batch numbers wrap after 2^32 - 1", () => {
+  const seqs: number[] = [];
+  const w = new RecordWriter([channel("a", [], false, seqs)], one, 1);
+  w.sequence = { value: 2 ** 32 - 2 };
+  for (let i = 0; i < 3; i++) w.write(i, 0);
+  assert.deepEqual(seqs, [2 ** 32 - 1, 0, 1]);
 });

@@ -37,11 +37,24 @@ export class RecordWriter {
   readonly #since: number[];
   recordsOut = 0;
   /**
-   * The task's other writers, when it has several: their partial batches go out before a full
-   * batch of this one, so a downstream task reading two of them sees records in about the order
-   * they were written (a join's auctions before the bids that came after them).
+   * The task's other writers, when it has several: their partial batches to tasks on this thread
+   * go out before a full batch of this one (cheap: nothing is encoded).
    */
   siblings: readonly RecordWriter[] | undefined = undefined;
+  /**
+   * The task's writers to the same downstream operator, this one included, in the order of that
+   * operator's inputs (a join fed by two edges of this task: its first input's writer first), when
+   * there are several. They push their batches for a receiver together, in that order, whichever
+   * of them starts it (a full batch, a timeout, a flush); with the task-wide `seq` each batch
+   * carries, the receiver reads them in that order too (StreamTask reads the lower `seq` first).
+   * So a join that keeps its first input (auctions) and looks it up from its second (bids) sees an
+   * auction before the bids written after it. Without this, the sparse edge's batch to another
+   * thread waited to fill or time out, and at parallelism 2 half of Nexmark q20's bids reached the
+   * join before their auction and waited in its state.
+   */
+  group: readonly RecordWriter[] | undefined = undefined;
+  /** Numbers every batch the task's writers push (shared by them; see RecordBatch.seq). */
+  sequence: { value: number } = { value: 0 };
 
   constructor(channels: readonly OutputChannel[], selector: ChannelSelector, batchRecords: number) {
     this.#channels = channels;
@@ -84,9 +97,19 @@ export class RecordWriter {
     }
   }
 
+  /** Pushes the pending batch of `channel`, with its group's (see `group`); returns whether this writer had one. */
   #flushChannel(channel: number): boolean {
+    if (this.#fill[channel]! === 0) return false;
+    const group = this.group;
+    if (group === undefined) this.#pushChannel(channel);
+    else for (let i = 0; i < group.length; i++) group[i]!.#pushChannel(channel);
+    return true;
+  }
+
+  /** Pushes the pending batch of `channel`, if any, with the task's next `seq`. */
+  #pushChannel(channel: number): void {
     const n = this.#fill[channel]!;
-    if (n === 0) return false;
+    if (n === 0) return;
     const values = this.#values[channel]!;
     const timestamps = this.#timestamps[channel]!;
     const keyGroups = this.#keyGroups?.[channel];
@@ -95,13 +118,13 @@ export class RecordWriter {
       timestamps.length = n;
       if (keyGroups !== undefined) keyGroups.length = n;
     }
-    this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups });
+    const seq = (this.sequence.value = (this.sequence.value + 1) >>> 0);
+    this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups, seq });
     this.#values[channel] = new Array<unknown>(this.#batchRecords);
     this.#timestamps[channel] = new Array<number>(this.#batchRecords);
     if (this.#keyGroups !== undefined) this.#keyGroups[channel] = new Array<number>(this.#batchRecords);
     this.#fill[channel] = 0;
     this.recordsOut += n;
-    return true;
   }
 
   /** Sends every pending batch; returns whether there was any. */

@@ -17,7 +17,7 @@ import { ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError, type BatchCodec } from "../../core/codec/codec.ts";
 import type { StreamElement } from "../../core/elements.ts";
 import { EddyError } from "../../core/errors.ts";
-import { decodeElementFrame, encodeElementFrame } from "./frames.ts";
+import { decodeElementFrame, encodeElementFrame, recordsFrameSeq } from "./frames.ts";
 import type { InputChannel, OutputChannel } from "./channel.ts";
 
 /**
@@ -134,10 +134,7 @@ export class RemoteInputChannel implements InputChannel {
    * (its typed arrays may be views of the transport's memory); its values are the task's to keep.
    */
   poll(): StreamElement | undefined {
-    if (this.#holding) {
-      this.#holding = false;
-      this.#inlet.release();
-    }
+    this.#releaseHeld();
     const frame = this.#inlet.peek();
     if (frame === undefined) return undefined;
     this.#holding = true;
@@ -161,6 +158,20 @@ export class RemoteInputChannel implements InputChannel {
       }
     }
     return element;
+  }
+
+  /** Read from the next frame's header, without decoding it (the element held is released first). */
+  headSeq(): number | undefined {
+    this.#releaseHeld();
+    const frame = this.#inlet.peek();
+    return frame === undefined ? undefined : recordsFrameSeq(frame);
+  }
+
+  #releaseHeld(): void {
+    if (this.#holding) {
+      this.#holding = false;
+      this.#inlet.release();
+    }
   }
 
   /** True also while an element is held: the next poll frees its room even if nothing follows. */
