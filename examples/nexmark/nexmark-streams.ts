@@ -15,6 +15,8 @@
  *                           time per 100,000 events); lower it for more windows per event
  *   NEXMARK_SEED            another seed, another data set (default 0)
  *   NEXMARK_RATE_LIMIT      emission limit in events per second of processing time (default none)
+ *   NEXMARK_SPLIT_BLOCK     consecutive event ids a source subtask emits before the next one's
+ *                           turn (default: the source's); 1: each takes every n-th id
  */
 import {
   nexmarkConfig,
@@ -46,6 +48,8 @@ export interface NexmarkSettings {
   readonly config: NexmarkConfig;
   /** Emission limit (events/s of processing time over all subtasks); undefined: as fast as possible. */
   readonly ratePerSecond: number | undefined;
+  /** Consecutive ids per source split block; undefined: the source's default. */
+  readonly splitBlock: number | undefined;
 }
 
 /** The number in environment variable `name` ("1_000_000" allowed), or `fallback` when unset. */
@@ -67,14 +71,15 @@ export function nexmarkSettings(): NexmarkSettings {
       seed: numberSetting("NEXMARK_SEED", 0),
     }),
     ratePerSecond: numberSetting("NEXMARK_RATE_LIMIT", undefined),
+    splitBlock: numberSetting("NEXMARK_SPLIT_BLOCK", undefined),
   };
 }
 
 /** The generated events, with event time and watermarks. */
 export function nexmarkEvents(env: StreamExecutionEnvironment): DataStream<NexmarkEvent> {
-  const { events, config, ratePerSecond } = nexmarkSettings();
+  const { events, config, ratePerSecond, splitBlock } = nexmarkSettings();
   return env.fromSource(
-    nexmarkSource({ events, config, ratePerSecond }),
+    nexmarkSource({ events, config, ratePerSecond, splitBlock }),
     // No timestamp assigner: the source stamps each event with its dateTime.
     WatermarkStrategy.forBoundedOutOfOrderness<NexmarkEvent>(WATERMARK_DELAY_MS),
     "Nexmark",

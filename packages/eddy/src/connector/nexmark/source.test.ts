@@ -6,7 +6,7 @@ import { readerOutputOf, type ReaderOutput, type SourceReader } from "../source.
 import { sourceReaderContext } from "../../testing/source-reader-context.ts";
 import { eventTimestamp, nexmarkConfig, nexmarkEvent } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
-import { nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
+import { DEFAULT_SPLIT_BLOCK, nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
 
 /** Events as comparable strings, sorted: a multiset. */
 function multiset(events: readonly NexmarkEvent[]): string[] {
@@ -94,8 +94,50 @@ test("fewer events than subtasks, and zero events, are still exact", async () =>
   }
 });
 
-test("each split takes every n-th id; a reader emits its ids in order with their event time as timestamp", () => {
-  const options = { events: 1_000 };
+/** The ids split `position` owns in [position, end), by the rule of source.ts: floor(id / block) ≡ floor(position / block) (mod stride). */
+function ownedIds(split: NexmarkSplit): number[] {
+  const block = split.block ?? 1;
+  const owner = Math.floor(split.position / block) % split.stride;
+  const ids: number[] = [];
+  for (let id = split.position; id < split.end!; id++) if (Math.floor(id / block) % split.stride === owner) ids.push(id);
+  return ids;
+}
+
+test("by default each split takes blocks of consecutive ids in turn; every id is emitted once, in order within a reader", () => {
+  // Blocks of 100 from id 250 (not a block's start), 1,000 events, 3 splits: split 0 takes ids
+  // 250-299 (what is left of block 2), then blocks 5, 8 and 11 (1,100-1,199); the run ends at 1,250.
+  const options = { events: 1_000, splitBlock: 100, config: { firstEventId: 250 } };
+  const splits = assignedSplits(options, 3).map((s) => s[0]!);
+  assert.deepEqual(
+    splits.map((s) => [s.position, s.stride, s.end, s.block]),
+    [
+      [250, 3, 1_250, 100],
+      [300, 3, 1_250, 100],
+      [400, 3, 1_250, 100],
+    ],
+  );
+  const config = nexmarkConfig(options.config);
+  const all: number[] = [];
+  for (const split of splits) {
+    const got = recorder();
+    drain(reader(options, [split]), got);
+    const ids = ownedIds(split);
+    assert.deepEqual(got.events, ids.map((id) => nexmarkEvent(id, config)));
+    assert.deepEqual(got.timestamps, ids.map((id) => eventTimestamp(id, config)));
+    all.push(...ids);
+  }
+  assert.deepEqual(ownedIds(splits[0]!).slice(49, 52), [299, 500, 501]);
+  assert.deepEqual(all.sort((a, b) => a - b), Array.from({ length: 1_000 }, (_, i) => 250 + i));
+  // Fewer blocks than subtasks: fewer splits.
+  assert.deepEqual(assignedSplits({ events: 150, splitBlock: 100 }, 3).map((s) => s.length), [1, 1, 0]);
+});
+
+test("splitBlock must be a positive integer", () => {
+  for (const splitBlock of [0, -1, 1.5, Number.NaN]) assert.throws(() => nexmarkSource({ splitBlock }), /splitBlock must be a positive integer/);
+});
+
+test("with splitBlock 1 each split takes every n-th id; a reader emits its ids in order with their event time as timestamp", () => {
+  const options = { events: 1_000, splitBlock: 1 };
   const splits = assignedSplits(options, 3);
   assert.deepEqual(splits.map((s) => s.map((x) => [x.position, x.stride, x.end])), [[[0, 3, 1_000]], [[1, 3, 1_000]], [[2, 3, 1_000]]]);
   const config = nexmarkConfig();
@@ -108,25 +150,30 @@ test("each split takes every n-th id; a reader emits its ids in order with their
   });
 });
 
-test("a reader restored from a snapshot emits exactly the remaining events, none lost or repeated", () => {
-  const options = { events: 50_000, config: { seed: 3 } };
-  const all = assignedSplits(options, 2);
-  const got = recorder();
-  for (const splits of all) {
-    const first = reader(options, splits);
-    const before = got.events.length;
-    for (let i = 0; i < 5; i++) assert.equal(first.pollNext(got.output), "more");
-    const snapshot = first.snapshotState(1);
-    first.close?.();
-    // The position is the next event id: the split's start plus the stride per emitted event.
-    assert.deepEqual(snapshot, [{ ...splits[0]!, position: splits[0]!.position + (got.events.length - before) * 2 }]);
-    // Restore through a JSON round trip, as a checkpoint would store it.
-    const restored = reader(options, JSON.parse(JSON.stringify(snapshot)) as NexmarkSplit[]);
-    drain(restored, got);
-    assert.deepEqual(restored.snapshotState(2), []);
-  }
-  assert.deepEqual(multiset(got.events), expected(0, 50_000, options));
-});
+for (const splitBlock of [1, 700]) {
+  test(`a reader restored from a snapshot emits exactly the remaining events, none lost or repeated (splitBlock ${splitBlock})`, () => {
+    const options = { events: 50_000, config: { seed: 3 }, splitBlock };
+    const all = assignedSplits(options, 2);
+    const got = recorder();
+    for (const splits of all) {
+      const first = reader(options, splits);
+      const before = got.events.length;
+      for (let i = 0; i < 5; i++) assert.equal(first.pollNext(got.output), "more");
+      const snapshot = first.snapshotState(1);
+      first.close?.();
+      // The position is the next event id the split owns. Splits of every n-th id (block 1) are
+      // snapshotted without a block, as before blocks existed.
+      const position = ownedIds(splits[0]!)[got.events.length - before]!;
+      assert.deepEqual(snapshot, [{ ...splits[0]!, position }]);
+      assert.equal("block" in snapshot[0]!, splitBlock !== 1);
+      // Restore through a JSON round trip, as a checkpoint would store it.
+      const restored = reader(options, JSON.parse(JSON.stringify(snapshot)) as NexmarkSplit[]);
+      drain(restored, got);
+      assert.deepEqual(restored.snapshotState(2), []);
+    }
+    assert.deepEqual(multiset(got.events), expected(0, 50_000, options));
+  });
+}
 
 test("a reader holding several splits (restore at lower parallelism) merges them in id order", () => {
   const options = { events: 10_000 };
@@ -143,12 +190,12 @@ test("an unbounded source never ends; its splits snapshot without an end and res
   const source = nexmarkSource(options);
   assert.equal(source.boundedness, "continuous");
   const [splits] = assignedSplits(options, 1);
-  assert.deepEqual(splits, [{ splitId: "nexmark-0-of-1", position: 0, stride: 1 }]);
+  assert.deepEqual(splits, [{ splitId: "nexmark-0-of-1", position: 0, stride: 1, block: DEFAULT_SPLIT_BLOCK }]);
   const r = reader(options, splits!);
   const got = recorder();
   for (let i = 0; i < 20; i++) assert.equal(r.pollNext(got.output), "more");
   const snapshot = r.snapshotState(1);
-  assert.deepEqual(snapshot, [{ splitId: "nexmark-0-of-1", position: got.events.length, stride: 1 }]);
+  assert.deepEqual(snapshot, [{ splitId: "nexmark-0-of-1", position: got.events.length, stride: 1, block: DEFAULT_SPLIT_BLOCK }]);
   const resumed = reader(options, snapshot);
   assert.equal(resumed.pollNext(got.output), "more");
   assert.deepEqual(got.events.slice(-3), [got.events.length - 3, got.events.length - 2, got.events.length - 1].map((id) => nexmarkEvent(id, nexmarkConfig())));
@@ -157,7 +204,7 @@ test("an unbounded source never ends; its splits snapshot without an end and res
 test("ahead of its rate the reader returns 'nothing' and becomes available from a clock timer, without spinning", async () => {
   const clock = new ManualClock(1_000);
   // 4,000/s over 2 subtasks: 2 events per ms for this reader.
-  const options = { events: 1_000, ratePerSecond: 4_000, clock };
+  const options = { events: 1_000, ratePerSecond: 4_000, clock, splitBlock: 1 };
   const r = reader(options, assignedSplits(options, 2)[0]!, 2);
   const got = recorder();
   assert.equal(r.pollNext(got.output), "more");
@@ -205,10 +252,10 @@ test("a rate-limited job takes about events / rate of wall time", async () => {
 
 test("the reader's pendingRecords gauge (FLIP-33) counts the ids left in its splits, to 0 at the end; unbounded is +Infinity", () => {
   const context = sourceReaderContext({ subtaskIndex: 1, parallelism: 3 });
-  const r = nexmarkSource({ events: 1_000 }).createReader(context);
+  const r = nexmarkSource({ events: 1_000, splitBlock: 1 }).createReader(context);
   const pending = (): number | undefined => context.metrics.standardGauges().pendingRecords;
   assert.equal(pending(), 0, "no split yet");
-  r.addSplits(assignedSplits({ events: 1_000 }, 3)[1]!);
+  r.addSplits(assignedSplits({ events: 1_000, splitBlock: 1 }, 3)[1]!);
   assert.equal(pending(), 333, "ids 1, 4, …, 997");
   const into = recorder();
   r.pollNext(into.output);
@@ -216,6 +263,18 @@ test("the reader's pendingRecords gauge (FLIP-33) counts the ids left in its spl
   drain(r, into);
   assert.equal(into.events.length, 333);
   assert.equal(pending(), 0);
+
+  // Blocks: split 1 of 3 over 2,250 ids in blocks of 100 owns blocks 1, 4, 7, …, 19 and 22 (ids
+  // 2,200-2,249, cut by the end): 7 × 100 + 50. Counted down as it emits, whatever block it is in.
+  const blocks = sourceReaderContext({ subtaskIndex: 1, parallelism: 3 });
+  const b = nexmarkSource({ events: 2_250, splitBlock: 100 }).createReader(blocks);
+  b.addSplits(assignedSplits({ events: 2_250, splitBlock: 100 }, 3)[1]!);
+  const blockPending = (): number | undefined => blocks.metrics.standardGauges().pendingRecords;
+  assert.equal(blockPending(), 750);
+  const fromBlocks = recorder();
+  while (b.pollNext(fromBlocks.output) === "more") assert.equal(blockPending(), 750 - fromBlocks.events.length);
+  assert.equal(fromBlocks.events.length, 750);
+  assert.equal(blockPending(), 0);
 
   const endless = sourceReaderContext({ subtaskIndex: 0, parallelism: 1 });
   const u = nexmarkSource({}).createReader(endless);
