@@ -660,6 +660,8 @@ export class TaskExecutor {
               channel: deployment.inputChannel(edge, s, subtask),
               inputIndex: edge.inputIndex,
               channelIndex: perInput[edge.inputIndex]!++,
+              // Set on every input, so that all have one shape (the task's loop reads it per poll).
+              peers: undefined,
             });
             senders.push(`${this.#plan.chains.findIndex((c) => c.nodes.includes(edge.source))}/${s}`);
           }
