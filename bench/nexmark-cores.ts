@@ -13,6 +13,14 @@
  *
  * q0 and q1 run last as references outside the mean: no keyBy, nothing crosses threads.
  *
+ * `--two-processes` adds a third variant to each round: two parallelism-1 processes at once, each
+ * with half the events (the second from id events/2), the query's own ceiling on this machine
+ * with nothing shared and nothing exchanged (each has its own heap, JIT warm-up and GC threads,
+ * as each worker at p2 has). Its rate is the events of both over the slower one's running time.
+ * What it does not count: the work a real split adds (the join partners and windows that span the
+ * two halves); what it does count: that the two share the machine's two cores with their V8
+ * helper threads, caches and memory bandwidth.
+ *
  * Rates count the whole job, worker start-up included ("job"), and from the moment every subtask
  * was deployed ("running", JobResult.runningMs); the ratio uses "running" (start-up is a fixed
  * cost that longer jobs amortise; bench/worker-start.ts measures it), and the job rate is printed
@@ -41,6 +49,9 @@ const STATEFUL = ["q3", "q4", "q5", "q7", "q8", "q11", "q12", "q15", "q16", "q17
 const REFERENCES = ["q0", "q1"];
 
 const argv = process.argv.slice(2);
+const twoAt = argv.indexOf("--two-processes");
+const twoProcesses = twoAt >= 0;
+if (twoProcesses) argv.splice(twoAt, 1);
 const scalingAt = argv.indexOf("--scaling-records");
 const scalingRecords = scalingAt < 0 ? 20_000_000 : Number(argv[scalingAt + 1]);
 if (scalingAt >= 0) argv.splice(scalingAt, 2);
@@ -57,20 +68,35 @@ console.log(
   `Nexmark, parallelism 2 ÷ 1: ${args.events.toLocaleString("en")} events, median of ${args.rounds} alternated rounds; checkpoints ${args.checkpointInterval === undefined ? "off" : `every ${args.checkpointInterval}, exactly-once`}; ` +
     `local aggregation ${args.localAggregation ? "on" : "off"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
 );
-console.log(`${"query".padEnd(6)} ${"p1 running".padStart(12)} ${"p2 running".padStart(12)} ${"p2÷p1".padStart(7)}   ${"p1 job".padStart(11)} ${"p2 job".padStart(11)} ${"p2÷p1".padStart(7)}  ${"p1 cores".padStart(8)}  output`);
+console.log(
+  `${"query".padEnd(6)} ${"p1 running".padStart(12)} ${"p2 running".padStart(12)} ${"p2÷p1".padStart(7)}   ${"p1 job".padStart(11)} ${"p2 job".padStart(11)} ${"p2÷p1".padStart(7)}  ${"p1 cores".padStart(8)}  ${twoProcesses ? `${"2 procs".padStart(10)} ${"÷p1".padStart(6)}  ` : ""}output`,
+);
 
 const rate = (m: Measurement, running: boolean): number => m.events / ((running ? m.runningMs : m.durationMs) / 1000);
 const fmt = (eps: number): string => `${(eps / 1e6).toFixed(2)} M/s`;
 
+/** Two p1 processes at once over the two halves of the events: events of both / the slower's running time. */
+async function twoProcessRate(query: string): Promise<number> {
+  const half = Math.floor(args.events / 2);
+  const [a, b] = await Promise.all([
+    measureInChild(query, { ...args, events: half }, { ...p1, noLoop: true }),
+    measureInChild(query, { ...args, events: args.events - half }, { ...p1, noLoop: true }, { NEXMARK_FIRST_EVENT_ID: String(half) }),
+  ]);
+  return args.events / (Math.max(a.runningMs, b.runningMs) / 1000);
+}
+
 const ratios: number[] = [];
+const twoRatios: number[] = [];
 let mismatches = 0;
 for (const query of queries) {
   const ones: Measurement[] = [];
   const twos: Measurement[] = [];
+  const pairs: number[] = [];
   for (let r = 0; r < args.rounds; r++) {
     const order = r % 2 === 0 ? [p1, p2] : [p2, p1];
     // The hand-written loop runs in the first round only: it checks the output, it is not timed here.
     for (const override of order) (override === p1 ? ones : twos).push(await measureInChild(query, args, { ...override, noLoop: r > 0 }));
+    if (twoProcesses) pairs.push(await twoProcessRate(query));
   }
   // CPU of the whole process over the job's time at p1: above 1, V8's GC and compiler threads
   // already use the second core when one worker runs (the ceiling for p2 is then below 2).
@@ -79,13 +105,22 @@ for (const query of queries) {
   const checks = [reportQuery(ones, false).outputCheck, reportQuery(twos, false).outputCheck];
   if (checks.some((c) => c.startsWith("MISMATCH"))) mismatches++;
   const output = checks[0] === checks[1] ? checks[0] : `p1 ${checks[0]}; p2 ${checks[1]}`;
-  if (!REFERENCES.includes(query)) ratios.push(r2! / r1!);
+  const pairRate = twoProcesses ? median(pairs) : 0;
+  if (!REFERENCES.includes(query)) {
+    ratios.push(r2! / r1!);
+    if (twoProcesses) twoRatios.push(pairRate / r1!);
+  }
+  const pairColumns = twoProcesses ? `${fmt(pairRate).padStart(10)} ${`${(pairRate / r1!).toFixed(2)}×`.padStart(6)}  ` : "";
   console.log(
-    `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${`${(r2! / r1!).toFixed(2)}×`.padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${`${(j2! / j1!).toFixed(2)}×`.padStart(7)}  ${p1Cores.toFixed(2).padStart(8)}  ${output}`,
+    `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${`${(r2! / r1!).toFixed(2)}×`.padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${`${(j2! / j1!).toFixed(2)}×`.padStart(7)}  ${p1Cores.toFixed(2).padStart(8)}  ${pairColumns}${output}`,
   );
 }
 const geomean = Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
 if (ratios.length > 0) console.log(`\nGeometric mean of p2÷p1 (running): ${geomean.toFixed(2)}× over ${ratios.length} stateful queries (${REFERENCES.join(", ")}: references, not in it); slowest ${Math.min(...ratios).toFixed(2)}×; load now ${loadavg()[0]!.toFixed(1)}`);
+if (twoRatios.length > 0) {
+  const twoGeomean = Math.exp(twoRatios.reduce((s, r) => s + Math.log(r), 0) / twoRatios.length);
+  console.log(`Geometric mean of two processes ÷ p1 (each process half the events, nothing exchanged): ${twoGeomean.toFixed(2)}×; p2 reaches ${((100 * geomean) / twoGeomean).toFixed(0)} % of it`);
+}
 
 if (scalingRecords > 0) {
   console.log("\nThe machine's own ceiling, in the same session (bench/machine-scaling.ts):");

@@ -8,8 +8,11 @@ import type { Measurement } from "./measurement.ts";
 const ONE = fileURLToPath(new URL("../nexmark-one.ts", import.meta.url));
 const run = promisify(execFile);
 
-/** `args` as nexmark-one.ts's flags for `query`; `override` replaces some of them (e.g. the state backend). */
-export async function measureInChild(query: string, args: BenchArgs, override: Partial<BenchArgs> = {}): Promise<Measurement> {
+/**
+ * `args` as nexmark-one.ts's flags for `query`; `override` replaces some of them (e.g. the state
+ * backend); `env` adds environment variables (e.g. NEXMARK_FIRST_EVENT_ID).
+ */
+export async function measureInChild(query: string, args: BenchArgs, override: Partial<BenchArgs> = {}, env: Record<string, string> = {}): Promise<Measurement> {
   const a = { ...args, ...override };
   const childArgs = ["--query", query, "--events", String(a.events), "--parallelism", String(a.parallelism), "--mode", a.mode];
   if (a.noLoop) childArgs.push("--no-loop");
@@ -23,7 +26,7 @@ export async function measureInChild(query: string, args: BenchArgs, override: P
   if (a.diskLocalRecovery && a.stateBackend === "disk") childArgs.push("--disk-local-recovery");
   if (a.heapIncremental && a.stateBackend === "heap") childArgs.push("--heap-incremental");
   // This process's node flags, so the TypeScript loader and the eddy-source condition too.
-  const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024 });
+  const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, ...env } });
   if (stderr.length > 0) process.stderr.write(stderr);
   const line = stdout.trim().split("\n").at(-1);
   if (line === undefined) throw new Error(`${query}: the measuring process printed nothing`);
