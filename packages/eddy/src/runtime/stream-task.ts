@@ -463,15 +463,15 @@ export class StreamTask {
    */
   #pushedFirst(index: number): number {
     const inputs = this.#o.inputs;
-    const blocked = (i: number): boolean => this.#aligning && this.#aligner!.isBlocked(i);
-    if (blocked(index)) return index;
+    const aligner = this.#aligning ? this.#aligner! : undefined;
+    if (aligner?.isBlocked(index) === true) return index;
     let firstSeq = inputs[index]!.channel.headSeq();
     if (firstSeq === undefined) return index;
     let first = index;
     const peers = inputs[index]!.peers!;
     for (let p = 0; p < peers.length; p++) {
       const peer = peers[p]!;
-      if (blocked(peer)) continue;
+      if (aligner?.isBlocked(peer) === true) continue;
       const seq = inputs[peer]!.channel.headSeq();
       // uint32 sequence numbers that wrap: compare their difference as an int32.
       if (seq !== undefined && ((seq - firstSeq) | 0) < 0) {

@@ -242,7 +242,8 @@ function emitSplit(split: OpenSplit, budget: number, config: NexmarkConfig, outp
   const { stride, end, block } = split;
   let id = split.position;
   let n = 0;
-  if (block === 1) {
+  if (block === 1 || stride === 1) {
+    // Every n-th id, or every id (one split: its blocks follow each other).
     for (; n < budget && id < end; n++, id += stride) output.collect(nexmarkEvent(id, config), eventTimestamp(id, config));
   } else {
     while (n < budget && id < end) {
