@@ -38,7 +38,7 @@ export const DEFAULT_SPLIT_BLOCK = 20_000;
 
 export interface NexmarkSplit {
   readonly splitId: string;
-  /** The next event id this split emits. Advances by `stride`. */
+  /** The next event id this split emits (an id it owns: see `stride` and `block`). */
   readonly position: number;
   /** The number of splits of the run (≥ 1): the split owns every `stride`-th block. */
   readonly stride: number;
