@@ -37,7 +37,7 @@ import { measureInChild } from "./nexmark/measure-child.ts";
 import type { Measurement } from "./nexmark/measurement.ts";
 import { benchQueryNamed } from "./nexmark/queries.ts";
 import { reportQuery } from "./nexmark/report.ts";
-import { median } from "./stats.ts";
+import { geomean, median } from "./stats.ts";
 
 /** The stateful queries the cores target is over (issue 30, target 1). */
 const STATEFUL = ["q3", "q4", "q5", "q7", "q8", "q11", "q12", "q15", "q16", "q17", "q18", "q19", "q20"];
@@ -115,11 +115,11 @@ for (const query of queries) {
     `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${`${(r2! / r1!).toFixed(2)}×`.padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${`${(j2! / j1!).toFixed(2)}×`.padStart(7)}  ${p1Cores.toFixed(2).padStart(8)}  ${pairColumns}${output}`,
   );
 }
-const geomean = Math.exp(ratios.reduce((s, r) => s + Math.log(r), 0) / ratios.length);
-if (ratios.length > 0) console.log(`\nGeometric mean of p2÷p1 (running): ${geomean.toFixed(2)}× over ${ratios.length} stateful queries (${REFERENCES.join(", ")}: references, not in it); slowest ${Math.min(...ratios).toFixed(2)}×; load now ${loadavg()[0]!.toFixed(1)}`);
+const meanRatio = geomean(ratios);
+if (ratios.length > 0) console.log(`\nGeometric mean of p2÷p1 (running): ${meanRatio.toFixed(2)}× over ${ratios.length} stateful queries (${REFERENCES.join(", ")}: references, not in it); slowest ${Math.min(...ratios).toFixed(2)}×; load now ${loadavg()[0]!.toFixed(1)}`);
 if (twoRatios.length > 0) {
-  const twoGeomean = Math.exp(twoRatios.reduce((s, r) => s + Math.log(r), 0) / twoRatios.length);
-  console.log(`Geometric mean of two processes ÷ p1 (each process half the events, nothing exchanged): ${twoGeomean.toFixed(2)}×; p2 reaches ${((100 * geomean) / twoGeomean).toFixed(0)} % of it`);
+  const twoGeomean = geomean(twoRatios);
+  console.log(`Geometric mean of two processes ÷ p1 (each process half the events, nothing exchanged): ${twoGeomean.toFixed(2)}×; p2 reaches ${((100 * meanRatio) / twoGeomean).toFixed(0)} % of it`);
 }
 
 if (scalingRecords > 0) {

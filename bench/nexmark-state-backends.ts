@@ -17,7 +17,7 @@ import type { Measurement } from "./nexmark/measurement.ts";
 import { BENCH_QUERIES, benchQueryNamed } from "./nexmark/queries.ts";
 import { foldsDiffer } from "./nexmark/report.ts";
 import { rate } from "./nexmark/table.ts";
-import { median } from "./stats.ts";
+import { geomean, median } from "./stats.ts";
 
 const argv = process.argv.slice(2);
 const args = parseBenchArgs(argv.includes("--disk-cache-size") || argv.includes("--disk-cache-bytes") || argv.includes("--disk-local-recovery") ? [...argv, "--state-backend", "disk"] : argv);
@@ -51,8 +51,7 @@ for (const query of queries) {
   const rss = (ms: Measurement[]): number => Math.max(...ms.map((m) => m.peakRssMb));
   console.log(`| ${query} | ${rate(h)} | ${rate(d)} | ${(d / h).toFixed(2)}× ${d / h >= 0.5 ? "✓" : "✗"} | ${rss(heap).toFixed(0)} / ${rss(disk).toFixed(0)} MB | ${same ? `${heap[0]!.eddy.count.toLocaleString("en")} ✓${comparison.note === undefined ? "" : ` (${comparison.note})`}` : "MISMATCH"} |`);
 }
-const geomean = Math.exp(ratios.reduce((a, r) => a + Math.log(r), 0) / ratios.length);
-console.log(`\nGeometric mean disk ÷ heap: ${geomean.toFixed(2)}× over ${ratios.length} queries (issue 29: ≥ 0.5× on every query).`);
+console.log(`\nGeometric mean disk ÷ heap: ${geomean(ratios).toFixed(2)}× over ${ratios.length} queries (issue 29: ≥ 0.5× on every query).`);
 if (mismatches > 0) {
   console.error(`${mismatches} quer${mismatches === 1 ? "y" : "ies"} produced other output on the disk backend than on the heap backend`);
   process.exitCode = 1;

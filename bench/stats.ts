@@ -6,6 +6,12 @@ export function median(xs: readonly number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
+/** The geometric mean of `xs` (ratios: speed-ups, rates relative to a baseline); NaN for none. */
+export function geomean(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  return Math.exp(xs.reduce((s, x) => s + Math.log(x), 0) / xs.length);
+}
+
 /**
  * Runs every variant once per round, in order, timing each; every run's checksum must equal the
  * first run's (so no variant skips work). Returns the times in ms by variant name.
