@@ -674,7 +674,6 @@ export class TaskExecutor {
         if (writers.length > 1) {
           const sequence = { value: 0 };
           for (const w of writers) {
-            w.siblings = writers.filter((other) => other !== w);
             w.sequence = sequence;
             const group = writers.filter((other) => writerTargets.get(other)!.node === writerTargets.get(w)!.node);
             if (group.length > 1) w.group = group.sort((a, b) => writerTargets.get(a)!.inputIndex - writerTargets.get(b)!.inputIndex);

@@ -22,30 +22,31 @@ function channel(name: string, log: Log, crossesThreads = false, seqs?: number[]
 const byParity: ChannelSelector = { select: (v) => (v as number) % 2 };
 const one: ChannelSelector = { select: () => 0 };
 
-test("a full batch sends the partial batches of the task's other writers first, to same-thread channels only", () => {
+test("a full batch sends its group's partial batches for the same receiver first, on this thread too", () => {
   const log: Log = [];
-  const bids = new RecordWriter([channel("bids", log)], one, 4);
-  // The other writer has a channel on this thread (0) and one to another thread (1).
+  // A join's two inputs: auctions (first) and bids, each with a channel to a task on this thread (0)
+  // and one to another thread (1).
   const auctions = new RecordWriter([channel("auctions-local", log), channel("auctions-remote", log, true)], byParity, 4);
-  bids.siblings = [auctions];
-  auctions.siblings = [bids];
+  const bids = new RecordWriter([channel("bids-local", log), channel("bids-remote", log, true)], byParity, 4);
+  auctions.group = [auctions, bids];
+  bids.group = [auctions, bids];
   auctions.write(10, 0);
   auctions.write(11, 0);
   bids.write(100, 0);
-  bids.write(101, 0);
   bids.write(102, 0);
+  bids.write(104, 0);
   assert.deepEqual(log, [], "nothing is full yet");
-  bids.write(103, 0); // full
+  bids.write(106, 0); // full, to the task on this thread
   assert.deepEqual(log, [
     ["auctions-local", [10]],
-    ["bids", [100, 101, 102, 103]],
+    ["bids-local", [100, 102, 104, 106]],
   ]);
-  // The batch to the other thread waits for its own flush (it is encoded: small batches cost).
+  // The batch to the other receiver waits for its own push.
   auctions.flush();
   assert.deepEqual(log.at(-1), ["auctions-remote", [11]]);
 });
 
-test("without siblings a full batch sends only itself", () => {
+test("without a group a full batch sends only itself", () => {
   const log: Log = [];
   const a = new RecordWriter([channel("a", log)], one, 2);
   const b = new RecordWriter([channel("b", log)], one, 2);
@@ -67,9 +68,6 @@ test("writers to one operator push their batches for a receiver together, in the
   for (const w of [auctions, bids, other]) w.sequence = sequence;
   auctions.group = [auctions, bids];
   bids.group = [auctions, bids];
-  auctions.siblings = [bids, other];
-  bids.siblings = [auctions, other];
-  other.siblings = [auctions, bids];
 
   other.write(1, 0);
   auctions.write(11, 0); // to the other thread

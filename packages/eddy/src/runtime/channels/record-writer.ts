@@ -2,11 +2,12 @@
  * Writes one operator's output for one network edge: picks a channel per record, gathers records
  * into per-channel batches, and pushes a batch when it is full or when the task flushes (a batch
  * older than the flush timeout, when nothing is runnable, and before any non-record element so
- * order is kept). A full batch first sends the partial batches its task's other writers hold for
- * tasks on the same thread (`siblings`): a two-input task fed by both (a join of auctions and
- * bids from one source) then reads them in about the order they were written. Without it the
- * sparse side waited for its batch to fill or time out, and ~80 % of Nexmark q20's bids reached
- * the join before their auction (0.7 % with it; 20-30 % less CPU per event for q4, q9, q20).
+ * order is kept). Writers of one task to the same operator push together (`group`), so a
+ * two-input task fed by both (a join of auctions and bids from one source) reads them in about the
+ * order they were written. Without it the sparse side waited for its batch to fill or time out:
+ * ~80 % of Nexmark q20's bids reached the join before their auction at parallelism 1 (0.7 % with
+ * the same-thread flush this replaced; 20-30 % less CPU per event for q4, q9, q20) and 30-50 % at
+ * parallelism 2, where that flush did not reach (1.3 % with the group and the source's blocks).
  */
 import type { StreamElement } from "../../core/elements.ts";
 import { BROADCAST, type ChannelSelector } from "./partitioner.ts";
@@ -22,8 +23,6 @@ export class RecordWriter {
    */
   readonly #single: boolean;
   readonly #batchRecords: number;
-  /** Indexes of the channels to tasks on this thread (those that encode nothing). */
-  readonly #sameThread: readonly number[];
   /**
    * Pending batch per channel, preallocated to the batch size: slots [0, fill[c]) are filled.
    * A batch is trimmed to its fill when it is pushed.
@@ -36,11 +35,6 @@ export class RecordWriter {
   /** performance.now() of the first record of each pending batch. */
   readonly #since: number[];
   recordsOut = 0;
-  /**
-   * The task's other writers, when it has several: their partial batches to tasks on this thread
-   * go out before a full batch of this one (cheap: nothing is encoded).
-   */
-  siblings: readonly RecordWriter[] | undefined = undefined;
   /**
    * The task's writers to the same downstream operator, this one included, in the order of that
    * operator's inputs (a join fed by two edges of this task: its first input's writer first), when
@@ -61,7 +55,6 @@ export class RecordWriter {
     this.#selector = selector;
     this.#single = channels.length === 1 && selector.checksRecords !== true;
     this.#batchRecords = batchRecords;
-    this.#sameThread = channels.flatMap((channel, c) => (channel.bytesOut === undefined ? [c] : []));
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
     this.#keyGroups = channels.length > 1 && "keyGroup" in selector ? channels.map(() => new Array<number>(batchRecords)) : undefined;
@@ -90,11 +83,7 @@ export class RecordWriter {
     this.#values[channel]![n] = value;
     this.#timestamps[channel]![n] = timestamp;
     this.#fill[channel] = n + 1;
-    if (n + 1 >= this.#batchRecords) {
-      const siblings = this.siblings;
-      if (siblings !== undefined) for (let i = 0; i < siblings.length; i++) siblings[i]!.flushSameThread();
-      this.#flushChannel(channel);
-    }
+    if (n + 1 >= this.#batchRecords) this.#flushChannel(channel);
   }
 
   /** Pushes the pending batch of `channel`, with its group's (see `group`); returns whether this writer had one. */
@@ -132,12 +121,6 @@ export class RecordWriter {
     let sent = false;
     for (let c = 0; c < this.#channels.length; c++) sent = this.#flushChannel(c) || sent;
     return sent;
-  }
-
-  /** Sends the pending batches of the channels to tasks on this thread (not encoded: cheap to send small). */
-  flushSameThread(): void {
-    const sameThread = this.#sameThread;
-    for (let i = 0; i < sameThread.length; i++) this.#flushChannel(sameThread[i]!);
   }
 
   /** Sends the pending batches whose first record was written before `time`. */
