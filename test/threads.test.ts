@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { runJob, type RunOptions } from "eddy/testing";
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup } from "../packages/eddy/src/internal.ts";
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup, serialScavengeHolders } from "../packages/eddy/src/internal.ts";
 import * as jobs from "./jobs/parallel.ts";
 import orderPayments from "../examples/order-payments.ts";
 
@@ -164,6 +164,26 @@ test("a record the codec cannot encode fails the job naming the operator and the
     assert.match(e.message, /function/);
     return true;
   });
+});
+
+test("taskmanager.gc.parallel-scavenge: false holds V8's parallel scavenger off while the workers run, and lets go when the job ends or fails", async () => {
+  const config = { "taskmanager.gc.parallel-scavenge": "false" };
+  assert.equal(serialScavengeHolders(), 0);
+  const handle = runJob(jobs.keyedSum, { parallelism: 2, mode: "threads", config });
+  let held = 0;
+  const poll = setInterval(() => (held = Math.max(held, serialScavengeHolders())), 1);
+  try {
+    await handle.done;
+  } finally {
+    clearInterval(poll);
+  }
+  assert.equal(held, 1, "held while the workers ran");
+  assert.equal(serialScavengeHolders(), 0, "let go at the end");
+  await assert.rejects(runJob(jobs.throwing, { parallelism: 2, mode: "threads", config }).done, /bad record 7777/);
+  assert.equal(serialScavengeHolders(), 0, "let go after a failure");
+  // "true": never switched off, whatever the workers and cores.
+  await runJob(jobs.keyedSum, { parallelism: 2, mode: "threads", config: { "taskmanager.gc.parallel-scavenge": "true" } }).done;
+  assert.equal(serialScavengeHolders(), 0);
 });
 
 test("an exception in a worker fails the job with the operator, subtask and cause", async () => {

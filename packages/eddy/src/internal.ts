@@ -11,6 +11,7 @@ export { connectJob, listJobs } from "./control/control-client.ts";
 export { MAX_EVENT_STREAMS } from "./control/web-ui.ts";
 export { WebSessions, LOGIN_NONCE_TTL_MS, SESSION_TTL_MS, MAX_LOGIN_NONCES, MAX_SESSIONS, parseCookies, sessionCookie, sessionCookieName, clearedCookie } from "./control/web-ui-auth.ts";
 export { startControlServer } from "./control/control-server.ts";
+export { serialScavengeHolders } from "./coordinator/parallel-scavenge.ts";
 export { type ControlledJob, type SavepointResult, type StopOptions } from "./coordinator/control.ts";
 export { ManualClock } from "./core/clock.ts";
 export { assignToKeyGroup, computeOperatorIndexForKeyGroup, defaultMaxParallelism, keyGroupRangeForOperator } from "./core/key-group.ts";

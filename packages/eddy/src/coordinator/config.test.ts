@@ -41,6 +41,8 @@ test("configuration keys map onto run options, with units", () => {
   assert.deepEqual(optionsFromConfig({ "taskmanager.memory.task.heap.size": "512m" }), { maxWorkerHeapMb: 512 });
   assert.deepEqual(optionsFromConfig({ "pipeline.auto-watermark-interval": "20ms" }), { autoWatermarkIntervalMs: 20 });
   assert.deepEqual(optionsFromConfig({ "pipeline.auto-watermark-interval": "1s" }), { autoWatermarkIntervalMs: 1_000 });
+  assert.deepEqual(optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "FALSE" }), { parallelScavenge: "false" });
+  assert.deepEqual(optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "auto" }), { parallelScavenge: "auto" });
 });
 
 test("unknown keys and bad values are refused, naming the key", () => {
@@ -55,6 +57,7 @@ test("unknown keys and bad values are refused, naming the key", () => {
   assert.throws(() => optionsFromConfig({ "pipeline.auto-watermark-interval": "often" }), code("INVALID_CONFIG", /auto-watermark-interval/));
   assert.throws(() => optionsFromConfig({ "taskmanager.memory.task.heap.size": "512" }), code("INVALID_CONFIG", /heap\.size.*512m or 2g/));
   assert.throws(() => optionsFromConfig({ "execution.watchdog.timeout": "forever" }), code("INVALID_CONFIG", /watchdog/));
+  assert.throws(() => optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "off" }), code("INVALID_CONFIG", /parallel-scavenge.*auto, true or false/));
   assert.throws(
     () => optionsFromConfig({ "execution.checkpointing.interval": "1s", "execution.checkpointing.recovery.allow-behind-committed": "yes" }),
     code("INVALID_CONFIG", /allow-behind-committed/),

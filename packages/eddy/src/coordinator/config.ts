@@ -7,6 +7,7 @@ import { EddyError } from "../core/errors.ts";
 import type { CheckpointConfigInput } from "../checkpoint/checkpoint-config.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
 import { stateBackendSpec, type StateBackendSpec } from "../state/state-backend-spec.ts";
+import { PARALLEL_SCAVENGE_SETTINGS, type ParallelScavengeSetting } from "./parallel-scavenge.ts";
 
 /** What the keys configure (a subset of RunOptions). */
 export interface ConfiguredOptions {
@@ -16,6 +17,8 @@ export interface ConfiguredOptions {
   restartStrategy?: RestartStrategyConfig;
   watchdogTimeoutMs?: number;
   maxWorkerHeapMb?: number;
+  /** taskmanager.gc.parallel-scavenge (parallel-scavenge.ts). */
+  parallelScavenge?: ParallelScavengeSetting;
   metricsEnabled?: boolean;
   localAggregation?: boolean;
   /** pipeline.auto-watermark-interval: wins over the job's `env.setAutoWatermarkInterval`. */
@@ -136,6 +139,15 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       const m = /^(\d+)\s*(m|mb|g|gb)$/i.exec(v.trim());
       if (m === null || Number(m[1]) === 0) throw invalid("taskmanager.memory.task.heap.size", v, "a size such as 512m or 2g");
       d.maxWorkerHeapMb = Number(m[1]) * (m[2]!.toLowerCase().startsWith("g") ? 1_024 : 1);
+    },
+  },
+  "taskmanager.gc.parallel-scavenge": {
+    description:
+      "V8's parallel scavenger for worker threads: auto (default: off while a job has as many worker threads as cores, whose helper threads would only compete with them), false (off while the job runs) or true (left on); process-wide, docs/performance.md",
+    apply: (v, d) => {
+      const setting = v.trim().toLowerCase();
+      if (!(PARALLEL_SCAVENGE_SETTINGS as readonly string[]).includes(setting)) throw invalid("taskmanager.gc.parallel-scavenge", v, "auto, true or false");
+      d.parallelScavenge = setting as ParallelScavengeSetting;
     },
   },
   "metrics.enabled": {

@@ -14,6 +14,7 @@ const base: ResolvedSettings = {
   restartStrategy: undefined,
   watchdogTimeoutMs: 60_000,
   maxWorkerHeapMb: undefined,
+  parallelScavenge: "auto",
   metricsEnabled: false,
   localAggregation: true,
   autoWatermarkIntervalMs: 200,
@@ -30,6 +31,7 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
     "restart-strategy.type": "none",
     "state.backend": "heap",
     "state.savepoints.dir": "/sp",
+    "taskmanager.gc.parallel-scavenge": "auto",
   });
   assert.deepEqual(Object.keys(c), Object.keys(c).sort());
 });

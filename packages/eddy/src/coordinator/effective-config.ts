@@ -23,6 +23,7 @@ export interface ResolvedSettings {
   readonly restartStrategy: RestartStrategyConfig | undefined;
   readonly watchdogTimeoutMs: number;
   readonly maxWorkerHeapMb: number | undefined;
+  readonly parallelScavenge: string;
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
   readonly autoWatermarkIntervalMs: number;
@@ -53,6 +54,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("state.savepoints.dir", s.savepointDir);
   set("execution.watchdog.timeout", ms(s.watchdogTimeoutMs));
   set("taskmanager.memory.task.heap.size", s.maxWorkerHeapMb === undefined ? undefined : `${s.maxWorkerHeapMb}m`);
+  set("taskmanager.gc.parallel-scavenge", s.parallelScavenge);
   set("metrics.enabled", s.metricsEnabled);
   set("pipeline.local-aggregation", s.localAggregation);
   set("pipeline.auto-watermark-interval", ms(s.autoWatermarkIntervalMs));

@@ -41,6 +41,7 @@ import { readThreadStack } from "./thread-stack.ts";
 import { profileThread, type ThreadProfile } from "./thread-profile.ts";
 import { createBusyBoardBuffer, TaskWatchdog, type StuckTask } from "../executor/task-watchdog.ts";
 import { commandLineConditions } from "../executor/conditions.ts";
+import { holdSerialScavenge, type ParallelScavengeSetting } from "./parallel-scavenge.ts";
 
 export interface ThreadedOptions {
   readonly workers: number;
@@ -71,6 +72,8 @@ export interface ThreadedOptions {
   readonly stateBackend: StateBackendSpec | undefined;
   /** Heap limit per worker in MB (Worker resourceLimits.maxOldGenerationSizeMb). */
   readonly maxWorkerHeapMb: number | undefined;
+  /** Whether V8's parallel scavenger is switched off while the workers run (parallel-scavenge.ts). */
+  readonly parallelScavenge: ParallelScavengeSetting;
   /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
   readonly checkpointing?: ThreadedCheckpointing | undefined;
   /** The bundle workers start from (worker-bundle.ts); undefined: they load through tsx. */
@@ -133,6 +136,8 @@ export class ThreadedAttempt implements ExecutionAttempt {
   readonly #plan: Plan;
   readonly #options: ThreadedOptions;
   readonly #workers: WorkerState[] = [];
+  /** Ends this attempt's hold on V8's parallel scavenger (holdSerialScavenge), once its workers are gone. */
+  #releaseScavenge: () => void = () => {};
   readonly #sources: SourceCoordinators;
   #ready = 0;
   #settled = false;
@@ -204,6 +209,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
 
   #start(job: JobRef): void {
     const n = this.#options.workers;
+    this.#releaseScavenge = holdSerialScavenge(this.#options.parallelScavenge, n);
     const ports: (MessagePort | undefined)[][] = Array.from({ length: n }, () => new Array<MessagePort | undefined>(n).fill(undefined));
     for (let a = 0; a < n; a++) {
       for (let b = a + 1; b < n; b++) {
@@ -453,5 +459,6 @@ export class ThreadedAttempt implements ExecutionAttempt {
         await w.worker.terminate().catch(() => undefined);
       }),
     );
+    this.#releaseScavenge();
   }
 }
