@@ -26,4 +26,9 @@ export interface OutputChannel {
   readonly isWritable: boolean;
   /** Encoded bytes sent so far (channels that cross threads). */
   readonly bytesOut?: number;
+  /**
+   * True when `push` is done with a records element's arrays once it returns (it encoded them):
+   * the writer may fill them again. Otherwise the element is queued as it is.
+   */
+  readonly consumesOnPush?: boolean;
 }

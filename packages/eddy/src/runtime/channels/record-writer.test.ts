@@ -108,3 +108,43 @@ test("batch numbers wrap after 2^32 - 1", () => {
   for (let i = 0; i < 3; i++) w.write(i, 0);
   assert.deepEqual(seqs, [2 ** 32 - 1, 0, 1]);
 });
+
+test("a channel that encodes on push gets the writer's arrays again, cleared; a part-filled batch goes as a copy of its filled part", () => {
+  const pushed: { values: readonly unknown[]; timestamps: ArrayLike<number>; keyGroups: ArrayLike<number> | undefined; copy: unknown[] }[] = [];
+  const encoding: OutputChannel = {
+    consumesOnPush: true,
+    isWritable: true,
+    push(element) {
+      if (element.kind === "records") pushed.push({ values: element.values, timestamps: element.timestamps, keyGroups: element.keyGroups, copy: [...element.values] });
+    },
+  };
+  const queued: unknown[][] = [];
+  const queue: OutputChannel = { isWritable: true, push: (e) => void (e.kind === "records" && queued.push(e.values)) };
+  const keyed: ChannelSelector & { keyGroup: number } = {
+    keyGroup: 0,
+    select(v) {
+      this.keyGroup = (v as { n: number }).n;
+      return (v as { n: number }).n % 2;
+    },
+  };
+  const writer = new RecordWriter([queue, encoding], keyed, 3);
+  const r = (n: number) => ({ n });
+  for (const n of [1, 3, 5]) writer.write(r(n), n * 10);
+  for (const n of [7, 9, 11]) writer.write(r(n), n * 10);
+  writer.write(r(13), 130);
+  writer.flush();
+  assert.deepEqual(pushed.map((p) => p.copy), [[r(1), r(3), r(5)], [r(7), r(9), r(11)], [r(13)]], "each batch as written");
+  assert.equal(pushed[1]!.values, pushed[0]!.values, "a full batch's arrays take the next");
+  assert.deepEqual(pushed[0]!.values, [undefined, undefined, undefined], "cleared: the records sent are not kept alive");
+  assert.notEqual(pushed[2]!.values, pushed[0]!.values, "a part-filled batch goes as a copy");
+  assert.deepEqual(pushed[2]!.timestamps, [130]);
+  assert.deepEqual(pushed[2]!.keyGroups, [13]);
+  assert.equal(pushed[0]!.values.length, 3, "the arrays keep the batch size");
+  for (const n of [15, 17, 19]) writer.write(r(n), n);
+  assert.deepEqual(pushed[3]!.copy, [r(15), r(17), r(19)]);
+  // A channel that queues the batch keeps it: a new array for each.
+  for (const n of [0, 2, 4, 6]) writer.write(r(n), n);
+  writer.flush();
+  assert.deepEqual(queued, [[r(0), r(2), r(4)], [r(6)]]);
+  assert.notEqual(queued[0], queued[1]);
+});

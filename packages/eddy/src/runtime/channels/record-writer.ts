@@ -25,12 +25,16 @@ export class RecordWriter {
   readonly #batchRecords: number;
   /**
    * Pending batch per channel, preallocated to the batch size: slots [0, fill[c]) are filled.
-   * A batch is trimmed to its fill when it is pushed.
+   * A batch is trimmed to its fill when it is pushed to a queue (same thread), and a new one
+   * started; a channel that encodes on push gets them as they are (a copy of the filled part if
+   * not full), and they take the next batch.
    */
   #values: unknown[][];
   #timestamps: number[][];
   /** Pending key groups per channel, when the selector computes them (keyed edges). */
   #keyGroups: number[][] | undefined;
+  /** Per channel: whether it encodes a batch in `push`, so the pending arrays are reused (see #pushChannel). */
+  readonly #reuse: boolean[];
   readonly #fill: number[];
   /** performance.now() of the first record of each pending batch. */
   readonly #since: number[];
@@ -58,6 +62,7 @@ export class RecordWriter {
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
     this.#keyGroups = channels.length > 1 && "keyGroup" in selector ? channels.map(() => new Array<number>(batchRecords)) : undefined;
+    this.#reuse = channels.map((c) => c.consumesOnPush === true);
     this.#fill = channels.map(() => 0);
     this.#since = channels.map(() => 0);
   }
@@ -102,17 +107,33 @@ export class RecordWriter {
     const values = this.#values[channel]!;
     const timestamps = this.#timestamps[channel]!;
     const keyGroups = this.#keyGroups?.[channel];
-    if (n < values.length) {
-      values.length = n;
-      timestamps.length = n;
-      if (keyGroups !== undefined) keyGroups.length = n;
-    }
     const seq = (this.sequence.value = (this.sequence.value + 1) >>> 0);
-    this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups, seq });
-    this.#values[channel] = new Array<unknown>(this.#batchRecords);
-    this.#timestamps[channel] = new Array<number>(this.#batchRecords);
-    if (this.#keyGroups !== undefined) this.#keyGroups[channel] = new Array<number>(this.#batchRecords);
     this.#fill[channel] = 0;
+    if (this.#reuse[channel]!) {
+      // The channel encodes the batch before push returns: the arrays take the next batch (a
+      // full batch of a channel to another thread left ~24 bytes of arrays per record to the GC).
+      // A part-filled one goes as a copy of its filled part, the arrays keep their length.
+      const whole = n === values.length;
+      this.#channels[channel]!.push({
+        kind: "records",
+        values: whole ? values : values.slice(0, n),
+        timestamps: whole ? timestamps : timestamps.slice(0, n),
+        keyGroups: whole || keyGroups === undefined ? keyGroups : keyGroups.slice(0, n),
+        seq,
+      });
+      // Cleared, so the records sent are not kept alive until overwritten.
+      values.fill(undefined, 0, n);
+    } else {
+      if (n < values.length) {
+        values.length = n;
+        timestamps.length = n;
+        if (keyGroups !== undefined) keyGroups.length = n;
+      }
+      this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups, seq });
+      this.#values[channel] = new Array<unknown>(this.#batchRecords);
+      this.#timestamps[channel] = new Array<number>(this.#batchRecords);
+      if (this.#keyGroups !== undefined) this.#keyGroups[channel] = new Array<number>(this.#batchRecords);
+    }
     this.recordsOut += n;
   }
 

@@ -63,6 +63,8 @@ export interface RemoteChannelInfo {
 }
 
 export class RemoteOutputChannel implements OutputChannel {
+  /** A records element is encoded in `push`: the writer reuses its arrays. */
+  readonly consumesOnPush = true;
   readonly #info: RemoteChannelInfo;
   readonly #codec: BatchCodec;
   readonly #outlet: FrameOutlet;
