@@ -7,6 +7,7 @@
 import type { StateBackendSpec } from "../state/state-backend-spec.ts";
 import type { CheckpointConfig } from "../checkpoint/checkpoint-config.ts";
 import type { RestartStrategyConfig } from "../checkpoint/restart-strategy.ts";
+import type { ParallelScavengeSetting } from "./parallel-scavenge.ts";
 
 export interface ResolvedSettings {
   /** The keys as given (`-D key=value`, RunOptions.config). */
@@ -23,7 +24,7 @@ export interface ResolvedSettings {
   readonly restartStrategy: RestartStrategyConfig | undefined;
   readonly watchdogTimeoutMs: number;
   readonly maxWorkerHeapMb: number | undefined;
-  readonly parallelScavenge: string;
+  readonly parallelScavenge: ParallelScavengeSetting;
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
   readonly autoWatermarkIntervalMs: number;

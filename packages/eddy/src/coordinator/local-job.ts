@@ -189,6 +189,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
   const localAggregation = options.localAggregation ?? configured.localAggregation ?? true;
+  const parallelScavenge = configured.parallelScavenge ?? "auto";
   const autoWatermarkIntervalMs = configured.autoWatermarkIntervalMs ?? env.getAutoWatermarkInterval();
   const stateBackend = resolveStateBackend(configured.stateBackend, env.getStateBackend());
   const checkpointConfig =
@@ -252,7 +253,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       autoWatermarkIntervalMs,
       stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
-      parallelScavenge: configured.parallelScavenge ?? "auto",
+      parallelScavenge,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
       token,
       checkpointing,
@@ -302,7 +303,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     restartStrategy,
     watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
     maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
-    parallelScavenge: configured.parallelScavenge ?? "auto",
+    parallelScavenge,
     metricsEnabled,
     localAggregation,
     autoWatermarkIntervalMs,
