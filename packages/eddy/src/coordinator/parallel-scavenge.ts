@@ -9,6 +9,11 @@
  *
  * The flag is the process's (V8 reads it at every scavenge of every isolate), so it is switched by
  * count: off while at least one threaded attempt holds it off, back on when the last one ends.
+ * An attempt switches it before its workers start and after they are terminated, from the main
+ * thread, so none of its own isolates is inside a scavenge then (another job's may be: it reads
+ * the flag at its next scavenge). Node documents flags changed after start-up as unsupported in
+ * general; this one is read per scavenge, and `--trace-gc-nvp` shows every scavenge of the
+ * workers without helpers once it is off (`background.scavenge.parallel=0`).
  * Setting `taskmanager.gc.parallel-scavenge`:
  * - "auto" (the default): off while a job's worker threads are at least as many as the cores;
  * - "false": off while the job's worker threads run, however many;
