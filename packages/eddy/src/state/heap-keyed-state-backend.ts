@@ -160,7 +160,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   getState<T>(descriptor: ValueStateDescriptor<T>): InternalValueState<T> {
-    return (this.#recent(descriptor) as InternalValueState<T> | undefined) ?? this.#register(descriptor, (t) => new HeapValueState<T>(descriptor, t));
+    return this.#register(descriptor, HeapValueState<T>);
   }
 
   /**
@@ -177,24 +177,21 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   getListState<T>(descriptor: ListStateDescriptor<T>): InternalListState<T> {
-    return (this.#recent(descriptor) as InternalListState<T> | undefined) ?? this.#register(descriptor, (t) => new HeapListState<T>(descriptor, t));
+    return this.#register(descriptor, HeapListState<T>);
   }
 
   getMapState<UK, UV>(descriptor: MapStateDescriptor<UK, UV>): InternalMapState<UK, UV> {
-    return (this.#recent(descriptor) as InternalMapState<UK, UV> | undefined) ?? this.#register(descriptor, (t) => new HeapMapState<UK, UV>(descriptor, t));
+    return this.#register(descriptor, HeapMapState<UK, UV>);
   }
 
   getReducingState<T>(descriptor: ReducingStateDescriptor<T>): InternalReducingState<T> {
-    return (this.#recent(descriptor) as InternalReducingState<T> | undefined) ?? this.#register(descriptor, (t) => new HeapReducingState<T>(descriptor, t));
+    return this.#register(descriptor, HeapReducingState<T>);
   }
 
   getAggregatingState<IN, ACC, OUT>(
     descriptor: AggregatingStateDescriptor<IN, ACC, OUT>,
   ): InternalAggregatingState<IN, OUT> {
-    return (this.#recent(descriptor) as InternalAggregatingState<IN, OUT> | undefined) ?? this.#register(
-      descriptor,
-      (t) => new HeapAggregatingState<IN, ACC, OUT>(descriptor, t),
-    );
+    return this.#register(descriptor, HeapAggregatingState<IN, ACC, OUT>);
   }
 
   /** Names of every registered state, in registration order. */
@@ -400,33 +397,29 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   /**
-   * hot path: the handle of a descriptor asked for recently, or undefined. Looked up before the
-   * `get…State` methods build their factory closure, which V8 did not always elide: a closure per
-   * call was 25-50 bytes of garbage per event of Nexmark q4 on worker threads.
+   * The handle of `descriptor`'s state, made with `Handle` on first use. It takes the handle's
+   * class, not a factory closure: the `get…State` methods built a closure per call, which V8 did
+   * not always elide (25-50 bytes of garbage per event of Nexmark q4 on worker threads).
    */
-  #recent(descriptor: StateDescriptorBase): HeapKvState | undefined {
+  #register<D extends StateDescriptorBase, H extends HeapKvState>(descriptor: D, Handle: new (descriptor: D, table: StateTable) => H): H {
+    // hot path
     const recent = this.#recentDescriptors;
-    for (let i = 0; i < RECENT_DESCRIPTORS; i++) if (recent[i] === descriptor) return this.#recentHandles[i];
-    return undefined;
-  }
-
-  /** Registers a state not among the recent ones (see #recent) and makes it recent. */
-  #register<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
-    const handle = this.#registerNamed(descriptor, create);
+    for (let i = 0; i < RECENT_DESCRIPTORS; i++) if (recent[i] === descriptor) return this.#recentHandles[i] as H;
+    const handle = this.#registerNamed(descriptor, Handle);
     const slot = this.#recentNext;
     this.#recentNext = (slot + 1) % RECENT_DESCRIPTORS;
-    this.#recentDescriptors[slot] = descriptor;
+    recent[slot] = descriptor;
     this.#recentHandles[slot] = handle;
     return handle;
   }
 
-  #registerNamed<H extends HeapKvState>(descriptor: StateDescriptorBase, create: (table: StateTable) => H): H {
+  #registerNamed<D extends StateDescriptorBase, H extends HeapKvState>(descriptor: D, Handle: new (descriptor: D, table: StateTable) => H): H {
     const state = this.#ensureTable(descriptor);
     if (state.restored) this.#adopt(state, descriptor);
     if (state.handle === undefined && descriptor.queryableName !== undefined) this.#onQueryable?.(descriptor.queryableName, descriptor.name);
     // (Registering a name twice for one state is a no-op: the registry keeps one entry per subtask.)
-    // Same name and kind, hence created by the same factory; only the type parameters may differ.
-    state.handle ??= create(state.table);
+    // Same name and kind, hence created by the same class; only the type parameters may differ.
+    state.handle ??= new Handle(descriptor, state.table);
     return state.handle as H;
   }
 

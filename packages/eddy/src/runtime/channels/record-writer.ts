@@ -33,8 +33,6 @@ export class RecordWriter {
   #timestamps: number[][];
   /** Pending key groups per channel, when the selector computes them (keyed edges). */
   #keyGroups: number[][] | undefined;
-  /** Per channel: whether it encodes a batch in `push`, so the pending arrays are reused (see #pushChannel). */
-  readonly #reuse: boolean[];
   readonly #fill: number[];
   /** performance.now() of the first record of each pending batch. */
   readonly #since: number[];
@@ -62,7 +60,6 @@ export class RecordWriter {
     this.#values = channels.map(() => new Array<unknown>(batchRecords));
     this.#timestamps = channels.map(() => new Array<number>(batchRecords));
     this.#keyGroups = channels.length > 1 && "keyGroup" in selector ? channels.map(() => new Array<number>(batchRecords)) : undefined;
-    this.#reuse = channels.map((c) => c.consumesOnPush === true);
     this.#fill = channels.map(() => 0);
     this.#since = channels.map(() => 0);
   }
@@ -109,12 +106,13 @@ export class RecordWriter {
     const keyGroups = this.#keyGroups?.[channel];
     const seq = (this.sequence.value = (this.sequence.value + 1) >>> 0);
     this.#fill[channel] = 0;
-    if (this.#reuse[channel]!) {
+    const out = this.#channels[channel]!;
+    if (out.consumesOnPush === true) {
       // The channel encodes the batch before push returns: the arrays take the next batch (a
       // full batch of a channel to another thread left ~24 bytes of arrays per record to the GC).
       // A part-filled one goes as a copy of its filled part, the arrays keep their length.
       const whole = n === values.length;
-      this.#channels[channel]!.push({
+      out.push({
         kind: "records",
         values: whole ? values : values.slice(0, n),
         timestamps: whole ? timestamps : timestamps.slice(0, n),
@@ -129,7 +127,7 @@ export class RecordWriter {
         timestamps.length = n;
         if (keyGroups !== undefined) keyGroups.length = n;
       }
-      this.#channels[channel]!.push({ kind: "records", values, timestamps, keyGroups, seq });
+      out.push({ kind: "records", values, timestamps, keyGroups, seq });
       this.#values[channel] = new Array<unknown>(this.#batchRecords);
       this.#timestamps[channel] = new Array<number>(this.#batchRecords);
       if (this.#keyGroups !== undefined) this.#keyGroups[channel] = new Array<number>(this.#batchRecords);
