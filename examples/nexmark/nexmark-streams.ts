@@ -15,8 +15,10 @@
  *                           time per 100,000 events); lower it for more windows per event
  *   NEXMARK_SEED            another seed, another data set (default 0)
  *   NEXMARK_RATE_LIMIT      emission limit in events per second of processing time (default none)
- *   NEXMARK_SPLIT_BLOCK     consecutive event ids a source subtask emits before the next one's
- *                           turn (default: the source's); 1: each takes every n-th id
+ *   NEXMARK_SPLIT_BLOCK     consecutive event ids per source split block (default: the
+ *                           source's); with static assignment, 1: each subtask takes every n-th id
+ *   NEXMARK_SPLIT_ASSIGNMENT  "on-request" (default: each block to the source subtask that asks)
+ *                           or "static" (each subtask owns every n-th block)
  */
 import {
   nexmarkConfig,
@@ -29,6 +31,7 @@ import {
   type KeyedConnectedStreams,
   type NexmarkConfig,
   type NexmarkEvent,
+  type NexmarkSplitAssignment,
   type Person,
   type StreamExecutionEnvironment,
 } from "eddy";
@@ -50,6 +53,8 @@ export interface NexmarkSettings {
   readonly ratePerSecond: number | undefined;
   /** Consecutive ids per source split block; undefined: the source's default. */
   readonly splitBlock: number | undefined;
+  /** How blocks reach the source subtasks; undefined: the source's default (on request). */
+  readonly splitAssignment: NexmarkSplitAssignment | undefined;
 }
 
 /** The number in environment variable `name` ("1_000_000" allowed), or `fallback` when unset. */
@@ -59,6 +64,12 @@ function numberSetting<F extends number | undefined>(name: string, fallback: F):
   const value = Number(raw.replaceAll("_", ""));
   if (!Number.isFinite(value)) throw new RangeError(`${name} must be a number, got '${raw}'`);
   return value;
+}
+
+function assignmentSetting(raw: string | undefined): NexmarkSplitAssignment | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  if (raw === "on-request" || raw === "static") return raw;
+  throw new RangeError(`NEXMARK_SPLIT_ASSIGNMENT must be "on-request" or "static", got '${raw}'`);
 }
 
 /** The settings of the environment variables above, read now. */
@@ -72,14 +83,15 @@ export function nexmarkSettings(): NexmarkSettings {
     }),
     ratePerSecond: numberSetting("NEXMARK_RATE_LIMIT", undefined),
     splitBlock: numberSetting("NEXMARK_SPLIT_BLOCK", undefined),
+    splitAssignment: assignmentSetting(process.env.NEXMARK_SPLIT_ASSIGNMENT),
   };
 }
 
 /** The generated events, with event time and watermarks. */
 export function nexmarkEvents(env: StreamExecutionEnvironment): DataStream<NexmarkEvent> {
-  const { events, config, ratePerSecond, splitBlock } = nexmarkSettings();
+  const { events, config, ratePerSecond, splitBlock, splitAssignment } = nexmarkSettings();
   return env.fromSource(
-    nexmarkSource({ events, config, ratePerSecond, splitBlock }),
+    nexmarkSource({ events, config, ratePerSecond, splitBlock, splitAssignment }),
     // No timestamp assigner: the source stamps each event with its dateTime.
     WatermarkStrategy.forBoundedOutOfOrderness<NexmarkEvent>(WATERMARK_DELAY_MS),
     "Nexmark",

@@ -98,6 +98,7 @@ export {
   type NexmarkConfig,
   type NexmarkEvent,
   type NexmarkSourceOptions,
+  type NexmarkSplitAssignment,
   type NexmarkSplit,
   type Person,
 } from "./connector/nexmark/index.ts";

@@ -18,4 +18,4 @@ export {
   nexmarkEvent,
   type NexmarkConfig,
 } from "./generator.ts";
-export { nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit } from "./source.ts";
+export { nexmarkSource, type NexmarkSourceOptions, type NexmarkSplit, type NexmarkSplitAssignment } from "./source.ts";

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { defineJob, WatermarkStrategy } from "eddy";
+import { defineJob, EddyError, WatermarkStrategy } from "eddy";
 import { collectSink, ManualClock, runJob } from "eddy/testing";
 import { readerOutputOf, type ReaderOutput, type SourceReader } from "../source.ts";
 import { sourceReaderContext } from "../../testing/source-reader-context.ts";
@@ -20,10 +20,10 @@ function expected(firstEventId: number, events: number, options: NexmarkSourceOp
   return multiset(out);
 }
 
-/** The splits the enumerator assigns to each subtask at `parallelism`. */
+/** The splits the static enumerator assigns to each subtask at `parallelism`. */
 function assignedSplits(options: NexmarkSourceOptions, parallelism: number): NexmarkSplit[][] {
   const assigned: NexmarkSplit[][] = Array.from({ length: parallelism }, () => []);
-  const enumerator = nexmarkSource(options).createEnumerator({
+  const enumerator = nexmarkSource({ ...options, splitAssignment: "static" }).createEnumerator({
     parallelism,
     assignSplits: (subtask, splits) => void assigned[subtask]!.push(...splits),
     signalNoMoreSplits: () => {},
@@ -103,7 +103,7 @@ function ownedIds(split: NexmarkSplit): number[] {
   return ids;
 }
 
-test("by default each split takes blocks of consecutive ids in turn; every id is emitted once, in order within a reader", () => {
+test("static: each split takes blocks of consecutive ids in turn; every id is emitted once, in order within a reader", () => {
   // Blocks of 100 from id 250 (not a block's start), 1,000 events, 3 splits: split 0 takes ids
   // 250-299 (what is left of block 2), then blocks 5, 8 and 11 (1,100-1,199); the run ends at 1,250.
   const options = { events: 1_000, splitBlock: 100, config: { firstEventId: 250 } };
@@ -136,7 +136,7 @@ test("splitBlock must be a positive integer", () => {
   for (const splitBlock of [0, -1, 1.5, Number.NaN]) assert.throws(() => nexmarkSource({ splitBlock }), /splitBlock must be a positive integer/);
 });
 
-test("with splitBlock 1 each split takes every n-th id; a reader emits its ids in order with their event time as timestamp", () => {
+test("static, splitBlock 1: each split takes every n-th id; a reader emits its ids in order with their event time as timestamp", () => {
   const options = { events: 1_000, splitBlock: 1 };
   const splits = assignedSplits(options, 3);
   assert.deepEqual(splits.map((s) => s.map((x) => [x.position, x.stride, x.end])), [[[0, 3, 1_000]], [[1, 3, 1_000]], [[2, 3, 1_000]]]);
@@ -280,4 +280,187 @@ test("the reader's pendingRecords gauge (FLIP-33) counts the ids left in its spl
   const u = nexmarkSource({}).createReader(endless);
   u.addSplits(assignedSplits({}, 1)[0]!);
   assert.equal(endless.metrics.standardGauges().pendingRecords, Number.POSITIVE_INFINITY);
+});
+
+/**
+ * An on-request enumerator and its readers wired by hand: a reader's split request and the
+ * enumerator's answer each wait in a queue until `deliver` (as messages between threads would).
+ */
+function onRequestHarness(options: NexmarkSourceOptions, parallelism: number) {
+  const source = nexmarkSource(options);
+  const queue: (() => void)[] = [];
+  const assigned: NexmarkSplit[][] = Array.from({ length: parallelism }, () => []);
+  const requests = Array.from({ length: parallelism }, () => 0);
+  const noMore = Array.from({ length: parallelism }, () => false);
+  const readers: SourceReader<NexmarkEvent, NexmarkSplit>[] = [];
+  const context = {
+    parallelism,
+    assignSplits: (subtask: number, splits: readonly NexmarkSplit[]) =>
+      void queue.push(() => {
+        assigned[subtask]!.push(...splits);
+        readers[subtask]!.addSplits(splits);
+      }),
+    signalNoMoreSplits: (subtask: number) =>
+      void queue.push(() => {
+        noMore[subtask] = true;
+        readers[subtask]!.notifyNoMoreSplits();
+      }),
+    failJob: (cause: unknown) => assert.fail(`the enumerator failed the job: ${String(cause)}`),
+  };
+  let enumerator = source.createEnumerator(context);
+  for (let i = 0; i < parallelism; i++) {
+    readers.push(
+      source.createReader(
+        sourceReaderContext({
+          subtaskIndex: i,
+          parallelism,
+          sendSplitRequest: () => {
+            requests[i]!++;
+            queue.push(() => enumerator.handleSplitRequest!(i));
+          },
+        }),
+      ),
+    );
+    enumerator.addReader(i);
+    readers[i]!.start?.();
+  }
+  return {
+    source,
+    readers,
+    assigned,
+    requests,
+    noMore,
+    get enumerator() {
+      return enumerator;
+    },
+    /** Restores the enumerator from what it recorded (through JSON, as a checkpoint stores it). */
+    restore(state: unknown) {
+      enumerator = source.restoreEnumerator!(context, JSON.parse(JSON.stringify(state)));
+    },
+    deliver() {
+      while (queue.length > 0) queue.shift()!();
+    },
+  };
+}
+
+test("on request: blocks go in id order to whichever reader asks, two in hand each; a reader polled 3× as often takes ~3× the blocks; the readers stay a few blocks apart; every id once", () => {
+  const block = 2_000;
+  const events = 100_000;
+  const options = { events, splitBlock: block, config: { firstEventId: 500 } };
+  const h = onRequestHarness(options, 2);
+  const got = [recorder(), recorder()];
+  const done = [false, false];
+  const config = nexmarkConfig(options.config);
+  let maxGap = 0;
+  for (let round = 0; !(done[0] && done[1]); round++) {
+    assert.ok(round < 1_000, "the readers end");
+    h.deliver();
+    // Reader 0 is polled three times for each poll of reader 1 (each poll: up to 1,024 events).
+    for (const [subtask, polls] of [[0, 3], [1, 1]] as const) {
+      for (let p = 0; p < polls && !done[subtask]; p++) done[subtask] = h.readers[subtask]!.pollNext(got[subtask]!.output) === "end";
+    }
+    // Each reader's latest event time, once both have emitted.
+    const [t0, t1] = got.map((e) => e.timestamps.at(-1));
+    if (t0 !== undefined && t1 !== undefined) maxGap = Math.max(maxGap, Math.abs(t0 - t1));
+  }
+  // Blocks in id order, aligned to multiples of the block (the first one cut at firstEventId).
+  const blocks = h.assigned.flat().sort((a, b) => a.position - b.position);
+  assert.deepEqual(blocks[0], { splitId: "nexmark-500", position: 500, stride: 1, end: 2_000 });
+  assert.deepEqual(blocks.at(-1), { splitId: "nexmark-100000", position: 100_000, stride: 1, end: 100_500 });
+  assert.equal(blocks.length, 51);
+  for (let i = 1; i < blocks.length; i++) assert.equal(blocks[i]!.position, blocks[i - 1]!.end);
+  // Each reader asked once per block it took, and once more to be told there are no more.
+  assert.deepEqual(h.requests, h.assigned.map((a) => a.length + 1));
+  assert.deepEqual(h.noMore, [true, true]);
+  // The busier-polled reader generated most of the events.
+  const [a, b] = h.assigned.map((s) => s.length) as [number, number];
+  assert.ok(a > 2 * b, `blocks taken: ${a} and ${b}`);
+  // Within each reader, ids (and event times) increase; together, every id once.
+  const ids = new Map<string, number>();
+  for (let id = 500; id < 100_500; id++) ids.set(JSON.stringify(nexmarkEvent(id, config)), id);
+  const all: number[] = [];
+  for (const e of got) {
+    const mine = e.events.map((ev) => ids.get(JSON.stringify(ev))!);
+    for (let i = 1; i < mine.length; i++) assert.ok(mine[i]! > mine[i - 1]!);
+    all.push(...mine);
+  }
+  assert.deepEqual(all.sort((x, y) => x - y), Array.from({ length: events }, (_, i) => 500 + i));
+  // Event-time distance between the readers: bounded by the blocks the slower one holds while the
+  // other runs ahead (5 blocks here, deterministically). With static assignment it would grow with
+  // the run: reader 1 would still be at about its 8th of 25 blocks when reader 0 ends, ~34 blocks
+  // behind.
+  const blockMs = eventTimestamp(block, config) - eventTimestamp(0, config);
+  assert.ok(maxGap <= 8 * blockMs, `largest event-time gap ${maxGap} ms, a block is ${blockMs} ms`);
+});
+
+test("on request: the enumerator records the next id it hands out and resumes there; a run's end ends every reader", () => {
+  const h = onRequestHarness({ events: 10_000, splitBlock: 1_000 }, 2);
+  h.deliver(); // each reader's first request, and the answers
+  h.deliver(); // each reader's second request (two in hand), and the answers
+  assert.deepEqual(h.assigned.flat().map((s) => s.position).sort((a, b) => a - b), [0, 1_000, 2_000, 3_000]);
+  const state = h.enumerator.snapshotState!(1);
+  assert.deepEqual(state, { v: 1, next: 4_000, end: 10_000 });
+  h.restore(state);
+  h.enumerator.handleSplitRequest!(1);
+  h.deliver();
+  assert.deepEqual(h.assigned[1]!.at(-1), { splitId: "nexmark-4000", position: 4_000, stride: 1, end: 5_000 });
+  // Unbounded: the state has no end, and blocks keep coming. (Blocks larger than a poll's 1,024
+  // events: a poll never uses up both blocks in hand, so it always has events.)
+  const endless = onRequestHarness({ splitBlock: 5_000 }, 1);
+  endless.deliver();
+  assert.deepEqual(endless.enumerator.snapshotState!(1), { v: 1, next: 10_000 });
+  const got = recorder();
+  for (let i = 0; i < 100; i++) {
+    endless.deliver();
+    assert.equal(endless.readers[0]!.pollNext(got.output), "more");
+  }
+  assert.equal(got.events.length, 100 * 1_024);
+  assert.deepEqual(endless.noMore, [false]);
+});
+
+test("on request: what a restore finds decides the enumerator; a state it does not read is CHECKPOINT_CORRUPT", () => {
+  const source = nexmarkSource({ events: 1_000 });
+  const assigned: [number, NexmarkSplit[]][] = [];
+  const context = {
+    parallelism: 1,
+    assignSplits: (subtask: number, splits: readonly NexmarkSplit[]) => void assigned.push([subtask, [...splits]]),
+    signalNoMoreSplits: () => {},
+    failJob: (cause: unknown) => assert.fail(String(cause)),
+  };
+  // A checkpoint of static assignment (or of a version before on-request): the splits not yet
+  // assigned, assigned again when the reader registers.
+  const leftover: NexmarkSplit = { splitId: "nexmark-0-of-1", position: 10, stride: 1, end: 1_000, block: 20_000 };
+  source.restoreEnumerator!(context, [leftover]).addReader(0);
+  assert.deepEqual(assigned, [[0, [leftover]]]);
+  for (const bad of [null, 3, {}, { v: 2, next: 0 }, { v: 1, next: -1 }, { v: 1, next: 1.5 }, { v: 1, next: 0, end: "x" }]) {
+    assert.throws(
+      () => source.restoreEnumerator!(context, bad),
+      (e: unknown) => e instanceof EddyError && e.code === "CHECKPOINT_CORRUPT",
+      JSON.stringify(bad),
+    );
+  }
+});
+
+test("splitAssignment must be on-request or static; a split added twice fails clearly", () => {
+  assert.throws(() => nexmarkSource({ splitAssignment: "dynamic" as "static" }), /splitAssignment must be "on-request" or "static"/);
+  const r = reader({ events: 1_000 }, [
+    { splitId: "a", position: 0, stride: 1, end: 500 },
+    { splitId: "b", position: 0, stride: 1, end: 500 },
+  ]);
+  assert.throws(() => drain(r, recorder()), /both hold id 0: a split was added twice/);
+});
+
+test("a reader given its blocks out of order emits them in id order", () => {
+  const options = { events: 3_000, splitBlock: 1_000 };
+  const got = recorder();
+  drain(
+    reader(options, [
+      { splitId: "nexmark-2000", position: 2_000, stride: 1, end: 3_000 },
+      { splitId: "nexmark-0", position: 0, stride: 1, end: 1_000 },
+    ]),
+    got,
+  );
+  const config = nexmarkConfig();
+  const ids = [...Array.from({ length: 1_000 }, (_, i) => i), ...Array.from({ length: 1_000 }, (_, i) => 2_000 + i)];
+  assert.deepEqual(got.events, ids.map((id) => nexmarkEvent(id, config)));
 });

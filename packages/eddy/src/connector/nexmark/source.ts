@@ -2,26 +2,46 @@
  * The built-in Nexmark source: the generator of `generator.ts` behind the split-based source
  * contract, parallel, bounded by an event count or unbounded, with an optional emission rate.
  *
- * Splits: one per subtask. The ids are cut into blocks of `splitBlock` consecutive ids (block k:
- * ids k·B .. k·B + B − 1), dealt to the `n` splits in turn: split `i` owns the blocks k with
- * k ≡ k₀ + i (mod n), k₀ the block of `firstEventId`. Not one contiguous range per split:
- * - All subtasks walk the one shared event-time timeline together, a block apart: their
- *   watermarks stay close, so windows and joins downstream hold little state, and event-time
- *   skew between subtasks is bounded by a block and by how unevenly they are scheduled, not by
- *   `events / n`. It also works unchanged for unbounded runs, which have no range to cut.
- * - Within a block, one subtask generates an auction and the bids on it that follow (bids pick
- *   one of the last ~100 auctions, ~1,700 events back), as each subtask of Flink's Nexmark
- *   harness generates its own contiguous range. With every n-th id instead (`splitBlock: 1`, the
- *   only split before), an auction and its bids came from different subtasks n − 1 times in n:
- *   with nothing keeping the subtasks in step, at parallelism 2 a fifth of q20's bids reached
- *   the join before their auction and waited in its state.
- * Every parallelism emits the same events (a pure function of their id) with the same event
- * times, so results do not depend on it. A split's position is the next event id it emits: a
- * reader given a split resumes exactly there, nothing lost or repeated.
+ * The ids are cut into blocks of `splitBlock` consecutive ids (block k: ids k·B .. k·B + B − 1).
+ * How blocks reach the readers (`splitAssignment`):
+ * - "on-request" (the default): one split per block, handed out in id order to whichever reader
+ *   asks (Flink's pull-based assignment, as its FileSource and NumberSequenceSource do). Each
+ *   reader keeps two blocks in hand: the one it reads and the next, asked for when one finishes,
+ *   so the round trip to the enumerator is hidden. A subtask whose downstream work is heavier
+ *   (q15: the one that owns the day's key) asks less often, and the others generate more: the
+ *   generation goes where there is time for it, as it would over a Kafka topic with more
+ *   partitions than readers. The enumerator records the next id it hands out; a reader records
+ *   the blocks it holds. Blocks are handed out in increasing id order, so each reader's ids (and
+ *   event times) still increase, and the readers stay within a few blocks of each other on the
+ *   event-time timeline however unevenly they run.
+ * - "static": one split per subtask, split `i` owning the blocks k with k ≡ k₀ + i (mod n), k₀ the
+ *   block of `firstEventId` (the only assignment before). Each subtask generates `events / n`
+ *   events whatever its downstream costs, and a slower subtask falls behind the others in event
+ *   time without bound.
+ * Either way, all subtasks walk the one shared event-time timeline together, a few blocks apart:
+ * their watermarks stay close, so windows and joins downstream hold little state. Within a block,
+ * one subtask generates an auction and the bids on it that follow (bids pick one of the last ~100
+ * auctions, ~1,700 events back), as each subtask of Flink's Nexmark harness generates its own
+ * contiguous range. With every n-th id instead (`splitBlock: 1`, static), an auction and its bids
+ * came from different subtasks n − 1 times in n: with nothing keeping the subtasks in step, at
+ * parallelism 2 a fifth of q20's bids reached the join before their auction and waited in its
+ * state.
+ *
+ * Every parallelism and assignment emits the same events (a pure function of their id) with the
+ * same event times, so results do not depend on them. A split's position is the next event id it
+ * emits: a reader given a split resumes exactly there, nothing lost or repeated.
  */
 import { SystemClock, type Clock, type ScheduledCallback } from "../../core/clock.ts";
 import { EddyError } from "../../core/errors.ts";
-import { alwaysAvailable, staticSplitEnumerator, type ReaderOutput, type Source, type SourceReader } from "../source.ts";
+import {
+  alwaysAvailable,
+  staticSplitEnumerator,
+  type ReaderOutput,
+  type Source,
+  type SourceReader,
+  type SplitEnumerator,
+  type SplitEnumeratorContext,
+} from "../source.ts";
 import { eventTimestamp, nexmarkConfig, nexmarkEvent, type NexmarkConfig } from "./generator.ts";
 import type { NexmarkEvent } from "./model.ts";
 
@@ -35,6 +55,15 @@ const MAX_RECORDS_PER_POLL = 1024;
  * for their auction, as many as every n-th id; 5,000 left 4 %, 10,000 2.2 %, 20,000 1.3 %.
  */
 export const DEFAULT_SPLIT_BLOCK = 20_000;
+
+/**
+ * Splits a reader keeps in hand with on-request assignment: the one it reads and the next, so a
+ * finished block is followed at once while the request for another goes to the enumerator.
+ */
+const SPLITS_IN_HAND = 2;
+
+/** How blocks of ids reach the readers: see the file comment. */
+export type NexmarkSplitAssignment = "on-request" | "static";
 
 export interface NexmarkSplit {
   readonly splitId: string;
@@ -64,6 +93,12 @@ export interface NexmarkSourceOptions {
    * the subtasks' event times drift further apart.
    */
   readonly splitBlock?: number;
+  /**
+   * "on-request" (default): each block is a split, handed to the reader that asks, so subtasks
+   * with less downstream work generate more; "static": one split per subtask, each owning every
+   * n-th block. See the file comment.
+   */
+  readonly splitAssignment?: NexmarkSplitAssignment;
 }
 
 /**
@@ -84,17 +119,74 @@ export function nexmarkSource(options: NexmarkSourceOptions = {}): Source<Nexmar
   if (!Number.isSafeInteger(splitBlock) || splitBlock < 1) {
     throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: splitBlock must be a positive integer, got ${splitBlock}`);
   }
+  const assignment = options.splitAssignment ?? "on-request";
+  if (assignment !== "on-request" && assignment !== "static") {
+    throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmarkSource: splitAssignment must be "on-request" or "static", got ${String(assignment)}`);
+  }
   const clock = options.clock ?? new SystemClock();
+  const end = events === undefined ? undefined : config.firstEventId + events;
   return {
     boundedness: events === undefined ? "continuous" : "bounded",
-    createEnumerator: (context) => staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism, splitBlock)),
+    createEnumerator: (context) =>
+      assignment === "static"
+        ? staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism, splitBlock))
+        : onRequestEnumerator(context, config.firstEventId, end, splitBlock),
+    // What the enumerator recorded decides how it goes on, whatever `splitAssignment` says now:
+    // the readers hold splits of that kind.
+    restoreEnumerator: (context, state) =>
+      Array.isArray(state) ? staticSplitEnumerator(context, state as NexmarkSplit[]) : restoreOnRequestEnumerator(context, state, splitBlock),
     createReader: (context) => {
-      const reader = nexmarkReader(config, ratePerSecond === undefined ? undefined : ratePerSecond / context.parallelism, clock);
-      // The backlog is known exactly: the ids left in the reader's splits (FLIP-33 pendingRecords).
+      const reader = nexmarkReader(config, ratePerSecond === undefined ? undefined : ratePerSecond / context.parallelism, clock, () => context.sendSplitRequest());
+      // FLIP-33 pendingRecords: the ids left in the splits this reader holds (with on-request
+      // assignment, not the blocks the enumerator has yet to hand out, as for Flink's FileSource).
       context.metrics.setPendingRecordsGauge(() => reader.pendingRecords());
       return reader;
     },
   };
+}
+
+/** What the on-request enumerator records: the next event id it hands out, and the run's end (absent: unbounded). */
+interface OnRequestEnumeratorState {
+  readonly v: 1;
+  readonly next: number;
+  readonly end?: number;
+}
+
+/**
+ * Hands out the blocks from `next` in id order, one split per request, to whichever reader asks;
+ * a reader that asks once every id to `end` is handed out is told no more splits come.
+ */
+function onRequestEnumerator(context: SplitEnumeratorContext<NexmarkSplit>, next: number, end: number | undefined, block: number): SplitEnumerator<NexmarkSplit> {
+  return {
+    // Readers ask for their splits themselves (handleSplitRequest).
+    addReader() {},
+    handleSplitRequest(subtaskIndex) {
+      if (end !== undefined && next >= end) {
+        context.signalNoMoreSplits(subtaskIndex);
+        return;
+      }
+      const blockEnd = (Math.floor(next / block) + 1) * block;
+      const stop = end === undefined ? blockEnd : Math.min(blockEnd, end);
+      context.assignSplits(subtaskIndex, [{ splitId: `nexmark-${next}`, position: next, stride: 1, end: stop }]);
+      next = stop;
+    },
+    snapshotState: (): OnRequestEnumeratorState => ({ v: 1, next, ...(end === undefined ? {} : { end }) }),
+  };
+}
+
+function restoreOnRequestEnumerator(context: SplitEnumeratorContext<NexmarkSplit>, value: unknown, block: number): SplitEnumerator<NexmarkSplit> {
+  const s = value as Partial<Record<keyof OnRequestEnumeratorState, unknown>> | null;
+  if (
+    s === null ||
+    typeof s !== "object" ||
+    s.v !== 1 ||
+    !Number.isSafeInteger(s.next) ||
+    (s.next as number) < 0 ||
+    (s.end !== undefined && (!Number.isSafeInteger(s.end) || (s.end as number) < 0))
+  ) {
+    throw new EddyError("CHECKPOINT_CORRUPT", `the Nexmark source's enumerator state in the checkpoint is not one this version reads: ${JSON.stringify(value)?.slice(0, 200)}`);
+  }
+  return onRequestEnumerator(context, s.next as number, s.end as number | undefined, block);
 }
 
 /**
@@ -113,12 +205,6 @@ function initialSplits(firstEventId: number, events: number | undefined, paralle
     splits.push(events === undefined ? split : { ...split, end: firstEventId + events });
   }
   return splits;
-}
-
-/** The id a split emits after `id`: the next one, or the first of its next block. */
-function nextOwnedId(id: number, stride: number, block: number): number {
-  const next = id + 1;
-  return next % block === 0 ? next + (stride - 1) * block : next;
 }
 
 /** How many ids a split at `position` still emits before `end`. */
@@ -145,8 +231,11 @@ interface OpenSplit {
 }
 
 /**
- * Reads its splits in increasing event id (merging them when it holds several, e.g. after a
- * restore at lower parallelism), so its event times never decrease. With a rate limit of `r`
+ * Reads its splits in increasing event id (merging them when it holds several: the next block
+ * with on-request assignment, or static splits after a restore at lower parallelism), so its
+ * event times never decrease. It asks for another split (`requestSplit`) whenever it holds fewer
+ * than SPLITS_IN_HAND, one request at a time, until told that no more come; an enumerator that
+ * assigns statically ignores the requests. With a rate limit of `r`
  * events per second (this reader's share), its `k`-th event is due `k / r` seconds after its
  * first poll; ahead of schedule it returns "nothing" and `isAvailable()` resolves from a clock
  * timer, so it never spins. Behind schedule (after backpressure) it catches up at full speed.
@@ -155,9 +244,12 @@ function nexmarkReader(
   config: NexmarkConfig,
   ratePerSecond: number | undefined,
   clock: Clock,
+  requestSplit: () => void,
 ): SourceReader<NexmarkEvent, NexmarkSplit> & { pendingRecords(): number } {
   const splits: OpenSplit[] = [];
   let noMoreSplits = false;
+  /** A split request is on its way (answered by an assignment or by "no more splits"). */
+  let requested = false;
   /** Processing time of the first rate-limited poll; -1 before it. */
   let startMs = -1;
   /** Records emitted since `startMs`. */
@@ -180,8 +272,17 @@ function nexmarkReader(
     if (wake === undefined) available = new Promise<void>((resolve) => (wake = resolve));
     return "nothing";
   };
+  const askIfShort = (): void => {
+    if (noMoreSplits || requested || splits.length >= SPLITS_IN_HAND) return;
+    requested = true;
+    requestSplit();
+  };
   const afterEmit = (): "more" | "nothing" | "end" => {
-    for (let i = splits.length - 1; i >= 0; i--) if (splits[i]!.position >= splits[i]!.end) splits.splice(i, 1);
+    for (let i = splits.length - 1; i >= 0; i--) {
+      if (splits[i]!.position < splits[i]!.end) continue;
+      splits.splice(i, 1);
+      askIfShort();
+    }
     if (splits.length > 0) return "more";
     return noMoreSplits ? "end" : park();
   };
@@ -189,6 +290,7 @@ function nexmarkReader(
   return {
     /** Events left in the splits held (+Infinity for an unbounded run). */
     pendingRecords: () => splits.reduce((n, s) => n + idsLeft(s.position, s.end, s.stride, s.block), 0),
+    start: askIfShort,
     pollNext(output) {
       if (splits.length === 0) return noMoreSplits ? "end" : park();
       let budget = MAX_RECORDS_PER_POLL;
@@ -203,7 +305,7 @@ function nexmarkReader(
         }
         if (due < budget) budget = due;
       }
-      emitted += splits.length === 1 ? emitSplit(splits[0]!, budget, config, output) : emitMerged(splits, budget, config, output);
+      emitted += splits.length === 1 ? emitSplit(splits[0]!, budget, Number.POSITIVE_INFINITY, config, output) : emitMerged(splits, budget, config, output);
       return afterEmit();
     },
     isAvailable: () => available,
@@ -215,10 +317,13 @@ function nexmarkReader(
         }
         splits.push({ splitId: s.splitId, position: s.position, stride: s.stride, end: s.end ?? Number.POSITIVE_INFINITY, block });
       }
+      requested = false;
+      askIfShort();
       if (added.length > 0) unpark();
     },
     notifyNoMoreSplits() {
       noMoreSplits = true;
+      requested = false;
       unpark();
     },
     snapshotState: () =>
@@ -236,14 +341,15 @@ function nexmarkReader(
   };
 }
 
-/** Emits up to `budget` events of one split; returns how many. */
+/** Emits up to `budget` events of one split, of ids below `limit`; returns how many. */
 // hot path
-function emitSplit(split: OpenSplit, budget: number, config: NexmarkConfig, output: ReaderOutput<NexmarkEvent>): number {
-  const { stride, end, block } = split;
+function emitSplit(split: OpenSplit, budget: number, limit: number, config: NexmarkConfig, output: ReaderOutput<NexmarkEvent>): number {
+  const { stride, block } = split;
+  const end = Math.min(split.end, limit);
   let id = split.position;
   let n = 0;
   if (block === 1 || stride === 1) {
-    // Every n-th id, or every id (one split: its blocks follow each other).
+    // Every n-th id, or every id (a split of consecutive blocks, or a block).
     for (; n < budget && id < end; n++, id += stride) output.collect(nexmarkEvent(id, config), eventTimestamp(id, config));
   } else {
     while (n < budget && id < end) {
@@ -258,19 +364,31 @@ function emitSplit(split: OpenSplit, budget: number, config: NexmarkConfig, outp
   return n;
 }
 
-/** Emits up to `budget` events of several splits in increasing id order; returns how many. */
+/**
+ * Emits up to `budget` events of several splits in increasing id order; returns how many. Runs of
+ * ids: the split with the lowest position emits up to the next-lowest split's position (a whole
+ * block, when the splits are blocks), then the lowest is found again.
+ */
 function emitMerged(splits: OpenSplit[], budget: number, config: NexmarkConfig, output: ReaderOutput<NexmarkEvent>): number {
   let n = 0;
-  for (; n < budget; n++) {
+  while (n < budget) {
     let next: OpenSplit | undefined;
+    let limit = Number.POSITIVE_INFINITY;
     for (let i = 0; i < splits.length; i++) {
       const s = splits[i]!;
-      if (s.position < s.end && (next === undefined || s.position < next.position)) next = s;
+      if (!(s.position < s.end)) continue;
+      if (next === undefined || s.position < next.position) {
+        if (next !== undefined) limit = next.position;
+        next = s;
+      } else if (s.position < limit) {
+        limit = s.position;
+      }
     }
     if (next === undefined) break;
-    const id = next.position;
-    output.collect(nexmarkEvent(id, config), eventTimestamp(id, config));
-    next.position = nextOwnedId(id, next.stride, next.block);
+    if (limit === next.position) {
+      throw new EddyError("INVALID_NEXMARK_CONFIG", `nexmark splits '${next.splitId}' and another both hold id ${limit}: a split was added twice`);
+    }
+    n += emitSplit(next, budget - n, limit, config, output);
   }
   return n;
 }
