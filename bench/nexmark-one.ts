@@ -6,6 +6,7 @@
  *
  *   node -C eddy-source --import tsx bench/nexmark-one.ts --query q5 --events 1000000 --parallelism 2 [--metrics off] [--checkpoint-interval 10s]
  *     [--state-backend disk [--disk-cache-size N] [--disk-cache-bytes SIZE] [--disk-local-recovery]] [--heap-incremental] [--local-aggregation off] [--sink discard]
+ *     [--source-yield-rounds N]
  *
  * (add --cpu-prof after `node` to profile the job; workers write their own profiles.)
  */
@@ -49,7 +50,8 @@ function stateBackendConfig(): Record<string, string> {
     ...(args.diskLocalRecovery ? { "state.backend.disk.local-recovery": "true" } : {}),
   };
 }
-const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig() } };
+const scheduling: Record<string, string> = args.sourceYieldRounds === undefined ? {} : { "taskmanager.scheduling.source-yield-rounds": String(args.sourceYieldRounds) };
+const runOptions: RunOptions = { ...checkpointing, config: { ...checkpointing.config, ...stateBackendConfig(), ...scheduling } };
 
 /** For a query whose output is files: a directory each for the job and the loop, removed at exit. */
 function outputDir(): string {

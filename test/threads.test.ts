@@ -190,6 +190,28 @@ test("taskmanager.gc.parallel-scavenge: false holds V8's parallel scavenger off 
   assert.equal(await mostScavengeHolders(runJob(jobs.keyedSum, { parallelism: 2, mode: "threads", config: config2 }).done), 0, "never held with true");
 });
 
+/** The bids each source subtask of `oneHotKey` emitted: on the worker of the day's key (hot) and on the other (cold). */
+async function hotKeyShares(config: Record<string, string>): Promise<{ hot: number; cold: number }> {
+  const handle = runJob(jobs.oneHotKey, { parallelism: 2, mode: "threads", config });
+  const result = await handle.done;
+  const [[bids]] = handle.collected<[number, number]>("out") as [[number, number]];
+  const hotSubtask = result.metrics.find((m) => m.task.startsWith("KeyedProcess") && m.recordsIn > 0)!.subtask;
+  const emitted = (subtask: number): number => result.metrics.find((m) => m.task.startsWith("Source") && m.subtask === subtask)!.recordsOut;
+  const shares = { hot: emitted(hotSubtask), cold: emitted(1 - hotSubtask) };
+  assert.equal(shares.hot + shares.cold, bids, "every bid reached the day's key once");
+  return shares;
+}
+
+test("the source yield: with one hot key, the worker that owns it leaves more of the blocks to the other worker's source", async () => {
+  // Off, the source beside the key is paced by the key's task like the other one is, and
+  // generates a third of the bids (measured: exactly 184,000 of 552,000, run after run). On, its
+  // source sits out while the input from the other worker is half full, and the other worker's
+  // source takes the blocks it does not ask for (measured: 92,000-128,800).
+  const off = await hotKeyShares({ "taskmanager.scheduling.source-yield-rounds": "0" });
+  const on = await hotKeyShares({});
+  assert.ok(on.hot < 0.9 * off.hot, `bids generated beside the hot key: ${on.hot} with the yield, ${off.hot} without`);
+});
+
 test("an exception in a worker fails the job with the operator, subtask and cause", async () => {
   const handle = runJob(jobs.throwing, { parallelism: 2, mode: "threads" });
   await assert.rejects(handle.done, (e: Error & { code?: string; operator?: string; subtask?: number }) => {

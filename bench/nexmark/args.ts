@@ -43,9 +43,17 @@ export interface BenchArgs {
    * runs do: their blackhole sink discards rows unread); only the rows' count is compared.
    */
   readonly sink: "digest" | "discard";
+  /** `--source-yield-rounds N`: the `taskmanager.scheduling.source-yield-rounds` key (its default when absent; docs/performance.md). */
+  readonly sourceYieldRounds: number | undefined;
 }
 
 const FLAGS = new Set(["json", "no-loop", "disk-local-recovery", "heap-incremental"]);
+
+function nonNegative(raw: string): number {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`--source-yield-rounds must be a non-negative integer, got '${raw}'`);
+  return n;
+}
 
 export function parseBenchArgs(argv: readonly string[]): BenchArgs {
   const values = new Map<string, string>();
@@ -60,7 +68,7 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
       values.set(name, value);
     }
   }
-  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "disk-cache-bytes", "local-aggregation", "seconds", "sink", ...FLAGS]);
+  const known = new Set(["query", "events", "parallelism", "mode", "rounds", "checkpoint-interval", "metrics", "state-backend", "disk-cache-size", "disk-cache-bytes", "local-aggregation", "seconds", "sink", "source-yield-rounds", ...FLAGS]);
   for (const name of values.keys()) if (!known.has(name)) throw new RangeError(`unknown flag --${name}`);
   const count = (name: string, fallback: number): number => {
     const raw = values.get(name);
@@ -101,5 +109,6 @@ export function parseBenchArgs(argv: readonly string[]): BenchArgs {
     localAggregation: localAggregation === "on",
     seconds: values.has("seconds") ? count("seconds", 1) : undefined,
     sink,
+    sourceYieldRounds: values.has("source-yield-rounds") ? nonNegative(values.get("source-yield-rounds")!) : undefined,
   };
 }

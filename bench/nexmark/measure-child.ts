@@ -25,6 +25,7 @@ export async function measureInChild(query: string, args: BenchArgs, override: P
   if (a.diskCacheBytes !== undefined && a.stateBackend === "disk") childArgs.push("--disk-cache-bytes", a.diskCacheBytes);
   if (a.diskLocalRecovery && a.stateBackend === "disk") childArgs.push("--disk-local-recovery");
   if (a.heapIncremental && a.stateBackend === "heap") childArgs.push("--heap-incremental");
+  if (a.sourceYieldRounds !== undefined) childArgs.push("--source-yield-rounds", String(a.sourceYieldRounds));
   // This process's node flags, so the TypeScript loader and the eddy-source condition too.
   const { stdout, stderr } = await run(process.execPath, [...process.execArgv, ONE, ...childArgs], { maxBuffer: 16 * 1024 * 1024, env: { ...process.env, ...env } });
   if (stderr.length > 0) process.stderr.write(stderr);

@@ -7,7 +7,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { getHeapStatistics } from "node:v8";
-import { defineJob, recordCodec, ValueStateDescriptor, type KeyedProcessFunction, type ProcessFunction, type RuntimeContext } from "eddy";
+import { defineJob, MapStateDescriptor, nexmarkSource, recordCodec, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction, type NexmarkEvent, type ProcessFunction, type RuntimeContext } from "eddy";
 import { collectSink } from "eddy/testing";
 
 export const RECORDS = 20_000;
@@ -286,5 +286,46 @@ export const buildsThenProbes = defineJob("builds-then-probes", (env) => {
         if (ctx.getState(built).value() === undefined) out.collect(probe);
       },
     })
+    .sinkTo(collectSink("out"));
+});
+
+export const HOT_KEY_EVENTS = 600_000;
+
+interface BidOfDay {
+  readonly bidder: number;
+  readonly auction: number;
+  readonly day: number;
+}
+
+/**
+ * Nexmark's bids keyed by their day (one key: the events span minutes), with distinct bidders and
+ * auctions counted per day, like q15: the subtask that owns the day does all the counting, the
+ * other only generates. Emits the day's bid count and distinct bidders when the input ends.
+ */
+export const oneHotKey = defineJob("one-hot-key", (env) => {
+  const bidders = new MapStateDescriptor<number, boolean>("bidders");
+  const auctions = new MapStateDescriptor<number, boolean>("auctions");
+  const count = new ValueStateDescriptor<number>("count");
+  env
+    .fromSource(nexmarkSource({ events: HOT_KEY_EVENTS }), WatermarkStrategy.forBoundedOutOfOrderness<NexmarkEvent>(4_000), "Source: nexmark")
+    .flatMap<BidOfDay>((e, out) => {
+      if (e.type === "bid") out.collect({ bidder: e.bid.bidder, auction: e.bid.auction, day: Math.floor(e.bid.dateTime / 86_400_000) });
+    })
+    .keyBy((b) => b.day)
+    .process<[number, number]>({
+      processElement(b, ctx) {
+        const seen = ctx.getMapState(bidders);
+        if (!seen.contains(b.bidder)) seen.put(b.bidder, true);
+        const auctionsSeen = ctx.getMapState(auctions);
+        if (!auctionsSeen.contains(b.auction)) auctionsSeen.put(b.auction, true);
+        const state = ctx.getState(count);
+        state.update((state.value() ?? 0) + 1);
+        ctx.timerService().registerEventTimeTimer(Number.MAX_SAFE_INTEGER);
+      },
+      onTimer(_t, ctx, out) {
+        out.collect([ctx.getState(count).value() ?? 0, [...ctx.getMapState(bidders).keys()].length]);
+      },
+    })
+    .uid("hot")
     .sinkTo(collectSink("out"));
 });

@@ -43,6 +43,8 @@ test("configuration keys map onto run options, with units", () => {
   assert.deepEqual(optionsFromConfig({ "pipeline.auto-watermark-interval": "1s" }), { autoWatermarkIntervalMs: 1_000 });
   assert.deepEqual(optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "FALSE" }), { parallelScavenge: "false" });
   assert.deepEqual(optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "auto" }), { parallelScavenge: "auto" });
+  assert.deepEqual(optionsFromConfig({ "taskmanager.scheduling.source-yield-rounds": "0" }), { sourceYieldRounds: 0 });
+  assert.deepEqual(optionsFromConfig({ "taskmanager.scheduling.source-yield-rounds": "64" }), { sourceYieldRounds: 64 });
 });
 
 test("unknown keys and bad values are refused, naming the key", () => {
@@ -58,6 +60,7 @@ test("unknown keys and bad values are refused, naming the key", () => {
   assert.throws(() => optionsFromConfig({ "taskmanager.memory.task.heap.size": "512" }), code("INVALID_CONFIG", /heap\.size.*512m or 2g/));
   assert.throws(() => optionsFromConfig({ "execution.watchdog.timeout": "forever" }), code("INVALID_CONFIG", /watchdog/));
   assert.throws(() => optionsFromConfig({ "taskmanager.gc.parallel-scavenge": "off" }), code("INVALID_CONFIG", /parallel-scavenge.*auto, true or false/));
+  assert.throws(() => optionsFromConfig({ "taskmanager.scheduling.source-yield-rounds": "-1" }), code("INVALID_CONFIG", /source-yield-rounds.*non-negative integer/));
   assert.throws(
     () => optionsFromConfig({ "execution.checkpointing.interval": "1s", "execution.checkpointing.recovery.allow-behind-committed": "yes" }),
     code("INVALID_CONFIG", /allow-behind-committed/),

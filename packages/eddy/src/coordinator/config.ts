@@ -19,6 +19,8 @@ export interface ConfiguredOptions {
   maxWorkerHeapMb?: number;
   /** taskmanager.gc.parallel-scavenge (parallel-scavenge.ts). */
   parallelScavenge?: ParallelScavengeSetting;
+  /** taskmanager.scheduling.source-yield-rounds (ExecutorOptions.sourceYieldRounds). */
+  sourceYieldRounds?: number;
   metricsEnabled?: boolean;
   localAggregation?: boolean;
   /** pipeline.auto-watermark-interval: wins over the job's `env.setAutoWatermarkInterval`. */
@@ -149,6 +151,11 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
       if (!(PARALLEL_SCAVENGE_SETTINGS as readonly string[]).includes(setting)) throw invalid("taskmanager.gc.parallel-scavenge", v, "auto, true or false");
       d.parallelScavenge = setting as ParallelScavengeSetting;
     },
+  },
+  "taskmanager.scheduling.source-yield-rounds": {
+    description:
+      "while a worker thread's input from another thread is half full, its sources sit out up to this many rounds in a row, so the other thread reads more of the splits handed out on request (default 16; 0: never; docs/performance.md)",
+    apply: (v, d) => void (d.sourceYieldRounds = int("taskmanager.scheduling.source-yield-rounds", v)),
   },
   "metrics.enabled": {
     description: "per-record metrics: records in/out per operator, busy time (default true; false saves their cost, docs/metrics.md)",

@@ -15,6 +15,7 @@ const base: ResolvedSettings = {
   watchdogTimeoutMs: 60_000,
   maxWorkerHeapMb: undefined,
   parallelScavenge: "auto",
+  sourceYieldRounds: 16,
   metricsEnabled: false,
   localAggregation: true,
   autoWatermarkIntervalMs: 200,
@@ -32,6 +33,7 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
     "state.backend": "heap",
     "state.savepoints.dir": "/sp",
     "taskmanager.gc.parallel-scavenge": "auto",
+    "taskmanager.scheduling.source-yield-rounds": "16",
   });
   assert.deepEqual(Object.keys(c), Object.keys(c).sort());
 });

@@ -25,6 +25,7 @@ export interface ResolvedSettings {
   readonly watchdogTimeoutMs: number;
   readonly maxWorkerHeapMb: number | undefined;
   readonly parallelScavenge: ParallelScavengeSetting;
+  readonly sourceYieldRounds: number;
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
   readonly autoWatermarkIntervalMs: number;
@@ -56,6 +57,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("execution.watchdog.timeout", ms(s.watchdogTimeoutMs));
   set("taskmanager.memory.task.heap.size", s.maxWorkerHeapMb === undefined ? undefined : `${s.maxWorkerHeapMb}m`);
   set("taskmanager.gc.parallel-scavenge", s.parallelScavenge);
+  set("taskmanager.scheduling.source-yield-rounds", s.sourceYieldRounds);
   set("metrics.enabled", s.metricsEnabled);
   set("pipeline.local-aggregation", s.localAggregation);
   set("pipeline.auto-watermark-interval", ms(s.autoWatermarkIntervalMs));

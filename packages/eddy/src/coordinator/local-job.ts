@@ -39,6 +39,7 @@ import { locateJob, planJob, type JobRef } from "../executor/job-ref.ts";
 import type { Placement } from "../executor/thread-protocol.ts";
 import { ThreadedAttempt, type ThreadedCheckpointing } from "./threaded-attempt.ts";
 import { workerCode, type WorkerBundle } from "../executor/worker-bundle.ts";
+import { DEFAULT_SOURCE_YIELD_ROUNDS } from "../executor/task-executor.ts";
 
 export type { ExecutionMode } from "./control.ts";
 import type { ExecutionMode } from "./control.ts";
@@ -190,6 +191,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
   const localAggregation = options.localAggregation ?? configured.localAggregation ?? true;
   const parallelScavenge = configured.parallelScavenge ?? "auto";
+  const sourceYieldRounds = configured.sourceYieldRounds ?? DEFAULT_SOURCE_YIELD_ROUNDS;
   const autoWatermarkIntervalMs = configured.autoWatermarkIntervalMs ?? env.getAutoWatermarkInterval();
   const stateBackend = resolveStateBackend(configured.stateBackend, env.getStateBackend());
   const checkpointConfig =
@@ -254,6 +256,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
       parallelScavenge,
+      sourceYieldRounds,
       watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
       token,
       checkpointing,
@@ -304,6 +307,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     watchdogTimeoutMs: options.watchdogTimeoutMs ?? configured.watchdogTimeoutMs ?? DEFAULT_WATCHDOG_TIMEOUT_MS,
     maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
     parallelScavenge,
+    sourceYieldRounds,
     metricsEnabled,
     localAggregation,
     autoWatermarkIntervalMs,

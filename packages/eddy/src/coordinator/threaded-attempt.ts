@@ -74,6 +74,8 @@ export interface ThreadedOptions {
   readonly maxWorkerHeapMb: number | undefined;
   /** Whether V8's parallel scavenger is switched off while the workers run (parallel-scavenge.ts). */
   readonly parallelScavenge: ParallelScavengeSetting;
+  /** ExecutorOptions.sourceYieldRounds of every worker (taskmanager.scheduling.source-yield-rounds). */
+  readonly sourceYieldRounds: number;
   /** Checkpointing: what workers need, where acknowledgements go, restored enumerator state. */
   readonly checkpointing?: ThreadedCheckpointing | undefined;
   /** The bundle workers start from (worker-bundle.ts); undefined: they load through tsx. */
@@ -256,6 +258,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         metricsIntervalMs: this.#options.metricsIntervalMs,
         metricsEnabled: this.#options.metricsEnabled,
         localAggregation: this.#options.localAggregation,
+        sourceYieldRounds: this.#options.sourceYieldRounds,
         autoWatermarkIntervalMs: this.#options.autoWatermarkIntervalMs,
         stateBackend: this.#options.stateBackend,
         logLevel: this.#options.logLevel,

@@ -45,6 +45,8 @@ export interface WorkerInit {
   readonly metricsEnabled: boolean;
   /** ExecutorOptions.localAggregation. */
   readonly localAggregation: boolean;
+  /** ExecutorOptions.sourceYieldRounds. */
+  readonly sourceYieldRounds: number;
   /** ExecutorOptions.autoWatermarkIntervalMs: resolved by the coordinator (the key wins over the job's setting). */
   readonly autoWatermarkIntervalMs: number;
   /** The keyed state backend (ExecutorOptions.stateBackend, as data; undefined: heap). */

@@ -271,6 +271,36 @@ export class StreamTask {
     return this.#state;
   }
 
+  /**
+   * A source task that may sit out a round (the executor's source yield, task-executor.ts):
+   * running, with no mail waiting (a barrier to inject, splits to add), so skipping it delays
+   * only its reading.
+   */
+  get mayYield(): boolean {
+    return this.#o.head.kind === "source" && this.#state === "running" && !this.#o.mailbox.hasMail;
+  }
+
+  /**
+   * The executor skipped this source for a round (mayYield): the time counts as backpressured,
+   * since work downstream on its thread holds it back, until a round finds it runnable again.
+   */
+  sitOut(): void {
+    if (this.#times[BACKPRESSURED_SINCE]! < 0) this.#times[BACKPRESSURED_SINCE] = performance.now();
+  }
+
+  /**
+   * An input from another thread is backlogged (at least half full) and this task could read it
+   * now (not held back by barrier alignment): the other thread waits for this task, or soon will.
+   */
+  get hasBacklog(): boolean {
+    if (this.#state !== "running") return false;
+    const inputs = this.#o.inputs;
+    for (let i = 0; i < inputs.length; i++) {
+      if (inputs[i]!.channel.backlogged === true && (!this.#aligning || !this.#aligner!.isBlocked(i))) return true;
+    }
+    return false;
+  }
+
   /** Finished (or closed), with no asynchronous work of its operators left (a sink's commit): the executor may close it. */
   get isFinished(): boolean {
     return (this.#state === "finished" || this.#state === "closed") && !this.#o.pendingWork.any;

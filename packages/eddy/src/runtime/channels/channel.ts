@@ -17,6 +17,12 @@ export interface InputChannel {
   headSeq(): number | undefined;
   /** Encoded bytes received so far (channels that cross threads). */
   readonly bytesIn?: number;
+  /**
+   * A channel from another thread whose transport is at least half full: that thread's task
+   * waits for this one, or soon will (the executor's source yield). Undefined on a thread's own
+   * channels.
+   */
+  readonly backlogged?: boolean;
 }
 
 export interface OutputChannel {

@@ -166,3 +166,18 @@ test("frames written on another thread arrive whole and in order, with the write
   }
   assert.equal(await exited, 0);
 });
+
+test("halfFull: true from half the ring's bytes written and not released, false again once the reader releases them", () => {
+  const ring = createFrameRing(1024);
+  const writer = new FrameRingWriter(ring, () => {});
+  const reader = new FrameRingReader(ring, () => {});
+  // A record is an 8-byte header and the frame padded to 8: frames of 120 bytes take 128.
+  for (let i = 0; i < 3; i++) writer.send(frame(i, 120));
+  assert.equal(reader.halfFull, false, "384 of 1,024 bytes");
+  writer.send(frame(3, 120));
+  assert.equal(reader.halfFull, true, "512 of 1,024 bytes");
+  checkFrame(reader.peek()!, 0, 120);
+  assert.equal(reader.halfFull, true, "a frame peeked at still holds its room");
+  reader.release();
+  assert.equal(reader.halfFull, false, "384 bytes once one is released");
+});

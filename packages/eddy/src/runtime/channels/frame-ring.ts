@@ -214,6 +214,11 @@ export class FrameRingReader implements FrameInlet {
     return Atomics.load(this.#r.header, WRITE) !== this.#cursor;
   }
 
+  get halfFull(): boolean {
+    const queued = (Atomics.load(this.#r.header, WRITE) - Atomics.load(this.#r.header, READ)) | 0;
+    return queued >= this.#r.capacity >>> 1;
+  }
+
   peek(): Uint8Array | undefined {
     if (this.#current !== undefined) return this.#current;
     const { data, words, capacity, mask, header } = this.#r;

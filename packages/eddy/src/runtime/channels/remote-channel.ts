@@ -51,6 +51,11 @@ export interface FrameInlet {
   release(): void;
   /** Gives `records` of credit back to the sender. */
   returnCredit(records: number): void;
+  /**
+   * Whether at least half of what the transport can hold is waiting to be read: the sender is
+   * held back by this end, or soon will be. Cheap.
+   */
+  readonly halfFull: boolean;
 }
 
 export interface RemoteChannelInfo {
@@ -174,6 +179,10 @@ export class RemoteInputChannel implements InputChannel {
       this.#holding = false;
       this.#inlet.release();
     }
+  }
+
+  get backlogged(): boolean {
+    return this.#inlet.halfFull;
   }
 
   /** True also while an element is held: the next poll frees its room even if nothing follows. */
