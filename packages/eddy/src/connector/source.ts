@@ -152,6 +152,14 @@ export interface Source<T, SplitT = unknown> {
   readonly boundedness: Boundedness;
   /** The largest parallelism that makes sense (e.g. 1 for a source that cannot be split). */
   readonly maxParallelism?: number;
+  /**
+   * Readers ask for their splits (`sendSplitRequest`) and each goes to whichever reader asks, so
+   * what one reader leaves, another takes (the file source; the Nexmark source by default). Such a
+   * source may sit out rounds of a worker thread whose downstream work is the bottleneck (the
+   * source yield, `taskmanager.scheduling.source-yield-rounds`). A source whose splits are fixed
+   * per reader is never held back that way: it would only fall behind the others in event time.
+   */
+  readonly splitsOnRequest?: boolean;
   createEnumerator(context: SplitEnumeratorContext<SplitT>): SplitEnumerator<SplitT>;
   /** The enumerator after a restore, from what its `snapshotState` recorded (see restoreEnumerator). */
   restoreEnumerator?(context: SplitEnumeratorContext<SplitT>, state: unknown): SplitEnumerator<SplitT>;

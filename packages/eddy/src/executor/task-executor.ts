@@ -670,7 +670,15 @@ export class TaskExecutor {
           sourceFed = mainOutputs.length === 1 && mainOutputs[0]!.chained ? mainOutputs[0]!.target : undefined;
           const next = sourceFed === undefined ? undefined : operators.get(sourceFed);
           const splits = next !== undefined && "openSplit" in next ? (next as SplitAwareOperator<unknown>) : undefined;
-          head = { kind: "source", name: headNode.name, reader, output: sourceOutput, onBadRecord: (bad) => errors.onBadRecord(bad), splits };
+          head = {
+            kind: "source",
+            name: headNode.name,
+            reader,
+            output: sourceOutput,
+            onBadRecord: (bad) => errors.onBadRecord(bad),
+            splits,
+            splitsOnRequest: headT.source.splitsOnRequest === true,
+          };
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
             notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),

@@ -40,6 +40,8 @@ export type TaskHead =
        * is the reader's output.
        */
       readonly splits?: SplitAwareOperator<unknown> | undefined;
+      /** The source hands its splits out on request (Source.splitsOnRequest): it may sit out rounds (mayYield). */
+      readonly splitsOnRequest?: boolean;
     }
   | { readonly kind: "one-input"; readonly operator: OneInputOperator<unknown> }
   | { readonly kind: "two-input"; readonly operator: TwoInputOperator<unknown, unknown> };
@@ -272,12 +274,14 @@ export class StreamTask {
   }
 
   /**
-   * A source task that may sit out a round (the executor's source yield, task-executor.ts):
-   * running, with no mail waiting (a barrier to inject, splits to add), so skipping it delays
-   * only its reading.
+   * A source task that may sit out a round (the executor's source yield, task-executor.ts): its
+   * splits go to whichever reader asks (another thread's reader takes what it leaves), running,
+   * with no mail waiting (a barrier to inject, splits to add), so skipping it delays only its
+   * reading.
    */
   get mayYield(): boolean {
-    return this.#o.head.kind === "source" && this.#state === "running" && !this.#o.mailbox.hasMail;
+    const head = this.#o.head;
+    return head.kind === "source" && head.splitsOnRequest === true && this.#state === "running" && !this.#o.mailbox.hasMail;
   }
 
   /**

@@ -67,6 +67,8 @@ function fileSource<T>(path: string, format: Format<T>, options: FileSourceOptio
   const enumeratorOptions = { pattern, monitorIntervalMs, clock, splittable: format.splittable, splitBytes };
   return {
     boundedness: monitorIntervalMs === undefined ? "bounded" : "continuous",
+    // Readers ask for splits, and the enumerator serves whichever asks (fileSplitEnumerator).
+    splitsOnRequest: true,
     createEnumerator: (context) => fileSplitEnumerator(context, enumeratorOptions),
     restoreEnumerator: (context, state) =>
       // No state: the source is new in this job (or was never snapshotted): start afresh.

@@ -127,6 +127,7 @@ export function nexmarkSource(options: NexmarkSourceOptions = {}): Source<Nexmar
   const end = events === undefined ? undefined : config.firstEventId + events;
   return {
     boundedness: events === undefined ? "continuous" : "bounded",
+    splitsOnRequest: assignment === "on-request",
     createEnumerator: (context) =>
       assignment === "static"
         ? staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism, splitBlock))
