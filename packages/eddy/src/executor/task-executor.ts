@@ -2,7 +2,9 @@
  * Runs the subtasks a deployment assigns to this thread: instantiates their operators, wires
  * their channels, registers their source readers, and drives them all with one cooperative loop
  * (run every runnable task for one slice, yield to the event loop, sleep when nothing is runnable
- * until mail, channel data, credit or source data wakes it).
+ * until mail, channel data, credit or source data wakes it). Sources whose splits go to whichever
+ * reader asks may sit out rounds while the thread holds up another one (the source yield:
+ * ExecutorOptions.sourceYieldRounds).
  *
  * Inline mode runs every subtask of a plan in one executor with local channels; threaded mode runs
  * one executor per worker thread, each with its share of subtasks, and remote channels between

@@ -432,6 +432,11 @@ test("on request: what a restore finds decides the enumerator; a state it does n
   const leftover: NexmarkSplit = { splitId: "nexmark-0-of-1", position: 10, stride: 1, end: 1_000, block: 20_000 };
   source.restoreEnumerator!(context, [leftover]).addReader(0);
   assert.deepEqual(assigned, [[0, [leftover]]]);
+  // No state: the source is new in the job (added before the restore): it starts afresh.
+  const fresh: [number, NexmarkSplit[]][] = [];
+  const restoredFresh = source.restoreEnumerator!({ ...context, assignSplits: (subtask, splits) => void fresh.push([subtask, [...splits]]) }, undefined);
+  restoredFresh.handleSplitRequest!(0);
+  assert.deepEqual(fresh, [[0, [{ splitId: "nexmark-0", position: 0, stride: 1, end: 1_000 }]]]);
   for (const bad of [null, 3, {}, { v: 2, next: 0 }, { v: 1, next: -1 }, { v: 1, next: 1.5 }, { v: 1, next: 0, end: "x" }]) {
     assert.throws(
       () => source.restoreEnumerator!(context, bad),

@@ -125,17 +125,20 @@ export function nexmarkSource(options: NexmarkSourceOptions = {}): Source<Nexmar
   }
   const clock = options.clock ?? new SystemClock();
   const end = events === undefined ? undefined : config.firstEventId + events;
+  const createEnumerator = (context: SplitEnumeratorContext<NexmarkSplit>): SplitEnumerator<NexmarkSplit> =>
+    assignment === "static"
+      ? staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism, splitBlock))
+      : onRequestEnumerator(context, config.firstEventId, end, splitBlock);
   return {
     boundedness: events === undefined ? "continuous" : "bounded",
     splitsOnRequest: assignment === "on-request",
-    createEnumerator: (context) =>
-      assignment === "static"
-        ? staticSplitEnumerator(context, initialSplits(config.firstEventId, events, context.parallelism, splitBlock))
-        : onRequestEnumerator(context, config.firstEventId, end, splitBlock),
+    createEnumerator,
     // What the enumerator recorded decides how it goes on, whatever `splitAssignment` says now:
-    // the readers hold splits of that kind.
+    // the readers hold splits of that kind. No state: the source is new in this job, it starts afresh.
     restoreEnumerator: (context, state) =>
-      Array.isArray(state) ? staticSplitEnumerator(context, state as NexmarkSplit[]) : restoreOnRequestEnumerator(context, state, splitBlock),
+      state === undefined ? createEnumerator(context)
+      : Array.isArray(state) ? staticSplitEnumerator(context, state as NexmarkSplit[])
+      : restoreOnRequestEnumerator(context, state, splitBlock),
     createReader: (context) => {
       const reader = nexmarkReader(config, ratePerSecond === undefined ? undefined : ratePerSecond / context.parallelism, clock, () => context.sendSplitRequest());
       // FLIP-33 pendingRecords: the ids left in the splits this reader holds (with on-request
