@@ -391,7 +391,8 @@ export class TaskExecutor {
     const measureBusy = this.#options.metricsEnabled !== false;
     let armed = false;
     let lastYield = performance.now();
-    const sourceYield = new SourceYield(this.#options.sourceYieldRounds ?? 0);
+    // Without a source it may hold back, the yield does not look for backlogs at all.
+    const sourceYield = new SourceYield(tasks.some((t) => t.yieldsSplits) ? (this.#options.sourceYieldRounds ?? 0) : 0);
     while (this.#failure === undefined) {
       if (this.#cancelled) {
         this.#failure = new EddyError("JOB_CANCELLED", `job '${this.#plan.jobName}' was cancelled`);

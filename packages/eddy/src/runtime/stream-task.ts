@@ -280,8 +280,13 @@ export class StreamTask {
    * reading.
    */
   get mayYield(): boolean {
+    return this.yieldsSplits && this.#state === "running" && !this.#o.mailbox.hasMail;
+  }
+
+  /** A source whose splits go to whichever reader asks (Source.splitsOnRequest): one the source yield may hold back. */
+  get yieldsSplits(): boolean {
     const head = this.#o.head;
-    return head.kind === "source" && head.splitsOnRequest === true && this.#state === "running" && !this.#o.mailbox.hasMail;
+    return head.kind === "source" && head.splitsOnRequest === true;
   }
 
   /**
@@ -299,9 +304,7 @@ export class StreamTask {
   get hasBacklog(): boolean {
     if (this.#state !== "running") return false;
     const inputs = this.#o.inputs;
-    for (let i = 0; i < inputs.length; i++) {
-      if (inputs[i]!.channel.backlogged === true && (!this.#aligning || !this.#aligner!.isBlocked(i))) return true;
-    }
+    for (let i = 0; i < inputs.length; i++) if (inputs[i]!.channel.backlogged === true && this.#readable(i)) return true;
     return false;
   }
 
@@ -348,10 +351,13 @@ export class StreamTask {
     }
     if (this.#o.head.kind === "source") return !this.#sourceWaiting && !this.#suspended;
     const inputs = this.#o.inputs;
-    for (let i = 0; i < inputs.length; i++) {
-      if (inputs[i]!.channel.hasData && (!this.#aligning || !this.#aligner!.isBlocked(i))) return true;
-    }
+    for (let i = 0; i < inputs.length; i++) if (inputs[i]!.channel.hasData && this.#readable(i)) return true;
     return false;
+  }
+
+  /** Whether input `i` may be read now: not held back by barrier alignment. */
+  #readable(i: number): boolean {
+    return !this.#aligning || !this.#aligner!.isBlocked(i);
   }
 
   runSlice(): void {

@@ -309,7 +309,7 @@ function nexmarkReader(
         }
         if (due < budget) budget = due;
       }
-      emitted += splits.length === 1 ? emitSplit(splits[0]!, budget, Number.POSITIVE_INFINITY, config, output) : emitMerged(splits, budget, config, output);
+      emitted += emitInOrder(splits, budget, config, output);
       return afterEmit();
     },
     isAvailable: () => available,
@@ -369,11 +369,12 @@ function emitSplit(split: OpenSplit, budget: number, limit: number, config: Nexm
 }
 
 /**
- * Emits up to `budget` events of several splits in increasing id order; returns how many. Runs of
- * ids: the split with the lowest position emits up to the next-lowest split's position (a whole
- * block, when the splits are blocks), then the lowest is found again.
+ * Emits up to `budget` events of the splits held, in increasing id order; returns how many. Runs
+ * of ids: the split with the lowest position emits up to the next-lowest split's position (all it
+ * has left when it is alone; a whole block, when the splits are blocks), then the lowest is found
+ * again.
  */
-function emitMerged(splits: OpenSplit[], budget: number, config: NexmarkConfig, output: ReaderOutput<NexmarkEvent>): number {
+function emitInOrder(splits: OpenSplit[], budget: number, config: NexmarkConfig, output: ReaderOutput<NexmarkEvent>): number {
   let n = 0;
   while (n < budget) {
     let next: OpenSplit | undefined;
