@@ -469,3 +469,9 @@ test("a reader given its blocks out of order emits them in id order", () => {
   const ids = [...Array.from({ length: 1_000 }, (_, i) => i), ...Array.from({ length: 1_000 }, (_, i) => 2_000 + i)];
   assert.deepEqual(got.events, ids.map((id) => nexmarkEvent(id, config)));
 });
+
+test("on request (the default), the source says its splits go to whichever reader asks, so the source yield may hold a reader back; static, not", () => {
+  assert.equal(nexmarkSource({ events: 10 }).splitsOnRequest, true);
+  assert.equal(nexmarkSource({ events: 10, splitAssignment: "on-request" }).splitsOnRequest, true);
+  assert.equal(nexmarkSource({ events: 10, splitAssignment: "static" }).splitsOnRequest, false);
+});
