@@ -15,7 +15,7 @@ import type { OperatorCheckpointing, OperatorSnapshot } from "./checkpointing.ts
 import { MAX_WATERMARK, MIN_WATERMARK, NO_TIMESTAMP } from "../core/time.ts";
 import { badRecordError, type BadRecord, type ReaderOutput, type SourceOutput, type SourceReader } from "../connector/source.ts";
 import type { PendingWork } from "./pending-work.ts";
-import type { InputChannel } from "./channels/channel.ts";
+import { CONTROL_AT_HEAD, type InputChannel } from "./channels/channel.ts";
 import type { RecordWriter } from "./channels/record-writer.ts";
 import type { Mailbox } from "./mailbox.ts";
 import type { CounterRegistry, OneInputOperator, Output, SplitAwareOperator, TwoInputOperator } from "./operator.ts";
@@ -500,19 +500,25 @@ export class StreamTask {
    * next batch that subtask pushed first; `index` when its next element is not a records batch.
    * Between peers, batches are then read in the order they were pushed (see RecordWriter.group),
    * as if the edges were one. Only what has arrived counts: this never waits for a peer.
+   *
+   * A peer whose next element is a watermark, status or barrier goes first: the batch behind it
+   * may have been pushed before `index`'s, and such an element reorders no records (each
+   * channel's order is kept; a watermark valve takes channels in any order). Skipping it let a
+   * later batch overtake the one it hid (the "rare two-edge inversion" of 2026-12-05).
    */
   #pushedFirst(index: number): number {
     const inputs = this.#o.inputs;
     const aligner = this.#aligning ? this.#aligner! : undefined;
     if (aligner?.isBlocked(index) === true) return index;
     let firstSeq = inputs[index]!.channel.headSeq();
-    if (firstSeq === undefined) return index;
+    if (firstSeq === undefined || firstSeq === CONTROL_AT_HEAD) return index;
     let first = index;
     const peers = inputs[index]!.peers!;
     for (let p = 0; p < peers.length; p++) {
       const peer = peers[p]!;
       if (aligner?.isBlocked(peer) === true) continue;
       const seq = inputs[peer]!.channel.headSeq();
+      if (seq === CONTROL_AT_HEAD) return peer;
       // uint32 sequence numbers that wrap: compare their difference as an int32.
       if (seq !== undefined && ((seq - firstSeq) | 0) < 0) {
         first = peer;

@@ -5,14 +5,19 @@
  */
 import type { StreamElement } from "../../core/elements.ts";
 
+/** InputChannel.headSeq of a channel whose next element is not a records batch (a `seq` is a uint32). */
+export const CONTROL_AT_HEAD = -1;
+
 export interface InputChannel {
   /** Next element, or undefined when none is queued. Never blocks. */
   poll(): StreamElement | undefined;
   /** Whether `poll` would return an element. */
   readonly hasData: boolean;
   /**
-   * The `seq` of the element `poll` would return when that is a records batch with one, else
-   * undefined. Called only between elements: the element polled last has been handled.
+   * The `seq` of the element `poll` would return when that is a records batch with one;
+   * CONTROL_AT_HEAD when it is another element (a watermark, status or barrier, which may hide a
+   * batch behind it); undefined when nothing is queued (or the batch has no `seq`). Called only
+   * between elements: the element polled last has been handled.
    */
   headSeq(): number | undefined;
   /** Encoded bytes received so far (channels that cross threads). */

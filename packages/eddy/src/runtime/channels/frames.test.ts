@@ -11,7 +11,8 @@ import { ByteWriter } from "../../core/codec/bytes.ts";
 import { defaultCodec } from "../../core/codec/default-codec.ts";
 import { MAX_MAX_PARALLELISM } from "../../core/key-group.ts";
 import type { StreamElement } from "../../core/elements.ts";
-import { decodeElementFrame, encodeElementFrame, FRAME_HEADER_BYTES, recordsFrameSeq } from "./frames.ts";
+import { decodeElementFrame, encodeElementFrame, FRAME_HEADER_BYTES, frameSeq } from "./frames.ts";
+import { CONTROL_AT_HEAD } from "./channel.ts";
 
 const codec = defaultCodec();
 
@@ -68,7 +69,7 @@ test("records round-trip exactly: values, timestamps bit for bit (NaN, -0), key 
       // The batch's place among its sender's pushes, also readable without decoding (StreamTask
       // compares the heads of a join's two inputs this way).
       assert.equal(d.seq, element.seq);
-      assert.equal(recordsFrameSeq(roundTrip(element).frame), element.seq);
+      assert.equal(frameSeq(roundTrip(element).frame), element.seq);
     }),
     { numRuns: 300 },
   );
@@ -95,12 +96,15 @@ test("timestamps decoded from an earlier frame keep their values when later fram
   assert.ok(Array.from(third.timestamps).every((t) => t === 10));
 });
 
-test("only a records frame has a seq: every other frame reads as none", () => {
-  for (const element of [{ kind: "watermark", timestamp: 5 }, { kind: "barrier", checkpointId: 3, timestampMs: 9, isSavepoint: false }, { kind: "end" }] as StreamElement[]) {
-    assert.equal(recordsFrameSeq(roundTrip(element).frame), undefined, element.kind);
+test("only a records frame has a seq: every other frame reads as a control element, a truncated one as none", () => {
+  for (const element of [{ kind: "watermark", timestamp: 5 }, { kind: "status", idle: true }, { kind: "barrier", checkpointId: 3, timestampMs: 9, isSavepoint: false }, { kind: "end" }] as StreamElement[]) {
+    assert.equal(frameSeq(roundTrip(element).frame), CONTROL_AT_HEAD, element.kind);
   }
   // A batch no RecordWriter numbered travels as 0.
-  assert.equal(recordsFrameSeq(roundTrip({ kind: "records", values: [1], timestamps: [0] }).frame), 0);
+  const frame = roundTrip({ kind: "records", values: [1], timestamps: [0] }).frame;
+  assert.equal(frameSeq(frame), 0);
+  assert.equal(frameSeq(frame.subarray(0, FRAME_HEADER_BYTES + 2)), undefined);
+  assert.equal(frameSeq(frame.subarray(0, 0)), undefined);
 });
 
 test("watermarks, statuses, barriers and end of input round-trip", () => {

@@ -29,6 +29,7 @@ import type { BatchCodec } from "../../core/codec/codec.ts";
 import { ByteReader, ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError } from "../../core/codec/codec.ts";
 import { END_OF_INPUT, STATUS_ACTIVE, STATUS_IDLE, type StreamElement } from "../../core/elements.ts";
+import { CONTROL_AT_HEAD } from "./channel.ts";
 
 export const FRAME_VERSION = 3;
 export const FRAME_HEADER_BYTES = 8;
@@ -124,11 +125,14 @@ export function encodeElementFrame(channel: number, element: StreamElement, code
 const SEQ_OFFSET = FRAME_HEADER_BYTES + 4;
 
 /**
- * The `seq` of a records frame, read from its header without decoding it; undefined for any other
- * frame (or one too short to be a records frame: decoding it will say why).
+ * The `seq` of a records frame, read from its header without decoding it; CONTROL_AT_HEAD for any
+ * other frame (a watermark, status, barrier…); undefined for a frame too short for its header
+ * (decoding it will say why).
  */
-export function recordsFrameSeq(frame: Uint8Array): number | undefined {
-  if (frame.length < SEQ_OFFSET + 4 || frame[0] !== FrameType.records) return undefined;
+export function frameSeq(frame: Uint8Array): number | undefined {
+  if (frame.length < 1) return undefined;
+  if (frame[0] !== FrameType.records) return CONTROL_AT_HEAD;
+  if (frame.length < SEQ_OFFSET + 4) return undefined;
   return (frame[SEQ_OFFSET]! | (frame[SEQ_OFFSET + 1]! << 8) | (frame[SEQ_OFFSET + 2]! << 16) | (frame[SEQ_OFFSET + 3]! << 24)) >>> 0;
 }
 

@@ -6,7 +6,7 @@
  */
 import { RingBuffer } from "../../core/ring-buffer.ts";
 import type { StreamElement } from "../../core/elements.ts";
-import type { InputChannel, OutputChannel } from "./channel.ts";
+import { CONTROL_AT_HEAD, type InputChannel, type OutputChannel } from "./channel.ts";
 
 export class LocalChannel implements InputChannel, OutputChannel {
   readonly #queue = new RingBuffer<StreamElement>(32);
@@ -31,7 +31,8 @@ export class LocalChannel implements InputChannel, OutputChannel {
 
   headSeq(): number | undefined {
     const head = this.#queue.peek();
-    return head !== undefined && head.kind === "records" ? head.seq : undefined;
+    if (head === undefined) return undefined;
+    return head.kind === "records" ? head.seq : CONTROL_AT_HEAD;
   }
 
   get hasData(): boolean {

@@ -17,7 +17,7 @@ import { ByteWriter } from "../../core/codec/bytes.ts";
 import { CodecError, type BatchCodec } from "../../core/codec/codec.ts";
 import type { StreamElement } from "../../core/elements.ts";
 import { EddyError } from "../../core/errors.ts";
-import { decodeElementFrame, encodeElementFrame, recordsFrameSeq } from "./frames.ts";
+import { decodeElementFrame, encodeElementFrame, frameSeq } from "./frames.ts";
 import type { InputChannel, OutputChannel } from "./channel.ts";
 
 /**
@@ -171,7 +171,7 @@ export class RemoteInputChannel implements InputChannel {
   headSeq(): number | undefined {
     this.#releaseHeld();
     const frame = this.#inlet.peek();
-    return frame === undefined ? undefined : recordsFrameSeq(frame);
+    return frame === undefined ? undefined : frameSeq(frame);
   }
 
   #releaseHeld(): void {
