@@ -504,7 +504,7 @@ export class StreamTask {
    * A peer whose next element is a watermark, status or barrier goes first: the batch behind it
    * may have been pushed before `index`'s, and such an element reorders no records (each
    * channel's order is kept; a watermark valve takes channels in any order). Skipping it let a
-   * later batch overtake the one it hid (the "rare two-edge inversion" of 2026-12-05).
+   * later batch overtake the one it hid (stream-task.test.ts).
    */
   #pushedFirst(index: number): number {
     const inputs = this.#o.inputs;
