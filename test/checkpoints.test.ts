@@ -6,7 +6,9 @@
  * its latest checkpoint, and its committed output equals the failure-free run's, record for record.
  * In CI: 6 inline rounds, 12 on worker threads and 2 failures right after the final commit — the
  * issue's 20 runs — all at parallelism 2, and 5 more at parallelism 1, where the whole job is one
- * task (keyBy edges between single subtasks are chained). Per-stage input counts are exact when the committed output is: the counting
+ * task (keyBy edges between single subtasks are chained). A second job (peerJoinJob) joins two
+ * edges of one task, as Nexmark's auctions and bids, on worker threads: its per-key counts must
+ * equal the records' own after a worker exit or an exception. Per-stage input counts are exact when the committed output is: the counting
  * stage emits each record once with its running count per key, and the window stage's sums are
  * those counts. The seed is printed on failure; EDDY_TEST_SEED replays a run, EDDY_CHK_ROUNDS runs
  * more rounds (`npm run soak:checkpoints`: 500), EDDY_CHK_HEAP_INCREMENTAL=1 runs them with the
@@ -160,6 +162,45 @@ test("parallelism 1 (every keyBy edge chained into the source's task): a fault a
   assert.equal(chains.length, 1, `one task: ${chains.map((c) => c.name).join(" | ")}`);
   await killAndCompare("inline", ["process", "snapshot", "commit"], rounds || 3, 1);
   await killAndCompare("threads", ["exit", "process"], rounds || 2, 1);
+});
+
+test("worker threads: a join fed by two edges of one task (peers), a killed worker or an exception, recovery: every record counted once", async () => {
+  // The join reads its two inputs as peers: of the batches arrived on both, the one pushed first,
+  // and a watermark or barrier at one's head before the other's batch. Alignment must still take
+  // each barrier on its own channel, in order: a record lost or counted twice changes the rows.
+  const expected = checkpointed.expectedPeerJoin();
+  const seed = Number(process.env.EDDY_TEST_SEED ?? Date.now() % 1_000_000);
+  const random = prng(seed);
+  const kinds = ["exit", "process"] as const;
+  let restored = 0;
+  for (let round = 0; round < (rounds || 4); round++) {
+    const dir = mkdtempSync(join(tmpdir(), "eddy-checkpoints-"));
+    const atRecord = round === 0 ? Math.floor(checkpointed.RECORDS * 0.9) : 1 + Math.floor(random() * checkpointed.RECORDS);
+    const fault: Fault = { kind: kinds[round % kinds.length]!, atRecord, marker: join(dir, "fault-fired") };
+    const at = `seed ${seed}, round ${round}, fault '${fault.kind}' at record ${atRecord}`;
+    process.env.EDDY_CHK_FAULT = JSON.stringify(fault);
+    try {
+      const handle = runJob(checkpointed.peerJoinJob, {
+        mode: "threads",
+        parallelism: 2,
+        checkpointing: { intervalMs: 10 },
+        checkpointDir: join(dir, "checkpoints"),
+        jobId: "peer-join",
+        restartStrategy: { type: "fixed-delay", attempts: 3, delayMs: 0 },
+        logger: silentLogger,
+        config: HEAP_INCREMENTAL,
+      });
+      await handle.done;
+      assert.ok(existsSync(fault.marker), `${at}: the fault never fired`);
+      assert.equal(handle.restarts, 1, at);
+      if (handle.restoredFrom[0] !== null && handle.restoredFrom[0] !== undefined) restored++;
+      assert.deepEqual(checkpointed.rowsOf(handle.collected("joined")), expected, `${at}: committed counts differ from the records' own`);
+    } finally {
+      delete process.env.EDDY_CHK_FAULT;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  assert.ok(restored > 0, `seed ${seed}: no round restored from a checkpoint`);
 });
 
 test("a failure in the final commit (after every source finished) restores the final checkpoint and commits exactly once", async () => {

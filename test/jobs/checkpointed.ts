@@ -13,8 +13,12 @@ import {
   TumblingEventTimeWindows,
   ValueStateDescriptor,
   WatermarkStrategy,
+  type DataStream,
+  type KeyedCoProcessFunction,
+  type KeyedProcessContext,
   type KeyedProcessFunction,
   type Sink,
+  type StreamExecutionEnvironment,
 } from "eddy";
 import { committingCollectSink, twoPhaseTestSink } from "eddy/testing";
 import { fireOnce, markingFirstCommit } from "./fault-markers.ts";
@@ -146,15 +150,17 @@ function faultySink(name: string, f: Fault | undefined): Sink<Counted> {
 /** For short sleeps of a map (Atomics.wait on a value that never changes). */
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
-export const countingJob = defineJob("checkpointed-counting", (env) => {
-  const f = fault();
+/**
+ * The record numbers 1..RECORDS with event time = the number (monotonous per source subtask: no
+ * record is ever late, so windows do not depend on timing), through a map that injects a
+ * `process` or `exit` fault at its record.
+ */
+function numbers(env: StreamExecutionEnvironment, f: Fault | undefined): DataStream<number> {
   // EDDY_CHK_THROTTLE=n: the map sleeps 1 ms every n records, so a job that commands must reach
   // while it runs (the CLI savepoint test) lasts long enough on a fast or a loaded machine.
   const throttle = Number(process.env.EDDY_CHK_THROTTLE ?? 0);
-  const counted = env
+  return env
     .fromSequence(1, RECORDS)
-    // Event time is the record number, monotonous per source subtask: no record is ever late, so
-    // the window stage's output does not depend on timing.
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
     .map((n: number) => {
       if (f !== undefined && n === f.atRecord && (f.kind === "process" || f.kind === "exit") && fire(f)) {
@@ -163,7 +169,12 @@ export const countingJob = defineJob("checkpointed-counting", (env) => {
       }
       if (throttle > 0 && n % throttle === 0) Atomics.wait(sleeper, 0, 0, 1);
       return n;
-    })
+    });
+}
+
+export const countingJob = defineJob("checkpointed-counting", (env) => {
+  const f = fault();
+  const counted = numbers(env, f)
     .keyBy(keyOf)
     .process(countPerKey)
     .uid("count-per-key");
@@ -177,6 +188,61 @@ export const countingJob = defineJob("checkpointed-counting", (env) => {
 });
 
 export default countingJob;
+
+/** Per key, how many of its records were even and odd (`count`, `n`), once at the end of input. */
+const evensAndOdds: KeyedCoProcessFunction<number, number, number, Counted> = {
+  processElement1(_n, ctx) {
+    countSide(ctx, 1, 0);
+  },
+  processElement2(_n, ctx) {
+    countSide(ctx, 0, 1);
+  },
+  onTimer(_timestamp, ctx, out) {
+    const sides = ctx.getState(SIDES).value()!;
+    out.collect({ key: ctx.getCurrentKey(), count: sides.evens, n: sides.odds });
+  },
+};
+
+const SIDES = new ValueStateDescriptor<{ evens: number; odds: number }>("sides");
+
+function countSide(ctx: KeyedProcessContext<number>, evens: number, odds: number): void {
+  const state = ctx.getState(SIDES);
+  const sides = state.value();
+  // Past every record's event time: fires at the end of input, once per key.
+  if (sides === undefined) ctx.timerService().registerEventTimeTimer(RECORDS + 1);
+  state.update({ evens: (sides?.evens ?? 0) + evens, odds: (sides?.odds ?? 0) + odds });
+}
+
+/**
+ * A join fed by two edges of one task (the even and the odd numbers, filtered from one source
+ * task), as Nexmark's auctions and bids: at parallelism > 1 its subtasks read the two edges as
+ * peers (StreamTask, docs/design/frames-and-codecs.md), barriers included. Emits per key its even
+ * and odd record counts once, at the end (rows `key:evens:odds`), so the output does not depend
+ * on the order the two edges are read in, and a record lost or counted twice changes it.
+ */
+export const peerJoinJob = defineJob("checkpointed-peer-join", (env) => {
+  const f = fault();
+  const all = numbers(env, f);
+  all
+    .filter((n) => n % 2 === 0)
+    .connect(all.filter((n) => n % 2 === 1))
+    .keyBy(keyOf, keyOf)
+    .process(evensAndOdds)
+    .uid("evens-and-odds")
+    .sinkTo(faultySink("joined", undefined), "committed-joined");
+});
+
+/** peerJoinJob's rows, computed directly. */
+export function expectedPeerJoin(): string[] {
+  const rows: Counted[] = [];
+  for (let key = 0; key < KEYS; key++) rows.push({ key, count: 0, n: 0 });
+  for (let n = 1; n <= RECORDS; n++) {
+    const row = rows[keyOf(n)] as { count: number; n: number };
+    if (n % 2 === 0) row.count++;
+    else row.n++;
+  }
+  return rowsOf(rows);
+}
 
 /** Out-of-order events with some late ones (event-time recovery test). */
 export interface Event {
