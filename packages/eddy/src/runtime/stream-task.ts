@@ -484,7 +484,7 @@ export class StreamTask {
       this.#nextInput = index + 1 === n ? 0 : index + 1;
       if (inputs[index]!.peers !== undefined) index = this.#pushedFirst(index);
       const input = inputs[index]!;
-      const element = this.#aligning && this.#aligner!.isBlocked(index) ? undefined : input.channel.poll();
+      const element = this.#readable(index) ? input.channel.poll() : undefined;
       if (element === undefined) {
         if (++idleScans >= n) return;
         continue;
@@ -508,15 +508,14 @@ export class StreamTask {
    */
   #pushedFirst(index: number): number {
     const inputs = this.#o.inputs;
-    const aligner = this.#aligning ? this.#aligner! : undefined;
-    if (aligner?.isBlocked(index) === true) return index;
+    if (!this.#readable(index)) return index;
     let firstSeq = inputs[index]!.channel.headSeq();
     if (firstSeq === undefined || firstSeq === CONTROL_AT_HEAD) return index;
     let first = index;
     const peers = inputs[index]!.peers!;
     for (let p = 0; p < peers.length; p++) {
       const peer = peers[p]!;
-      if (aligner?.isBlocked(peer) === true) continue;
+      if (!this.#readable(peer)) continue;
       const seq = inputs[peer]!.channel.headSeq();
       if (seq === CONTROL_AT_HEAD) return peer;
       // uint32 sequence numbers that wrap: compare their difference as an int32.
