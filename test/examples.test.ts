@@ -13,7 +13,8 @@ import { ACCOUNTS, dynamicRulesJob, MINUTE_MS, limitAt, ruleChanges, type RuleAl
 
 async function printed<T>(job: Parameters<typeof runJob>[0], parallelism = 1): Promise<T[]> {
   const lines: string[] = [];
-  const handle = runJob(job, { parallelism, stdout: (line) => lines.push(line) });
+  // With the check of `copy: "none"` states: the examples keep that option's promise.
+  const handle = runJob(job, { parallelism, stdout: (line) => lines.push(line), verifyCopyNone: true });
   await handle.done;
   return lines.map((l) => JSON.parse(l) as T);
 }

@@ -172,7 +172,8 @@ for (const { query, job, settings, minRows, covers, finalPer } of CASES) {
       for (const value of covers.values) assert.ok(seen.has(value), `the data gives ${covers.column} = ${String(value)}`);
     }
     for (const parallelism of [1, 2]) {
-      const handle = runJob(job, { parallelism, mode: parallelism === 1 ? "inline" : "threads" });
+      // With the check of `copy: "none"` states: the examples keep that option's promise.
+      const handle = runJob(job, { parallelism, mode: parallelism === 1 ? "inline" : "threads", verifyCopyNone: true });
       const result = await handle.done;
       assert.equal(lateRecordsDropped(result.metrics), 0, "no event is late");
       const emitted = handle.collected<object>("out");

@@ -23,6 +23,8 @@ export interface ConfiguredOptions {
   sourceYieldRounds?: number;
   metricsEnabled?: boolean;
   localAggregation?: boolean;
+  /** state.verify-copy-none (runtime/operators/copy-none-check.ts). */
+  verifyCopyNone?: boolean;
   /** pipeline.auto-watermark-interval: wins over the job's `env.setAutoWatermarkInterval`. */
   autoWatermarkIntervalMs?: number;
   /** The control API's port (read by the CLI, which starts it; startJob ignores it). */
@@ -164,6 +166,11 @@ export const CONFIG_KEYS: Readonly<Record<string, KeySpec>> = {
   "pipeline.local-aggregation": {
     description: "windows by reduce/aggregate pre-aggregate in front of the keyBy (default true; false sends every element on at once; docs/design/windows-state.md)",
     apply: (v, d) => void (d.localAggregation = bool("pipeline.local-aggregation", v)),
+  },
+  "state.verify-copy-none": {
+    description:
+      'check that no value of a state declared copy: "none" is changed in place without being written back, failing the job with STATE_MUTATED_IN_PLACE (default false; costs an encoding per state access: for tests, docs/state-backends.md)',
+    apply: (v, d) => void (d.verifyCopyNone = bool("state.verify-copy-none", v)),
   },
   "pipeline.auto-watermark-interval": {
     description: "how often periodic watermark generators (forBoundedOutOfOrderness) emit, in processing time (default 200ms; lower it for backfills of many keys and short windows, docs/performance.md)",

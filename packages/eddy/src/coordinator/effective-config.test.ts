@@ -18,6 +18,7 @@ const base: ResolvedSettings = {
   sourceYieldRounds: 16,
   metricsEnabled: false,
   localAggregation: true,
+  verifyCopyNone: false,
   autoWatermarkIntervalMs: 200,
 };
 
@@ -32,6 +33,7 @@ test("without checkpointing: no checkpoint keys, no restarts; keys given that st
     "restart-strategy.type": "none",
     "state.backend": "heap",
     "state.savepoints.dir": "/sp",
+    "state.verify-copy-none": "false",
     "taskmanager.gc.parallel-scavenge": "auto",
     "taskmanager.scheduling.source-yield-rounds": "16",
   });

@@ -28,6 +28,7 @@ export interface ResolvedSettings {
   readonly sourceYieldRounds: number;
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
+  readonly verifyCopyNone: boolean;
   readonly autoWatermarkIntervalMs: number;
   readonly stateBackend?: StateBackendSpec | undefined;
 }
@@ -60,6 +61,7 @@ export function effectiveConfiguration(s: ResolvedSettings): Record<string, stri
   set("taskmanager.scheduling.source-yield-rounds", s.sourceYieldRounds);
   set("metrics.enabled", s.metricsEnabled);
   set("pipeline.local-aggregation", s.localAggregation);
+  set("state.verify-copy-none", s.verifyCopyNone);
   set("pipeline.auto-watermark-interval", ms(s.autoWatermarkIntervalMs));
   const backend = s.stateBackend ?? { kind: "heap" };
   set("state.backend", backend.kind);

@@ -99,6 +99,11 @@ export interface RunOptions {
   readonly metricsEnabled?: boolean;
   /** Local window aggregation holds partials (default true; the `pipeline.local-aggregation` key). */
   readonly localAggregation?: boolean;
+  /**
+   * Check that user functions change no value of a `copy: "none"` state in place without writing
+   * it back (default false; the `state.verify-copy-none` key): for tests, docs/state-backends.md.
+   */
+  readonly verifyCopyNone?: boolean;
   /** Heap limit per worker thread in MB (default: Node's). */
   readonly maxWorkerHeapMb?: number;
   /** Checkpointing for this run; overrides the job's `env.enableCheckpointing` (false: off). */
@@ -190,6 +195,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
   const checkpointInput = options.checkpointing ?? configured.checkpointing;
   const metricsEnabled = options.metricsEnabled ?? configured.metricsEnabled ?? true;
   const localAggregation = options.localAggregation ?? configured.localAggregation ?? true;
+  const verifyCopyNone = options.verifyCopyNone ?? configured.verifyCopyNone ?? false;
   const parallelScavenge = configured.parallelScavenge ?? "auto";
   const sourceYieldRounds = configured.sourceYieldRounds ?? DEFAULT_SOURCE_YIELD_ROUNDS;
   const autoWatermarkIntervalMs = configured.autoWatermarkIntervalMs ?? env.getAutoWatermarkInterval();
@@ -212,6 +218,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       yieldIntervalMs: 10,
       metricsEnabled,
       localAggregation,
+      verifyCopyNone,
       stateBackend: stateBackendFactory(stateBackend),
       token,
     });
@@ -252,6 +259,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
       metricsIntervalMs: options.metricsIntervalMs ?? 500,
       metricsEnabled,
       localAggregation,
+      verifyCopyNone,
       autoWatermarkIntervalMs,
       stateBackend,
       maxWorkerHeapMb: options.maxWorkerHeapMb ?? configured.maxWorkerHeapMb,
@@ -310,6 +318,7 @@ export function startJob(jobOrModule: unknown, options: RunOptions = {}): JobExe
     sourceYieldRounds,
     metricsEnabled,
     localAggregation,
+    verifyCopyNone,
     autoWatermarkIntervalMs,
     stateBackend,
   });

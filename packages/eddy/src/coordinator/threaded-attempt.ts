@@ -66,6 +66,8 @@ export interface ThreadedOptions {
   /** Per-record metrics (`metrics.enabled`). */
   readonly metricsEnabled: boolean;
   readonly localAggregation: boolean;
+  /** `state.verify-copy-none`. */
+  readonly verifyCopyNone: boolean;
   /** How often periodic watermark generators emit (the key or the job's setting, resolved). */
   readonly autoWatermarkIntervalMs: number;
   /** The keyed state backend (undefined: heap), built by each worker. */
@@ -258,6 +260,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         metricsIntervalMs: this.#options.metricsIntervalMs,
         metricsEnabled: this.#options.metricsEnabled,
         localAggregation: this.#options.localAggregation,
+        verifyCopyNone: this.#options.verifyCopyNone,
         sourceYieldRounds: this.#options.sourceYieldRounds,
         autoWatermarkIntervalMs: this.#options.autoWatermarkIntervalMs,
         stateBackend: this.#options.stateBackend,

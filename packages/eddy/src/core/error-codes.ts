@@ -170,6 +170,12 @@ export const ERROR_CODES = {
   UNKNOWN_BROADCAST_STATE: { domain: "user", retryable: false, meaning: "A broadcast function asked for a broadcast state whose descriptor was not given to stream.broadcast(...).", action: "Pass every MapStateDescriptor the function uses to broadcast(...) (the message lists the declared ones)." },
   INVALID_BROADCAST_STATE: { domain: "config", retryable: false, meaning: "stream.broadcast(...) got something other than MapStateDescriptors with unique names and no TTL, codec or queryable name.", action: "Give broadcast(...) MapStateDescriptors with distinct names, without ttl, codec or setQueryable." },
   INVALID_STATE_VALUE: { domain: "user", retryable: false, meaning: "Operator list state was updated with something that is not an array.", action: "Pass an array to update()." },
+  STATE_MUTATED_IN_PLACE: {
+    domain: "user",
+    retryable: false,
+    meaning: 'With state.verify-copy-none on: a value of a state declared copy: "none" was changed in place after the state took it in or handed it out, and not written back; the message names the state and the key.',
+    action: 'Write the changed value back (update, put, add), build a new value instead, or drop copy: "none" from the state.',
+  },
   VALUE_NOT_COPYABLE: { domain: "user", retryable: false, meaning: "A value put in state cannot be copied (a class instance, a function, too deep or cyclic).", action: 'Keep plain data in state, or declare the state with copy "none" and never mutate the value.' },
   STATE_KIND_CHANGED: { domain: "config", retryable: false, meaning: "A restored state is now asked for as another kind of state.", action: "Keep the state's kind, or give the new state another name." },
   STATE_CODEC_MISMATCH: { domain: "config", retryable: false, meaning: "A restored state was written with another codec, or a newer version of it.", action: "Restore with the codec (and version) that wrote it, or a newer job." },

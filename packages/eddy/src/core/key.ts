@@ -52,6 +52,14 @@ export function requireValidKey(key: unknown, operatorName: string): Key {
   throw new EddyError("INVALID_KEY", `key selector of '${operatorName}' returned an invalid key: ${reason}`, { operator: operatorName });
 }
 
+/** A key as a message shows it: strings quoted, bigints with n, arrays element by element. */
+export function describeKey(key: Key): string {
+  if (typeof key === "string") return JSON.stringify(key);
+  if (typeof key === "bigint") return `${key}n`;
+  if (typeof key === "number") return String(key);
+  return `[${key.map(describeKey).join(", ")}]`;
+}
+
 /** Map identity of a valid key. Scalars map to themselves; arrays to an unambiguous string. */
 export function mapKeyOf(key: Key): MapKey {
   if (typeof key !== "object") return key;

@@ -71,6 +71,8 @@ export interface ExecutorOptions {
    * (runtime/windows/local-window-aggregation.ts).
    */
   readonly localAggregation?: boolean | undefined;
+  /** `state.verify-copy-none` (OperatorContext.verifyCopyNone). */
+  readonly verifyCopyNone?: boolean | undefined;
   /**
    * The source yield: while a task of this executor has an input from another thread that is at
    * least half full (StreamTask.hasBacklog: that thread waits for this one, or soon will), its
@@ -657,6 +659,7 @@ export class TaskExecutor {
             job: services,
             autoWatermarkIntervalMs,
             localAggregation: this.#options.localAggregation,
+            verifyCopyNone: this.#options.verifyCopyNone,
             counter: (name) => counters.counter(node.metricName, name),
             metrics: group,
             errorPolicy: t.errorPolicy,

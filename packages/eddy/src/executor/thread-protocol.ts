@@ -45,6 +45,8 @@ export interface WorkerInit {
   readonly metricsEnabled: boolean;
   /** ExecutorOptions.localAggregation. */
   readonly localAggregation: boolean;
+  /** ExecutorOptions.verifyCopyNone. */
+  readonly verifyCopyNone: boolean;
   /** ExecutorOptions.sourceYieldRounds. */
   readonly sourceYieldRounds: number;
   /** ExecutorOptions.autoWatermarkIntervalMs: resolved by the coordinator (the key wins over the job's setting). */

@@ -236,6 +236,7 @@ async function run(): Promise<void> {
     yieldIntervalMs: 0,
     metricsEnabled: init.metricsEnabled,
     localAggregation: init.localAggregation,
+    verifyCopyNone: init.verifyCopyNone,
     sourceYieldRounds: init.sourceYieldRounds,
     stateBackend: stateBackendFactory(init.stateBackend),
     busyBoard: new BusyTaskBoard(init.busyBoard),

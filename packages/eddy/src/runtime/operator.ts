@@ -103,6 +103,11 @@ export interface OperatorContext {
   readonly autoWatermarkIntervalMs: number;
   /** `pipeline.local-aggregation` (undefined: true): whether local window aggregation holds partials. */
   readonly localAggregation?: boolean | undefined;
+  /**
+   * `state.verify-copy-none` (undefined: false): keyed operators check that user functions change
+   * no value of a `copy: "none"` state in place without writing it back (copy-none-check.ts).
+   */
+  readonly verifyCopyNone?: boolean | undefined;
   /** A counter of this operator instance, reported in the subtask's metrics as "<operator>.<name>". */
   counter(name: string): Counter;
   /** The user's metrics of this operator subtask (RuntimeContext.metrics; runtime/metrics/metric-group.ts). */

@@ -84,7 +84,8 @@ export interface StateDescriptorOptions<T = any> {
   /**
    * `"deep"` (default): values are copied when written and when read, so user code can never
    * change what state holds by mutating an object. `"none"`: no copies; only for values the user
-   * never mutates after writing or reading them (or primitives, which are never copied anyway).
+   * never mutates after writing or reading them (or primitives, which are never copied anyway);
+   * `state.verify-copy-none` checks that in tests (runtime/operators/copy-none-check.ts).
    */
   readonly copy?: "deep" | "none";
 }

@@ -63,6 +63,11 @@ export interface HarnessOptions {
    */
   readonly parallelism?: number;
   readonly subtaskIndex?: number;
+  /**
+   * Whether the operator checks that no value of a `copy: "none"` state is changed in place
+   * without being written back (the `state.verify-copy-none` key; default true here, in tests).
+   */
+  readonly verifyCopyNone?: boolean;
 }
 
 /**
@@ -130,6 +135,7 @@ abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
       job: { jobName: "harness", collect() {}, commitOnce() {}, writeStdout() {} },
       autoWatermarkIntervalMs: 200,
       stateBackend: options.stateBackend ?? heapStateBackend,
+      verifyCopyNone: options.verifyCopyNone ?? true,
       errorPolicy: options.errorPolicy === undefined ? undefined : errorPolicySpec(options.errorPolicy),
       awaitWork: (work, kind) => {
         const entry = { settled: false, failed: false, error: undefined as unknown };

@@ -9,7 +9,8 @@ async function run(readings: Reading[]): Promise<Average[]> {
   const job = defineJob("pipeline-test", (env) => {
     averages(env.fromCollection(readings)).sinkTo(collectSink("out"));
   });
-  const handle = runJob(job, { mode: "inline" });
+  // verifyCopyNone: fails the test if a state declared copy: "none" has a value changed in place.
+  const handle = runJob(job, { mode: "inline", verifyCopyNone: true });
   await handle.done;
   return handle.collected<Average>("out");
 }

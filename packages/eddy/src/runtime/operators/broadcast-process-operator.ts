@@ -165,6 +165,7 @@ export function keyedBroadcastProcessOperator<K extends Key, IN1, IN2, OUT>(
         output.emitWatermark(watermark);
       },
       processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      endInput: () => keyed.endInput(2),
       close() {
         keyed.close();
         callUser(ctx, () => fn.close?.());

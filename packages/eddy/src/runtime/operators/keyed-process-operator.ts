@@ -131,6 +131,7 @@ export function keyedProcessOperator<K extends Key, IN, OUT>(userFn: KeyedProces
         output.emitWatermark(watermark);
       },
       processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      endInput: () => keyed.endInput(1),
       close() {
         keyed.close();
         callUser(ctx, () => fn.close?.());
@@ -177,6 +178,7 @@ export function keyedCoProcessOperator<K extends Key, IN1, IN2, OUT>(
         output.emitWatermark(watermark);
       },
       processWatermarkStatus: (idle) => output.emitWatermarkStatus(idle),
+      endInput: () => keyed.endInput(2),
       close() {
         keyed.close();
         callUser(ctx, () => fn.close?.());

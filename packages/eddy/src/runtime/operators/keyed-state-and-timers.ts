@@ -7,12 +7,13 @@
 import type { ScheduledCallback } from "../../core/clock.ts";
 import type { ByteWriter } from "../../core/codec/bytes.ts";
 import { EddyError } from "../../core/errors.ts";
-import { requireValidKey, type Key } from "../../core/key.ts";
+import { describeKey, requireValidKey, type Key } from "../../core/key.ts";
 import { computeOperatorIndexForKeyGroup, KeyGroupAssigner } from "../../core/key-group.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend } from "../../state/keyed-state-backend.ts";
 import { VOID_NAMESPACE } from "../../state/namespace.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
+import { CopyNoneCheck } from "./copy-none-check.ts";
 import { InternalTimerService, readTimers, type RestoredTimer } from "../timer-service.ts";
 import type { KeyedSnapshotPart, RestoredKeyed } from "../checkpointing.ts";
 
@@ -35,6 +36,9 @@ export class KeyedStateAndTimers {
   readonly #keyGroups: KeyGroupAssigner;
   /** The next background TTL cleanup step, once a state asks for it; undefined after close. */
   #backgroundCleanup: ScheduledCallback | undefined;
+  /** `state.verify-copy-none`: the check of the user's `copy: "none"` states, when on. */
+  readonly #copyNone: CopyNoneCheck | undefined;
+  #endedInputs = 0;
   #closed = false;
 
   constructor(ctx: OperatorContext, onTimer: OnTimer) {
@@ -99,13 +103,28 @@ export class KeyedStateAndTimers {
       const restored = checkpointing.restored?.keyed;
       if (restored !== undefined) this.#restore(restored);
     }
-    this.stateStore = {
+    const store: KeyedStateStore = {
       getState: (d) => backend.getState(d),
       getListState: (d) => backend.getListState(d),
       getMapState: (d) => backend.getMapState(d),
       getReducingState: (d) => backend.getReducingState(d),
       getAggregatingState: (d) => backend.getAggregatingState(d),
     };
+    if (ctx.verifyCopyNone === true) {
+      this.#copyNone = new CopyNoneCheck(ctx.operatorName, ctx.subtaskIndex, () => backend.getCurrentKey());
+      this.stateStore = this.#copyNone.wrap(store);
+    } else {
+      this.stateStore = store;
+    }
+  }
+
+  /**
+   * The end of one of the operator's `inputs` inputs. After the last: fails with
+   * STATE_MUTATED_IN_PLACE when a `copy: "none"` value was changed in place and not written back
+   * (`state.verify-copy-none`; nothing when that is off).
+   */
+  endInput(inputs: 1 | 2): void {
+    if (++this.#endedInputs === inputs) this.#copyNone?.verifyAll("end of input");
   }
 
   /**
@@ -176,6 +195,7 @@ export class KeyedStateAndTimers {
    * key-group sections. A failed snapshot makes the backend's next one a base, timers included.
    */
   #snapshot(options: KeyedSnapshotOptions): KeyedSnapshotPart {
+    this.#copyNone?.verifyAll("checkpoint");
     const state = this.backend.snapshot(options);
     const shared = state.shared;
     const timers = this.timers.snapshotTimers(shared !== undefined);
@@ -300,11 +320,3 @@ export function nonKeyedTimerService(
   };
 }
 
-
-/** A key as a message shows it: strings quoted, bigints with n, arrays element by element. */
-function describeKey(key: Key): string {
-  if (typeof key === "string") return JSON.stringify(key);
-  if (typeof key === "bigint") return `${key}n`;
-  if (typeof key === "number") return String(key);
-  return `[${key.map(describeKey).join(", ")}]`;
-}

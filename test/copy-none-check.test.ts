@@ -1,0 +1,42 @@
+/**
+ * `state.verify-copy-none` end to end: a job that changes a `copy: "none"` value in place without
+ * writing it back fails with STATE_MUTATED_IN_PLACE, inline and on worker threads, by the run
+ * option or the configuration key; the same job written correctly runs and counts right.
+ * (The check itself: packages/eddy/src/runtime/operators/copy-none-check.test.ts.)
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { runJob } from "eddy/testing";
+import { changedInPlace, KEYS, NUMBERS, writtenBack } from "./jobs/copy-none.ts";
+
+/** [key, its highest count], by key: a count per record, so the highest is the key's total. */
+function highestCounts(counts: readonly { key: number; n: number }[]): [number, number][] {
+  const highest = new Map<number, number>();
+  for (const { key, n } of counts) highest.set(key, Math.max(n, highest.get(key) ?? 0));
+  return [...highest].sort((a, b) => a[0] - b[0]);
+}
+
+for (const [mode, parallelism] of [["inline", 1], ["threads", 2]] as const) {
+  test(`a value changed in place fails the job with STATE_MUTATED_IN_PLACE (${mode}, parallelism ${parallelism})`, async () => {
+    for (const check of [{ verifyCopyNone: true }, { config: { "state.verify-copy-none": "true" } }]) {
+      const handle = runJob(changedInPlace, { mode, parallelism, ...check });
+      await assert.rejects(handle.done, (e: Error & { code?: string }) => {
+        assert.equal(e.code, "STATE_MUTATED_IN_PLACE", e.message);
+        assert.match(e.message, /state 'counter' \(copy: "none"\), key [012]: .*changed in place and not written back/);
+        return true;
+      });
+    }
+  });
+
+  test(`with the check on, a job that writes its changes back counts right (${mode}, parallelism ${parallelism})`, async () => {
+    const handle = runJob(writtenBack, { mode, parallelism, verifyCopyNone: true });
+    await handle.done;
+    assert.deepEqual(highestCounts(handle.collected("counts")), Array.from({ length: KEYS }, (_, k) => [k, NUMBERS / KEYS]));
+  });
+}
+
+test("without the check, the in-place job runs to the end: the heap backend keeps the change (what the check is for)", async () => {
+  const handle = runJob(changedInPlace, { mode: "inline", parallelism: 1 });
+  await handle.done;
+  assert.deepEqual(highestCounts(handle.collected("counts")), Array.from({ length: KEYS }, (_, k) => [k, NUMBERS / KEYS]));
+});
