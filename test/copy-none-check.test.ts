@@ -7,7 +7,10 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { runJob } from "eddy/testing";
-import { changedInPlace, KEYS, NUMBERS, writtenBack } from "./jobs/copy-none.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { changedInPlace, changedNeverReadAgain, KEYS, NUMBERS, writtenBack } from "./jobs/copy-none.ts";
 
 /** [key, its highest count], by key: a count per record, so the highest is the key's total. */
 function highestCounts(counts: readonly { key: number; n: number }[]): [number, number][] {
@@ -34,6 +37,20 @@ for (const [mode, parallelism] of [["inline", 1], ["threads", 2]] as const) {
     assert.deepEqual(highestCounts(handle.collected("counts")), Array.from({ length: KEYS }, (_, k) => [k, NUMBERS / KEYS]));
   });
 }
+
+test("a change never read again fails the job at a checkpoint (or at the end of the input)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "eddy-copy-none-"));
+  try {
+    const handle = runJob(changedNeverReadAgain, { mode: "threads", parallelism: 2, verifyCopyNone: true, checkpointing: { intervalMs: 50 }, checkpointDir: dir });
+    await assert.rejects(handle.done, (e: Error & { code?: string }) => {
+      assert.equal(e.code, "STATE_MUTATED_IN_PLACE", e.message);
+      assert.match(e.message, /key 1: .*\(found (at a checkpoint|at the end of the input);/);
+      return true;
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test("without the check, the in-place job runs to the end: the heap backend keeps the change (what the check is for)", async () => {
   const handle = runJob(changedInPlace, { mode: "inline", parallelism: 1 });
