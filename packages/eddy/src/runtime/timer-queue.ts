@@ -196,13 +196,24 @@ export class TimerQueue {
 
   /** Removes the timer if present; returns whether it was the head of the queue. */
   remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
+    const head = this.peek();
+    const removed = this.take(mapKey, kgIndex, ns, timestamp);
+    return removed !== undefined && removed === head;
+  }
+
+  /** Removes the timer if present and returns it. */
+  take(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): Timer | undefined {
     const bucket = this.#buckets.get(timestamp);
-    if (bucket === undefined) return false;
+    if (bucket === undefined) return undefined;
     const timer = bucket.find(mapKey, kgIndex, ns);
-    if (timer === undefined) return false;
-    const wasHead = bucket.heapIndex === 0 && bucket.head === timer;
+    if (timer === undefined) return undefined;
     this.#unlink(bucket, timer);
-    return wasHead;
+    return timer;
+  }
+
+  /** The `seq` the next timer added gets: timers with a lower one were added before now. */
+  get nextSeq(): number {
+    return this.#seq;
   }
 
   /** Removes and returns the earliest timer. */

@@ -79,13 +79,19 @@ export class InternalTimerService {
   #armedAt = Number.NaN;
   #closed = false;
   /**
-   * Per key-group index, the keys whose timers changed (registered, deleted, fired) since the
-   * last incremental snapshot took them; undefined until the first incremental snapshot, so a
-   * job that takes none (the heap backend, full checkpoints) records nothing. A delete marks its
-   * key even when it had no such timer (no lookup added to the delete; the delta then lists the
-   * key with its timers as they are).
+   * Per key-group index, the keys of timers that the last incremental snapshot held and that
+   * fired or were deleted since; undefined until the first incremental snapshot, so a job that
+   * takes none (the heap backend, full checkpoints) records nothing. Timers registered since
+   * that snapshot are not recorded here: they are the pending ones with a `seq` from
+   * `#eventSince`/`#processingSince` on, which the next snapshot finds as it writes (TimerSnapshot).
+   * So a timer registered and fired (or deleted) between two checkpoints — a window's, a
+   * pane's — costs no recording at all.
    */
   #changed: (Map<MapKey, Key> | undefined)[] | undefined = undefined;
+  /** The event-time queue's `nextSeq` at the last incremental snapshot (0 before: nothing is older). */
+  #eventSince = 0;
+  /** The processing-time queue's `nextSeq` at the last incremental snapshot. */
+  #processingSince = 0;
 
   constructor(options: InternalTimerServiceOptions) {
     const { start, end } = options.keyGroupRange;
@@ -109,30 +115,26 @@ export class InternalTimerService {
   }
 
   registerEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    const timer = this.#event.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
-    if (timer !== undefined && this.#changed !== undefined) this.#markChanged(timer.kgIndex, timer.mapKey, key);
+    this.#event.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
   }
 
   deleteEventTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    const mapKey = mapKeyOf(key);
-    const index = this.#index(keyGroup);
-    this.#event.remove(mapKey, index, namespace, timestamp);
-    if (this.#changed !== undefined) this.#markChanged(index, mapKey, key);
+    const removed = this.#event.take(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+    if (removed !== undefined && removed.seq < this.#eventSince) this.#markChanged(removed);
   }
 
   registerProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
     const timer = this.#processing.add(key, keyGroup, this.#index(keyGroup), namespace, timestamp);
-    if (timer === undefined) return;
-    if (this.#changed !== undefined) this.#markChanged(timer.kgIndex, timer.mapKey, key);
-    if (this.#processing.peek() === timer) this.#arm();
+    if (timer !== undefined && this.#processing.peek() === timer) this.#arm();
   }
 
   deleteProcessingTimeTimer(key: Key, keyGroup: number, namespace: TimerNamespace, timestamp: number): void {
-    const mapKey = mapKeyOf(key);
-    const index = this.#index(keyGroup);
-    const wasHead = this.#processing.remove(mapKey, index, namespace, timestamp);
-    if (this.#changed !== undefined) this.#markChanged(index, mapKey, key);
-    if (wasHead) this.#arm();
+    const queue = this.#processing;
+    const head = queue.peek();
+    const removed = queue.take(mapKeyOf(key), this.#index(keyGroup), namespace, timestamp);
+    if (removed === undefined) return;
+    if (removed.seq < this.#processingSince) this.#markChanged(removed);
+    if (removed === head) this.#arm();
   }
 
   /** Fires, synchronously and in timestamp order, every event-time timer with timestamp ≤ `watermark`. */
@@ -149,7 +151,7 @@ export class InternalTimerService {
     const queue = this.#event;
     for (let t = queue.peek(); t !== undefined && t.timestamp <= watermark; t = queue.peek()) {
       queue.poll();
-      if (this.#changed !== undefined) this.#markChanged(t.kgIndex, t.mapKey, t.key);
+      if (t.seq < this.#eventSince) this.#markChanged(t);
       this.#onTimer("event", t.timestamp, t.key, t.keyGroup, t.namespace);
     }
   }
@@ -183,12 +185,19 @@ export class InternalTimerService {
    * backend, and the first after a restore, are bases).
    */
   snapshotTimers(incremental = false): TimerSnapshot {
-    let changed: (Map<MapKey, Key> | undefined)[] | undefined;
+    const snapshot = new TimerSnapshot(
+      this.keyGroupRange.start,
+      this.#event.timers(),
+      this.#processing.timers(),
+      this.#currentWatermark,
+      incremental ? { gone: this.#changed ?? [], eventSince: this.#eventSince, processingSince: this.#processingSince } : undefined,
+    );
     if (incremental) {
-      changed = this.#changed ?? [];
       this.#changed = [];
+      this.#eventSince = this.#event.nextSeq;
+      this.#processingSince = this.#processing.nextSeq;
     }
-    return new TimerSnapshot(this.keyGroupRange.start, this.#event.timers(), this.#processing.timers(), this.#currentWatermark, changed);
+    return snapshot;
   }
 
   /**
@@ -244,7 +253,7 @@ export class InternalTimerService {
     try {
       for (let t = queue.peek(); t !== undefined && t.timestamp <= now; t = queue.peek()) {
         queue.poll();
-        if (this.#changed !== undefined) this.#markChanged(t.kgIndex, t.mapKey, t.key);
+        if (t.seq < this.#processingSince) this.#markChanged(t);
         this.#onTimer("processing", t.timestamp, t.key, t.keyGroup, t.namespace);
       }
     } finally {
@@ -252,11 +261,12 @@ export class InternalTimerService {
     }
   };
 
-  #markChanged(kgIndex: number, mapKey: MapKey, key: Key): void {
+  /** Records that `timer`, which the last incremental snapshot held, is gone. */
+  #markChanged(timer: Timer): void {
     const changed = this.#changed!;
-    const keys = changed[kgIndex];
-    if (keys === undefined) changed[kgIndex] = new Map([[mapKey, key]]);
-    else keys.set(mapKey, key);
+    const keys = changed[timer.kgIndex];
+    if (keys === undefined) changed[timer.kgIndex] = new Map([[timer.mapKey, timer.key]]);
+    else keys.set(timer.mapKey, timer.key);
   }
 
   #index(keyGroup: number): number {
@@ -281,17 +291,17 @@ export class TimerSnapshot {
   readonly #start: number;
   readonly #event: readonly Timer[];
   readonly #processing: readonly Timer[];
-  /** Per key-group index, the keys whose timers changed (incremental snapshots only). */
-  readonly #changed: readonly (Map<MapKey, Key> | undefined)[] | undefined;
+  /** What changed since the previous incremental snapshot (incremental snapshots only). */
+  readonly #changes: TimerChanges | undefined;
   #eventByGroup: Map<number, Timer[]> | undefined;
   #processingByGroup: Map<number, Timer[]> | undefined;
 
-  constructor(start: number, event: readonly Timer[], processing: readonly Timer[], watermark: number, changed?: readonly (Map<MapKey, Key> | undefined)[]) {
+  constructor(start: number, event: readonly Timer[], processing: readonly Timer[], watermark: number, changes?: TimerChanges) {
     this.#start = start;
     this.#event = event;
     this.#processing = processing;
     this.watermark = watermark;
-    this.#changed = changed;
+    this.#changes = changes;
   }
 
   get size(): number {
@@ -320,16 +330,32 @@ export class TimerSnapshot {
    * `snapshotTimers(true)`.
    */
   writeKeyGroupChanges(keyGroup: number, out: ByteWriter): boolean {
+    const changes = this.#changes!;
     const index = keyGroup - this.#start;
-    const changed = this.#changed?.[index];
-    if (changed === undefined || changed.size === 0) return false;
     this.#eventByGroup ??= byGroup(this.#event);
     this.#processingByGroup ??= byGroup(this.#processing);
+    const event = this.#eventByGroup.get(index) ?? [];
+    const processing = this.#processingByGroup.get(index) ?? [];
+    // The keys whose timers changed: those that lost a timer the previous snapshot held, and
+    // those with a timer registered since (this snapshot owns the map: the service started a new one).
+    const changed = changes.gone[index] ?? new Map<MapKey, Key>();
+    for (const t of event) if (t.seq >= changes.eventSince) changed.set(t.mapKey, t.key);
+    for (const t of processing) if (t.seq >= changes.processingSince) changed.set(t.mapKey, t.key);
+    if (changed.size === 0) return false;
     writeTimerDeltaHeader([...changed.values()], out);
-    writeTimers((this.#eventByGroup.get(index) ?? []).filter((t) => changed.has(t.mapKey)), out);
-    writeTimers((this.#processingByGroup.get(index) ?? []).filter((t) => changed.has(t.mapKey)), out);
+    writeTimers(event.filter((t) => changed.has(t.mapKey)), out);
+    writeTimers(processing.filter((t) => changed.has(t.mapKey)), out);
     return true;
   }
+}
+
+/** What an incremental snapshot's delta is made of (InternalTimerService.snapshotTimers). */
+interface TimerChanges {
+  /** Per key-group index, the keys of timers the previous snapshot held that fired or were deleted since. */
+  readonly gone: readonly (Map<MapKey, Key> | undefined)[];
+  /** Pending timers with a `seq` from these on were registered since the previous snapshot. */
+  readonly eventSince: number;
+  readonly processingSince: number;
 }
 
 function byGroup(timers: readonly Timer[]): Map<number, Timer[]> {

@@ -141,6 +141,27 @@ test("a delta's timers section holds only the keys whose timers changed (registe
   for (let kg = range.start; kg <= range.end; kg++) assert.deepEqual(decoded(kg, chainTimers([base, none, delta], kg)), full(s.timers, kg), `key group ${kg}`);
 });
 
+test("timers registered and gone between two snapshots, and deletes of timers that never were, put nothing in the delta", () => {
+  const range = { start: 0, end: KEY_GROUPS - 1 };
+  const s = service(range);
+  for (const k of everyKey) s.timers.registerEventTimeTimer(k, kgOf(k), "w", 1_000 + k);
+  const base = sharedFile(s.timers.snapshotTimers(true), "base", range, "base");
+  s.timers.registerEventTimeTimer(3, kgOf(3), "w", 500); // registered, then fired below
+  s.timers.registerProcessingTimeTimer(4, kgOf(4), "p", 50); // registered, then deleted
+  s.timers.deleteProcessingTimeTimer(4, kgOf(4), "p", 50);
+  s.timers.deleteEventTimeTimer(5, kgOf(5), "w", 9_999); // no such timer
+  s.timers.advanceWatermark(999); // fires key 3's new timer only
+  const none = sharedFile(s.timers.snapshotTimers(true), "delta", range, "none");
+  assert.equal(none.sections.length, 0);
+  // A timer registered before the last snapshot and fired after it does count, as does one
+  // registered since and still pending.
+  s.timers.registerEventTimeTimer(6, kgOf(6), "w", 7_000);
+  s.timers.advanceWatermark(1_000); // key 0's timer, held by the base
+  const delta = sharedFile(s.timers.snapshotTimers(true), "delta", range, "delta");
+  assert.deepEqual(delta.sections.map((x) => x.keyGroup).sort(), [kgOf(0), kgOf(6)].sort());
+  for (let kg = range.start; kg <= range.end; kg++) assert.deepEqual(decoded(kg, chainTimers([base, none, delta], kg)), full(s.timers, kg), `key group ${kg}`);
+});
+
 test("at another parallelism, key groups come from two chains, and the restored timers fire in the order a restore of full snapshots gives", () => {
   const random = prng(7);
   const halves = [
