@@ -66,7 +66,7 @@ import { checkMaxChainLength, SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGro
 import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
-import { Cell, KeyEntry, keyGroupOutOfRange, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
+import { bornIn, Cell, changeEpochOf, KeyEntry, keyGroupOutOfRange, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
 import { sizeOf } from "./size-estimate.ts";
 import type { Namespace } from "./namespace.ts";
 
@@ -535,7 +535,8 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         const { key, mapKey } = entry;
         this.#bytes -= entry.size;
         if (!entry.fresh) this.#stage(this.#storeKey(kgIndex, id, mapKey), undefined);
-        this.#recordChange(id, kgIndex, key, mapKey);
+        // A key created since the previous snapshot (and cached since) is in no snapshot.
+        if (entry.changedAt !== bornIn(this.#ctx!.changeEpoch)) this.#recordChange(id, kgIndex, key, mapKey);
       },
       resized: (delta) => {
         this.#bytes += delta;
@@ -613,7 +614,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       // An entry only read is what the store (or the write batch) already holds.
       if (entry.dirty) this.#stage(this.#storeKey(kgIndex, id, mapKey), this.#encode(entry));
       // Changed since the last incremental snapshot (which saw it cached otherwise): the next one reads it from the store.
-      if (this.#incremental && entry.changedAt >= this.#ctx!.changeEpoch) this.#recordChange(id, kgIndex, entry.key, mapKey);
+      if (this.#incremental && changeEpochOf(entry.changedAt) >= this.#ctx!.changeEpoch) this.#recordChange(id, kgIndex, entry.key, mapKey);
     }
   }
 
@@ -915,10 +916,10 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           else (nsCells ??= new Map()).set(ns, cell);
         },
         (e) => {
-          if (e.changedAt < epoch) return false;
+          if (changeEpochOf(e.changedAt) < epoch) return false;
           finish();
           const live = table.peekHeld(e.mapKey, index);
-          if (live !== undefined && live.changedAt <= epoch) {
+          if (live !== undefined && changeEpochOf(live.changedAt) <= epoch) {
             // Unchanged since the snapshot: its record is the live entry's (encoded once, for the
             // `a` log and, if dirty, the write-back), and its captured cells need not be read.
             const storeKey = this.#storeKey(index, id, e.mapKey);
@@ -987,7 +988,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
       const cells = new CellColumns(meta, info.table.ttl?.cleanupFullSnapshot === true ? now : Number.NEGATIVE_INFINITY);
       const seen = new Set<MapKey>();
       cached.forEachCell(index, cells.add, (entry) => {
-        if (entry.changedAt < epoch && outside?.has(entry.mapKey) !== true) return false;
+        if (changeEpochOf(entry.changedAt) < epoch && outside?.has(entry.mapKey) !== true) return false;
         seen.add(entry.mapKey);
         keys.push(entry.key);
         return true;

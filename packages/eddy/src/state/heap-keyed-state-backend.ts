@@ -35,7 +35,7 @@ import { CellColumns, HeapKeyedStateSnapshot, readKeyGroup, type CapturedState }
 import type { SharedKeyedSnapshot } from "./incremental-snapshot.ts";
 import { SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGroup, type StateChanges } from "./snapshot-chain.ts";
 import { metaOf, type KeyedStateMeta } from "./keyed-state-meta.ts";
-import { KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
+import { bornIn, changeEpochOf, KeyContext, type KeyEntry, keyGroupOutOfRange, snapshotCellValue, StateTable, VOID_NAMESPACE, type TableCapture } from "./state-table.ts";
 import { KeyRows, MAX_ROWS } from "./key-rows.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyedStateEntry, KeyGroupCells } from "./keyed-state-backend.ts";
@@ -252,7 +252,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
               index,
               cells.add,
               (entry) => {
-                if (entry.changedAt < epoch) return false;
+                if (changeEpochOf(entry.changedAt) < epoch) return false;
                 held?.add(entry.mapKey);
                 keys.push(entry.key);
                 return true;
@@ -276,7 +276,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   /** Key `entry` of state `id` left its table: the next delta writes it as removed (unless it comes back). */
   #recordRemoved(id: number, entry: KeyEntry, kgIndex: number): void {
-    if (this.#chain!.needsBase) return;
+    // A key created since the previous snapshot is in no snapshot: nothing to say it went.
+    if (this.#chain!.needsBase || entry.changedAt === bornIn(this.#ctx.changeEpoch)) return;
     const groups = (this.#removed[id] ??= []);
     (groups[kgIndex] ??= new Map()).set(entry.mapKey, entry.key);
   }

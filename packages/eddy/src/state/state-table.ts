@@ -82,6 +82,19 @@ export class KeyContext {
   changeEpoch = 0;
 }
 
+/**
+ * `KeyEntry.changedAt` of an entry created in change epoch `epoch` (≥ 0): -2 and below, apart
+ * from the disk backend's -1.
+ */
+export function bornIn(epoch: number): number {
+  return -epoch - 2;
+}
+
+/** The change epoch a `KeyEntry.changedAt` says: a born entry's is the epoch it was created in. */
+export function changeEpochOf(changedAt: number): number {
+  return changedAt <= -2 ? -changedAt - 2 : changedAt;
+}
+
 export class Cell {
   /**
    * The estimate of `value` (and its expiries) counted in its entry's `KeyEntry.size` (tables with
@@ -113,7 +126,10 @@ export class KeyEntry extends Cell {
   dirty = true;
   /**
    * The key context's `changeEpoch` at the entry's last change (incremental checkpoints: a change
-   * made since the previous snapshot has the epoch that snapshot left behind).
+   * made since the previous snapshot has the epoch that snapshot left behind) — or, for an entry
+   * created in that epoch and not changed in a later one, `bornIn(epoch)` (negative): no snapshot
+   * has held the key, so its removal in the same epoch needs no record. Read it through
+   * `changeEpochOf`. The disk backend marks an entry it loads -1 (unchanged since any snapshot).
    */
   changedAt = 0;
   /**
@@ -452,7 +468,7 @@ export class StateTable {
     let group = this.#groups[kgIndex];
     if (group === undefined) this.#groups[kgIndex] = group = new Map();
     const entry = new KeyEntry(key, mapKey, this.#version);
-    entry.changedAt = this.#ctx.changeEpoch;
+    entry.changedAt = bornIn(this.#ctx.changeEpoch);
     group.set(mapKey, entry);
     this.#numKeys++;
     this.#source?.created(entry, kgIndex);
@@ -540,7 +556,9 @@ export class StateTable {
   markDirty(entry: KeyEntry): void {
     // hot path
     entry.dirty = true;
-    entry.changedAt = this.#ctx.changeEpoch;
+    const epoch = this.#ctx.changeEpoch;
+    // One created in this epoch stays marked as such (bornIn).
+    if (entry.changedAt !== -epoch - 2) entry.changedAt = epoch;
   }
 
   /** The current key's entry, if any, is being changed in place (a write to a cell it holds). */

@@ -201,33 +201,36 @@ test(`incremental snapshots of the ${backend} backend: a delta of 1 % of the key
 });
 }
 
-test("the heap backend records removed keys only while the next snapshot can be a delta (a job without checkpoints does not grow), and never without incrementalCheckpoints", () => {
+test("the heap backend records removed keys only while the next snapshot can be a delta (a job without checkpoints does not grow), only those a snapshot held, and never without incrementalCheckpoints", () => {
   const clock = new ManualClock(0);
-  const churn = (b: HeapKeyedStateBackend): void => {
-    for (let k = 0; k < 2_000; k++) {
+  /** Writes keys `from` to `to` - 1 and clears those ≡ `cleared` (mod 3). */
+  const churn = (b: HeapKeyedStateBackend, cleared: number, from = 0, to = 2_000): void => {
+    for (let k = from; k < to; k++) {
       b.setCurrentKey(k, kgOf(k));
       b.getState(value).update({ n: k });
-      if (k % 3 === 0) b.getState(value).clear();
+      if (k % 3 === cleared) b.getState(value).clear();
     }
   };
   const b = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock, incrementalCheckpoints: { maxChainLength: 10 } });
-  churn(b);
+  churn(b, 0);
   assert.equal(b.removedKeysRecorded, 0, "before any snapshot the next one is a base: nothing to record");
   const base = b.snapshot({ incremental: true });
   base.shared!.settle([{ name: "b", size: 1, sha256: "0".repeat(64) }]);
   base.release();
-  churn(b);
-  assert.equal(b.removedKeysRecorded, 667, "after a base, every key cleared is recorded");
+  churn(b, 1);
+  assert.equal(b.removedKeysRecorded, 667, "after a base, every key it held that is cleared is recorded");
+  churn(b, 0, 2_000, 2_300);
+  assert.equal(b.removedKeysRecorded, 667, "keys created since the base and cleared again are in no snapshot: not recorded");
   const failed = b.snapshot({ incremental: true });
   failed.release(); // never written
-  churn(b);
+  churn(b, 2);
   assert.equal(b.removedKeysRecorded, 0, "after a failed snapshot the next one is a base: nothing recorded");
   const full = new HeapKeyedStateBackend({ keyGroupRange: RANGE, clock });
-  churn(full);
+  churn(full, 0);
   const snapshot = full.snapshot({ incremental: true });
   assert.equal(snapshot.shared, undefined, "without incrementalCheckpoints every snapshot is full");
   snapshot.release();
-  churn(full);
+  churn(full, 1);
   assert.equal(full.removedKeysRecorded, 0);
 });
 
