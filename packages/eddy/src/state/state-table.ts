@@ -557,8 +557,8 @@ export class StateTable {
     // hot path
     entry.dirty = true;
     const epoch = this.#ctx.changeEpoch;
-    // One created in this epoch stays marked as such (bornIn).
-    if (entry.changedAt !== -epoch - 2) entry.changedAt = epoch;
+    // One created in this epoch stays marked as such.
+    if (entry.changedAt !== bornIn(epoch)) entry.changedAt = epoch;
   }
 
   /** The current key's entry, if any, is being changed in place (a write to a cell it holds). */
