@@ -7,10 +7,11 @@
  *
  * After a restart the counts are rebuilt from the manifests of the complete checkpoints in
  * storage (as Flink's CompletedCheckpointStore registers the recovered checkpoints), once, before
- * the first retention of the run; then shared files that no complete checkpoint lists and that
- * an earlier run wrote (an aborted or failed checkpoint's, or a chain whose checkpoints are
- * gone) are deleted. Files this run wrote are left to its own counting: a checkpoint in progress
- * may list them yet.
+ * the first retention of the run. Every retention then deletes the shared files that no retained
+ * checkpoint lists and that a checkpoint older than the one completed wrote: an aborted or failed
+ * checkpoint's (until 2026-12-06 those of the running job stayed until a restart), a write that
+ * landed after its checkpoint was given up, a chain whose checkpoints are gone. Files of newer
+ * checkpoints are left alone: one in progress may list them yet.
  */
 import type { CheckpointManifest } from "./format/manifest.ts";
 import { readManifest } from "./format/manifest-reader.ts";
@@ -78,8 +79,6 @@ export class SharedStateRegistry {
 }
 
 export interface SharedRetentionOptions {
-  /** The first checkpoint id of this run: shared files of earlier ids that nothing lists are deleted once. */
-  readonly firstIdOfRun: number;
   readonly onDeleteFailed?: (name: string, error: unknown) => void;
 }
 
@@ -118,13 +117,18 @@ export class SharedStateRetention {
         const other = readManifest(await storage.readManifest(id), `manifest of checkpoint ${id}`);
         this.registry.register(id, manifestSharedFiles(other).map((f) => f.name));
       }
-      for (const name of await storage.listSharedFiles()) {
-        const createdBy = sharedFileCheckpointId(name);
-        if (this.registry.references(name) === 0 && createdBy !== undefined && createdBy < this.#options.firstIdOfRun) await this.#delete(name);
-      }
     }
     const discarded = await retain(storage, completedId, retained);
     for (const id of discarded) for (const name of this.registry.unregister(id)) await this.#delete(name);
+    // Files that no retained checkpoint lists, written for a checkpoint older than this one: an
+    // aborted or failed checkpoint's (of this run or an earlier one), also one that landed after
+    // its checkpoint was given up. None can be listed later: a checkpoint still in progress is
+    // newer than this one (a completion subsumes older ones), and its chain's files older than
+    // this one are in this one's chain, so registered.
+    for (const name of await storage.listSharedFiles()) {
+      const createdBy = sharedFileCheckpointId(name);
+      if (createdBy !== undefined && createdBy < completedId && this.registry.references(name) === 0) await this.#delete(name);
+    }
     return discarded;
   }
 

@@ -110,7 +110,6 @@ export class CheckpointRunner {
       now: Date.now(),
     });
     this.#shared = new SharedStateRetention(options.storage, {
-      firstIdOfRun: options.firstCheckpointId,
       onDeleteFailed: (name, e) => options.logger.warn("could not delete a shared checkpoint file", { file: name, error: describeCause(e) }),
     });
   }
