@@ -10,7 +10,7 @@ import { runJob } from "eddy/testing";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { changedInPlace, changedNeverReadAgain, KEYS, NUMBERS, writtenBack } from "./jobs/copy-none.ts";
+import { changedInPlace, changedNeverReadAgain, KEYS, NUMBERS, windowedJob, writtenBack } from "./jobs/copy-none.ts";
 
 /** [key, its highest count], by key: a count per record, so the highest is the key's total. */
 function highestCounts(counts: readonly { key: number; n: number }[]): [number, number][] {
@@ -50,6 +50,33 @@ test("a change never read again fails the job at a checkpoint (or at the end of 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("process window functions: global and per-window copy: \"none\" state are checked too", async () => {
+  const clean = runJob(windowedJob("none"), { mode: "inline", verifyCopyNone: true });
+  await clean.done;
+  const rows = clean.collected<{ key: number; firings: number; total: number }>("windows");
+  // One row per key and window, with the window's sum and the key's firings so far.
+  const expected = new Map<string, number>();
+  for (let n = 1; n <= NUMBERS; n++) expected.set(`${n % KEYS}@${Math.floor(n / 100)}`, (expected.get(`${n % KEYS}@${Math.floor(n / 100)}`) ?? 0) + n);
+  assert.equal(rows.length, expected.size);
+  assert.deepEqual(rows.map((r) => r.total).sort((a, b) => a - b), [...expected.values()].sort((a, b) => a - b));
+  for (let key = 0; key < KEYS; key++) {
+    const firings = rows.filter((r) => r.key === key).map((r) => r.firings);
+    assert.deepEqual(firings, firings.map((_, i) => i + 1), `key ${key} counts its firings`);
+  }
+  const global = runJob(windowedJob("global"), { mode: "inline", verifyCopyNone: true });
+  await assert.rejects(global.done, (e: Error & { code?: string }) => {
+    assert.equal(e.code, "STATE_MUTATED_IN_PLACE", e.message);
+    assert.match(e.message, /state 'firings' \(copy: "none"\), key [012]: .*found at the next access/);
+    return true;
+  });
+  const window = runJob(windowedJob("window"), { mode: "inline", verifyCopyNone: true });
+  await assert.rejects(window.done, (e: Error & { code?: string }) => {
+    assert.equal(e.code, "STATE_MUTATED_IN_PLACE", e.message);
+    assert.match(e.message, /state 'window-sum' \(copy: "none"\), key [012] in window .*found at the next access/);
+    return true;
+  });
 });
 
 test("without the check, the in-place job runs to the end: the heap backend keeps the change (what the check is for)", async () => {

@@ -3,7 +3,7 @@
  * after every number: one writes every change back, the other changes the stored object in place after the first write, which breaks
  * that option's promise (test/copy-none-check.test.ts).
  */
-import { defineJob, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction } from "eddy";
+import { defineJob, TumblingEventTimeWindows, ValueStateDescriptor, WatermarkStrategy, type KeyedProcessFunction, type ProcessWindowFunction, type TimeWindow } from "eddy";
 import { collectSink } from "eddy/testing";
 import { pacedNumbers } from "./paced-source.ts";
 
@@ -59,3 +59,36 @@ export const changedNeverReadAgain = defineJob("copy-none-never-read-again", (en
     .process(changeOnce)
     .sinkTo(collectSink("numbers"));
 });
+
+/**
+ * A process window function over 100 ms tumbling windows of the numbers (event time n ms), keyed
+ * by n % KEYS, that counts its firings per key in `globalState()` and keeps its window's sum in
+ * `windowState()`, both `copy: "none"`. `mistake`: where it changes a value in place instead of
+ * writing it back — the global count (found at the key's next firing) or the window's sum (found
+ * at the end of the input: nothing reads it again).
+ */
+export function windowedJob(mistake: "none" | "global" | "window") {
+  const firings = new ValueStateDescriptor<{ n: number }>("firings", { copy: "none" });
+  const sum = new ValueStateDescriptor<{ total: number }>("window-sum", { copy: "none" });
+  const fn: ProcessWindowFunction<number, { key: number; firings: number; total: number }, number, TimeWindow> = {
+    process(key, ctx, elements, out) {
+      const count = ctx.globalState().getState(firings);
+      const c = count.value() ?? { n: 0 };
+      if (mistake === "global" && c.n > 0) c.n++;
+      else count.update({ n: c.n + 1 });
+      const total = { total: elements.reduce((a, b) => a + b, 0) };
+      ctx.windowState().getState(sum).update(total);
+      if (mistake === "window") total.total = -1;
+      out.collect({ key, firings: count.value()!.n, total: ctx.windowState().getState(sum).value()!.total });
+    },
+  };
+  return defineJob(`copy-none-windows-${mistake}`, (env) => {
+    env
+      .fromSequence(1, NUMBERS)
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((n) => n))
+      .keyBy((n) => n % KEYS)
+      .window(TumblingEventTimeWindows.of(100))
+      .process(fn)
+      .sinkTo(collectSink("windows"));
+  });
+}

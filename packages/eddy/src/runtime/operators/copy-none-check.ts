@@ -19,15 +19,17 @@
  * another object is too, since no backend keeps the change).
  *
  * Covered: value, list, map and reducing states of the keyed process functions (one- and
- * two-input, keyed broadcast). Not covered: aggregating state (its `get` hands out `getResult`'s
- * value, which may or may not be the accumulator), per-window state of process window functions,
- * broadcast state, values the general value codec cannot encode (class instances: the state's own
- * codec stores those). Each check costs an encoding of the value: for tests, not production.
+ * two-input, keyed broadcast) and of process window functions (`windowState()` per window,
+ * `globalState()`). Not covered: aggregating state (its `get` hands out `getResult`'s value,
+ * which may or may not be the accumulator), broadcast state, values the general value codec
+ * cannot encode (class instances: the state's own codec stores those). Each check costs an
+ * encoding of the value: for tests, not production.
  */
 import { ByteWriter } from "../../core/codec/bytes.ts";
 import { encodeValue } from "../../core/codec/value-codec.ts";
 import { EddyError } from "../../core/errors.ts";
 import { describeKey, mapKeyOf, type Key, type MapKey } from "../../core/key.ts";
+import { VOID_NAMESPACE, type Namespace } from "../../state/namespace.ts";
 import type { KeyedStateStore } from "../functions.ts";
 import type { ListState, MapState, ReducingState, ValueState } from "../../state/state.ts";
 
@@ -39,10 +41,16 @@ interface Lent {
   readonly bytes: Uint8Array;
 }
 
-/** What one key of one state has lent out or taken in: by slot (VALUE, LIST, an element, a map key). */
+/** What one key of one state has lent out or taken in, per namespace: by slot (VALUE, LIST, an element, a map key). */
 interface KeyLent {
   readonly key: Key;
-  readonly slots: Map<unknown, Lent>;
+  readonly namespaces: Map<Namespace, Map<unknown, Lent>>;
+}
+
+/** A state of a wrapped store, and the namespace its handles are in at each call. */
+interface At {
+  readonly state: string;
+  readonly namespace: () => Namespace;
 }
 
 const VALUE = Symbol("value");
@@ -54,7 +62,6 @@ export class CopyNoneCheck {
   readonly #currentKey: () => Key;
   /** Per state name, per key. */
   readonly #lent = new Map<string, Map<MapKey, KeyLent>>();
-  readonly #wrapped = new Map<string, unknown>();
   readonly #writer = new ByteWriter(1024);
   /** Slots of list elements taken in, unique per check. */
   #nextElement = 0;
@@ -65,212 +72,228 @@ export class CopyNoneCheck {
     this.#currentKey = currentKey;
   }
 
-  /** `store` with its `copy: "none"` value, list, map and reducing states checked. */
-  wrap(store: KeyedStateStore): KeyedStateStore {
+  /**
+   * `store` with its `copy: "none"` value, list, map and reducing states checked, in the namespace
+   * `namespace()` says at each call (a window's, for a process window function's `windowState()`).
+   * The store's handle is asked for at every call, so a scoped store sets its namespace each time.
+   */
+  wrap(store: KeyedStateStore, namespace: () => Namespace = () => VOID_NAMESPACE): KeyedStateStore {
+    // One wrapper per state: handles follow the current key, so one serves every key.
+    const wrapped = new Map<string, unknown>();
+    const once = <S>(id: string, make: () => S): S => {
+      let w = wrapped.get(id) as S | undefined;
+      if (w === undefined) wrapped.set(id, (w = make()));
+      return w;
+    };
+    const at = (state: string): At => ({ state, namespace });
     return {
-      getState: (d) => (d.copy === "none" ? this.#once(`value:${d.name}`, () => this.#value(d.name, store.getState(d))) : store.getState(d)),
-      getListState: (d) => (d.copy === "none" ? this.#once(`list:${d.name}`, () => this.#list(d.name, store.getListState(d))) : store.getListState(d)),
-      getMapState: (d) => (d.copy === "none" ? this.#once(`map:${d.name}`, () => this.#map(d.name, store.getMapState(d))) : store.getMapState(d)),
+      getState: (d) => (d.copy === "none" ? once(`value:${d.name}`, () => this.#value(at(d.name), () => store.getState(d))) : store.getState(d)),
+      getListState: (d) => (d.copy === "none" ? once(`list:${d.name}`, () => this.#list(at(d.name), () => store.getListState(d))) : store.getListState(d)),
+      getMapState: (d) => (d.copy === "none" ? once(`map:${d.name}`, () => this.#map(at(d.name), () => store.getMapState(d))) : store.getMapState(d)),
       getReducingState: (d) =>
-        d.copy === "none" ? this.#once(`reducing:${d.name}`, () => this.#reducing(d.name, store.getReducingState(d))) : store.getReducingState(d),
+        d.copy === "none" ? once(`reducing:${d.name}`, () => this.#reducing(at(d.name), () => store.getReducingState(d))) : store.getReducingState(d),
       getAggregatingState: (d) => store.getAggregatingState(d),
     };
   }
 
-  /** Checks everything lent out or taken in, of every key (a checkpoint, the end of input). */
+  /** Checks everything lent out or taken in, of every key and namespace (a checkpoint, the end of input). */
   verifyAll(found: Found): void {
     for (const [state, byKey] of this.#lent) {
-      for (const lent of byKey.values()) for (const slot of lent.slots.values()) this.#verify(state, lent.key, slot, found);
+      for (const lent of byKey.values()) {
+        for (const [namespace, slots] of lent.namespaces) for (const slot of slots.values()) this.#verify(state, lent.key, namespace, slot, found);
+      }
     }
   }
 
-  // One wrapper per state: handles follow the current key, so one serves every key.
-  #once<S>(id: string, make: () => S): S {
-    let wrapped = this.#wrapped.get(id) as S | undefined;
-    if (wrapped === undefined) this.#wrapped.set(id, (wrapped = make()));
-    return wrapped;
-  }
-
-  #value<T>(state: string, inner: ValueState<T>): ValueState<T> {
+  #value<T>(at: At, handle: () => ValueState<T>): ValueState<T> {
     return {
       value: () => {
-        this.#check(state, VALUE);
-        const value = inner.value();
-        this.#remember(state, VALUE, value);
+        this.#check(at, VALUE);
+        const value = handle().value();
+        this.#remember(at, VALUE, value);
         return value;
       },
       update: (value) => {
-        inner.update(value);
-        this.#remember(state, VALUE, value);
+        handle().update(value);
+        this.#remember(at, VALUE, value);
       },
       clear: () => {
-        inner.clear();
-        this.#forget(state);
+        handle().clear();
+        this.#forget(at);
       },
     };
   }
 
-  #reducing<T>(state: string, inner: ReducingState<T>): ReducingState<T> {
+  #reducing<T>(at: At, handle: () => ReducingState<T>): ReducingState<T> {
     return {
       get: () => {
-        this.#check(state, VALUE);
-        const value = inner.get();
-        this.#remember(state, VALUE, value);
+        this.#check(at, VALUE);
+        const value = handle().get();
+        this.#remember(at, VALUE, value);
         return value;
       },
       add: (value) => {
         // The reduce function may change the stored value in place, which is allowed, so what was
         // handed out is checked before and forgotten after.
-        this.#check(state, VALUE);
-        inner.add(value);
-        this.#forget(state);
+        this.#check(at, VALUE);
+        handle().add(value);
+        this.#forget(at);
       },
       clear: () => {
-        inner.clear();
-        this.#forget(state);
+        handle().clear();
+        this.#forget(at);
       },
     };
   }
 
-  #list<T>(state: string, inner: ListState<T>): ListState<T> {
+  #list<T>(at: At, handle: () => ListState<T>): ListState<T> {
     const taken = (values: readonly T[]): void => {
       // The list handed out may be the stored one, which `add` extends: remember it as it is now.
-      const list = this.#slots(state)?.get(LIST);
-      if (list !== undefined) this.#remember(state, LIST, list.value);
-      for (const value of values) this.#remember(state, this.#nextElement++, value);
+      const list = this.#slots(at)?.get(LIST);
+      if (list !== undefined) this.#remember(at, LIST, list.value);
+      for (const value of values) this.#remember(at, this.#nextElement++, value);
     };
     return {
       get: () => {
-        this.#check(state);
-        const values = inner.get();
-        this.#forget(state);
-        this.#remember(state, LIST, values);
+        this.#check(at);
+        const values = handle().get();
+        this.#forget(at);
+        this.#remember(at, LIST, values);
         return values;
       },
       add: (value) => {
-        this.#check(state);
-        inner.add(value);
+        this.#check(at);
+        handle().add(value);
         taken([value]);
       },
       addAll: (values) => {
-        this.#check(state);
+        this.#check(at);
         const all = [...values];
-        inner.addAll(all);
+        handle().addAll(all);
         taken(all);
       },
       update: (values) => {
         const all = [...values];
-        inner.update(all);
-        this.#forget(state);
+        handle().update(all);
+        this.#forget(at);
         taken(all);
       },
       clear: () => {
-        inner.clear();
-        this.#forget(state);
+        handle().clear();
+        this.#forget(at);
       },
     };
   }
 
-  #map<UK, UV>(state: string, inner: MapState<UK, UV>): MapState<UK, UV> {
+  #map<UK, UV>(at: At, handle: () => MapState<UK, UV>): MapState<UK, UV> {
     const check = this;
     // The values an iteration hands out, remembered as they go by.
     function* handedOut<R>(project: (key: UK, value: UV) => R): IterableIterator<R> {
-      for (const [key, value] of inner.entries()) {
-        check.#remember(state, key, value);
+      for (const [key, value] of handle().entries()) {
+        check.#remember(at, key, value);
         yield project(key, value);
       }
     }
     return {
       get: (key) => {
-        this.#check(state, key);
-        const value = inner.get(key);
-        this.#remember(state, key, value);
+        this.#check(at, key);
+        const value = handle().get(key);
+        this.#remember(at, key, value);
         return value;
       },
       put: (key, value) => {
-        inner.put(key, value);
-        this.#remember(state, key, value);
+        handle().put(key, value);
+        this.#remember(at, key, value);
       },
       putAll: (entries) => {
         const all = [...entries];
-        inner.putAll(all);
-        for (const [key, value] of all) this.#remember(state, key, value);
+        handle().putAll(all);
+        for (const [key, value] of all) this.#remember(at, key, value);
       },
       remove: (key) => {
-        inner.remove(key);
-        this.#forget(state, key);
+        handle().remove(key);
+        this.#forget(at, key);
       },
-      contains: (key) => inner.contains(key),
+      contains: (key) => handle().contains(key),
       entries: () => {
-        this.#check(state);
+        this.#check(at);
         return handedOut((key, value): [UK, UV] => [key, value]);
       },
-      keys: () => inner.keys(),
+      keys: () => handle().keys(),
       values: () => {
-        this.#check(state);
+        this.#check(at);
         return handedOut((_key, value) => value);
       },
-      isEmpty: () => inner.isEmpty(),
+      isEmpty: () => handle().isEmpty(),
       clear: () => {
-        inner.clear();
-        this.#forget(state);
+        handle().clear();
+        this.#forget(at);
       },
     };
   }
 
-  /** The current key's slots of `state`, if it has any. */
-  #slots(state: string): Map<unknown, Lent> | undefined {
-    return this.#lent.get(state)?.get(mapKeyOf(this.#currentKey()))?.slots;
+  /** The current key's slots of `at`'s state in its current namespace, if it has any. */
+  #slots(at: At): Map<unknown, Lent> | undefined {
+    return this.#lent.get(at.state)?.get(mapKeyOf(this.#currentKey()))?.namespaces.get(at.namespace());
   }
 
   /** Remembers `value` in the current key's `slot` (a primitive, which cannot change, clears it). */
-  #remember(state: string, slot: unknown, value: unknown): void {
+  #remember(at: At, slot: unknown, value: unknown): void {
     const bytes = typeof value === "object" && value !== null ? this.#encode(value) : undefined;
     if (bytes === undefined) {
-      this.#forget(state, slot);
+      this.#forget(at, slot);
       return;
     }
-    let byKey = this.#lent.get(state);
-    if (byKey === undefined) this.#lent.set(state, (byKey = new Map()));
+    let byKey = this.#lent.get(at.state);
+    if (byKey === undefined) this.#lent.set(at.state, (byKey = new Map()));
     const key = this.#currentKey();
     const id = mapKeyOf(key);
     let lent = byKey.get(id);
-    if (lent === undefined) byKey.set(id, (lent = { key, slots: new Map() }));
-    lent.slots.set(slot, { value: value as object, bytes: bytes.slice() });
+    if (lent === undefined) byKey.set(id, (lent = { key, namespaces: new Map() }));
+    const namespace = at.namespace();
+    let slots = lent.namespaces.get(namespace);
+    if (slots === undefined) lent.namespaces.set(namespace, (slots = new Map()));
+    slots.set(slot, { value: value as object, bytes: bytes.slice() });
   }
 
-  /** Forgets the current key's `slot` of `state`, or all of its slots. */
-  #forget(state: string, slot?: unknown): void {
-    const byKey = this.#lent.get(state);
+  /** Forgets the current key's `slot` of `at`'s state, or all of its slots, in the current namespace. */
+  #forget(at: At, slot?: unknown): void {
+    const byKey = this.#lent.get(at.state);
     if (byKey === undefined) return;
     const id = mapKeyOf(this.#currentKey());
     const lent = byKey.get(id);
     if (lent === undefined) return;
-    if (slot === undefined) lent.slots.clear();
-    else lent.slots.delete(slot);
-    if (lent.slots.size === 0) byKey.delete(id);
+    const namespace = at.namespace();
+    const slots = lent.namespaces.get(namespace);
+    if (slots === undefined) return;
+    if (slot === undefined) slots.clear();
+    else slots.delete(slot);
+    if (slots.size > 0) return;
+    lent.namespaces.delete(namespace);
+    if (lent.namespaces.size === 0) byKey.delete(id);
   }
 
-  /** Checks the current key's `slot` of `state`, or all of its slots. */
-  #check(state: string, slot?: unknown): void {
-    const slots = this.#slots(state);
+  /** Checks the current key's `slot` of `at`'s state, or all of its slots, in the current namespace. */
+  #check(at: At, slot?: unknown): void {
+    const slots = this.#slots(at);
     if (slots === undefined) return;
     const key = this.#currentKey();
+    const namespace = at.namespace();
     if (slot !== undefined) {
       const lent = slots.get(slot);
-      if (lent !== undefined) this.#verify(state, key, lent, "read");
+      if (lent !== undefined) this.#verify(at.state, key, namespace, lent, "read");
       return;
     }
-    for (const lent of slots.values()) this.#verify(state, key, lent, "read");
+    for (const lent of slots.values()) this.#verify(at.state, key, namespace, lent, "read");
   }
 
-  #verify(state: string, key: Key, lent: Lent, found: Found): void {
+  #verify(state: string, key: Key, namespace: Namespace, lent: Lent, found: Found): void {
     const now = this.#encode(lent.value);
     if (now !== undefined && sameBytes(now, lent.bytes)) return;
     const when = found === "read" ? "at the next access of that key" : found === "checkpoint" ? "at a checkpoint" : "at the end of the input";
     throw new EddyError(
       "STATE_MUTATED_IN_PLACE",
-      `operator '${this.#operator}' (subtask ${this.#subtask}), state '${state}' (copy: "none"), key ${describeKey(key)}: a value the state took in or handed out was changed in place and not written back (found ${when}; state.verify-copy-none). ` +
+      `operator '${this.#operator}' (subtask ${this.#subtask}), state '${state}' (copy: "none"), key ${describeKey(key)}${namespace === VOID_NAMESPACE ? "" : ` in window ${JSON.stringify(namespace)}`}: a value the state took in or handed out was changed in place and not written back (found ${when}; state.verify-copy-none). ` +
         `The heap backend would keep such a change, the disk backend and incremental checkpoints would lose it. Write the changed value back (update, put, add), build a new value instead, or drop copy: "none".`,
       { operator: this.#operator, subtask: this.#subtask },
     );

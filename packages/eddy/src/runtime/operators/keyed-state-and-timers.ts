@@ -10,7 +10,7 @@ import { EddyError } from "../../core/errors.ts";
 import { describeKey, requireValidKey, type Key } from "../../core/key.ts";
 import { computeOperatorIndexForKeyGroup, KeyGroupAssigner } from "../../core/key-group.ts";
 import type { KeyedSnapshotOptions, KeyedStateBackend } from "../../state/keyed-state-backend.ts";
-import { VOID_NAMESPACE } from "../../state/namespace.ts";
+import { VOID_NAMESPACE, type Namespace } from "../../state/namespace.ts";
 import type { KeyedStateStore, TimerService } from "../functions.ts";
 import type { AnyKeySelector, OperatorContext } from "../operator.ts";
 import { CopyNoneCheck } from "./copy-none-check.ts";
@@ -116,6 +116,14 @@ export class KeyedStateAndTimers {
     } else {
       this.stateStore = store;
     }
+  }
+
+  /**
+   * `store` as user functions get it: with `state.verify-copy-none`, its `copy: "none"` states
+   * checked in the namespace `namespace()` says (a process window function's window state).
+   */
+  checked(store: KeyedStateStore, namespace: () => Namespace): KeyedStateStore {
+    return this.#copyNone?.wrap(store, namespace) ?? store;
   }
 
   /**

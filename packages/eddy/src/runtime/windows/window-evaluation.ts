@@ -46,8 +46,10 @@ class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> 
   constructor(keyed: KeyedStateAndTimers, output: Output<unknown>, windowNamespace: ((window: W) => Namespace) | undefined) {
     this.#keyed = keyed;
     this.#output = output;
-    this.#windowState = windowNamespace === undefined ? undefined : scopedStore(keyed.backend, () => windowNamespace(this.window));
-    this.#globalState = scopedStore(keyed.backend, () => VOID_NAMESPACE);
+    const inWindow = (): Namespace => windowNamespace!(this.window);
+    const global = (): Namespace => VOID_NAMESPACE;
+    this.#windowState = windowNamespace === undefined ? undefined : keyed.checked(scopedStore(keyed.backend, inWindow), inWindow);
+    this.#globalState = keyed.checked(scopedStore(keyed.backend, global), global);
   }
 
   currentProcessingTime(): number {

@@ -199,6 +199,11 @@ class WindowOperator<IN, W extends Window> implements OneInputOperator<IN> {
     this.#output.emitWatermarkStatus(idle);
   }
 
+  /** After every window fired: with `state.verify-copy-none`, the window function's states are checked. */
+  endInput(): void {
+    this.#keyed.endInput(1);
+  }
+
   /** Keys holding any state of this operator, and pending timers: both return to 0 once it holds nothing. */
   stateSize(): { keys: number; timers: number } {
     return this.#keyed.stateSize();
