@@ -225,3 +225,13 @@ test("on the disk backend, where the change would be lost, the same mistake fail
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("with the check on, a descriptor that does not match its state's is refused as without it", () => {
+  const h = harness();
+  h.processElement({ key: "a", step: (ctx) => void ctx.getState(counter).update({ n: 1 }) });
+  const withTtl = new ValueStateDescriptor<{ n: number }>("counter", { copy: "none", ttl: { ttlMs: 1_000 } });
+  assert.throws(
+    () => h.processElement({ key: "a", step: (ctx) => ctx.getState(withTtl).value() }),
+    (e: unknown) => ((e as { cause?: { code?: string } }).cause?.code ?? (e as { code?: string }).code) === "STATE_DESCRIPTOR_MISMATCH",
+  );
+});

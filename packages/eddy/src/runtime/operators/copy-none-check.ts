@@ -78,7 +78,9 @@ export class CopyNoneCheck {
    * The store's handle is asked for at every call, so a scoped store sets its namespace each time.
    */
   wrap(store: KeyedStateStore, namespace: () => Namespace = () => VOID_NAMESPACE): KeyedStateStore {
-    // One wrapper per state: handles follow the current key, so one serves every key.
+    // One wrapper per state: handles follow the current key, so one serves every key. The store
+    // is asked each time all the same, so a descriptor that does not match the state's is refused
+    // as without the check (STATE_DESCRIPTOR_MISMATCH).
     const wrapped = new Map<string, unknown>();
     const once = <S>(id: string, make: () => S): S => {
       let w = wrapped.get(id) as S | undefined;
@@ -87,11 +89,22 @@ export class CopyNoneCheck {
     };
     const at = (state: string): At => ({ state, namespace });
     return {
-      getState: (d) => (d.copy === "none" ? once(`value:${d.name}`, () => this.#value(at(d.name), () => store.getState(d))) : store.getState(d)),
-      getListState: (d) => (d.copy === "none" ? once(`list:${d.name}`, () => this.#list(at(d.name), () => store.getListState(d))) : store.getListState(d)),
-      getMapState: (d) => (d.copy === "none" ? once(`map:${d.name}`, () => this.#map(at(d.name), () => store.getMapState(d))) : store.getMapState(d)),
-      getReducingState: (d) =>
-        d.copy === "none" ? once(`reducing:${d.name}`, () => this.#reducing(at(d.name), () => store.getReducingState(d))) : store.getReducingState(d),
+      getState: (d) => {
+        const handle = store.getState(d);
+        return d.copy === "none" ? once(`value:${d.name}`, () => this.#value(at(d.name), () => store.getState(d))) : handle;
+      },
+      getListState: (d) => {
+        const handle = store.getListState(d);
+        return d.copy === "none" ? once(`list:${d.name}`, () => this.#list(at(d.name), () => store.getListState(d))) : handle;
+      },
+      getMapState: (d) => {
+        const handle = store.getMapState(d);
+        return d.copy === "none" ? once(`map:${d.name}`, () => this.#map(at(d.name), () => store.getMapState(d))) : handle;
+      },
+      getReducingState: (d) => {
+        const handle = store.getReducingState(d);
+        return d.copy === "none" ? once(`reducing:${d.name}`, () => this.#reducing(at(d.name), () => store.getReducingState(d))) : handle;
+      },
       getAggregatingState: (d) => store.getAggregatingState(d),
     };
   }
