@@ -38,10 +38,10 @@ for (const parallelism of [2, 3]) {
     // join's subtask is on (RecordWriter.group, StreamTask's lower-seq-first read). Before, the
     // sparse builds' batches to another thread waited to fill or time out, and a large share of
     // the probes sent there arrived first (at p2: 30-50 % of Nexmark q20's bids).
-    // "About": on a starved machine a batch is now and then read one place early (seen in about
-    // one run in twenty with three CPU hogs beside the test: ~700 probes of 228,000, one batch);
-    // one cause, a watermark or status hiding a peer's batch, is fixed since (2026-12-06), but
-    // whether it was that one is not known (see docs/design/frames-and-codecs.md). So the bound is 1 %.
+    // "About": on a starved machine a batch is now and then read one place early (~700 probes of
+    // 228,000, one batch; with three CPU hogs beside the test about one run in twenty before a
+    // watermark or status hiding a peer's batch was fixed, 2026-12-06, and one in 400 after it:
+    // another cause remains, docs/design/frames-and-codecs.md). So the bound is 1 %.
     const early = await collect<number>(jobs.buildsThenProbes, { parallelism, mode: "threads", expectMode: "threads" });
     const probes = (jobs.ORDER_RECORDS * (jobs.BUILD_EVERY - 1)) / jobs.BUILD_EVERY;
     assert.ok(early.length <= probes / 100, `${early.length} of ${probes} probes reached the join before their build`);
