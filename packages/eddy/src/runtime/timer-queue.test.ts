@@ -25,7 +25,7 @@ test("one key's timers stay deduplicated over many timestamps, removed down to a
   assert.equal(queue.size, n);
   assert.equal(listed(queue, 1).length, n);
   // Down to a few timers (the index goes back to an array), then everything again.
-  for (const [ns, ts] of all.slice(3)) queue.remove(mapKeyOf(key), 1, ns, ts);
+  for (const [ns, ts] of all.slice(3)) queue.take(mapKeyOf(key), 1, ns, ts);
   assert.equal(queue.size, 3);
   assert.deepEqual(listed(queue, 1), ["7@99", "w@100", "w@98"]);
   let added = 0;
@@ -33,7 +33,7 @@ test("one key's timers stay deduplicated over many timestamps, removed down to a
   assert.equal(added, n - 3);
   assert.equal(queue.size, n);
   // Each removal down to nothing finds its timer, in every shape.
-  for (const [ns, ts] of all) queue.remove(mapKeyOf(key), 1, ns, ts);
+  for (const [ns, ts] of all) queue.take(mapKeyOf(key), 1, ns, ts);
   assert.equal(queue.size, 0);
   assert.deepEqual(listed(queue, 1), []);
   assert.equal(queue.add(key, 1, 1, "w", 100) !== undefined, true, "a removed timer can be registered again");
@@ -57,7 +57,7 @@ test("a repeated registration is a duplicate only while the timer is pending", (
   const key: Key = ["a", 1];
   assert.notEqual(queue.add(key, 0, 0, "w", 5), undefined);
   assert.equal(queue.add(key, 0, 0, "w", 5), undefined);
-  queue.remove(mapKeyOf(key), 0, "w", 5);
+  queue.take(mapKeyOf(key), 0, "w", 5);
   assert.notEqual(queue.add(key, 0, 0, "w", 5), undefined, "deleted, then registered again");
   assert.equal(queue.poll()?.timestamp, 5);
   assert.notEqual(queue.add(key, 0, 0, "w", 5), undefined, "fired, then registered again");
@@ -112,12 +112,17 @@ test(`any interleaving of registrations, deletions and firings matches a sorted 
           if (live.length === 0) continue;
           const victim = live[o.pick % live.length]!;
           const head = earliest();
-          assert.equal(queue.remove(mapKeyOf(victim.key), victim.kg, victim.ns, victim.ts), victim === head);
+          const before = queue.peek();
+          const taken = queue.take(mapKeyOf(victim.key), victim.kg, victim.ns, victim.ts);
+          assert.equal(taken?.key, victim.key);
+          assert.equal(taken === before, victim === head);
           live = live.filter((t) => t !== victim);
         } else if (o.kind === "remove") {
           const head = earliest();
-          const wasHead = queue.remove(mapKeyOf(`k${o.key}`), o.kg, o.ns, o.ts);
-          assert.equal(wasHead, head !== undefined && same(head, o));
+          const before = queue.peek();
+          const taken = queue.take(mapKeyOf(`k${o.key}`), o.kg, o.ns, o.ts);
+          assert.equal(taken !== undefined, live.some((t) => same(t, o)));
+          assert.equal(taken !== undefined && taken === before, head !== undefined && same(head, o));
           live = live.filter((t) => !same(t, o));
         } else {
           const expected = earliest();
@@ -147,7 +152,7 @@ test("a deleted timer's slot refilled with a timer earlier than that slot's pare
   const order = [0, 10, 20, 30, 40, 11, 12, 13, 14, 21, 22, 23, 24, 31, 32, 33, 34, 41, 42, 43, 44, 11.5];
   const queue = new TimerQueue();
   for (const ts of order) queue.add(`k${ts}`, 0, 0, "w", ts);
-  queue.remove(mapKeyOf("k21"), 0, "w", 21);
+  queue.take(mapKeyOf("k21"), 0, "w", 21);
   assert.deepEqual(
     drain(queue).map((s) => Number(s.slice(2))),
     order.filter((ts) => ts !== 21).sort((a, b) => a - b),
@@ -172,11 +177,14 @@ test("a bucket of many keys deduplicates, deletes and fires in registration orde
     assert.notEqual(queue.add("k1", 3, 3, "w", 1000), undefined);
     assert.notEqual(queue.add("k1", 2, 2, "v", 1000), undefined);
     assert.equal(queue.add("k1", 3, 3, "w", 1000), undefined);
-    assert.equal(queue.remove(mapKeyOf("k1"), 3, "w", 1000), false);
-    assert.equal(queue.remove(mapKeyOf("k1"), 2, "v", 1000), false);
-    assert.equal(queue.remove(mapKeyOf("k1"), 3, "w", 1000), false, "already gone");
+    assert.equal(queue.take(mapKeyOf("k1"), 3, "w", 1000)?.kgIndex, 3);
+    assert.equal(queue.take(mapKeyOf("k1"), 2, "v", 1000)?.namespace, "v");
+    assert.equal(queue.take(mapKeyOf("k1"), 3, "w", 1000), undefined, "already gone");
     // Delete every second key's "w" timer at 1000, then register a few again: they go last.
-    for (let i = 0; i < count; i += 2) assert.equal(queue.remove(mapKeyOf(`k${i}`), i % 4, "w", 1000), i === 0);
+    for (let i = 0; i < count; i += 2) {
+      const before = queue.peek();
+      assert.equal(queue.take(mapKeyOf(`k${i}`), i % 4, "w", 1000) === before, i === 0);
+    }
     queue.add("k0", 0, 0, "w", 1000);
     const fired: string[] = [];
     for (let t = queue.poll(); t !== undefined && t.timestamp === 1000; t = queue.poll()) fired.push(`${String(t.key)}/${String(t.namespace)}`);
@@ -198,7 +206,7 @@ test("a registration at the timestamp of a bucket that fired (or was emptied by 
   assert.equal(queue.poll()?.key, "a", "the bucket of 5 leaves the queue");
   assert.notEqual(queue.add("b", 0, 0, "w", 5), undefined);
   queue.add("c", 0, 0, "w", 7);
-  queue.remove(mapKeyOf("c"), 0, "w", 7);
+  queue.take(mapKeyOf("c"), 0, "w", 7);
   assert.notEqual(queue.add("d", 0, 0, "w", 7), undefined);
   assert.deepEqual(drain(queue), ["w@5", "w@7"]);
   assert.equal(queue.size, 0);

@@ -194,13 +194,6 @@ export class TimerQueue {
     return timer;
   }
 
-  /** Removes the timer if present; returns whether it was the head of the queue. */
-  remove(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): boolean {
-    const head = this.peek();
-    const removed = this.take(mapKey, kgIndex, ns, timestamp);
-    return removed !== undefined && removed === head;
-  }
-
   /** Removes the timer if present and returns it. */
   take(mapKey: MapKey, kgIndex: number, ns: TimerNamespace, timestamp: number): Timer | undefined {
     const bucket = this.#buckets.get(timestamp);

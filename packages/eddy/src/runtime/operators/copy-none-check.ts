@@ -302,7 +302,7 @@ export class CopyNoneCheck {
 
   #verify(state: string, key: Key, namespace: Namespace, lent: Lent, found: Found): void {
     const now = this.#encode(lent.value);
-    if (now !== undefined && sameBytes(now, lent.bytes)) return;
+    if (now !== undefined && Buffer.from(now.buffer, now.byteOffset, now.length).equals(lent.bytes)) return;
     const when = found === "read" ? "at the next access of that key" : found === "checkpoint" ? "at a checkpoint" : "at the end of the input";
     throw new EddyError(
       "STATE_MUTATED_IN_PLACE",
@@ -323,10 +323,4 @@ export class CopyNoneCheck {
     }
     return writer.written();
   }
-}
-
-function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
