@@ -5,7 +5,7 @@
  * come back from it. Whether that task manager is on this thread or a worker thread, this code is
  * the same.
  */
-import { describeCause } from "../core/errors.ts";
+import { describeCause, EddyError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import { openEnumerator, snapshotEnumerators, type SplitEnumerator } from "../connector/source.ts";
 import type { Plan, PlanNode } from "../graph/plan.ts";
@@ -27,6 +27,7 @@ export class SourceCoordinators {
    * as soon as its task opens), handed to the enumerators once they exist; undefined once started.
    */
   #early: [node: number, subtask: number, event: unknown][] | undefined = [];
+  readonly #alignment = new WatermarkAlignmentGroups();
 
   constructor(
     plan: Plan,
@@ -70,6 +71,16 @@ export class SourceCoordinators {
     else this.#enumerators.get(node)?.handleSplitRequest?.(subtask);
   }
 
+  /**
+   * Watermark alignment: subtask `subtask` of source `node` reported `watermark`; it is told how
+   * far it may go (its group's minimum plus its drift). Reports come every update interval, so
+   * each answer is at most one interval old and a paused subtask hears of the others' progress.
+   */
+  reportWatermark(node: number, subtask: number, group: string, watermark: number, maxAllowedDriftMs: number): void {
+    const maxAllowed = this.#alignment.report(group, `${node}/${subtask}`, watermark, maxAllowedDriftMs);
+    this.#gatewayOf(this.#plan.nodes[node]!, subtask).updateMaxAllowedWatermark(node, subtask, maxAllowed);
+  }
+
   /** Split enumerator state per source operator id, for checkpoint `checkpointId`. */
   snapshot(checkpointId: number): Record<string, unknown> {
     return snapshotEnumerators([...this.#enumerators].map(([index, e]) => [this.#plan.nodes[index]!.operatorId, e] as const), checkpointId);
@@ -83,5 +94,28 @@ export class SourceCoordinators {
         this.#logger.warn("split enumerator failed to close", { error: describeCause(e) });
       }
     }
+  }
+}
+
+/**
+ * The latest watermark of each source subtask in each alignment group (Flink's
+ * SourceCoordinator watermark aggregation, FLIP-182). A subtask that has not reported yet does not
+ * count (it holds nobody back before its first watermark, as in Flink); an idle or finished one
+ * reports MAX_WATERMARK. Kept per execution attempt: a restart starts without reports.
+ */
+export class WatermarkAlignmentGroups {
+  readonly #groups = new Map<string, Map<string, number>>();
+
+  /** Records `watermark` for `member` of `group`; returns the watermark it may read up to: the group's minimum + `maxAllowedDriftMs`. */
+  report(group: string, member: string, watermark: number, maxAllowedDriftMs: number): number {
+    if (typeof watermark !== "number" || Number.isNaN(watermark) || !(maxAllowedDriftMs >= 0)) {
+      throw new EddyError("INTERNAL", `watermark alignment report of ${member} in group '${group}' is invalid: watermark ${String(watermark)}, drift ${String(maxAllowedDriftMs)}`);
+    }
+    let members = this.#groups.get(group);
+    if (members === undefined) this.#groups.set(group, (members = new Map()));
+    members.set(member, watermark);
+    let min = Number.POSITIVE_INFINITY;
+    for (const w of members.values()) if (w < min) min = w;
+    return min + maxAllowedDriftMs;
   }
 }

@@ -336,6 +336,7 @@ export class ThreadedAttempt implements ExecutionAttempt {
         }
       }),
       requestSplit: live((node, subtask, event) => this.#sources.handleSplitRequest(node, subtask, event)),
+      reportWatermark: live((node, subtask, group, watermark, drift) => this.#sources.reportWatermark(node, subtask, group, watermark, drift)),
       reportOutput: live((collected, stdout) => {
         for (const [name, values] of collected) for (const v of values) this.#options.services.collect(name, v);
         for (const line of stdout) this.#options.services.writeStdout(line);

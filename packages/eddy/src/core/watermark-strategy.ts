@@ -28,17 +28,36 @@ export interface WatermarkStrategyOptions<T> {
   readonly timestampAssigner: TimestampAssigner<T> | undefined;
   /** Processing-time ms without records after which the stream is marked idle; undefined: never. */
   readonly idleTimeoutMs: number | undefined;
+  /** Watermark alignment of the source subtasks of a group (withWatermarkAlignment); undefined: none. */
+  readonly alignment?: WatermarkAlignment | undefined;
 }
+
+/**
+ * Watermark alignment (Flink's FLIP-182, source level): every `updateIntervalMs` each source
+ * subtask of `group` reports its watermark to the coordinator, which answers with the group's
+ * minimum plus `maxAllowedDriftMs`; a subtask whose watermark is past that stops reading until
+ * the bound moves. Idle and finished subtasks do not hold the group back.
+ */
+export interface WatermarkAlignment {
+  readonly group: string;
+  readonly maxAllowedDriftMs: number;
+  readonly updateIntervalMs: number;
+}
+
+/** Flink's default update interval of watermark alignment (pipeline.watermark-alignment.update-interval is 1 s there). */
+export const DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS = 1000;
 
 export class WatermarkStrategy<T> {
   readonly generatorFactory: () => WatermarkGenerator<T>;
   readonly timestampAssigner: TimestampAssigner<T> | undefined;
   readonly idleTimeoutMs: number | undefined;
+  readonly alignment: WatermarkAlignment | undefined;
 
   private constructor(options: WatermarkStrategyOptions<T>) {
     this.generatorFactory = options.generatorFactory;
     this.timestampAssigner = options.timestampAssigner;
     this.idleTimeoutMs = options.idleTimeoutMs;
+    this.alignment = options.alignment;
   }
 
   /** Timestamps never decrease: watermark = max timestamp seen - 1. */
@@ -82,11 +101,32 @@ export class WatermarkStrategy<T> {
     return new WatermarkStrategy<T>({ ...this.#options(), idleTimeoutMs });
   }
 
+  /**
+   * Aligns the watermarks of the source subtasks in `group` (every source read with a strategy of
+   * this group, across sources): a subtask whose watermark runs more than `maxAllowedDriftMs` ahead
+   * of the slowest one stops reading until the others catch up, so state waiting for the slow
+   * ones (windows, join buffers) stays bounded. The coordinator learns the watermarks every
+   * `updateIntervalMs` (default 1 s, as in Flink). For `fromSource` only: a strategy with alignment
+   * given to `assignTimestampsAndWatermarks` is refused. Flink's source-level alignment (FLIP-182);
+   * a reader's splits are paused together (Flink 1.17's per-split alignment is not implemented).
+   */
+  withWatermarkAlignment(group: string, maxAllowedDriftMs: number, updateIntervalMs: number = DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS): WatermarkStrategy<T> {
+    if (typeof group !== "string" || group.length === 0) throw new TypeError("withWatermarkAlignment needs a non-empty group name");
+    if (!(Number.isFinite(maxAllowedDriftMs) && maxAllowedDriftMs >= 0)) {
+      throw new RangeError(`withWatermarkAlignment needs a finite drift ≥ 0 ms, got ${maxAllowedDriftMs}`);
+    }
+    if (!(Number.isFinite(updateIntervalMs) && updateIntervalMs > 0)) {
+      throw new RangeError(`withWatermarkAlignment needs a positive finite update interval in ms, got ${updateIntervalMs}`);
+    }
+    return new WatermarkStrategy<T>({ ...this.#options(), alignment: { group, maxAllowedDriftMs, updateIntervalMs } });
+  }
+
   #options(): WatermarkStrategyOptions<T> {
     return {
       generatorFactory: this.generatorFactory,
       timestampAssigner: this.timestampAssigner,
       idleTimeoutMs: this.idleTimeoutMs,
+      alignment: this.alignment,
     };
   }
 }

@@ -54,6 +54,7 @@ test("coordinator → task manager: every call arrives as the same call, with it
     (tm) => {
       tm.assignSplits(2, 1, [{ path: "a.csv", offset: 10 }]);
       tm.noMoreSplits(2, 1);
+      tm.updateMaxAllowedWatermark(2, 1, 1_500);
       tm.triggerCheckpoint(barrier, { drain: true });
       tm.triggerCheckpoint(barrier, undefined);
       tm.resumeSources();
@@ -64,11 +65,12 @@ test("coordinator → task manager: every call arrives as the same call, with it
       tm.cancel();
       tm.closeServers();
     },
-    11,
+    12,
   );
   assert.deepEqual(calls, [
     ["assignSplits", 2, 1, [{ path: "a.csv", offset: 10 }]],
     ["noMoreSplits", 2, 1],
+    ["updateMaxAllowedWatermark", 2, 1, 1_500],
     ["triggerCheckpoint", barrier, { drain: true }],
     ["triggerCheckpoint", barrier, undefined],
     ["resumeSources"],
@@ -94,6 +96,7 @@ test("task manager → coordinator: every call arrives as the same call, with it
     (jm) => {
       jm.registerTaskManager(GATEWAY_PROTOCOL_VERSION);
       jm.requestSplit(3, 0);
+      jm.reportWatermark(3, 0, "lanes", Number.POSITIVE_INFINITY, 200);
       jm.reportOutput([["out", [1, "two"]]], ["line"]);
       jm.commitOnce("sink", "txn-1", [{ a: 1 }]);
       jm.log("warn", "careful", { worker: 1 });
@@ -106,11 +109,12 @@ test("task manager → coordinator: every call arrives as the same call, with it
       jm.queryableRegistered(registration);
       jm.serversClosed();
     },
-    13,
+    14,
   );
   assert.deepEqual(calls, [
     ["registerTaskManager", GATEWAY_PROTOCOL_VERSION],
     ["requestSplit", 3, 0],
+    ["reportWatermark", 3, 0, "lanes", Number.POSITIVE_INFINITY, 200],
     ["reportOutput", [["out", [1, "two"]]], ["line"]],
     ["commitOnce", "sink", "txn-1", [{ a: 1 }]],
     ["log", "warn", "careful", { worker: 1 }],
@@ -134,7 +138,7 @@ test("a message that is not a call of this protocol version is refused, and noth
       (e: unknown) => e instanceof EddyError && e.code === "GATEWAY_PROTOCOL" && pattern.test(e.message),
     );
   // The message shape of the protocol before the gateway (worker_threads' old union).
-  refused({ t: "checkpoint-complete", checkpointId: 3 }, /not a message of gateway protocol version 1: a message 'checkpoint-complete'/);
+  refused({ t: "checkpoint-complete", checkpointId: 3 }, /not a message of gateway protocol version 2: a message 'checkpoint-complete'/);
   // A method of the other gateway, an inherited property, one the list lacks, no arguments.
   refused({ m: "registerTaskManager", a: [1] }, /a message 'registerTaskManager'/);
   refused({ m: "constructor", a: [] }, /a message 'constructor'/);

@@ -29,7 +29,7 @@ import type { SourceStop, SubtaskMetrics } from "../runtime/stream-task.ts";
 import type { QueryableRegistration } from "../queryable/queryable-serving.ts";
 
 /** The version of the messages below; a change to any of them increments it. */
-export const GATEWAY_PROTOCOL_VERSION = 1;
+export const GATEWAY_PROTOCOL_VERSION = 2;
 
 /** What the coordinator asks of a task manager (Flink's TaskExecutorGateway). */
 export interface TaskManagerGateway {
@@ -37,6 +37,11 @@ export interface TaskManagerGateway {
   assignSplits(node: number, subtask: number, splits: readonly unknown[]): void;
   /** The enumerator of source `node` has no more splits for subtask `subtask`. */
   noMoreSplits(node: number, subtask: number): void;
+  /**
+   * Watermark alignment: subtask `subtask` of source `node` may read while its watermark is at
+   * most `maxAllowed` (its group's minimum plus its drift); the answer to its `reportWatermark`.
+   */
+  updateMaxAllowedWatermark(node: number, subtask: number, maxAllowed: number): void;
   /**
    * Injects `barrier` at every source task (non-source tasks that finished snapshot what they
    * hold); with `stop`, sources read nothing after it (stop with a savepoint).
@@ -67,6 +72,12 @@ export interface JobMasterGateway {
   registerTaskManager(protocolVersion: number): void;
   /** A source reader asks its enumerator for a split, or with `event` sends it a source event. */
   requestSplit(node: number, subtask: number, event?: unknown): void;
+  /**
+   * Watermark alignment: subtask `subtask` of source `node` has emitted `watermark` (MAX_WATERMARK
+   * once idle or finished: it holds nobody back); it may drift `maxAllowedDriftMs` ahead of the
+   * slowest subtask of `group`.
+   */
+  reportWatermark(node: number, subtask: number, group: string, watermark: number, maxAllowedDriftMs: number): void;
   /** What collect sinks gathered (per sink name) and lines printed, since the last report. */
   reportOutput(collected: readonly (readonly [string, unknown[]])[], stdout: readonly string[]): void;
   /** A committing test sink's transaction, to apply once (JobServices.commitOnce). */
@@ -94,6 +105,7 @@ export interface JobMasterGateway {
 export const TASK_MANAGER_METHODS = [
   "assignSplits",
   "noMoreSplits",
+  "updateMaxAllowedWatermark",
   "triggerCheckpoint",
   "resumeSources",
   "notifyCheckpointComplete",
@@ -107,6 +119,7 @@ export const TASK_MANAGER_METHODS = [
 export const JOB_MASTER_METHODS = [
   "registerTaskManager",
   "requestSplit",
+  "reportWatermark",
   "reportOutput",
   "commitOnce",
   "log",

@@ -29,7 +29,7 @@ import { RecordWriter } from "../runtime/channels/record-writer.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
 import { PendingWork } from "../runtime/pending-work.ts";
 import { QueryableRegistry } from "../runtime/queryable-registry.ts";
-import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type SplitAwareOperator, type TwoInputOperator } from "../runtime/operator.ts";
+import { CounterRegistry, type JobServices, type OneInputOperator, type OperatorContext, type Output, type SourceAlignmentPort, type SplitAwareOperator, type TwoInputOperator } from "../runtime/operator.ts";
 import { chainedTarget, createEdgeMeter, createOutput, NetworkTarget, type EdgeMeter, type OutputTarget } from "../runtime/outputs.ts";
 import { OperatorMetricGroup } from "../runtime/metrics/metric-group.ts";
 import { SourceIdleTime, type OperatorMetrics } from "../runtime/metrics/operator-metrics.ts";
@@ -182,6 +182,8 @@ export function taskIdOf(chain: PlanChain, subtask: number): string {
 export interface ReaderHandle {
   addSplits(splits: readonly unknown[]): void;
   notifyNoMoreSplits(): void;
+  /** Watermark alignment: the coordinator's answer to the subtask's last report. */
+  updateMaxAllowedWatermark(maxAllowed: number): void;
 }
 
 export interface SplitCoordination {
@@ -189,6 +191,8 @@ export interface SplitCoordination {
   registerReader(node: PlanNode, subtask: number, handle: ReaderHandle): void;
   /** With `event`: a source event of the reader for its enumerator, not a request. */
   requestSplit(node: PlanNode, subtask: number, event?: unknown): void;
+  /** Watermark alignment: a source subtask's watermark for the coordinator (gateway.ts, reportWatermark). */
+  reportWatermark(node: PlanNode, subtask: number, group: string, watermark: number, maxAllowedDriftMs: number): void;
   /** Every reader of this executor is registered. */
   start(): void;
   close(): void;
@@ -601,6 +605,20 @@ export class TaskExecutor {
         const firstOutputs = new Map<PlanNode, OutputProbe>();
         const groups = new Map<PlanNode, OperatorMetricGroup>();
 
+        // Watermark alignment: the operator a source feeds directly (fromSource's watermarks) may
+        // pause the source's reading; the task exists only after its operators, so it is linked later.
+        const chainHead = chain.nodes[0]!;
+        const headMain = chainHead.transformation.kind === "source" ? chainHead.outputs.filter((e) => e.sideTag === undefined) : [];
+        const alignedNode = headMain.length === 1 && headMain[0]!.chained ? headMain[0]!.target : undefined;
+        const alignment: { listener?: (maxAllowed: number) => void; task?: StreamTask } = {};
+        const alignmentPort: SourceAlignmentPort = {
+          report: (group, watermark, drift) => deployment.splits.reportWatermark(chainHead, subtask, group, watermark, drift),
+          onMaxAllowedWatermark: (listener) => {
+            alignment.listener = listener;
+          },
+          setPaused: (paused) => alignment.task?.setAlignmentPaused(paused),
+        };
+
         // Build tail first so each operator is created with its downstream already in place.
         for (let n = chain.nodes.length - 1; n >= 0; n--) {
           const node = chain.nodes[n]!;
@@ -667,6 +685,7 @@ export class TaskExecutor {
             queryable: this.queryable,
             stateBackend: this.#options.stateBackend ?? heapStateBackend,
             awaitWork: (work, kind) => pendingWork.add(work, kind),
+            sourceAlignment: node === alignedNode ? alignmentPort : undefined,
           };
           operators.set(node, t.factory(ctx, output));
         }
@@ -717,6 +736,7 @@ export class TaskExecutor {
           deployment.splits.registerReader(headNode, subtask, {
             addSplits: (splits) => mailbox.post(() => reader.addSplits(splits)),
             notifyNoMoreSplits: () => mailbox.post(() => reader.notifyNoMoreSplits()),
+            updateMaxAllowedWatermark: (maxAllowed) => mailbox.post(() => alignment.listener?.(maxAllowed)),
           });
         } else if (headT.kind === "one-input") {
           head = { kind: "one-input", operator: operators.get(headNode) as OneInputOperator<unknown> };
@@ -812,6 +832,7 @@ export class TaskExecutor {
                   inFlight: () => this.#triggered.size > 0,
                 },
         });
+        alignment.task = task;
         this.tasks.push(task);
         this.#taskChains.push(chain.index);
         if (headT.kind === "source") this.#sourceTasks.add(task);

@@ -20,10 +20,10 @@ import type { ReaderHandle, SplitCoordination, TaskExecutor } from "./task-execu
 export class SourceReaders implements SplitCoordination {
   readonly #indexOf: ReadonlyMap<PlanNode, number>;
   readonly #handles = new Map<string, ReaderHandle>();
-  readonly #jobMaster: Pick<JobMasterGateway, "registerTaskManager" | "requestSplit">;
+  readonly #jobMaster: Pick<JobMasterGateway, "registerTaskManager" | "requestSplit" | "reportWatermark">;
   readonly #where: string;
 
-  constructor(plan: Plan, jobMaster: Pick<JobMasterGateway, "registerTaskManager" | "requestSplit">, where: string) {
+  constructor(plan: Plan, jobMaster: Pick<JobMasterGateway, "registerTaskManager" | "requestSplit" | "reportWatermark">, where: string) {
     this.#indexOf = new Map(plan.nodes.map((n, i) => [n, i] as const));
     this.#jobMaster = jobMaster;
     this.#where = where;
@@ -36,6 +36,10 @@ export class SourceReaders implements SplitCoordination {
   requestSplit(node: PlanNode, subtask: number, event?: unknown): void {
     if (event === undefined) this.#jobMaster.requestSplit(this.#indexOf.get(node)!, subtask);
     else this.#jobMaster.requestSplit(this.#indexOf.get(node)!, subtask, event);
+  }
+
+  reportWatermark(node: PlanNode, subtask: number, group: string, watermark: number, maxAllowedDriftMs: number): void {
+    this.#jobMaster.reportWatermark(this.#indexOf.get(node)!, subtask, group, watermark, maxAllowedDriftMs);
   }
 
   start(): void {
@@ -71,6 +75,10 @@ export class TaskManager implements TaskManagerGateway {
 
   noMoreSplits(node: number, subtask: number): void {
     this.#readers.handle(node, subtask).notifyNoMoreSplits();
+  }
+
+  updateMaxAllowedWatermark(node: number, subtask: number, maxAllowed: number): void {
+    this.#readers.handle(node, subtask).updateMaxAllowedWatermark(maxAllowed);
   }
 
   triggerCheckpoint(barrier: CheckpointBarrier, stop: SourceStop | undefined): void {

@@ -129,10 +129,28 @@ export interface OperatorContext {
    * `background` work (a commit) holds back only its end. A rejection fails the task.
    */
   awaitWork(work: PromiseLike<unknown>, kind: "blocking" | "background"): void;
+  /**
+   * Watermark alignment's link (WatermarkStrategy.withWatermarkAlignment), given only to the
+   * operator a source feeds directly in its task (fromSource's Timestamps/Watermarks operator).
+   */
+  readonly sourceAlignment?: SourceAlignmentPort | undefined;
+}
+
+/** What watermark alignment needs of the task: the coordinator's ear, and the source's brake. */
+export interface SourceAlignmentPort {
+  /** Tells the coordinator this subtask's watermark (MAX_WATERMARK: idle or finished); it answers through the listener. */
+  report(group: string, watermark: number, maxAllowedDriftMs: number): void;
+  /** Where the coordinator's answers go, as mail on the task's thread (one listener). */
+  onMaxAllowedWatermark(listener: (maxAllowed: number) => void): void;
+  /** Stops (true) or resumes reading the source; mail, barriers and timers still run while stopped. */
+  setPaused(paused: boolean): void;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */
 export const LATE_RECORDS_DROPPED = "numLateRecordsDropped";
+
+/** The counter of the times watermark alignment paused a source subtask (fromSource's Timestamps/Watermarks operator). */
+export const WATERMARK_ALIGNMENT_PAUSES = "numWatermarkAlignmentPauses";
 
 /** The counter of records a sink operator handed to its writer (the run summary's per-sink count). */
 export const SINK_RECORDS_WRITTEN = "numRecordsWritten";

@@ -191,6 +191,8 @@ export class StreamTask {
   #sourceWaiting = false;
   /** A source task stopped reading at a stop-with-savepoint barrier (until resumed or closed). */
   #suspended = false;
+  /** A source task whose watermark ran ahead of its alignment group's bound (setAlignmentPaused). */
+  #alignmentPaused = false;
   /** The newest checkpoint this task snapshotted (0: none). */
   #lastSnapshotId = 0;
   /** While finishing: the index of the next chained operator whose endInput runs. */
@@ -324,6 +326,17 @@ export class StreamTask {
     if (this.#o.head.kind !== "source" && this.#o.inputs.length === 0) this.#finish();
   }
 
+  /**
+   * Watermark alignment (WatermarkStrategy.withWatermarkAlignment): a source task stops reading
+   * while its watermark is past its group's bound; mail (barriers, timers, the coordinator's next
+   * answer) still runs. Called on the task's thread, by the operator its source feeds.
+   */
+  setAlignmentPaused(paused: boolean): void {
+    if (this.#alignmentPaused === paused) return;
+    this.#alignmentPaused = paused;
+    if (!paused) this.#o.wake();
+  }
+
   /** Runs `action` on this task between records. */
   postMail(action: () => void): void {
     this.#o.mailbox.post(action);
@@ -349,7 +362,7 @@ export class StreamTask {
       this.#times[BACKPRESSURED_MS]! += performance.now() - since;
       this.#times[BACKPRESSURED_SINCE] = -1;
     }
-    if (this.#o.head.kind === "source") return !this.#sourceWaiting && !this.#suspended;
+    if (this.#o.head.kind === "source") return !this.#sourceWaiting && !this.#suspended && !this.#alignmentPaused;
     const inputs = this.#o.inputs;
     for (let i = 0; i < inputs.length; i++) if (inputs[i]!.channel.hasData && this.#readable(i)) return true;
     return false;
@@ -368,7 +381,7 @@ export class StreamTask {
     }
     if (this.#state !== "running") return;
     if (this.#o.head.kind === "source") {
-      if (!this.#suspended) this.#pollSource(this.#o.head.reader);
+      if (!this.#suspended && !this.#alignmentPaused) this.#pollSource(this.#o.head.reader);
     } else {
       this.#processInput();
     }
@@ -445,7 +458,8 @@ export class StreamTask {
     const start = this.recordsIn;
     const deadline = this.#sliceDeadline();
     const work = this.#o.pendingWork;
-    while (this.recordsIn - start < budget && this.#writable() && work.blocking === 0) {
+    // Alignment may pause the source in the middle (a punctuated watermark past the group's bound).
+    while (this.recordsIn - start < budget && this.#writable() && work.blocking === 0 && !this.#alignmentPaused) {
       const status = reader.pollNext(this.#readerOutput!);
       if (status === "more") {
         if (deadline !== Number.POSITIVE_INFINITY && performance.now() >= deadline) return;

@@ -25,7 +25,7 @@ import type {
 } from "../runtime/functions.ts";
 import { Mailbox } from "../runtime/mailbox.ts";
 import { OperatorMetricGroup } from "../runtime/metrics/metric-group.ts";
-import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output, type TwoInputOperator } from "../runtime/operator.ts";
+import { CounterRegistry, type OneInputOperator, type OperatorContext, type Output, type SourceAlignmentPort, type TwoInputOperator } from "../runtime/operator.ts";
 import {
   broadcastProcessOperator,
   keyedBroadcastProcessOperator,
@@ -68,6 +68,11 @@ export interface HarnessOptions {
    * without being written back (the `state.verify-copy-none` key; default true here, in tests).
    */
   readonly verifyCopyNone?: boolean;
+  /**
+   * What a source's Timestamps/Watermarks operator reports to and hears from watermark alignment
+   * (WatermarkStrategy.withWatermarkAlignment); undefined: the operator is not fed by a source.
+   */
+  readonly sourceAlignment?: SourceAlignmentPort;
 }
 
 /**
@@ -136,6 +141,7 @@ abstract class HarnessBase<OP extends { open?(): void; close?(): void }, OUT> {
       autoWatermarkIntervalMs: 200,
       stateBackend: options.stateBackend ?? heapStateBackend,
       verifyCopyNone: options.verifyCopyNone ?? true,
+      sourceAlignment: options.sourceAlignment,
       errorPolicy: options.errorPolicy === undefined ? undefined : errorPolicySpec(options.errorPolicy),
       awaitWork: (work, kind) => {
         const entry = { settled: false, failed: false, error: undefined as unknown };

@@ -102,3 +102,73 @@ test("a split's generator that marks itself idle leaves the minimum; every split
   op.openSplit("c")({ split: "c", ts: 400 }, Number.NaN);
   assert.deepEqual(h.output().filter((e) => e.type === "status"), [{ type: "status", idle: true }, { type: "status", idle: false }], "a new split makes it active again");
 });
+
+/** A source's link to watermark alignment, recording what the operator tells it. */
+function fakeAlignment() {
+  const reports: [group: string, watermark: number, drift: number][] = [];
+  const paused: boolean[] = [];
+  let listener: ((maxAllowed: number) => void) | undefined;
+  return {
+    reports,
+    paused,
+    answer: (maxAllowed: number) => listener!(maxAllowed),
+    port: {
+      report: (group: string, watermark: number, drift: number) => void reports.push([group, watermark, drift]),
+      onMaxAllowedWatermark: (l: (maxAllowed: number) => void) => void (listener = l),
+      setPaused: (p: boolean) => void paused.push(p),
+    },
+  };
+}
+
+test("watermark alignment: reports every interval from the first watermark on, pauses past the coordinator's bound, resumes below it, reports MAX at the end", () => {
+  const a = fakeAlignment();
+  const h = new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(punctuated.withWatermarkAlignment("g", 100, 50)), undefined, { sourceAlignment: a.port }).open();
+  h.advanceProcessingTime(50);
+  assert.deepEqual(a.reports, [], "nothing to report before the first watermark (it holds nobody back)");
+  h.processElement({ split: "a", ts: 10 });
+  h.advanceProcessingTime(50);
+  assert.deepEqual(a.reports, [["g", 9, 100]]);
+  a.answer(5);
+  assert.deepEqual(a.paused, [true], "watermark 9 is past the bound 5");
+  a.answer(9);
+  assert.deepEqual(a.paused, [true, false], "at the bound it may read");
+  h.processElement({ split: "a", ts: 20 });
+  assert.deepEqual(a.paused, [true, false, true], "a watermark past the last bound pauses at once");
+  assert.equal(h.counters()["operator-under-test.numWatermarkAlignmentPauses"], 2);
+  h.processWatermark(MAX_WATERMARK);
+  assert.deepEqual(a.paused, [true, false, true, false], "the input ended: nothing to hold back");
+  assert.deepEqual(a.reports.at(-1), ["g", MAX_WATERMARK, 100], "and the group hears at once that it holds nobody back");
+  const reports = a.reports.length;
+  h.advanceProcessingTime(500);
+  assert.equal(a.reports.length, reports, "no reports after the end");
+});
+
+test("watermark alignment: a source paused by alignment is not marked idle; an idle one reports MAX and is not paused", () => {
+  const a = fakeAlignment();
+  const strategy = WatermarkStrategy.forBoundedOutOfOrderness<Event>(0)
+    .withTimestampAssigner((e) => e.ts)
+    .withIdleness(300)
+    .withWatermarkAlignment("g", 100, 50);
+  const h = new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(strategy), undefined, { sourceAlignment: a.port }).open();
+  h.processElement({ split: "a", ts: 1000 });
+  h.advanceProcessingTime(200); // periodic emission: watermark 999
+  a.answer(500);
+  assert.deepEqual(a.paused, [true]);
+  h.advanceProcessingTime(1000);
+  assert.ok(!h.output().some((e) => e.type === "status"), "paused for 1 s without being marked idle");
+  a.answer(2000);
+  assert.deepEqual(a.paused, [true, false]);
+  h.advanceProcessingTime(400);
+  assert.ok(h.output().some((e) => e.type === "status" && e.idle), "reading again and without records: idle after the timeout");
+  h.advanceProcessingTime(50);
+  assert.equal(a.reports.at(-1)?.[1], MAX_WATERMARK, "idle: reports MAX, holding nobody back");
+  a.answer(0);
+  assert.deepEqual(a.paused, [true, false], "an idle source is not paused");
+});
+
+test("watermark alignment without a source to pause (not fed by one) is refused when the operator is built", () => {
+  assert.throws(
+    () => new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(punctuated.withWatermarkAlignment("g", 100)), undefined),
+    (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_UNSUPPORTED",
+  );
+});

@@ -15,8 +15,8 @@
 import { EddyError, userFunctionError } from "../../core/errors.ts";
 import type { ScheduledCallback } from "../../core/clock.ts";
 import { hasTimestamp, MAX_WATERMARK, MIN_WATERMARK } from "../../core/time.ts";
-import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from "../../core/watermark-strategy.ts";
-import type { OperatorContext, Output, SplitAwareOperator } from "../operator.ts";
+import type { WatermarkAlignment, WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from "../../core/watermark-strategy.ts";
+import { WATERMARK_ALIGNMENT_PAUSES, type OperatorContext, type Output, type SplitAwareOperator } from "../operator.ts";
 import { WatermarkOutputMultiplexer, type PartialWatermarkOutput } from "../watermark-output-multiplexer.ts";
 import { recordErrorPolicy } from "../record-error-policy.ts";
 
@@ -40,6 +40,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
     let lastRecordAtMs = ctx.clock.now();
     let finished = false;
     let periodic: ScheduledCallback | undefined;
+    const alignment = strategy.alignment === undefined ? undefined : sourceAlignment(ctx, strategy.alignment);
 
     const wmOutput: WatermarkOutput = {
       emitWatermark(watermark) {
@@ -54,17 +55,20 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
           output.emitWatermarkStatus(false);
         }
         output.emitWatermark(watermark);
+        alignment?.watermarkChanged(watermark);
       },
       markIdle() {
         if (!idle && !finished) {
           idle = true;
           output.emitWatermarkStatus(true);
+          alignment?.idleChanged(true);
         }
       },
       markActive() {
         if (idle && !finished) {
           idle = false;
           output.emitWatermarkStatus(false);
+          alignment?.idleChanged(false);
         }
       },
     };
@@ -86,14 +90,20 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         // A source that emits per split leaves the main generator out (it has seen no records, and
         // a generator that marks itself idle would mark the whole source idle).
         if (mainUsed || multiplexer === undefined) generator.onPeriodicEmit(wmOutput);
+        // A source paused by watermark alignment reads nothing, which is not idleness: its time
+        // without records starts again when it reads again (else it would be marked idle, stop
+        // holding its group back, read, and be paused again, in turn).
+        const pausedByAlignment = alignment?.paused === true;
         if (multiplexer !== undefined && splits.size > 0) {
           multiplexer.deferUpdates(() => {
             for (const split of splits.values()) {
               split.generator.onPeriodicEmit(split.output);
-              if (idleTimeoutMs !== undefined && now - split.lastRecordAtMs >= idleTimeoutMs) split.output.markIdle();
+              if (pausedByAlignment) split.lastRecordAtMs = now;
+              else if (idleTimeoutMs !== undefined && now - split.lastRecordAtMs >= idleTimeoutMs) split.output.markIdle();
             }
           });
         }
+        if (pausedByAlignment) lastRecordAtMs = now;
       } catch (e) {
         throw userFunctionError(ctx, e);
       }
@@ -149,7 +159,10 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
     };
 
     return {
-      open: arm,
+      open() {
+        arm();
+        alignment?.open();
+      },
       processElement(value, timestamp) {
         mainUsed = true;
         processRecord(value, timestamp, undefined);
@@ -168,6 +181,7 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         if (idle) wmOutput.markActive();
         wmOutput.emitWatermark(MAX_WATERMARK);
         finished = true;
+        alignment?.finish();
       },
       processWatermarkStatus() {
         // Idleness is decided here, from this operator's own records.
@@ -175,7 +189,87 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       close() {
         finished = true;
         periodic?.cancel();
+        alignment?.close();
       },
     };
+  };
+}
+
+/**
+ * Watermark alignment of one source subtask (Flink's SourceOperator with FLIP-182): every update
+ * interval it reports its last emitted watermark to the coordinator (MAX_WATERMARK when idle or
+ * finished, so it holds nobody back; nothing before its first watermark), and the coordinator
+ * answers with the most it may reach. While its watermark is past that, the source reads nothing;
+ * it is checked on each answer and on each watermark it emits, so a punctuated generator stops the
+ * source after the record that crossed the bound.
+ */
+function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
+  const port = ctx.sourceAlignment;
+  if (port === undefined) {
+    throw new EddyError(
+      "WATERMARK_ALIGNMENT_UNSUPPORTED",
+      `'${ctx.operatorName}' has watermark alignment (group '${params.group}') but no source to pause: alignment applies to fromSource, with the source chained to its watermarks`,
+      { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
+    );
+  }
+  const pauses = ctx.counter(WATERMARK_ALIGNMENT_PAUSES);
+  let watermark = MIN_WATERMARK;
+  let idle = false;
+  let done = false;
+  /** The coordinator's last answer; before the first, nothing holds the source back. */
+  let maxAllowed = MAX_WATERMARK;
+  let paused = false;
+  let timer: ScheduledCallback | undefined;
+
+  const apply = (): void => {
+    const pause = !done && !idle && watermark > maxAllowed;
+    if (pause === paused) return;
+    paused = pause;
+    if (pause) pauses.inc();
+    port.setPaused(pause);
+  };
+  const report = (): void => {
+    if (done || idle) port.report(params.group, MAX_WATERMARK, params.maxAllowedDriftMs);
+    else if (watermark !== MIN_WATERMARK) port.report(params.group, watermark, params.maxAllowedDriftMs);
+  };
+  const tick = (): void => {
+    timer = undefined;
+    if (done) return;
+    report();
+    schedule();
+  };
+  const schedule = (): void => {
+    timer = ctx.clock.schedule(ctx.clock.now() + params.updateIntervalMs, () => ctx.postMail(tick));
+  };
+  port.onMaxAllowedWatermark((max) => {
+    maxAllowed = max;
+    apply();
+  });
+  return {
+    open: schedule,
+    /** Whether the source reads nothing now because of alignment. */
+    get paused(): boolean {
+      return paused;
+    },
+    watermarkChanged(w: number): void {
+      watermark = w;
+      apply();
+    },
+    idleChanged(isIdle: boolean): void {
+      idle = isIdle;
+      apply();
+    },
+    /** The input ended (MAX watermark): read on, and tell the group at once that this one holds nobody back. */
+    finish(): void {
+      if (done) return;
+      done = true;
+      apply();
+      report();
+      timer?.cancel();
+    },
+    close(): void {
+      done = true;
+      timer?.cancel();
+    },
   };
 }

@@ -1,0 +1,93 @@
+/**
+ * Watermark alignment (WatermarkStrategy.withWatermarkAlignment, Flink's FLIP-182) end to end: two
+ * source subtasks read lanes of event time at very different speeds (test/jobs/aligned-lanes.ts).
+ * With alignment the fast subtask stops reading whenever its watermark is more than the drift
+ * ahead of the slow one's, and reads on as the slow one catches up: no record is lost, and no fast
+ * record runs further ahead than the drift plus one record's step. Without it the fast lane is done
+ * while the slow one has barely begun. Inline (both subtasks on this thread, which lets the test
+ * watch the lanes) and on two worker threads (reports and answers cross threads).
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { defineJob, WatermarkStrategy } from "eddy";
+import { collectSink, runJob } from "eddy/testing";
+import { alignedLanes, DRIFT_MS, lanes, LANES, unalignedLanes, type LaneRecord } from "./jobs/aligned-lanes.ts";
+
+const RECORDS = LANES.reduce((n, l) => n + l.records, 0);
+const FAST_STEP_MS = LANES.find((l) => l.id === "fast")!.stepMs;
+
+/** Sum of the sources' `numWatermarkAlignmentPauses` counters. */
+function pauses(metrics: readonly { readonly counters: Readonly<Record<string, number>> }[]): number {
+  let n = 0;
+  for (const m of metrics) for (const [k, v] of Object.entries(m.counters)) if (k.endsWith("numWatermarkAlignmentPauses")) n += v;
+  return n;
+}
+
+/** Every record of both lanes, once. */
+function assertComplete(records: readonly LaneRecord[]): void {
+  const expected = LANES.flatMap((l) => Array.from({ length: l.records }, (_, i) => `${l.id}@${l.stepMs * i}`));
+  assert.deepEqual(records.map((r) => `${r.lane}@${r.ts}`).sort(), expected.sort());
+}
+
+test("inline: with alignment the fast subtask stays within the drift of the slow one, and every record arrives", async () => {
+  lanes.reset(true);
+  const handle = runJob(alignedLanes, { parallelism: 2, mode: "inline" });
+  await handle.done;
+  assertComplete(handle.collected<LaneRecord>("records"));
+  // It paused (once per slow record, about) and never ran past the bound by more than one record.
+  assert.ok(pauses(handle.metrics()) > 0, "the fast subtask was paused");
+  assert.ok(lanes.maxLeadSettled <= DRIFT_MS + FAST_STEP_MS, `fast records ran ${lanes.maxLeadSettled} ms ahead of the slow lane (bound ${DRIFT_MS} + ${FAST_STEP_MS})`);
+  assert.ok(lanes.maxLeadSettled >= DRIFT_MS / 2, `the fast lane used its drift (${lanes.maxLeadSettled} ms)`);
+});
+
+test("inline, the control: without alignment the fast lane runs far ahead", async () => {
+  lanes.reset(true);
+  const handle = runJob(unalignedLanes, { parallelism: 2, mode: "inline" });
+  await handle.done;
+  assertComplete(handle.collected<LaneRecord>("records"));
+  assert.equal(pauses(handle.metrics()), 0);
+  assert.ok(lanes.maxLead > 5 * DRIFT_MS, `without alignment the fast lane led by ${lanes.maxLead} ms`);
+});
+
+test("worker threads: reports and answers cross threads; the fast subtask is paused and every record arrives", async () => {
+  lanes.reset(false);
+  const handle = runJob(alignedLanes, { parallelism: 2, mode: "threads" });
+  assert.equal(await handle.mode, "threads");
+  await handle.done;
+  assertComplete(handle.collected<LaneRecord>("records"));
+  assert.ok(pauses(handle.metrics()) > 0, "the fast subtask was paused");
+  // Downstream, fast records arrive at most about the drift ahead of the slow lane (batches in
+  // flight add a little); without alignment they arrive up to the whole 2 s ahead.
+  const lead = Math.max(...handle.collected<number>("leads"));
+  assert.ok(lead <= 2 * DRIFT_MS, `fast records arrived ${lead} ms ahead of the slow lane downstream (drift ${DRIFT_MS})`);
+});
+
+test("worker threads, the control: without alignment fast records arrive far ahead downstream", async () => {
+  lanes.reset(false);
+  const handle = runJob(unalignedLanes, { parallelism: 2, mode: "threads" });
+  await handle.done;
+  assertComplete(handle.collected<LaneRecord>("records"));
+  const leads = handle.collected<number>("leads");
+  // The fast lane is done before the slow lane's second record: nothing after it to measure, or far ahead.
+  assert.ok(leads.length === 0 || Math.max(...leads) > 5 * DRIFT_MS, `without alignment: ${leads.length} leads, largest ${Math.max(...leads)}`);
+});
+
+test("alignment is refused where there is no source to pause, and bad settings are refused", () => {
+  const aligned = WatermarkStrategy.forMonotonousTimestamps<LaneRecord>().withWatermarkAlignment("g", 1000);
+  assert.deepEqual(aligned.alignment, { group: "g", maxAllowedDriftMs: 1000, updateIntervalMs: 1000 });
+  assert.throws(() => WatermarkStrategy.forMonotonousTimestamps().withWatermarkAlignment("", 1000), TypeError);
+  assert.throws(() => WatermarkStrategy.forMonotonousTimestamps().withWatermarkAlignment("g", -1), RangeError);
+  assert.throws(() => WatermarkStrategy.forMonotonousTimestamps().withWatermarkAlignment("g", 1000, 0), RangeError);
+  // Kept by the strategy's other builders.
+  assert.deepEqual(aligned.withIdleness(50).alignment, aligned.alignment);
+});
+
+test("assignTimestampsAndWatermarks refuses a strategy with alignment (there is no source to pause)", async () => {
+  const job = defineJob("aligned-without-source", (env) => {
+    env
+      .fromElements<LaneRecord>({ lane: "a", ts: 1 })
+      .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<LaneRecord>().withTimestampAssigner((r) => r.ts).withWatermarkAlignment("g", 1000))
+      .sinkTo(collectSink<LaneRecord>("out"));
+  });
+  await assert.rejects(async () => runJob(job, { parallelism: 1 }).done, (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_UNSUPPORTED");
+});
