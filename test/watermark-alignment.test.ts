@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { defineJob, WatermarkStrategy } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
-import { alignedLanes, DRIFT_MS, lanes, LANES, unalignedLanes, type LaneRecord } from "./jobs/aligned-lanes.ts";
+import { alignedLanes, DRIFT_MS, lanes, LANES, leadsInOrder, splitAlignedLanes, splitUnalignedLanes, unalignedLanes, type LaneRecord } from "./jobs/aligned-lanes.ts";
 
 const RECORDS = LANES.reduce((n, l) => n + l.records, 0);
 const FAST_STEP_MS = LANES.find((l) => l.id === "fast")!.stepMs;
@@ -70,6 +70,29 @@ test("worker threads, the control: without alignment fast records arrive far ahe
   const leads = handle.collected<number>("leads");
   // The fast lane is done before the slow lane's second record: nothing after it to measure, or far ahead.
   assert.ok(leads.length === 0 || Math.max(...leads) > 5 * DRIFT_MS, `without alignment: ${leads.length} leads, largest ${Math.max(...leads)}`);
+});
+
+for (const mode of ["inline", "threads"] as const) {
+  test(`per split (${mode}): one reader holds both lanes and pauses the fast split alone; it stays within the drift, and every record arrives`, async () => {
+    const handle = runJob(splitAlignedLanes, { parallelism: 1, mode });
+    assert.equal(await handle.mode, mode);
+    await handle.done;
+    const records = handle.collected<LaneRecord>("records");
+    assertComplete(records);
+    const { settled } = leadsInOrder(records);
+    assert.ok(pauses(handle.metrics()) > 0, "the fast split was paused");
+    // The split is paused after the poll whose record crossed the bound: one record of overshoot at most.
+    assert.ok(settled <= DRIFT_MS + FAST_STEP_MS, `fast records ran ${settled} ms ahead of the slow lane (bound ${DRIFT_MS} + ${FAST_STEP_MS})`);
+    assert.ok(settled >= DRIFT_MS / 2, `the fast lane used its drift (${settled} ms)`);
+  });
+}
+
+test("per split, the control: without alignment the fast split runs far ahead on the same reader", async () => {
+  const handle = runJob(splitUnalignedLanes, { parallelism: 1, mode: "inline" });
+  await handle.done;
+  const records = handle.collected<LaneRecord>("records");
+  assertComplete(records);
+  assert.ok(leadsInOrder(records).all > 5 * DRIFT_MS, `without alignment the fast lane led by ${leadsInOrder(records).all} ms`);
 });
 
 test("alignment is refused where there is no source to pause, and bad settings are refused", () => {

@@ -166,3 +166,96 @@ function lanesJob(aligned: boolean) {
 
 export const alignedLanes = lanesJob(true);
 export const unalignedLanes = lanesJob(false);
+
+/**
+ * Both lanes on one reader (one subtask), which can pause a single split
+ * (SourceReader.pauseOrResumeSplits): alignment per split. Each lane keeps its own pace; a
+ * paused lane emits nothing until resumed. The records reach the sink (chained, one subtask) in
+ * the order the reader emitted them.
+ */
+function lanesInOneReader(): Source<LaneRecord, Lane> {
+  return {
+    boundedness: "bounded",
+    maxParallelism: 1,
+    createEnumerator: (context) => staticSplitEnumerator(context, LANES),
+    createReader(): SourceReader<LaneRecord, Lane> {
+      const open: { lane: Lane; next: number; due: boolean }[] = [];
+      const paused = new Set<string>();
+      let noMore = false;
+      let waiters: (() => void)[] = [];
+      const wakeAll = (): void => {
+        const w = waiters;
+        waiters = [];
+        for (const resolve of w) resolve();
+      };
+      const ready = (): boolean => open.some((o) => o.due && !paused.has(o.lane.id));
+      return {
+        pollNext(output: ReaderOutput<LaneRecord>) {
+          for (const o of [...open]) {
+            if (!o.due || paused.has(o.lane.id)) continue;
+            const ts = o.lane.stepMs * o.next++;
+            output.createOutputForSplit(o.lane.id).collect({ lane: o.lane.id, ts });
+            if (o.next === o.lane.records) {
+              output.releaseOutputForSplit(o.lane.id);
+              open.splice(open.indexOf(o), 1);
+              continue;
+            }
+            o.due = false;
+            const due = (): void => {
+              o.due = true;
+              wakeAll();
+            };
+            if (o.lane.paceMs === 0) setImmediate(due);
+            else setTimeout(due, o.lane.paceMs);
+          }
+          if (open.length === 0) return noMore ? "end" : "nothing";
+          return "nothing";
+        },
+        isAvailable: () => (ready() || (open.length === 0 && noMore) ? Promise.resolve() : new Promise<void>((resolve) => waiters.push(resolve))),
+        addSplits: (splits) => {
+          for (const lane of splits) open.push({ lane, next: 0, due: true });
+          wakeAll();
+        },
+        notifyNoMoreSplits: () => {
+          noMore = true;
+          wakeAll();
+        },
+        pauseOrResumeSplits(pause, resume) {
+          for (const id of pause) paused.add(id);
+          for (const id of resume) paused.delete(id);
+          if (resume.length > 0) wakeAll();
+        },
+        snapshotState: () => open.map((o) => o.lane),
+      };
+    },
+  };
+}
+
+function oneReaderJob(aligned: boolean) {
+  return defineJob(aligned ? "split-aligned-lanes" : "split-unaligned-lanes", (env) => {
+    env.fromSource(lanesInOneReader(), strategy(aligned), "lanes").setParallelism(1).sinkTo(collectSink<LaneRecord>("records"));
+  });
+}
+
+/** Alignment per split: both lanes on one reader that pauses single splits. */
+export const splitAlignedLanes = oneReaderJob(true);
+export const splitUnalignedLanes = oneReaderJob(false);
+
+/**
+ * From records in the order one reader emitted them: how far fast records ran ahead of the newest
+ * slow one, from the slow lane's first record on (`all`) and from its second (`settled`: by then
+ * the coordinator has the subtask's reports).
+ */
+export function leadsInOrder(records: readonly LaneRecord[]): { all: number; settled: number } {
+  let slowMax = Number.NEGATIVE_INFINITY;
+  let all = Number.NEGATIVE_INFINITY;
+  let settled = Number.NEGATIVE_INFINITY;
+  for (const r of records) {
+    if (r.lane === "slow") slowMax = Math.max(slowMax, r.ts);
+    else if (slowMax !== Number.NEGATIVE_INFINITY) {
+      all = Math.max(all, r.ts - slowMax);
+      if (slowMax > 0) settled = Math.max(settled, r.ts - slowMax);
+    }
+  }
+  return { all, settled };
+}

@@ -4,7 +4,8 @@
  * Fetched records are queued per partition and emitted by `pollNext` through the partition's own
  * split output, with the record's timestamp: each partition has its own watermark generator and
  * idleness, and the reader's watermark is the minimum over its partitions (per-partition
- * watermarks). Fetching pauses while `maxQueuedRecords` wait to be emitted.
+ * watermarks). Fetching pauses while `maxQueuedRecords` wait to be emitted. Watermark alignment
+ * may pause single partitions (pauseOrResumeSplits): they are neither emitted nor fetched.
  *
  * Positions: a split's `next` is the offset of the next record to emit; once a fetch's records are
  * all emitted it moves to the fetch's `nextOffset` (past transaction markers and aborted records),
@@ -82,6 +83,8 @@ function signal(): { wait(): Promise<void>; notify(): void } {
 
 export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: SourceReaderContext): SourceReader<T, KafkaSplit> {
   const readings = new Map<string, Reading>();
+  /** Splits paused by watermark alignment (pauseOrResumeSplits): neither emitted nor fetched. */
+  const paused = new Set<string>();
   const offsetsAt = new Map<number, { topic: string; partition: number; offset: number }[]>();
   let client: KafkaClient | undefined;
   let fetching = false;
@@ -107,21 +110,22 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
     notify();
   };
 
+  /** Records queued by splits that are not paused (a paused split's queue waits, and holds no fetch back). */
   const queued = (): number => {
     let n = 0;
-    for (const r of readings.values()) n += r.queue.length - r.head;
+    for (const r of readings.values()) if (!paused.has(r.split.splitId)) n += r.queue.length - r.head;
     return n;
   };
-  /** Whether a split has queued records it can emit now (not awaiting their deserialization). */
+  /** Whether a split has queued records it can emit now (not paused, not awaiting their deserialization). */
   const emittable = (): boolean => {
-    for (const r of readings.values()) if (r.head < r.queue.length && !r.awaiting) return true;
+    for (const r of readings.values()) if (r.head < r.queue.length && !r.awaiting && !paused.has(r.split.splitId)) return true;
     return false;
   };
 
-  /** One fetch for every partition that is not finished and not past its stop. */
+  /** One fetch for every partition that is not finished, not past its stop and not paused. */
   const fetch = (): void => {
     if (fetching || closed || failure !== undefined || queued() >= config.maxQueuedRecords) return;
-    const wanted = [...readings.values()].filter((r) => !r.finished && (r.split.stop < 0 || r.fetchFrom < r.split.stop));
+    const wanted = [...readings.values()].filter((r) => !r.finished && !paused.has(r.split.splitId) && (r.split.stop < 0 || r.fetchFrom < r.split.stop));
     if (wanted.length === 0) return;
     client ??= config.client();
     fetching = true;
@@ -277,7 +281,7 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
       let budget = MAX_RECORDS_PER_POLL;
       for (const r of readings.values()) {
         if (budget <= 0) break;
-        if (r.finished) continue;
+        if (r.finished || paused.has(r.split.splitId)) continue;
         budget -= emit(r, output, budget);
         // A bounded split may finish with nothing queued (its end was reached by skipping markers).
         if (!r.finished && r.split.stop >= 0 && r.next >= r.split.stop) {
@@ -318,6 +322,18 @@ export function kafkaSourceReader<T>(config: KafkaSourceConfig<T>, context: Sour
         () => commitsSucceeded.inc(),
         () => commitsFailed.inc(),
       );
+    },
+
+    /**
+     * Watermark alignment per partition: a paused partition's queued records wait and it is left
+     * out of fetches (Flink's KafkaSourceReader pauses the partition in its consumer); a fetch in
+     * flight may still queue some of its records. Positions are unaffected: `next` moves only as
+     * records are emitted.
+     */
+    pauseOrResumeSplits(pause, resume) {
+      for (const id of pause) paused.add(id);
+      for (const id of resume) paused.delete(id);
+      if (resume.length > 0) notify();
     },
 
     close() {

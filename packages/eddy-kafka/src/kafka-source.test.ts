@@ -315,3 +315,31 @@ test("reader, async deserializer: nothing of a partition is emitted while its ba
   assert.deepEqual(r2.snapshotState(3).map((s) => s.next), [2], "the failed record is not consumed");
   r2.close!();
 });
+
+test("reader, watermark alignment per partition: a paused partition emits nothing and the others read on; resumed, it emits from where it stopped", async () => {
+  const broker = new FakeKafkaBroker();
+  broker.createTopic("w", 2);
+  const producer = broker.client().producer({});
+  await producer.send([rec("w", 0, "far0", 9_000), rec("w", 1, "near0", 100)]);
+  const source = KafkaSource.create<string>({ client: () => broker.client(), topics: ["w"], deserializer: "string", partitionDiscoveryIntervalMs: 0, fetchMaxWaitMs: 20 });
+  const reader = source.createReader(readerContext());
+  reader.addSplits([0, 1].map((p) => ({ v: 1, splitId: `w-${p}`, topic: "w", partition: p, next: 0, stop: -1 })));
+  const c = collector();
+  const values = (split: string): unknown[] => (c.bySplit.get(split) ?? []).map((x) => x.value);
+  await drain(reader, c.output, () => values("w-0").length + values("w-1").length >= 2);
+  reader.pauseOrResumeSplits!(["w-0"], []);
+  await producer.send([rec("w", 0, "far1", 9_100), rec("w", 1, "near1", 200), rec("w", 1, "near2", 300)]);
+  await drain(reader, c.output, () => values("w-1").length >= 3);
+  assert.deepEqual(values("w-1"), ["near0", "near1", "near2"], "the partition that is not paused reads on");
+  // A few more rounds: the paused partition still emits nothing.
+  for (let i = 0; i < 5; i++) {
+    reader.pollNext(c.output);
+    await Promise.race([reader.isAvailable(), new Promise((r) => setTimeout(r, 30))]);
+  }
+  assert.deepEqual(values("w-0"), ["far0"], "paused: nothing more of w-0");
+  assert.deepEqual(reader.snapshotState(1).find((s) => s.splitId === "w-0")?.next, 1, "its position stays at the first record not emitted");
+  reader.pauseOrResumeSplits!([], ["w-0"]);
+  await drain(reader, c.output, () => values("w-0").length >= 2);
+  assert.deepEqual(values("w-0"), ["far0", "far1"], "resumed, it emits from where it stopped");
+  reader.close?.();
+});

@@ -120,6 +120,15 @@ export interface SourceReader<T, SplitT> {
    * between `pollNext` calls, never concurrently.
    */
   notifyCheckpointComplete?(checkpointId: number): void;
+  /**
+   * Watermark alignment per split (Flink's `pauseOrResumeSplits`, FLIP-217): emit nothing more of
+   * the splits in `pause` (and, where the reader can, stop fetching them) until they are in a later
+   * call's `resume`; ids are those of `createOutputForSplit`. Called between `pollNext` calls, only
+   * for splits whose watermark ran past their alignment group's bound
+   * (WatermarkStrategy.withWatermarkAlignment). Optional: without it the reader is aligned as a
+   * whole (its subtask stops reading once all its splits are past the bound).
+   */
+  pauseOrResumeSplits?(pause: readonly string[], resume: readonly string[]): void;
   close?(): void;
 }
 

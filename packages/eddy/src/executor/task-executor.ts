@@ -610,13 +610,17 @@ export class TaskExecutor {
         const chainHead = chain.nodes[0]!;
         const headMain = chainHead.transformation.kind === "source" ? chainHead.outputs.filter((e) => e.sideTag === undefined) : [];
         const alignedNode = headMain.length === 1 && headMain[0]!.chained ? headMain[0]!.target : undefined;
-        const alignment: { listener?: (maxAllowed: number) => void; task?: StreamTask } = {};
+        const alignment: { listener?: (maxAllowed: number) => void; task?: StreamTask; reader?: SourceReader<unknown, unknown> } = {};
         const alignmentPort: SourceAlignmentPort = {
           report: (group, watermark, drift) => deployment.splits.reportWatermark(chainHead, subtask, group, watermark, drift),
           onMaxAllowedWatermark: (listener) => {
             alignment.listener = listener;
           },
           setPaused: (paused) => alignment.task?.setAlignmentPaused(paused),
+          get splitsPausable() {
+            return typeof alignment.reader?.pauseOrResumeSplits === "function";
+          },
+          pauseOrResumeSplits: (pause, resume) => alignment.reader!.pauseOrResumeSplits!(pause, resume),
         };
 
         // Build tail first so each operator is created with its downstream already in place.
@@ -704,6 +708,7 @@ export class TaskExecutor {
             metrics: groups.get(headNode)!,
             sendSourceEvent: (event) => deployment.splits.requestSplit(headNode, subtask, event),
           });
+          alignment.reader = reader;
           const sourceCheckpointing = checkpointings.get(headNode);
           if (sourceCheckpointing !== undefined) {
             // The reader's split positions are the source's state; restored splits go back to it.

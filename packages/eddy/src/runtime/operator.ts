@@ -144,6 +144,10 @@ export interface SourceAlignmentPort {
   onMaxAllowedWatermark(listener: (maxAllowed: number) => void): void;
   /** Stops (true) or resumes reading the source; mail, barriers and timers still run while stopped. */
   setPaused(paused: boolean): void;
+  /** Whether the source's reader pauses single splits (SourceReader.pauseOrResumeSplits). */
+  readonly splitsPausable: boolean;
+  /** Pauses and resumes single splits of the reader; only when `splitsPausable`. */
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

@@ -104,18 +104,25 @@ test("a split's generator that marks itself idle leaves the minimum; every split
 });
 
 /** A source's link to watermark alignment, recording what the operator tells it. */
-function fakeAlignment() {
+function fakeAlignment(splitsPausable = false) {
   const reports: [group: string, watermark: number, drift: number][] = [];
   const paused: boolean[] = [];
+  const splitCalls: [pause: string[], resume: string[]][] = [];
   let listener: ((maxAllowed: number) => void) | undefined;
   return {
     reports,
     paused,
+    splitCalls,
     answer: (maxAllowed: number) => listener!(maxAllowed),
     port: {
       report: (group: string, watermark: number, drift: number) => void reports.push([group, watermark, drift]),
       onMaxAllowedWatermark: (l: (maxAllowed: number) => void) => void (listener = l),
       setPaused: (p: boolean) => void paused.push(p),
+      splitsPausable,
+      pauseOrResumeSplits: (pause: readonly string[], resume: readonly string[]) => {
+        if (!splitsPausable) throw new Error("the reader cannot pause splits");
+        splitCalls.push([[...pause], [...resume]]);
+      },
     },
   };
 }
@@ -164,6 +171,52 @@ test("watermark alignment: a source paused by alignment is not marked idle; an i
   assert.equal(a.reports.at(-1)?.[1], MAX_WATERMARK, "idle: reports MAX, holding nobody back");
   a.answer(0);
   assert.deepEqual(a.paused, [true, false], "an idle source is not paused");
+});
+
+test("watermark alignment per split: a split past the bound is paused while the slow one reads on; resumed at the bound; released ones forgotten; not marked idle while paused", () => {
+  const a = fakeAlignment(true);
+  const strategy = WatermarkStrategy.forBoundedOutOfOrderness<Event>(0)
+    .withTimestampAssigner((e) => e.ts)
+    .withIdleness(300)
+    .withWatermarkAlignment("g", 100, 50);
+  const h = new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(strategy), undefined, { sourceAlignment: a.port }).open();
+  const op = h.operator as SplitAwareOperator<Event>;
+  const fast = op.openSplit("fast");
+  const slow = op.openSplit("slow");
+  const third = op.openSplit("third");
+  fast({ split: "fast", ts: 1000 }, Number.NaN);
+  slow({ split: "slow", ts: 100 }, Number.NaN);
+  third({ split: "third", ts: 900 }, Number.NaN);
+  h.advanceProcessingTime(200); // periodic emission: splits at 999, 99 and 899; the source at 99
+  a.answer(500);
+  assert.deepEqual(a.splitCalls, [[["fast", "third"], []]], "the splits past 500 are paused");
+  assert.deepEqual(a.paused, [], "the source itself is not (its watermark, 99, is the slow split's)");
+  slow({ split: "slow", ts: 450 }, Number.NaN); // within 500: it stays unpaused at the next periodic check
+  h.advanceProcessingTime(200);
+  a.answer(950);
+  assert.deepEqual(a.splitCalls.at(-1), [[], ["third"]], "third (899) is within 950 again; fast (999) is not");
+  h.advanceProcessingTime(1000);
+  assert.ok(!h.output().some((e) => e.type === "status"), "the paused split is not marked idle, nor is the source");
+  op.releaseSplit("fast");
+  a.answer(2000);
+  assert.deepEqual(a.splitCalls.length, 2, "the released split is not resumed: the reader no longer has it");
+  // fast and third, then the source as a whole: once slow and third went idle its watermark was fast's 999, past 950.
+  assert.equal(h.counters()["operator-under-test.numWatermarkAlignmentPauses"], 3);
+});
+
+test("watermark alignment with a reader that cannot pause splits: the source is paused as a whole once all its splits are ahead", () => {
+  const a = fakeAlignment(false);
+  const strategy = WatermarkStrategy.forBoundedOutOfOrderness<Event>(0).withTimestampAssigner((e) => e.ts).withWatermarkAlignment("g", 100, 50);
+  const h = new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(strategy), undefined, { sourceAlignment: a.port }).open();
+  const op = h.operator as SplitAwareOperator<Event>;
+  op.openSplit("fast")({ split: "fast", ts: 1000 }, Number.NaN);
+  op.openSplit("slow")({ split: "slow", ts: 100 }, Number.NaN);
+  h.advanceProcessingTime(200);
+  a.answer(500);
+  assert.deepEqual(a.paused, [], "the slow split (99) is within the bound");
+  a.answer(50);
+  assert.deepEqual(a.paused, [true], "both splits past 50");
+  assert.deepEqual(a.splitCalls, []);
 });
 
 test("watermark alignment without a source to pause (not fed by one) is refused when the operator is built", () => {

@@ -22,6 +22,7 @@ import { recordErrorPolicy } from "../record-error-policy.ts";
 
 /** A split's own watermark generator and where it emits (the multiplexer's output for the split). */
 interface SplitWatermarks<T> {
+  readonly id: string;
   readonly generator: WatermarkGenerator<T>;
   readonly output: PartialWatermarkOutput;
   lastRecordAtMs: number;
@@ -40,7 +41,9 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
     let lastRecordAtMs = ctx.clock.now();
     let finished = false;
     let periodic: ScheduledCallback | undefined;
-    const alignment = strategy.alignment === undefined ? undefined : sourceAlignment(ctx, strategy.alignment);
+    // Records a source emits through a split's output have that split's generator (see below).
+    const splits = new Map<string, SplitWatermarks<T>>();
+    const alignment = strategy.alignment === undefined ? undefined : sourceAlignment(ctx, strategy.alignment, splits);
 
     const wmOutput: WatermarkOutput = {
       emitWatermark(watermark) {
@@ -77,7 +80,6 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
     // generator; the operator's watermark is then the minimum over its splits (the multiplexer).
     // Records emitted without a split have `generator` above, which emits directly (Flink: the
     // reader's main output); a source should use one or the other.
-    const splits = new Map<string, SplitWatermarks<T>>();
     let multiplexer: WatermarkOutputMultiplexer | undefined;
     /** Records came through the main output: its generator takes part in periodic emission. */
     let mainUsed = false;
@@ -90,20 +92,22 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         // A source that emits per split leaves the main generator out (it has seen no records, and
         // a generator that marks itself idle would mark the whole source idle).
         if (mainUsed || multiplexer === undefined) generator.onPeriodicEmit(wmOutput);
-        // A source paused by watermark alignment reads nothing, which is not idleness: its time
-        // without records starts again when it reads again (else it would be marked idle, stop
-        // holding its group back, read, and be paused again, in turn).
+        // A source (or split) paused by watermark alignment reads nothing, which is not idleness:
+        // its time without records starts again when it reads again (else it would be marked idle,
+        // stop holding its group back, read, and be paused again, in turn).
         const pausedByAlignment = alignment?.paused === true;
         if (multiplexer !== undefined && splits.size > 0) {
           multiplexer.deferUpdates(() => {
-            for (const split of splits.values()) {
+            for (const [id, split] of splits) {
               split.generator.onPeriodicEmit(split.output);
-              if (pausedByAlignment) split.lastRecordAtMs = now;
+              if (pausedByAlignment || alignment?.splitPaused(id) === true) split.lastRecordAtMs = now;
               else if (idleTimeoutMs !== undefined && now - split.lastRecordAtMs >= idleTimeoutMs) split.output.markIdle();
             }
           });
+          alignment?.periodic();
         }
-        if (pausedByAlignment) lastRecordAtMs = now;
+        // Nor is a source idle whose splits with records left are paused.
+        if (pausedByAlignment || alignment?.splitsPaused === true) lastRecordAtMs = now;
       } catch (e) {
         throw userFunctionError(ctx, e);
       }
@@ -152,7 +156,10 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       output.collect(value, ts);
       try {
         if (split === undefined) generator.onEvent(value, ts, wmOutput);
-        else split.generator.onEvent(value, ts, split.output);
+        else {
+          split.generator.onEvent(value, ts, split.output);
+          if (alignment !== undefined) alignment.splitMoved(split);
+        }
       } catch (e) {
         throw userFunctionError(ctx, e);
       }
@@ -169,12 +176,13 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       },
       openSplit(splitId) {
         multiplexer ??= new WatermarkOutputMultiplexer(wmOutput);
-        const split: SplitWatermarks<T> = { generator: strategy.generatorFactory(), output: multiplexer.register(splitId), lastRecordAtMs: ctx.clock.now() };
+        const split: SplitWatermarks<T> = { id: splitId, generator: strategy.generatorFactory(), output: multiplexer.register(splitId), lastRecordAtMs: ctx.clock.now() };
         splits.set(splitId, split);
         return (value, timestamp) => processRecord(value, timestamp, split);
       },
       releaseSplit(splitId) {
         if (splits.delete(splitId)) multiplexer!.unregister(splitId);
+        alignment?.splitReleased(splitId);
       },
       processWatermark(watermark) {
         if (watermark !== MAX_WATERMARK) return;
@@ -196,14 +204,19 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
 }
 
 /**
- * Watermark alignment of one source subtask (Flink's SourceOperator with FLIP-182): every update
- * interval it reports its last emitted watermark to the coordinator (MAX_WATERMARK when idle or
- * finished, so it holds nobody back; nothing before its first watermark), and the coordinator
- * answers with the most it may reach. While its watermark is past that, the source reads nothing;
- * it is checked on each answer and on each watermark it emits, so a punctuated generator stops the
- * source after the record that crossed the bound.
+ * Watermark alignment of one source subtask (Flink's SourceOperator with FLIP-182 and FLIP-217):
+ * every update interval it reports its last emitted watermark to the coordinator (MAX_WATERMARK
+ * when idle or finished, so it holds nobody back; nothing before its first watermark), and the
+ * coordinator answers with the most it may reach.
+ * - The subtask: while its watermark is past the answer the source reads nothing. Checked on each
+ *   answer and each watermark it emits, so a punctuated generator stops the source right after the
+ *   record that crossed the bound.
+ * - Its splits, when the reader can pause them (SourceReader.pauseOrResumeSplits) and records come
+ *   per split: a split whose own watermark is past the answer is paused, the others read on, so a
+ *   partition far ahead of a slow one on the same reader waits too. Checked on each answer, at each
+ *   periodic emission, and after the reader's poll in which a split's watermark crossed the bound.
  */
-function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
+function sourceAlignment<T>(ctx: OperatorContext, params: WatermarkAlignment, splits: ReadonlyMap<string, SplitWatermarks<T>>) {
   const port = ctx.sourceAlignment;
   if (port === undefined) {
     throw new EddyError(
@@ -219,6 +232,10 @@ function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
   /** The coordinator's last answer; before the first, nothing holds the source back. */
   let maxAllowed = MAX_WATERMARK;
   let paused = false;
+  /** Splits paused on their own (pauseOrResumeSplits). */
+  const pausedSplits = new Set<string>();
+  /** A check of the splits is posted as mail (splitMoved). */
+  let pausing = false;
   let timer: ScheduledCallback | undefined;
 
   const apply = (): void => {
@@ -227,6 +244,25 @@ function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
     paused = pause;
     if (pause) pauses.inc();
     port.setPaused(pause);
+  };
+  const applySplits = (): void => {
+    if (splits.size === 0 && pausedSplits.size === 0) return;
+    if (!port.splitsPausable) return;
+    const pause: string[] = [];
+    const resume: string[] = [];
+    for (const [id, split] of splits) {
+      const ahead = !done && !split.output.idle && split.output.watermark > maxAllowed;
+      if (ahead && !pausedSplits.has(id)) {
+        pausedSplits.add(id);
+        pause.push(id);
+      } else if (!ahead && pausedSplits.has(id)) {
+        pausedSplits.delete(id);
+        resume.push(id);
+      }
+    }
+    if (pause.length === 0 && resume.length === 0) return;
+    pauses.inc(pause.length);
+    port.pauseOrResumeSplits(pause, resume);
   };
   const report = (): void => {
     if (done || idle) port.report(params.group, MAX_WATERMARK, params.maxAllowedDriftMs);
@@ -244,12 +280,40 @@ function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
   port.onMaxAllowedWatermark((max) => {
     maxAllowed = max;
     apply();
+    applySplits();
   });
   return {
     open: schedule,
-    /** Whether the source reads nothing now because of alignment. */
+    /** Whether the whole source reads nothing now because of alignment. */
     get paused(): boolean {
       return paused;
+    },
+    /** Whether any split is paused on its own. */
+    get splitsPaused(): boolean {
+      return pausedSplits.size > 0;
+    },
+    /** Whether split `id` is paused on its own. */
+    splitPaused(id: string): boolean {
+      return pausedSplits.has(id);
+    },
+    /** After a periodic emission: the splits' watermarks may have moved. */
+    periodic: applySplits,
+    /**
+     * A split's generator saw a record (a punctuated one may have moved its watermark past the
+     * bound): pause it, after the reader's current poll (pauseOrResumeSplits is never called from
+     * inside pollNext). The rest of that poll's records of the split still go out.
+     */
+    splitMoved(split: SplitWatermarks<T>): void {
+      if (split.output.watermark <= maxAllowed || pausing || done || pausedSplits.has(split.id) || !port.splitsPausable) return;
+      pausing = true;
+      ctx.postMail(() => {
+        pausing = false;
+        applySplits();
+      });
+    },
+    /** Split `id` is finished or handed back: the reader no longer holds it. */
+    splitReleased(id: string): void {
+      pausedSplits.delete(id);
     },
     watermarkChanged(w: number): void {
       watermark = w;
@@ -264,6 +328,7 @@ function sourceAlignment(ctx: OperatorContext, params: WatermarkAlignment) {
       if (done) return;
       done = true;
       apply();
+      applySplits();
       report();
       timer?.cancel();
     },
