@@ -150,6 +150,17 @@ test("watermark alignment: reports every interval from the first watermark on, p
   assert.equal(a.reports.length, reports, "no reports after the end");
 });
 
+test("watermark alignment: the MAX watermark at the end of the input does not pause the source", () => {
+  const a = fakeAlignment();
+  const h = new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(punctuated.withWatermarkAlignment("g", 100, 50)), undefined, { sourceAlignment: a.port }).open();
+  h.processElement({ split: "a", ts: 10 });
+  a.answer(1000);
+  h.processWatermark(MAX_WATERMARK);
+  assert.deepEqual(a.paused, [], "never paused, not even for a moment");
+  assert.deepEqual(a.reports, [["g", MAX_WATERMARK, 100]]);
+  assert.equal(h.counters()["operator-under-test.numWatermarkAlignmentPauses"] ?? 0, 0);
+});
+
 test("watermark alignment: a source paused by alignment is not marked idle; an idle one reports MAX and is not paused", () => {
   const a = fakeAlignment();
   const strategy = WatermarkStrategy.forBoundedOutOfOrderness<Event>(0)

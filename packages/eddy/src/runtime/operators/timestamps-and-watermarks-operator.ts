@@ -186,10 +186,11 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
       },
       processWatermark(watermark) {
         if (watermark !== MAX_WATERMARK) return;
+        // Alignment first: the MAX watermark must not look like a subtask running ahead.
+        alignment?.finish();
         if (idle) wmOutput.markActive();
         wmOutput.emitWatermark(MAX_WATERMARK);
         finished = true;
-        alignment?.finish();
       },
       processWatermarkStatus() {
         // Idleness is decided here, from this operator's own records.
