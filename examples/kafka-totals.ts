@@ -9,7 +9,9 @@
  *   # after a kill: the same with --from-latest-checkpoint
  *
  * Orders are JSON `{ "customer": "c1", "amount": 12, "ts": 1700000000000 }` (any key); each
- * partition has its own watermark (the record's `ts`) and goes idle after 30 s without records. A
+ * partition has its own watermark (the record's `ts`) and goes idle after 30 s without records.
+ * Watermark alignment keeps the partitions within a minute of event time of each other (reading a
+ * backlog, a partition that runs ahead waits instead of filling the windows' state). A
  * one-minute tumbling window per customer sums them; the result goes to `totals`, keyed by the
  * customer. A record that is not JSON goes to the dead letters with its topic, partition and offset.
  * Offsets are committed to the group `kafka-totals` when checkpoints complete (lag monitoring).
@@ -50,7 +52,8 @@ export function kafkaTotalsJob(bootstrapServers: string | undefined, bounded: bo
         KafkaSource.create<Order>({ bootstrapServers, topics: ["orders"], groupId: "kafka-totals", startingOffsets: { committed: "earliest" }, deserializer: "json", bounded }),
         WatermarkStrategy.forBoundedOutOfOrderness<Order>(5_000)
           .withTimestampAssigner((o) => o.ts)
-          .withIdleness(30_000),
+          .withIdleness(30_000)
+          .withWatermarkAlignment("orders", MINUTE_MS),
         "orders",
       )
       .onError("dead-letter");

@@ -92,7 +92,14 @@ export class InlineAttempt implements ExecutionAttempt {
         // Asynchronous like a message to a coordinator: the request never re-enters the reader.
         requestSplit: (node, subtask, event) => queueMicrotask(() => this.#sources.handleSplitRequest(node, subtask, event)),
         // Asynchronous too: the answer reaches the task as mail, never inside the report.
-        reportWatermark: (node, subtask, group, watermark, drift) => queueMicrotask(() => this.#sources.reportWatermark(node, subtask, group, watermark, drift)),
+        reportWatermark: (node, subtask, group, watermark, drift) =>
+          queueMicrotask(() => {
+            try {
+              this.#sources.reportWatermark(node, subtask, group, watermark, drift);
+            } catch (e) {
+              this.#executor.fail(e);
+            }
+          }),
       },
       "the inline task manager",
     );
