@@ -8,6 +8,9 @@
  * watch the lanes) and on two worker threads (reports and answers cross threads).
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { defineJob, WatermarkStrategy } from "eddy";
 import { collectSink, runJob } from "eddy/testing";
@@ -38,6 +41,23 @@ test("inline: with alignment the fast subtask stays within the drift of the slow
   assert.ok(pauses(handle.metrics()) > 0, "the fast subtask was paused");
   assert.ok(lanes.maxLeadSettled <= DRIFT_MS + FAST_STEP_MS, `fast records ran ${lanes.maxLeadSettled} ms ahead of the slow lane (bound ${DRIFT_MS} + ${FAST_STEP_MS})`);
   assert.ok(lanes.maxLeadSettled >= DRIFT_MS / 2, `the fast lane used its drift (${lanes.maxLeadSettled} ms)`);
+});
+
+test("inline, with checkpoints every 20 ms: barriers pass a paused source, every checkpoint completes, every record arrives", async () => {
+  lanes.reset(true);
+  const checkpointDir = mkdtempSync(join(tmpdir(), "eddy-alignment-"));
+  try {
+    const handle = runJob(alignedLanes, { parallelism: 2, mode: "inline", checkpointing: { intervalMs: 20 }, checkpointDir });
+    await handle.done;
+    assertComplete(handle.collected<LaneRecord>("records"));
+    assert.ok(pauses(handle.metrics()) > 0, "the fast subtask was paused");
+    const stats = handle.checkpoints().filter((c) => !c.isSavepoint);
+    assert.ok(stats.length >= 10, `${stats.length} checkpoints`);
+    assert.deepEqual(stats.filter((c) => c.status !== "completed").map((c) => `${c.checkpointId}: ${c.status}`), []);
+    assert.ok(lanes.maxLeadSettled <= DRIFT_MS + FAST_STEP_MS, `fast records ran ${lanes.maxLeadSettled} ms ahead`);
+  } finally {
+    rmSync(checkpointDir, { recursive: true, force: true });
+  }
 });
 
 test("inline, the control: without alignment the fast lane runs far ahead", async () => {
