@@ -105,7 +105,12 @@ export interface SourceReaderContext {
  */
 export interface SourceReader<T, SplitT> {
   start?(): void;
-  /** Emits a bounded amount of records (a few thousand at most) and says what follows. */
+  /**
+   * Emits a bounded amount of records (a few thousand at most) and says what follows. It may be
+   * called before the promise of `isAvailable` resolved (its task had mail to run: a barrier, new
+   * splits, an answer of watermark alignment): a reader with nothing due then returns "nothing"
+   * again, and must not emit early what it paces (a rate, a timer).
+   */
   pollNext(output: ReaderOutput<T>): InputStatus;
   /** Resolves when `pollNext` may have records again after it returned "nothing". */
   isAvailable(): Promise<void>;
