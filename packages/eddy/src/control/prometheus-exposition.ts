@@ -76,11 +76,12 @@ const OPERATOR_METRICS = [
   ["stateSize", "gauge", "Bytes of the operator subtask's state in the newest completed checkpoint."],
 ] as const;
 
-/** The standard gauges of sources (FLIP-33), runtime/metrics/operator-metrics.ts. */
+/** The standard gauges of sources (FLIP-33, and watermark alignment's drift), runtime/metrics/operator-metrics.ts. */
 const STANDARD_GAUGE_HELP: Readonly<Record<string, string>> = {
   sourceIdleTime: "Milliseconds since the source last emitted a record (to the report interval).",
   pendingRecords: "Records the source has not emitted yet, as its reader tells.",
   pendingBytes: "Bytes the source has not read yet, as its reader tells.",
+  watermarkAlignmentDrift: "Milliseconds the source subtask's watermark is ahead of its alignment group's slowest (watermark alignment).",
 };
 
 const TASK_METRICS = [

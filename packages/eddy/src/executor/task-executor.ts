@@ -621,6 +621,7 @@ export class TaskExecutor {
             return typeof alignment.reader?.pauseOrResumeSplits === "function";
           },
           pauseOrResumeSplits: (pause, resume) => alignment.reader!.pauseOrResumeSplits!(pause, resume),
+          setDriftGauge: (drift) => groups.get(alignedNode!)!.setWatermarkAlignmentDriftGauge(drift),
         };
 
         // Build tail first so each operator is created with its downstream already in place.

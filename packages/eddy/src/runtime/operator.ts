@@ -148,6 +148,8 @@ export interface SourceAlignmentPort {
   readonly splitsPausable: boolean;
   /** Pauses and resumes single splits of the reader; only when `splitsPausable`. */
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void;
+  /** Reports `drift` (ms ahead of the group's slowest) as the operator's watermarkAlignmentDrift gauge. */
+  setDriftGauge(drift: () => number): void;
 }
 
 /** The counter of records an operator dropped for arriving after its window or interval closed. */

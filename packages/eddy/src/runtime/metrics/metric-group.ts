@@ -106,6 +106,11 @@ export class OperatorMetricGroup implements SourceReaderMetricGroup {
     this.#setStandard("pendingBytes", value);
   }
 
+  /** Watermark alignment's drift of a source subtask (Flink's watermarkAlignmentDrift). */
+  setWatermarkAlignmentDriftGauge(value: () => number): void {
+    this.#setStandard("watermarkAlignmentDrift", value);
+  }
+
   #setStandard(name: string, value: () => number): void {
     if (typeof value !== "function") throw new EddyError("INVALID_METRIC_NAME", `${this.#what}: the gauge ${name} needs a function that returns its value`);
     this.#standard.set(name, value);

@@ -106,6 +106,7 @@ test("a split's generator that marks itself idle leaves the minimum; every split
 /** A source's link to watermark alignment, recording what the operator tells it. */
 function fakeAlignment(splitsPausable = false) {
   const reports: [group: string, watermark: number, drift: number][] = [];
+  let driftGauge: (() => number) | undefined;
   const paused: boolean[] = [];
   const splitCalls: [pause: string[], resume: string[]][] = [];
   let listener: ((maxAllowed: number) => void) | undefined;
@@ -114,7 +115,9 @@ function fakeAlignment(splitsPausable = false) {
     paused,
     splitCalls,
     answer: (maxAllowed: number) => listener!(maxAllowed),
+    drift: () => driftGauge!(),
     port: {
+      setDriftGauge: (g: () => number) => void (driftGauge = g),
       report: (group: string, watermark: number, drift: number) => void reports.push([group, watermark, drift]),
       onMaxAllowedWatermark: (l: (maxAllowed: number) => void) => void (listener = l),
       setPaused: (p: boolean) => void paused.push(p),
@@ -135,8 +138,11 @@ test("watermark alignment: reports every interval from the first watermark on, p
   h.processElement({ split: "a", ts: 10 });
   h.advanceProcessingTime(50);
   assert.deepEqual(a.reports, [["g", 9, 100]]);
+  const drift = a.drift;
+  assert.equal(drift(), 0, "no answer yet: no drift to tell");
   a.answer(5);
   assert.deepEqual(a.paused, [true], "watermark 9 is past the bound 5");
+  assert.equal(drift(), 9 - (5 - 100), "ahead of the group's slowest (-95) by 104 ms");
   a.answer(9);
   assert.deepEqual(a.paused, [true, false], "at the bound it may read");
   h.processElement({ split: "a", ts: 20 });

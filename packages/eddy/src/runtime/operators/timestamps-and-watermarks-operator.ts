@@ -283,6 +283,12 @@ function sourceAlignment<T>(ctx: OperatorContext, params: WatermarkAlignment, sp
     apply();
     applySplits();
   });
+  // Flink's watermarkAlignmentDrift: how far this subtask's watermark is ahead of its group's
+  // slowest, as of the last answer (0 before one, when idle or done, or with no bound).
+  port.setDriftGauge(() => {
+    if (done || idle || watermark === MIN_WATERMARK || maxAllowed === MAX_WATERMARK) return 0;
+    return watermark - (maxAllowed - params.maxAllowedDriftMs);
+  });
   return {
     open: schedule,
     /** Whether the whole source reads nothing now because of alignment. */
