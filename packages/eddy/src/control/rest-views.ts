@@ -112,7 +112,7 @@ function operatorMetricsView(node: PlanNode, o: OperatorMetricsSnapshot | undefi
     watermarkLagMs: o === undefined ? null : measured(o.watermarkLag),
     /** Bytes of its state in the newest completed checkpoint; null before one. */
     stateSizeBytes: o === undefined ? null : measured(o.stateSize),
-    /** A source's sourceIdleTime (ms), pendingRecords and pendingBytes; null where not measured. */
+    /** A source's sourceIdleTime (ms), pendingRecords and pendingBytes, the watermarkAlignmentDrift (ms) of an aligned source's Timestamps/Watermarks; null where not measured. */
     gauges: Object.fromEntries(Object.entries(o?.gauges ?? {}).map(([name, v]) => [name, measured(v)])),
     counters: o?.counters ?? {},
   };
