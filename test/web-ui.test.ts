@@ -124,6 +124,10 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     assert.equal(await page.locator("#vertex-detail table.subtasks tbody tr").count(), 2);
     assert.match((await page.textContent("#vertex-detail h2")) ?? "", /Vertex 1: KeyedProcess/);
     await shot(page, "2-vertex");
+    // The source's vertex: its operators' gauges (the source's idle time; an aligned source's drift would be here too).
+    await page.click('svg.graph [data-vertex="0"]');
+    await page.waitForFunction(() => /Vertex 0:/.test(document.querySelector("#vertex-detail h2")?.textContent ?? ""), undefined, { timeout: WAIT_MS });
+    await page.waitForFunction(() => /sourceIdleTime \S+/.test(document.querySelector("#vertex-detail")?.textContent ?? ""), undefined, { timeout: WAIT_MS });
 
     // A savepoint with the button, then listed in the checkpoint history.
     await page.click("#action-savepoint");

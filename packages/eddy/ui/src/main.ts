@@ -82,6 +82,9 @@ async function loadGraph(): Promise<void> {
   }
 }
 
+/** Gauges in milliseconds, shown as durations. */
+const DURATION_GAUGES = new Set(["sourceIdleTime", "watermarkAlignmentDrift"]);
+
 async function loadVertex(): Promise<void> {
   const id = selected;
   if (id === undefined) return;
@@ -122,9 +125,17 @@ async function loadVertex(): Promise<void> {
       ),
       h("h3", {}, "Operators per subtask"),
       table(
-        ["Subtask", "Operator", "Records in", "Records out", "Input watermark", "Output watermark"],
+        ["Subtask", "Operator", "Records in", "Records out", "Input watermark", "Output watermark", "Gauges"],
         vertex.subtasks.flatMap((s) =>
-          s.operators.map((o) => [String(s.subtask), o.name, formatCount(o.numRecordsIn), formatCount(o.numRecordsOut), formatWatermark(o.currentInputWatermark), formatWatermark(o.currentOutputWatermark)]),
+          s.operators.map((o) => [
+            String(s.subtask),
+            o.name,
+            formatCount(o.numRecordsIn),
+            formatCount(o.numRecordsOut),
+            formatWatermark(o.currentInputWatermark),
+            formatWatermark(o.currentOutputWatermark),
+            formatGauges(o.gauges),
+          ]),
         ),
       ),
     );
@@ -284,3 +295,10 @@ function connect(): void {
 show("overview");
 void loadGraph();
 connect();
+
+/** A source's gauges (backlog, idle time, watermark alignment's drift), "name value" joined; times as durations. */
+function formatGauges(gauges: Record<string, number | null> | undefined): string {
+  const entries = Object.entries(gauges ?? {});
+  if (entries.length === 0) return "–";
+  return entries.map(([name, v]) => `${name} ${DURATION_GAUGES.has(name) ? formatDuration(v) : formatCount(v)}`).join(" · ");
+}

@@ -96,6 +96,8 @@ export interface OperatorMetrics {
   currentInputWatermark: Watermark;
   currentOutputWatermark: Watermark;
   watermarkLagMs: number | null;
+  /** A source's sourceIdleTime, pendingRecords and pendingBytes; an aligned source's watermarkAlignmentDrift. */
+  gauges: Record<string, number | null>;
 }
 
 export interface VertexDetail extends GraphVertex {
