@@ -126,8 +126,8 @@ test("the web UI of a running job, in Chromium: login once, graph, live counts, 
     await shot(page, "2-vertex");
     // The source's vertex: its operators' gauges (the source's idle time; an aligned source's drift would be here too).
     await page.click('svg.graph [data-vertex="0"]');
-    await page.waitForFunction(() => /Vertex 0:/.test(document.querySelector("#vertex-detail h2")?.textContent ?? ""), undefined, { timeout: WAIT_MS });
-    await page.waitForFunction(() => /sourceIdleTime \S+/.test(document.querySelector("#vertex-detail")?.textContent ?? ""), undefined, { timeout: WAIT_MS });
+    await page.locator("#vertex-detail h2", { hasText: "Vertex 0:" }).waitFor({ timeout: WAIT_MS });
+    await page.locator("#vertex-detail td", { hasText: /sourceIdleTime \S+/ }).first().waitFor({ timeout: WAIT_MS });
 
     // A savepoint with the button, then listed in the checkpoint history.
     await page.click("#action-savepoint");
