@@ -919,7 +919,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           if (changeEpochOf(e.changedAt) < epoch) return false;
           finish();
           const live = table.peekHeld(e.mapKey, index);
-          if (live !== undefined && changeEpochOf(live.changedAt) <= epoch) {
+          // An entry loaded from the store (-1) is not known unchanged since the snapshot: the
+          // captured entry may have been changed after it and evicted, so the store holds a later
+          // record. The captured cells say the snapshot's (a key written after the snapshot shows
+          // a later `changedAt` even in the capture, which shares the entry: it is then in the
+          // `a` set with its snapshot record, redundant but right).
+          if (live !== undefined && live.changedAt !== -1 && changeEpochOf(live.changedAt) <= epoch) {
             // Unchanged since the snapshot: its record is the live entry's (encoded once, for the
             // `a` log and, if dirty, the write-back), and its captured cells need not be read.
             const storeKey = this.#storeKey(index, id, e.mapKey);
