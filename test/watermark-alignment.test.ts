@@ -140,5 +140,5 @@ test("assignTimestampsAndWatermarks refuses a strategy with alignment (there is 
       .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<LaneRecord>().withTimestampAssigner((r) => r.ts).withWatermarkAlignment("g", 1000))
       .sinkTo(collectSink<LaneRecord>("out"));
   });
-  await assert.rejects(async () => runJob(job, { parallelism: 1 }).done, (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_UNSUPPORTED");
+  await assert.rejects(async () => runJob(job, { parallelism: 1 }).done, (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_WITHOUT_SOURCE");
 });

@@ -300,7 +300,7 @@ export class DataStream<T> extends OperatorHandle {
   assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): DataStream<T> {
     if (strategy.alignment !== undefined) {
       // Alignment pauses a source's reading; this operator has no source to pause (Flink applies it in SourceOperator only).
-      throw new EddyError("WATERMARK_ALIGNMENT_UNSUPPORTED", `watermark alignment (group '${strategy.alignment.group}') applies to fromSource only: give the strategy to env.fromSource(source, strategy, name)`);
+      throw new EddyError("WATERMARK_ALIGNMENT_WITHOUT_SOURCE", `watermark alignment (group '${strategy.alignment.group}') applies to fromSource only: give the strategy to env.fromSource(source, strategy, name)`);
     }
     return this._transform("Timestamps/Watermarks", timestampsAndWatermarksOperator(strategy), false)._withErrorPolicy();
   }

@@ -107,8 +107,10 @@ export class WatermarkStrategy<T> {
    * of the slowest one stops reading until the others catch up, so state waiting for the slow
    * ones (windows, join buffers) stays bounded. The coordinator learns the watermarks every
    * `updateIntervalMs` (default 1 s, as in Flink). For `fromSource` only: a strategy with alignment
-   * given to `assignTimestampsAndWatermarks` is refused. Flink's source-level alignment (FLIP-182);
-   * a reader's splits are paused together (Flink 1.17's per-split alignment is not implemented).
+   * given to `assignTimestampsAndWatermarks` is refused. Flink's alignment of source subtasks
+   * (FLIP-182) and of splits (FLIP-217): a reader that can pause single splits
+   * (SourceReader.pauseOrResumeSplits, e.g. the Kafka source's) has each split past the bound
+   * paused while its others read on; any other reader is paused as a whole.
    */
   withWatermarkAlignment(group: string, maxAllowedDriftMs: number, updateIntervalMs: number = DEFAULT_ALIGNMENT_UPDATE_INTERVAL_MS): WatermarkStrategy<T> {
     if (typeof group !== "string" || group.length === 0) throw new TypeError("withWatermarkAlignment needs a non-empty group name");

@@ -239,6 +239,6 @@ test("watermark alignment with a reader that cannot pause splits: the source is 
 test("watermark alignment without a source to pause (not fed by one) is refused when the operator is built", () => {
   assert.throws(
     () => new OperatorTestHarness<Event, Event>(timestampsAndWatermarksOperator(punctuated.withWatermarkAlignment("g", 100)), undefined),
-    (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_UNSUPPORTED",
+    (e: unknown) => (e as { code?: string }).code === "WATERMARK_ALIGNMENT_WITHOUT_SOURCE",
   );
 });

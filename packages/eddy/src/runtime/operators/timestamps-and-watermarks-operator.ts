@@ -221,7 +221,7 @@ function sourceAlignment<T>(ctx: OperatorContext, params: WatermarkAlignment, sp
   const port = ctx.sourceAlignment;
   if (port === undefined) {
     throw new EddyError(
-      "WATERMARK_ALIGNMENT_UNSUPPORTED",
+      "WATERMARK_ALIGNMENT_WITHOUT_SOURCE",
       `'${ctx.operatorName}' has watermark alignment (group '${params.group}') but no source to pause: alignment applies to fromSource, with the source chained to its watermarks`,
       { operator: ctx.operatorName, subtask: ctx.subtaskIndex },
     );
