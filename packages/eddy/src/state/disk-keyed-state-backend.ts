@@ -66,7 +66,7 @@ import { checkMaxChainLength, SnapshotChain, writeBaseKeyGroup, writeDeltaKeyGro
 import type { KeyedSnapshotOptions, KeyedStateBackendFactory, KeyedStateBackendOptions, KeyGroupCells, LocalRestoreOutcome } from "./keyed-state-backend.ts";
 import { VoidValueCursor } from "./void-value-cursor.ts";
 import type { KeyedStateMeta } from "./keyed-state-meta.ts";
-import { bornIn, Cell, changeEpochOf, KeyEntry, keyGroupOutOfRange, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
+import { bornIn, Cell, changeEpochOf, KeyEntry, keyGroupOutOfRange, LOADED, NS_CELL_BYTES, purgeCell, snapshotCellValue, StateTable, VOID_NAMESPACE, type CellVisitor, type KeyContext, type TableCapture, type TableSource } from "./state-table.ts";
 import { sizeOf } from "./size-estimate.ts";
 import type { Namespace } from "./namespace.ts";
 
@@ -514,7 +514,7 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
         if (bytes === undefined) return undefined;
         const entry = decodeEntry(bytes, mapKey, version, this.#dir);
         entry.dirty = false; // what the store (or the write batch) holds: nothing to write back
-        entry.changedAt = -1; // unchanged since the last snapshot that saw it
+        entry.changedAt = LOADED; // unchanged since the last snapshot that saw it
         if (insert) {
           entry.size = loadedSize(entry);
           this.#bytes += entry.size;
@@ -919,12 +919,12 @@ export class DiskKeyedStateBackend extends HeapKeyedStateBackend {
           if (changeEpochOf(e.changedAt) < epoch) return false;
           finish();
           const live = table.peekHeld(e.mapKey, index);
-          // An entry loaded from the store (-1) is not known unchanged since the snapshot: the
+          // An entry loaded from the store (LOADED) is not known unchanged since the snapshot: the
           // captured entry may have been changed after it and evicted, so the store holds a later
           // record. The captured cells say the snapshot's (a key written after the snapshot shows
           // a later `changedAt` even in the capture, which shares the entry: it is then in the
           // `a` set with its snapshot record, redundant but right).
-          if (live !== undefined && live.changedAt !== -1 && changeEpochOf(live.changedAt) <= epoch) {
+          if (live !== undefined && live.changedAt !== LOADED && changeEpochOf(live.changedAt) <= epoch) {
             // Unchanged since the snapshot: its record is the live entry's (encoded once, for the
             // `a` log and, if dirty, the write-back), and its captured cells need not be read.
             const storeKey = this.#storeKey(index, id, e.mapKey);

@@ -84,11 +84,18 @@ export class KeyContext {
 
 /**
  * `KeyEntry.changedAt` of an entry created in change epoch `epoch` (≥ 0): -2 and below, apart
- * from the disk backend's -1.
+ * from the disk backend's `LOADED` (-1).
  */
 export function bornIn(epoch: number): number {
   return -epoch - 2;
 }
+
+/**
+ * `KeyEntry.changedAt` of an entry the disk backend loaded from its store: unchanged since the
+ * last snapshot that saw the key. Only as of the load: the store may hold a record written after a
+ * snapshot still being written (disk-keyed-state-backend.ts, #localKeyGroup).
+ */
+export const LOADED = -1;
 
 /** The change epoch a `KeyEntry.changedAt` says: a born entry's is the epoch it was created in. */
 export function changeEpochOf(changedAt: number): number {
@@ -129,7 +136,7 @@ export class KeyEntry extends Cell {
    * made since the previous snapshot has the epoch that snapshot left behind) — or, for an entry
    * created in that epoch and not changed in a later one, `bornIn(epoch)` (negative): no snapshot
    * has held the key, so its removal in the same epoch needs no record. Read it through
-   * `changeEpochOf`. The disk backend marks an entry it loads -1 (unchanged since any snapshot).
+   * `changeEpochOf`. The disk backend marks an entry it loads `LOADED`.
    */
   changedAt = 0;
   /**
