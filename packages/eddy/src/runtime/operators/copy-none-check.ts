@@ -82,29 +82,20 @@ export class CopyNoneCheck {
     // is asked each time all the same, so a descriptor that does not match the state's is refused
     // as without the check (STATE_DESCRIPTOR_MISMATCH).
     const wrapped = new Map<string, unknown>();
-    const once = <S>(id: string, make: () => S): S => {
+    /** The store's handle of `d` (asked every time), or for `copy: "none"` the one checked wrapper of it. */
+    const checked = <S>(kind: string, d: { readonly name: string; readonly copy?: string | undefined }, get: () => S, make: (at: At, handle: () => S) => S): S => {
+      const handle = get();
+      if (d.copy !== "none") return handle;
+      const id = `${kind}:${d.name}`;
       let w = wrapped.get(id) as S | undefined;
-      if (w === undefined) wrapped.set(id, (w = make()));
+      if (w === undefined) wrapped.set(id, (w = make({ state: d.name, namespace }, get)));
       return w;
     };
-    const at = (state: string): At => ({ state, namespace });
     return {
-      getState: (d) => {
-        const handle = store.getState(d);
-        return d.copy === "none" ? once(`value:${d.name}`, () => this.#value(at(d.name), () => store.getState(d))) : handle;
-      },
-      getListState: (d) => {
-        const handle = store.getListState(d);
-        return d.copy === "none" ? once(`list:${d.name}`, () => this.#list(at(d.name), () => store.getListState(d))) : handle;
-      },
-      getMapState: (d) => {
-        const handle = store.getMapState(d);
-        return d.copy === "none" ? once(`map:${d.name}`, () => this.#map(at(d.name), () => store.getMapState(d))) : handle;
-      },
-      getReducingState: (d) => {
-        const handle = store.getReducingState(d);
-        return d.copy === "none" ? once(`reducing:${d.name}`, () => this.#reducing(at(d.name), () => store.getReducingState(d))) : handle;
-      },
+      getState: (d) => checked("value", d, () => store.getState(d), (at, h) => this.#value(at, h)),
+      getListState: (d) => checked("list", d, () => store.getListState(d), (at, h) => this.#list(at, h)),
+      getMapState: (d) => checked("map", d, () => store.getMapState(d), (at, h) => this.#map(at, h)),
+      getReducingState: (d) => checked("reducing", d, () => store.getReducingState(d), (at, h) => this.#reducing(at, h)),
       getAggregatingState: (d) => store.getAggregatingState(d),
     };
   }
