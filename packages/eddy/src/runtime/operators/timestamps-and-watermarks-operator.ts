@@ -98,9 +98,9 @@ export function timestampsAndWatermarksOperator<T>(strategy: WatermarkStrategy<T
         const pausedByAlignment = alignment?.paused === true;
         if (multiplexer !== undefined && splits.size > 0) {
           multiplexer.deferUpdates(() => {
-            for (const [id, split] of splits) {
+            for (const split of splits.values()) {
               split.generator.onPeriodicEmit(split.output);
-              if (pausedByAlignment || alignment?.splitPaused(id) === true) split.lastRecordAtMs = now;
+              if (pausedByAlignment || alignment?.splitPaused(split.id) === true) split.lastRecordAtMs = now;
               else if (idleTimeoutMs !== undefined && now - split.lastRecordAtMs >= idleTimeoutMs) split.output.markIdle();
             }
           });
@@ -251,8 +251,8 @@ function sourceAlignment<T>(ctx: OperatorContext, params: WatermarkAlignment, sp
     if (!port.splitsPausable) return;
     const pause: string[] = [];
     const resume: string[] = [];
-    for (const [id, split] of splits) {
-      const ahead = !done && !split.output.idle && split.output.watermark > maxAllowed;
+    for (const { id, output } of splits.values()) {
+      const ahead = !done && !output.idle && output.watermark > maxAllowed;
       if (ahead && !pausedSplits.has(id)) {
         pausedSplits.add(id);
         pause.push(id);
