@@ -9,7 +9,7 @@
  * a ratio is only as good as what the machine gives a second thread.
  *
  *   npm run bench:nexmark-cores -- [--events 10000000] [--rounds 3] [--query q5,q7] [--checkpoint-interval 10s]
- *     [--scaling-records 20000000]
+ *     [--scaling-records 20000000] [--two-processes] [--steady]
  *
  * q0 and q1 run last as references outside the mean: no keyBy, nothing crosses threads.
  *
@@ -20,6 +20,15 @@
  * What it does not count: the work a real split adds (the join partners and windows that span the
  * two halves); what it does count: that the two share the machine's two cores with their V8
  * helper threads, caches and memory bandwidth.
+ *
+ * `--steady` measures every variant (p1, p2 and, with --two-processes, the pair) twice per round:
+ * over the events and over a quarter of them (the same first ids), each in a fresh process, and
+ * adds the steady-state rate, the events between the two runs over the time between them:
+ * (N − N/4) / (T(N) − T(N/4)). Whatever both runs pay alike drops out: each isolate's JIT warm-up,
+ * its heap growing from nothing, the first window's fill. A job that runs for hours runs at that
+ * rate; a run of a second or two at p2 (two isolates warming up beside each other, without the
+ * idle core that compiles and collects for p1) is dominated by the start. Flink's Nexmark runs
+ * are 100 M events per query. bench/parallel-breakdown.ts measures steady CPU the same way.
  *
  * Rates count the whole job, worker start-up included ("job"), and from the moment every subtask
  * was deployed ("running", JobResult.runningMs); the ratio uses "running" (start-up is a fixed
@@ -52,6 +61,9 @@ const argv = process.argv.slice(2);
 const twoAt = argv.indexOf("--two-processes");
 const twoProcesses = twoAt >= 0;
 if (twoProcesses) argv.splice(twoAt, 1);
+const steadyAt = argv.indexOf("--steady");
+const steady = steadyAt >= 0;
+if (steady) argv.splice(steadyAt, 1);
 const scalingAt = argv.indexOf("--scaling-records");
 const scalingRecords = scalingAt < 0 ? 20_000_000 : Number(argv[scalingAt + 1]);
 if (scalingAt >= 0) argv.splice(scalingAt, 2);
@@ -69,34 +81,59 @@ console.log(
     `local aggregation ${args.localAggregation ? "on" : "off"}; ${availableParallelism()} cores (${cpus()[0]?.model ?? "unknown CPU"}), Node ${process.version}, ${new Date().toISOString().slice(0, 16)}, load ${loadavg()[0]!.toFixed(1)}\n`,
 );
 console.log(
-  `${"query".padEnd(6)} ${"p1 running".padStart(12)} ${"p2 running".padStart(12)} ${"p2÷p1".padStart(7)}   ${"p1 job".padStart(11)} ${"p2 job".padStart(11)} ${"p2÷p1".padStart(7)}  ${"p1 cores".padStart(8)}  ${twoProcesses ? `${"2 procs".padStart(10)} ${"÷p1".padStart(6)}  ` : ""}output`,
+  `${"query".padEnd(6)} ${"p1 running".padStart(12)} ${"p2 running".padStart(12)} ${"p2÷p1".padStart(7)}   ${"p1 job".padStart(11)} ${"p2 job".padStart(11)} ${"p2÷p1".padStart(7)}  ${"p1 cores".padStart(8)}  ${twoProcesses ? `${"2 procs".padStart(10)} ${"÷p1".padStart(6)}  ` : ""}` +
+    `${steady ? `${"p1 steady".padStart(12)} ${"p2 steady".padStart(12)} ${"p2÷p1".padStart(7)}  ${twoProcesses ? `${"2p steady".padStart(10)} ${"÷p1".padStart(6)}  ` : ""}` : ""}output`,
 );
 
 const rate = (m: Measurement, running: boolean): number => m.events / ((running ? m.runningMs : m.durationMs) / 1000);
 const fmt = (eps: number): string => `${(eps / 1e6).toFixed(2)} M/s`;
 
-/** Two p1 processes at once over the two halves of the events: events of both / the slower's running time. */
-async function twoProcessRate(query: string): Promise<number> {
-  const half = Math.floor(args.events / 2);
+/** With --steady: the short run's events, a quarter of the run's. */
+const shortEvents = Math.round(args.events / 4);
+/** Events per second between a run of `short` events and one of `long`: what both pay alike drops out. */
+const steadyRate = (long: { events: number; runningMs: number }, short: { events: number; runningMs: number }): number =>
+  (long.events - short.events) / (Math.max(1, long.runningMs - short.runningMs) / 1000);
+
+/** Two p1 processes at once over the two halves of `events` events: both's events and the slower's running time. */
+async function twoProcessRun(query: string, events: number): Promise<{ events: number; runningMs: number }> {
+  const half = Math.floor(events / 2);
   const [a, b] = await Promise.all([
     measureInChild(query, { ...args, events: half }, { ...p1, noLoop: true }),
-    measureInChild(query, { ...args, events: args.events - half }, { ...p1, noLoop: true }, { NEXMARK_FIRST_EVENT_ID: String(half) }),
+    measureInChild(query, { ...args, events: events - half }, { ...p1, noLoop: true }, { NEXMARK_FIRST_EVENT_ID: String(half) }),
   ]);
-  return args.events / (Math.max(a.runningMs, b.runningMs) / 1000);
+  return { events, runningMs: Math.max(a.runningMs, b.runningMs) };
 }
 
 const ratios: number[] = [];
 const twoRatios: number[] = [];
+const steadyRatios: number[] = [];
+const steadyTwoRatios: number[] = [];
 let mismatches = 0;
+const ratio = (x: number): string => `${x.toFixed(2)}×`;
 for (const query of queries) {
   const ones: Measurement[] = [];
   const twos: Measurement[] = [];
-  const pairs: number[] = [];
+  const pairs: { events: number; runningMs: number }[] = [];
+  // With --steady: per round, each variant's steady rate against its own short run of that round.
+  const steadyOnes: number[] = [];
+  const steadyTwos: number[] = [];
+  const steadyPairs: number[] = [];
   for (let r = 0; r < args.rounds; r++) {
     const order = r % 2 === 0 ? [p1, p2] : [p2, p1];
-    // The hand-written loop runs in the first round only: it checks the output, it is not timed here.
-    for (const override of order) (override === p1 ? ones : twos).push(await measureInChild(query, args, { ...override, noLoop: r > 0 }));
-    if (twoProcesses) pairs.push(await twoProcessRate(query));
+    for (const override of order) {
+      // The hand-written loop runs in the first round only: it checks the output, it is not timed here.
+      const long = await measureInChild(query, args, { ...override, noLoop: r > 0 });
+      (override === p1 ? ones : twos).push(long);
+      if (steady) {
+        const short = await measureInChild(query, { ...args, events: shortEvents }, { ...override, noLoop: true });
+        (override === p1 ? steadyOnes : steadyTwos).push(steadyRate(long, short));
+      }
+    }
+    if (twoProcesses) {
+      const long = await twoProcessRun(query, args.events);
+      pairs.push(long);
+      if (steady) steadyPairs.push(steadyRate(long, await twoProcessRun(query, shortEvents)));
+    }
   }
   // CPU of the whole process over the job's time at p1: above 1, V8's GC and compiler threads
   // already use the second core when one worker runs (the ceiling for p2 is then below 2).
@@ -105,14 +142,18 @@ for (const query of queries) {
   const checks = [reportQuery(ones, false).outputCheck, reportQuery(twos, false).outputCheck];
   if (checks.some((c) => c.startsWith("MISMATCH"))) mismatches++;
   const output = checks[0] === checks[1] ? checks[0] : `p1 ${checks[0]}; p2 ${checks[1]}`;
-  const pairRate = twoProcesses ? median(pairs) : 0;
+  const pairRate = twoProcesses ? median(pairs.map((p) => p.events / (p.runningMs / 1000))) : 0;
+  const [s1, s2, sPair] = steady ? [median(steadyOnes), median(steadyTwos), twoProcesses ? median(steadyPairs) : 0] : [0, 0, 0];
   if (!REFERENCES.includes(query)) {
     ratios.push(r2! / r1!);
     if (twoProcesses) twoRatios.push(pairRate / r1!);
+    if (steady) steadyRatios.push(s2 / s1);
+    if (steady && twoProcesses) steadyTwoRatios.push(sPair / s1);
   }
-  const pairColumns = twoProcesses ? `${fmt(pairRate).padStart(10)} ${`${(pairRate / r1!).toFixed(2)}×`.padStart(6)}  ` : "";
+  const pairColumns = twoProcesses ? `${fmt(pairRate).padStart(10)} ${ratio(pairRate / r1!).padStart(6)}  ` : "";
+  const steadyColumns = steady ? `${fmt(s1).padStart(12)} ${fmt(s2).padStart(12)} ${ratio(s2 / s1).padStart(7)}  ${twoProcesses ? `${fmt(sPair).padStart(10)} ${ratio(sPair / s1).padStart(6)}  ` : ""}` : "";
   console.log(
-    `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${`${(r2! / r1!).toFixed(2)}×`.padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${`${(j2! / j1!).toFixed(2)}×`.padStart(7)}  ${p1Cores.toFixed(2).padStart(8)}  ${pairColumns}${output}`,
+    `${query.padEnd(6)} ${fmt(r1!).padStart(12)} ${fmt(r2!).padStart(12)} ${ratio(r2! / r1!).padStart(7)}   ${fmt(j1!).padStart(11)} ${fmt(j2!).padStart(11)} ${ratio(j2! / j1!).padStart(7)}  ${p1Cores.toFixed(2).padStart(8)}  ${pairColumns}${steadyColumns}${output}`,
   );
 }
 const meanRatio = geomean(ratios);
@@ -120,6 +161,14 @@ if (ratios.length > 0) console.log(`\nGeometric mean of p2÷p1 (running): ${mean
 if (twoRatios.length > 0) {
   const twoGeomean = geomean(twoRatios);
   console.log(`Geometric mean of two processes ÷ p1 (each process half the events, nothing exchanged): ${twoGeomean.toFixed(2)}×; p2 reaches ${((100 * meanRatio) / twoGeomean).toFixed(0)} % of it`);
+}
+if (steadyRatios.length > 0) {
+  const steadyMean = geomean(steadyRatios);
+  console.log(`Geometric mean of p2÷p1 (steady state, runs of ${args.events.toLocaleString("en")} less runs of ${shortEvents.toLocaleString("en")} events): ${steadyMean.toFixed(2)}×; slowest ${Math.min(...steadyRatios).toFixed(2)}×`);
+  if (steadyTwoRatios.length > 0) {
+    const steadyTwo = geomean(steadyTwoRatios);
+    console.log(`Geometric mean of two processes ÷ p1 (steady state): ${steadyTwo.toFixed(2)}×; p2 reaches ${((100 * steadyMean) / steadyTwo).toFixed(0)} % of it`);
+  }
 }
 
 if (scalingRecords > 0) {
