@@ -90,11 +90,18 @@ const fmt = (eps: number): string => `${(eps / 1e6).toFixed(2)} M/s`;
 
 /** With --steady: the short run's events, a quarter of the run's. */
 const shortEvents = Math.round(args.events / 4);
-/** Events per second between a run of `short` events and one of `long`: what both pay alike drops out. */
+/**
+ * Events per second between a run of `short` events and one of `long`: what both pay alike drops
+ * out. NaN when the long run was not the longer (the runs are too short for the machine's noise):
+ * the query's steady median (`strictMedian`) and the geometric mean are then NaN too.
+ */
 const steadyRate = (long: { events: number; runningMs: number }, short: { events: number; runningMs: number }): number =>
-  (long.events - short.events) / (Math.max(1, long.runningMs - short.runningMs) / 1000);
+  long.runningMs > short.runningMs ? (long.events - short.events) / ((long.runningMs - short.runningMs) / 1000) : Number.NaN;
 
-/** Two p1 processes at once over the two halves of `events` events: both's events and the slower's running time. */
+/** The median, or NaN if any of `xs` is (a plain sort would put a NaN anywhere). */
+const strictMedian = (xs: readonly number[]): number => (xs.some(Number.isNaN) ? Number.NaN : median(xs));
+
+/** Two p1 processes at once over the two halves of `events` events: the events of both, and the slower one's running time. */
 async function twoProcessRun(query: string, events: number): Promise<{ events: number; runningMs: number }> {
   const half = Math.floor(events / 2);
   const [a, b] = await Promise.all([
@@ -148,7 +155,7 @@ for (const query of queries) {
   if (checks.some((c) => c.startsWith("MISMATCH"))) mismatches++;
   const output = checks[0] === checks[1] ? checks[0] : `p1 ${checks[0]}; p2 ${checks[1]}`;
   const pairRate = twoProcesses ? median(pairs.map((p) => p.events / (p.runningMs / 1000))) : 0;
-  const [s1, s2, sPair] = steady ? [median(steadyOnes), median(steadyTwos), twoProcesses ? median(steadyPairs) : 0] : [0, 0, 0];
+  const [s1, s2, sPair] = steady ? [strictMedian(steadyOnes), strictMedian(steadyTwos), twoProcesses ? strictMedian(steadyPairs) : 0] : [0, 0, 0];
   if (!REFERENCES.includes(query)) {
     ratios.push(r2! / r1!);
     if (twoProcesses) twoRatios.push(pairRate / r1!);
