@@ -7,8 +7,9 @@
  *
  * How far the fast lane runs ahead is read from the order of the records (leadsInOrder).
  */
-import { defineJob, staticSplitEnumerator, WatermarkStrategy, type ReaderOutput, type Source, type SourceReader } from "eddy";
+import { defineJob, staticSplitEnumerator, type ReaderOutput, type WatermarkStrategy, type Source, type SourceReader } from "eddy";
 import { collectSink } from "eddy/testing";
+import { watermarkAfterEachRecord } from "./punctuated.ts";
 
 export interface LaneRecord {
   readonly lane: string;
@@ -138,16 +139,7 @@ function lanesSource(splitPausing: boolean): Source<LaneRecord, Lane> {
 
 /** Watermarks after every record (so the test does not depend on when periodic emission runs). */
 function strategy(aligned: boolean): WatermarkStrategy<LaneRecord> {
-  const punctuated = WatermarkStrategy.forGenerator<LaneRecord>(() => {
-    let max = Number.NEGATIVE_INFINITY;
-    return {
-      onEvent(_e, ts, output) {
-        max = Math.max(max, ts);
-        output.emitWatermark(max - 1);
-      },
-      onPeriodicEmit() {},
-    };
-  }).withTimestampAssigner((r) => r.ts);
+  const punctuated = watermarkAfterEachRecord<LaneRecord>((r) => r.ts);
   return aligned ? punctuated.withWatermarkAlignment("lanes", DRIFT_MS, 1) : punctuated;
 }
 

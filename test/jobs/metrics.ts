@@ -5,9 +5,10 @@
  * event time is far past it, so the window drops exactly them (one input channel per window
  * subtask keeps watermark and records in order). "Tally" registers one user metric of each kind.
  */
-import { defineJob, TumblingEventTimeWindows, WatermarkStrategy, type KeyedProcessFunction, type MetricCounter, type MetricHistogram, type MetricMeter } from "eddy";
+import { defineJob, TumblingEventTimeWindows, type KeyedProcessFunction, type MetricCounter, type MetricHistogram, type MetricMeter } from "eddy";
 import { collectSink } from "eddy/testing";
 import { pacedNumbers } from "./paced-source.ts";
+import { watermarkAfterEachRecord } from "./punctuated.ts";
 
 export const RECORDS = 1_000;
 export const KEYS = 8;
@@ -22,16 +23,7 @@ export interface Tagged {
 }
 
 /** Watermark right behind each number's event time (the late ones hold it back: they are behind it). */
-const punctuatedNumbers = WatermarkStrategy.forGenerator<number>(() => {
-  let max = Number.NEGATIVE_INFINITY;
-  return {
-    onEvent(_n, ts, output) {
-      max = Math.max(max, ts);
-      output.emitWatermark(max - 1);
-    },
-    onPeriodicEmit() {},
-  };
-}).withTimestampAssigner(eventTime);
+const punctuatedNumbers = watermarkAfterEachRecord(eventTime);
 
 /** One user metric of each kind; passes every record on. */
 function tally(): KeyedProcessFunction<string, Tagged, Tagged> {
